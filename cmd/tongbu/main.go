@@ -1,0 +1,57 @@
+// Command tongbu is the tongbu tool: the demo server, benchmark scenarios
+// and, as later parts land, replay tools.
+//
+//	tongbu demo                 start the demo server (both modes, with bots)
+//	tongbu bench [-benchtime d] [scenario ...]
+//	                            run benchmark scenarios; none named lists them
+//	tongbu version              print the version
+package main
+
+import (
+	"fmt"
+	"io"
+	"os"
+)
+
+// version is the tool's version, set at release time with -ldflags.
+var version = "dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// run executes one command line and returns the exit status.
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	switch args[0] {
+	case "demo":
+		fmt.Fprintln(stderr, "tongbu demo: the demo server is not built yet; it lands with the engine (issue: engine, browser demos).")
+		fmt.Fprintln(stderr, "Until then: go run ./cmd/tongbu bench codec")
+		return 1
+	case "bench":
+		return benchCommand(args[1:], stdout, stderr)
+	case "version":
+		fmt.Fprintln(stdout, "tongbu", version)
+		return 0
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "tongbu: unknown command %q\n", args[0])
+		usage(stderr)
+		return 2
+	}
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `usage: tongbu <command> [arguments]
+
+commands:
+  demo                         start the demo server (both modes, with bots)
+  bench [-benchtime d] [name]  run benchmark scenarios; with no name, list them
+  version                      print the version
+`)
+}

@@ -1,0 +1,139 @@
+package layering
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+type listed struct {
+	ImportPath string
+	Standard   bool
+	Deps       []string
+	Error      *struct{ Err string }
+}
+
+// goList lists the module's packages for one target platform.
+func goList(t *testing.T, env ...string) []listed {
+	t.Helper()
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Standard,Deps,Error", "./...")
+	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v\n%s", err, stderr.String())
+	}
+	var pkgs []listed
+	dec := json.NewDecoder(bytes.NewReader(out))
+	for {
+		var p listed
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	return pkgs
+}
+
+// stdSet asks go list which of the dependencies are in the standard library.
+func stdSet(t *testing.T, env ...string) map[string]bool {
+	t.Helper()
+	cmd := exec.Command("go", "list", "std")
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list std: %v", err)
+	}
+	std := map[string]bool{}
+	for _, p := range strings.Fields(string(out)) {
+		std[p] = true
+	}
+	return std
+}
+
+// TestModuleLayering holds every package of the module, built for the
+// server and for the browser, to the import rules of DESIGN.md.
+func TestModuleLayering(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH")
+	}
+	for _, platform := range [][]string{nil, {"GOOS=js", "GOARCH=wasm"}} {
+		name := "host"
+		if platform != nil {
+			name = "js/wasm"
+		}
+		t.Run(name, func(t *testing.T) {
+			std := stdSet(t, platform...)
+			isStd := func(p string) bool { return std[p] || !strings.Contains(strings.SplitN(p, "/", 2)[0], ".") }
+			pkgs := goList(t, platform...)
+			checked := 0
+			for _, p := range pkgs {
+				if p.Error != nil && !strings.Contains(p.Error.Err, "build constraints exclude all Go files") {
+					t.Errorf("%s: %s", p.ImportPath, p.Error.Err)
+				}
+				for _, v := range Check(p.ImportPath, p.Deps, isStd) {
+					t.Error(v)
+				}
+				checked++
+			}
+			if checked < 5 {
+				t.Fatalf("checked only %d packages: go list found too little", checked)
+			}
+		})
+	}
+}
+
+// TestCheck proves the rules catch what they must, so the test above
+// cannot pass by checking nothing.
+func TestCheck(t *testing.T) {
+	isStd := func(p string) bool { return !strings.Contains(strings.SplitN(p, "/", 2)[0], ".") }
+	m := func(rel string) string { return Module + "/" + rel }
+	tests := []struct {
+		name string
+		pkg  string
+		deps []string
+		bad  int
+	}{
+		{"codec on the standard library and snappy", m("codec"), []string{"fmt", "github.com/golang/snappy"}, 0},
+		{"codec on pkg/errors", m("codec"), []string{"github.com/pkg/errors"}, 1},
+		{"codec on an internal helper", m("codec"), []string{m("internal/x")}, 1},
+		{"codec test helper on codec", m("codec/internal/recordtest"), []string{m("codec")}, 0},
+		{"transport on codec and pion", m("transport"), []string{m("codec"), "github.com/pion/webrtc/v4", "golang.org/x/net/ipv4"}, 0},
+		{"transport on a mode", m("transport"), []string{m("lockstep")}, 1},
+		{"transport on engine", m("transport/internal/mux"), []string{m("engine")}, 1},
+		{"lockstep on codec", m("lockstep/fixed"), []string{m("codec"), m("lockstep")}, 0},
+		{"lockstep on transport", m("lockstep"), []string{m("transport")}, 1},
+		{"lockstep on pion (via anything)", m("lockstep"), []string{"github.com/pion/sctp"}, 1},
+		{"interest on lockstep", m("interest"), []string{m("lockstep")}, 1},
+		{"engine on everything below", m("engine"), []string{m("lockstep"), m("interest"), m("transport"), m("codec")}, 0},
+		{"engine on ebiten", m("engine"), []string{"github.com/hajimehoshi/ebiten/v2"}, 1},
+		{"engine on a program", m("engine"), []string{m("cmd/tongbu")}, 1},
+		{"engine on wasm", m("engine"), []string{m("wasm")}, 1},
+		{"wasm on engine", m("wasm"), []string{m("engine")}, 0},
+		{"internal on examples", m("internal/codecbench"), []string{m("examples/arena")}, 1},
+		{"programs on anything", m("cmd/tongbu"), []string{m("engine"), m("wasm"), "github.com/hajimehoshi/ebiten/v2"}, 0},
+		{"an unplaced directory", m("util"), nil, 1},
+		{"another module", "example.com/x", []string{m("engine")}, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Check(tt.pkg, tt.deps, isStd); len(got) != tt.bad {
+				t.Fatalf("Check = %q, want %d violations", got, tt.bad)
+			}
+		})
+	}
+}

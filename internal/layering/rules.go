@@ -1,0 +1,135 @@
+// Package layering states the import rules of DESIGN.md as data, so that a
+// test can hold every package of the module to them.
+package layering
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// Module is the module path.
+const Module = "github.com/tongbu/tongbu"
+
+// rule governs the packages under one top-level directory of the module.
+type rule struct {
+	// allowLocal lists the module directories (relative to the module root)
+	// this layer may depend on; nil means any not listed in denyLocal.
+	allowLocal []string
+	// denyLocal lists the module directories this layer must not reach.
+	denyLocal []string
+	// allowExternal lists the non-standard module path prefixes this layer
+	// may depend on; nil means any not listed in denyExternal.
+	allowExternal []string
+	denyExternal  []string
+}
+
+var (
+	modes    = []string{"lockstep", "interest"}
+	programs = []string{"cmd", "examples"}
+	heavy    = []string{"github.com/hajimehoshi/ebiten", "github.com/chromedp"}
+)
+
+// rules maps a top-level directory to its rule. A package under a directory
+// with no rule is itself a violation: a new layer must be placed.
+var rules = map[string]rule{
+	// codec: the standard library and snappy only.
+	"codec": {allowLocal: []string{"codec"}, allowExternal: []string{"github.com/golang/snappy"}},
+	// transport: codec for framing, pion; nothing of the modes.
+	"transport": {
+		denyLocal:    append(append([]string{"engine", "wasm"}, modes...), programs...),
+		denyExternal: heavy,
+	},
+	// the modes: codec and their own packages; no transport, not each other.
+	"lockstep": {
+		allowLocal:    []string{"lockstep", "codec"},
+		allowExternal: []string{"github.com/golang/snappy", "github.com/pkg/errors"},
+	},
+	"interest": {
+		allowLocal:    []string{"interest", "codec"},
+		allowExternal: []string{"github.com/golang/snappy", "github.com/pkg/errors"},
+	},
+	// engine wires everything below it; nothing above.
+	"engine": {denyLocal: append([]string{"wasm"}, programs...), denyExternal: heavy},
+	// wasm is the browser glue over engine.
+	"wasm": {denyLocal: programs, denyExternal: []string{"github.com/chromedp"}},
+	// internal helpers may not reach the programs.
+	"internal": {denyLocal: programs},
+	"cmd":      {},
+	"examples": {},
+}
+
+// Check returns the violations of package pkg (a full import path) with
+// the given transitive dependencies. isStd tells standard-library paths.
+func Check(pkg string, deps []string, isStd func(string) bool) []string {
+	rel, ok := local(pkg)
+	if !ok {
+		return nil
+	}
+	top, _, _ := strings.Cut(rel, "/")
+	r, ok := rules[top]
+	if !ok {
+		return []string{fmt.Sprintf("%s: no layering rule for top-level directory %q (add it to internal/layering)", pkg, top)}
+	}
+	var bad []string
+	for _, d := range deps {
+		if isStd(d) {
+			continue
+		}
+		if dl, ok := local(d); ok {
+			if !r.allowsLocal(dl) {
+				bad = append(bad, fmt.Sprintf("%s must not depend on %s", pkg, d))
+			}
+			continue
+		}
+		if !r.allowsExternal(d) {
+			bad = append(bad, fmt.Sprintf("%s must not depend on %s", pkg, d))
+		}
+	}
+	sort.Strings(bad)
+	return bad
+}
+
+func local(path string) (string, bool) {
+	if path == Module {
+		return "", true
+	}
+	rel, ok := strings.CutPrefix(path, Module+"/")
+	return rel, ok
+}
+
+func under(path, dir string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
+
+func (r rule) allowsLocal(dep string) bool {
+	for _, d := range r.denyLocal {
+		if under(dep, d) {
+			return false
+		}
+	}
+	if r.allowLocal == nil {
+		return true
+	}
+	for _, d := range r.allowLocal {
+		if under(dep, d) {
+			return true
+		}
+	}
+	return false
+}
+
+func (r rule) allowsExternal(dep string) bool {
+	for _, p := range r.denyExternal {
+		if strings.HasPrefix(dep, p) {
+			return false
+		}
+	}
+	if r.allowExternal == nil {
+		return true
+	}
+	for _, p := range r.allowExternal {
+		if under(dep, p) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# The whole test suite, exactly as CI runs it (.ci/run calls this script).
+# Needs only Go; it installs anything else the tests need.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+command -v go >/dev/null 2>&1 || export PATH="$PATH:/usr/local/go/bin"
+
+echo "== gofmt"
+unformatted=$(gofmt -l $(git ls-files -co --exclude-standard -- '*.go' 2>/dev/null || find . -name '*.go'))
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+
+echo "== go vet (host and js/wasm)"
+go vet ./...
+GOOS=js GOARCH=wasm go vet ./...
+
+echo "== every benchmark, one iteration (so none rots)"
+log=$(mktemp)
+if ! go test -run '^$' -bench . -benchtime 1x ./... >"$log" 2>&1; then
+  cat "$log"; exit 1
+fi
+rm -f "$log"
+
+echo "== tests, shuffled, with the race detector"
+go test -race -shuffle=on -count=1 ./...
