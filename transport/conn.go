@@ -1,0 +1,84 @@
+package transport
+
+import (
+	"context"
+	"time"
+)
+
+// PeerID identifies a connection for its whole life; the side that accepts
+// connections assigns it.
+type PeerID uint64
+
+// Channel names one of the two channels of a connection.
+type Channel uint8
+
+const (
+	// Unreliable is the "u" channel: unordered, never retransmitted. Inputs,
+	// frames and state go here; the modes add their own reliability.
+	Unreliable Channel = iota
+	// Reliable is the "r" channel: ordered and retransmitted until
+	// delivered. Control and bulk catch-up go here.
+	Reliable
+)
+
+func (c Channel) String() string {
+	switch c {
+	case Unreliable:
+		return "u"
+	case Reliable:
+		return "r"
+	default:
+		return "?"
+	}
+}
+
+// DefaultMaxUnreliable is the largest message the unreliable channel takes
+// by default: one SCTP chunk on a typical path, so a message is never
+// fragmented.
+const DefaultMaxUnreliable = 1160
+
+// Message is one received message.
+type Message struct {
+	Channel Channel
+	Data    []byte // owned by the receiver
+}
+
+// Conn is one peer connection with its two channels. Every transport
+// (WebRTC, in-memory) provides it; the engine uses nothing else.
+//
+// Send methods copy the message, so the caller may reuse its buffer. They
+// are safe to call from several goroutines, as are Stats and Close; Receive
+// is meant for one reader.
+type Conn interface {
+	// ID returns the connection's peer id.
+	ID() PeerID
+	// SendUnreliable sends msg on the unreliable channel. A message longer
+	// than the channel's limit fails with ErrTooLarge. When the channel is
+	// backed up the message is dropped at once, counted in
+	// Stats.DroppedUnreliable, and ErrDropped is returned: stale unreliable
+	// data is never queued to go out late.
+	SendUnreliable(msg []byte) error
+	// SendReliable queues msg on the reliable channel. It fails with
+	// ErrQueueFull when the reliable queue is over its limit.
+	SendReliable(msg []byte) error
+	// Receive returns the next message from either channel. It fails with
+	// ErrClosed once the connection is closed and drained of nothing more.
+	Receive(ctx context.Context) (Message, error)
+	// Close closes the connection and releases everything it holds.
+	Close() error
+	// Done is closed when the connection closes, from either side or by
+	// timeout.
+	Done() <-chan struct{}
+	// Stats returns the connection's counters.
+	Stats() Stats
+}
+
+// Stats counts a connection's traffic.
+type Stats struct {
+	RTT               time.Duration // smoothed round-trip estimate; 0 before the first sample
+	SentMessages      uint64        // both channels
+	SentBytes         uint64
+	RecvMessages      uint64
+	RecvBytes         uint64
+	DroppedUnreliable uint64 // unreliable sends dropped because the channel was backed up
+}

@@ -1,0 +1,22 @@
+package transport
+
+import "errors"
+
+// Sentinel errors; test them with errors.Is.
+var (
+	// ErrClosed is returned by operations on a closed connection or
+	// listener.
+	ErrClosed = errors.New("transport: closed")
+
+	// ErrTooLarge is returned when a message is longer than the channel
+	// takes (DefaultMaxUnreliable for the unreliable channel).
+	ErrTooLarge = errors.New("transport: message too large for channel")
+
+	// ErrDropped is returned when an unreliable message was dropped because
+	// the channel was backed up. It is counted in Stats.DroppedUnreliable;
+	// callers usually ignore it.
+	ErrDropped = errors.New("transport: unreliable message dropped, channel backed up")
+
+	// ErrQueueFull is returned when the reliable queue is over its limit.
+	ErrQueueFull = errors.New("transport: reliable queue full")
+)

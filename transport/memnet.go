@@ -1,0 +1,538 @@
+package transport
+
+import (
+	"container/heap"
+	"context"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Network is an in-memory network with a seeded emulator of latency,
+// jitter, loss, duplication, reordering and bandwidth. Its connections
+// implement Conn, so anything built on Conn can be tested over it.
+//
+// Everything is driven by the time package: inside a testing/synctest
+// bubble a minute of network time takes milliseconds and runs the same way
+// every time. Each direction of each connection draws from its own random
+// stream, seeded from the network's seed and the order in which
+// connections were made, so a test that makes its connections in a fixed
+// order sees the same losses and delays on every run.
+type Network struct {
+	seed     uint64
+	mu       sync.Mutex
+	nextLink uint64
+	nextPeer PeerID
+}
+
+// NewNetwork returns an empty network whose randomness derives from seed.
+func NewNetwork(seed uint64) *Network {
+	return &Network{seed: seed}
+}
+
+// Distribution is the shape of jitter.
+type Distribution uint8
+
+const (
+	// Uniform jitter is uniform on [0, Jitter].
+	Uniform Distribution = iota
+	// Normal jitter is the absolute value of a normal sample with standard
+	// deviation Jitter.
+	Normal
+	// Pareto jitter is heavy-tailed (shape 2.5) with mean Jitter: mostly
+	// small, with rare long spikes, like a busy wireless link.
+	Pareto
+)
+
+// GilbertElliott describes bursty loss as a two-state Markov chain: the
+// link moves from good to bad with probability GoodToBad per packet and
+// back with BadToGood, and loses a packet with LossGood or LossBad
+// depending on its state.
+type GilbertElliott struct {
+	GoodToBad, BadToGood float64
+	LossGood, LossBad    float64
+}
+
+// MeanLoss returns the long-run loss rate of the chain.
+func (g GilbertElliott) MeanLoss() float64 {
+	if g.GoodToBad+g.BadToGood == 0 {
+		return g.LossGood
+	}
+	bad := g.GoodToBad / (g.GoodToBad + g.BadToGood)
+	return (1-bad)*g.LossGood + bad*g.LossBad
+}
+
+// LinkConfig describes one direction of a connection. The zero value is a
+// perfect link: no delay, no loss, unlimited bandwidth.
+type LinkConfig struct {
+	Latency time.Duration // one-way base delay
+	Jitter  time.Duration // scale of the extra delay, shaped by Dist
+	Dist    Distribution
+
+	Loss  float64         // independent loss probability per unreliable message
+	Burst *GilbertElliott // bursty loss; replaces Loss when set
+
+	Duplicate    float64       // probability an unreliable message arrives twice
+	Reorder      float64       // probability an unreliable message is held back by ReorderDelay
+	ReorderDelay time.Duration // default 2 * Jitter + 10 ms
+
+	// Bandwidth caps the link in bytes per second (0: unlimited). Messages
+	// wait for the link; an unreliable message that would wait longer than
+	// MaxQueueDelay is dropped and counted, as a WebRTC channel whose
+	// buffered amount is over its threshold.
+	Bandwidth     int
+	MaxQueueDelay time.Duration // default 100 ms
+
+	// MaxUnreliable is the largest unreliable message (default
+	// DefaultMaxUnreliable).
+	MaxUnreliable int
+
+	// Record, when set, receives the fate of every message sent on the
+	// link. Replay, when set, decides the fate of messages from a recorded
+	// trace instead of the random model, until the trace runs out.
+	Record *Trace
+	Replay *Trace
+}
+
+func (c LinkConfig) withDefaults() LinkConfig {
+	if c.ReorderDelay <= 0 {
+		c.ReorderDelay = 2*c.Jitter + 10*time.Millisecond
+	}
+	if c.MaxQueueDelay <= 0 {
+		c.MaxQueueDelay = 100 * time.Millisecond
+	}
+	if c.MaxUnreliable <= 0 {
+		c.MaxUnreliable = DefaultMaxUnreliable
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot describe a link.
+func (c LinkConfig) Validate() error {
+	probs := []float64{c.Loss, c.Duplicate, c.Reorder}
+	if b := c.Burst; b != nil {
+		probs = append(probs, b.GoodToBad, b.BadToGood, b.LossGood, b.LossBad)
+	}
+	for _, p := range probs {
+		if !(p >= 0 && p <= 1) {
+			return fmt.Errorf("transport: link probability %v not in [0, 1]", p)
+		}
+	}
+	if c.Latency < 0 || c.Jitter < 0 || c.Bandwidth < 0 {
+		return fmt.Errorf("transport: negative latency, jitter or bandwidth")
+	}
+	return nil
+}
+
+// LinkStats counts what a link did to the messages sent on it.
+type LinkStats struct {
+	Sent       uint64 // messages handed to the link
+	Lost       uint64 // unreliable messages lost
+	Duplicated uint64
+	Reordered  uint64        // unreliable messages held back
+	Dropped    uint64        // unreliable messages dropped at a full queue
+	Retransmit uint64        // reliable messages delayed by a simulated retransmission
+	Delivered  uint64        // messages (copies) delivered
+	DelaySum   time.Duration // sum of the one-way delays of delivered messages
+}
+
+// Pipe connects two endpoints: client sends over up, server over down.
+// Both configurations are validated; Pipe panics on an invalid one, since
+// that is a bug in the test or scenario that made it.
+func (n *Network) Pipe(up, down LinkConfig) (client, server *MemConn) {
+	for _, c := range []LinkConfig{up, down} {
+		if err := c.Validate(); err != nil {
+			panic(err)
+		}
+	}
+	n.mu.Lock()
+	n.nextPeer += 2
+	cid, sid := n.nextPeer-1, n.nextPeer
+	ul, dl := n.nextLink, n.nextLink+1
+	n.nextLink += 2
+	n.mu.Unlock()
+	client = newMemConn(cid)
+	server = newMemConn(sid)
+	client.out = newLink(up, rand.New(rand.NewPCG(n.seed, ul)), server)
+	server.out = newLink(down, rand.New(rand.NewPCG(n.seed, dl)), client)
+	client.peer, server.peer = server, client
+	client.rtt = up.Latency + down.Latency
+	server.rtt = client.rtt
+	return client, server
+}
+
+// MemConn is one end of an in-memory connection.
+type MemConn struct {
+	id   PeerID
+	out  *link
+	peer *MemConn
+	rtt  time.Duration
+
+	inMu   sync.Mutex
+	inQ    []Message
+	notify chan struct{}
+
+	closeOnce sync.Once
+	done      chan struct{}
+
+	sentMsgs, sentBytes, recvMsgs, recvBytes, dropped atomic.Uint64
+}
+
+func newMemConn(id PeerID) *MemConn {
+	return &MemConn{id: id, notify: make(chan struct{}, 1), done: make(chan struct{})}
+}
+
+// ID returns the connection's peer id.
+func (c *MemConn) ID() PeerID { return c.id }
+
+// SendUnreliable sends msg on the emulated unreliable channel.
+func (c *MemConn) SendUnreliable(msg []byte) error { return c.send(Unreliable, msg) }
+
+// SendReliable sends msg on the emulated reliable channel: never lost,
+// always in order, delayed by a retransmission when the link would have
+// lost it.
+func (c *MemConn) SendReliable(msg []byte) error { return c.send(Reliable, msg) }
+
+func (c *MemConn) send(ch Channel, msg []byte) error {
+	select {
+	case <-c.done:
+		return ErrClosed
+	default:
+	}
+	err := c.out.send(ch, msg)
+	switch err {
+	case nil:
+		c.sentMsgs.Add(1)
+		c.sentBytes.Add(uint64(len(msg)))
+	case ErrDropped:
+		c.dropped.Add(1)
+	}
+	return err
+}
+
+// SetLink replaces the configuration of the connection's outbound link;
+// messages already in flight keep their fate. Use it for a loss window or a
+// latency spike in the middle of a test.
+func (c *MemConn) SetLink(cfg LinkConfig) error {
+	if err := cfg.Validate(); err != nil {
+		return err
+	}
+	c.out.mu.Lock()
+	c.out.cfg = cfg.withDefaults()
+	c.out.mu.Unlock()
+	return nil
+}
+
+// LinkStats returns what the outbound link did so far.
+func (c *MemConn) LinkStats() LinkStats {
+	c.out.mu.Lock()
+	defer c.out.mu.Unlock()
+	return c.out.stats
+}
+
+// Receive returns the next delivered message.
+func (c *MemConn) Receive(ctx context.Context) (Message, error) {
+	for {
+		c.inMu.Lock()
+		if len(c.inQ) > 0 {
+			m := c.inQ[0]
+			c.inQ[0] = Message{}
+			c.inQ = c.inQ[1:]
+			c.inMu.Unlock()
+			c.recvMsgs.Add(1)
+			c.recvBytes.Add(uint64(len(m.Data)))
+			return m, nil
+		}
+		c.inMu.Unlock()
+		select {
+		case <-c.notify:
+		case <-c.done:
+			return Message{}, ErrClosed
+		case <-ctx.Done():
+			return Message{}, ctx.Err()
+		}
+	}
+}
+
+// deliver appends a message to the inbox.
+func (c *MemConn) deliver(m Message) {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	c.inMu.Lock()
+	c.inQ = append(c.inQ, m)
+	c.inMu.Unlock()
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Close closes both ends: the peer sees its Done closed too, as it would
+// when a real connection is torn down.
+func (c *MemConn) Close() error {
+	c.closeLocal()
+	if c.peer != nil {
+		c.peer.closeLocal()
+	}
+	return nil
+}
+
+func (c *MemConn) closeLocal() {
+	c.closeOnce.Do(func() {
+		close(c.done)
+		c.out.close()
+		c.inMu.Lock()
+		c.inQ = nil
+		c.inMu.Unlock()
+	})
+}
+
+// Done is closed when the connection closes.
+func (c *MemConn) Done() <-chan struct{} { return c.done }
+
+// Stats returns the connection's counters. RTT is the sum of the two
+// links' base latencies.
+func (c *MemConn) Stats() Stats {
+	return Stats{
+		RTT:               c.rtt,
+		SentMessages:      c.sentMsgs.Load(),
+		SentBytes:         c.sentBytes.Load(),
+		RecvMessages:      c.recvMsgs.Load(),
+		RecvBytes:         c.recvBytes.Load(),
+		DroppedUnreliable: c.dropped.Load(),
+	}
+}
+
+// link is one direction: it decides each message's fate and delivers it to
+// dst when its time comes, in order of arrival time.
+type link struct {
+	mu           sync.Mutex
+	cfg          LinkConfig
+	rng          *rand.Rand
+	bad          bool // Gilbert-Elliott state
+	busyUntil    time.Time
+	lastReliable time.Time
+	seq          uint64
+	q            pktHeap
+	timer        *time.Timer
+	timerAt      time.Time
+	dst          *MemConn
+	closed       bool
+	stats        LinkStats
+}
+
+type pkt struct {
+	at   time.Time
+	sent time.Time
+	seq  uint64
+	msg  Message
+}
+
+func newLink(cfg LinkConfig, rng *rand.Rand, dst *MemConn) *link {
+	return &link{cfg: cfg.withDefaults(), rng: rng, dst: dst}
+}
+
+// maxRetransmits bounds the simulated retransmissions of one reliable
+// message.
+const maxRetransmits = 8
+
+func (l *link) send(ch Channel, msg []byte) error {
+	now := time.Now()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return ErrClosed
+	}
+	cfg := &l.cfg
+	if ch == Unreliable && len(msg) > cfg.MaxUnreliable {
+		return fmt.Errorf("%w: %d bytes > %d", ErrTooLarge, len(msg), cfg.MaxUnreliable)
+	}
+	depart := now
+	if cfg.Bandwidth > 0 {
+		if l.busyUntil.After(now) {
+			depart = l.busyUntil
+		}
+		if ch == Unreliable && depart.Sub(now) > cfg.MaxQueueDelay {
+			l.stats.Dropped++
+			return ErrDropped
+		}
+		depart = depart.Add(time.Duration(float64(len(msg)) / float64(cfg.Bandwidth) * float64(time.Second)))
+		l.busyUntil = depart
+	}
+	l.stats.Sent++
+	fate := l.fate(ch)
+	if cfg.Record != nil {
+		cfg.Record.add(fate)
+	}
+	data := append([]byte(nil), msg...)
+	if fate.Lost {
+		l.stats.Lost++
+		return nil // the sender cannot tell
+	}
+	at := depart.Add(fate.Delay)
+	if ch == Reliable {
+		if at.Before(l.lastReliable) {
+			at = l.lastReliable // ordered: never overtakes an earlier reliable message
+		}
+		l.lastReliable = at
+	}
+	l.push(pkt{at: at, sent: now, msg: Message{Channel: ch, Data: data}})
+	if fate.Dup {
+		l.stats.Duplicated++
+		l.push(pkt{at: at.Add(l.jitter() / 2), sent: now, msg: Message{Channel: ch, Data: append([]byte(nil), data...)}})
+	}
+	return nil
+}
+
+// fate decides what happens to one message: from the replayed trace while
+// it lasts, else from the model.
+func (l *link) fate(ch Channel) TraceEvent {
+	cfg := &l.cfg
+	if cfg.Replay != nil {
+		if ev, ok := cfg.Replay.next(); ok {
+			if ch == Reliable {
+				ev.Lost, ev.Dup = false, false
+			}
+			return ev
+		}
+	}
+	ev := TraceEvent{Delay: cfg.Latency + l.jitter()}
+	if ch == Reliable {
+		// SCTP retransmits what the path loses: the message arrives, late.
+		for range maxRetransmits {
+			if !l.lose() {
+				break
+			}
+			l.stats.Retransmit++
+			ev.Delay += max(2*cfg.Latency, 200*time.Millisecond)
+		}
+		return ev
+	}
+	if l.lose() {
+		ev.Lost = true
+		return ev
+	}
+	if cfg.Reorder > 0 && l.rng.Float64() < cfg.Reorder {
+		l.stats.Reordered++
+		ev.Delay += cfg.ReorderDelay
+	}
+	ev.Dup = cfg.Duplicate > 0 && l.rng.Float64() < cfg.Duplicate
+	return ev
+}
+
+func (l *link) lose() bool {
+	cfg := &l.cfg
+	if b := cfg.Burst; b != nil {
+		if l.bad {
+			if l.rng.Float64() < b.BadToGood {
+				l.bad = false
+			}
+		} else if l.rng.Float64() < b.GoodToBad {
+			l.bad = true
+		}
+		p := b.LossGood
+		if l.bad {
+			p = b.LossBad
+		}
+		return p > 0 && l.rng.Float64() < p
+	}
+	return cfg.Loss > 0 && l.rng.Float64() < cfg.Loss
+}
+
+func (l *link) jitter() time.Duration {
+	j := float64(l.cfg.Jitter)
+	if j == 0 {
+		return 0
+	}
+	switch l.cfg.Dist {
+	case Normal:
+		return time.Duration(math.Abs(l.rng.NormFloat64()) * j)
+	case Pareto:
+		const shape = 2.5
+		scale := j * (shape - 1) / shape // so that the excess has mean j
+		u := 1 - l.rng.Float64()         // (0, 1]
+		return time.Duration(scale*math.Pow(u, -1/shape) - scale)
+	default:
+		return time.Duration(l.rng.Float64() * j)
+	}
+}
+
+// push queues a message and arms the timer for the earliest one.
+func (l *link) push(p pkt) {
+	l.seq++
+	p.seq = l.seq
+	heap.Push(&l.q, p)
+	l.arm()
+}
+
+func (l *link) arm() {
+	if len(l.q) == 0 {
+		return
+	}
+	at := l.q[0].at
+	if l.timer != nil && !l.timerAt.After(at) {
+		return // already armed for this or earlier
+	}
+	d := time.Until(at)
+	l.timerAt = at
+	if l.timer == nil {
+		l.timer = time.AfterFunc(d, l.fire)
+	} else {
+		l.timer.Reset(d)
+	}
+}
+
+func (l *link) fire() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return
+	}
+	now := time.Now()
+	for len(l.q) > 0 && !l.q[0].at.After(now) {
+		p := heap.Pop(&l.q).(pkt)
+		l.stats.Delivered++
+		l.stats.DelaySum += now.Sub(p.sent)
+		l.dst.deliver(p.msg)
+	}
+	l.timer = nil
+	if len(l.q) > 0 {
+		l.timerAt = time.Time{}
+		l.arm()
+	}
+}
+
+func (l *link) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.closed = true
+	l.q = nil
+	if l.timer != nil {
+		l.timer.Stop()
+		l.timer = nil
+	}
+}
+
+type pktHeap []pkt
+
+func (h pktHeap) Len() int { return len(h) }
+func (h pktHeap) Less(i, j int) bool {
+	if h[i].at.Equal(h[j].at) {
+		return h[i].seq < h[j].seq
+	}
+	return h[i].at.Before(h[j].at)
+}
+func (h pktHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *pktHeap) Push(x any)   { *h = append(*h, x.(pkt)) }
+func (h *pktHeap) Pop() any {
+	old := *h
+	p := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return p
+}
