@@ -17,6 +17,18 @@ var (
 	// callers usually ignore it.
 	ErrDropped = errors.New("transport: unreliable message dropped, channel backed up")
 
+	// ErrEmpty is returned for an empty message: empty messages are the
+	// transport's keepalives and are never delivered.
+	ErrEmpty = errors.New("transport: empty message")
+
+	// ErrIdle is the reason a connection closed when nothing arrived within
+	// the idle timeout.
+	ErrIdle = errors.New("transport: idle timeout")
+
+	// ErrHandshakeTimeout is the reason a connection closed when its
+	// channels did not open within the handshake timeout.
+	ErrHandshakeTimeout = errors.New("transport: handshake timeout")
+
 	// ErrQueueFull is returned when the reliable queue is over its limit.
 	ErrQueueFull = errors.New("transport: reliable queue full")
 )

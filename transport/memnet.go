@@ -171,9 +171,7 @@ type MemConn struct {
 	peer *MemConn
 	rtt  time.Duration
 
-	inMu   sync.Mutex
-	inQ    []Message
-	notify chan struct{}
+	in *inbox
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -182,7 +180,9 @@ type MemConn struct {
 }
 
 func newMemConn(id PeerID) *MemConn {
-	return &MemConn{id: id, notify: make(chan struct{}, 1), done: make(chan struct{})}
+	c := &MemConn{id: id, done: make(chan struct{})}
+	c.in = newInbox(c.done, 0, 0) // unbounded: the emulated links bound what is in flight
+	return c
 }
 
 // ID returns the connection's peer id.
@@ -235,42 +235,12 @@ func (c *MemConn) LinkStats() LinkStats {
 
 // Receive returns the next delivered message.
 func (c *MemConn) Receive(ctx context.Context) (Message, error) {
-	for {
-		c.inMu.Lock()
-		if len(c.inQ) > 0 {
-			m := c.inQ[0]
-			c.inQ[0] = Message{}
-			c.inQ = c.inQ[1:]
-			c.inMu.Unlock()
-			c.recvMsgs.Add(1)
-			c.recvBytes.Add(uint64(len(m.Data)))
-			return m, nil
-		}
-		c.inMu.Unlock()
-		select {
-		case <-c.notify:
-		case <-c.done:
-			return Message{}, ErrClosed
-		case <-ctx.Done():
-			return Message{}, ctx.Err()
-		}
+	m, err := c.in.pop(ctx)
+	if err == nil {
+		c.recvMsgs.Add(1)
+		c.recvBytes.Add(uint64(len(m.Data)))
 	}
-}
-
-// deliver appends a message to the inbox.
-func (c *MemConn) deliver(m Message) {
-	select {
-	case <-c.done:
-		return
-	default:
-	}
-	c.inMu.Lock()
-	c.inQ = append(c.inQ, m)
-	c.inMu.Unlock()
-	select {
-	case c.notify <- struct{}{}:
-	default:
-	}
+	return m, err
 }
 
 // Close closes both ends: the peer sees its Done closed too, as it would
@@ -287,9 +257,7 @@ func (c *MemConn) closeLocal() {
 	c.closeOnce.Do(func() {
 		close(c.done)
 		c.out.close()
-		c.inMu.Lock()
-		c.inQ = nil
-		c.inMu.Unlock()
+		c.in.clear()
 	})
 }
 
@@ -499,7 +467,7 @@ func (l *link) fire() {
 		p := heap.Pop(&l.q).(pkt)
 		l.stats.Delivered++
 		l.stats.DelaySum += now.Sub(p.sent)
-		l.dst.deliver(p.msg)
+		l.dst.in.push(p.msg)
 	}
 	l.timer = nil
 	if len(l.q) > 0 {

@@ -1,0 +1,129 @@
+package transport
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/pion/webrtc/v4"
+)
+
+// ClientConfig configures Dial. A nil *ClientConfig means the defaults.
+type ClientConfig struct {
+	// Header is added to the signaling request (a ticket, for example).
+	Header http.Header
+	// HTTPClient posts the offer (default http.DefaultClient).
+	HTTPClient *http.Client
+	// IncludeLoopback offers loopback candidates (native only): for tests
+	// and local demos on a machine with no other interface.
+	IncludeLoopback bool
+	// MaxAnswerBytes bounds the answer body (default 16 KiB).
+	MaxAnswerBytes int64
+	// Limits bound the connection.
+	Limits Limits
+	// Logger receives the client's logs (default: discarded).
+	Logger *slog.Logger
+}
+
+// Dial connects to the signaling URL of a Server: it offers a peer
+// connection with the two negotiated channels, posts the offer, applies the
+// answer and returns once both channels are open. The same code runs
+// natively and in the browser (GOOS=js), where pion wraps the browser's
+// RTCPeerConnection.
+func Dial(ctx context.Context, url string, cfg *ClientConfig) (Conn, error) {
+	if cfg == nil {
+		cfg = &ClientConfig{}
+	}
+	lim := cfg.Limits.withDefaults()
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = http.DefaultClient
+	}
+	maxAnswer := cfg.MaxAnswerBytes
+	if maxAnswer <= 0 {
+		maxAnswer = 16 << 10
+	}
+	ctx, cancel := context.WithTimeout(ctx, lim.HandshakeTimeout)
+	defer cancel()
+
+	var se webrtc.SettingEngine
+	configureAPI(&se, cfg.IncludeLoopback)
+	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{})
+	if err != nil {
+		return nil, fmt.Errorf("transport: peer connection: %w", err)
+	}
+	c, err := newRTCConn(0, pc, lim, log)
+	if err != nil {
+		pc.Close()
+		return nil, err
+	}
+	fail := func(err error) (Conn, error) {
+		c.closeWith(err)
+		return nil, err
+	}
+	offer, err := pc.CreateOffer(nil)
+	if err != nil {
+		return fail(fmt.Errorf("transport: offer: %w", err))
+	}
+	gathered := webrtc.GatheringCompletePromise(pc)
+	if err := pc.SetLocalDescription(offer); err != nil {
+		return fail(fmt.Errorf("transport: local description: %w", err))
+	}
+	select {
+	case <-gathered:
+	case <-ctx.Done():
+		return fail(fmt.Errorf("transport: gathering candidates: %w", ctx.Err()))
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(pc.LocalDescription().SDP)))
+	if err != nil {
+		return fail(fmt.Errorf("transport: signaling request: %w", err))
+	}
+	for k, vs := range cfg.Header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("Content-Type", "application/sdp")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return fail(fmt.Errorf("transport: signaling: %w", err))
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	resp.Body.Close()
+	switch {
+	case err != nil:
+		return fail(fmt.Errorf("transport: reading answer: %w", err))
+	case resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK:
+		return fail(&SignalingError{Status: resp.StatusCode, Message: string(bytes.TrimSpace(body))})
+	case int64(len(body)) > maxAnswer:
+		return fail(fmt.Errorf("transport: answer over %d bytes", maxAnswer))
+	}
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: string(body)}); err != nil {
+		return fail(fmt.Errorf("transport: bad answer: %w", err))
+	}
+	select {
+	case <-c.open:
+		return c, nil
+	case <-c.done:
+		return nil, fmt.Errorf("transport: connection closed during handshake: %w", c.Err())
+	case <-ctx.Done():
+		return fail(fmt.Errorf("%w: %w", ErrHandshakeTimeout, ctx.Err()))
+	}
+}
+
+// SignalingError is a signaling request the server refused.
+type SignalingError struct {
+	Status  int    // HTTP status
+	Message string // the server's explanation
+}
+
+func (e *SignalingError) Error() string {
+	return fmt.Sprintf("transport: signaling refused: %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+}

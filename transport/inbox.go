@@ -1,0 +1,102 @@
+package transport
+
+import (
+	"context"
+	"sync"
+)
+
+// inbox queues received messages for one reader. Unreliable messages beyond
+// maxUnreliable queued are dropped (the reader is behind; newer data will
+// follow); a reliable push waits for room, which pushes back on the
+// sender through the channel's flow control.
+type inbox struct {
+	mu       sync.Mutex
+	q        []Message
+	head     int
+	unrel    int // unreliable messages queued
+	maxUnrel int
+	maxRel   int
+	notify   chan struct{} // a message was queued
+	room     chan struct{} // a message was taken
+	done     <-chan struct{}
+	dropped  uint64
+}
+
+func newInbox(done <-chan struct{}, maxUnrel, maxRel int) *inbox {
+	return &inbox{
+		notify: make(chan struct{}, 1), room: make(chan struct{}, 1), done: done,
+		maxUnrel: maxUnrel, maxRel: maxRel,
+	}
+}
+
+func signal(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
+}
+
+// push queues m. It returns false when m was dropped or the inbox closed.
+func (b *inbox) push(m Message) bool {
+	for {
+		b.mu.Lock()
+		n := len(b.q) - b.head
+		switch {
+		case m.Channel == Unreliable && b.maxUnrel > 0 && b.unrel >= b.maxUnrel:
+			b.dropped++
+			b.mu.Unlock()
+			return false
+		case m.Channel == Reliable && b.maxRel > 0 && n-b.unrel >= b.maxRel:
+			b.mu.Unlock()
+			select { // wait for the reader to take something
+			case <-b.room:
+				continue
+			case <-b.done:
+				return false
+			}
+		}
+		if m.Channel == Unreliable {
+			b.unrel++
+		}
+		b.q = append(b.q, m)
+		b.mu.Unlock()
+		signal(b.notify)
+		return true
+	}
+}
+
+// pop returns the oldest message, waiting for one.
+func (b *inbox) pop(ctx context.Context) (Message, error) {
+	for {
+		b.mu.Lock()
+		if b.head < len(b.q) {
+			m := b.q[b.head]
+			b.q[b.head] = Message{}
+			b.head++
+			if b.head == len(b.q) {
+				b.q, b.head = b.q[:0], 0
+			}
+			if m.Channel == Unreliable {
+				b.unrel--
+			}
+			b.mu.Unlock()
+			signal(b.room)
+			return m, nil
+		}
+		b.mu.Unlock()
+		select {
+		case <-b.notify:
+		case <-b.done:
+			return Message{}, ErrClosed
+		case <-ctx.Done():
+			return Message{}, ctx.Err()
+		}
+	}
+}
+
+// clear drops everything queued.
+func (b *inbox) clear() {
+	b.mu.Lock()
+	b.q, b.head, b.unrel = nil, 0, 0
+	b.mu.Unlock()
+}

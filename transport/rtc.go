@@ -1,0 +1,287 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pion/webrtc/v4"
+)
+
+// Limits bound a WebRTC connection. Zero fields take the defaults; the
+// server and the client share them.
+type Limits struct {
+	// MaxUnreliable is the largest message on the unreliable channel
+	// (default DefaultMaxUnreliable, 1160 bytes: one SCTP chunk).
+	MaxUnreliable int
+	// MaxReliable is the largest message on the reliable channel (default
+	// 64 KiB); split larger payloads with codec.Splitter.
+	MaxReliable int
+	// HandshakeTimeout bounds the time from the offer to both channels
+	// open (default 10 s).
+	HandshakeTimeout time.Duration
+	// IdleTimeout closes a connection that received nothing, not even a
+	// keepalive, for this long (default 15 s).
+	IdleTimeout time.Duration
+	// KeepAlive is how long a side may stay silent before it sends a
+	// keepalive (default IdleTimeout / 3).
+	KeepAlive time.Duration
+	// MaxBufferedUnreliable is the unreliable channel's buffered amount in
+	// bytes above which new unreliable sends are dropped and counted
+	// (default 64 KiB).
+	MaxBufferedUnreliable int
+	// MaxReliableQueue is the reliable channel's buffered amount in bytes
+	// above which SendReliable fails with ErrQueueFull (default 4 MiB).
+	MaxReliableQueue int
+	// InboxUnreliable and InboxReliable bound the received messages held
+	// for a reader that falls behind (default 1024 each). Unreliable ones
+	// beyond the bound are dropped; reliable ones make the channel wait.
+	InboxUnreliable int
+	InboxReliable   int
+}
+
+func (l Limits) withDefaults() Limits {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&l.MaxUnreliable, DefaultMaxUnreliable)
+	def(&l.MaxReliable, 64<<10)
+	def(&l.MaxBufferedUnreliable, 64<<10)
+	def(&l.MaxReliableQueue, 4<<20)
+	def(&l.InboxUnreliable, 1024)
+	def(&l.InboxReliable, 1024)
+	if l.HandshakeTimeout <= 0 {
+		l.HandshakeTimeout = 10 * time.Second
+	}
+	if l.IdleTimeout <= 0 {
+		l.IdleTimeout = 15 * time.Second
+	}
+	if l.KeepAlive <= 0 || l.KeepAlive > l.IdleTimeout/2 {
+		l.KeepAlive = l.IdleTimeout / 3
+	}
+	return l
+}
+
+// Channel parameters, identical on both sides (SPEC.md, "Data channels").
+var (
+	negotiated       = true
+	unreliableID     = uint16(0)
+	reliableID       = uint16(1)
+	unordered        = false
+	ordered          = true
+	noRetransmits    = uint16(0)
+	unreliableParams = webrtc.DataChannelInit{Negotiated: &negotiated, ID: &unreliableID, Ordered: &unordered, MaxRetransmits: &noRetransmits}
+	reliableParams   = webrtc.DataChannelInit{Negotiated: &negotiated, ID: &reliableID, Ordered: &ordered}
+)
+
+// rtcConn is a Conn over one WebRTC peer connection with the two
+// negotiated channels.
+type rtcConn struct {
+	id   PeerID
+	pc   *webrtc.PeerConnection
+	lim  Limits
+	log  *slog.Logger
+	meta any
+
+	dc      [2]*webrtc.DataChannel
+	send    [2]func([]byte) error // the platform's write path for each channel
+	opened  atomic.Int32
+	open    chan struct{} // closed once both channels are open
+	in      *inbox
+	timer   *time.Timer
+	onOpen  func(*rtcConn)
+	onClose func(*rtcConn, bool)
+
+	closeOnce sync.Once
+	done      chan struct{}
+	closeErr  atomic.Value // error: why it closed
+
+	lastRecv, lastSend                                          atomic.Int64 // unix nanoseconds
+	sentMsgs, sentBytes, recvMsgs, recvBytes, dropped, tooLarge atomic.Uint64
+}
+
+func newRTCConn(id PeerID, pc *webrtc.PeerConnection, lim Limits, log *slog.Logger) (*rtcConn, error) {
+	c := &rtcConn{id: id, pc: pc, lim: lim, log: log, open: make(chan struct{}), done: make(chan struct{})}
+	c.in = newInbox(c.done, lim.InboxUnreliable, lim.InboxReliable)
+	c.timer = time.AfterFunc(time.Hour, c.tick) // armed once both channels open
+	c.timer.Stop()
+	now := time.Now().UnixNano()
+	c.lastRecv.Store(now)
+	c.lastSend.Store(now)
+	for ch, params := range []webrtc.DataChannelInit{unreliableParams, reliableParams} {
+		label := Channel(ch).String()
+		p := params
+		dc, err := pc.CreateDataChannel(label, &p)
+		if err != nil {
+			return nil, fmt.Errorf("transport: creating channel %s: %w", label, err)
+		}
+		c.dc[ch] = dc
+		c.attach(dc, Channel(ch))
+	}
+	pc.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {
+		if s == webrtc.PeerConnectionStateFailed || s == webrtc.PeerConnectionStateClosed {
+			go c.closeWith(fmt.Errorf("%w: peer connection %s", ErrClosed, s))
+		}
+	})
+	return c, nil
+}
+
+// channelOpened is called by the platform code when a channel is ready.
+func (c *rtcConn) channelOpened() {
+	if c.opened.Add(1) == 2 {
+		close(c.open)
+		c.timer.Reset(c.lim.KeepAlive)
+		if c.onOpen != nil {
+			c.onOpen(c)
+		}
+	}
+}
+
+func (c *rtcConn) isOpen() bool { return c.opened.Load() >= 2 }
+
+// received is called by the platform code with each message read.
+func (c *rtcConn) received(ch Channel, data []byte) {
+	c.lastRecv.Store(time.Now().UnixNano())
+	if len(data) == 0 {
+		return // keepalive
+	}
+	if max := c.lim.MaxUnreliable; ch == Reliable && len(data) > c.lim.MaxReliable || ch == Unreliable && len(data) > max {
+		go c.closeWith(fmt.Errorf("%w: received %d bytes on %s", ErrTooLarge, len(data), ch))
+		return
+	}
+	c.recvMsgs.Add(1)
+	c.recvBytes.Add(uint64(len(data)))
+	c.in.push(Message{Channel: ch, Data: data})
+}
+
+// tick sends a keepalive when this side has been silent, and closes the
+// connection when the other side has been.
+func (c *rtcConn) tick() {
+	select {
+	case <-c.done:
+		return
+	default:
+	}
+	now := time.Now()
+	if idle := now.Sub(time.Unix(0, c.lastRecv.Load())); idle > c.lim.IdleTimeout {
+		c.closeWith(fmt.Errorf("%w: idle for %v", ErrIdle, idle.Round(time.Millisecond)))
+		return
+	}
+	if now.Sub(time.Unix(0, c.lastSend.Load())) >= c.lim.KeepAlive {
+		if err := c.send[Reliable](nil); err == nil {
+			c.lastSend.Store(now.UnixNano())
+		}
+	}
+	c.timer.Reset(c.lim.KeepAlive)
+}
+
+func (c *rtcConn) ID() PeerID { return c.id }
+
+func (c *rtcConn) SendUnreliable(msg []byte) error {
+	if err := c.checkSend(msg, c.lim.MaxUnreliable); err != nil {
+		return err
+	}
+	if c.dc[Unreliable].BufferedAmount() > uint64(c.lim.MaxBufferedUnreliable) {
+		c.dropped.Add(1)
+		return ErrDropped
+	}
+	return c.write(Unreliable, msg)
+}
+
+func (c *rtcConn) SendReliable(msg []byte) error {
+	if err := c.checkSend(msg, c.lim.MaxReliable); err != nil {
+		return err
+	}
+	if c.dc[Reliable].BufferedAmount() > uint64(c.lim.MaxReliableQueue) {
+		return ErrQueueFull
+	}
+	return c.write(Reliable, msg)
+}
+
+func (c *rtcConn) checkSend(msg []byte, max int) error {
+	select {
+	case <-c.done:
+		return ErrClosed
+	default:
+	}
+	switch {
+	case len(msg) == 0:
+		return ErrEmpty
+	case len(msg) > max:
+		return fmt.Errorf("%w: %d bytes > %d", ErrTooLarge, len(msg), max)
+	case !c.isOpen():
+		return ErrClosed
+	}
+	return nil
+}
+
+func (c *rtcConn) write(ch Channel, msg []byte) error {
+	if err := c.send[ch](msg); err != nil {
+		return fmt.Errorf("transport: send on %s: %w", ch, err)
+	}
+	c.lastSend.Store(time.Now().UnixNano())
+	c.sentMsgs.Add(1)
+	c.sentBytes.Add(uint64(len(msg)))
+	return nil
+}
+
+func (c *rtcConn) Receive(ctx context.Context) (Message, error) {
+	return c.in.pop(ctx)
+}
+
+func (c *rtcConn) Done() <-chan struct{} { return c.done }
+
+// Err returns why the connection closed, or nil while it is open or after
+// a plain Close.
+func (c *rtcConn) Err() error {
+	if v, ok := c.closeErr.Load().(error); ok {
+		return v
+	}
+	return nil
+}
+
+// Meta returns what the server's Authorize hook returned for this
+// connection.
+func (c *rtcConn) Meta() any { return c.meta }
+
+func (c *rtcConn) Close() error {
+	c.closeWith(nil)
+	return nil
+}
+
+// closeWith closes the connection once, recording why, and waits for the
+// peer connection to release its goroutines and sockets.
+func (c *rtcConn) closeWith(reason error) {
+	c.closeOnce.Do(func() {
+		if reason != nil {
+			c.closeErr.Store(reason)
+			c.log.Debug("transport: connection closed", "peer", c.id, "reason", reason)
+		}
+		wasOpen := c.isOpen()
+		close(c.done)
+		c.timer.Stop()
+		c.in.clear()
+		if err := c.pc.Close(); err != nil {
+			c.log.Debug("transport: closing peer connection", "peer", c.id, "err", err)
+		}
+		if c.onClose != nil {
+			c.onClose(c, wasOpen)
+		}
+	})
+}
+
+func (c *rtcConn) Stats() Stats {
+	return Stats{
+		RTT:               c.rtt(),
+		SentMessages:      c.sentMsgs.Load(),
+		SentBytes:         c.sentBytes.Load(),
+		RecvMessages:      c.recvMsgs.Load(),
+		RecvBytes:         c.recvBytes.Load(),
+		DroppedUnreliable: c.dropped.Load(),
+	}
+}
