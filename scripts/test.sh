@@ -5,6 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v go >/dev/null 2>&1 || export PATH="$PATH:/usr/local/go/bin"
 
+if [ ! -x /usr/bin/chromium ] && ! command -v chromium >/dev/null 2>&1; then
+  echo "== installing chromium for the browser tests"
+  sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
+  $sudo apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+fi
+
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files -co --exclude-standard -- '*.go' 2>/dev/null || find . -name '*.go'))
 if [ -n "$unformatted" ]; then

@@ -1,0 +1,106 @@
+// Package browser runs tongbu's browser tests: it builds WASM programs,
+// serves them with the Go installation's wasm_exec.js, and drives headless
+// Chromium with the flags that work on a loopback-only machine.
+package browser
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/chromedp/chromedp"
+)
+
+// ErrNoBrowser is returned when no Chromium is installed.
+var ErrNoBrowser = errors.New("browser: no chromium found (apt-get install chromium)")
+
+// Path returns the Chromium executable.
+func Path() (string, error) {
+	for _, p := range []string{os.Getenv("TONGBU_CHROMIUM"), "/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"} {
+		if p == "" {
+			continue
+		}
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	if p, err := exec.LookPath("chromium"); err == nil {
+		return p, nil
+	}
+	return "", ErrNoBrowser
+}
+
+// New starts headless Chromium with a fresh profile in userDir and returns
+// a chromedp context for one tab. Cancel it to stop the browser.
+func New(ctx context.Context, userDir string) (context.Context, context.CancelFunc, error) {
+	exe, err := Path()
+	if err != nil {
+		return nil, nil, err
+	}
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(exe),
+		chromedp.UserDataDir(userDir),
+		chromedp.Headless,
+		chromedp.NoSandbox,
+		chromedp.DisableGPU,
+		chromedp.NoFirstRun,
+		chromedp.NoDefaultBrowserCheck,
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+		chromedp.Flag("allow-loopback-in-peer-connection", true),
+		chromedp.Flag("disable-features", "WebRtcHideLocalIpsWithMdns"),
+		chromedp.Flag("enable-unsafe-swiftshader", true),
+	}
+	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
+	tctx, cancelTab := chromedp.NewContext(actx)
+	if err := chromedp.Run(tctx); err != nil { // start the browser now
+		cancelTab()
+		cancelAlloc()
+		return nil, nil, fmt.Errorf("browser: starting %s: %w", exe, err)
+	}
+	return tctx, func() { cancelTab(); cancelAlloc() }, nil
+}
+
+// BuildWasm builds the package at pkg (an import path or directory) for
+// GOOS=js GOARCH=wasm into dir and returns the path of the .wasm file.
+func BuildWasm(dir, pkg string) (string, error) {
+	out := filepath.Join(dir, "main.wasm")
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("browser: building %s for js/wasm: %v\n%s", pkg, err, b)
+	}
+	return out, nil
+}
+
+// WasmExecJS returns the path of wasm_exec.js in the local Go installation.
+func WasmExecJS() (string, error) {
+	out, err := exec.Command("go", "env", "GOROOT").Output()
+	if err != nil {
+		return "", fmt.Errorf("browser: go env GOROOT: %w", err)
+	}
+	root := strings.TrimSpace(string(out))
+	for _, p := range []string{filepath.Join(root, "lib", "wasm", "wasm_exec.js"), filepath.Join(root, "misc", "wasm", "wasm_exec.js")} {
+		if _, err := os.Stat(p); err == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("browser: no wasm_exec.js under %s", root)
+}
+
+// LoaderPage is a minimal page that runs main.wasm with wasm_exec.js.
+const LoaderPage = `<!doctype html>
+<html><head><meta charset="utf-8"><title>tongbu test</title></head>
+<body><script src="wasm_exec.js"></script><script>
+const go = new Go();
+WebAssembly.instantiateStreaming(fetch("main.wasm"), go.importObject)
+  .then(r => go.run(r.instance))
+  .catch(e => { window.tongbuResult = "error: " + e; });
+</script></body></html>
+`
