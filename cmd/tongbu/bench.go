@@ -16,7 +16,7 @@ import (
 //	RESULT scenario=<name> key=value ...
 type scenario struct {
 	summary string
-	run     func(out io.Writer) error
+	run     func(args []string, out io.Writer) error // args: the scenario's own flags
 }
 
 var scenarios = map[string]scenario{
@@ -47,16 +47,15 @@ func benchCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		return 0
 	}
-	for _, name := range names {
-		sc, ok := scenarios[name]
-		if !ok {
-			fmt.Fprintf(stderr, "tongbu bench: unknown scenario %q\n", name)
-			return 2
-		}
-		if err := sc.run(stdout); err != nil {
-			fmt.Fprintf(stderr, "tongbu bench %s: %v\n", name, err)
-			return 1
-		}
+	name := names[0]
+	sc, ok := scenarios[name]
+	if !ok {
+		fmt.Fprintf(stderr, "tongbu bench: unknown scenario %q\n", name)
+		return 2
+	}
+	if err := sc.run(names[1:], stdout); err != nil {
+		fmt.Fprintf(stderr, "tongbu bench %s: %v\n", name, err)
+		return 1
 	}
 	return 0
 }

@@ -26,7 +26,7 @@ func nsPerOp(r testing.BenchmarkResult) float64 {
 	return float64(r.T.Nanoseconds()) / float64(r.N)
 }
 
-func benchCodec(out io.Writer) error {
+func benchCodec(_ []string, out io.Writer) error {
 	fmt.Fprintln(out, "codec: one character update of seed 000 section 5.3")
 	fmt.Fprintln(out, "(handle, X, Y, velocity, state, destination, life, mana, rage, magic state)")
 	fmt.Fprintln(out)

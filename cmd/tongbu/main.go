@@ -2,8 +2,9 @@
 // and, as later parts land, replay tools.
 //
 //	tongbu demo                 start the demo server (both modes, with bots)
-//	tongbu bench [-benchtime d] [scenario ...]
-//	                            run benchmark scenarios; none named lists them
+//	tongbu bench [-benchtime d] [scenario [flags]]
+//	                            run a benchmark scenario; none named lists them
+//	tongbu bench transport -clients N -hz H -size B -seconds S
 //	tongbu version              print the version
 package main
 
@@ -16,7 +17,18 @@ import (
 // version is the tool's version, set at release time with -ldflags.
 var version = "dev"
 
+// botsEnv marks the child process of a transport scenario: the bots run in
+// a second process so that the server's CPU time is its own.
+const botsEnv = "TONGBU_BENCH_BOTS"
+
 func main() {
+	if os.Getenv(botsEnv) != "" { // the bots of a transport scenario
+		if err := runBots(os.Args[1:], os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, "tongbu bots:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -51,7 +63,8 @@ func usage(w io.Writer) {
 
 commands:
   demo                         start the demo server (both modes, with bots)
-  bench [-benchtime d] [name]  run benchmark scenarios; with no name, list them
+  bench [-benchtime d] [name [flags]]
+                               run a benchmark scenario; with no name, list them
   version                      print the version
 `)
 }
