@@ -64,6 +64,10 @@ type Conn interface {
 	// Receive returns the next message from either channel. It fails with
 	// ErrClosed once the connection is closed and drained of nothing more.
 	Receive(ctx context.Context) (Message, error)
+	// TryReceive returns the next message if one is queued, without
+	// waiting: a room or world goroutine drains its connections on its tick
+	// instead of waking for every message.
+	TryReceive() (Message, bool)
 	// Close closes the connection and releases everything it holds.
 	Close() error
 	// Done is closed when the connection closes, from either side or by

@@ -65,25 +65,33 @@ func (b *inbox) push(m Message) bool {
 	}
 }
 
+// tryPop returns the oldest message without waiting.
+func (b *inbox) tryPop() (Message, bool) {
+	b.mu.Lock()
+	if b.head == len(b.q) {
+		b.mu.Unlock()
+		return Message{}, false
+	}
+	m := b.q[b.head]
+	b.q[b.head] = Message{}
+	b.head++
+	if b.head == len(b.q) {
+		b.q, b.head = b.q[:0], 0
+	}
+	if m.Channel == Unreliable {
+		b.unrel--
+	}
+	b.mu.Unlock()
+	signal(b.room)
+	return m, true
+}
+
 // pop returns the oldest message, waiting for one.
 func (b *inbox) pop(ctx context.Context) (Message, error) {
 	for {
-		b.mu.Lock()
-		if b.head < len(b.q) {
-			m := b.q[b.head]
-			b.q[b.head] = Message{}
-			b.head++
-			if b.head == len(b.q) {
-				b.q, b.head = b.q[:0], 0
-			}
-			if m.Channel == Unreliable {
-				b.unrel--
-			}
-			b.mu.Unlock()
-			signal(b.room)
+		if m, ok := b.tryPop(); ok {
 			return m, nil
 		}
-		b.mu.Unlock()
 		select {
 		case <-b.notify:
 		case <-b.done:

@@ -243,6 +243,16 @@ func (c *MemConn) Receive(ctx context.Context) (Message, error) {
 	return m, err
 }
 
+// TryReceive returns the next delivered message without waiting.
+func (c *MemConn) TryReceive() (Message, bool) {
+	m, ok := c.in.tryPop()
+	if ok {
+		c.recvMsgs.Add(1)
+		c.recvBytes.Add(uint64(len(m.Data)))
+	}
+	return m, ok
+}
+
 // Close closes both ends: the peer sees its Done closed too, as it would
 // when a real connection is torn down.
 func (c *MemConn) Close() error {

@@ -307,3 +307,35 @@ func TestReadTraceErrors(t *testing.T) {
 		t.Fatalf("events %+v", tr.Events())
 	}
 }
+
+func TestTryReceive(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		c, s := NewNetwork(1).Pipe(LinkConfig{Latency: 10 * time.Millisecond}, LinkConfig{})
+		defer c.Close()
+		if _, ok := s.TryReceive(); ok {
+			t.Fatal("a message before anything was sent")
+		}
+		for i := range 3 {
+			if err := c.SendUnreliable([]byte{byte(i)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, ok := s.TryReceive(); ok {
+			t.Fatal("a message before the link's latency passed")
+		}
+		time.Sleep(10 * time.Millisecond)
+		synctest.Wait()
+		for i := range 3 {
+			m, ok := s.TryReceive()
+			if !ok || m.Data[0] != byte(i) {
+				t.Fatalf("message %d: %v %v", i, m.Data, ok)
+			}
+		}
+		if _, ok := s.TryReceive(); ok {
+			t.Fatal("more messages than were sent")
+		}
+		if st := s.Stats(); st.RecvMessages != 3 {
+			t.Fatalf("received %d", st.RecvMessages)
+		}
+	})
+}

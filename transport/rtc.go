@@ -234,6 +234,8 @@ func (c *rtcConn) Receive(ctx context.Context) (Message, error) {
 	return c.in.pop(ctx)
 }
 
+func (c *rtcConn) TryReceive() (Message, bool) { return c.in.tryPop() }
+
 func (c *rtcConn) Done() <-chan struct{} { return c.done }
 
 // Err returns why the connection closed, or nil while it is open or after

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"runtime/pprof"
 	"strconv"
 	"sync/atomic"
 	"text/tabwriter"
@@ -33,6 +34,7 @@ func init() {
 type transportLoad struct {
 	clients, hz, size int
 	seconds           float64
+	profile           string
 }
 
 type phaseResult struct {
@@ -64,6 +66,7 @@ func benchTransport(args []string, out io.Writer) error {
 	fs.IntVar(&load.hz, "hz", 30, "messages per second per bot")
 	fs.IntVar(&load.size, "size", 100, "message bytes")
 	fs.Float64Var(&load.seconds, "seconds", 10, "sending time")
+	fs.StringVar(&load.profile, "cpuprofile", "", "write the server's CPU profile of each phase to `prefix`.engine and prefix.baseline")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -163,6 +166,21 @@ func runPhase(name string, load transportLoad, inband bool, start func() (echoSe
 		return kill(errors.New("bots did not connect within 5 minutes"))
 	}
 	res.heapPerConn = float64(int64(heapInUse())-int64(before)) / float64(load.clients)
+	if load.profile != "" {
+		suffix := ".engine"
+		if inband {
+			suffix = ".baseline"
+		}
+		f, err := os.Create(load.profile + suffix)
+		if err != nil {
+			return kill(err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return kill(err)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	cpu0, msgs0 := cpuTime(), srv.msgs.Load()
 	var counts [2]uint64
 	select {
@@ -190,32 +208,54 @@ func serveHTTP(h http.Handler) (string, func(), error) {
 	return "http://" + ln.Addr().String() + "/", func() { hs.Close() }, nil
 }
 
+// echoTickHz is the tick of the engine's echo loop: a fast room.
+const echoTickHz = 60
+
 // startEngineEcho runs the engine's transport server: every message
-// received on the unreliable channel is echoed on it.
+// received on the unreliable channel is echoed on it at the next tick.
 func startEngineEcho() (echoServer, error) {
 	s, err := transport.NewServer(transport.ServerConfig{UDPAddr: "127.0.0.1:0", IncludeLoopback: true, MaxPending: 256})
 	if err != nil {
 		return echoServer{}, err
 	}
+	// One goroutine owns the connections and drains them on its tick, as a
+	// room does (DESIGN.md, runtime model); echoes go out on the same tick.
 	var msgs atomic.Uint64
+	newConns := make(chan transport.Conn, 64)
+	stop := make(chan struct{})
 	go func() {
 		for {
 			c, err := s.Accept(context.Background())
 			if err != nil {
 				return
 			}
-			go func() {
-				for {
-					m, err := c.Receive(context.Background())
-					if err != nil {
-						return
-					}
-					msgs.Add(1)
-					if c.SendUnreliable(m.Data) == nil {
+			newConns <- c
+		}
+	}()
+	go func() {
+		var conns []transport.Conn
+		tick := time.NewTicker(time.Second / echoTickHz)
+		defer tick.Stop()
+		for {
+			select {
+			case c := <-newConns:
+				conns = append(conns, c)
+			case <-tick.C:
+				for _, c := range conns {
+					for {
+						m, ok := c.TryReceive()
+						if !ok {
+							break
+						}
 						msgs.Add(1)
+						if c.SendUnreliable(m.Data) == nil {
+							msgs.Add(1)
+						}
 					}
 				}
-			}()
+			case <-stop:
+				return
+			}
 		}
 	}()
 	url, stopHTTP, err := serveHTTP(s)
@@ -223,7 +263,7 @@ func startEngineEcho() (echoServer, error) {
 		s.Close()
 		return echoServer{}, err
 	}
-	return echoServer{url: url, msgs: &msgs, stop: func() { stopHTTP(); s.Close() }}, nil
+	return echoServer{url: url, msgs: &msgs, stop: func() { close(stop); stopHTTP(); s.Close() }}, nil
 }
 
 // startPionEcho runs a server as pion's examples write one: default

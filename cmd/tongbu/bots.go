@@ -11,6 +11,8 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -40,6 +42,20 @@ func runBots(args []string, out io.Writer) error {
 	inband := fs.Bool("inband", false, "plain pion client with in-band channels (baseline)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if path := os.Getenv("TONGBU_BOTS_CPUPROFILE"); path != "" { // for profiling the load generator
+		if *inband {
+			path += ".inband"
+		}
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
 	}
 	var received atomic.Uint64
 	links := make([]botLink, *clients)
