@@ -16,9 +16,8 @@ const (
 
 	// splitHeaderMax bounds a split frame's header: the type byte, 16-bit
 	// message id, part count (up to 16 bits as a uvarint) and index (up to 14
-	// bits) rounded up to whole bytes, and a length uvarint of up to 3
-	// bytes.
-	splitHeaderMax = 1 + 6 + 3
+	// bits) rounded up to whole bytes, and a length uvarint of up to 5 bytes.
+	splitHeaderMax = 1 + 6 + 5
 )
 
 // Frame is one framed message, or one part of a split message, as read by
@@ -104,6 +103,13 @@ func ReadFrame(b []byte) (Frame, int, error) {
 	return f, int(start + n), nil
 }
 
+// splitHeaderLen is the size of a split frame's header for a message in
+// parts parts of up to chunk bytes.
+func splitHeaderLen(parts, chunk int) int {
+	bitsLen := 16 + UvarintBits(uint64(parts-1)) + bits.Len(uint(parts-1))
+	return 1 + (bitsLen+7)/8 + UvarintBits(uint64(chunk))/8
+}
+
 // Splitter frames messages for a channel whose packets hold at most Limit
 // bytes, splitting a message that does not fit into numbered parts. Each
 // sender keeps one Splitter; its message ids wrap at 2^16.
@@ -134,16 +140,36 @@ func (s *Splitter) Split(typ uint8, payload []byte, emit func(packet []byte) err
 		s.buf = AppendFrame(s.buf[:0], typ, payload)
 		return emit(s.buf)
 	}
-	chunk := s.Limit - splitHeaderMax
-	if chunk < 1 {
-		return fmt.Errorf("%w: packet limit %d leaves no room for a part", ErrInvalid, s.Limit)
-	}
-	parts := (len(payload) + chunk - 1) / chunk
 	maxParts := s.MaxParts
 	if maxParts <= 0 {
 		maxParts = DefaultMaxParts
 	}
-	if parts > min(maxParts, MaxPartsLimit) {
+	maxParts = min(maxParts, MaxPartsLimit)
+	// The header depends on the part count and the part size, which depend
+	// on the header: start from the largest header and shrink to a fixed
+	// point (two rounds at most in practice).
+	chunk, parts := max(1, s.Limit-splitHeaderMax), 0
+	for range 4 {
+		parts = (len(payload) + chunk - 1) / chunk
+		next := s.Limit - splitHeaderLen(parts, chunk)
+		if next < 1 && parts > maxParts {
+			return fmt.Errorf("%w: %d bytes need %d parts of %d, cap %d", ErrTooManyParts, len(payload), parts, chunk, maxParts)
+		}
+		if next < 1 {
+			return fmt.Errorf("%w: packet limit %d leaves no room for a part", ErrInvalid, s.Limit)
+		}
+		if next == chunk {
+			break
+		}
+		chunk = min(next, s.Limit-1)
+	}
+	for splitHeaderLen(parts, chunk)+chunk > s.Limit { // never over the limit
+		if chunk--; chunk < 1 {
+			return fmt.Errorf("%w: packet limit %d leaves no room for a part", ErrInvalid, s.Limit)
+		}
+		parts = (len(payload) + chunk - 1) / chunk
+	}
+	if parts > maxParts {
 		return fmt.Errorf("%w: %d bytes need %d parts of %d, cap %d", ErrTooManyParts, len(payload), parts, chunk, maxParts)
 	}
 	id := s.next

@@ -11,7 +11,7 @@ const maxGolombOrder = 31
 // order k in 5 bits, the first ID as a uvarint and every following ID as its
 // gap to the one before, minus one, in Exp-Golomb code of order k. The
 // encoder picks the k that makes the list shortest, so dense lists cost one
-// or two bits an ID.
+// bit an ID.
 //
 // A list longer than maxCount records ErrTooLong; a list that is not strictly
 // increasing records ErrOutOfRange. Either way an empty list is written.
@@ -69,25 +69,28 @@ func gapsBits(ids []uint32, k uint) int {
 	return total
 }
 
-// bestGolombOrder tries the orders around log2 of the mean gap and keeps the
-// cheapest. The cost is convex in k, so the window finds the minimum for
-// all but pathological gap distributions, where it is merely close.
+// bestGolombOrder returns the order that makes the gaps shortest. It
+// counts, for every order at once, the cost of each gap (one pass over
+// the list and a constant 32 orders), so clustered lists, whose mean gap
+// says little, still get the best order.
 func bestGolombOrder(ids []uint32) uint {
 	if len(ids) < 2 {
 		return 0
 	}
-	mean := uint64(ids[len(ids)-1]-ids[0]) / uint64(len(ids)-1)
-	center := bits.Len64(mean) - 1
-	best, bestCost := uint(0), -1
-	for k := center - 2; k <= center+2; k++ {
-		if k < 0 || k > maxGolombOrder {
-			continue
-		}
-		if c := gapsBits(ids, uint(k)); bestCost < 0 || c < bestCost {
-			best, bestCost = uint(k), c
+	var cost [maxGolombOrder + 1]int
+	for i := 1; i < len(ids); i++ {
+		x := uint64(ids[i] - ids[i-1] - 1)
+		for k := range cost {
+			cost[k] += golombBits(x, uint(k))
 		}
 	}
-	return best
+	best := 0
+	for k := range cost {
+		if cost[k] < cost[best] {
+			best = k
+		}
+	}
+	return uint(best)
 }
 
 // writeGolomb writes x in Exp-Golomb code of order k, adapted to a

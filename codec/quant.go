@@ -33,6 +33,13 @@ func NewQuantizer(min, max, step float64) (Quantizer, error) {
 	}
 	q := Quantizer{min: min, step: step, maxIndex: uint64(n)}
 	q.bits = uint(bits.Len64(q.maxIndex))
+	// Every grid point must be a distinct float64: near large values a fine
+	// step is lost to rounding.
+	if n > 0 {
+		if top := q.Value(q.maxIndex); top-q.Value(q.maxIndex-1) < step/2 || q.Value(1)-q.Value(0) < step/2 {
+			return Quantizer{}, fmt.Errorf("%w: quantizer step %g is below float64 precision at %g", ErrInvalid, step, top)
+		}
+	}
 	return q, nil
 }
 

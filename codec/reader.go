@@ -132,6 +132,9 @@ func (r *Reader) ReadInt(min, max int64) int64 {
 	if u > span || min > max {
 		return r.intOutOfRange(u, min, max)
 	}
+	if r.err != nil {
+		return 0 // a failed read, or a read after an error: not min
+	}
 	return int64(uint64(min) + u)
 }
 
@@ -169,6 +172,9 @@ func (r *Reader) ReadVarint() int64 { return Unzigzag(r.ReadUvarint()) }
 // ReadQuantized reads a value written by WriteQuantized with the same q.
 func (r *Reader) ReadQuantized(q Quantizer) float64 {
 	i := r.readBits(uint64(q.bits))
+	if r.err != nil {
+		return 0 // a failed read, or a read after an error: not q.min
+	}
 	if i > q.maxIndex {
 		r.fail(ErrOutOfRange, "quantized index %d > %d", i, q.maxIndex)
 		return q.min
@@ -232,7 +238,8 @@ func (r *Reader) readLen(max, minBits int) (int, bool) {
 		r.fail(ErrTooLong, "length %d > max %d", n, max)
 		return 0, false
 	}
-	if n*uint64(minBits) > r.end-r.pos {
+	// Compare by division: with a max near MaxInt, n*minBits can wrap.
+	if n > (r.end-r.pos)/uint64(minBits) {
 		r.fail(ErrTruncated, "length %d needs %d bits, %d remain", n, n*uint64(minBits), r.end-r.pos)
 		return 0, false
 	}

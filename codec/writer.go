@@ -251,3 +251,25 @@ func (w *Writer) AlignByte() {
 		w.writeBits(0, uint(pad))
 	}
 }
+
+// WriteBitString writes the first n bits of b, as a Writer laid them out:
+// a message part encoded once can be spliced into many messages.
+func (w *Writer) WriteBitString(b []byte, n int) {
+	if n < 0 || n > len(b)*8 {
+		w.fail(ErrInvalid, "bit string of %d bits from %d bytes", n, len(b))
+		return
+	}
+	if w.measure {
+		w.counted += n
+		return
+	}
+	for n >= 64 {
+		w.writeBits(binary.LittleEndian.Uint64(b), 64)
+		b, n = b[8:], n-64
+	}
+	for n > 0 {
+		k := min(n, 8)
+		w.writeBits(uint64(b[0]), uint(k))
+		b, n = b[1:], n-k
+	}
+}
