@@ -1,0 +1,324 @@
+package lockstep
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/tongbu/tongbu/codec"
+)
+
+// Client is the player's half of a lockstep match. It stamps inputs with
+// the frame they should reach the room for, repeats them until the room
+// acknowledges them, reassembles the frame sequence from redundant and
+// retransmitted packets, acknowledges what it holds, and plays frames out
+// through a JitterBuffer at the game's own render rate.
+//
+// Like the Room it is driven by explicit calls with the time (Input,
+// Packet, Deliver, Advance) and is not safe for concurrent use.
+type Client struct {
+	cfg  Config
+	slot int
+
+	// Downlink.
+	have     int           // frames 0 .. have-1 received
+	ahead    map[int]Frame // frames received beyond have
+	queue    []Frame       // frames have been received, not yet taken by Advance
+	queued   int           // number of the first frame in queue
+	prevReal [][]byte      // last real inputs of each slot, for FillRepeat
+	jb       *JitterBuffer
+	recv     uint16 // downlink packets received
+	lastSeq  uint16
+	seqSeen  bool
+	run      int // current run of lost downlink packets
+	maxRun   int // longest run recently
+	runDecay int
+
+	// Uplink.
+	nextSeq               uint32
+	unacked               []sentInput
+	minOffset             float64 // ms: the earliest (arrival - cut schedule) seen, the server frame clock's zero
+	clockSet              bool
+	lead                  float64 // frames of lead over the estimated server frame
+	margins               []int   // recent arrival margins the room reported, ms
+	lastTarget, perTarget int     // the last input's frame, and inputs aimed at it
+	stamps                []stamp
+	excess                []float64 // recent margins less the lead used, in frames
+	notices               []Notice
+
+	w   codec.Writer
+	dl  downlink
+	buf []byte
+}
+
+type sentInput struct {
+	seq   uint32
+	frame int
+	data  []byte
+}
+
+// stamp remembers the lead an input was actually given (its target minus
+// the estimated server frame when it was stamped), to read the room's
+// margin report for it.
+type stamp struct {
+	seq  uint32
+	lead float64
+}
+
+// NewClient returns the client half for the player in slot of a room with
+// configuration cfg (as the room has it).
+func NewClient(cfg Config, slot int) (*Client, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if slot < 0 || slot >= cfg.Players {
+		return nil, fmt.Errorf("%w: slot %d of %d", ErrSlot, slot, cfg.Players)
+	}
+	return &Client{
+		cfg: cfg, slot: slot, ahead: make(map[int]Frame), nextSeq: 1,
+		prevReal: make([][]byte, cfg.Players), jb: NewJitterBuffer(cfg.Hz),
+		lead: 2,
+	}, nil
+}
+
+// serverFrame estimates the frame the room is cutting at t, from the
+// earliest arrivals seen: it runs behind by the shortest downlink delay,
+// which the lead covers.
+func (c *Client) serverFrame(t time.Time) float64 {
+	if !c.clockSet {
+		return float64(c.have)
+	}
+	return (float64(t.UnixNano())/1e6 - c.minOffset) / (1000 / float64(c.cfg.Hz))
+}
+
+// Input queues one input of the player and returns the frame it targets:
+// the frame the room will be cutting when the input arrives, as estimated
+// from the downlink's timing and the arrival margins the room reports.
+func (c *Client) Input(now time.Time, data []byte) (int, error) {
+	if len(data) > c.cfg.InputBytes {
+		return 0, fmt.Errorf("%w: %d bytes, room allows %d", ErrInputTooLarge, len(data), c.cfg.InputBytes)
+	}
+	if len(c.unacked) >= maxUplinkInputs {
+		return 0, ErrBacklog
+	}
+	target := int(math.Ceil(c.serverFrame(now) + c.lead))
+	if target < c.lastTarget {
+		target = c.lastTarget // inputs keep their order
+	}
+	if target == c.lastTarget && c.perTarget >= c.cfg.InputsPerFrame {
+		target++ // the room takes only so many inputs a frame
+	}
+	if target != c.lastTarget {
+		c.lastTarget, c.perTarget = target, 0
+	}
+	c.perTarget++
+	c.stamps = append(c.stamps, stamp{seq: c.nextSeq, lead: float64(target) - c.serverFrame(now)})
+	if len(c.stamps) > 2*maxUplinkInputs {
+		c.stamps = c.stamps[len(c.stamps)-2*maxUplinkInputs:]
+	}
+	c.unacked = append(c.unacked, sentInput{seq: c.nextSeq, frame: target, data: slices.Clone(data)})
+	c.nextSeq++
+	return target, nil
+}
+
+// Packet returns the uplink packet to send now: acknowledgements of the
+// frames held, the downlink loss report, and every unacknowledged input.
+// Send one every frame period, and at once after Input. The slice is valid
+// until the next call.
+func (c *Client) Packet(now time.Time) []byte {
+	u := uplink{have: c.have, recv: c.recv, lossRun: c.maxRun}
+	for n := range c.ahead {
+		if off := n - c.have - 1; off >= 0 && off < maxAckMask {
+			u.mask |= 1 << off
+			u.maskLen = max(u.maskLen, off+1)
+		}
+	}
+	if len(c.unacked) > 0 {
+		u.firstSeq = c.unacked[0].seq
+		for _, in := range c.unacked {
+			u.inputs = append(u.inputs, upInput{frame: in.frame, data: in.data})
+		}
+	}
+	c.w.Reset(c.buf[:0])
+	u.encode(&c.w)
+	c.buf = c.w.Bytes()
+	return c.buf
+}
+
+// Deliver handles one packet from the room: frames (unreliable) or
+// notices (reliable). A packet that does not decode is dropped with an
+// error.
+func (c *Client) Deliver(now time.Time, msg []byte) error {
+	switch packetKind(msg) {
+	case kindFrames:
+	case kindNotice:
+		var err error
+		c.notices, err = decodeNotices(msg, c.notices)
+		return err
+	default:
+		return fmt.Errorf("%w: kind %d", ErrMalformed, packetKind(msg))
+	}
+	if err := decodeDownlink(msg, c.cfg.Players, &c.dl); err != nil {
+		return err
+	}
+	d := &c.dl
+	c.recv++
+	c.trackLoss(d.seq)
+	// Inputs the room has: forget them.
+	k := 0
+	for k < len(c.unacked) && c.unacked[k].seq <= d.inputAck {
+		k++
+	}
+	c.unacked = append(c.unacked[:0], c.unacked[k:]...)
+	if d.hasMargin {
+		c.margin(d.marginSeq, d.marginMs)
+	}
+	for _, f := range d.frames {
+		c.frame(now, f)
+	}
+	return nil
+}
+
+// trackLoss follows the downlink packet sequence for the loss report.
+func (c *Client) trackLoss(seq uint16) {
+	if c.seqSeen {
+		if gap := int(seq - c.lastSeq - 1); gap >= 0 && gap < 1<<15 {
+			c.run = gap
+			c.maxRun = max(c.maxRun, gap)
+			c.lastSeq = seq
+		}
+	} else {
+		c.seqSeen, c.lastSeq = true, seq
+	}
+	c.runDecay++
+	if c.runDecay >= 2*c.cfg.Hz { // forget runs after a couple of seconds
+		c.runDecay, c.maxRun = 0, c.run
+	}
+}
+
+// marginWindow is how many of the room's margin reports the lead follows.
+const marginWindow = 64
+
+// margin sets the lead from the room's report of how early an input
+// arrived before its frame's cut. Subtracting the lead that input was
+// given leaves what a lead of zero would have achieved, whatever the lead
+// was then; the new lead puts nearly the worst of the recent ones (the
+// second lowest of 64: under loss an input can arrive a packet late) a
+// quarter of a frame before the cut. No integration, so no wind-up.
+func (c *Client) margin(seq uint32, ms int) {
+	i := slices.IndexFunc(c.stamps, func(s stamp) bool { return s.seq == seq })
+	if i < 0 {
+		return
+	}
+	period := 1000 / float64(c.cfg.Hz)
+	c.excess = append(c.excess, float64(ms)/period-c.stamps[i].lead)
+	if len(c.excess) > marginWindow {
+		c.excess = c.excess[len(c.excess)-marginWindow:]
+	}
+	sorted := slices.Sorted(slices.Values(c.excess))
+	low := sorted[min(1, len(sorted)-1)]
+	c.lead = max(0, min(0.25-low, float64(c.cfg.MaxAhead)/2))
+}
+
+// frame takes one received frame.
+func (c *Client) frame(now time.Time, f Frame) {
+	if f.Number < c.have {
+		return
+	}
+	if _, dup := c.ahead[f.Number]; dup {
+		return
+	}
+	if f.Number > c.have+4*maxRunFrames*MaxRedundancy {
+		return // absurdly far ahead: the room never sends such a frame
+	}
+	c.jb.Arrive(f.Number, now)
+	// The server frame clock: cut n at minOffset + n*period, from the
+	// earliest arrival seen.
+	off := float64(now.UnixNano())/1e6 - float64(f.Number)*1000/float64(c.cfg.Hz)
+	if !c.clockSet || off < c.minOffset {
+		c.minOffset, c.clockSet = off, true
+	}
+	c.ahead[f.Number] = f
+	for {
+		g, ok := c.ahead[c.have]
+		if !ok {
+			break
+		}
+		delete(c.ahead, c.have)
+		if len(c.queue) == 0 {
+			c.queued = c.have
+		}
+		c.queue = append(c.queue, c.resolve(g))
+		c.have++
+	}
+}
+
+// resolve applies the room's Fill to made-up slots, in frame order.
+func (c *Client) resolve(f Frame) Frame {
+	for i := range f.Slots {
+		s := &f.Slots[i]
+		if !s.MadeUp {
+			c.prevReal[i] = nil
+			if n := len(s.Inputs); n > 0 {
+				c.prevReal[i] = s.Inputs[n-1]
+			}
+			continue
+		}
+		if c.cfg.Fill == FillRepeat && c.prevReal[i] != nil {
+			s.Inputs = [][]byte{c.prevReal[i]}
+		}
+	}
+	return f
+}
+
+// Step is what the game does on one render tick.
+type Step struct {
+	// Frames are the logic frames to run now, in order: none, one, or
+	// several when catching up.
+	Frames []Frame
+	// Alpha is the fraction of the way from the last frame run to the next,
+	// for interpolating the picture (seed 001 section 5.1: the game renders
+	// at its own rate).
+	Alpha float64
+	// State is the playout state; Depth and Target the frames buffered and
+	// the depth aimed for.
+	State         PlayState
+	Depth, Target float64
+}
+
+// Advance is called on every render tick of the game: it returns the frames
+// to run now and how far to interpolate.
+func (c *Client) Advance(now time.Time) Step {
+	from, to, alpha, st := c.jb.Advance(now)
+	s := Step{Alpha: alpha, State: st, Depth: c.jb.Depth(), Target: c.jb.Target()}
+	for n := from; n < to && len(c.queue) > 0; n++ {
+		if c.queued != n {
+			break
+		}
+		s.Frames = append(s.Frames, c.queue[0])
+		c.queue = c.queue[1:]
+		c.queued++
+	}
+	return s
+}
+
+// Have returns how many frames, from frame 0, the client holds.
+func (c *Client) Have() int { return c.have }
+
+// Lead returns the current input lead, in frames.
+func (c *Client) Lead() float64 { return c.lead }
+
+// Unacked returns the inputs not yet acknowledged by the room.
+func (c *Client) Unacked() int { return len(c.unacked) }
+
+// Notices returns and clears the room's notices about late inputs.
+func (c *Client) Notices() []Notice {
+	n := c.notices
+	c.notices = nil
+	return n
+}
+
+// Playout returns the jitter buffer's counters.
+func (c *Client) Playout() PlayoutStats { return c.jb.Stats() }

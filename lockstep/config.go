@@ -1,0 +1,133 @@
+package lockstep
+
+import (
+	"fmt"
+	"time"
+)
+
+// Protocol-wide bounds: the wire widths below depend on them, not on a
+// room's configuration, so a packet decodes the same way everywhere.
+const (
+	MaxPlayers        = 32  // players in a room
+	MaxInputBytes     = 255 // bytes in one input
+	MaxInputsPerFrame = 16  // inputs one player may put in one frame
+	MaxRedundancy     = 12  // previous frames repeated in a downlink packet
+	maxUplinkInputs   = 32  // unacknowledged inputs repeated in an uplink packet
+	maxRetransmits    = 31  // retransmitted frames in one downlink packet
+	maxAckMask        = 63  // frames acknowledged beyond the contiguous ones
+	maxMarginMs       = 1023
+	maxPacketBytes    = 1160 // the unreliable channel's limit
+)
+
+// Fill says what the room puts in a frame for a player who sent no input
+// for it. The frame marks the input as made up either way.
+type Fill uint8
+
+const (
+	// FillIdle makes up an empty input: the player did nothing.
+	FillIdle Fill = iota
+	// FillRepeat makes up a copy of the player's previous input (a held
+	// direction stays held).
+	FillRepeat
+	// FillAbsent marks the player absent: the game may hand it to an AI.
+	FillAbsent
+)
+
+func (f Fill) String() string {
+	switch f {
+	case FillIdle:
+		return "idle"
+	case FillRepeat:
+		return "repeat-last"
+	case FillAbsent:
+		return "absent"
+	}
+	return fmt.Sprintf("Fill(%d)", uint8(f))
+}
+
+// Late says what the room does with an input whose frame is already cut.
+type Late uint8
+
+const (
+	// LateDrop drops it and tells the client.
+	LateDrop Late = iota
+	// LateNextFrame applies it to the next frame to be cut and tells the
+	// client which frame that was.
+	LateNextFrame
+)
+
+// Config describes a room. Both halves must use the same one: the client
+// receives it when it joins.
+type Config struct {
+	Players int  // 1 to MaxPlayers (default 10)
+	Hz      int  // frames per second (default 15, as Honor of Kings)
+	Fill    Fill // made-up input for a player who sent none
+	Late    Late // what happens to an input for a frame already cut
+
+	// InputBytes bounds one input (default 32, at most MaxInputBytes).
+	InputBytes int
+	// InputsPerFrame bounds one player's inputs in one frame (default 4).
+	InputsPerFrame int
+	// Redundancy is the initial number of previous frames repeated in
+	// every downlink packet (default 3); it adapts per player to its loss,
+	// between Redundancy and MaxRedundancy.
+	Redundancy int
+	// MaxAhead bounds how far ahead of the next cut an input may target
+	// (default 2 s of frames); inputs beyond are dropped as from the future.
+	MaxAhead int
+}
+
+// WithDefaults returns c with zero fields set to their defaults.
+func (c Config) WithDefaults() Config {
+	if c.Players == 0 {
+		c.Players = 10
+	}
+	if c.Hz == 0 {
+		c.Hz = 15
+	}
+	if c.InputBytes == 0 {
+		c.InputBytes = 32
+	}
+	if c.InputsPerFrame == 0 {
+		c.InputsPerFrame = 4
+	}
+	if c.Redundancy == 0 {
+		c.Redundancy = 3
+	}
+	if c.MaxAhead == 0 {
+		c.MaxAhead = 2 * c.Hz
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	switch {
+	case c.Players < 1 || c.Players > MaxPlayers:
+		return fmt.Errorf("%w: %d players, want 1 to %d", ErrConfig, c.Players, MaxPlayers)
+	case c.Hz < 1 || c.Hz > 120:
+		return fmt.Errorf("%w: %d Hz, want 1 to 120", ErrConfig, c.Hz)
+	case c.Fill > FillAbsent:
+		return fmt.Errorf("%w: fill %d", ErrConfig, c.Fill)
+	case c.Late > LateNextFrame:
+		return fmt.Errorf("%w: late policy %d", ErrConfig, c.Late)
+	case c.InputBytes < 1 || c.InputBytes > MaxInputBytes:
+		return fmt.Errorf("%w: input bytes %d, want 1 to %d", ErrConfig, c.InputBytes, MaxInputBytes)
+	case c.InputsPerFrame < 1 || c.InputsPerFrame > MaxInputsPerFrame:
+		return fmt.Errorf("%w: inputs per frame %d, want 1 to %d", ErrConfig, c.InputsPerFrame, MaxInputsPerFrame)
+	case c.Redundancy < 0 || c.Redundancy > MaxRedundancy:
+		return fmt.Errorf("%w: redundancy %d, want 0 to %d", ErrConfig, c.Redundancy, MaxRedundancy)
+	case c.MaxAhead < 1:
+		return fmt.Errorf("%w: max ahead %d frames", ErrConfig, c.MaxAhead)
+	}
+	return nil
+}
+
+// Period returns the time between two frames.
+func (c Config) Period() time.Duration { return time.Second / time.Duration(c.Hz) }
+
+// cutTime returns when frame n is cut, counted from start without drift:
+// start + n/Hz, computed exactly rather than by adding periods.
+func (c Config) cutTime(start time.Time, n int) time.Time {
+	return start.Add(time.Duration(int64(n) * int64(time.Second) / int64(c.Hz)))
+}

@@ -1,0 +1,116 @@
+package lockstep
+
+import (
+	"bytes"
+	"fmt"
+
+	"github.com/tongbu/tongbu/codec"
+)
+
+// Slot is what one player contributed to one frame.
+type Slot struct {
+	// MadeUp is set when the player sent nothing in time and the room made
+	// its input up according to the room's Fill.
+	MadeUp bool
+	// Inputs are the player's inputs for the frame, in the order the room
+	// received them; nil when made up.
+	Inputs [][]byte
+}
+
+// Frame is one frame as cut by the room: every player's input for one turn.
+type Frame struct {
+	Number int
+	Slots  []Slot
+}
+
+// sameInputs reports whether two slots carry the same real inputs.
+func sameInputs(a, b *Slot) bool {
+	if a.MadeUp || b.MadeUp || len(a.Inputs) != len(b.Inputs) {
+		return false
+	}
+	for i := range a.Inputs {
+		if !bytes.Equal(a.Inputs[i], b.Inputs[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// Slot kinds in a frame body.
+const (
+	slotMadeUp   = 0
+	slotSame     = 1 // the same inputs as the previous frame in the packet
+	slotOne      = 2
+	slotSeveral  = 3
+	slotKindBits = 2
+)
+
+// encodeFrameBody writes the slots of f. prev, when not nil, is the frame
+// before f in the same packet: a slot that repeats it costs two bits. A
+// frame in which every input is made up costs one bit.
+func encodeFrameBody(w *codec.Writer, f *Frame, prev *Frame) {
+	real := false
+	for i := range f.Slots {
+		real = real || !f.Slots[i].MadeUp
+	}
+	w.WriteBool(real)
+	if !real {
+		return
+	}
+	for i := range f.Slots {
+		s := &f.Slots[i]
+		switch {
+		case s.MadeUp:
+			w.WriteBits(slotMadeUp, slotKindBits)
+		case prev != nil && sameInputs(s, &prev.Slots[i]):
+			w.WriteBits(slotSame, slotKindBits)
+		case len(s.Inputs) == 1:
+			w.WriteBits(slotOne, slotKindBits)
+			w.WriteBytes(s.Inputs[0], MaxInputBytes)
+		default:
+			w.WriteBits(slotSeveral, slotKindBits)
+			w.WriteUint(uint64(len(s.Inputs)-2), MaxInputsPerFrame-2)
+			for _, in := range s.Inputs {
+				w.WriteBytes(in, MaxInputBytes)
+			}
+		}
+	}
+}
+
+// decodeFrameBody reads the slots of frame number n for players players.
+func decodeFrameBody(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
+	f := Frame{Number: n, Slots: make([]Slot, players)}
+	if !r.ReadBool() {
+		for i := range f.Slots {
+			f.Slots[i].MadeUp = true
+		}
+		return f, r.Err()
+	}
+	for i := range f.Slots {
+		s := &f.Slots[i]
+		switch r.ReadBits(slotKindBits) {
+		case slotMadeUp:
+			s.MadeUp = true
+		case slotSame:
+			if prev == nil || prev.Slots[i].MadeUp {
+				return f, fmt.Errorf("%w: frame %d slot %d repeats a frame not in the packet", ErrMalformed, n, i)
+			}
+			s.Inputs = prev.Slots[i].Inputs
+		case slotOne:
+			s.Inputs = [][]byte{r.ReadBytes(nil, MaxInputBytes)}
+		case slotSeveral:
+			k := int(r.ReadUint(MaxInputsPerFrame-2)) + 2
+			if r.Err() != nil {
+				break
+			}
+			s.Inputs = make([][]byte, 0, k) // k is at most MaxInputsPerFrame
+			for range k {
+				s.Inputs = append(s.Inputs, r.ReadBytes(nil, MaxInputBytes))
+			}
+		}
+		if err := r.Err(); err != nil {
+			return f, fmt.Errorf("%w: frame %d slot %d: %w", ErrMalformed, n, i, err)
+		}
+	}
+	return f, nil
+}

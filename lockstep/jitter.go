@@ -1,0 +1,218 @@
+package lockstep
+
+import (
+	"math"
+	"slices"
+	"time"
+)
+
+// PlayState is what the client's playout does on a render tick (seed 001
+// section 4.4).
+type PlayState uint8
+
+const (
+	// Paused: the next frame has not arrived; nothing is played (a stall).
+	Paused PlayState = iota
+	// Normal: frames are played at the room's rate.
+	Normal
+	// Fast: a backlog is drained at a bounded speed-up.
+	Fast
+	// Slow: the buffer is running low; play is stretched to refill it.
+	Slow
+)
+
+func (s PlayState) String() string {
+	return [...]string{"paused", "normal", "fast", "slow"}[s]
+}
+
+// Playout limits.
+const (
+	fastMax       = 2.0  // the most a backlog is sped up
+	slowMin       = 0.75 // the most play is stretched
+	jitterWindow  = 150  // frames of delay history (10 s at 15 Hz)
+	quantile      = 1.0  // of the window: its maximum
+	mapdvGain     = 1.0 / 16
+	delayMinDecay = 0.02 // ms the windowless minimum relaxes per frame, for route changes
+)
+
+// JitterBuffer decides when frames are played. It watches when each frame
+// arrives against when the room cut it, estimates the downlink's delay
+// variation two ways, MAPDV2 (ITU-T G.1020: the mean absolute deviation of
+// each delay from the running mean delay) and a high quantile of recent
+// delays above the minimum, and keeps the playout that far behind the
+// earliest arrivals: no buffer on a clean link, more on a jittery one.
+// Each render tick it plays normal, fast (a backlog), slow (running low)
+// or pauses (nothing to play).
+//
+// Time is a parameter: the Client feeds it, and `tongbu bench jitter` feeds
+// it recorded traces.
+type JitterBuffer struct {
+	period float64 // ms
+
+	started    bool
+	origin     time.Time // client time of the first arrival, the zero of delays
+	minDelay   float64   // ms, relative to origin's frame
+	meanDelay  float64
+	mapdv2     float64
+	history    []float64 // recent delays above the minimum, ring
+	histPos    int
+	targetMs   float64
+	sorted     []float64
+	have       int // frames 0 .. have-1 have arrived (contiguous)
+	arrived    map[int]bool
+	playhead   float64 // frame position being shown; -1 before anything plays
+	last       time.Time
+	state      PlayState
+	stallTime  time.Duration
+	fastTime   time.Duration
+	slowTime   time.Duration
+	stalls     int
+	inStall    bool
+	played     int // frames handed to the game
+	firstFrame int
+}
+
+// NewJitterBuffer returns a buffer for frames cut hz times a second.
+func NewJitterBuffer(hz int) *JitterBuffer {
+	return &JitterBuffer{
+		period:   1000 / float64(hz),
+		arrived:  make(map[int]bool),
+		playhead: -1,
+	}
+}
+
+// Arrive records that frame n arrived at t. Only a frame's first arrival
+// counts.
+func (j *JitterBuffer) Arrive(n int, t time.Time) {
+	if n < j.have || j.arrived[n] {
+		return
+	}
+	if !j.started { // the first arrival sets the zero of delays; play starts at frame 0
+		j.started, j.origin, j.firstFrame = true, t, n
+		j.last = t
+	}
+	j.arrived[n] = true
+	for j.arrived[j.have] {
+		delete(j.arrived, j.have)
+		j.have++
+	}
+	// Delay of frame n relative to the first frame's: its arrival against
+	// its place in the room's schedule.
+	d := float64(t.Sub(j.origin))/float64(time.Millisecond) - float64(n-j.firstFrame)*j.period
+	if len(j.history) == 0 {
+		j.minDelay, j.meanDelay = d, d
+	}
+	j.minDelay = min(j.minDelay+delayMinDecay, d)
+	j.meanDelay += (d - j.meanDelay) * mapdvGain
+	j.mapdv2 += (math.Abs(d-j.meanDelay) - j.mapdv2) * mapdvGain
+	if len(j.history) < jitterWindow {
+		j.history = append(j.history, d)
+	} else {
+		j.history[j.histPos] = d
+		j.histPos = (j.histPos + 1) % jitterWindow
+	}
+	j.updateTarget()
+}
+
+// updateTarget sets the buffer depth: the larger of the highest delay above
+// the minimum in the recent window (the smallest fixed buffer that would
+// not have stalled there) and twice MAPDV2, rounded away when under a
+// millisecond (a clean link plays at once).
+func (j *JitterBuffer) updateTarget() {
+	j.sorted = append(j.sorted[:0], j.history...)
+	slices.Sort(j.sorted)
+	q := j.sorted[int(quantile*float64(len(j.sorted)-1))] - j.minDelay
+	t := max(q, 2*j.mapdv2)
+	if t < 1 {
+		t = 0
+	}
+	j.targetMs = t
+}
+
+// Target returns the depth the buffer aims for, in frames.
+func (j *JitterBuffer) Target() float64 { return j.targetMs / j.period }
+
+// Depth returns the frames buffered ahead of the playhead.
+func (j *JitterBuffer) Depth() float64 { return max(0, float64(j.have-1)-j.playhead) }
+
+// MAPDV2 returns the current MAPDV2 estimate in milliseconds.
+func (j *JitterBuffer) MAPDV2() float64 { return j.mapdv2 }
+
+// Advance moves the playhead to render time t and returns the frames that
+// became due (the first and one past the last frame number), the fraction
+// of the way from the second-to-last frame due so far to the last, for
+// interpolation, and the play state.
+func (j *JitterBuffer) Advance(t time.Time) (from, to int, alpha float64, state PlayState) {
+	from = j.played
+	if !j.started {
+		return from, from, 0, Paused
+	}
+	dt := float64(t.Sub(j.last)) / float64(time.Millisecond)
+	j.last = t
+	if dt < 0 {
+		dt = 0
+	}
+	// Where the playhead should be: frame n becomes due (the playhead passes
+	// n-1) when it would arrive at the earliest delay seen plus the target
+	// depth.
+	ideal := (float64(t.Sub(j.origin))/float64(time.Millisecond)-j.minDelay-j.targetMs)/j.period + float64(j.firstFrame) - 1
+	lag := ideal - j.playhead // frames behind the ideal
+	speed, st := 1.0, Normal
+	switch {
+	case lag > 0.5:
+		speed, st = min(1+lag/2, fastMax), Fast
+	case lag < -0.5:
+		speed, st = max(1+lag/4, slowMin), Slow
+	}
+	next := j.playhead + dt/j.period*speed
+	limit := float64(j.have - 1) // the last frame that has arrived
+	if next > limit {
+		next = limit
+		st = Paused
+	}
+	if st == Paused && next <= j.playhead {
+		j.stallTime += time.Duration(dt * float64(time.Millisecond))
+		if !j.inStall {
+			j.inStall = true
+			j.stalls++
+		}
+	} else {
+		j.inStall = false
+	}
+	switch st {
+	case Fast:
+		j.fastTime += time.Duration(dt * float64(time.Millisecond))
+	case Slow:
+		j.slowTime += time.Duration(dt * float64(time.Millisecond))
+	}
+	j.playhead = max(j.playhead, next)
+	j.state = st
+	// Run every frame up to the playhead's ceiling: the picture lies between
+	// the last two frames run, so playing never waits for a frame beyond
+	// the newest.
+	due := int(math.Ceil(j.playhead)) + 1
+	if due > j.played {
+		j.played = due
+	}
+	alpha = 1 - (math.Ceil(j.playhead) - j.playhead)
+	return from, j.played, alpha, st
+}
+
+// PlayoutStats summarizes the playout so far.
+type PlayoutStats struct {
+	Stalls    int           // times play paused for a missing frame
+	Stalled   time.Duration // time spent paused
+	Fast      time.Duration // time spent in fast play
+	Slow      time.Duration // time spent in slow play
+	TargetMs  float64       // current target depth
+	MAPDV2Ms  float64
+	DepthFrms float64
+}
+
+// Stats returns the playout counters.
+func (j *JitterBuffer) Stats() PlayoutStats {
+	return PlayoutStats{
+		Stalls: j.stalls, Stalled: j.stallTime, Fast: j.fastTime, Slow: j.slowTime,
+		TargetMs: j.targetMs, MAPDV2Ms: j.mapdv2, DepthFrms: j.Depth(),
+	}
+}

@@ -1,0 +1,233 @@
+package lockstep
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/tongbu/tongbu/transport"
+)
+
+// connSender is the room's Sender over the server ends of in-memory
+// connections.
+type connSender []*transport.MemConn
+
+func (s connSender) SendUnreliable(slot int, msg []byte) error { return s[slot].SendUnreliable(msg) }
+func (s connSender) SendReliable(slot int, msg []byte) error   { return s[slot].SendReliable(msg) }
+
+// match runs one room and its clients over an emulated network.
+type match struct {
+	t       *testing.T
+	cfg     Config
+	room    *Room
+	clients []*Client
+	cside   []*transport.MemConn
+	sside   []*transport.MemConn
+	rng     *rand.Rand
+
+	// What each client sent: input id -> target frame, and what it played.
+	sent   []map[uint32]int
+	played [][]Frame
+	stalls []int
+}
+
+func newMatch(t *testing.T, cfg Config, seed uint64, up, down transport.LinkConfig) *match {
+	cfg = cfg.WithDefaults()
+	net := transport.NewNetwork(seed)
+	m := &match{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(seed, 99))}
+	for range cfg.Players {
+		c, s := net.Pipe(up, down)
+		m.cside = append(m.cside, c)
+		m.sside = append(m.sside, s)
+	}
+	room, err := NewRoom(cfg, time.Now(), connSender(m.sside))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.room = room
+	for i := range cfg.Players {
+		c, err := NewClient(cfg, i)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m.clients = append(m.clients, c)
+		m.sent = append(m.sent, map[uint32]int{})
+		m.played = append(m.played, nil)
+		m.stalls = append(m.stalls, 0)
+	}
+	return m
+}
+
+// input data: the slot and a per-slot counter, so every input is unique.
+func inputData(slot int, id uint32) []byte {
+	b := make([]byte, 6)
+	b[0] = byte(slot)
+	binary.LittleEndian.PutUint32(b[1:], id)
+	return b
+}
+
+// run plays the match for d of network time. inputRate is the chance per
+// render tick that a player acts. dead lists slots whose uplink dies at
+// deadAt.
+func (m *match) run(d time.Duration, inputRate float64) {
+	end := time.Now().Add(d)
+	done := make(chan struct{})
+	go m.serve(end, done)
+	for i := range m.clients {
+		go m.play(i, end, inputRate, done)
+	}
+	for range len(m.clients) + 1 {
+		<-done
+	}
+}
+
+// serve is the room's goroutine: it drains the connections and ticks on
+// the frame schedule.
+func (m *match) serve(end time.Time, done chan<- struct{}) {
+	defer func() { done <- struct{}{} }()
+	for {
+		next := m.room.NextCut()
+		if next.After(end) {
+			return
+		}
+		time.Sleep(time.Until(next))
+		now := time.Now()
+		for slot, c := range m.sside {
+			for {
+				msg, ok := c.TryReceive()
+				if !ok {
+					break
+				}
+				m.room.Deliver(slot, msg.Data, now)
+			}
+		}
+		m.room.Tick(now)
+	}
+}
+
+const renderHz = 30
+
+// play is one client's goroutine: render ticks at renderHz, inputs at
+// random, an uplink packet every tick.
+func (m *match) play(slot int, end time.Time, inputRate float64, done chan<- struct{}) {
+	defer func() { done <- struct{}{} }()
+	c := m.clients[slot]
+	conn := m.cside[slot]
+	rng := rand.New(rand.NewPCG(uint64(slot), 7))
+	id := uint32(0)
+	tick := time.NewTicker(time.Second / renderHz)
+	defer tick.Stop()
+	for now := time.Now(); now.Before(end); now = <-tick.C {
+		for {
+			msg, ok := conn.TryReceive()
+			if !ok {
+				break
+			}
+			if err := c.Deliver(now, msg.Data); err != nil {
+				m.t.Errorf("client %d: %v", slot, err)
+			}
+		}
+		if rng.Float64() < inputRate {
+			id++
+			if target, err := c.Input(now, inputData(slot, id)); err == nil {
+				m.sent[slot][id] = target
+			}
+		}
+		conn.SendUnreliable(c.Packet(now))
+		st := c.Advance(now)
+		if st.State == Paused {
+			m.stalls[slot]++
+		}
+		m.played[slot] = append(m.played[slot], st.Frames...)
+	}
+}
+
+// check asserts the lockstep guarantees: every client received every frame
+// the room cut (but the last few in flight), every client's sequence is the
+// room's, and every input either reached its frame or was reported late.
+func (m *match) check() {
+	t := m.t
+	t.Helper()
+	cut := m.room.NextFrame()
+	if cut < 10 {
+		t.Fatalf("only %d frames cut", cut)
+	}
+	for i, c := range m.clients {
+		if c.Have() < cut-m.cfg.Hz { // a second of frames may be in flight at the end
+			t.Errorf("client %d holds %d of %d frames", i, c.Have(), cut)
+		}
+		for k, f := range m.played[i] {
+			want, _ := m.room.Frame(k)
+			if f.Number != k || !sameFrame(f, want, m.cfg.Fill) {
+				t.Fatalf("client %d played frame %d as %+v, room cut %+v", i, k, f, want)
+			}
+		}
+	}
+	// Every input: in its target frame, or noticed, or still in flight.
+	where := map[[2]uint32]int{} // (slot, id) -> frame
+	for n := range cut {
+		f, _ := m.room.Frame(n)
+		for slot, s := range f.Slots {
+			if s.MadeUp {
+				continue
+			}
+			for _, in := range s.Inputs {
+				where[[2]uint32{uint32(slot), binary.LittleEndian.Uint32(in[1:])}] = n
+			}
+		}
+	}
+	lost := 0
+	for slot, sent := range m.sent {
+		noticed := map[int]bool{}
+		_ = noticed
+		late := m.room.PlayerStats(slot).LateDrops
+		missing := 0
+		for id, target := range sent {
+			n, ok := where[[2]uint32{uint32(slot), id}]
+			switch {
+			case ok && n == target:
+			case ok && m.cfg.Late == LateNextFrame && n > target:
+			case !ok && target >= cut-m.cfg.Hz: // in flight at the end
+			default:
+				missing++
+			}
+		}
+		if uint64(missing) > late {
+			lost += missing - int(late)
+			t.Errorf("client %d: %d inputs missing from their frames, only %d dropped as late", slot, missing, late)
+		}
+	}
+	if lost > 0 {
+		t.Fatalf("%d inputs lost", lost)
+	}
+}
+
+func sameFrame(a, b Frame, fill Fill) bool {
+	if a.Number != b.Number || len(a.Slots) != len(b.Slots) {
+		return false
+	}
+	for i := range a.Slots {
+		x, y := a.Slots[i], b.Slots[i]
+		if x.MadeUp != y.MadeUp {
+			return false
+		}
+		if x.MadeUp && fill == FillRepeat {
+			continue // the client resolved the repeat; the room's log keeps it made up
+		}
+		if len(x.Inputs) != len(y.Inputs) {
+			return false
+		}
+		for k := range x.Inputs {
+			if string(x.Inputs[k]) != string(y.Inputs[k]) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+func (m *match) String() string {
+	return fmt.Sprintf("room %+v", m.room.Stats())
+}

@@ -1,0 +1,470 @@
+package lockstep
+
+import (
+	"fmt"
+	"math"
+	"time"
+
+	"github.com/tongbu/tongbu/codec"
+)
+
+// Sender is how a room reaches its players: the engine implements it over
+// its transport connections, a test over anything. The slot is the
+// player's index in the room; msg is only valid during the call. A send may
+// fail (a full queue, a closed connection); the room counts it and carries
+// on.
+type Sender interface {
+	SendUnreliable(slot int, msg []byte) error
+	SendReliable(slot int, msg []byte) error
+}
+
+// Drop reasons, counted in RoomStats.Dropped.
+const (
+	DropMalformed = iota // the packet did not decode
+	DropSlot             // a slot the room does not have
+	DropLate             // an input for a frame already cut (and the room drops late input)
+	DropFuture           // an input for a frame too far ahead
+	DropTooMany          // more inputs for one frame than the room allows
+	DropSize             // an input over the room's size limit
+	DropSequence         // an input sequence number out of any plausible window
+	DropAck              // an acknowledgement of frames not yet cut
+	numDrops
+)
+
+var dropNames = [numDrops]string{"malformed", "slot", "late", "future", "too_many", "size", "sequence", "ack"}
+
+// DropName returns the name of a drop reason, for logs and metrics.
+func DropName(reason int) string {
+	if reason < 0 || reason >= numDrops {
+		return "unknown"
+	}
+	return dropNames[reason]
+}
+
+// RoomStats counts a room's work.
+type RoomStats struct {
+	Frames      int              // frames cut
+	Inputs      uint64           // inputs placed in frames
+	MadeUp      uint64           // made-up inputs
+	Packets     uint64           // downlink packets sent
+	Retransmits uint64           // frames retransmitted beyond the redundant window
+	SendErrors  uint64           // sends that failed
+	Dropped     [numDrops]uint64 // by reason (DropMalformed ...)
+	MaxCutLate  time.Duration    // the latest a frame was cut after its scheduled time
+}
+
+// Room is the relay of one lockstep match (seeds 001-003): it cuts frames
+// on a drift-free schedule, fills in input for players who sent none, and
+// delivers every frame to every player over the unreliable channel with
+// redundancy, acknowledgements and retransmission from the match's frame
+// log, which it keeps whole.
+//
+// A Room is driven by explicit calls: Deliver with each packet from a
+// player, Tick with the time. It is not safe for concurrent use: one
+// goroutine owns it (see Scheduler).
+type Room struct {
+	cfg     Config
+	out     Sender
+	start   time.Time
+	next    int // the next frame to cut
+	frames  []cutFrame
+	players []player
+	stats   RoomStats
+
+	w      codec.Writer
+	buf    []byte
+	up     uplink // decode scratch
+	period time.Duration
+}
+
+// cutFrame is a frame with its body encoded once for every packet.
+type cutFrame struct {
+	Frame
+	full, rel         []byte // body alone, and relative to the frame before
+	fullBits, relBits int
+}
+
+// player is the room's state for one slot.
+type player struct {
+	pending      [][]pendingInput // ring over frames next .. next+MaxAhead
+	pendingCount int
+
+	inAck  uint32 // inputs up to this sequence number arrived
+	inSeen uint64 // bit i: input inAck+2+i arrived
+
+	have       int    // frames 0 .. have-1 are held
+	mask       uint64 // bit i: frame have+1+i is held
+	maskLen    int
+	retransAt  map[int]int // missing frame -> the room frame when last retransmitted
+	redundancy int
+	seq        uint16 // downlink packets sent
+	lastRecv   uint16 // the client's count of downlink packets received, at its last report
+	lastSent   uint16 // our count at that report
+	loss       float64
+	margin     int
+	marginSeq  uint32
+	hasMargin  bool
+	notices    []Notice
+	heard      time.Time
+
+	Stats PlayerStats
+}
+
+type pendingInput struct {
+	seq  uint32
+	data []byte
+}
+
+// PlayerStats counts one player's traffic in the room.
+type PlayerStats struct {
+	Inputs     uint64  // inputs placed in frames
+	LateDrops  uint64  // inputs dropped as late
+	LateMoved  uint64  // late inputs moved to the next frame
+	MadeUp     uint64  // frames in which the room made the player's input up
+	Redundancy int     // frames repeated per packet now
+	Loss       float64 // estimated downlink packet loss
+	Have       int     // frames the player holds contiguously
+}
+
+// NewRoom returns a room whose frame 0 is cut at start. cfg is validated
+// after defaults are applied.
+func NewRoom(cfg Config, start time.Time, out Sender) (*Room, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Room{cfg: cfg, out: out, start: start, players: make([]player, cfg.Players), period: cfg.Period()}
+	for i := range r.players {
+		p := &r.players[i]
+		p.pending = make([][]pendingInput, cfg.MaxAhead+1)
+		p.redundancy = cfg.Redundancy
+		p.retransAt = make(map[int]int)
+	}
+	return r, nil
+}
+
+// Config returns the room's configuration, with defaults applied.
+func (r *Room) Config() Config { return r.cfg }
+
+// Stats returns the room's counters.
+func (r *Room) Stats() RoomStats { return r.stats }
+
+// PlayerStats returns the counters of one player.
+func (r *Room) PlayerStats(slot int) PlayerStats {
+	p := &r.players[slot]
+	s := p.Stats
+	s.Redundancy, s.Loss, s.Have = p.redundancy, p.loss, p.have
+	return s
+}
+
+// NextFrame returns the number of the next frame to be cut.
+func (r *Room) NextFrame() int { return r.next }
+
+// Frame returns a cut frame of the match.
+func (r *Room) Frame(n int) (Frame, bool) {
+	if n < 0 || n >= len(r.frames) {
+		return Frame{}, false
+	}
+	return r.frames[n].Frame, true
+}
+
+// NextCut returns when the next frame is due.
+func (r *Room) NextCut() time.Time { return r.cfg.cutTime(r.start, r.next) }
+
+// Deliver handles one packet from the player in slot. A packet that does
+// not decode, or parts of it that break the rules, are dropped and counted;
+// the error says why. Nothing a player sends affects another player.
+func (r *Room) Deliver(slot int, msg []byte, now time.Time) error {
+	if slot < 0 || slot >= len(r.players) {
+		r.stats.Dropped[DropSlot]++
+		return fmt.Errorf("%w: %d", ErrSlot, slot)
+	}
+	if err := decodeUplink(msg, &r.up); err != nil {
+		r.stats.Dropped[DropMalformed]++
+		return err
+	}
+	p := &r.players[slot]
+	p.heard = now
+	u := &r.up
+	var err error
+	if u.have > r.next {
+		r.stats.Dropped[DropAck]++
+		err = fmt.Errorf("%w: acknowledges frame %d, only %d cut", ErrMalformed, u.have-1, r.next)
+	} else if u.have >= p.have {
+		p.have, p.mask, p.maskLen = u.have, u.mask, u.maskLen
+		for f := range p.retransAt {
+			if f < p.have {
+				delete(p.retransAt, f)
+			}
+		}
+	}
+	r.lossReport(p, u.recv, u.lossRun)
+	for i, in := range u.inputs {
+		if e := r.input(p, u.firstSeq+uint32(i), in, now); e != nil && err == nil {
+			err = e
+		}
+	}
+	return err
+}
+
+// lossReport updates the downlink loss estimate and the redundancy.
+func (r *Room) lossReport(p *player, recv uint16, run int) {
+	sent := p.seq - p.lastSent
+	got := recv - p.lastRecv
+	if sent >= 8 && got <= sent { // a window of at least 8 packets
+		sample := 1 - float64(got)/float64(sent)
+		p.loss += (sample - p.loss) / 4
+		p.lastSent, p.lastRecv = p.seq, recv
+	}
+	// Enough redundancy that losing every copy of a frame is rarer than 1 in
+	// 1000 (for independent loss), and longer than the longest loss run.
+	want := r.cfg.Redundancy
+	if p.loss > 0.001 {
+		want = max(want, int(math.Ceil(math.Log(1e-3)/math.Log(p.loss)))-1)
+	}
+	want = max(want, run)
+	want = min(want, MaxRedundancy)
+	switch {
+	case want > p.redundancy:
+		p.redundancy = want // up at once
+	case want < p.redundancy && p.loss < 0.01:
+		p.redundancy-- // down slowly, once the link is clean
+	}
+}
+
+// input places one input from a player.
+func (r *Room) input(p *player, seq uint32, in upInput, now time.Time) error {
+	switch {
+	case seq <= p.inAck:
+		return nil // a repeat of an input already handled
+	case seq-p.inAck-2 < 64 && p.inSeen&(1<<(seq-p.inAck-2)) != 0:
+		return nil
+	case seq-p.inAck > 65: // beyond the window a client's unacknowledged inputs can span
+		r.stats.Dropped[DropSequence]++
+		return fmt.Errorf("%w: input sequence %d after %d", ErrMalformed, seq, p.inAck)
+	}
+	// Mark it seen and advance the contiguous acknowledgement.
+	if seq == p.inAck+1 {
+		p.inAck = seq
+		for p.inSeen&1 != 0 {
+			p.inSeen >>= 1
+			p.inAck++
+		}
+		p.inSeen >>= 1
+	} else if off := seq - p.inAck - 2; off < 64 {
+		p.inSeen |= 1 << off
+	}
+
+	if len(in.data) > r.cfg.InputBytes {
+		r.stats.Dropped[DropSize]++
+		return fmt.Errorf("%w: input of %d bytes, room allows %d", ErrMalformed, len(in.data), r.cfg.InputBytes)
+	}
+	cut := r.cfg.cutTime(r.start, in.frame)
+	p.margin, p.marginSeq, p.hasMargin = int(cut.Sub(now)/time.Millisecond), seq, true
+	target := in.frame
+	if target < r.next {
+		if r.cfg.Late == LateDrop {
+			r.stats.Dropped[DropLate]++
+			p.Stats.LateDrops++
+			p.notices = append(p.notices, Notice{Seq: seq, Target: target, Applied: -1})
+			return nil
+		}
+		target = r.next
+		p.Stats.LateMoved++
+		p.notices = append(p.notices, Notice{Seq: seq, Target: in.frame, Applied: target})
+	}
+	if target > r.next+r.cfg.MaxAhead {
+		r.stats.Dropped[DropFuture]++
+		p.notices = append(p.notices, Notice{Seq: seq, Target: target, Applied: -1})
+		return fmt.Errorf("%w: input for frame %d, next cut is %d", ErrMalformed, target, r.next)
+	}
+	slot := &p.pending[target%len(p.pending)]
+	if len(*slot) >= r.cfg.InputsPerFrame {
+		r.stats.Dropped[DropTooMany]++
+		return fmt.Errorf("%w: more than %d inputs for frame %d", ErrMalformed, r.cfg.InputsPerFrame, target)
+	}
+	*slot = append(*slot, pendingInput{seq: seq, data: in.data})
+	p.pendingCount++
+	return nil
+}
+
+// Tick cuts every frame that is due at now and sends each player its
+// packet. A room that fell behind cuts all the frames it owes at once; the
+// frames are numbered, not timed, so nothing is lost.
+func (r *Room) Tick(now time.Time) {
+	cut := false
+	for {
+		due := r.cfg.cutTime(r.start, r.next)
+		if now.Before(due) {
+			break
+		}
+		if late := now.Sub(due); late > r.stats.MaxCutLate {
+			r.stats.MaxCutLate = late
+		}
+		r.cut()
+		cut = true
+	}
+	if !cut {
+		return
+	}
+	for slot := range r.players {
+		r.send(slot, now)
+	}
+}
+
+// cut makes frame r.next from the pending inputs.
+func (r *Room) cut() {
+	n := r.next
+	f := cutFrame{Frame: Frame{Number: n, Slots: make([]Slot, len(r.players))}}
+	for i := range r.players {
+		p := &r.players[i]
+		ring := &p.pending[n%len(p.pending)]
+		if len(*ring) == 0 {
+			f.Slots[i].MadeUp = true
+			p.Stats.MadeUp++
+			r.stats.MadeUp++
+			continue
+		}
+		ins := make([][]byte, len(*ring))
+		for k, in := range *ring {
+			ins[k] = in.data
+		}
+		f.Slots[i].Inputs = ins
+		p.pendingCount -= len(*ring)
+		p.Stats.Inputs += uint64(len(ins))
+		r.stats.Inputs += uint64(len(ins))
+		*ring = (*ring)[:0]
+	}
+	var prev *Frame
+	if n > 0 {
+		prev = &r.frames[n-1].Frame
+	}
+	r.w.Reset(r.buf[:0])
+	encodeFrameBody(&r.w, &f.Frame, nil)
+	f.fullBits = r.w.Len()
+	f.full = append([]byte(nil), r.w.Bytes()...)
+	r.w.Reset(r.buf[:0])
+	encodeFrameBody(&r.w, &f.Frame, prev)
+	f.relBits = r.w.Len()
+	f.rel = append([]byte(nil), r.w.Bytes()...)
+	r.buf = r.w.Bytes()[:0]
+	r.frames = append(r.frames, f)
+	r.next++
+	r.stats.Frames++
+}
+
+// packetBits is the room's budget for one downlink packet.
+const packetBits = maxPacketBytes * 8
+
+// send builds and sends one player's packet: the input acknowledgement,
+// the newest frames it does not hold (the newest plus its redundancy, or
+// more when several were cut at once), and retransmissions of older frames
+// it reported missing.
+func (r *Room) send(slot int, now time.Time) {
+	p := &r.players[slot]
+	newest := r.next - 1
+	first := max(p.have, newest-p.redundancy, 0)
+	if newest-first+1 > maxRunFrames {
+		first = newest - maxRunFrames + 1
+	}
+	w := &r.w
+	w.Reset(r.buf[:0])
+	back := uint32(0)
+	if p.hasMargin && p.marginSeq <= p.inAck {
+		back = p.inAck - p.marginSeq
+	} else {
+		p.hasMargin = false // the input is beyond the contiguous ack: report it later
+	}
+	downlinkHeader(w, p.seq, p.inAck, p.hasMargin, p.margin, back)
+	w.WriteUvarint(uint64(first))
+	countAt := w.Len()
+	w.WriteUint(0, maxRunFrames) // placeholder, rewritten below
+	run := 0
+	for n := first; n <= newest; n++ {
+		cf := &r.frames[n]
+		body, bits := cf.rel, cf.relBits
+		if run == 0 {
+			body, bits = cf.full, cf.fullBits
+		}
+		if w.Len()+bits+16 > packetBits {
+			break
+		}
+		w.WriteBitString(body, bits)
+		run++
+	}
+	// Retransmissions: frames older than the run that the player lacks,
+	// at most once every few frames each.
+	var retrans []int
+	if now.Sub(p.heard) > retransmitSilence {
+		first = newest // a player who went quiet gets the newest frame alone until it reports again
+	}
+	for n, looked := p.have, 0; n < first && len(retrans) < maxRetransmits && looked < 4*maxRetransmits; n, looked = n+1, looked+1 {
+		if off := n - p.have - 1; off >= 0 && off < p.maskLen && p.mask&(1<<off) != 0 {
+			continue // held
+		}
+		if last, ok := p.retransAt[n]; ok && r.next-last < retransmitEvery {
+			continue
+		}
+		retrans = append(retrans, n)
+	}
+	retransAt := w.Len()
+	w.WriteUint(0, maxRetransmits)
+	sentRetrans := 0
+	prevNum := -1
+	for _, n := range retrans {
+		cf := &r.frames[n]
+		if w.Len()+cf.fullBits+40 > packetBits {
+			break
+		}
+		w.WriteUvarint(uint64(n - prevNum - 1))
+		w.WriteBitString(cf.full, cf.fullBits)
+		prevNum = n
+		p.retransAt[n] = r.next
+		sentRetrans++
+	}
+	msg := w.Bytes()
+	patchUint(msg, countAt, uint64(run), maxRunFrames)
+	patchUint(msg, retransAt, uint64(sentRetrans), maxRetransmits)
+	r.buf = msg[:0]
+	r.stats.Retransmits += uint64(sentRetrans)
+	p.hasMargin = false
+	p.seq++
+	r.stats.Packets++
+	if err := r.out.SendUnreliable(slot, msg); err != nil {
+		r.stats.SendErrors++
+	}
+	for ns := p.notices; len(ns) > 0; {
+		k := min(len(ns), 63)
+		w.Reset(r.buf[:0])
+		encodeNotices(w, ns[:k])
+		if err := r.out.SendReliable(slot, w.Bytes()); err != nil {
+			r.stats.SendErrors++
+		}
+		ns = ns[k:]
+	}
+	p.notices = p.notices[:0]
+}
+
+// retransmitSilence is how long a player may stay silent before the room
+// stops retransmitting to it.
+const retransmitSilence = time.Second
+
+// retransmitEvery is how many frames the room waits before retransmitting
+// the same missing frame again.
+const retransmitEvery = 3
+
+// patchUint overwrites a field written by WriteUint(_, max) at bit pos.
+func patchUint(b []byte, pos int, v, max uint64) {
+	n := 0
+	for m := max; m > 0; m >>= 1 {
+		n++
+	}
+	for i := 0; i < n; i++ {
+		bit := pos + i
+		if v&(1<<i) != 0 {
+			b[bit/8] |= 1 << (bit % 8)
+		} else {
+			b[bit/8] &^= 1 << (bit % 8)
+		}
+	}
+}
