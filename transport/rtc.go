@@ -18,7 +18,8 @@ type Limits struct {
 	// (default DefaultMaxUnreliable, 1160 bytes: one SCTP chunk).
 	MaxUnreliable int
 	// MaxReliable is the largest message on the reliable channel (default
-	// 64 KiB); split larger payloads with codec.Splitter.
+	// 16 KiB); split larger payloads with codec.Splitter. Each connection
+	// keeps a read buffer of this size.
 	MaxReliable int
 	// HandshakeTimeout bounds the time from the offer to both channels
 	// open (default 10 s).
@@ -50,7 +51,7 @@ func (l Limits) withDefaults() Limits {
 		}
 	}
 	def(&l.MaxUnreliable, DefaultMaxUnreliable)
-	def(&l.MaxReliable, 64<<10)
+	def(&l.MaxReliable, 16<<10)
 	def(&l.MaxBufferedUnreliable, 64<<10)
 	def(&l.MaxReliableQueue, 4<<20)
 	def(&l.InboxUnreliable, 1024)

@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"runtime"
 	"runtime/pprof"
+	"sort"
 	"strconv"
 	"sync/atomic"
 	"text/tabwriter"
@@ -34,6 +35,7 @@ func init() {
 type transportLoad struct {
 	clients, hz, size int
 	seconds           float64
+	rounds            int
 	profile           string
 }
 
@@ -66,23 +68,31 @@ func benchTransport(args []string, out io.Writer) error {
 	fs.IntVar(&load.hz, "hz", 30, "messages per second per bot")
 	fs.IntVar(&load.size, "size", 100, "message bytes")
 	fs.Float64Var(&load.seconds, "seconds", 10, "sending time")
+	fs.IntVar(&load.rounds, "rounds", 3, "alternate the two servers this many times and report medians (machines are noisy)")
 	fs.StringVar(&load.profile, "cpuprofile", "", "write the server's CPU profile of each phase to `prefix`.engine and prefix.baseline")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if load.clients < 1 || load.hz < 1 || load.size < 4 || load.size > transport.DefaultMaxUnreliable || load.seconds <= 0 {
-		return errors.New("want -clients >= 1, -hz >= 1, 4 <= -size <= 1160, -seconds > 0")
+	if load.clients < 1 || load.hz < 1 || load.size < 4 || load.size > transport.DefaultMaxUnreliable || load.seconds <= 0 || load.rounds < 1 {
+		return errors.New("want -clients >= 1, -hz >= 1, 4 <= -size <= 1160, -seconds > 0, -rounds >= 1")
 	}
 	fmt.Fprintf(out, "transport: %d bots x %d Hz x %d bytes for %gs, echoed by the server (bots in a second process)\n\n",
 		load.clients, load.hz, load.size, load.seconds)
-	engine, err := runPhase("tongbu (mux, ICE-lite, detached, negotiated)", load, false, startEngineEcho)
-	if err != nil {
-		return fmt.Errorf("engine: %w", err)
+	var engines, bases []phaseResult
+	for round := range load.rounds {
+		engine, err := runPhase("tongbu (mux, ICE-lite, detached, negotiated)", load, false, startEngineEcho)
+		if err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+		base, err := runPhase("pion defaults (no mux, callbacks, in-band)", load, true, startPionEcho)
+		if err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
+		fmt.Fprintf(out, "round %d: engine %.2f us/msg, baseline %.2f us/msg\n", round+1, engine.cpuPerMsg(), base.cpuPerMsg())
+		engines, bases = append(engines, engine), append(bases, base)
 	}
-	base, err := runPhase("pion defaults (no mux, callbacks, in-band)", load, true, startPionEcho)
-	if err != nil {
-		return fmt.Errorf("baseline: %w", err)
-	}
+	engine, base := medianPhase(engines), medianPhase(bases)
+	fmt.Fprintf(out, "\nmedians of %d rounds:\n", load.rounds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "server\tsent\techoed back\tdelivered\tserver msgs\tcpu us/msg\tKiB/conn\t")
 	for _, p := range []phaseResult{engine, base} {
@@ -104,6 +114,13 @@ func benchTransport(args []string, out io.Writer) error {
 		"baseline_kib_per_conn", base.heapPerConn/1024,
 	))
 	return nil
+}
+
+// medianPhase returns the round with the median CPU per message.
+func medianPhase(ps []phaseResult) phaseResult {
+	sorted := append([]phaseResult(nil), ps...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].cpuPerMsg() < sorted[j].cpuPerMsg() })
+	return sorted[len(sorted)/2]
 }
 
 // echoServer is a running server under test: its signaling URL, a count of
@@ -171,7 +188,7 @@ func runPhase(name string, load transportLoad, inband bool, start func() (echoSe
 		if inband {
 			suffix = ".baseline"
 		}
-		f, err := os.Create(load.profile + suffix)
+		f, err := os.Create(load.profile + suffix) // the last round's profile
 		if err != nil {
 			return kill(err)
 		}

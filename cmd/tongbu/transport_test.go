@@ -29,7 +29,7 @@ func TestBenchTransport(t *testing.T) {
 		t.Skip("starts a child process and WebRTC connections")
 	}
 	var out, errOut bytes.Buffer
-	code := run([]string{"bench", "transport", "-clients", "3", "-hz", "20", "-seconds", "1"}, &out, &errOut)
+	code := run([]string{"bench", "transport", "-clients", "3", "-hz", "20", "-seconds", "1", "-rounds", "1"}, &out, &errOut)
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
 	}
