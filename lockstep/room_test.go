@@ -1,6 +1,7 @@
 package lockstep
 
 import (
+	"fmt"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -28,4 +29,187 @@ func TestMatchUnderLoss(t *testing.T) {
 				i, ps.Redundancy, ps.Loss, ps.LateDrops, pl.Stalls, pl.Stalled, m.clients[i].Lead())
 		}
 	})
+}
+
+func TestMatchBurstyLossReorderDuplicate(t *testing.T) {
+	minutes := 5
+	if testing.Short() {
+		minutes = 1
+	}
+	synctest.Test(t, func(t *testing.T) {
+		link := transport.LinkConfig{
+			Latency: 50 * time.Millisecond, Jitter: 30 * time.Millisecond, Dist: transport.Pareto,
+			Burst:     &transport.GilbertElliott{GoodToBad: 0.03, BadToGood: 0.3, LossGood: 0.01, LossBad: 0.7},
+			Reorder:   0.05,
+			Duplicate: 0.05,
+		}
+		m := newMatch(t, Config{Players: 10, Fill: FillRepeat}, 2, link, link)
+		m.run(time.Duration(minutes)*time.Minute, 0.3)
+		m.check()
+	})
+}
+
+func TestMatchLateNextFrame(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		link := transport.LinkConfig{Latency: 60 * time.Millisecond, Jitter: 80 * time.Millisecond, Dist: transport.Pareto, Loss: 0.1}
+		m := newMatch(t, Config{Players: 4, Late: LateNextFrame}, 3, link, link)
+		m.run(time.Minute, 0.5)
+		m.check()
+	})
+}
+
+// TestDeadUplink: a player whose uplink dies does not hold anyone up; the
+// room makes its input up in every frame after.
+func TestDeadUplink(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		link := transport.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 5 * time.Millisecond}
+		m := newMatch(t, Config{Players: 4}, 4, link, link)
+		m.run(20*time.Second, 0.5)
+		deadFrom := m.room.NextFrame()
+		before := append([]int(nil), m.stalls...)
+		if err := m.cside[2].SetLink(transport.LinkConfig{Loss: 1}); err != nil {
+			t.Fatal(err)
+		}
+		m.run(40*time.Second, 0.5)
+		for n := deadFrom + m.cfg.Hz; n < m.room.NextFrame(); n++ { // a second for inputs in flight
+			if f, _ := m.room.Frame(n); !f.Slots[2].MadeUp {
+				t.Fatalf("frame %d has real input from the dead player", n)
+			}
+		}
+		for i := range m.clients {
+			if i == 2 {
+				continue
+			}
+			if got := m.stalls[i] - before[i]; got > 0 {
+				t.Errorf("player %d stalled %d times after player 2's uplink died", i, got)
+			}
+			if m.clients[i].Have() < m.room.NextFrame()-m.cfg.Hz {
+				t.Errorf("player %d fell behind: %d of %d", i, m.clients[i].Have(), m.room.NextFrame())
+			}
+		}
+		// The dead player's downlink still works: it keeps receiving frames.
+		if m.clients[2].Have() < m.room.NextFrame()-m.cfg.Hz {
+			t.Errorf("the dead player's downlink stopped: %d of %d", m.clients[2].Have(), m.room.NextFrame())
+		}
+	})
+}
+
+// recorder is a Sender that keeps what the room sent.
+type recorder struct {
+	unreliable, reliable [][]byte
+	slots                []int
+}
+
+func (r *recorder) SendUnreliable(slot int, msg []byte) error {
+	r.unreliable = append(r.unreliable, append([]byte(nil), msg...))
+	r.slots = append(r.slots, slot)
+	return nil
+}
+
+func (r *recorder) SendReliable(slot int, msg []byte) error {
+	r.reliable = append(r.reliable, append([]byte(nil), msg...))
+	return nil
+}
+
+func TestLateInput(t *testing.T) {
+	for _, late := range []Late{LateDrop, LateNextFrame} {
+		t.Run(fmt.Sprint(late), func(t *testing.T) {
+			start := time.Unix(0, 0)
+			rec := &recorder{}
+			room, err := NewRoom(Config{Players: 2, Late: late}, start, rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := func(n int) time.Time { return room.Config().cutTime(start, n) }
+			room.Tick(at(5)) // frames 0..5 cut
+			c, _ := NewClient(room.Config(), 1)
+			// An input stamped for frame 2, which is already cut.
+			c.unacked = append(c.unacked, sentInput{seq: 1, frame: 2, data: []byte("jump")})
+			c.nextSeq = 2
+			if err := room.Deliver(1, c.Packet(start), at(5)); err != nil {
+				t.Fatal(err)
+			}
+			room.Tick(at(6))
+			if len(rec.reliable) != 1 {
+				t.Fatalf("%d notices sent", len(rec.reliable))
+			}
+			if err := c.Deliver(start, rec.reliable[0]); err != nil {
+				t.Fatal(err)
+			}
+			ns := c.Notices()
+			if len(ns) != 1 || ns[0].Seq != 1 || ns[0].Target != 2 {
+				t.Fatalf("notices %+v", ns)
+			}
+			f6, _ := room.Frame(6)
+			switch late {
+			case LateDrop:
+				if ns[0].Applied != -1 || room.Stats().Dropped[DropLate] != 1 || !f6.Slots[1].MadeUp {
+					t.Fatalf("dropped: notice %+v, stats %v, frame 6 %+v", ns[0], room.Stats().Dropped, f6)
+				}
+			case LateNextFrame:
+				if ns[0].Applied != 6 || f6.Slots[1].MadeUp || string(f6.Slots[1].Inputs[0]) != "jump" {
+					t.Fatalf("moved: notice %+v, frame 6 %+v", ns[0], f6)
+				}
+			}
+		})
+	}
+}
+
+func TestHostilePacketsDroppedAndCounted(t *testing.T) {
+	start := time.Unix(0, 0)
+	rec := &recorder{}
+	room, err := NewRoom(Config{Players: 3, InputsPerFrame: 2}, start, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(n int) time.Time { return room.Config().cutTime(start, n) }
+	room.Tick(at(10))
+	now := at(10)
+	packet := func(u uplink) []byte {
+		w := codecWriter()
+		u.encode(w)
+		return append([]byte(nil), w.Bytes()...)
+	}
+	tests := []struct {
+		name   string
+		slot   int
+		msg    []byte
+		reason int
+	}{
+		{"garbage", 0, []byte{0xff, 0x13, 0x37}, DropMalformed},
+		{"empty", 0, nil, DropMalformed},
+		{"a frames packet sent up", 0, []byte{kindFrames}, DropMalformed},
+		{"another slot", 7, packet(uplink{}), DropSlot},
+		{"negative slot", -1, packet(uplink{}), DropSlot},
+		{"acknowledges the future", 0, packet(uplink{have: 500}), DropAck},
+		{"input from the far future", 0, packet(uplink{firstSeq: 1, inputs: []upInput{{frame: 1 << 20, data: []byte{1}}}}), DropFuture},
+		{"oversized input", 0, packet(uplink{firstSeq: 2, inputs: []upInput{{frame: 12, data: make([]byte, 100)}}}), DropSize},
+		{"sequence far ahead", 0, packet(uplink{firstSeq: 1 << 30, inputs: []upInput{{frame: 12, data: []byte{1}}}}), DropSequence},
+		{"too many inputs for a frame", 1, packet(uplink{firstSeq: 1, inputs: []upInput{{12, []byte{1}}, {12, []byte{2}}, {12, []byte{3}}}}), DropTooMany},
+		{"truncated", 0, packet(uplink{firstSeq: 1, inputs: []upInput{{12, []byte("abcdef")}}})[:4], DropMalformed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := room.Stats().Dropped[tt.reason]
+			room.Deliver(tt.slot, tt.msg, now)
+			if got := room.Stats().Dropped[tt.reason]; got != before+1 {
+				t.Fatalf("%s: dropped[%s] %d -> %d", tt.name, DropName(tt.reason), before, got)
+			}
+		})
+	}
+	// The honest player in slot 2 is unaffected.
+	c, _ := NewClient(room.Config(), 2)
+	c.unacked = append(c.unacked, sentInput{seq: 1, frame: 11, data: []byte("ok")})
+	c.nextSeq = 2
+	if err := room.Deliver(2, c.Packet(now), now); err != nil {
+		t.Fatal(err)
+	}
+	room.Tick(at(12))
+	f, _ := room.Frame(11)
+	if f.Slots[2].MadeUp || string(f.Slots[2].Inputs[0]) != "ok" {
+		t.Fatalf("honest input lost: %+v", f.Slots[2])
+	}
+	if f, _ := room.Frame(12); f.Slots[1].MadeUp || len(f.Slots[1].Inputs) != 2 {
+		t.Fatalf("slot 1 may put 2 inputs in frame 12: %+v", f.Slots[1])
+	}
 }
