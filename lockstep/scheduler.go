@@ -1,0 +1,251 @@
+package lockstep
+
+import (
+	"container/heap"
+	"runtime"
+	"sync"
+	"time"
+)
+
+// Job is work a Scheduler runs on time, such as a Host.
+type Job interface {
+	// Run does what is due at now and returns when the job next needs to
+	// run; the zero time removes it.
+	Run(now time.Time) time.Time
+}
+
+// Scheduler runs many jobs (rooms) on a few goroutines: one timer loop hands
+// each due job to a pool of workers, so there is no goroutine per room and
+// no goroutine per frame, and a slow room holds up one worker, not the
+// others. A job is never run by two workers at once.
+type Scheduler struct {
+	mu     sync.Mutex
+	q      jobHeap
+	seq    uint64
+	wake   chan struct{}
+	work   chan *jobEntry
+	closed chan struct{}
+	wg     sync.WaitGroup
+	late   lateHistogram
+	runs   uint64
+}
+
+type jobEntry struct {
+	job Job
+	due time.Time
+	seq uint64
+}
+
+// NewScheduler starts a scheduler with the given number of workers
+// (GOMAXPROCS when workers <= 0).
+func NewScheduler(workers int) *Scheduler {
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	s := &Scheduler{wake: make(chan struct{}, 1), work: make(chan *jobEntry), closed: make(chan struct{})}
+	s.wg.Add(workers + 1)
+	go s.loop()
+	for range workers {
+		go s.worker()
+	}
+	return s
+}
+
+// Add schedules job to run at at.
+func (s *Scheduler) Add(job Job, at time.Time) {
+	s.push(&jobEntry{job: job, due: at})
+}
+
+func (s *Scheduler) push(e *jobEntry) {
+	s.mu.Lock()
+	s.seq++
+	e.seq = s.seq
+	heap.Push(&s.q, e)
+	s.mu.Unlock()
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// loop waits for the earliest job and hands it to a free worker.
+func (s *Scheduler) loop() {
+	defer s.wg.Done()
+	defer close(s.work)
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		var wait time.Duration = -1
+		var e *jobEntry
+		if len(s.q) > 0 {
+			if d := time.Until(s.q[0].due); d > 0 {
+				wait = d
+			} else {
+				e = heap.Pop(&s.q).(*jobEntry)
+			}
+		}
+		s.mu.Unlock()
+		if e != nil {
+			select {
+			case s.work <- e:
+			case <-s.closed:
+				return
+			}
+			continue
+		}
+		if wait >= 0 {
+			timer.Reset(wait)
+		}
+		select {
+		case <-s.wake:
+		case <-timer.C:
+		case <-s.closed:
+			return
+		}
+		if wait >= 0 && !timer.Stop() {
+			select {
+			case <-timer.C:
+			default:
+			}
+		}
+	}
+}
+
+func (s *Scheduler) worker() {
+	defer s.wg.Done()
+	for e := range s.work {
+		now := time.Now()
+		s.mu.Lock()
+		s.late.add(now.Sub(e.due))
+		s.runs++
+		s.mu.Unlock()
+		if next := e.job.Run(now); !next.IsZero() {
+			e.due = next
+			s.push(e)
+		}
+	}
+}
+
+// Close stops the scheduler and waits for running jobs to return.
+func (s *Scheduler) Close() {
+	select {
+	case <-s.closed:
+		return
+	default:
+	}
+	close(s.closed)
+	s.wg.Wait()
+}
+
+// SchedulerStats reports how late jobs ran against their due time.
+type SchedulerStats struct {
+	Runs             uint64
+	LateP50, LateP99 time.Duration
+	LateMax          time.Duration
+	Jobs             int // scheduled, not running
+}
+
+// Stats returns the scheduler's counters.
+func (s *Scheduler) Stats() SchedulerStats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return SchedulerStats{
+		Runs: s.runs, LateP50: s.late.quantile(0.5), LateP99: s.late.quantile(0.99),
+		LateMax: s.late.max, Jobs: len(s.q),
+	}
+}
+
+type jobHeap []*jobEntry
+
+func (h jobHeap) Len() int { return len(h) }
+func (h jobHeap) Less(i, j int) bool {
+	if h[i].due.Equal(h[j].due) {
+		return h[i].seq < h[j].seq
+	}
+	return h[i].due.Before(h[j].due)
+}
+func (h jobHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
+func (h *jobHeap) Push(x any)   { *h = append(*h, x.(*jobEntry)) }
+func (h *jobHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// lateHistogram counts lateness in 100-microsecond buckets up to one
+// second; later runs land in the last bucket.
+type lateHistogram struct {
+	buckets [10001]uint64
+	n       uint64
+	max     time.Duration
+}
+
+func (h *lateHistogram) add(d time.Duration) {
+	d = max(d, 0)
+	h.buckets[min(int(d/(100*time.Microsecond)), len(h.buckets)-1)]++
+	h.n++
+	h.max = max(h.max, d)
+}
+
+func (h *lateHistogram) quantile(q float64) time.Duration {
+	if h.n == 0 {
+		return 0
+	}
+	want := uint64(q * float64(h.n))
+	var seen uint64
+	for i, c := range h.buckets {
+		seen += c
+		if seen > want {
+			return time.Duration(i+1) * 100 * time.Microsecond
+		}
+	}
+	return h.max
+}
+
+// Host runs a Room on a Scheduler: any goroutine may hand it packets with
+// Deliver, and the scheduler's worker applies them, in arrival order, just
+// before it ticks the room.
+type Host struct {
+	room  *Room
+	mu    sync.Mutex
+	inbox []hostPacket
+	spare []hostPacket
+}
+
+type hostPacket struct {
+	slot int
+	msg  []byte
+	at   time.Time
+}
+
+// NewHost wraps room for a Scheduler: s.Add(host, room.NextCut()).
+func NewHost(room *Room) *Host { return &Host{room: room} }
+
+// Room returns the hosted room. Touch it only from a Job's Run.
+func (h *Host) Room() *Room { return h.room }
+
+// Deliver queues a packet from the player in slot. msg must not be
+// modified afterwards.
+func (h *Host) Deliver(slot int, msg []byte, now time.Time) {
+	h.mu.Lock()
+	h.inbox = append(h.inbox, hostPacket{slot, msg, now})
+	h.mu.Unlock()
+}
+
+// Run applies the queued packets, cuts the frames that are due and
+// returns the next cut.
+func (h *Host) Run(now time.Time) time.Time {
+	h.mu.Lock()
+	in := h.inbox
+	h.inbox = h.spare[:0]
+	h.mu.Unlock()
+	for i, p := range in {
+		h.room.Deliver(p.slot, p.msg, p.at)
+		in[i] = hostPacket{}
+	}
+	h.spare = in
+	h.room.Tick(now)
+	return h.room.NextCut()
+}
