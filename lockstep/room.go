@@ -75,6 +75,46 @@ type Room struct {
 	buf    []byte
 	up     uplink // decode scratch
 	period time.Duration
+
+	// The match's frames live in slabs, allocated a few thousand frames at
+	// a time, so cutting a frame allocates nothing in the steady state.
+	arena    []byte
+	slotSlab []Slot
+	inSlab   [][]byte
+}
+
+// arenaChunk is the size of the byte slabs inputs and frame encodings are
+// kept in.
+const arenaChunk = 64 << 10
+
+// keep copies b into the room's arena and returns the copy.
+func (r *Room) keep(b []byte) []byte {
+	if cap(r.arena)-len(r.arena) < len(b) {
+		r.arena = make([]byte, 0, max(arenaChunk, len(b)))
+	}
+	start := len(r.arena)
+	r.arena = append(r.arena, b...)
+	return r.arena[start:len(r.arena):len(r.arena)]
+}
+
+// slots returns n zeroed slots from the slab.
+func (r *Room) slots(n int) []Slot {
+	if len(r.slotSlab) < n {
+		r.slotSlab = make([]Slot, max(1024*n, n))
+	}
+	s := r.slotSlab[:n:n]
+	r.slotSlab = r.slotSlab[n:]
+	return s
+}
+
+// inputSlice returns a slice for n inputs from the slab.
+func (r *Room) inputSlice(n int) [][]byte {
+	if len(r.inSlab) < n {
+		r.inSlab = make([][]byte, max(4096, n))
+	}
+	s := r.inSlab[:n:n]
+	r.inSlab = r.inSlab[n:]
+	return s
 }
 
 // cutFrame is a frame with its body encoded once for every packet.
@@ -101,6 +141,7 @@ type player struct {
 	lastRecv   uint16 // the client's count of downlink packets received, at its last report
 	lastSent   uint16 // our count at that report
 	loss       float64
+	lossWant   int // redundancy the loss estimate asks for
 	margin     int
 	marginSeq  uint32
 	hasMargin  bool
@@ -215,15 +256,15 @@ func (r *Room) lossReport(p *player, recv uint16, run int) {
 		sample := 1 - float64(got)/float64(sent)
 		p.loss += (sample - p.loss) / 4
 		p.lastSent, p.lastRecv = p.seq, recv
+		// Enough redundancy that losing every copy of a frame is rarer than
+		// 1 in 1000 (for independent loss).
+		p.lossWant = r.cfg.Redundancy
+		if p.loss > 0.001 {
+			p.lossWant = max(p.lossWant, int(math.Ceil(math.Log(1e-3)/math.Log(p.loss)))-1)
+		}
 	}
-	// Enough redundancy that losing every copy of a frame is rarer than 1 in
-	// 1000 (for independent loss), and longer than the longest loss run.
-	want := r.cfg.Redundancy
-	if p.loss > 0.001 {
-		want = max(want, int(math.Ceil(math.Log(1e-3)/math.Log(p.loss)))-1)
-	}
-	want = max(want, run)
-	want = min(want, MaxRedundancy)
+	// And more than the longest loss run the player reports.
+	want := min(max(p.lossWant, run, r.cfg.Redundancy), MaxRedundancy)
 	switch {
 	case want > p.redundancy:
 		p.redundancy = want // up at once
@@ -283,7 +324,7 @@ func (r *Room) input(p *player, seq uint32, in upInput, now time.Time) error {
 		r.stats.Dropped[DropTooMany]++
 		return fmt.Errorf("%w: more than %d inputs for frame %d", ErrMalformed, r.cfg.InputsPerFrame, target)
 	}
-	*slot = append(*slot, pendingInput{seq: seq, data: in.data})
+	*slot = append(*slot, pendingInput{seq: seq, data: r.keep(in.data)})
 	p.pendingCount++
 	return nil
 }
@@ -315,7 +356,7 @@ func (r *Room) Tick(now time.Time) {
 // cut makes frame r.next from the pending inputs.
 func (r *Room) cut() {
 	n := r.next
-	f := cutFrame{Frame: Frame{Number: n, Slots: make([]Slot, len(r.players))}}
+	f := cutFrame{Frame: Frame{Number: n, Slots: r.slots(len(r.players))}}
 	for i := range r.players {
 		p := &r.players[i]
 		ring := &p.pending[n%len(p.pending)]
@@ -325,7 +366,7 @@ func (r *Room) cut() {
 			r.stats.MadeUp++
 			continue
 		}
-		ins := make([][]byte, len(*ring))
+		ins := r.inputSlice(len(*ring))
 		for k, in := range *ring {
 			ins[k] = in.data
 		}
@@ -342,11 +383,11 @@ func (r *Room) cut() {
 	r.w.Reset(r.buf[:0])
 	encodeFrameBody(&r.w, &f.Frame, nil)
 	f.fullBits = r.w.Len()
-	f.full = append([]byte(nil), r.w.Bytes()...)
+	f.full = r.keep(r.w.Bytes())
 	r.w.Reset(r.buf[:0])
 	encodeFrameBody(&r.w, &f.Frame, prev)
 	f.relBits = r.w.Len()
-	f.rel = append([]byte(nil), r.w.Bytes()...)
+	f.rel = r.keep(r.w.Bytes())
 	r.buf = r.w.Bytes()[:0]
 	r.frames = append(r.frames, f)
 	r.next++

@@ -38,6 +38,7 @@ type uplink struct {
 	lossRun  int    // longest run of downlink packets lost recently, 0..15
 	firstSeq uint32 // sequence number of inputs[0]; inputs are consecutive
 	inputs   []upInput
+	scratch  []byte // decoded input bytes; inputs' data point into it
 }
 
 func (u *uplink) encode(w *codec.Writer) {
@@ -87,6 +88,7 @@ func decodeUplink(msg []byte, u *uplink) error {
 	}
 	u.have = int(have)
 	u.inputs = u.inputs[:0]
+	u.scratch = u.scratch[:0]
 	if n == 0 {
 		return r.Done()
 	}
@@ -104,7 +106,7 @@ func decodeUplink(msg []byte, u *uplink) error {
 				return fmt.Errorf("%w: input %d targets frame %d", ErrMalformed, i, f)
 			}
 			frame = int64(f)
-			data = r.ReadBytes(nil, MaxInputBytes)
+			data = u.readInput(r)
 		} else {
 			d := r.ReadVarint()
 			if d < -maxFrame || d > maxFrame {
@@ -114,7 +116,7 @@ func decodeUplink(msg []byte, u *uplink) error {
 			if r.ReadBool() {
 				data = u.inputs[i-1].data
 			} else {
-				data = r.ReadBytes(nil, MaxInputBytes)
+				data = u.readInput(r)
 			}
 		}
 		if err := r.Err(); err != nil {
@@ -129,6 +131,15 @@ func decodeUplink(msg []byte, u *uplink) error {
 		return fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	return nil
+}
+
+// readInput reads one input's bytes into the scratch buffer: no
+// allocation once the buffer has grown. Earlier inputs keep pointing at the
+// bytes they were read into even when the buffer grows.
+func (u *uplink) readInput(r *codec.Reader) []byte {
+	start := len(u.scratch)
+	u.scratch = r.ReadBytes(u.scratch, MaxInputBytes)
+	return u.scratch[start:len(u.scratch):len(u.scratch)]
 }
 
 // downlink is a decoded frames packet.

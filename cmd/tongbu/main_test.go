@@ -79,3 +79,35 @@ func TestBenchCodec(t *testing.T) {
 		t.Errorf("timings not measured: %s", last)
 	}
 }
+
+// lastResult runs a scenario and returns its RESULT fields.
+func lastResult(t *testing.T, args ...string) map[string]string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := run(append([]string{"bench"}, args...), &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	m := resultRE.FindStringSubmatch(lines[len(lines)-1])
+	if m == nil || m[1] != args[0] {
+		t.Fatalf("last line %q is not a RESULT line for %s", lines[len(lines)-1], args[0])
+	}
+	kv := map[string]string{}
+	for _, f := range strings.Fields(m[2]) {
+		k, v, _ := strings.Cut(f, "=")
+		kv[k] = v
+	}
+	return kv
+}
+
+func TestBenchRelay(t *testing.T) {
+	kv := lastResult(t, "relay", "-players", "20", "-seconds", "1")
+	for _, k := range []string{"transport", "players", "cpu_us_per_player_frame", "p99_cut_late_ms"} {
+		if kv[k] == "" {
+			t.Errorf("RESULT lacks %s: %v", k, kv)
+		}
+	}
+	if kv["players"] != "20" || kv["cpu_us_per_player_frame"] == "0.00" {
+		t.Errorf("RESULT %v", kv)
+	}
+}

@@ -1,0 +1,190 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/transport"
+)
+
+func init() {
+	scenarios["relay"] = scenario{
+		"lockstep rooms of 10 at 15 Hz on the scheduler over the in-memory transport: the room code's CPU per player-frame",
+		benchRelay,
+	}
+}
+
+// relayJob is one room with the server ends of its players' connections:
+// the scheduler's worker drains them and ticks the room, timing the room
+// code alone.
+type relayJob struct {
+	room  *lockstep.Room
+	conns []*transport.MemConn
+	out   *timedSender
+	mu    *sync.Mutex
+	spent *time.Duration
+}
+
+// timedSender sends over in-memory connections and keeps the time that
+// took, which is the transport's, so it can be left out of the room's.
+type timedSender struct {
+	conns []*transport.MemConn
+	spent time.Duration
+}
+
+func (s *timedSender) SendUnreliable(slot int, msg []byte) error {
+	t0 := time.Now()
+	err := s.conns[slot].SendUnreliable(msg)
+	s.spent += time.Since(t0)
+	return err
+}
+
+func (s *timedSender) SendReliable(slot int, msg []byte) error {
+	t0 := time.Now()
+	err := s.conns[slot].SendReliable(msg)
+	s.spent += time.Since(t0)
+	return err
+}
+
+func (j *relayJob) Run(now time.Time) time.Time {
+	var spent time.Duration
+	for slot, c := range j.conns {
+		for {
+			m, ok := c.TryReceive()
+			if !ok {
+				break
+			}
+			t0 := time.Now()
+			j.room.Deliver(slot, m.Data, now)
+			spent += time.Since(t0)
+		}
+	}
+	j.out.spent = 0
+	t0 := time.Now()
+	j.room.Tick(now)
+	spent += time.Since(t0) - j.out.spent
+	j.mu.Lock()
+	*j.spent += spent
+	j.mu.Unlock()
+	return j.room.NextCut()
+}
+
+func benchRelay(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
+	kind := fs.String("transport", "mem", "transport (mem: the in-memory network)")
+	players := fs.Int("players", 1000, "players, in rooms of 10")
+	seconds := fs.Float64("seconds", 10, "run time")
+	inputRate := fs.Float64("input", 0.5, "chance a player sends an input each frame")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *kind != "mem" {
+		return fmt.Errorf("transport %q: only mem is supported (WebRTC costs are measured by bench transport)", *kind)
+	}
+	if *players < 10 || *seconds <= 0 {
+		return errors.New("want -players >= 10, -seconds > 0")
+	}
+	rooms := *players / 10
+	cfg := lockstep.Config{Players: 10, Hz: 15}
+	net := transport.NewNetwork(1)
+	sched := lockstep.NewScheduler(1) // the room code on one core; the bots use the other
+	defer sched.Close()
+	var mu sync.Mutex
+	var spent time.Duration
+	type bot struct {
+		c    *lockstep.Client
+		conn *transport.MemConn
+	}
+	var bots []bot
+	var jobs []*relayJob
+	start := time.Now().Add(100 * time.Millisecond)
+	for range rooms {
+		j := &relayJob{mu: &mu, spent: &spent}
+		var sconns []*transport.MemConn
+		var err error
+		for slot := range cfg.Players {
+			cc, sc := net.Pipe(transport.LinkConfig{}, transport.LinkConfig{})
+			sconns = append(sconns, sc)
+			c, cerr := lockstep.NewClient(cfg, slot)
+			if cerr != nil {
+				return cerr
+			}
+			bots = append(bots, bot{c, cc})
+		}
+		j.conns = sconns
+		j.out = &timedSender{conns: sconns}
+		j.room, err = lockstep.NewRoom(cfg, start, j.out)
+		if err != nil {
+			return err
+		}
+		jobs = append(jobs, j)
+		sched.Add(j, j.room.NextCut())
+	}
+	// The bots: one goroutine plays every client at the frame rate.
+	stop := make(chan struct{})
+	botsDone := make(chan struct{})
+	go func() {
+		defer close(botsDone)
+		rng := rand.New(rand.NewPCG(1, 2))
+		tick := time.NewTicker(cfg.Period())
+		defer tick.Stop()
+		input := []byte{0, 0, 0, 0}
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-tick.C:
+				for i, b := range bots {
+					for {
+						m, ok := b.conn.TryReceive()
+						if !ok {
+							break
+						}
+						b.c.Deliver(now, m.Data)
+					}
+					if rng.Float64() < *inputRate {
+						input[0], input[1] = byte(i), byte(rng.IntN(8))
+						b.c.Input(now, input)
+					}
+					b.conn.SendUnreliable(b.c.Packet(now))
+					b.c.Advance(now)
+				}
+			}
+		}
+	}()
+	time.Sleep(time.Duration(*seconds * float64(time.Second)))
+	close(stop)
+	<-botsDone
+	sched.Close()
+	st := sched.Stats()
+	frames, inputs, made := 0, uint64(0), uint64(0)
+	for _, j := range jobs {
+		rs := j.room.Stats()
+		frames += rs.Frames
+		inputs += rs.Inputs
+		made += rs.MadeUp
+	}
+	mu.Lock()
+	total := spent
+	mu.Unlock()
+	playerFrames := frames * cfg.Players
+	perPF := float64(total.Nanoseconds()) / 1e3 / float64(max(playerFrames, 1))
+	fmt.Fprintf(out, "relay: %d rooms of %d players at %d Hz for %gs over the in-memory transport\n\n", rooms, cfg.Players, cfg.Hz, *seconds)
+	fmt.Fprintf(out, "frames cut          %d (%d player-frames: %d real inputs, %d made up)\n", frames, playerFrames, inputs, made)
+	fmt.Fprintf(out, "room code time      %v (Deliver and Tick on one worker, less the in-memory sends)\n", total.Round(time.Millisecond))
+	fmt.Fprintf(out, "per player-frame    %.3f us\n", perPF)
+	fmt.Fprintf(out, "cut lateness        p50 %v, p99 %v, max %v over %d runs\n", st.LateP50, st.LateP99, st.LateMax, st.Runs)
+	fmt.Fprintln(out, resultLine("relay",
+		"transport", *kind,
+		"players", rooms*cfg.Players,
+		"cpu_us_per_player_frame", perPF,
+		"p99_cut_late_ms", float64(st.LateP99)/float64(time.Millisecond),
+	))
+	return nil
+}
