@@ -36,7 +36,7 @@ func TestCommands(t *testing.T) {
 	}
 }
 
-var resultRE = regexp.MustCompile(`^RESULT scenario=(\S+)((?: [a-z_]+=\S+)+)$`)
+var resultRE = regexp.MustCompile(`^RESULT scenario=(\S+)((?: [a-z0-9_]+=\S+)+)$`)
 
 // TestBenchCodec runs the codec scenario briefly and checks its closing
 // line: every figure the issue names is there, and the sizes are the ones
