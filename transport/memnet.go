@@ -222,6 +222,7 @@ func (c *MemConn) SetLink(cfg LinkConfig) error {
 	}
 	c.out.mu.Lock()
 	c.out.cfg = cfg.withDefaults()
+	c.out.model.cfg = c.out.cfg
 	c.out.mu.Unlock()
 	return nil
 }
@@ -292,8 +293,7 @@ func (c *MemConn) Stats() Stats {
 type link struct {
 	mu           sync.Mutex
 	cfg          LinkConfig
-	rng          *rand.Rand
-	bad          bool // Gilbert-Elliott state
+	model        LinkModel
 	busyUntil    time.Time
 	lastReliable time.Time
 	seq          uint64
@@ -313,7 +313,8 @@ type pkt struct {
 }
 
 func newLink(cfg LinkConfig, rng *rand.Rand, dst *MemConn) *link {
-	return &link{cfg: cfg.withDefaults(), rng: rng, dst: dst}
+	cfg = cfg.withDefaults()
+	return &link{cfg: cfg, model: LinkModel{cfg: cfg, rng: rng}, dst: dst}
 }
 
 // maxRetransmits bounds the simulated retransmissions of one reliable
@@ -344,7 +345,8 @@ func (l *link) send(ch Channel, msg []byte) error {
 		l.busyUntil = depart
 	}
 	l.stats.Sent++
-	fate := l.fate(ch)
+	fate := l.model.Fate(ch)
+	l.model.count(&l.stats)
 	if cfg.Record != nil {
 		cfg.Record.add(fate)
 	}
@@ -363,15 +365,36 @@ func (l *link) send(ch Channel, msg []byte) error {
 	l.push(pkt{at: at, sent: now, msg: Message{Channel: ch, Data: data}})
 	if fate.Dup {
 		l.stats.Duplicated++
-		l.push(pkt{at: at.Add(l.jitter() / 2), sent: now, msg: Message{Channel: ch, Data: append([]byte(nil), data...)}})
+		l.push(pkt{at: at.Add(l.model.jitter() / 2), sent: now, msg: Message{Channel: ch, Data: append([]byte(nil), data...)}})
 	}
 	return nil
 }
 
-// fate decides what happens to one message: from the replayed trace while
-// it lasts, else from the model.
-func (l *link) fate(ch Channel) TraceEvent {
-	cfg := &l.cfg
+// LinkModel decides the fate of each message on one emulated link (loss,
+// delay, duplication, reordering) and keeps no clock: the in-memory network
+// uses it with real timers, and a simulator with virtual time can use it
+// directly. It is not safe for concurrent use.
+type LinkModel struct {
+	cfg LinkConfig
+	rng *rand.Rand
+	bad bool // Gilbert-Elliott state
+
+	lost, reordered, retransmit uint64 // since the last count
+}
+
+// NewLinkModel returns the model of a link with cfg, seeded.
+func NewLinkModel(cfg LinkConfig, seed uint64) (*LinkModel, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &LinkModel{cfg: cfg.withDefaults(), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}, nil
+}
+
+// Fate decides what happens to one message on ch: from the replayed trace
+// while it lasts, else from the model. A reliable message is never lost:
+// the loss a real path would inflict becomes retransmission delay.
+func (m *LinkModel) Fate(ch Channel) TraceEvent {
+	cfg := &m.cfg
 	if cfg.Replay != nil {
 		if ev, ok := cfg.Replay.next(); ok {
 			if ch == Reliable {
@@ -380,64 +403,71 @@ func (l *link) fate(ch Channel) TraceEvent {
 			return ev
 		}
 	}
-	ev := TraceEvent{Delay: cfg.Latency + l.jitter()}
+	ev := TraceEvent{Delay: cfg.Latency + m.jitter()}
 	if ch == Reliable {
-		// SCTP retransmits what the path loses: the message arrives, late.
 		for range maxRetransmits {
-			if !l.lose() {
+			if !m.lose() {
 				break
 			}
-			l.stats.Retransmit++
+			m.retransmit++
 			ev.Delay += max(2*cfg.Latency, 200*time.Millisecond)
 		}
 		return ev
 	}
-	if l.lose() {
+	if m.lose() {
+		m.lost++
 		ev.Lost = true
 		return ev
 	}
-	if cfg.Reorder > 0 && l.rng.Float64() < cfg.Reorder {
-		l.stats.Reordered++
+	if cfg.Reorder > 0 && m.rng.Float64() < cfg.Reorder {
+		m.reordered++
 		ev.Delay += cfg.ReorderDelay
 	}
-	ev.Dup = cfg.Duplicate > 0 && l.rng.Float64() < cfg.Duplicate
+	ev.Dup = cfg.Duplicate > 0 && m.rng.Float64() < cfg.Duplicate
 	return ev
 }
 
-func (l *link) lose() bool {
-	cfg := &l.cfg
-	if b := cfg.Burst; b != nil {
-		if l.bad {
-			if l.rng.Float64() < b.BadToGood {
-				l.bad = false
-			}
-		} else if l.rng.Float64() < b.GoodToBad {
-			l.bad = true
-		}
-		p := b.LossGood
-		if l.bad {
-			p = b.LossBad
-		}
-		return p > 0 && l.rng.Float64() < p
-	}
-	return cfg.Loss > 0 && l.rng.Float64() < cfg.Loss
+// count moves the model's counters into stats.
+func (m *LinkModel) count(st *LinkStats) {
+	st.Reordered += m.reordered
+	st.Retransmit += m.retransmit
+	m.lost, m.reordered, m.retransmit = 0, 0, 0
 }
 
-func (l *link) jitter() time.Duration {
-	j := float64(l.cfg.Jitter)
+func (m *LinkModel) lose() bool {
+	cfg := &m.cfg
+	if b := cfg.Burst; b != nil {
+		if m.bad {
+			if m.rng.Float64() < b.BadToGood {
+				m.bad = false
+			}
+		} else if m.rng.Float64() < b.GoodToBad {
+			m.bad = true
+		}
+		p := b.LossGood
+		if m.bad {
+			p = b.LossBad
+		}
+		return p > 0 && m.rng.Float64() < p
+	}
+	return cfg.Loss > 0 && m.rng.Float64() < cfg.Loss
+}
+
+func (m *LinkModel) jitter() time.Duration {
+	j := float64(m.cfg.Jitter)
 	if j == 0 {
 		return 0
 	}
-	switch l.cfg.Dist {
+	switch m.cfg.Dist {
 	case Normal:
-		return time.Duration(math.Abs(l.rng.NormFloat64()) * j)
+		return time.Duration(math.Abs(m.rng.NormFloat64()) * j)
 	case Pareto:
 		const shape = 2.5
 		scale := j * (shape - 1) / shape // so that the excess has mean j
-		u := 1 - l.rng.Float64()         // (0, 1]
+		u := 1 - m.rng.Float64()         // (0, 1]
 		return time.Duration(scale*math.Pow(u, -1/shape) - scale)
 	default:
-		return time.Duration(l.rng.Float64() * j)
+		return time.Duration(m.rng.Float64() * j)
 	}
 }
 

@@ -1,0 +1,253 @@
+// Package lockstepsim plays a lockstep match in virtual time: a Room, its
+// Clients and an emulated network (transport.LinkModel), driven by an
+// event queue instead of clocks, so `tongbu bench loss` runs twenty minutes
+// of a match in a second and the same seed gives the same match.
+package lockstepsim
+
+import (
+	"container/heap"
+	"encoding/binary"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/transport"
+)
+
+// Options describe a simulated match.
+type Options struct {
+	Config    lockstep.Config
+	Duration  time.Duration
+	Up, Down  transport.LinkConfig // each player's uplink and downlink
+	RenderHz  int                  // the clients' render rate (default 30)
+	InputRate float64              // inputs per player per second (default 5)
+	Seed      uint64
+}
+
+// Result measures a simulated match.
+type Result struct {
+	Frames      int     // frames the room cut
+	Delivered   float64 // frames received by the clients / frames they should have received
+	Identical   bool    // every client played the room's exact frame sequence
+	Unstalled   float64 // share of play time not paused, over all clients
+	Stalls      int     // pauses, all clients
+	Inputs      uint64  // inputs the clients sent
+	LateDrops   uint64  // inputs the room dropped as late
+	DownBytes   uint64  // lockstep payload bytes sent to the clients
+	UpBytes     uint64  // lockstep payload bytes sent by the clients
+	Retransmits uint64
+	Redundancy  float64 // mean redundancy at the end
+	MeanLeadMs  float64 // mean input lead at the end
+}
+
+type event struct {
+	at   time.Time
+	seq  uint64
+	kind int // evToRoom, evToClient
+	slot int
+	msg  []byte
+}
+
+const (
+	evToRoom = iota
+	evToClient
+)
+
+type queue []event
+
+func (q queue) Len() int { return len(q) }
+func (q queue) Less(i, j int) bool {
+	if q[i].at.Equal(q[j].at) {
+		return q[i].seq < q[j].seq
+	}
+	return q[i].at.Before(q[j].at)
+}
+func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
+func (q *queue) Push(x any)   { *q = append(*q, x.(event)) }
+func (q *queue) Pop() any {
+	old := *q
+	e := old[len(old)-1]
+	*q = old[:len(old)-1]
+	return e
+}
+
+type sim struct {
+	q    queue
+	seq  uint64
+	up   []*transport.LinkModel
+	down []*transport.LinkModel
+	res  Result
+}
+
+func (s *sim) send(now time.Time, link *transport.LinkModel, kind, slot int, msg []byte, ch transport.Channel) {
+	fate := link.Fate(ch)
+	if fate.Lost {
+		return
+	}
+	copies := 1
+	if fate.Dup {
+		copies = 2
+	}
+	for k := range copies {
+		s.seq++
+		heap.Push(&s.q, event{at: now.Add(fate.Delay + time.Duration(k)*time.Millisecond), seq: s.seq, kind: kind, slot: slot, msg: append([]byte(nil), msg...)})
+	}
+}
+
+// roomOut is the room's Sender: packets go onto the downlinks.
+type roomOut struct {
+	s   *sim
+	now *time.Time
+}
+
+func (o roomOut) SendUnreliable(slot int, msg []byte) error {
+	o.s.res.DownBytes += uint64(len(msg))
+	o.s.send(*o.now, o.s.down[slot], evToClient, slot, msg, transport.Unreliable)
+	return nil
+}
+
+func (o roomOut) SendReliable(slot int, msg []byte) error {
+	o.s.res.DownBytes += uint64(len(msg))
+	o.s.send(*o.now, o.s.down[slot], evToClient, slot, msg, transport.Reliable)
+	return nil
+}
+
+// Run plays the match.
+func Run(o Options) (Result, error) {
+	cfg := o.Config.WithDefaults()
+	if o.RenderHz == 0 {
+		o.RenderHz = 30
+	}
+	if o.InputRate == 0 {
+		o.InputRate = 5
+	}
+	s := &sim{}
+	for i := range cfg.Players {
+		up, err := transport.NewLinkModel(o.Up, o.Seed*1000+uint64(2*i))
+		if err != nil {
+			return Result{}, err
+		}
+		down, err := transport.NewLinkModel(o.Down, o.Seed*1000+uint64(2*i+1))
+		if err != nil {
+			return Result{}, err
+		}
+		s.up, s.down = append(s.up, up), append(s.down, down)
+	}
+	start := time.Unix(1_000_000, 0)
+	now := start
+	room, err := lockstep.NewRoom(cfg, start, roomOut{s, &now})
+	if err != nil {
+		return Result{}, err
+	}
+	clients := make([]*lockstep.Client, cfg.Players)
+	played := make([]int, cfg.Players) // frames each client played, checked against the room
+	identical := true
+	for i := range clients {
+		if clients[i], err = lockstep.NewClient(cfg, i); err != nil {
+			return Result{}, err
+		}
+	}
+	rng := rand.New(rand.NewPCG(o.Seed, 42))
+	render := time.Second / time.Duration(o.RenderHz)
+	// Each client renders on its own phase.
+	nextRender := make([]time.Time, cfg.Players)
+	for i := range nextRender {
+		nextRender[i] = start.Add(time.Duration(rng.Int64N(int64(render))))
+	}
+	end := start.Add(o.Duration)
+	pInput := o.InputRate / float64(o.RenderHz)
+	input := make([]byte, 6)
+	var stalledTicks, ticks int
+	for {
+		// The next thing to happen: a delivery, a cut, or a render tick.
+		next, what := room.NextCut(), -1
+		for i, t := range nextRender {
+			if t.Before(next) {
+				next, what = t, i
+			}
+		}
+		if len(s.q) > 0 && !s.q[0].at.After(next) {
+			e := heap.Pop(&s.q).(event)
+			now = e.at
+			if e.kind == evToRoom {
+				room.Deliver(e.slot, e.msg, now)
+			} else {
+				clients[e.slot].Deliver(now, e.msg)
+			}
+			continue
+		}
+		if next.After(end) {
+			break
+		}
+		now = next
+		if what < 0 {
+			room.Tick(now)
+			continue
+		}
+		c := clients[what]
+		nextRender[what] = now.Add(render)
+		if rng.Float64() < pInput {
+			binary.LittleEndian.PutUint16(input, uint16(what))
+			binary.LittleEndian.PutUint32(input[2:], rng.Uint32())
+			if _, err := c.Input(now, input); err == nil {
+				s.res.Inputs++
+			}
+		}
+		pkt := c.Packet(now)
+		s.res.UpBytes += uint64(len(pkt))
+		s.send(now, s.up[what], evToRoom, what, pkt, transport.Unreliable)
+		st := c.Advance(now)
+		ticks++
+		if st.State == lockstep.Paused {
+			stalledTicks++
+		}
+		for _, f := range st.Frames {
+			want, ok := room.Frame(f.Number)
+			if !ok || f.Number != played[what] || !sameFrame(f, want, cfg.Fill) {
+				identical = false
+			}
+			played[what]++
+		}
+	}
+	cut := room.NextFrame()
+	inflight := cfg.Hz // the last second may still be on its way
+	got := 0
+	for _, c := range clients {
+		got += min(c.Have(), cut-inflight)
+		s.res.Stalls += c.Playout().Stalls
+		s.res.MeanLeadMs += c.Lead() * 1000 / float64(cfg.Hz)
+	}
+	for i := range clients {
+		s.res.Redundancy += float64(room.PlayerStats(i).Redundancy)
+		s.res.LateDrops += room.PlayerStats(i).LateDrops
+	}
+	r := s.res
+	r.Frames = cut
+	r.Delivered = float64(got) / float64(max(1, cfg.Players*(cut-inflight)))
+	r.Identical = identical
+	r.Unstalled = 1 - float64(stalledTicks)/float64(max(ticks, 1))
+	r.Retransmits = room.Stats().Retransmits
+	r.Redundancy /= float64(cfg.Players)
+	r.MeanLeadMs /= float64(cfg.Players)
+	return r, nil
+}
+
+func sameFrame(a, b lockstep.Frame, fill lockstep.Fill) bool {
+	if len(a.Slots) != len(b.Slots) {
+		return false
+	}
+	for i := range a.Slots {
+		x, y := a.Slots[i], b.Slots[i]
+		if x.MadeUp != y.MadeUp {
+			return false
+		}
+		if x.MadeUp && fill == lockstep.FillRepeat {
+			continue
+		}
+		if fmt.Sprint(x.Inputs) != fmt.Sprint(y.Inputs) {
+			return false
+		}
+	}
+	return true
+}
