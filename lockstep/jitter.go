@@ -33,6 +33,10 @@ const (
 	quantile      = 1.0  // of the window: its maximum
 	mapdvGain     = 1.0 / 16
 	delayMinDecay = 0.02 // ms the windowless minimum relaxes per frame, for route changes
+	brakeFrames   = 1.0  // start slowing this far before running out of frames
+	speedGain     = 0.5  // speed change per frame of lag
+	visibleSpeed  = 0.05 // a speed change below this is reported as normal play
+	dueEpsilon    = 1e-6 // a frame is due at, not after, its time
 )
 
 // JitterBuffer decides when frames are played. It watches when each frame
@@ -155,17 +159,32 @@ func (j *JitterBuffer) Advance(t time.Time) (from, to int, alpha float64, state 
 	// Where the playhead should be: frame n becomes due (the playhead passes
 	// n-1) when it would arrive at the earliest delay seen plus the target
 	// depth.
-	ideal := (float64(t.Sub(j.origin))/float64(time.Millisecond)-j.minDelay-j.targetMs)/j.period + float64(j.firstFrame) - 1
-	lag := ideal - j.playhead // frames behind the ideal
-	speed, st := 1.0, Normal
+	ideal := (float64(t.Sub(j.origin))/float64(time.Millisecond)-j.minDelay-j.targetMs)/j.period + float64(j.firstFrame) - 1 + dueEpsilon
+	// Proportional control: the playhead closes a gap to the ideal over a
+	// few frames, at a bounded speed-up or stretch; no dead band, which
+	// would leave up to its width of delay behind.
+	step := dt / j.period            // frames the ideal moved since the last tick
+	lag := ideal - step - j.playhead // frames behind the ideal, at the last tick
+	speed := max(slowMin, min(fastMax, 1+lag*speedGain))
+	st := Normal
 	switch {
-	case lag > 0.5:
-		speed, st = min(1+lag/2, fastMax), Fast
-	case lag < -0.5:
-		speed, st = max(1+lag/4, slowMin), Slow
+	case speed > 1+visibleSpeed:
+		st = Fast
+	case speed < 1-visibleSpeed:
+		st = Slow
 	}
-	next := j.playhead + dt/j.period*speed
+	// Brake as the playhead nears the last frame that has arrived: a frame
+	// that is a little late costs a short stretch of slow play, not a
+	// pause.
 	limit := float64(j.have - 1) // the last frame that has arrived
+	// Only within the target's slack: with no target, frames are due as
+	// they arrive and there is nothing to brake with.
+	if brake := min(brakeFrames, j.Target()); brake > 0 {
+		if room := limit - j.playhead; room < brake && speed > slowMin {
+			speed, st = max(slowMin, speed*room/brake), Slow
+		}
+	}
+	next := j.playhead + step*speed
 	if next > limit {
 		next = limit
 		st = Paused

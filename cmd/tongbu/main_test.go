@@ -123,3 +123,18 @@ func TestBenchLoss(t *testing.T) {
 		}
 	}
 }
+
+func TestBenchJitter(t *testing.T) {
+	for _, trace := range []string{"clean", "4g", "wifi"} {
+		kv := lastResult(t, "jitter", "-trace", trace, "-minutes", "2")
+		for _, k := range []string{"trace", "excess_mean_ms", "excess_p95_ms", "stalls_per_10min", "oracle_stalls_per_10min",
+			"quantile_excess_mean_ms", "quantile_stalls_per_10min", "fixed2_stalls_per_10min"} {
+			if kv[k] == "" {
+				t.Errorf("%s: RESULT lacks %s", trace, k)
+			}
+		}
+		if trace == "clean" && (kv["excess_mean_ms"] != "0.00" || kv["stalls_per_10min"] != "0.00") {
+			t.Errorf("a clean link must add no delay and never stall: %v", kv)
+		}
+	}
+}
