@@ -178,10 +178,10 @@ type tongbuPlayout struct{ *lockstep.JitterBuffer }
 
 // policyResult measures one playout over a trace.
 type policyResult struct {
-	name               string
+	name                 string
 	excessMean, excess95 float64 // ms above the oracle
-	stalls             int
-	fastSlow           time.Duration
+	stalls               int
+	fastSlow             time.Duration
 }
 
 func benchJitter(args []string, out io.Writer) error {
