@@ -152,7 +152,7 @@ func (s *scheduled) Advance(t time.Time) (int, int, float64, lockstep.PlayState)
 	if !s.started {
 		return from, from, 0, lockstep.Paused
 	}
-	ideal := (float64(t.Sub(s.origin))/1e6-s.minDelay-s.targetMs)/s.period + float64(s.first) - 1
+	ideal := (float64(t.Sub(s.origin))/1e6-s.minDelay-s.targetMs)/s.period + float64(s.first) - 1 + 1e-6 // due at, not after, its time
 	st := lockstep.Normal
 	next := math.Max(s.playhead, ideal)
 	if limit := float64(s.have - 1); next > limit {
