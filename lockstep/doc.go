@@ -1,10 +1,26 @@
-// Package lockstep is tongbu's frame-sync mode (seeds 001-003): a relay room
-// that cuts frames at a fixed rate, fills in input for late players, and
-// delivers every frame reliably over the unreliable channel with
-// redundancy and retransmission; and the client half with its adaptive
-// jitter buffer.
+// Package lockstep is tongbu's frame-sync mode (seeds 001-003).
 //
-// It depends only on codec and is driven by explicit calls (Tick, Deliver),
-// so tests run it with no network and no real clock. The package is laid
-// out but not built yet: it lands with the lockstep issue.
+// A Room is the relay: it cuts frame n at start + n/Hz (a frame is a
+// number; timers only decide when to cut it), puts in every input that
+// arrived for it, makes up input for players who sent none (idle,
+// repeat-last or absent, per room), and sends each player the newest frames
+// over the unreliable channel with redundancy that adapts to the player's
+// loss, acknowledgements, and retransmission from the match's frame log.
+// Inputs that arrive after their frame was cut are dropped or moved to the
+// next frame, and the client is told.
+//
+// A Client is the player's half: it stamps inputs with the frame they will
+// reach the room for, learned from the room's reports of how early inputs
+// arrive; repeats them until acknowledged; reassembles the frame sequence;
+// and plays it out through a JitterBuffer, which keeps the playout just
+// behind the earliest arrivals by the delay variation it measures (MAPDV2
+// and the recent maximum) and plays normal, fast, slow or pauses. The game
+// calls Client.Advance on every render tick and runs the frames it returns,
+// interpolating by Alpha, at its own frame rate.
+//
+// Both halves are driven by explicit calls with the time, so tests and
+// simulations run them with no network and no real clock. The package
+// depends on codec only; it reaches players through the small Sender
+// interface. Many rooms share a few goroutines through a Scheduler. The
+// wire is in SPEC.md, section 7.
 package lockstep

@@ -1,8 +1,24 @@
-// Package transport carries messages between the engine and its clients:
-// WebRTC data channels on pion (one unreliable, unordered channel "u" and one
-// reliable, ordered channel "r" per peer), and an in-memory network with
-// seeded latency, jitter, loss and reordering for tests and scenarios.
+// Package transport carries messages between the engine and its clients.
+// Everything above it sees one interface, Conn: an unreliable, unordered
+// channel ("u": inputs, frames, state) and a reliable, ordered one ("r":
+// control, bulk catch-up), a peer id, and statistics.
 //
-// It depends only on codec (for framing) and pion, never on the modes. The
-// package is laid out but not built yet: it lands with the transport issue.
+// Two implementations:
+//
+//   - WebRTC, on pion. Server is an http.Handler for signaling (POST the SDP
+//     offer, get the answer) that puts every peer on one UDP port with
+//     ICE-lite, one DTLS certificate, and the two channels negotiated out of
+//     band and detached. Dial connects to it with the same code natively and
+//     in the browser (GOOS=js GOARCH=wasm). Limits bound every resource a
+//     peer can make the server hold.
+//   - An in-memory Network with a seeded emulator of latency, jitter, loss
+//     (independent or Gilbert-Elliott bursts), duplication, reordering,
+//     bandwidth caps and recorded traces. Under testing/synctest a minute of
+//     network time takes milliseconds; LinkModel gives the same per-message
+//     model to simulators with their own virtual time.
+//
+// Unreliable messages are never queued to go out late: when the channel is
+// backed up a send is dropped and counted. The wire is in SPEC.md, sections
+// 6.1 and 6.2. The package depends on codec's framing and pion only, never
+// on the modes.
 package transport
