@@ -1,11 +1,11 @@
 package transport
 
 import (
-	"fmt"
 	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
