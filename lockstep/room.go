@@ -273,6 +273,17 @@ func (r *Room) lossReport(p *player, recv uint16, run int) {
 	}
 }
 
+// maxNotices bounds the notices held for one player between two ticks; a
+// client that sends more late inputs than that learns of the rest from the
+// frames themselves.
+const maxNotices = 64
+
+func (p *player) notice(n Notice) {
+	if len(p.notices) < maxNotices {
+		p.notices = append(p.notices, n)
+	}
+}
+
 // input places one input from a player.
 func (r *Room) input(p *player, seq uint32, in upInput, now time.Time) error {
 	switch {
@@ -307,16 +318,16 @@ func (r *Room) input(p *player, seq uint32, in upInput, now time.Time) error {
 		if r.cfg.Late == LateDrop {
 			r.stats.Dropped[DropLate]++
 			p.Stats.LateDrops++
-			p.notices = append(p.notices, Notice{Seq: seq, Target: target, Applied: -1})
+			p.notice(Notice{Seq: seq, Target: target, Applied: -1})
 			return nil
 		}
 		target = r.next
 		p.Stats.LateMoved++
-		p.notices = append(p.notices, Notice{Seq: seq, Target: in.frame, Applied: target})
+		p.notice(Notice{Seq: seq, Target: in.frame, Applied: target})
 	}
 	if target > r.next+r.cfg.MaxAhead {
 		r.stats.Dropped[DropFuture]++
-		p.notices = append(p.notices, Notice{Seq: seq, Target: target, Applied: -1})
+		p.notice(Notice{Seq: seq, Target: target, Applied: -1})
 		return fmt.Errorf("%w: input for frame %d, next cut is %d", ErrMalformed, target, r.next)
 	}
 	slot := &p.pending[target%len(p.pending)]

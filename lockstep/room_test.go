@@ -213,3 +213,31 @@ func TestHostilePacketsDroppedAndCounted(t *testing.T) {
 		t.Fatalf("slot 1 may put 2 inputs in frame 12: %+v", f.Slots[1])
 	}
 }
+
+// TestLateNoticesBounded: a client flooding late inputs between two ticks
+// makes the room hold a bounded number of notices.
+func TestLateNoticesBounded(t *testing.T) {
+	start := time.Unix(0, 0)
+	rec := &recorder{}
+	room, _ := NewRoom(Config{Players: 1}, start, rec)
+	at := func(n int) time.Time { return room.Config().cutTime(start, n) }
+	room.Tick(at(20))
+	seq := uint32(1)
+	for range 100 {
+		u := uplink{firstSeq: seq}
+		for range maxUplinkInputs {
+			u.inputs = append(u.inputs, upInput{frame: 1, data: []byte{1}})
+		}
+		w := codecWriter()
+		u.encode(w)
+		room.Deliver(0, w.Bytes(), at(20))
+		seq += maxUplinkInputs
+	}
+	if n := len(room.players[0].notices); n > maxNotices {
+		t.Fatalf("%d notices held", n)
+	}
+	room.Tick(at(21))
+	if len(rec.reliable) != 2 { // 64 notices: one message of 63 and one of 1
+		t.Fatalf("%d notice messages", len(rec.reliable))
+	}
+}
