@@ -27,10 +27,10 @@ func (s PlayState) String() string {
 
 // Playout limits.
 const (
-	fastMax       = 2.0  // the most a backlog is sped up
-	slowMin       = 0.75 // the most play is stretched
-	jitterWindow  = 150  // frames of delay history (10 s at 15 Hz)
-	quantile      = 1.0  // of the window: its maximum
+	fastMax       = 2.0 // the most a backlog is sped up
+	slowMin       = 0.5 // the most play is stretched
+	jitterWindow  = 150 // frames of delay history (10 s at 15 Hz)
+	quantile      = 1.0 // of the window: its maximum
 	mapdvGain     = 1.0 / 16
 	delayMinDecay = 0.02 // ms the windowless minimum relaxes per frame, for route changes
 	brakeFrames   = 1.0  // start slowing this far before running out of frames
