@@ -41,7 +41,6 @@ type Client struct {
 	minOffset             float64 // ms: the earliest (arrival - cut schedule) seen, the server frame clock's zero
 	clockSet              bool
 	lead                  float64 // frames of lead over the estimated server frame
-	margins               []int   // recent arrival margins the room reported, ms
 	lastTarget, perTarget int     // the last input's frame, and inputs aimed at it
 	stamps                []stamp
 	excess                []float64 // recent margins less the lead used, in frames

@@ -30,7 +30,6 @@ const (
 	fastMax       = 2.0 // the most a backlog is sped up
 	slowMin       = 0.5 // the most play is stretched
 	jitterWindow  = 150 // frames of delay history (10 s at 15 Hz)
-	quantile      = 1.0 // of the window: its maximum
 	mapdvGain     = 1.0 / 16
 	delayMinDecay = 0.02 // ms the windowless minimum relaxes per frame, for route changes
 	brakeFrames   = 1.0  // start slowing this far before running out of frames
@@ -61,12 +60,10 @@ type JitterBuffer struct {
 	history    []float64 // recent delays above the minimum, ring
 	histPos    int
 	targetMs   float64
-	sorted     []float64
 	have       int // frames 0 .. have-1 have arrived (contiguous)
 	arrived    map[int]bool
 	playhead   float64 // frame position being shown; -1 before anything plays
 	last       time.Time
-	state      PlayState
 	stallTime  time.Duration
 	fastTime   time.Duration
 	slowTime   time.Duration
@@ -123,10 +120,7 @@ func (j *JitterBuffer) Arrive(n int, t time.Time) {
 // not have stalled there) and twice MAPDV2, rounded away when under a
 // millisecond (a clean link plays at once).
 func (j *JitterBuffer) updateTarget() {
-	j.sorted = append(j.sorted[:0], j.history...)
-	slices.Sort(j.sorted)
-	q := j.sorted[int(quantile*float64(len(j.sorted)-1))] - j.minDelay
-	t := max(q, 2*j.mapdv2)
+	t := max(slices.Max(j.history)-j.minDelay, 2*j.mapdv2)
 	if t < 1 {
 		t = 0
 	}
@@ -205,7 +199,6 @@ func (j *JitterBuffer) Advance(t time.Time) (from, to int, alpha float64, state 
 		j.slowTime += time.Duration(dt * float64(time.Millisecond))
 	}
 	j.playhead = max(j.playhead, next)
-	j.state = st
 	// Run every frame up to the playhead's ceiling: the picture lies between
 	// the last two frames run, so playing never waits for a frame beyond
 	// the newest.

@@ -180,8 +180,6 @@ func (m *match) check() {
 	}
 	lost := 0
 	for slot, sent := range m.sent {
-		noticed := map[int]bool{}
-		_ = noticed
 		late := m.room.PlayerStats(slot).LateDrops
 		missing := 0
 		for id, target := range sent {

@@ -3,6 +3,7 @@ package lockstep
 import (
 	"fmt"
 	"math"
+	"math/bits"
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
@@ -507,11 +508,7 @@ const retransmitEvery = 3
 
 // patchUint overwrites a field written by WriteUint(_, max) at bit pos.
 func patchUint(b []byte, pos int, v, max uint64) {
-	n := 0
-	for m := max; m > 0; m >>= 1 {
-		n++
-	}
-	for i := 0; i < n; i++ {
+	for i := range bits.Len64(max) {
 		bit := pos + i
 		if v&(1<<i) != 0 {
 			b[bit/8] |= 1 << (bit % 8)

@@ -152,10 +152,6 @@ type downlink struct {
 	frames    []Frame
 }
 
-// frameSource gives the room's cached encodings of a frame body: full, or
-// relative to the frame before it.
-type frameSource func(n int, rel bool) (bits []byte, nbits int)
-
 // downlinkHeader writes the part of a frames packet before the frames.
 func downlinkHeader(w *codec.Writer, seq uint16, inputAck uint32, hasMargin bool, marginMs int, marginBack uint32) {
 	w.WriteBits(kindFrames, kindBits)

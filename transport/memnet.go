@@ -379,7 +379,7 @@ type LinkModel struct {
 	rng *rand.Rand
 	bad bool // Gilbert-Elliott state
 
-	lost, reordered, retransmit uint64 // since the last count
+	reordered, retransmit uint64 // since the last count (the link counts losses itself)
 }
 
 // NewLinkModel returns the model of a link with cfg, seeded.
@@ -415,7 +415,6 @@ func (m *LinkModel) Fate(ch Channel) TraceEvent {
 		return ev
 	}
 	if m.lose() {
-		m.lost++
 		ev.Lost = true
 		return ev
 	}
@@ -431,7 +430,7 @@ func (m *LinkModel) Fate(ch Channel) TraceEvent {
 func (m *LinkModel) count(st *LinkStats) {
 	st.Reordered += m.reordered
 	st.Retransmit += m.retransmit
-	m.lost, m.reordered, m.retransmit = 0, 0, 0
+	m.reordered, m.retransmit = 0, 0
 }
 
 func (m *LinkModel) lose() bool {

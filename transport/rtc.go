@@ -102,8 +102,8 @@ type rtcConn struct {
 	done      chan struct{}
 	closeErr  atomic.Value // error: why it closed
 
-	lastRecv, lastSend                                          atomic.Int64 // unix nanoseconds
-	sentMsgs, sentBytes, recvMsgs, recvBytes, dropped, tooLarge atomic.Uint64
+	lastRecv, lastSend                                atomic.Int64 // unix nanoseconds
+	sentMsgs, sentBytes, recvMsgs, recvBytes, dropped atomic.Uint64
 }
 
 func newRTCConn(id PeerID, pc *webrtc.PeerConnection, lim Limits, log *slog.Logger) (*rtcConn, error) {

@@ -473,3 +473,18 @@ func TestWebRTCNoGoroutinesLeftAfterClose(t *testing.T) {
 	}()
 	waitGoroutines(t, base)
 }
+
+// TestWebRTCPublicAddress: behind a 1:1 NAT the answer offers the public
+// address instead of the interface's. Only the SDP is inspected; nothing
+// is sent to that (documentation-range) address.
+func TestWebRTCPublicAddress(t *testing.T) {
+	s := newTestServer(t, ServerConfig{PublicIPs: []string{"203.0.113.7"}})
+	offer, _ := offerOnly(t)
+	code, answer := post(t, s.http.URL, "application/sdp", offer, nil)
+	if code != http.StatusCreated {
+		t.Fatalf("offer: %d %s", code, answer)
+	}
+	if !strings.Contains(answer, "203.0.113.7") || strings.Contains(answer, "a=candidate:") && strings.Contains(answer, " 127.0.0.1 ") {
+		t.Fatalf("answer does not advertise only the public address:\n%s", answer)
+	}
+}

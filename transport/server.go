@@ -125,7 +125,13 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	se.SetICEUDPMux(s.mux)
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6})
 	if len(cfg.PublicIPs) > 0 {
-		se.SetNAT1To1IPs(cfg.PublicIPs, webrtc.ICECandidateTypeHost)
+		err := se.SetICEAddressRewriteRules(webrtc.ICEAddressRewriteRule{
+			External: cfg.PublicIPs, AsCandidateType: webrtc.ICECandidateTypeHost, Mode: webrtc.ICEAddressRewriteReplace,
+		})
+		if err != nil {
+			udp.Close()
+			return nil, fmt.Errorf("transport: public addresses %v: %w", cfg.PublicIPs, err)
+		}
 	}
 	s.api = webrtc.NewAPI(webrtc.WithSettingEngine(se))
 	return s, nil

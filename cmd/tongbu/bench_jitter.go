@@ -173,9 +173,6 @@ func (s *scheduled) Advance(t time.Time) (int, int, float64, lockstep.PlayState)
 	return from, s.played, 0, st
 }
 
-// tongbuPlayout adapts the client's JitterBuffer.
-type tongbuPlayout struct{ *lockstep.JitterBuffer }
-
 // policyResult measures one playout over a trace.
 type policyResult struct {
 	name                 string
@@ -248,7 +245,7 @@ func benchJitter(args []string, out io.Writer) error {
 		{name: "0.95 quantile, exponential forgetting", p: newScheduled(quant)},
 	}
 	policies[0].jb = lockstep.NewJitterBuffer(jitterHz)
-	policies[0].p = tongbuPlayout{policies[0].jb}
+	policies[0].p = policies[0].jb
 
 	order := make([]int, len(arr))
 	for i := range order {

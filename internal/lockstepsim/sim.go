@@ -5,10 +5,11 @@
 package lockstepsim
 
 import (
+	"bytes"
 	"container/heap"
 	"encoding/binary"
-	"fmt"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/tongbu/tongbu/lockstep"
@@ -245,7 +246,7 @@ func sameFrame(a, b lockstep.Frame, fill lockstep.Fill) bool {
 		if x.MadeUp && fill == lockstep.FillRepeat {
 			continue
 		}
-		if fmt.Sprint(x.Inputs) != fmt.Sprint(y.Inputs) {
+		if !slices.EqualFunc(x.Inputs, y.Inputs, bytes.Equal) {
 			return false
 		}
 	}
