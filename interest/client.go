@@ -1,0 +1,648 @@
+package interest
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tongbu/tongbu/codec"
+)
+
+// ErrNotReady is returned by a Client's commands before it knows where its
+// own entity is (before the world's first packets arrive).
+var ErrNotReady = errors.New("interest: client not in sync yet")
+
+// ErrBacklog is returned by a Client's commands when too many await the
+// world's acknowledgement: the uplink is down.
+var ErrBacklog = errors.New("interest: too many unacknowledged commands")
+
+// View is what a client knows of an entity.
+type View struct {
+	Kind  Kind
+	Logic Logic // Pos extrapolated to the client's frame
+	// Display is the entity's display data, once fetched (HasDisplay).
+	Display    Display
+	HasDisplay bool
+}
+
+// Event is a command a client heard: a jump, a skill or a game-defined
+// command of an entity in range, stamped with its frame.
+type Event struct {
+	Tag    EventTag
+	ID     ID
+	Frame  int
+	Skill  uint16
+	Target ID
+	Custom uint8
+	Data   []byte
+}
+
+// EventTag says what an Event is.
+type EventTag uint8
+
+// Event tags.
+const (
+	EventJump EventTag = iota + 1
+	EventSkill
+	EventCustom
+)
+
+// ClientStats counts what a client saw.
+type ClientStats struct {
+	PacketsIn    int64
+	BytesIn      int64
+	PacketsOut   int64
+	BytesOut     int64
+	Malformed    int64 // packets that did not decode
+	Corrections  int64 // corrections of its own entity
+	Discovered   int64 // entities learned by discovery requests
+	Requests     int64 // discovery requests sent
+	Removed      int64 // entities dropped by the removal rules or a leave
+	LostPackets  int64 // downlink packets never received (gaps in sequence)
+	EventsMissed int64 // events dropped because the game did not drain them
+}
+
+type known struct {
+	kind Kind
+	lg   Logic
+	dver uint8
+	doom int // frames since it was found outside the range; 0: not doomed
+}
+
+type ask struct {
+	at    time.Time
+	tries int
+}
+
+const (
+	maxUnacked    = maxUpCommands
+	maxEvents     = 1024
+	retryAfter    = 500 * time.Millisecond
+	maxTries      = 4
+	ackEvery      = 4 // frames between acknowledgements when nothing else is sent
+	maxDisplayAsk = maxUpDisplay
+	removeGrace   = 500 * time.Millisecond
+)
+
+// Client is the player's half of interest mode, native or in the browser:
+// it applies the world's commands and logic, extrapolates moves frame by
+// frame with the world's own integer rule, asks for entities it hears of
+// but does not know (discovery) and for display data it has not cached,
+// drops entities that leave its 3x3 range (seed 1.1.1, steps 1 and 2),
+// sends the player's own commands stamped with their frame, and adopts the
+// world's corrections.
+//
+// The game calls Deliver for every packet, Advance once per render tick,
+// and Packet to get the uplink to send.
+type Client struct {
+	lay  layout
+	self ID
+
+	synced bool
+	base   int // newest header frame
+	baseAt time.Time
+	frame  int
+	me     Logic
+	haveMe bool
+	region Region // the player's region, as of the last frame
+
+	ents     map[ID]*known
+	displays map[ID]displayEntry
+	discover map[ID]ask
+	wantDisp map[ID]ask
+	events   []Event
+
+	nextCmd  uint16
+	firstCmd uint16
+	unacked  []command
+
+	recvSeq  int
+	recvMask uint32
+	haveRecv bool
+	ackDue   bool
+	lastAck  int
+
+	up    uplink
+	w     codec.Writer
+	buf   []byte
+	stats ClientStats
+}
+
+// NewClient returns the client half for player self in a world of the
+// given configuration (the same Config the world was made with).
+func NewClient(cfg Config, self ID) (*Client, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if self == 0 || int(self) >= cfg.MaxEntities {
+		return nil, fmt.Errorf("%w: player id %d", ErrConfig, self)
+	}
+	return &Client{
+		lay: newLayout(cfg), self: self,
+		ents: make(map[ID]*known), displays: make(map[ID]displayEntry),
+		discover: make(map[ID]ask), wantDisp: make(map[ID]ask),
+	}, nil
+}
+
+// Frame returns the client's estimate of the world's frame.
+func (c *Client) Frame() int { return c.frame }
+
+// Self returns the player's own entity as the client predicts it.
+func (c *Client) Self() (Logic, bool) { return c.me, c.haveMe }
+
+// Len returns how many other entities the client knows.
+func (c *Client) Len() int { return len(c.ents) }
+
+// Entity returns what the client knows of an entity.
+func (c *Client) Entity(id ID) (View, bool) {
+	k, ok := c.ents[id]
+	if !ok {
+		return View{}, false
+	}
+	v := View{Kind: k.kind, Logic: k.lg}
+	if d, ok := c.displays[id]; ok && d.ver == k.dver {
+		v.Display, v.HasDisplay = d.d, true
+	}
+	return v, true
+}
+
+// Each calls f for every entity the client knows, in no particular order.
+func (c *Client) Each(f func(id ID, v View)) {
+	for id := range c.ents {
+		v, _ := c.Entity(id)
+		f(id, v)
+	}
+}
+
+// Known appends the IDs of every entity the client knows to dst, sorted.
+func (c *Client) Known(dst []ID) []ID {
+	for id := range c.ents {
+		dst = append(dst, id)
+	}
+	slices.Sort(dst)
+	return dst
+}
+
+// Events returns the commands heard since the last call and forgets them.
+func (c *Client) Events() []Event {
+	ev := c.events
+	c.events = nil
+	return ev
+}
+
+// Stats returns the client's counters.
+func (c *Client) Stats() ClientStats { return c.stats }
+
+// Advance moves the client's clock to now: entities step along their
+// paths frame by frame, and entities outside the 3x3 range are dropped.
+func (c *Client) Advance(now time.Time) {
+	if !c.synced {
+		return
+	}
+	c.stepTo(c.base + int(now.Sub(c.baseAt)/c.lay.cfg.Period()))
+}
+
+// stepTo steps every entity to frame target and applies the removal
+// rules (seed 1.1.1, steps 1 and 2): an entity found outside the 3x3 range
+// around the player's own region, because the player moved or because the
+// entity did, is doomed, and dropped removeGrace later unless the world
+// speaks of it again or the player's own move brings it back in range.
+// The grace keeps what the world sent while its view of the player runs a
+// few frames ahead of the client's; coming back in range along its own
+// path does not save a doomed entity, since the world may have moved it
+// elsewhere with a command the client, out of range, never heard.
+func (c *Client) stepTo(target int) {
+	grace := max(1, int(removeGrace/c.lay.cfg.Period()))
+	for ; c.frame < target; c.frame++ {
+		if c.haveMe {
+			c.me.Pos = Step(c.me.Pos, c.me.Dest, c.me.Speed)
+		}
+		me := c.lay.regionOf(c.me.Pos)
+		moved := me != c.region
+		c.region = me
+		for id, k := range c.ents {
+			k.lg.Pos = Step(k.lg.Pos, k.lg.Dest, k.lg.Speed)
+			if !c.haveMe {
+				continue
+			}
+			in := near(me, c.lay.regionOf(k.lg.Pos))
+			switch {
+			case moved && in:
+				k.doom = 0
+			case !in && k.doom == 0:
+				k.doom = 1
+			}
+			if k.doom > 0 {
+				if k.doom++; k.doom > grace {
+					delete(c.ents, id)
+					c.stats.Removed++
+				}
+			}
+		}
+	}
+}
+
+func (c *Client) inRange(p Vec) bool {
+	return !c.haveMe || near(c.lay.regionOf(c.me.Pos), c.lay.regionOf(p))
+}
+
+// Deliver applies a packet from the world: an unreliable world packet or
+// a reliable display reply. A packet that does not decode is dropped
+// whole, counted, and the error says why; what it carried before the bad
+// field is not applied.
+func (c *Client) Deliver(now time.Time, msg []byte) error {
+	c.stats.PacketsIn++
+	c.stats.BytesIn += int64(len(msg))
+	r := codec.NewReader(msg)
+	var err error
+	switch k := r.ReadBits(kindBits); k {
+	case kindDown:
+		err = c.down(now, r, msg)
+	case kindDisplay:
+		err = c.display(r)
+	default:
+		err = fmt.Errorf("%w: packet kind %d", ErrMalformed, k)
+	}
+	if err != nil {
+		c.stats.Malformed++
+	}
+	return err
+}
+
+// downMsg is one decoded downlink message.
+type downMsg struct {
+	tag   int
+	id    ID
+	frame int
+	kind  Kind
+	lg    Logic
+	dver  uint8
+	ev    Event
+}
+
+// decodeDown validates a whole downlink packet, calling f for each message
+// only once all of it has decoded: a bad packet changes nothing.
+func decodeDown(l *layout, msg []byte, ref int, hdr *downHeader, f func(m *downMsg)) error {
+	for pass := 0; pass < 2; pass++ {
+		r := codec.NewReader(msg)
+		r.Skip(kindBits)
+		hdr.seq = int(r.ReadBits(seqBits))
+		hdr.frame = unwrap(r.ReadBits(frameBits), ref)
+		hdr.hasAck = r.ReadBool()
+		if hdr.hasAck {
+			hdr.cmdAck = uint16(r.ReadBits(16))
+		}
+		var m downMsg
+		for r.Err() == nil && r.Remaining() >= tagBits {
+			m.tag = int(r.ReadBits(tagBits))
+			if m.tag == tagEnd {
+				break
+			}
+			if !readDown(l, r, hdr.frame, &m, pass == 1, f) {
+				break
+			}
+		}
+		if err := r.Done(); err != nil {
+			return fmt.Errorf("%w: %w", ErrMalformed, err)
+		}
+	}
+	return nil
+}
+
+func readDown(l *layout, r *codec.Reader, hf int, m *downMsg, apply bool, f func(m *downMsg)) bool {
+	switch m.tag {
+	case tagMove, tagJump, tagSkill, tagCustom:
+		m.id = l.readID(r)
+		m.frame = l.readStamp(r, hf)
+		m.ev = Event{ID: m.id, Frame: m.frame}
+		switch m.tag {
+		case tagMove:
+			m.lg.Pos = l.readPos(r)
+			m.lg.Dest, m.lg.Speed = l.readPath(r, m.lg.Pos)
+		case tagJump:
+			m.ev.Tag = EventJump
+		case tagSkill:
+			m.ev.Tag = EventSkill
+			m.ev.Skill = uint16(r.ReadBits(16))
+			if r.ReadBool() {
+				m.ev.Target = l.readID(r)
+			}
+		case tagCustom:
+			m.ev.Tag = EventCustom
+			m.ev.Custom = uint8(r.ReadBits(8))
+			m.ev.Data = r.ReadBytes(nil, l.cfg.MaxCustom)
+		}
+	case tagLogic:
+		m.id = l.readID(r)
+		m.frame = hf
+		m.kind, m.dver = l.readLogic(r, &m.lg, nil)
+	case tagRegion:
+		rg := Region{int(r.ReadUint(l.rxMax)), int(r.ReadUint(l.ryMax))}
+		n := int(r.ReadBits(8))
+		m.tag, m.frame = tagLogic, hf
+		for i := 0; i < n && r.Err() == nil; i++ {
+			m.id = l.readID(r)
+			m.kind, m.dver = l.readLogic(r, &m.lg, &rg)
+			if r.Err() == nil && apply {
+				f(m)
+			}
+		}
+		return r.Err() == nil
+	case tagRemove:
+		m.id = l.readID(r)
+	case tagCorrection:
+		m.frame = hf
+		m.lg.Pos = l.readPos(r)
+		m.lg.Dest, m.lg.Speed = l.readPath(r, m.lg.Pos)
+	default:
+		r.Fail(fmt.Errorf("%w: message tag %d", ErrMalformed, m.tag))
+		return false
+	}
+	if r.Err() != nil {
+		return false
+	}
+	if apply {
+		f(m)
+	}
+	return true
+}
+
+func (c *Client) down(now time.Time, r *codec.Reader, msg []byte) error {
+	ref := c.frame
+	if !c.synced {
+		// The first packet's frame is taken as is; its low bits are the
+		// frame modulo 2^frameBits, so unwrap against them.
+		ref = int(r.ReadBits(seqBits+frameBits) >> seqBits)
+	}
+	var h downHeader
+	err := decodeDown(&c.lay, msg, ref, &h, func(m *downMsg) { c.apply(now, m) })
+	if err != nil {
+		return err
+	}
+	c.received(h.seq)
+	if h.hasAck {
+		c.acked(h.cmdAck)
+	}
+	if !c.synced || h.frame > c.frame {
+		if !c.synced {
+			c.frame = h.frame
+		}
+		c.synced = true
+		c.base, c.baseAt = h.frame, now
+		c.stepTo(h.frame)
+	}
+	return nil
+}
+
+// toNow steps a position given at frame f to the client's frame.
+func (c *Client) toNow(lg *Logic, f int) {
+	if f < c.frame {
+		lg.Pos = StepN(lg.Pos, lg.Dest, lg.Speed, c.frame-f)
+	}
+}
+
+func (c *Client) apply(now time.Time, m *downMsg) {
+	switch m.tag {
+	case tagCorrection:
+		c.me.Pos, c.me.Dest, c.me.Speed = m.lg.Pos, m.lg.Dest, m.lg.Speed
+		c.toNow(&c.me, m.frame)
+		c.haveMe = true
+		c.stats.Corrections++
+		return
+	case tagRemove:
+		if _, ok := c.ents[m.id]; ok {
+			delete(c.ents, m.id)
+			c.stats.Removed++
+		}
+		delete(c.discover, m.id)
+		return
+	case tagLogic:
+		c.toNow(&m.lg, m.frame)
+		if m.id == c.self {
+			if !c.haveMe {
+				c.me = m.lg
+				c.haveMe = true
+			} else { // keep the predicted movement, take the rest
+				pos, dest, speed := c.me.Pos, c.me.Dest, c.me.Speed
+				c.me = m.lg
+				c.me.Pos, c.me.Dest, c.me.Speed = pos, dest, speed
+			}
+			c.wantDisplay(now, m.id, m.dver)
+			return
+		}
+		if _, ok := c.discover[m.id]; ok {
+			delete(c.discover, m.id)
+			c.stats.Discovered++
+		}
+		k := c.ents[m.id]
+		if k == nil {
+			k = &known{}
+			c.ents[m.id] = k
+		}
+		k.kind, k.lg, k.dver, k.doom = m.kind, m.lg, m.dver, 0
+		c.wantDisplay(now, m.id, m.dver)
+		return
+	}
+	// A command.
+	if m.id == c.self {
+		return // the client moved itself first; the world corrects if it disagrees
+	}
+	k := c.ents[m.id]
+	if k == nil {
+		if m.tag == tagMove {
+			c.toNow(&m.lg, m.frame)
+			if !c.inRange(m.lg.Pos) {
+				return // leaving: nothing to ask for
+			}
+		}
+		if _, asked := c.discover[m.id]; !asked {
+			c.discover[m.id] = ask{}
+		}
+		if m.tag == tagMove {
+			return
+		}
+	}
+	if m.tag == tagMove {
+		k.lg.Pos, k.lg.Dest, k.lg.Speed = m.lg.Pos, m.lg.Dest, m.lg.Speed
+		k.doom = 0
+		c.toNow(&k.lg, m.frame)
+		return
+	}
+	if len(c.events) >= maxEvents {
+		c.events = c.events[1:]
+		c.stats.EventsMissed++
+	}
+	c.events = append(c.events, m.ev)
+}
+
+func (c *Client) wantDisplay(now time.Time, id ID, ver uint8) {
+	if d, ok := c.displays[id]; ok && d.ver == ver {
+		return
+	}
+	if _, ok := c.wantDisp[id]; !ok {
+		c.wantDisp[id] = ask{}
+	}
+}
+
+func (c *Client) display(r *codec.Reader) error {
+	n := int(r.ReadUint(maxDisplayBatch))
+	var list [maxDisplayBatch]displayEntry
+	for i := 0; i < n && r.Err() == nil; i++ {
+		c.lay.readDisplay(r, &list[i])
+	}
+	if err := r.Done(); err != nil {
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	for _, e := range list[:n] {
+		c.displays[e.id] = e
+		delete(c.wantDisp, e.id)
+	}
+	if len(c.displays) > 4*len(c.ents)+1024 { // forget the display of entities long gone
+		for id := range c.displays {
+			if _, ok := c.ents[id]; !ok && id != c.self {
+				delete(c.displays, id)
+			}
+		}
+	}
+	return nil
+}
+
+// Display returns an entity's cached display data, whatever its version.
+func (c *Client) Display(id ID) (Display, bool) {
+	d, ok := c.displays[id]
+	return d.d, ok
+}
+
+func (c *Client) received(seq int) {
+	if !c.haveRecv {
+		c.recvSeq, c.haveRecv, c.ackDue = seq, true, true
+		return
+	}
+	s := unwrapSeq(uint64(seq), c.recvSeq)
+	switch d := s - c.recvSeq; {
+	case d > 0:
+		if d > 1 {
+			c.stats.LostPackets += int64(d - 1)
+		}
+		if d > ackMaskBits {
+			c.recvMask = 0
+		} else {
+			c.recvMask = c.recvMask<<d | 1<<(d-1)
+		}
+		c.recvSeq = s
+	case d < 0 && -d <= ackMaskBits:
+		c.recvMask |= 1 << (-d - 1)
+	}
+	c.ackDue = true
+}
+
+func (c *Client) acked(seq uint16) {
+	n := int(int16(seq - c.firstCmd + 1))
+	if n <= 0 || n > len(c.unacked) {
+		return
+	}
+	c.unacked = c.unacked[n:]
+	c.firstCmd += uint16(n)
+}
+
+func (c *Client) queue(cmd command) error {
+	if !c.haveMe {
+		return ErrNotReady
+	}
+	if len(c.unacked) >= maxUnacked {
+		return ErrBacklog
+	}
+	if len(c.unacked) == 0 {
+		c.firstCmd = c.nextCmd
+	}
+	cmd.frame = c.frame
+	c.unacked = append(c.unacked, cmd)
+	c.nextCmd++
+	return nil
+}
+
+// Move starts the player toward dest at speed units per frame, at once on
+// the client (seed 5.2.1: a move is never held back for the server), and
+// tells the world, which validates it.
+func (c *Client) Move(dest Vec, speed int32) error {
+	if !c.lay.onMap(dest) {
+		return fmt.Errorf("%w: %v", ErrOffMap, dest)
+	}
+	if err := c.queue(command{tag: cmdMove, src: c.me.Pos, dest: dest, speed: speed}); err != nil {
+		return err
+	}
+	c.me.Dest, c.me.Speed = dest, speed
+	return nil
+}
+
+// Jump sends a jump.
+func (c *Client) Jump() error { return c.queue(command{tag: cmdJump}) }
+
+// Skill sends the use of a skill, with an optional target.
+func (c *Client) Skill(skill uint16, target ID) error {
+	return c.queue(command{tag: cmdSkill, skill: skill, target: target})
+}
+
+// Custom sends a game-defined command.
+func (c *Client) Custom(tag uint8, data []byte) error {
+	if len(data) > c.lay.cfg.MaxCustom {
+		return fmt.Errorf("%w: custom payload of %d bytes", ErrConfig, len(data))
+	}
+	return c.queue(command{tag: cmdCustom, ctag: tag, data: append([]byte(nil), data...)})
+}
+
+// Packet returns the uplink packet to send now, or nil when there is
+// nothing to say: unacknowledged commands, discovery and display
+// requests, and the acknowledgement of what arrived. The slice is valid
+// until the next call.
+func (c *Client) Packet(now time.Time) []byte {
+	u := &c.up
+	u.discover = pick(u.discover[:0], c.discover, now, maxUpDiscover, &c.stats.Requests)
+	u.display = pick(u.display[:0], c.wantDisp, now, maxDisplayAsk, nil)
+	u.cmds, u.firstSeq = c.unacked, c.firstCmd
+	ack := c.ackDue && (len(u.cmds) > 0 || len(u.discover) > 0 || len(u.display) > 0 || c.frame-c.lastAck >= ackEvery)
+	if !ack && len(u.cmds) == 0 && len(u.discover) == 0 && len(u.display) == 0 {
+		return nil
+	}
+	u.hasAck = c.haveRecv
+	u.ackSeq, u.ackMask = c.recvSeq&seqMask, c.recvMask
+	if ack {
+		c.ackDue, c.lastAck = false, c.frame
+	}
+	c.w.Reset(c.buf[:0])
+	u.encode(&c.lay, &c.w)
+	c.buf = c.w.Bytes()
+	c.stats.PacketsOut++
+	c.stats.BytesOut += int64(len(c.buf))
+	return c.buf
+}
+
+// pick takes up to n IDs due for (re)asking, lowest first, and gives up
+// on IDs asked too often.
+func pick(dst []uint32, m map[ID]ask, now time.Time, n int, count *int64) []uint32 {
+	for id, a := range m {
+		if a.tries >= maxTries && now.Sub(a.at) >= retryAfter {
+			delete(m, id)
+			continue
+		}
+		if a.tries == 0 || now.Sub(a.at) >= retryAfter {
+			dst = append(dst, uint32(id))
+		}
+	}
+	slices.Sort(dst)
+	if len(dst) > n {
+		dst = dst[:n]
+	}
+	for _, id := range dst {
+		m[ID(id)] = ask{at: now, tries: m[ID(id)].tries + 1}
+		if count != nil {
+			*count++
+		}
+	}
+	return dst
+}
+
+// nextCmdCount returns how many commands the client has sent.
+func (c *Client) nextCmdCount() int64 { return int64(c.nextCmd) }

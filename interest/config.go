@@ -1,0 +1,248 @@
+package interest
+
+import (
+	"fmt"
+	"math/bits"
+	"time"
+)
+
+// Defaults, from the seed (000, section 3): 16 m regions of 32 x 32 cells
+// of 32 units, a 64 x 64 region map (15-bit coordinates), 16 frames a
+// second, 16 m/s top speed.
+const (
+	DefaultRegionSize  = 1024
+	DefaultWidth       = 64
+	DefaultHeight      = 64
+	DefaultHz          = 16
+	DefaultMaxEntities = 1 << 16
+	DefaultForcedSync  = 2 * time.Second
+	DefaultHistory     = 10 * time.Second
+	DefaultTolerance   = 32
+	DefaultMaxSpeed    = 64
+	DefaultTickBudget  = 160
+	DefaultDiscovery   = 64
+	DefaultMagicBits   = 8
+	DefaultMaxCustom   = 64
+	DefaultMaxAhead    = 2
+
+	// MaxPacket is the largest packet the world sends on the unreliable
+	// channel: one SCTP chunk (DESIGN.md, "Runtime model").
+	MaxPacket = 1160
+)
+
+// Config describes a world. The zero value of every field means its
+// default; see WithDefaults.
+type Config struct {
+	// RegionSize is a region's side in world units.
+	RegionSize int
+	// Width and Height are the map's size in regions. Coordinates take
+	// the bits the map's size in units needs: 15 for the seed's 64 x 64
+	// regions of 1024 units, up to 24 for larger maps.
+	Width, Height int
+	// Hz is the world's frame rate.
+	Hz int
+	// MaxEntities bounds the entity IDs (1 .. MaxEntities-1), and so the
+	// bits an ID takes on the wire.
+	MaxEntities int
+
+	// ForcedSync is how long after a player's range takes in a region the
+	// world sends it the entities there that have not broadcast since
+	// (seed 5.2.2). A region ahead of a moving player is synced earlier:
+	// Lead before the player is due to reach it.
+	ForcedSync time.Duration
+	// Lead is how long before a mover reaches a region ahead of it that
+	// the region's forced sync is sent. Default ForcedSync/2.
+	Lead time.Duration
+
+	// History is how far back the world keeps each player's positions to
+	// validate its moves against (seed 5.2.1).
+	History time.Duration
+	// Tolerance is how far, in units, a move's source position may be
+	// from the world's record for that frame and still be accepted.
+	Tolerance int
+	// MaxSpeed is the fastest speed in units per frame a player may ask
+	// for. The seed's 16 m/s is 64 units a frame at 16 Hz.
+	MaxSpeed int
+	// MaxMove bounds how far a move's destination may be from its source,
+	// in units. Default 4 regions.
+	MaxMove int
+	// MaxAhead is how many frames ahead of the world a client's command
+	// may be stamped and still be caught up to rather than dropped.
+	MaxAhead int
+
+	// TickBudget is the bytes a client may be sent per frame: broadcast
+	// commands first, then forced sync, discovery answers, state sync and
+	// repairs in the order of their accumulated priority. A burst (a
+	// region crossing) is spread over frames under it.
+	TickBudget int
+	// DiscoveryRate is how many discovery requests a client has answered
+	// per second; more are dropped and counted.
+	DiscoveryRate int
+
+	// Policy sets the state-sync rates (seed 5.1.2).
+	Policy Policy
+	// City reports whether a region is a city, for the policy. Nil means
+	// no region is.
+	City func(r Region) bool
+
+	// MagicBits is the width of the visible magic state.
+	MagicBits int
+	// MaxCustom bounds a game-defined command's payload in bytes.
+	MaxCustom int
+	// LeaveMessages sends an explicit leave message when an entity leaves
+	// a client's range, for clients that do not run the client half's
+	// removal rules. Off by default: the client half removes on its own.
+	LeaveMessages bool
+}
+
+// WithDefaults returns c with every zero field set to its default.
+func (c Config) WithDefaults() Config {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.RegionSize, DefaultRegionSize)
+	def(&c.Width, DefaultWidth)
+	def(&c.Height, DefaultHeight)
+	def(&c.Hz, DefaultHz)
+	def(&c.MaxEntities, DefaultMaxEntities)
+	def(&c.Tolerance, DefaultTolerance)
+	def(&c.MaxSpeed, DefaultMaxSpeed)
+	def(&c.MaxMove, 4*c.RegionSize)
+	def(&c.MaxAhead, DefaultMaxAhead)
+	def(&c.TickBudget, DefaultTickBudget)
+	def(&c.DiscoveryRate, DefaultDiscovery)
+	def(&c.MagicBits, DefaultMagicBits)
+	def(&c.MaxCustom, DefaultMaxCustom)
+	if c.ForcedSync == 0 {
+		c.ForcedSync = DefaultForcedSync
+	}
+	if c.Lead == 0 {
+		c.Lead = c.ForcedSync / 2
+	}
+	if c.History == 0 {
+		c.History = DefaultHistory
+	}
+	if len(c.Policy.Rules) == 0 {
+		c.Policy = DefaultPolicy()
+	}
+	return c
+}
+
+// Validate reports a configuration that cannot work.
+func (c Config) Validate() error {
+	bad := func(format string, args ...any) error {
+		return fmt.Errorf("%w: "+format, append([]any{ErrConfig}, args...)...)
+	}
+	switch {
+	case c.RegionSize < 2 || c.RegionSize > 1<<16:
+		return bad("region size %d out of 2..65536", c.RegionSize)
+	case c.Width < 1 || c.Height < 1 || c.Width > 4096 || c.Height > 4096:
+		return bad("map of %dx%d regions out of 1..4096", c.Width, c.Height)
+	case bits.Len(uint(c.Width*c.RegionSize-1)) > 24 || bits.Len(uint(c.Height*c.RegionSize-1)) > 24:
+		return bad("map of %dx%d units needs over 24 bits a coordinate", c.Width*c.RegionSize, c.Height*c.RegionSize)
+	case c.Hz < 1 || c.Hz > 128:
+		return bad("frame rate %d out of 1..128", c.Hz)
+	case c.MaxEntities < 2 || c.MaxEntities > 1<<24:
+		return bad("max entities %d out of 2..2^24", c.MaxEntities)
+	case c.ForcedSync < 0 || c.Lead < 0:
+		return bad("negative forced-sync delay")
+	case c.History < time.Second/time.Duration(c.Hz) || c.History > 10*time.Minute:
+		return bad("history %v out of one frame..10m", c.History)
+	case c.Tolerance < 0 || c.MaxSpeed < 1 || c.MaxSpeed > 1<<16 || c.MaxMove < 1 || c.MaxMove > 1<<24:
+		return bad("movement bounds (tolerance %d, speed %d, move %d)", c.Tolerance, c.MaxSpeed, c.MaxMove)
+	case c.MaxAhead < 0 || c.MaxAhead > 64:
+		return bad("max ahead %d out of 0..64", c.MaxAhead)
+	case c.TickBudget < 64 || c.TickBudget > MaxPacket:
+		return bad("tick budget %d out of 64..%d", c.TickBudget, MaxPacket)
+	case c.DiscoveryRate < 1:
+		return bad("discovery rate %d", c.DiscoveryRate)
+	case c.MagicBits < 0 || c.MagicBits > 32:
+		return bad("magic state of %d bits out of 0..32", c.MagicBits)
+	case c.MaxCustom < 0 || c.MaxCustom > 512:
+		return bad("custom payload %d out of 0..512", c.MaxCustom)
+	}
+	return c.Policy.validate()
+}
+
+// frames converts a duration to whole frames, rounding up.
+func (c Config) frames(d time.Duration) int {
+	p := time.Second / time.Duration(c.Hz)
+	return int((d + p - 1) / p)
+}
+
+// Period is the time between frames.
+func (c Config) Period() time.Duration { return time.Second / time.Duration(c.Hz) }
+
+// Match is a policy condition on one property: any value, yes or no.
+type Match uint8
+
+// Match values.
+const (
+	Any Match = iota
+	Yes
+	No
+)
+
+func (m Match) ok(v bool) bool { return m == Any || (m == Yes) == v }
+
+// Rule is one line of a state-sync policy: entities matching all three
+// conditions are synced at most Every.
+type Rule struct {
+	// Target: the entity is the observing player's target.
+	Target Match
+	// Combat: the entity is in combat.
+	Combat Match
+	// City: the entity is in a city region.
+	City Match
+	// Every is the period between syncs of an entity whose logic data
+	// changed. An entity whose logic did not change since its last sync
+	// is not resent: commands and loss repair keep clients right.
+	Every time.Duration
+}
+
+// Policy is a declarative state-sync policy (seed 5.1.2): the first rule
+// that matches an entity sets its sync period.
+type Policy struct {
+	Rules []Rule
+}
+
+// DefaultPolicy is the seed's reasoning made concrete: a player's target
+// is synced often; fighters often enough to show life bars move; city
+// folk, whose life and mana nobody watches, rarely.
+func DefaultPolicy() Policy {
+	return Policy{Rules: []Rule{
+		{Target: Yes, Every: 250 * time.Millisecond},
+		{Combat: Yes, City: No, Every: time.Second},
+		{Combat: Yes, Every: 2 * time.Second},
+		{City: Yes, Every: 15 * time.Second},
+		{Every: 5 * time.Second},
+	}}
+}
+
+func (p Policy) validate() error {
+	if len(p.Rules) == 0 || len(p.Rules) > 64 {
+		return fmt.Errorf("%w: policy of %d rules out of 1..64", ErrConfig, len(p.Rules))
+	}
+	last := p.Rules[len(p.Rules)-1]
+	if last.Target != Any || last.Combat != Any || last.City != Any {
+		return fmt.Errorf("%w: the policy's last rule must match everything", ErrConfig)
+	}
+	for i, r := range p.Rules {
+		if r.Every <= 0 || r.Target > No || r.Combat > No || r.City > No {
+			return fmt.Errorf("%w: policy rule %d", ErrConfig, i)
+		}
+	}
+	return nil
+}
+
+// period returns the sync period in frames for an entity.
+func (c Config) period(target, combat, city bool) int {
+	for _, r := range c.Policy.Rules {
+		if r.Target.ok(target) && r.Combat.ok(combat) && r.City.ok(city) {
+			return max(1, c.frames(r.Every))
+		}
+	}
+	return c.frames(5 * time.Second)
+}

@@ -1,0 +1,733 @@
+package interest
+
+import (
+	"fmt"
+	"math/bits"
+	"slices"
+
+	"github.com/tongbu/tongbu/codec"
+)
+
+// ringSize is how many recent downlink packets an observer remembers, to
+// repair what a lost one carried.
+const ringSize = 64
+
+// maxQueue bounds the sends waiting for an observer's byte budget.
+const maxQueue = 512
+
+// keepalive is how many frames an observer may go without a packet: the
+// header carries the frame, which keeps the client's clock.
+const keepaliveFrames = 8
+
+// Why an entity is queued for a client, and the weight its priority
+// accumulates by each frame it waits.
+const (
+	whyState = iota
+	whyCombat
+	whyForced
+	whyTarget
+	whyForcedAhead
+	whyDiscovery
+	whyRepair
+	whyLeave
+)
+
+var whyWeight = [...]float32{1, 2, 3, 5, 6, 6, 8, 8}
+
+const (
+	itemLogic = iota
+	itemRegion
+	itemRemove
+)
+
+// item is a send waiting for the budget.
+type item struct {
+	kind  uint8
+	why   uint8
+	id    ID
+	reg   int32 // itemRegion: the region
+	enter int   // itemRegion: the frame the range took it in
+	acc   float32
+	rest  []ID // itemRegion: entities still to send, once started
+}
+
+// sentPacket is what a downlink packet carried, for repair if it is lost.
+type sentPacket struct {
+	seq  int
+	done bool
+	corr bool
+	ids  []ID
+}
+
+// observer is the world's state for one client (the seed's per-character
+// m_nEnterRegionFrame[9], plus what a lossy network needs).
+type observer struct {
+	id     ID
+	hist   []Vec // position by frame, ring of history frames
+	enter  [9]int
+	due    [9]int
+	open   [9]bool // forced sync not yet queued
+	queue  []item
+	later  []item // queued while draining
+	owed   []owed
+	seq    int
+	ring   [ringSize]sentPacket
+	tokens float64
+
+	cmdSeq   uint16
+	haveCmd  bool
+	ackDue   bool
+	corr     bool // a correction is to be sent
+	lastCorr int  // frame of the last correction; older commands are void
+	lastSend int
+	target   ID
+	tgtSync  int
+
+	up          uplink
+	buf         []byte
+	w           codec.Writer
+	ids         []ID
+	pkt         *sentPacket
+	sent        int64 // bytes
+	corrections int64
+}
+
+func newObserver(w *World, e *entity) *observer {
+	o := &observer{id: e.id, hist: make([]Vec, w.lay.history+1), tokens: float64(w.cfg.DiscoveryRate)}
+	for i := range o.hist {
+		o.hist[i] = e.lg.Pos
+	}
+	o.lastCorr = w.frame
+	o.enqueue(item{kind: itemLogic, why: whyRepair, id: e.id}) // its own entity
+	// A client that joins learns the whole range at once: every region is
+	// due for forced sync now, spread over frames by the budget.
+	for s := range o.enter {
+		o.enter[s], o.due[s], o.open[s] = w.frame, w.frame, true
+	}
+	return o
+}
+
+// slot returns the index of region r in the 3x3 range centred on c, or -1.
+func slotOf(c, r Region) int {
+	dx, dy := r.X-c.X, r.Y-c.Y
+	if dx < -1 || dx > 1 || dy < -1 || dy > 1 {
+		return -1
+	}
+	return dx + 1 + 3*(dy+1)
+}
+
+// crossed updates the per-region enter frames when the observer's entity
+// moves from region from to region to: regions still in range keep their
+// frames; new ones are entered now and due for forced sync.
+func (o *observer) crossed(w *World, from, to int32) {
+	a, b := w.regionAt(from), w.regionAt(to)
+	var enter, due [9]int
+	var open [9]bool
+	forced := w.cfg.frames(w.cfg.ForcedSync)
+	for s := range 9 {
+		r := Region{b.X + s%3 - 1, b.Y + s/3 - 1}
+		if old := slotOf(a, r); old >= 0 {
+			enter[s], due[s], open[s] = o.enter[old], o.due[old], o.open[old]
+			continue
+		}
+		enter[s], due[s], open[s] = w.frame, w.frame+forced, true
+	}
+	o.enter, o.due, o.open = enter, due, open
+	if w.cfg.LeaveMessages {
+		w.around(from, func(ri int32) {
+			if near(b, w.regionAt(ri)) {
+				return
+			}
+			for _, id := range w.regions[ri].ents {
+				o.enqueue(item{kind: itemRemove, why: whyLeave, id: id})
+			}
+		})
+	}
+}
+
+// record stores the entity's position for this frame.
+func (o *observer) record(w *World) {
+	o.hist[w.frame%len(o.hist)] = w.ents[o.id].lg.Pos
+}
+
+// at returns the recorded position at frame f, which must be within the
+// history.
+func (o *observer) at(f int) Vec { return o.hist[f%len(o.hist)] }
+
+// rewriteFrom re-records frames f..now along the path from src.
+func (o *observer) rewriteFrom(w *World, f int, src, dest Vec, speed int32) {
+	f = max(f, w.frame-len(o.hist)+1)
+	p := src
+	for g := f; g <= w.frame; g++ {
+		o.hist[g%len(o.hist)] = p
+		p = Step(p, dest, speed)
+	}
+}
+
+// correct queues a correction: the world's truth about the player's own
+// entity, which the client adopts.
+func (o *observer) correct(w *World) {
+	o.push(w)
+	o.corrections++
+	w.stats.Corrections++
+}
+
+// push sends the client the world's record of its entity: after a
+// correction, or when the game moved the player itself (a knock-back).
+// Commands the client stamped before it are void.
+func (o *observer) push(w *World) {
+	o.corr = true
+	o.lastCorr = w.frame
+}
+
+// skip fills the history over frames the world skipped: the entity stood
+// still through them.
+func (o *observer) skip(w *World, n int) {
+	p := w.ents[o.id].lg.Pos
+	for f := w.frame + 1; f <= w.frame+min(n, len(o.hist)); f++ {
+		o.hist[f%len(o.hist)] = p
+	}
+}
+
+func (o *observer) enqueue(it item) {
+	if it.kind != itemRegion {
+		for i := range o.queue {
+			q := &o.queue[i]
+			if q.kind == it.kind && q.id == it.id {
+				if whyWeight[it.why] > whyWeight[q.why] {
+					q.why = it.why
+				}
+				return
+			}
+		}
+	}
+	if len(o.queue) >= maxQueue {
+		return
+	}
+	o.queue = append(o.queue, it)
+}
+
+// deliver handles an uplink packet.
+func (o *observer) deliver(w *World, e *entity, msg []byte) error {
+	u := &o.up
+	if err := u.decode(&w.lay, msg, w.frame); err != nil {
+		w.stats.Dropped[DropMalformed]++
+		return err
+	}
+	var firstErr error
+	fail := func(reason int, err error) {
+		w.stats.Dropped[reason]++
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
+	if u.hasAck {
+		if err := o.ack(w, uint32(u.ackSeq), u.ackMask); err != nil {
+			fail(DropAck, err)
+		}
+	}
+	for i := range u.cmds {
+		seq := u.firstSeq + uint16(i)
+		if o.haveCmd && int16(seq-o.cmdSeq) <= 0 {
+			continue // applied already; the client repeats until acknowledged
+		}
+		o.cmdSeq, o.haveCmd, o.ackDue = seq, true, true
+		if reason, err := o.command(w, e, &u.cmds[i]); err != nil {
+			fail(reason, err)
+		}
+	}
+	for _, raw := range u.discover {
+		if reason, err := o.request(w, ID(raw)); err != nil {
+			fail(reason, err)
+			continue
+		}
+		o.enqueue(item{kind: itemLogic, why: whyDiscovery, id: ID(raw)})
+		w.stats.Discoveries++
+	}
+	if len(u.display) > 0 {
+		o.displays(w, u.display, fail)
+	}
+	return firstErr
+}
+
+// request checks a discovery or display request for entity id.
+func (o *observer) request(w *World, id ID) (int, error) {
+	if o.tokens < 1 {
+		return DropRate, fmt.Errorf("interest: request for %d over the rate of %d a second", id, w.cfg.DiscoveryRate)
+	}
+	o.tokens--
+	t := w.get(id)
+	if t == nil {
+		return DropUnknown, fmt.Errorf("%w: request for %d", ErrUnknown, id)
+	}
+	if !near(w.regionAt(w.ents[o.id].reg), w.regionAt(t.reg)) {
+		return DropOutOfRange, fmt.Errorf("interest: request for %d, outside the client's range", id)
+	}
+	return 0, nil
+}
+
+func (o *observer) displays(w *World, ids []uint32, fail func(int, error)) {
+	o.w.Reset(o.buf[:0])
+	o.w.WriteBits(kindDisplay, kindBits)
+	var list [maxDisplayBatch]displayEntry
+	n := 0
+	for _, raw := range ids {
+		if reason, err := o.request(w, ID(raw)); err != nil {
+			fail(reason, err)
+			continue
+		}
+		t := w.ents[raw]
+		list[n] = displayEntry{id: t.id, ver: t.dver, d: t.disp}
+		n++
+	}
+	if n == 0 {
+		return
+	}
+	o.w.WriteUint(uint64(n), maxDisplayBatch)
+	for i := range n {
+		w.lay.writeDisplay(&o.w, &list[i])
+	}
+	b := o.w.Bytes()
+	w.stats.ReliableOut += int64(len(b))
+	o.sent += int64(len(b))
+	if err := w.out.SendReliable(o.id, b); err != nil {
+		w.stats.Dropped[DropSendFailed]++
+	}
+}
+
+// command validates and applies one of the player's commands (seed
+// 5.2.1): the world rewinds to the command's frame, compares the source
+// position with its record, and accepts the move or corrects the client.
+func (o *observer) command(w *World, e *entity, c *command) (int, error) {
+	if c.frame <= w.frame-len(o.hist)+1 {
+		return DropStale, fmt.Errorf("interest: command for frame %d, history starts at %d", c.frame, w.frame-len(o.hist)+2)
+	}
+	if c.frame > w.frame+w.cfg.MaxAhead {
+		return DropFuture, fmt.Errorf("interest: command for frame %d, world at %d", c.frame, w.frame)
+	}
+	if c.frame < o.lastCorr {
+		return 0, nil // sent before the client saw its correction: void
+	}
+	switch c.tag {
+	case cmdMove:
+		if !w.lay.onMap(c.src) || !w.lay.onMap(c.dest) {
+			o.correct(w)
+			return DropOffMap, fmt.Errorf("%w: move %v -> %v", ErrOffMap, c.src, c.dest)
+		}
+		if d := int64(w.cfg.MaxMove); c.src.DistSq(c.dest) > 2*d*d {
+			o.correct(w)
+			return DropMoveRange, fmt.Errorf("interest: destination %v too far from %v", c.dest, c.src)
+		}
+		var expect Vec
+		if c.frame <= w.frame {
+			expect = o.at(c.frame)
+		} else { // the client runs ahead: catch up to it (seed 5.2.1)
+			expect = StepN(e.lg.Pos, e.lg.Dest, e.lg.Speed, c.frame-w.frame)
+		}
+		if tol := int64(w.cfg.Tolerance); c.src.DistSq(expect) > tol*tol {
+			o.correct(w)
+			return 0, nil
+		}
+		w.setPath(e, c.src, c.dest, c.speed, c.frame)
+		o.rewriteFrom(w, c.frame, c.src, c.dest, c.speed)
+		w.reregion(e)
+	case cmdJump:
+		w.pend = append(w.pend, pending{id: e.id, tag: tagJump, frame: c.frame})
+	case cmdSkill:
+		if c.target != 0 && w.get(c.target) == nil {
+			return DropUnknown, fmt.Errorf("%w: skill target %d", ErrUnknown, c.target)
+		}
+		w.pend = append(w.pend, pending{id: e.id, tag: tagSkill, frame: c.frame, c: command{skill: c.skill, target: c.target}})
+	case cmdCustom:
+		w.pend = append(w.pend, pending{id: e.id, tag: tagCustom, frame: c.frame,
+			c: command{ctag: c.ctag, data: append([]byte(nil), c.data...)}})
+	}
+	return 0, nil
+}
+
+// ack handles the client's acknowledgement: packets it reports missing
+// (three or more behind the newest it holds) are lost, and what they
+// carried is repaired with the entities' current logic, or removed if they
+// are out of range now.
+func (o *observer) ack(w *World, low, mask uint32) error {
+	hs := unwrapSeq(uint64(low), o.seq-1)
+	if hs >= o.seq || hs < o.seq-ringSize {
+		return fmt.Errorf("interest: acknowledgement of packet %d, newest sent %d", hs, o.seq-1)
+	}
+	for s := max(0, o.seq-ringSize); s <= hs; s++ {
+		p := &o.ring[s%ringSize]
+		if p.seq != s || p.done {
+			continue
+		}
+		d := hs - s
+		if d == 0 || (d <= ackMaskBits && mask>>(d-1)&1 == 1) {
+			p.done = true
+			continue
+		}
+		if d >= 3 {
+			p.done = true
+			o.lost(w, p)
+		}
+	}
+	return nil
+}
+
+func (o *observer) lost(w *World, p *sentPacket) {
+	if p.corr {
+		o.corr = true
+	}
+	me := w.ents[o.id]
+	for _, id := range p.ids {
+		if id == o.id {
+			o.enqueue(item{kind: itemLogic, why: whyRepair, id: id})
+			continue
+		}
+		if e := w.get(id); e != nil && near(w.regionAt(me.reg), w.regionAt(e.reg)) {
+			o.enqueue(item{kind: itemLogic, why: whyRepair, id: id})
+		} else {
+			o.enqueue(item{kind: itemRemove, why: whyRepair, id: id})
+		}
+		w.stats.Repairs++
+	}
+}
+
+// forced queues the forced sync of regions whose time has come (seed
+// 5.2.2). A region ahead of a moving player is due earlier: Lead before
+// the player would reach it (seed 5.1.3).
+func (o *observer) forced(w *World, me *entity) {
+	c := w.regionAt(me.reg)
+	lead := w.cfg.frames(w.cfg.Lead)
+	for s := range 9 {
+		if !o.open[s] {
+			continue
+		}
+		r := Region{c.X + s%3 - 1, c.Y + s/3 - 1}
+		if r.X < 0 || r.Y < 0 || r.X >= w.cfg.Width || r.Y >= w.cfg.Height {
+			o.open[s] = false
+			continue
+		}
+		why := uint8(whyForced)
+		due := o.due[s]
+		if eta := w.eta(me, r); eta >= 0 && o.enter[s]+eta-lead < due {
+			due = max(o.enter[s], o.enter[s]+eta-lead)
+			why = whyForcedAhead
+		}
+		if w.frame >= due {
+			o.open[s] = false
+			ri := w.regionIndex(r)
+			it := item{kind: itemRegion, why: why, reg: ri, enter: o.enter[s]}
+			for _, id := range w.regions[ri].ents {
+				if id != o.id && w.ents[id].lastBc <= it.enter {
+					it.rest = append(it.rest, id)
+				}
+			}
+			if len(it.rest) > 0 {
+				o.enqueue(it)
+			}
+		}
+	}
+}
+
+// eta returns in how many frames a moving entity reaches region r, or -1
+// if it is not heading there.
+func (w *World) eta(e *entity, r Region) int {
+	if !e.lg.Moving() {
+		return -1
+	}
+	s := int64(w.cfg.RegionSize)
+	rect := func(p Vec) int64 {
+		dx := max(s*int64(r.X)-int64(p.X), 0, int64(p.X)-(s*int64(r.X+1)-1))
+		dy := max(s*int64(r.Y)-int64(p.Y), 0, int64(p.Y)-(s*int64(r.Y+1)-1))
+		return dx*dx + dy*dy
+	}
+	now, end := rect(e.lg.Pos), rect(e.lg.Dest)
+	if end >= now {
+		return -1
+	}
+	return int(isqrt(now)/int64(e.lg.Speed)) + 1
+}
+
+// send builds and sends this frame's packets for the client: commands from
+// the 3x3 range and announcements, each spliced from its region's buffer;
+// then a correction if one is due; then queued sends by accumulated
+// priority under the byte budget.
+func (o *observer) send(w *World) {
+	me := w.ents[o.id]
+	o.forced(w, me)
+	o.settle(w)
+	o.tokens = min(o.tokens+float64(w.cfg.DiscoveryRate)/float64(w.cfg.Hz), float64(w.cfg.DiscoveryRate))
+	if t := w.get(o.target); t != nil && t.dirty && w.frame-o.tgtSync >= w.cfg.period(true, t.lg.Combat, w.regions[t.reg].city) {
+		o.tgtSync = w.frame
+		o.enqueue(item{kind: itemLogic, why: whyTarget, id: t.id})
+	}
+	bc := 0
+	w.around(me.reg, func(ri int32) {
+		reg := &w.regions[ri]
+		bc += reg.bc.w.Len()
+		for _, id := range reg.syncs {
+			why := uint8(whyState)
+			if w.ents[id].lg.Combat {
+				why = whyCombat
+			}
+			o.enqueue(item{kind: itemLogic, why: why, id: id})
+			w.stats.StateSyncs++
+		}
+	})
+	direct := &w.regions[me.reg].direct
+	bc += direct.w.Len()
+	if bc == 0 && len(o.queue) == 0 && !o.ackDue && !o.corr && w.frame-o.lastSend < keepaliveFrames {
+		return
+	}
+	o.begin(w)
+	used := 0
+	w.around(me.reg, func(ri int32) {
+		used += o.splice(w, &w.regions[ri].bc)
+	})
+	used += o.splice(w, direct)
+	if o.corr {
+		o.correction(w, me)
+	}
+	o.drain(w, me, max(w.cfg.TickBudget*8-used, w.cfg.TickBudget*2))
+	o.end(w)
+}
+
+func (o *observer) begin(w *World) {
+	o.w.Reset(o.buf[:0])
+	h := downHeader{seq: o.seq & seqMask, frame: w.frame & frameMask, hasAck: o.ackDue, cmdAck: o.cmdSeq}
+	h.encode(&o.w)
+	o.ackDue = false
+	p := &o.ring[o.seq%ringSize]
+	p.seq, p.done, p.corr, p.ids = o.seq, false, false, p.ids[:0]
+	o.pkt = p
+	o.seq++
+}
+
+func (o *observer) end(w *World) {
+	b := o.w.Bytes()
+	o.buf = b[:0]
+	o.lastSend = w.frame
+	o.sent += int64(len(b))
+	w.stats.PacketsOut++
+	w.stats.BytesOut += int64(len(b))
+	if err := w.out.SendUnreliable(o.id, b); err != nil {
+		w.stats.Dropped[DropSendFailed]++
+	}
+}
+
+// room returns the bits left in the packet being built.
+func (o *observer) room() int { return MaxPacket*8 - o.w.Len() }
+
+// splice copies a region buffer's messages into the packet, starting a new
+// packet when one is full, and returns the bits it copied.
+func (o *observer) splice(w *World, m *msgBuf) int {
+	n := m.w.Len()
+	if n == 0 {
+		return 0
+	}
+	b := m.w.Bytes()
+	if n <= o.room() {
+		o.w.WriteBitString(b, n)
+		o.pkt.ids = append(o.pkt.ids, m.ids...)
+		return n
+	}
+	from := 0
+	for i, end := range m.ends {
+		size := int(end) - from
+		if size > o.room() {
+			o.end(w)
+			o.begin(w)
+		}
+		copyBits(&o.w, b, from, int(end))
+		o.pkt.ids = append(o.pkt.ids, m.ids[i])
+		from = int(end)
+	}
+	return n
+}
+
+// copyBits writes bits [from, to) of a Writer's output b to w.
+func copyBits(w *codec.Writer, b []byte, from, to int) {
+	r := codec.NewReader(b)
+	r.Skip(from)
+	for n := to - from; n > 0; {
+		k := min(n, 64)
+		w.WriteBits(r.ReadBits(k), k)
+		n -= k
+	}
+}
+
+func (o *observer) correction(w *World, me *entity) {
+	o.w.WriteBits(tagCorrection, tagBits)
+	w.lay.writePos(&o.w, me.lg.Pos)
+	w.lay.writePath(&o.w, me.lg.Pos, me.lg.Dest, me.lg.Speed)
+	o.corr = false
+	o.pkt.corr = true
+}
+
+// drain sends queued items in the order of accumulated priority until the
+// budget (in bits) is spent. A region's forced sync that does not fit is
+// sent in part, the rest left for later frames: the seed's peak shaving.
+func (o *observer) drain(w *World, me *entity, budget int) {
+	if len(o.queue) == 0 {
+		return
+	}
+	for i := range o.queue {
+		o.queue[i].acc += whyWeight[o.queue[i].why]
+	}
+	slices.SortStableFunc(o.queue, func(a, b item) int {
+		switch {
+		case a.acc > b.acc:
+			return -1
+		case a.acc < b.acc:
+			return 1
+		}
+		return 0
+	})
+	center := w.regionAt(me.reg)
+	keep := o.queue[:0]
+	for _, it := range o.queue {
+		if !o.emit(w, me, center, &it, &budget) {
+			keep = append(keep, it)
+			w.stats.Deferred++
+		}
+	}
+	clear(o.queue[len(keep):])
+	o.queue = keep
+	for _, it := range o.later {
+		o.enqueue(it)
+	}
+	o.later = o.later[:0]
+}
+
+// moved handles entity e crossing from region from to region to inside the
+// observer's range: if the client is waiting for from's forced sync to
+// learn of e, and to's forced sync is over or would not include e (e
+// broadcast before the client's range took in to), e would fall between
+// the two, so it is queued on its own.
+func (o *observer) moved(w *World, e *entity, from, to int32) {
+	c := w.regionAt(w.ents[o.id].reg)
+	sf, st := slotOf(c, w.regionAt(from)), slotOf(c, w.regionAt(to))
+	if sf < 0 || st < 0 || !o.open[sf] || e.lastBc > o.enter[sf] || e.id == o.id {
+		return // not waiting for from's forced sync: the client has it or will
+	}
+	if o.open[st] && e.lastBc <= o.enter[st] && o.due[st] <= o.due[sf] {
+		return // to's forced sync will carry it, as early
+	}
+	if len(o.owed) < maxQueue {
+		o.owed = append(o.owed, owed{id: e.id, due: o.due[sf], enter: o.enter[sf]})
+	}
+}
+
+// owed is an entity a client is due to learn by forced sync at a frame,
+// apart from its region's.
+type owed struct {
+	id    ID
+	due   int
+	enter int
+}
+
+// settle queues the owed entities whose time has come.
+func (o *observer) settle(w *World) {
+	keep := o.owed[:0]
+	for _, ow := range o.owed {
+		if ow.due > w.frame {
+			keep = append(keep, ow)
+			continue
+		}
+		if e := w.get(ow.id); e != nil && e.lastBc <= ow.enter {
+			o.enqueue(item{kind: itemLogic, why: whyForced, id: ow.id})
+		}
+	}
+	o.owed = keep
+}
+
+// emit sends one item if it fits in the budget and returns whether it is
+// done with (sent, or no longer worth sending).
+func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *int) bool {
+	idBits := w.lay.idBits
+	switch it.kind {
+	case itemRemove:
+		if e := w.get(it.id); e != nil && near(center, w.regionAt(e.reg)) {
+			return true // back in range: nothing to remove
+		}
+		size := tagBits + idBits
+		if size > *budget || size > o.room() {
+			return false
+		}
+		*budget -= size
+		o.w.WriteBits(tagRemove, tagBits)
+		w.lay.writeID(&o.w, it.id)
+		o.pkt.ids = append(o.pkt.ids, it.id) // lost, it is repaired like the rest
+		w.stats.Leaves++
+		return true
+	case itemLogic:
+		e := w.get(it.id)
+		if e != nil && e.id == o.id {
+			center = w.regionAt(e.reg) // its own entity is always in range
+		}
+		if e == nil || !near(center, w.regionAt(e.reg)) {
+			if it.why == whyRepair {
+				it.kind = itemRemove
+				return o.emit(w, me, center, it, budget)
+			}
+			return true
+		}
+		w.encoded(e)
+		size := tagBits + idBits + e.abs.n
+		if size > *budget || size > o.room() {
+			return false
+		}
+		*budget -= size
+		o.w.WriteBits(tagLogic, tagBits)
+		w.lay.writeID(&o.w, e.id)
+		o.w.WriteBitString(e.abs.b, e.abs.n)
+		o.pkt.ids = append(o.pkt.ids, e.id)
+		if it.why == whyForced || it.why == whyForcedAhead {
+			w.stats.ForcedSyncs++
+		}
+		return true
+	}
+	// itemRegion: the seed's G2C_ALL_CHARACTER_IN_REGION.
+	r := w.regionAt(it.reg)
+	if !near(center, r) {
+		return true
+	}
+	head := tagBits + bits.Len64(w.lay.rxMax) + bits.Len64(w.lay.ryMax) + 8
+	room := min(*budget, o.room()) - head
+	n, size := 0, 0
+	for n < len(it.rest) && n < maxRegionList {
+		e := w.get(it.rest[n])
+		if e == nil || e.reg != it.reg || e.lastBc > it.enter {
+			if e != nil && e.lastBc <= it.enter && near(center, w.regionAt(e.reg)) {
+				// It moved on, without a broadcast, to a region whose
+				// forced sync may be over: send it on its own.
+				o.later = append(o.later, item{kind: itemLogic, why: it.why, id: e.id})
+			}
+			it.rest = slices.Delete(it.rest, n, n+1)
+			continue
+		}
+		w.encoded(e)
+		s := idBits + e.rel.n
+		if size+s > room {
+			break
+		}
+		size += s
+		n++
+	}
+	if n == 0 {
+		return len(it.rest) == 0
+	}
+	*budget -= head + size
+	o.w.WriteBits(tagRegion, tagBits)
+	o.w.WriteUint(uint64(r.X), w.lay.rxMax)
+	o.w.WriteUint(uint64(r.Y), w.lay.ryMax)
+	o.w.WriteBits(uint64(n), 8)
+	for _, id := range it.rest[:n] {
+		e := w.ents[id]
+		w.lay.writeID(&o.w, id)
+		o.w.WriteBitString(e.rel.b, e.rel.n)
+		o.pkt.ids = append(o.pkt.ids, id)
+	}
+	w.stats.ForcedSyncs += int64(n)
+	it.rest = it.rest[n:]
+	return len(it.rest) == 0
+}

@@ -1,0 +1,297 @@
+package interest
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tongbu/tongbu/transport"
+)
+
+// harness runs a world and its clients over the in-memory network inside a
+// synctest bubble, checks every packet the world sends for information
+// about entities outside the receiver's range, and measures how long each
+// client's known set differs from the world's 3x3 truth.
+type harness struct {
+	t       testing.TB
+	w       *World
+	cfg     Config
+	net     *transport.Network
+	srv     map[ID]*transport.MemConn
+	players []*tplayer
+	npcs    []ID
+	rng     *rand.Rand
+
+	packets    int
+	leaks      int
+	maxDiff    time.Duration
+	maxDiffWho string
+	upErrs     map[string]int
+	trace      func(to ID, m *downMsg)
+	episodes   []time.Duration
+	npcsStill  bool
+}
+
+type behaviour int
+
+const (
+	idle behaviour = iota
+	walker
+	runner
+)
+
+type tplayer struct {
+	id   ID
+	c    *Client
+	conn *transport.MemConn
+	b    behaviour
+	next time.Time
+	diff map[ID]time.Time
+}
+
+type harnessOptions struct {
+	cfg     Config
+	players int
+	npcs    int
+	link    transport.LinkConfig
+	seed    uint64
+	noCheck bool
+}
+
+func newHarness(t testing.TB, o harnessOptions) *harness {
+	h := &harness{t: t, cfg: o.cfg.WithDefaults(), net: transport.NewNetwork(o.seed),
+		srv: map[ID]*transport.MemConn{}, rng: rand.New(rand.NewPCG(o.seed, 7)), upErrs: map[string]int{}}
+	w, err := NewWorld(o.cfg, time.Now(), h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.w = w
+	for range o.npcs {
+		id, err := w.Spawn(NPC, Logic{Pos: h.randPos(), Life: 100}, Display{Name: "npc", Appearance: 7})
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.npcs = append(h.npcs, id)
+	}
+	for i := range o.players {
+		p := h.randPos()
+		id, err := w.Spawn(Player, Logic{Pos: p, Dest: p, Life: 100, Mana: 50}, Display{Name: fmt.Sprint("p", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Join(id); err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewClient(o.cfg, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc, sc := h.net.Pipe(o.link, o.link)
+		h.srv[id] = sc
+		h.players = append(h.players, &tplayer{id: id, c: c, conn: cc, b: behaviour(i % 3), diff: map[ID]time.Time{}})
+	}
+	return h
+}
+
+func (h *harness) randPos() Vec {
+	return Vec{int32(h.rng.IntN(h.cfg.Width * h.cfg.RegionSize)), int32(h.rng.IntN(h.cfg.Height * h.cfg.RegionSize))}
+}
+
+// near returns a random position within d units of p, on the map.
+func (h *harness) nearPos(p Vec, d int) Vec {
+	q := Vec{p.X + int32(h.rng.IntN(2*d+1)-d), p.Y + int32(h.rng.IntN(2*d+1)-d)}
+	q.X = min(max(q.X, 0), h.w.lay.maxX)
+	q.Y = min(max(q.Y, 0), h.w.lay.maxY)
+	return q
+}
+
+func (h *harness) SendUnreliable(id ID, msg []byte) error {
+	h.inspect(id, msg)
+	return h.srv[id].SendUnreliable(msg)
+}
+
+func (h *harness) SendReliable(id ID, msg []byte) error {
+	return h.srv[id].SendReliable(msg)
+}
+
+// inspect decodes a packet as a client would and counts every message
+// about an entity outside the receiver's 3x3 range at the moment of
+// sending. Removals carry no information about the entity.
+func (h *harness) inspect(to ID, msg []byte) {
+	h.packets++
+	if len(msg) > MaxPacket {
+		h.t.Errorf("packet of %d bytes over %d", len(msg), MaxPacket)
+	}
+	var hdr downHeader
+	err := decodeDown(&h.w.lay, msg, h.w.Frame(), &hdr, func(m *downMsg) {
+		if h.trace != nil {
+			h.trace(to, m)
+		}
+		if m.tag == tagRemove || m.tag == tagCorrection || m.id == to {
+			return
+		}
+		if !h.w.InRange(to, m.id) {
+			h.leaks++
+			if h.leaks < 5 {
+				h.t.Errorf("frame %d: message %d about entity %d sent to %d, outside its range", h.w.Frame(), m.tag, m.id, to)
+			}
+		}
+	})
+	if err != nil {
+		h.t.Errorf("world sent a packet that does not decode: %v", err)
+	}
+}
+
+// run plays the world for d, frame by frame.
+func (h *harness) run(d time.Duration, check bool) {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		time.Sleep(time.Until(h.w.NextFrame()))
+		now := time.Now()
+		for _, p := range h.players {
+			id, sc := p.id, h.srv[p.id]
+			for {
+				m, ok := sc.TryReceive()
+				if !ok {
+					break
+				}
+				if err := h.w.Deliver(id, m.Data); err != nil {
+					h.upErrs[err.Error()]++
+				}
+			}
+		}
+		h.npcAI()
+		h.w.Tick(now)
+		for _, p := range h.players {
+			for {
+				m, ok := p.conn.TryReceive()
+				if !ok {
+					break
+				}
+				if err := p.c.Deliver(now, m.Data); err != nil {
+					h.t.Errorf("client %d: %v", p.id, err)
+				}
+			}
+			p.c.Advance(now)
+			h.drive(p, now)
+			if pkt := p.c.Packet(now); pkt != nil {
+				_ = p.conn.SendUnreliable(pkt)
+			}
+		}
+		if check {
+			h.compare(now)
+		}
+	}
+}
+
+func (h *harness) npcAI() {
+	if h.npcsStill {
+		return
+	}
+	for range len(h.npcs) / 40 {
+		id := h.npcs[h.rng.IntN(len(h.npcs))]
+		lg, _ := h.w.Logic(id)
+		if lg.Moving() {
+			continue
+		}
+		if err := h.w.Move(id, h.nearPos(lg.Pos, h.cfg.RegionSize), int32(4+h.rng.IntN(12))); err != nil {
+			h.t.Fatal(err)
+		}
+	}
+}
+
+// drive plays a player: idle ones stand, walkers stroll, runners cross the
+// map at top speed.
+func (h *harness) drive(p *tplayer, now time.Time) {
+	me, ok := p.c.Self()
+	if !ok || p.b == idle || now.Before(p.next) {
+		return
+	}
+	var dest Vec
+	var speed int32
+	switch p.b {
+	case walker:
+		dest, speed = h.nearPos(me.Pos, h.cfg.RegionSize), int32(8+h.rng.IntN(16))
+		p.next = now.Add(time.Duration(500+h.rng.IntN(3000)) * time.Millisecond)
+	case runner:
+		dest, speed = h.nearPos(me.Pos, 3*h.cfg.RegionSize), int32(h.cfg.MaxSpeed)
+		p.next = now.Add(time.Duration(1000+h.rng.IntN(3000)) * time.Millisecond)
+	}
+	if err := p.c.Move(dest, speed); err != nil && err != ErrBacklog {
+		h.t.Errorf("move: %v", err)
+	}
+}
+
+// compare measures, for every client and entity, how long the client's
+// known set has differed from the world's 3x3 set.
+func (h *harness) compare(now time.Time) {
+	for _, p := range h.players {
+		lg, _ := h.w.Logic(p.id)
+		truth := map[ID]bool{}
+		h.w.Each(h.w.RegionOf(lg.Pos), func(id ID, _ Kind, _ *Logic) {
+			if id != p.id {
+				truth[id] = true
+			}
+		})
+		seen := map[ID]bool{}
+		for id := range truth {
+			seen[id] = true
+			if _, ok := p.c.Entity(id); ok {
+				h.resolve(p, id, now)
+			} else {
+				h.mark(p, id, now, "missing")
+			}
+		}
+		p.c.Each(func(id ID, _ View) {
+			if seen[id] {
+				return
+			}
+			seen[id] = true
+			h.mark(p, id, now, "stale")
+		})
+		for id := range p.diff {
+			if !seen[id] {
+				h.resolve(p, id, now)
+			}
+		}
+	}
+}
+
+// resolve ends a difference between a client and the truth, recording how
+// long it lasted.
+func (h *harness) resolve(p *tplayer, id ID, now time.Time) {
+	if since, ok := p.diff[id]; ok {
+		h.episodes = append(h.episodes, now.Sub(since))
+		delete(p.diff, id)
+	}
+}
+
+// episodeQuantile returns the q-quantile of the differences' durations,
+// those still open counted up to now.
+func (h *harness) episodeQuantile(q float64, now time.Time) time.Duration {
+	all := slices.Clone(h.episodes)
+	for _, p := range h.players {
+		for _, since := range p.diff {
+			all = append(all, now.Sub(since))
+		}
+	}
+	if len(all) == 0 {
+		return 0
+	}
+	slices.Sort(all)
+	return all[min(len(all)-1, int(q*float64(len(all))))]
+}
+
+func (h *harness) mark(p *tplayer, id ID, now time.Time, what string) {
+	since, ok := p.diff[id]
+	if !ok {
+		p.diff[id] = now
+		return
+	}
+	if d := now.Sub(since); d > h.maxDiff {
+		h.maxDiff = d
+		h.maxDiffWho = fmt.Sprintf("client %d (%v), entity %d %s since %v", p.id, p.b, id, what, since.Sub(h.w.start))
+	}
+}

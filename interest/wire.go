@@ -1,0 +1,406 @@
+package interest
+
+import (
+	"fmt"
+	"math/bits"
+
+	"github.com/tongbu/tongbu/codec"
+)
+
+// Packet kinds: the first 3 bits of every interest-mode packet (SPEC.md,
+// "Interest mode"). Lockstep uses 0..2.
+const (
+	kindDown    = 4 // world to client, unreliable
+	kindUp      = 5 // client to world, unreliable
+	kindDisplay = 6 // world to client, reliable: display data
+	kindBits    = 3
+)
+
+// Downlink message tags, 4 bits.
+const (
+	tagEnd        = 0
+	tagMove       = 1
+	tagJump       = 2
+	tagSkill      = 3
+	tagCustom     = 4
+	tagLogic      = 5
+	tagRegion     = 6
+	tagRemove     = 7
+	tagCorrection = 8
+	tagBits       = 4
+)
+
+// Uplink command tags, 3 bits.
+const (
+	cmdMove   = 1
+	cmdJump   = 2
+	cmdSkill  = 3
+	cmdCustom = 4
+	cmdBits   = 3
+)
+
+const (
+	seqBits         = 10 // downlink packet sequence numbers
+	seqMask         = 1<<seqBits - 1
+	frameBits       = 12 // frame numbers on the wire: low bits, unwrapped by the receiver
+	frameMask       = 1<<frameBits - 1
+	ackMaskBits     = 32
+	maxUpCommands   = 8  // commands an uplink packet repeats
+	maxUpDiscover   = 32 // discovery requests per uplink packet
+	maxUpDisplay    = 16 // display requests per uplink packet
+	maxRegionList   = 255
+	maxDisplayBatch = 16
+)
+
+// layout is the bit widths a world's configuration implies; the world and
+// its clients derive the same one from the same Config.
+type layout struct {
+	cfg        Config
+	idBits     int
+	xBits      int
+	yBits      int
+	rxMax      uint64
+	ryMax      uint64
+	offMax     uint64
+	history    int // frames of movement history, the furthest back a stamp may be
+	maxX, maxY int32
+}
+
+func newLayout(c Config) layout {
+	return layout{
+		cfg:     c,
+		idBits:  bits.Len(uint(c.MaxEntities - 1)),
+		xBits:   bits.Len(uint(c.Width*c.RegionSize - 1)),
+		yBits:   bits.Len(uint(c.Height*c.RegionSize - 1)),
+		rxMax:   uint64(c.Width - 1),
+		ryMax:   uint64(c.Height - 1),
+		offMax:  uint64(c.RegionSize - 1),
+		history: c.frames(c.History),
+		maxX:    int32(c.Width*c.RegionSize - 1),
+		maxY:    int32(c.Height*c.RegionSize - 1),
+	}
+}
+
+func (l *layout) onMap(p Vec) bool { return p.X >= 0 && p.Y >= 0 && p.X <= l.maxX && p.Y <= l.maxY }
+
+func (l *layout) regionOf(p Vec) Region {
+	return Region{int(p.X) / l.cfg.RegionSize, int(p.Y) / l.cfg.RegionSize}
+}
+
+func (l *layout) writeID(w *codec.Writer, id ID) { w.WriteBits(uint64(id), l.idBits) }
+
+func (l *layout) readID(r *codec.Reader) ID {
+	id := ID(r.ReadBits(l.idBits))
+	if id == 0 || int(id) >= l.cfg.MaxEntities {
+		r.Fail(fmt.Errorf("%w: entity id %d", ErrMalformed, id))
+	}
+	return id
+}
+
+func (l *layout) writePos(w *codec.Writer, p Vec) {
+	w.WriteBits(uint64(p.X), l.xBits)
+	w.WriteBits(uint64(p.Y), l.yBits)
+}
+
+func (l *layout) readPos(r *codec.Reader) Vec {
+	p := l.readRawPos(r)
+	if !l.onMap(p) {
+		r.Fail(fmt.Errorf("%w: position %v off the map", ErrMalformed, p))
+	}
+	return p
+}
+
+// readRawPos reads a position that may be off the map (a map narrower
+// than its coordinate bits): the caller checks it.
+func (l *layout) readRawPos(r *codec.Reader) Vec {
+	return Vec{int32(r.ReadBits(l.xBits)), int32(r.ReadBits(l.yBits))}
+}
+
+// writePath writes where an entity is heading relative to pos: one bit for
+// standing, else the destination's offset and the speed (seed 5.1.4).
+func (l *layout) writePath(w *codec.Writer, pos, dest Vec, speed int32) {
+	moving := pos != dest && speed > 0
+	w.WriteBool(moving)
+	if !moving {
+		return
+	}
+	m := int64(l.cfg.MaxMove)
+	w.WriteInt(min(max(int64(dest.X)-int64(pos.X), -m), m), -m, m)
+	w.WriteInt(min(max(int64(dest.Y)-int64(pos.Y), -m), m), -m, m)
+	w.WriteUint(uint64(min(max(speed, 1), int32(l.cfg.MaxSpeed))), uint64(l.cfg.MaxSpeed))
+}
+
+func (l *layout) readPath(r *codec.Reader, pos Vec) (Vec, int32) {
+	dest, speed := l.readRawPath(r, pos)
+	if !l.onMap(dest) {
+		r.Fail(fmt.Errorf("%w: destination %v off the map", ErrMalformed, dest))
+	}
+	return dest, speed
+}
+
+// readRawPath reads a path whose destination may be off the map. A speed
+// over the maximum cannot be written: it fails as out of range.
+func (l *layout) readRawPath(r *codec.Reader, pos Vec) (Vec, int32) {
+	if !r.ReadBool() {
+		return pos, 0
+	}
+	m := int64(l.cfg.MaxMove)
+	dest := Vec{pos.X + int32(r.ReadInt(-m, m)), pos.Y + int32(r.ReadInt(-m, m))}
+	speed := int32(r.ReadUint(uint64(l.cfg.MaxSpeed)))
+	if speed == 0 {
+		r.Fail(fmt.Errorf("%w: destination %v speed %d", ErrMalformed, dest, speed))
+	}
+	return dest, speed
+}
+
+// writeLogic writes an entity's kind, logic data and display version. With
+// a region, the position is an offset in it (the seed's
+// G2C_ALL_CHARACTER_IN_REGION); without, absolute.
+func (l *layout) writeLogic(w *codec.Writer, kind Kind, lg *Logic, dver uint8, rel *Region) {
+	w.WriteBits(uint64(kind), 2)
+	w.WriteBits(uint64(lg.State), 5)
+	w.WriteBool(lg.Combat)
+	w.WriteUint(uint64(min(lg.Life, 100)), 100)
+	w.WriteUint(uint64(min(lg.Mana, 100)), 100)
+	w.WriteUint(uint64(min(lg.Rage, 100)), 100)
+	w.WriteBits(uint64(lg.Magic), l.cfg.MagicBits)
+	w.WriteBits(uint64(dver), 8)
+	if rel != nil {
+		s := int32(l.cfg.RegionSize)
+		w.WriteUint(uint64(lg.Pos.X-int32(rel.X)*s), l.offMax)
+		w.WriteUint(uint64(lg.Pos.Y-int32(rel.Y)*s), l.offMax)
+	} else {
+		l.writePos(w, lg.Pos)
+	}
+	l.writePath(w, lg.Pos, lg.Dest, lg.Speed)
+}
+
+func (l *layout) readLogic(r *codec.Reader, lg *Logic, rel *Region) (Kind, uint8) {
+	kind := Kind(r.ReadBits(2))
+	lg.State = uint8(r.ReadBits(5))
+	lg.Combat = r.ReadBool()
+	lg.Life = uint8(r.ReadUint(100))
+	lg.Mana = uint8(r.ReadUint(100))
+	lg.Rage = uint8(r.ReadUint(100))
+	lg.Magic = uint32(r.ReadBits(l.cfg.MagicBits))
+	dver := uint8(r.ReadBits(8))
+	if rel != nil {
+		s := int32(l.cfg.RegionSize)
+		lg.Pos = Vec{int32(rel.X)*s + int32(r.ReadUint(l.offMax)), int32(rel.Y)*s + int32(r.ReadUint(l.offMax))}
+		if !l.onMap(lg.Pos) {
+			r.Fail(fmt.Errorf("%w: position %v off the map", ErrMalformed, lg.Pos))
+		}
+	} else {
+		lg.Pos = l.readPos(r)
+	}
+	lg.Dest, lg.Speed = l.readPath(r, lg.Pos)
+	return kind, dver
+}
+
+// writeStamp writes a command's frame relative to the packet's: one bit
+// when it is the packet's frame, else how many frames earlier.
+func (l *layout) writeStamp(w *codec.Writer, frame, ref int) {
+	back := min(max(ref-frame, 0), l.history)
+	w.WriteBool(back > 0)
+	if back > 0 {
+		w.WriteUint(uint64(back-1), uint64(l.history-1))
+	}
+}
+
+func (l *layout) readStamp(r *codec.Reader, ref int) int {
+	if !r.ReadBool() {
+		return ref
+	}
+	return ref - 1 - int(r.ReadUint(uint64(max(l.history-1, 0))))
+}
+
+// unwrap returns the frame nearest ref whose low frameBits bits are low.
+func unwrap(low uint64, ref int) int {
+	d := (int(low) - ref) & frameMask
+	if d >= 1<<(frameBits-1) {
+		d -= 1 << frameBits
+	}
+	return ref + d
+}
+
+// unwrapSeq returns the sequence number nearest ref with the given low
+// seqBits bits.
+func unwrapSeq(low uint64, ref int) int {
+	d := (int(low) - ref) & seqMask
+	if d >= 1<<(seqBits-1) {
+		d -= 1 << seqBits
+	}
+	return ref + d
+}
+
+// downHeader starts a downlink packet.
+type downHeader struct {
+	seq    int // packet sequence number (low seqBits on the wire)
+	frame  int // the world's frame (low frameBits on the wire)
+	hasAck bool
+	cmdAck uint16 // highest command sequence number applied
+}
+
+func (h *downHeader) encode(w *codec.Writer) {
+	w.WriteBits(kindDown, kindBits)
+	w.WriteBits(uint64(h.seq), seqBits)
+	w.WriteBits(uint64(h.frame), frameBits)
+	w.WriteBool(h.hasAck)
+	if h.hasAck {
+		w.WriteBits(uint64(h.cmdAck), 16)
+	}
+}
+
+// headerBits is the size of a downlink header with a command ack.
+const headerBits = kindBits + seqBits + frameBits + 1 + 16
+
+// command is one uplink command: a player's move, jump, skill or
+// game-defined command, stamped with the frame it happened at.
+type command struct {
+	tag    int
+	frame  int
+	src    Vec // move: where the player was at frame
+	dest   Vec
+	speed  int32
+	skill  uint16
+	target ID
+	ctag   uint8
+	data   []byte
+}
+
+func (l *layout) writeCommand(w *codec.Writer, c *command) {
+	w.WriteBits(uint64(c.tag), cmdBits)
+	w.WriteBits(uint64(c.frame), frameBits)
+	switch c.tag {
+	case cmdMove:
+		l.writePos(w, c.src)
+		l.writePath(w, c.src, c.dest, c.speed)
+	case cmdSkill:
+		w.WriteBits(uint64(c.skill), 16)
+		w.WriteBool(c.target != 0)
+		if c.target != 0 {
+			l.writeID(w, c.target)
+		}
+	case cmdCustom:
+		w.WriteBits(uint64(c.ctag), 8)
+		w.WriteBytes(c.data, l.cfg.MaxCustom)
+	}
+}
+
+func (l *layout) readCommand(r *codec.Reader, c *command, ref int, scratch []byte) []byte {
+	c.tag = int(r.ReadBits(cmdBits))
+	c.frame = unwrap(r.ReadBits(frameBits), ref)
+	c.target, c.data = 0, nil
+	switch c.tag {
+	case cmdMove: // off-map positions are the world's to judge
+		c.src = l.readRawPos(r)
+		c.dest, c.speed = l.readRawPath(r, c.src)
+	case cmdJump:
+	case cmdSkill:
+		c.skill = uint16(r.ReadBits(16))
+		if r.ReadBool() {
+			c.target = l.readID(r)
+		}
+	case cmdCustom:
+		c.ctag = uint8(r.ReadBits(8))
+		n := len(scratch)
+		scratch = r.ReadBytes(scratch, l.cfg.MaxCustom)
+		c.data = scratch[n:len(scratch):len(scratch)]
+	default:
+		r.Fail(fmt.Errorf("%w: command tag %d", ErrMalformed, c.tag))
+	}
+	return scratch
+}
+
+// uplink is a client's packet: which downlink packets it holds, its
+// unacknowledged commands, and its discovery and display requests.
+type uplink struct {
+	hasAck   bool
+	ackSeq   int    // newest downlink packet received
+	ackMask  uint32 // bit i: packet ackSeq-1-i received
+	firstSeq uint16 // sequence number of cmds[0]; the rest follow
+	cmds     []command
+	discover []uint32 // sorted IDs
+	display  []uint32 // sorted IDs
+	scratch  []byte
+}
+
+func (u *uplink) encode(l *layout, w *codec.Writer) {
+	w.WriteBits(kindUp, kindBits)
+	w.WriteBool(u.hasAck)
+	if u.hasAck {
+		w.WriteBits(uint64(u.ackSeq), seqBits)
+		w.WriteBits(uint64(u.ackMask), ackMaskBits)
+	}
+	w.WriteUint(uint64(len(u.cmds)), maxUpCommands)
+	if len(u.cmds) > 0 {
+		w.WriteBits(uint64(u.firstSeq), 16)
+		for i := range u.cmds {
+			l.writeCommand(w, &u.cmds[i])
+		}
+	}
+	w.WriteIDs(u.discover, maxUpDiscover)
+	w.WriteIDs(u.display, maxUpDisplay)
+}
+
+// decode reads an uplink packet; ref is the world's frame, for unwrapping
+// command stamps. Slices are reused from u.
+func (u *uplink) decode(l *layout, b []byte, ref int) error {
+	r := codec.NewReader(b)
+	if k := r.ReadBits(kindBits); k != kindUp {
+		return fmt.Errorf("%w: packet kind %d, want uplink", ErrMalformed, k)
+	}
+	u.hasAck = r.ReadBool()
+	if u.hasAck {
+		u.ackSeq = int(r.ReadBits(seqBits))
+		u.ackMask = uint32(r.ReadBits(ackMaskBits))
+	}
+	n := int(r.ReadUint(maxUpCommands))
+	u.cmds, u.scratch = u.cmds[:0], u.scratch[:0]
+	if n > 0 {
+		u.firstSeq = uint16(r.ReadBits(16))
+		for i := 0; i < n && r.Err() == nil; i++ {
+			u.cmds = append(u.cmds, command{})
+			u.scratch = l.readCommand(r, &u.cmds[i], ref, u.scratch)
+		}
+	}
+	u.discover = r.ReadIDs(u.discover[:0], maxUpDiscover)
+	u.display = r.ReadIDs(u.display[:0], maxUpDisplay)
+	for _, id := range u.discover {
+		if id == 0 || int(id) >= l.cfg.MaxEntities {
+			r.Fail(fmt.Errorf("%w: entity id %d", ErrMalformed, id))
+		}
+	}
+	for _, id := range u.display {
+		if id == 0 || int(id) >= l.cfg.MaxEntities {
+			r.Fail(fmt.Errorf("%w: entity id %d", ErrMalformed, id))
+		}
+	}
+	if err := r.Done(); err != nil {
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	return nil
+}
+
+// displayEntry is one entity's display data in a display reply.
+type displayEntry struct {
+	id  ID
+	ver uint8
+	d   Display
+}
+
+func (l *layout) writeDisplay(w *codec.Writer, e *displayEntry) {
+	l.writeID(w, e.id)
+	w.WriteBits(uint64(e.ver), 8)
+	w.WriteBits(uint64(e.d.Appearance), 32)
+	w.WriteBits(uint64(e.d.Camp), 8)
+	w.WriteString(e.d.Name, MaxName)
+}
+
+func (l *layout) readDisplay(r *codec.Reader, e *displayEntry) {
+	e.id = l.readID(r)
+	e.ver = uint8(r.ReadBits(8))
+	e.d.Appearance = uint32(r.ReadBits(32))
+	e.d.Camp = uint8(r.ReadBits(8))
+	e.d.Name = r.ReadString(MaxName)
+}

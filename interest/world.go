@@ -1,0 +1,838 @@
+package interest
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tongbu/tongbu/codec"
+)
+
+// Sender is how a world reaches its clients: the engine implements it over
+// transport connections, a test over anything. msg is only valid during
+// the call. A send may fail (a full queue, a closed connection); the world
+// counts it and carries on.
+type Sender interface {
+	SendUnreliable(player ID, msg []byte) error
+	SendReliable(player ID, msg []byte) error
+}
+
+// Drop reasons, counted in Stats.Dropped.
+const (
+	DropMalformed  = iota // the packet did not decode
+	DropStale             // a command stamped before the movement history
+	DropFuture            // a command stamped too far ahead of the world
+	DropOffMap            // a position off the map
+	DropMoveRange         // a destination too far from its source
+	DropUnknown           // a request for an entity the world does not hold
+	DropOutOfRange        // a request for an entity outside the client's range
+	DropRate              // a discovery or display request over the client's rate
+	DropAck               // an acknowledgement of a packet never sent
+	DropSendFailed        // the Sender refused a packet
+	numDrops
+)
+
+var dropNames = [numDrops]string{"malformed", "stale", "future", "off_map", "move_range",
+	"unknown", "out_of_range", "rate", "ack", "send_failed"}
+
+// DropName returns the name of a drop reason, for logs and metrics.
+func DropName(reason int) string {
+	if reason < 0 || reason >= numDrops {
+		return "unknown"
+	}
+	return dropNames[reason]
+}
+
+// Stats counts what a world did since it was made.
+type Stats struct {
+	Frames        int   // frames run
+	SkippedFrames int   // frames skipped because Tick was called too late
+	Entities      int   // entities now
+	Observers     int   // clients now
+	PacketsOut    int64 // unreliable packets sent
+	BytesOut      int64 // bytes of those packets
+	ReliableOut   int64 // bytes sent on the reliable channel (display data)
+	PacketsIn     int64 // uplink packets delivered
+	BytesIn       int64
+	Commands      int64 // commands broadcast
+	Crossings     int64 // region borders crossed
+	Enters        int64 // entity announcements to newly covering regions
+	ForcedSyncs   int64 // entities sent by forced sync
+	Discoveries   int64 // entities sent in answer to discovery
+	StateSyncs    int64 // entities sent by state sync
+	Repairs       int64 // entities resent because a packet about them was lost
+	Leaves        int64 // explicit leave and repair-removal messages
+	Corrections   int64 // corrections sent to clients
+	Deferred      int64 // queued sends put off to a later frame by the byte budget
+	Dropped       [numDrops]int64
+}
+
+type entity struct {
+	id      ID
+	kind    Kind
+	alive   bool
+	lg      Logic
+	disp    Display
+	dver    uint8
+	reg     int32 // region index
+	slot    int32 // index in the region's entity list
+	mover   int32 // index in World.movers, -1 when standing
+	obs     *observer
+	lastBc  int // frame of the last broadcast carrying its position (seed m_nLastBroadcastFrame)
+	lastSyn int // frame of its last state sync
+	dirty   bool
+	dirtyAt int32 // index in World.dirty, -1 when clean
+	crossed int32 // region it was in when it first crossed a border this frame, -1 if it did not
+
+	encFrame int // frame the cached encodings are for
+	abs      bitString
+	rel      bitString
+}
+
+// bitString is an encoded message part, spliced into many packets.
+type bitString struct {
+	b []byte
+	n int
+}
+
+// msgBuf collects one frame's messages for a region: the encoded bits, where
+// each message ends, and the entity each is about.
+type msgBuf struct {
+	w    codec.Writer
+	buf  []byte
+	ends []int32
+	ids  []ID
+}
+
+func (m *msgBuf) reset() {
+	m.w.Reset(m.buf[:0])
+	m.ends, m.ids = m.ends[:0], m.ids[:0]
+}
+
+func (m *msgBuf) mark(id ID) {
+	m.ends = append(m.ends, int32(m.w.Len()))
+	m.ids = append(m.ids, id)
+}
+
+type region struct {
+	ents    []ID
+	obs     []*observer
+	city    bool
+	bc      msgBuf // commands of entities here, for every observer within range
+	direct  msgBuf // announcements for observers located here
+	syncs   []ID   // entities here due for state sync this frame
+	touched bool
+}
+
+// pending is a command waiting for the frame's flush, when it is encoded
+// once into the region its entity is in by then.
+type pending struct {
+	id    ID
+	reg   int32 // where the entity was when the command was given
+	frame int
+	c     command
+	tag   int
+}
+
+// World is the server half of interest mode: a grid of regions holding
+// entities, each client kept in sync with the 3x3 regions around its
+// character. One goroutine owns a World: call its methods from it only.
+type World struct {
+	cfg   Config
+	lay   layout
+	out   Sender
+	start time.Time
+	frame int
+
+	ents    []*entity
+	free    []ID // freed IDs, oldest first
+	freeAt  int
+	regions []region
+	movers  []ID
+	dirty   []ID
+	touched []int32
+	pend    []pending
+	obs     []*observer
+	cross   []ID // entities that crossed a border this frame
+
+	w     codec.Writer
+	stats Stats
+}
+
+// NewWorld makes a world that starts at frame 0 at start and sends through
+// out.
+func NewWorld(cfg Config, start time.Time, out Sender) (*World, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	w := &World{cfg: cfg, lay: newLayout(cfg), out: out, start: start}
+	w.regions = make([]region, cfg.Width*cfg.Height)
+	if cfg.City != nil {
+		for i := range w.regions {
+			w.regions[i].city = cfg.City(w.regionAt(int32(i)))
+		}
+	}
+	w.ents = []*entity{nil} // ID 0 is no entity
+	return w, nil
+}
+
+// Config returns the world's configuration, defaults filled in.
+func (w *World) Config() Config { return w.cfg }
+
+// Frame returns the number of the last frame run.
+func (w *World) Frame() int { return w.frame }
+
+// Stats returns the world's counters.
+func (w *World) Stats() Stats {
+	s := w.stats
+	s.Entities = len(w.ents) - 1 - (len(w.free) - w.freeAt)
+	s.Observers = len(w.obs)
+	return s
+}
+
+func (w *World) regionAt(i int32) Region { return Region{int(i) % w.cfg.Width, int(i) / w.cfg.Width} }
+
+func (w *World) regionIndex(r Region) int32 { return int32(r.Y*w.cfg.Width + r.X) }
+
+func (w *World) regionOfPos(p Vec) int32 { return w.regionIndex(w.lay.regionOf(p)) }
+
+// around calls f for each region of the 3x3 range centred on r.
+func (w *World) around(r int32, f func(int32)) {
+	c := w.regionAt(r)
+	for y := max(c.Y-1, 0); y <= min(c.Y+1, w.cfg.Height-1); y++ {
+		for x := max(c.X-1, 0); x <= min(c.X+1, w.cfg.Width-1); x++ {
+			f(int32(y*w.cfg.Width + x))
+		}
+	}
+}
+
+func (w *World) get(id ID) *entity {
+	if id == 0 || int(id) >= len(w.ents) {
+		return nil
+	}
+	if e := w.ents[id]; e != nil && e.alive {
+		return e
+	}
+	return nil
+}
+
+// InRange reports whether entity id is within the 3x3 range of player's
+// region: what the world may tell player's client about it.
+func (w *World) InRange(player, id ID) bool {
+	p, e := w.get(player), w.get(id)
+	return p != nil && e != nil && near(w.regionAt(p.reg), w.regionAt(e.reg))
+}
+
+// Logic returns an entity's logic data as the world holds it now.
+func (w *World) Logic(id ID) (Logic, bool) {
+	if e := w.get(id); e != nil {
+		return e.lg, true
+	}
+	return Logic{}, false
+}
+
+// Kind returns an entity's kind.
+func (w *World) Kind(id ID) (Kind, bool) {
+	if e := w.get(id); e != nil {
+		return e.kind, true
+	}
+	return 0, false
+}
+
+// Each calls f for every entity in the 3x3 range of region r, the set a
+// client there is kept in sync with.
+func (w *World) Each(r Region, f func(id ID, kind Kind, lg *Logic)) {
+	if r.X < 0 || r.Y < 0 || r.X >= w.cfg.Width || r.Y >= w.cfg.Height {
+		return
+	}
+	w.around(w.regionIndex(r), func(ri int32) {
+		for _, id := range w.regions[ri].ents {
+			e := w.ents[id]
+			f(id, e.kind, &e.lg)
+		}
+	})
+}
+
+// RegionOf returns the region holding position p.
+func (w *World) RegionOf(p Vec) Region { return w.lay.regionOf(p) }
+
+func (w *World) checkLogic(lg *Logic) error {
+	if !w.lay.onMap(lg.Pos) || !w.lay.onMap(lg.Dest) {
+		return fmt.Errorf("%w: %v -> %v", ErrOffMap, lg.Pos, lg.Dest)
+	}
+	if lg.Speed < 0 || lg.Speed > int32(w.cfg.MaxSpeed) || lg.State > 31 || lg.Life > 100 || lg.Mana > 100 || lg.Rage > 100 ||
+		(w.cfg.MagicBits < 32 && lg.Magic>>w.cfg.MagicBits != 0) {
+		return fmt.Errorf("%w: logic field out of range: %+v", ErrConfig, *lg)
+	}
+	if d := int64(w.cfg.MaxMove); lg.Pos.DistSq(lg.Dest) > 2*d*d {
+		return fmt.Errorf("%w: destination %v too far from %v", ErrConfig, lg.Dest, lg.Pos)
+	}
+	return nil
+}
+
+// Spawn adds an entity and announces it to every client in range. An
+// entity with Speed 0 stands at Pos whatever Dest says.
+func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
+	if kind >= numKinds {
+		return 0, fmt.Errorf("%w: kind %d", ErrConfig, kind)
+	}
+	if lg.Speed == 0 {
+		lg.Dest = lg.Pos // standing: Dest is not needed
+	}
+	if err := w.checkLogic(&lg); err != nil {
+		return 0, err
+	}
+	if len(d.Name) > MaxName {
+		return 0, fmt.Errorf("%w: name over %d bytes", ErrConfig, MaxName)
+	}
+	var e *entity
+	switch {
+	case w.freeAt < len(w.free):
+		id := w.free[w.freeAt]
+		w.freeAt++
+		if w.freeAt == len(w.free) {
+			w.free, w.freeAt = w.free[:0], 0
+		}
+		e = w.ents[id]
+		*e = entity{id: id, dver: e.dver + 1, abs: e.abs, rel: e.rel}
+	case len(w.ents) < w.cfg.MaxEntities:
+		e = &entity{id: ID(len(w.ents))}
+		w.ents = append(w.ents, e)
+	default:
+		return 0, ErrFull
+	}
+	e.kind, e.lg, e.disp, e.alive = kind, lg, d, true
+	e.mover, e.dirtyAt, e.encFrame, e.crossed = -1, -1, -1, -1
+	e.lastBc, e.lastSyn = w.frame, w.frame
+	e.reg = w.regionOfPos(lg.Pos)
+	w.addTo(e, e.reg)
+	if lg.Moving() {
+		w.startMoving(e)
+	}
+	w.announce(e, -1, e.reg)
+	return e.id, nil
+}
+
+// Despawn removes an entity; clients in range are told.
+func (w *World) Despawn(id ID) error {
+	e := w.get(id)
+	if e == nil {
+		return fmt.Errorf("%w: %d", ErrUnknown, id)
+	}
+	if e.obs != nil {
+		w.Leave(id)
+	}
+	w.pend = append(w.pend, pending{id: id, reg: e.reg, tag: tagRemove, frame: w.frame})
+	w.removeFrom(e, e.reg)
+	w.stopMoving(e)
+	w.clean(e)
+	e.alive = false
+	w.free = append(w.free, id)
+	return nil
+}
+
+func (w *World) addTo(e *entity, r int32) {
+	reg := &w.regions[r]
+	e.slot = int32(len(reg.ents))
+	reg.ents = append(reg.ents, e.id)
+}
+
+func (w *World) removeFrom(e *entity, r int32) {
+	reg := &w.regions[r]
+	last := reg.ents[len(reg.ents)-1]
+	reg.ents[e.slot] = last
+	w.ents[last].slot = e.slot
+	reg.ents = reg.ents[:len(reg.ents)-1]
+}
+
+func (w *World) startMoving(e *entity) {
+	if e.mover < 0 {
+		e.mover = int32(len(w.movers))
+		w.movers = append(w.movers, e.id)
+	}
+}
+
+func (w *World) stopMoving(e *entity) {
+	if e.mover < 0 {
+		return
+	}
+	last := w.movers[len(w.movers)-1]
+	w.movers[e.mover] = last
+	w.ents[last].mover = e.mover
+	w.movers = w.movers[:len(w.movers)-1]
+	e.mover = -1
+}
+
+func (w *World) markDirty(e *entity) {
+	e.dirty = true
+	if e.dirtyAt < 0 {
+		e.dirtyAt = int32(len(w.dirty))
+		w.dirty = append(w.dirty, e.id)
+	}
+}
+
+func (w *World) clean(e *entity) {
+	e.dirty = false
+	if e.dirtyAt < 0 {
+		return
+	}
+	last := w.dirty[len(w.dirty)-1]
+	w.dirty[e.dirtyAt] = last
+	w.ents[last].dirtyAt = e.dirtyAt
+	w.dirty = w.dirty[:len(w.dirty)-1]
+	e.dirtyAt = -1
+}
+
+// announce sends e's logic to the regions that newly have it in range
+// after it moved from region from (-1: it is new) to region to: the seed's
+// G2C_NEW_CHARACTER_INTO_REGION, step 4 of a crossing.
+func (w *World) announce(e *entity, from, to int32) {
+	var fr Region
+	if from >= 0 {
+		fr = w.regionAt(from)
+	}
+	enc := w.encoded(e)
+	w.around(to, func(ri int32) {
+		if from >= 0 && near(fr, w.regionAt(ri)) {
+			return
+		}
+		reg := &w.regions[ri]
+		if len(reg.obs) == 0 {
+			return
+		}
+		w.touch(ri)
+		reg.direct.w.WriteBits(tagLogic, tagBits)
+		w.lay.writeID(&reg.direct.w, e.id)
+		reg.direct.w.WriteBitString(enc.abs.b, enc.abs.n)
+		reg.direct.mark(e.id)
+		w.stats.Enters += int64(len(reg.obs))
+	})
+	if from < 0 {
+		// A new entity is announced to its whole range: a broadcast. A
+		// crossing reaches only the newly covering regions, so it is not
+		// one: an observer that had the entity in range before heard
+		// nothing, and its forced sync must still include it.
+		e.lastBc = w.frame
+	}
+}
+
+func (w *World) touch(ri int32) {
+	if !w.regions[ri].touched {
+		w.regions[ri].touched = true
+		w.touched = append(w.touched, ri)
+	}
+}
+
+// encoded returns e with its logic encoded for this frame, absolute and
+// region-relative: encoded once, spliced into every packet that carries it.
+func (w *World) encoded(e *entity) *entity {
+	if e.encFrame == w.frame {
+		return e
+	}
+	e.encFrame = w.frame
+	w.w.Reset(e.abs.b[:0])
+	w.lay.writeLogic(&w.w, e.kind, &e.lg, e.dver, nil)
+	e.abs.n, e.abs.b = w.w.Len(), w.w.Bytes()
+	rg := w.regionAt(e.reg)
+	w.w.Reset(e.rel.b[:0])
+	w.lay.writeLogic(&w.w, e.kind, &e.lg, e.dver, &rg)
+	e.rel.n, e.rel.b = w.w.Len(), w.w.Bytes()
+	return e
+}
+
+func (w *World) invalidate(e *entity) { e.encFrame = -1 }
+
+// Move sends an entity toward dest at speed units per frame, starting now,
+// and broadcasts the move to every client in range. It is how the game
+// moves NPCs (and players, for knock-backs).
+func (w *World) Move(id ID, dest Vec, speed int32) error {
+	e := w.get(id)
+	if e == nil {
+		return fmt.Errorf("%w: %d", ErrUnknown, id)
+	}
+	lg := e.lg
+	lg.Dest, lg.Speed = dest, speed
+	if err := w.checkLogic(&lg); err != nil {
+		return err
+	}
+	w.setPath(e, e.lg.Pos, dest, speed, w.frame)
+	if e.obs != nil {
+		e.obs.rewriteFrom(w, w.frame, e.lg.Pos, e.lg.Dest, e.lg.Speed)
+		e.obs.push(w)
+	}
+	return nil
+}
+
+// Place puts an entity at pos, standing (a teleport, a respawn), and
+// broadcasts it.
+func (w *World) Place(id ID, pos Vec) error {
+	e := w.get(id)
+	if e == nil {
+		return fmt.Errorf("%w: %d", ErrUnknown, id)
+	}
+	if !w.lay.onMap(pos) {
+		return fmt.Errorf("%w: %v", ErrOffMap, pos)
+	}
+	w.setPath(e, pos, pos, 0, w.frame)
+	w.reregion(e)
+	if e.obs != nil {
+		e.obs.rewriteFrom(w, w.frame, e.lg.Pos, e.lg.Dest, e.lg.Speed)
+		e.obs.push(w)
+	}
+	return nil
+}
+
+// setPath starts e on a path from src at frame f, steps it to the world's
+// frame and queues the broadcast.
+func (w *World) setPath(e *entity, src, dest Vec, speed int32, f int) {
+	e.lg.Pos, e.lg.Dest, e.lg.Speed = src, dest, speed
+	w.pend = append(w.pend, pending{id: e.id, tag: tagMove, frame: f, reg: e.reg,
+		c: command{src: src, dest: dest, speed: speed}})
+	e.lg.Pos = StepN(src, dest, speed, w.frame-f)
+	if e.lg.Moving() {
+		w.startMoving(e)
+	} else {
+		w.stopMoving(e)
+	}
+	w.invalidate(e)
+}
+
+// Jump broadcasts a jump by an entity.
+func (w *World) Jump(id ID) error { return w.act(id, pending{tag: tagJump}) }
+
+// Skill broadcasts an entity's use of a skill, with an optional target.
+func (w *World) Skill(id ID, skill uint16, target ID) error {
+	if target != 0 && w.get(target) == nil {
+		return fmt.Errorf("%w: target %d", ErrUnknown, target)
+	}
+	return w.act(id, pending{tag: tagSkill, c: command{skill: skill, target: target}})
+}
+
+// Custom broadcasts a game-defined command: a tag and up to MaxCustom bytes
+// the engine does not read.
+func (w *World) Custom(id ID, tag uint8, data []byte) error {
+	if len(data) > w.cfg.MaxCustom {
+		return fmt.Errorf("%w: custom payload of %d bytes", ErrConfig, len(data))
+	}
+	return w.act(id, pending{tag: tagCustom, c: command{ctag: tag, data: append([]byte(nil), data...)}})
+}
+
+func (w *World) act(id ID, p pending) error {
+	e := w.get(id)
+	if e == nil {
+		return fmt.Errorf("%w: %d", ErrUnknown, id)
+	}
+	p.id, p.frame = id, w.frame
+	w.pend = append(w.pend, p)
+	return nil
+}
+
+// Update changes an entity's logic data other than its movement (life,
+// mana, rage, state, combat, magic): f gets a copy; Pos, Dest and Speed
+// changes are ignored (use Move and Place). Clients learn the change by
+// state sync, at the policy's rate.
+func (w *World) Update(id ID, f func(lg *Logic)) error {
+	e := w.get(id)
+	if e == nil {
+		return fmt.Errorf("%w: %d", ErrUnknown, id)
+	}
+	lg := e.lg
+	f(&lg)
+	lg.Pos, lg.Dest, lg.Speed = e.lg.Pos, e.lg.Dest, e.lg.Speed
+	if err := w.checkLogic(&lg); err != nil {
+		return err
+	}
+	if lg != e.lg {
+		e.lg = lg
+		w.invalidate(e)
+		w.markDirty(e)
+	}
+	return nil
+}
+
+// SetDisplay changes an entity's display data; clients fetch the new
+// version when they next hear of the entity.
+func (w *World) SetDisplay(id ID, d Display) error {
+	e := w.get(id)
+	if e == nil {
+		return fmt.Errorf("%w: %d", ErrUnknown, id)
+	}
+	if len(d.Name) > MaxName {
+		return fmt.Errorf("%w: name over %d bytes", ErrConfig, MaxName)
+	}
+	e.disp = d
+	e.dver++
+	w.invalidate(e)
+	w.markDirty(e)
+	return nil
+}
+
+// SetTarget records player's current target, which the policy may sync
+// more often to that player.
+func (w *World) SetTarget(player, target ID) error {
+	e := w.get(player)
+	if e == nil || e.obs == nil {
+		return fmt.Errorf("%w: %d", ErrNotObserver, player)
+	}
+	e.obs.target = target
+	return nil
+}
+
+// reregion moves e to the region of its position, recording a crossing.
+func (w *World) reregion(e *entity) {
+	r := w.regionOfPos(e.lg.Pos)
+	if r == e.reg {
+		return
+	}
+	if e.crossed < 0 {
+		e.crossed = e.reg
+		w.cross = append(w.cross, e.id)
+	}
+	w.removeFrom(e, e.reg)
+	w.addTo(e, r)
+	if e.obs != nil {
+		w.moveObserver(e.obs, e.reg, r)
+	}
+	e.reg = r
+	w.invalidate(e)
+}
+
+// Tick runs every frame due by now: frame n is run at start + n/Hz. A world
+// far behind (a stalled process) skips ahead rather than running a burst.
+func (w *World) Tick(now time.Time) {
+	due := int(now.Sub(w.start) / w.cfg.Period())
+	if behind := due - w.frame; behind > w.cfg.Hz {
+		skip := behind - w.cfg.Hz
+		w.stats.SkippedFrames += skip
+		for _, o := range w.obs {
+			o.skip(w, skip)
+		}
+		w.frame += skip
+	}
+	for w.frame < due {
+		w.step()
+	}
+}
+
+// NextFrame returns when the next frame is due.
+func (w *World) NextFrame() time.Time {
+	return w.start.Add(time.Duration(w.frame+1) * w.cfg.Period())
+}
+
+// step runs one frame: movement, crossings, forced and state sync, and
+// one packet per client.
+func (w *World) step() {
+	w.frame++
+	w.stats.Frames++
+	for i := 0; i < len(w.movers); {
+		e := w.ents[w.movers[i]]
+		e.lg.Pos = Step(e.lg.Pos, e.lg.Dest, e.lg.Speed)
+		w.invalidate(e)
+		w.reregion(e)
+		if !e.lg.Moving() {
+			e.lg.Speed = 0
+			w.stopMoving(e) // swaps the last mover into i
+			continue
+		}
+		i++
+	}
+	for _, o := range w.obs {
+		o.record(w)
+	}
+	w.crossings()
+	w.stateSync()
+	w.flush()
+	for _, o := range w.obs {
+		o.send(w)
+	}
+	for _, ri := range w.touched {
+		reg := &w.regions[ri]
+		reg.bc.reset()
+		reg.direct.reset()
+		reg.syncs = reg.syncs[:0]
+		reg.touched = false
+	}
+	w.touched = w.touched[:0]
+}
+
+// crossings announces the frame's border crossings once every entity has
+// moved, from where each entity was at the start of the frame to where it
+// is now, so that an announcement reaches observers where they are now and
+// never a region out of the entity's range.
+func (w *World) crossings() {
+	for _, id := range w.cross {
+		e := w.get(id)
+		if e == nil || e.crossed < 0 {
+			continue
+		}
+		if e.crossed != e.reg {
+			w.stats.Crossings++
+			w.announce(e, e.crossed, e.reg)
+			to := w.regionAt(e.reg)
+			w.around(e.crossed, func(ri int32) {
+				if !near(to, w.regionAt(ri)) {
+					return
+				}
+				for _, o := range w.regions[ri].obs {
+					o.moved(w, e, e.crossed, e.reg)
+				}
+			})
+		}
+		e.crossed = -1
+	}
+	w.cross = w.cross[:0]
+}
+
+// gone tells the observers around region from that entity id, which a
+// command just took out of their range before they could hear the command,
+// is gone: the seed's step 2, for the case where the broadcast move cannot
+// do it. A removal carries nothing about the entity.
+func (w *World) gone(id ID, from, to int32) {
+	t := w.regionAt(to)
+	w.around(from, func(ri int32) {
+		reg := &w.regions[ri]
+		if len(reg.obs) == 0 || near(t, w.regionAt(ri)) {
+			return
+		}
+		w.touch(ri)
+		reg.direct.w.WriteBits(tagRemove, tagBits)
+		w.lay.writeID(&reg.direct.w, id)
+		reg.direct.mark(id)
+		w.stats.Leaves += int64(len(reg.obs))
+	})
+}
+
+// stateSync queues the entities due for a state sync in their regions.
+func (w *World) stateSync() {
+	for i := 0; i < len(w.dirty); {
+		e := w.ents[w.dirty[i]]
+		if w.frame-e.lastSyn < w.cfg.period(false, e.lg.Combat, w.regions[e.reg].city) {
+			i++
+			continue
+		}
+		e.lastSyn = w.frame
+		reg := &w.regions[e.reg]
+		if len(reg.obs) > 0 || w.hasObservers(e.reg) {
+			w.touch(e.reg)
+			reg.syncs = append(reg.syncs, e.id)
+		}
+		w.clean(e) // swaps the last dirty entity into i
+	}
+}
+
+func (w *World) hasObservers(r int32) bool {
+	found := false
+	w.around(r, func(ri int32) { found = found || len(w.regions[ri].obs) > 0 })
+	return found
+}
+
+// flush encodes the frame's commands, each once, into the region its
+// entity is in now.
+func (w *World) flush() {
+	for i := range w.pend {
+		p := &w.pend[i]
+		ri := p.reg
+		if p.tag != tagRemove {
+			e := w.get(p.id)
+			if e == nil {
+				continue
+			}
+			ri = e.reg
+			e.lastBc = w.frame
+			if p.tag == tagMove && p.reg != ri {
+				w.gone(p.id, p.reg, ri)
+			}
+		}
+		if !w.hasObservers(ri) {
+			continue
+		}
+		w.touch(ri)
+		m := &w.regions[ri].bc
+		m.w.WriteBits(uint64(p.tag), tagBits)
+		w.lay.writeID(&m.w, p.id)
+		if p.tag != tagRemove {
+			w.lay.writeStamp(&m.w, p.frame, w.frame)
+		}
+		switch p.tag {
+		case tagMove:
+			w.lay.writePos(&m.w, p.c.src)
+			w.lay.writePath(&m.w, p.c.src, p.c.dest, p.c.speed)
+		case tagSkill:
+			m.w.WriteBits(uint64(p.c.skill), 16)
+			m.w.WriteBool(p.c.target != 0)
+			if p.c.target != 0 {
+				w.lay.writeID(&m.w, p.c.target)
+			}
+		case tagCustom:
+			m.w.WriteBits(uint64(p.c.ctag), 8)
+			m.w.WriteBytes(p.c.data, w.cfg.MaxCustom)
+		}
+		m.mark(p.id)
+		w.stats.Commands++
+	}
+	w.pend = w.pend[:0]
+}
+
+// Join attaches a client to an entity (usually a Player): from now on the
+// world sends it packets through the Sender under the entity's ID, and
+// accepts its uplink through Deliver.
+func (w *World) Join(id ID) error {
+	e := w.get(id)
+	if e == nil {
+		return fmt.Errorf("%w: %d", ErrUnknown, id)
+	}
+	if e.obs != nil {
+		return nil
+	}
+	o := newObserver(w, e)
+	e.obs = o
+	w.obs = append(w.obs, o)
+	w.regions[e.reg].obs = append(w.regions[e.reg].obs, o)
+	return nil
+}
+
+// Leave detaches the client from an entity; the entity stays.
+func (w *World) Leave(id ID) {
+	e := w.get(id)
+	if e == nil || e.obs == nil {
+		return
+	}
+	w.dropObserver(e.obs, e.reg)
+	for i, o := range w.obs {
+		if o == e.obs {
+			w.obs = append(w.obs[:i], w.obs[i+1:]...)
+			break
+		}
+	}
+	e.obs = nil
+}
+
+func (w *World) dropObserver(o *observer, r int32) {
+	list := w.regions[r].obs
+	for i, x := range list {
+		if x == o {
+			list[i] = list[len(list)-1]
+			w.regions[r].obs = list[:len(list)-1]
+			return
+		}
+	}
+}
+
+func (w *World) moveObserver(o *observer, from, to int32) {
+	w.dropObserver(o, from)
+	w.regions[to].obs = append(w.regions[to].obs, o)
+	o.crossed(w, from, to)
+}
+
+// Deliver hands the world an uplink packet from player's client. A packet
+// that does not decode, or a command that fails validation, is dropped
+// and counted; the error says why. Nothing else is affected.
+func (w *World) Deliver(player ID, msg []byte) error {
+	e := w.get(player)
+	if e == nil || e.obs == nil {
+		return fmt.Errorf("%w: %d", ErrNotObserver, player)
+	}
+	w.stats.PacketsIn++
+	w.stats.BytesIn += int64(len(msg))
+	return e.obs.deliver(w, e, msg)
+}
