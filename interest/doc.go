@@ -1,9 +1,48 @@
-// Package interest is tongbu's MMO state-sync mode (seed 000): a world cut
-// into square regions, each client kept in sync with the 3x3 regions around
-// its character by broadcast commands, client discovery and forced sync,
-// with state-sync rates set by policy and a per-client byte budget.
+// Package interest is tongbu's MMO state-sync mode (seed 000, the JX3 sync
+// strategy): a World cut into square regions, each client kept in sync
+// with the 3x3 regions around its character.
 //
-// It depends only on codec and is driven by explicit calls (Tick, Deliver).
-// The package is laid out but not built yet: it lands with the interest
-// issue.
+// What a client is told:
+//   - commands (move with source and destination, jump, skill, and
+//     game-defined ones), stamped with their frame and broadcast to every
+//     client whose range holds the actor; each is encoded once per frame
+//     into its region's buffer and the same bits are spliced into every
+//     packet that carries it;
+//   - an entity that crosses into a region a client's range newly covers
+//     is announced to that client (the seed's
+//     G2C_NEW_CHARACTER_INTO_REGION);
+//   - client discovery: a client that hears a command for an entity it
+//     does not know asks for its logic data, answered at a bounded rate;
+//   - forced sync: ForcedSync after a client's range takes in a region,
+//     the logic data of the entities there that have not broadcast since
+//     (the seed's m_nLastBroadcastFrame and m_nEnterRegionFrame[9]),
+//     sooner for regions ahead of a moving player, in one region-relative
+//     list (G2C_ALL_CHARACTER_IN_REGION);
+//   - state sync of changed logic data at rates a declarative Policy sets
+//     (target or not, in combat or not, city or field);
+//   - display data, fetched by the client once per version;
+//   - repairs: packets are acknowledged, and what a lost one carried is
+//     resent as the entities' current logic (or a removal, if they have
+//     left the range); nothing stale is retransmitted.
+//
+// Everything but commands and announcements waits in a per-client queue
+// ordered by accumulated priority and drains under a byte budget per
+// frame, which spreads the burst of a region crossing over frames.
+//
+// Removal happens on the client (seed 1.1.1): the Client drops entities
+// that leave its range, by its own moves or theirs, with a short grace.
+// Config.LeaveMessages adds explicit leave messages for clients that do
+// not run the Client half.
+//
+// Movement is client-driven and validated (seed 5.2.1): the world keeps
+// each player's position for every frame of Config.History, rewinds to a
+// move's frame, compares its source within Config.Tolerance, and accepts
+// it or corrects the client. Every position, here and on the client, is
+// advanced by the same integer rule (Step), so a client extrapolates a
+// move to exactly the world's position.
+//
+// The package depends on codec only and is driven by explicit calls
+// (World.Tick, World.Deliver, Client.Deliver, Client.Advance,
+// Client.Packet), so tests run it with no network and no real clock. The
+// wire is in SPEC.md, section 8.
 package interest

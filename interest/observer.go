@@ -86,7 +86,6 @@ type observer struct {
 	up          uplink
 	buf         []byte
 	w           codec.Writer
-	ids         []ID
 	pkt         *sentPacket
 	sent        int64 // bytes
 	corrections int64

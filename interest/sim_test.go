@@ -57,7 +57,6 @@ type harnessOptions struct {
 	npcs    int
 	link    transport.LinkConfig
 	seed    uint64
-	noCheck bool
 }
 
 func newHarness(t testing.TB, o harnessOptions) *harness {

@@ -251,9 +251,6 @@ func (h *downHeader) encode(w *codec.Writer) {
 	}
 }
 
-// headerBits is the size of a downlink header with a command ack.
-const headerBits = kindBits + seqBits + frameBits + 1 + 16
-
 // command is one uplink command: a player's move, jump, skill or
 // game-defined command, stamped with the frame it happened at.
 type command struct {
