@@ -76,13 +76,11 @@ type ask struct {
 }
 
 const (
-	maxUnacked    = maxUpCommands
-	maxEvents     = 1024
-	retryAfter    = 500 * time.Millisecond
-	maxTries      = 4
-	ackEvery      = 4 // frames between acknowledgements when nothing else is sent
-	maxDisplayAsk = maxUpDisplay
-	removeGrace   = 500 * time.Millisecond
+	maxEvents   = 1024
+	retryAfter  = 500 * time.Millisecond
+	maxTries    = 4
+	ackEvery    = 4 // frames between acknowledgements when nothing else is sent
+	removeGrace = 500 * time.Millisecond
 )
 
 // Client is the player's half of interest mode, native or in the browser:
@@ -551,7 +549,7 @@ func (c *Client) queue(cmd command) error {
 	if !c.haveMe {
 		return ErrNotReady
 	}
-	if len(c.unacked) >= maxUnacked {
+	if len(c.unacked) >= maxUpCommands {
 		return ErrBacklog
 	}
 	if len(c.unacked) == 0 {
@@ -600,7 +598,7 @@ func (c *Client) Custom(tag uint8, data []byte) error {
 func (c *Client) Packet(now time.Time) []byte {
 	u := &c.up
 	u.discover = pick(u.discover[:0], c.discover, now, maxUpDiscover, &c.stats.Requests)
-	u.display = pick(u.display[:0], c.wantDisp, now, maxDisplayAsk, nil)
+	u.display = pick(u.display[:0], c.wantDisp, now, maxUpDisplay, nil)
 	u.cmds, u.firstSeq = c.unacked, c.firstCmd
 	ack := c.ackDue && (len(u.cmds) > 0 || len(u.discover) > 0 || len(u.display) > 0 || c.frame-c.lastAck >= ackEvery)
 	if !ack && len(u.cmds) == 0 && len(u.discover) == 0 && len(u.display) == 0 {
@@ -643,6 +641,3 @@ func pick(dst []uint32, m map[ID]ask, now time.Time, n int, count *int64) []uint
 	}
 	return dst
 }
-
-// nextCmdCount returns how many commands the client has sent.
-func (c *Client) nextCmdCount() int64 { return int64(c.nextCmd) }

@@ -2,7 +2,7 @@ package interest
 
 import (
 	"errors"
-	"fmt"
+	"math/bits"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -105,7 +105,7 @@ func TestMovementValidation(t *testing.T) {
 		h.run(60*time.Second, false)
 		moves := int64(0)
 		for _, p := range h.players {
-			moves += p.c.nextCmdCount()
+			moves += int64(p.c.nextCmd)
 		}
 		if c := h.w.Stats().Corrections; c > moves/100 {
 			t.Errorf("%d corrections of honest clients in %d moves at 150 ms RTT", c, moves)
@@ -211,7 +211,7 @@ func speedOver(t testing.TB, w *World, f int, pos Vec) []byte {
 	m := int64(l.cfg.MaxMove)
 	wr.WriteInt(100, -m, m)
 	wr.WriteInt(0, -m, m)
-	n := len(fmt.Sprintf("%b", l.cfg.MaxSpeed))
+	n := bits.Len(uint(l.cfg.MaxSpeed))
 	wr.WriteBits(1<<n-1, n) // all ones: over MaxSpeed unless it is 2^n-1
 	wr.WriteIDs(nil, maxUpDiscover)
 	wr.WriteIDs(nil, maxUpDisplay)

@@ -287,6 +287,7 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, error)) {
 		w.lay.writeDisplay(&o.w, &list[i])
 	}
 	b := o.w.Bytes()
+	o.buf = b[:0]
 	w.stats.ReliableOut += int64(len(b))
 	o.sent += int64(len(b))
 	if err := w.out.SendReliable(o.id, b); err != nil {
@@ -653,8 +654,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 			return false
 		}
 		*budget -= size
-		o.w.WriteBits(tagRemove, tagBits)
-		w.lay.writeID(&o.w, it.id)
+		w.writeRemoveMsg(&o.w, it.id)
 		o.pkt.ids = append(o.pkt.ids, it.id) // lost, it is repaired like the rest
 		w.stats.Leaves++
 		return true
@@ -676,9 +676,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 			return false
 		}
 		*budget -= size
-		o.w.WriteBits(tagLogic, tagBits)
-		w.lay.writeID(&o.w, e.id)
-		o.w.WriteBitString(e.abs.b, e.abs.n)
+		w.writeLogicMsg(&o.w, e)
 		o.pkt.ids = append(o.pkt.ids, e.id)
 		if it.why == whyForced || it.why == whyForcedAhead {
 			w.stats.ForcedSyncs++

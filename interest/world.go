@@ -104,7 +104,8 @@ type msgBuf struct {
 }
 
 func (m *msgBuf) reset() {
-	m.w.Reset(m.buf[:0])
+	m.buf = m.w.Bytes()[:0] // keep the grown buffer: no allocation per frame
+	m.w.Reset(m.buf)
 	m.ends, m.ids = m.ends[:0], m.ids[:0]
 }
 
@@ -216,6 +217,14 @@ func (w *World) get(id ID) *entity {
 	return nil
 }
 
+// lookup returns the live entity id, or ErrUnknown.
+func (w *World) lookup(id ID) (*entity, error) {
+	if e := w.get(id); e != nil {
+		return e, nil
+	}
+	return nil, fmt.Errorf("%w: %d", ErrUnknown, id)
+}
+
 // InRange reports whether entity id is within the 3x3 range of player's
 // region: what the world may tell player's client about it.
 func (w *World) InRange(player, id ID) bool {
@@ -315,9 +324,9 @@ func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
 
 // Despawn removes an entity; clients in range are told.
 func (w *World) Despawn(id ID) error {
-	e := w.get(id)
-	if e == nil {
-		return fmt.Errorf("%w: %d", ErrUnknown, id)
+	e, err := w.lookup(id)
+	if err != nil {
+		return err
 	}
 	if e.obs != nil {
 		w.Leave(id)
@@ -401,9 +410,7 @@ func (w *World) announce(e *entity, from, to int32) {
 			return
 		}
 		w.touch(ri)
-		reg.direct.w.WriteBits(tagLogic, tagBits)
-		w.lay.writeID(&reg.direct.w, e.id)
-		reg.direct.w.WriteBitString(enc.abs.b, enc.abs.n)
+		w.writeLogicMsg(&reg.direct.w, enc)
 		reg.direct.mark(e.id)
 		w.stats.Enters += int64(len(reg.obs))
 	})
@@ -421,6 +428,19 @@ func (w *World) touch(ri int32) {
 		w.regions[ri].touched = true
 		w.touched = append(w.touched, ri)
 	}
+}
+
+// writeLogicMsg writes a logic message for e, whose encoding is current.
+func (w *World) writeLogicMsg(wr *codec.Writer, e *entity) {
+	wr.WriteBits(tagLogic, tagBits)
+	w.lay.writeID(wr, e.id)
+	wr.WriteBitString(e.abs.b, e.abs.n)
+}
+
+// writeRemoveMsg writes a removal of id.
+func (w *World) writeRemoveMsg(wr *codec.Writer, id ID) {
+	wr.WriteBits(tagRemove, tagBits)
+	w.lay.writeID(wr, id)
 }
 
 // encoded returns e with its logic encoded for this frame, absolute and
@@ -446,9 +466,9 @@ func (w *World) invalidate(e *entity) { e.encFrame = -1 }
 // and broadcasts the move to every client in range. It is how the game
 // moves NPCs (and players, for knock-backs).
 func (w *World) Move(id ID, dest Vec, speed int32) error {
-	e := w.get(id)
-	if e == nil {
-		return fmt.Errorf("%w: %d", ErrUnknown, id)
+	e, err := w.lookup(id)
+	if err != nil {
+		return err
 	}
 	lg := e.lg
 	lg.Dest, lg.Speed = dest, speed
@@ -456,30 +476,33 @@ func (w *World) Move(id ID, dest Vec, speed int32) error {
 		return err
 	}
 	w.setPath(e, e.lg.Pos, dest, speed, w.frame)
-	if e.obs != nil {
-		e.obs.rewriteFrom(w, w.frame, e.lg.Pos, e.lg.Dest, e.lg.Speed)
-		e.obs.push(w)
-	}
+	w.moved(e)
 	return nil
 }
 
 // Place puts an entity at pos, standing (a teleport, a respawn), and
 // broadcasts it.
 func (w *World) Place(id ID, pos Vec) error {
-	e := w.get(id)
-	if e == nil {
-		return fmt.Errorf("%w: %d", ErrUnknown, id)
+	e, err := w.lookup(id)
+	if err != nil {
+		return err
 	}
 	if !w.lay.onMap(pos) {
 		return fmt.Errorf("%w: %v", ErrOffMap, pos)
 	}
 	w.setPath(e, pos, pos, 0, w.frame)
 	w.reregion(e)
+	w.moved(e)
+	return nil
+}
+
+// moved tells a player's client that the game moved its entity: its
+// history takes the new path from now, and the client adopts it.
+func (w *World) moved(e *entity) {
 	if e.obs != nil {
 		e.obs.rewriteFrom(w, w.frame, e.lg.Pos, e.lg.Dest, e.lg.Speed)
 		e.obs.push(w)
 	}
-	return nil
 }
 
 // setPath starts e on a path from src at frame f, steps it to the world's
@@ -518,9 +541,8 @@ func (w *World) Custom(id ID, tag uint8, data []byte) error {
 }
 
 func (w *World) act(id ID, p pending) error {
-	e := w.get(id)
-	if e == nil {
-		return fmt.Errorf("%w: %d", ErrUnknown, id)
+	if _, err := w.lookup(id); err != nil {
+		return err
 	}
 	p.id, p.frame = id, w.frame
 	w.pend = append(w.pend, p)
@@ -532,9 +554,9 @@ func (w *World) act(id ID, p pending) error {
 // changes are ignored (use Move and Place). Clients learn the change by
 // state sync, at the policy's rate.
 func (w *World) Update(id ID, f func(lg *Logic)) error {
-	e := w.get(id)
-	if e == nil {
-		return fmt.Errorf("%w: %d", ErrUnknown, id)
+	e, err := w.lookup(id)
+	if err != nil {
+		return err
 	}
 	lg := e.lg
 	f(&lg)
@@ -553,9 +575,9 @@ func (w *World) Update(id ID, f func(lg *Logic)) error {
 // SetDisplay changes an entity's display data; clients fetch the new
 // version when they next hear of the entity.
 func (w *World) SetDisplay(id ID, d Display) error {
-	e := w.get(id)
-	if e == nil {
-		return fmt.Errorf("%w: %d", ErrUnknown, id)
+	e, err := w.lookup(id)
+	if err != nil {
+		return err
 	}
 	if len(d.Name) > MaxName {
 		return fmt.Errorf("%w: name over %d bytes", ErrConfig, MaxName)
@@ -695,8 +717,7 @@ func (w *World) gone(id ID, from, to int32) {
 			return
 		}
 		w.touch(ri)
-		reg.direct.w.WriteBits(tagRemove, tagBits)
-		w.lay.writeID(&reg.direct.w, id)
+		w.writeRemoveMsg(&reg.direct.w, id)
 		reg.direct.mark(id)
 		w.stats.Leaves += int64(len(reg.obs))
 	})
@@ -712,7 +733,7 @@ func (w *World) stateSync() {
 		}
 		e.lastSyn = w.frame
 		reg := &w.regions[e.reg]
-		if len(reg.obs) > 0 || w.hasObservers(e.reg) {
+		if w.hasObservers(e.reg) {
 			w.touch(e.reg)
 			reg.syncs = append(reg.syncs, e.id)
 		}
@@ -777,9 +798,9 @@ func (w *World) flush() {
 // world sends it packets through the Sender under the entity's ID, and
 // accepts its uplink through Deliver.
 func (w *World) Join(id ID) error {
-	e := w.get(id)
-	if e == nil {
-		return fmt.Errorf("%w: %d", ErrUnknown, id)
+	e, err := w.lookup(id)
+	if err != nil {
+		return err
 	}
 	if e.obs != nil {
 		return nil

@@ -84,32 +84,31 @@ func turns(a Fixed) uint64 {
 	return t
 }
 
+// Taylor coefficients in Q62, highest order first, for altHorner.
+var (
+	sinCoeffs  = [...]uint64{inv15f, inv13f, inv11f, inv9f, inv7f, inv5f, inv3f, q62One}
+	cosCoeffs  = [...]uint64{inv16f, inv14f, inv12f, inv10f, inv8f, inv6f, inv4f, inv2f, q62One}
+	atanCoeffs = [...]uint64{inv9, inv7, inv5, inv3, q62One}
+)
+
+// altHorner evaluates c[n] - x2*(c[n-1] - x2*(... - x2*c[0])) in Q62: a
+// series whose terms alternate in sign, in powers of x2.
+func altHorner(x2 uint64, c []uint64) uint64 {
+	s := c[0]
+	for _, k := range c[1:] {
+		s = k - mulQ62(x2, s)
+	}
+	return s
+}
+
 // sinQ62 returns sin(x) for x in [0, π/4] in Q62.
 func sinQ62(x uint64) uint64 {
-	x2 := mulQ62(x, x)
-	s := inv15f
-	s = inv13f - mulQ62(x2, s)
-	s = inv11f - mulQ62(x2, s)
-	s = inv9f - mulQ62(x2, s)
-	s = inv7f - mulQ62(x2, s)
-	s = inv5f - mulQ62(x2, s)
-	s = inv3f - mulQ62(x2, s)
-	s = q62One - mulQ62(x2, s)
-	return mulQ62(x, s)
+	return mulQ62(x, altHorner(mulQ62(x, x), sinCoeffs[:]))
 }
 
 // cosQ62 returns cos(x) for x in [0, π/4] in Q62.
 func cosQ62(x uint64) uint64 {
-	x2 := mulQ62(x, x)
-	c := inv16f
-	c = inv14f - mulQ62(x2, c)
-	c = inv12f - mulQ62(x2, c)
-	c = inv10f - mulQ62(x2, c)
-	c = inv8f - mulQ62(x2, c)
-	c = inv6f - mulQ62(x2, c)
-	c = inv4f - mulQ62(x2, c)
-	c = inv2f - mulQ62(x2, c)
-	return q62One - mulQ62(x2, c)
+	return altHorner(mulQ62(x, x), cosCoeffs[:])
 }
 
 // SinCos returns Sin(a) and Cos(a), a in radians, computing the shared
@@ -230,13 +229,7 @@ func Atan2(y, x Fixed) Fixed {
 
 // atanQ62 returns atan(u) for u in [0, 1/16] in Q62.
 func atanQ62(u uint64) uint64 {
-	u2 := mulQ62(u, u)
-	s := inv9
-	s = inv7 - mulQ62(u2, s)
-	s = inv5 - mulQ62(u2, s)
-	s = inv3 - mulQ62(u2, s)
-	s = q62One - mulQ62(u2, s)
-	return mulQ62(u, s)
+	return mulQ62(u, altHorner(mulQ62(u, u), atanCoeffs[:]))
 }
 
 // Atan returns the arctangent of a in radians, in [-HalfPi, HalfPi].
