@@ -1,0 +1,263 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/transport"
+)
+
+// ClientConfig configures Dial. A nil *ClientConfig means the defaults.
+type ClientConfig struct {
+	// IncludeLoopback offers loopback candidates (native only), for tests
+	// and local demos.
+	IncludeLoopback bool
+	// HTTPClient posts the offer (default http.DefaultClient).
+	HTTPClient *http.Client
+	// Limits bound the connection; they must match the server's.
+	Limits transport.Limits
+	// Logger receives the client's logs (default: discarded).
+	Logger *slog.Logger
+}
+
+// Client is a player's (or spectator's) connection to a room or world:
+// native Go or WASM in the browser. Behind it runs the mode's client half,
+// lockstep.Client or interest.Client, which the game drives directly.
+//
+// A Client is driven by the game's loop: call Update once per render tick
+// (it takes what has arrived, hands it to the mode's client and sends the
+// uplink when due), then use Lockstep or Interest. Like the mode clients it
+// is not safe for concurrent use, except Close and Done.
+type Client struct {
+	conn    transport.Conn
+	welcome *welcome
+	ls      *lockstep.Client
+	is      *interest.Client
+	early   [][]byte // mode messages that arrived before the welcome
+
+	interval  time.Duration // the least time between two uplink packets
+	lastSend  time.Time
+	closed    error
+	malformed uint64
+}
+
+// maxEarly bounds the messages kept while waiting for the welcome.
+const maxEarly = 64
+
+// Dial connects to the server at url (its base URL, such as
+// "http://localhost:8080", or its connect URL ending in ConnectPath) with
+// ticket, and returns once the server has placed the player in its room
+// or world.
+func Dial(ctx context.Context, url, ticket string, cfg *ClientConfig) (*Client, error) {
+	if cfg == nil {
+		cfg = &ClientConfig{}
+	}
+	u, err := connectURL(url)
+	if err != nil {
+		return nil, err
+	}
+	conn, err := transport.Dial(ctx, u, &transport.ClientConfig{
+		Header:          http.Header{"Authorization": {"Bearer " + ticket}},
+		HTTPClient:      cfg.HTTPClient,
+		IncludeLoopback: cfg.IncludeLoopback,
+		Limits:          cfg.Limits,
+		Logger:          cfg.Logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	c, err := NewClient(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	return c, nil
+}
+
+func connectURL(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil {
+		return "", fmt.Errorf("engine: server URL: %w", err)
+	}
+	if u.Scheme != "http" && u.Scheme != "https" {
+		return "", fmt.Errorf("engine: server URL %q: want http or https", s)
+	}
+	if !strings.HasSuffix(u.Path, ConnectPath) {
+		u.Path = strings.TrimSuffix(u.Path, "/") + ConnectPath
+	}
+	return u.String(), nil
+}
+
+// NewClient runs the client side over conn, a connection already open to
+// the server (Dial does this for WebRTC; an in-process bot passes one end
+// of a transport.Network pipe whose other end went to Server.Attach). It
+// waits for the server's welcome.
+func NewClient(ctx context.Context, conn transport.Conn) (*Client, error) {
+	c := &Client{conn: conn}
+	for c.welcome == nil {
+		m, err := conn.Receive(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("engine: waiting for the server's welcome: %w", err)
+		}
+		switch {
+		case !isEngine(m.Data):
+			if len(c.early) < maxEarly {
+				c.early = append(c.early, m.Data)
+			}
+		case engineType(m.Data) == typeBye:
+			bye, err := readBye(m.Data)
+			if err != nil {
+				return nil, err
+			}
+			return nil, bye
+		default:
+			w, err := readWelcome(m.Data)
+			if err != nil {
+				return nil, err
+			}
+			c.welcome = w
+		}
+	}
+	var err error
+	w := c.welcome
+	if w.mode == Lockstep {
+		c.ls, err = lockstep.NewClient(w.lockstep, w.slot)
+		c.interval = w.lockstep.Period() / 2
+	} else {
+		c.is, err = interest.NewClient(w.interest, w.self)
+		c.interval = w.interest.Period() / 2
+	}
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	return c, nil
+}
+
+// Mode returns what the client joined.
+func (c *Client) Mode() Mode { return c.welcome.mode }
+
+// Target returns the room's or world's name.
+func (c *Client) Target() string { return c.welcome.target }
+
+// Role returns the client's role.
+func (c *Client) Role() Role { return c.welcome.role }
+
+// Slot returns the player's slot in a lockstep room.
+func (c *Client) Slot() int { return c.welcome.slot }
+
+// Self returns the player's entity in an interest world.
+func (c *Client) Self() interest.ID { return c.welcome.self }
+
+// Lockstep returns the lockstep client half, or nil in a world.
+func (c *Client) Lockstep() *lockstep.Client { return c.ls }
+
+// LockstepConfig returns the room's configuration.
+func (c *Client) LockstepConfig() lockstep.Config { return c.welcome.lockstep }
+
+// Interest returns the interest client half, or nil in a room.
+func (c *Client) Interest() *interest.Client { return c.is }
+
+// InterestConfig returns the world's configuration.
+func (c *Client) InterestConfig() interest.Config { return c.welcome.interest }
+
+// Update takes every message that has arrived, hands it to the mode's
+// client, and sends the uplink packet when one is due (at most one per
+// half frame period; Flush sends at once). It returns the server's reason
+// once the connection is closed.
+func (c *Client) Update(now time.Time) error {
+	if c.closed != nil {
+		return c.closed
+	}
+	for _, m := range c.early {
+		c.deliver(now, m)
+	}
+	c.early = nil
+	for {
+		m, ok := c.conn.TryReceive()
+		if !ok {
+			break
+		}
+		if isEngine(m.Data) {
+			if engineType(m.Data) == typeBye {
+				if bye, err := readBye(m.Data); err == nil {
+					c.closed = bye
+				}
+			}
+			continue
+		}
+		c.deliver(now, m.Data)
+	}
+	if c.closed == nil {
+		select {
+		case <-c.conn.Done():
+			c.closed = &ClosedError{Reason: "connection lost"}
+		default:
+		}
+	}
+	if c.closed != nil {
+		c.conn.Close()
+		return c.closed
+	}
+	if now.Sub(c.lastSend) >= c.interval {
+		c.Flush(now)
+	}
+	return nil
+}
+
+func (c *Client) deliver(now time.Time, msg []byte) {
+	var err error
+	if c.ls != nil {
+		err = c.ls.Deliver(now, msg)
+	} else {
+		err = c.is.Deliver(now, msg)
+	}
+	if err != nil {
+		c.malformed++ // counted and dropped: one bad packet is not fatal
+	}
+}
+
+// Flush sends the mode's uplink packet now: call it right after an input
+// or a command to save up to half a frame of latency.
+func (c *Client) Flush(now time.Time) {
+	if c.closed != nil {
+		return
+	}
+	var pkt []byte
+	if c.ls != nil {
+		if c.welcome.role == RoleSpectator {
+			return
+		}
+		pkt = c.ls.Packet(now)
+	} else {
+		pkt = c.is.Packet(now)
+	}
+	c.lastSend = now
+	if pkt != nil {
+		c.conn.SendUnreliable(pkt)
+	}
+}
+
+// ClientStats counts a client's traffic.
+type ClientStats struct {
+	transport.Stats
+	// Malformed counts packets the mode's client could not use.
+	Malformed uint64
+}
+
+// Stats returns the connection's counters.
+func (c *Client) Stats() ClientStats {
+	return ClientStats{Stats: c.conn.Stats(), Malformed: c.malformed}
+}
+
+// Done is closed when the connection closes.
+func (c *Client) Done() <-chan struct{} { return c.conn.Done() }
+
+// Close closes the connection.
+func (c *Client) Close() error { return c.conn.Close() }

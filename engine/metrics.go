@@ -1,0 +1,241 @@
+//go:build !js
+
+package engine
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/transport"
+)
+
+// metrics are the server's operator counters, written in the Prometheus
+// text exposition format (version 0.0.4) by hand: the format is a few
+// lines of text, and the client library would be the module's largest
+// dependency for no gain.
+type metrics struct {
+	mu       sync.Mutex
+	joins    uint64
+	refusals map[string]uint64
+	drops    map[[2]string]uint64 // {mode, reason}
+	frames   uint64
+	cutLateH [len(cutLateBuckets) + 1]uint64
+	cutLateS float64
+	closed   transport.Stats // summed over closed connections
+	interest map[string]uint64
+}
+
+// cutLateBuckets are the upper bounds of the cut-lateness histogram, in
+// seconds.
+var cutLateBuckets = [...]float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1}
+
+func newMetrics() *metrics {
+	return &metrics{refusals: map[string]uint64{}, drops: map[[2]string]uint64{}, interest: map[string]uint64{}}
+}
+
+func (m *metrics) refused(reason string) {
+	m.mu.Lock()
+	m.refusals[reason]++
+	m.mu.Unlock()
+}
+
+func (m *metrics) joined() {
+	m.mu.Lock()
+	m.joins++
+	m.mu.Unlock()
+}
+
+func (m *metrics) drop(mode, reason string) {
+	m.mu.Lock()
+	m.drops[[2]string{mode, reason}]++
+	m.mu.Unlock()
+}
+
+func (m *metrics) cutLate(d time.Duration) {
+	s := max(d.Seconds(), 0)
+	i := sort.SearchFloat64s(cutLateBuckets[:], s)
+	m.mu.Lock()
+	m.cutLateH[i]++
+	m.cutLateS += s
+	m.mu.Unlock()
+}
+
+func (m *metrics) closedConn(st transport.Stats) {
+	m.mu.Lock()
+	m.closed.SentBytes += st.SentBytes
+	m.closed.SentMessages += st.SentMessages
+	m.closed.RecvBytes += st.RecvBytes
+	m.closed.RecvMessages += st.RecvMessages
+	m.closed.DroppedUnreliable += st.DroppedUnreliable
+	m.mu.Unlock()
+}
+
+// roomDelta adds what a room did since its previous snapshot.
+func (m *metrics) roomDelta(prev, cur *lockstep.RoomStats) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.frames += uint64(cur.Frames - prev.Frames)
+	for i := range cur.Dropped {
+		if d := cur.Dropped[i] - prev.Dropped[i]; d > 0 {
+			m.drops[[2]string{"lockstep", lockstep.DropName(i)}] += d
+		}
+	}
+}
+
+// worldDelta adds what a world did since its previous snapshot.
+func (m *metrics) worldDelta(prev, cur *interest.Stats) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range cur.Dropped {
+		if d := cur.Dropped[i] - prev.Dropped[i]; d > 0 {
+			m.drops[[2]string{"interest", interest.DropName(i)}] += uint64(d)
+		}
+	}
+	for _, f := range []struct {
+		name      string
+		cur, prev int64
+	}{
+		{"commands", cur.Commands, prev.Commands}, {"forced_syncs", cur.ForcedSyncs, prev.ForcedSyncs},
+		{"discoveries", cur.Discoveries, prev.Discoveries}, {"state_syncs", cur.StateSyncs, prev.StateSyncs},
+		{"repairs", cur.Repairs, prev.Repairs}, {"corrections", cur.Corrections, prev.Corrections},
+		{"deferred", cur.Deferred, prev.Deferred},
+	} {
+		if d := f.cur - f.prev; d > 0 {
+			m.interest[f.name] += uint64(d)
+		}
+	}
+}
+
+// serveMetrics writes every metric in the Prometheus text format.
+func (s *Server) serveMetrics(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+	s.writeMetrics(w)
+}
+
+func (s *Server) writeMetrics(out io.Writer) {
+	s.mu.Lock()
+	live := make([]transport.Conn, 0, len(s.peers))
+	for p := range s.peers {
+		live = append(live, p.conn)
+	}
+	rooms := make([]*Room, 0, len(s.rooms))
+	for _, r := range s.rooms {
+		rooms = append(rooms, r)
+	}
+	nWorlds := len(s.worlds)
+	s.mu.Unlock()
+	sort.Slice(rooms, func(i, j int) bool { return rooms[i].name < rooms[j].name })
+
+	var b strings.Builder
+	metric := func(name, typ, help string) {
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, typ)
+	}
+	metric("tongbu_connections", "gauge", "Connections joined to a room or world.")
+	fmt.Fprintf(&b, "tongbu_connections %d\n", len(live))
+	metric("tongbu_rooms", "gauge", "Lockstep rooms.")
+	fmt.Fprintf(&b, "tongbu_rooms %d\n", len(rooms))
+	metric("tongbu_worlds", "gauge", "Interest worlds.")
+	fmt.Fprintf(&b, "tongbu_worlds %d\n", nWorlds)
+
+	traffic := s.metrics.trafficWith(live)
+	m := s.metrics
+	m.mu.Lock()
+	metric("tongbu_joins_total", "counter", "Connections that joined a room or world.")
+	fmt.Fprintf(&b, "tongbu_joins_total %d\n", m.joins)
+	metric("tongbu_refused_total", "counter", "Connections refused, by reason.")
+	for _, k := range sortedKeys(m.refusals) {
+		fmt.Fprintf(&b, "tongbu_refused_total{reason=%q} %d\n", k, m.refusals[k])
+	}
+	metric("tongbu_frames_cut_total", "counter", "Lockstep frames cut.")
+	fmt.Fprintf(&b, "tongbu_frames_cut_total %d\n", m.frames)
+	metric("tongbu_cut_late_seconds", "histogram", "How late rooms ran after their scheduled cut.")
+	var cum uint64
+	for i, le := range cutLateBuckets {
+		cum += m.cutLateH[i]
+		fmt.Fprintf(&b, "tongbu_cut_late_seconds_bucket{le=\"%g\"} %d\n", le, cum)
+	}
+	cum += m.cutLateH[len(cutLateBuckets)]
+	fmt.Fprintf(&b, "tongbu_cut_late_seconds_bucket{le=\"+Inf\"} %d\n", cum)
+	fmt.Fprintf(&b, "tongbu_cut_late_seconds_sum %g\ntongbu_cut_late_seconds_count %d\n", m.cutLateS, cum)
+	metric("tongbu_sent_bytes_total", "counter", "Bytes sent to clients, both channels.")
+	fmt.Fprintf(&b, "tongbu_sent_bytes_total %d\n", traffic.SentBytes)
+	metric("tongbu_received_bytes_total", "counter", "Bytes received from clients.")
+	fmt.Fprintf(&b, "tongbu_received_bytes_total %d\n", traffic.RecvBytes)
+	metric("tongbu_sent_messages_total", "counter", "Messages sent to clients.")
+	fmt.Fprintf(&b, "tongbu_sent_messages_total %d\n", traffic.SentMessages)
+	metric("tongbu_received_messages_total", "counter", "Messages received from clients.")
+	fmt.Fprintf(&b, "tongbu_received_messages_total %d\n", traffic.RecvMessages)
+	metric("tongbu_dropped_total", "counter", "Messages dropped, by mode and reason (unreliable sends to a backed-up channel are mode=\"transport\").")
+	fmt.Fprintf(&b, "tongbu_dropped_total{mode=\"transport\",reason=\"backed_up\"} %d\n", traffic.DroppedUnreliable)
+	keys := make([][2]string, 0, len(m.drops))
+	for k := range m.drops {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool { return keys[i][0]+keys[i][1] < keys[j][0]+keys[j][1] })
+	for _, k := range keys {
+		fmt.Fprintf(&b, "tongbu_dropped_total{mode=%q,reason=%q} %d\n", k[0], k[1], m.drops[k])
+	}
+	metric("tongbu_interest_sent_total", "counter", "Interest-mode updates sent, by path.")
+	for _, k := range sortedKeys(m.interest) {
+		fmt.Fprintf(&b, "tongbu_interest_sent_total{path=%q} %d\n", k, m.interest[k])
+	}
+	m.mu.Unlock()
+
+	metric("tongbu_lockstep_redundancy", "gauge", "Frames repeated per downlink packet, per player.")
+	for _, r := range rooms {
+		for slot := range r.pstats {
+			fmt.Fprintf(&b, "tongbu_lockstep_redundancy{room=%q,slot=\"%d\"} %d\n", r.name, slot, r.PlayerStats(slot).Redundancy)
+		}
+	}
+	metric("tongbu_lockstep_loss_ratio", "gauge", "Estimated downlink loss, per player.")
+	for _, r := range rooms {
+		for slot := range r.pstats {
+			fmt.Fprintf(&b, "tongbu_lockstep_loss_ratio{room=%q,slot=\"%d\"} %g\n", r.name, slot, r.PlayerStats(slot).Loss)
+		}
+	}
+	metric("tongbu_lockstep_late_drops_total", "counter", "Inputs dropped for arriving after their frame was cut, per player.")
+	for _, r := range rooms {
+		for slot := range r.pstats {
+			fmt.Fprintf(&b, "tongbu_lockstep_late_drops_total{room=%q,slot=\"%d\"} %d\n", r.name, slot, r.PlayerStats(slot).LateDrops)
+		}
+	}
+	metric("tongbu_lockstep_made_up_total", "counter", "Frames in which the room made a player's input up, per player.")
+	for _, r := range rooms {
+		for slot := range r.pstats {
+			fmt.Fprintf(&b, "tongbu_lockstep_made_up_total{room=%q,slot=\"%d\"} %d\n", r.name, slot, r.PlayerStats(slot).MadeUp)
+		}
+	}
+	io.WriteString(out, b.String())
+}
+
+// trafficWith returns the traffic of the closed connections plus live.
+func (m *metrics) trafficWith(live []transport.Conn) transport.Stats {
+	m.mu.Lock()
+	t := m.closed
+	m.mu.Unlock()
+	for _, c := range live {
+		st := c.Stats()
+		t.SentBytes += st.SentBytes
+		t.SentMessages += st.SentMessages
+		t.RecvBytes += st.RecvBytes
+		t.RecvMessages += st.RecvMessages
+		t.DroppedUnreliable += st.DroppedUnreliable
+	}
+	return t
+}
+
+func sortedKeys(m map[string]uint64) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,476 @@
+//go:build !js
+
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/transport"
+)
+
+// Config configures a Server. Only Secret is required.
+type Config struct {
+	// Secret signs and checks tickets (HMAC-SHA256); at least 16 bytes,
+	// shared with the game server that issues tickets.
+	Secret []byte
+	// UDPAddr is the one UDP address every WebRTC peer uses, for example
+	// ":3478". Default ":0" (a random port; see UDPAddr).
+	UDPAddr string
+	// PublicIPs are advertised to clients instead of the interfaces' own
+	// addresses, for a server behind a 1:1 NAT.
+	PublicIPs []string
+	// IncludeLoopback offers loopback candidates, for tests and local
+	// demos on a machine with no other interface.
+	IncludeLoopback bool
+	// AllowedOrigins lists the browser origins allowed to connect ("*" for
+	// any). Empty: only clients that send no Origin (native ones).
+	AllowedOrigins []string
+	// NoWebRTC serves only connections handed to Attach (in-process bots
+	// over transport.Network, tests): no UDP port is opened and ConnectPath
+	// is not served.
+	NoWebRTC bool
+	// MaxConns bounds the connections open at once (default 10,000).
+	MaxConns int
+	// MaxRooms bounds the rooms and worlds at once (default 10,000).
+	MaxRooms int
+	// MaxTicketTTL refuses tickets that expire further away than this, so
+	// that the memory of used tickets stays bounded (default 1 hour).
+	MaxTicketTTL time.Duration
+	// Workers is the number of goroutines that tick rooms and worlds
+	// (default GOMAXPROCS).
+	Workers int
+	// Limits bound each connection.
+	Limits transport.Limits
+	// Assets, when set, is served for every path the engine does not
+	// handle itself (a game's pages and WASM files).
+	Assets http.Handler
+	// Logger receives the server's logs (default: discarded).
+	Logger *slog.Logger
+}
+
+// Server hosts lockstep rooms and interest worlds behind one HTTP handler
+// and one UDP port. Clients connect over WebRTC (Dial) or, in the same
+// process, over any transport.Conn (Attach); the ticket each presents
+// routes it to its room or world.
+type Server struct {
+	cfg     Config
+	log     *slog.Logger
+	rtc     *transport.Server
+	sched   *lockstep.Scheduler
+	used    usedTickets
+	mux     *http.ServeMux
+	metrics *metrics
+
+	mu       sync.Mutex
+	rooms    map[string]*Room
+	worlds   map[string]*World
+	peers    map[*peer]struct{}
+	closing  bool
+	shutdown chan struct{}
+	served   chan struct{}
+}
+
+// NewServer starts a server's UDP port and workers. Serve it with Handler
+// on an HTTP server and call Serve to accept connections.
+func NewServer(cfg Config) (*Server, error) {
+	if len(cfg.Secret) < minSecretLen {
+		return nil, fmt.Errorf("engine: Config.Secret must be at least %d bytes", minSecretLen)
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = 10000
+	}
+	if cfg.MaxRooms <= 0 {
+		cfg.MaxRooms = 10000
+	}
+	if cfg.MaxTicketTTL <= 0 {
+		cfg.MaxTicketTTL = time.Hour
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = runtime.GOMAXPROCS(0)
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	s := &Server{
+		cfg: cfg, log: cfg.Logger, rooms: map[string]*Room{}, worlds: map[string]*World{},
+		peers: map[*peer]struct{}{}, shutdown: make(chan struct{}), served: make(chan struct{}),
+		metrics: newMetrics(),
+	}
+	s.mux = http.NewServeMux()
+	if !cfg.NoWebRTC {
+		rtc, err := transport.NewServer(transport.ServerConfig{
+			UDPAddr: cfg.UDPAddr, PublicIPs: cfg.PublicIPs, AllowedOrigins: cfg.AllowedOrigins,
+			IncludeLoopback: cfg.IncludeLoopback, Authorize: s.authorize, Limits: cfg.Limits,
+			Logger: cfg.Logger, AcceptQueue: 1024, MaxPending: 256,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.rtc = rtc
+		s.mux.Handle(ConnectPath, rtc)
+	}
+	s.sched = lockstep.NewScheduler(cfg.Workers)
+	s.mux.HandleFunc(HealthPath, s.health)
+	s.mux.HandleFunc(MetricsPath, s.serveMetrics)
+	if cfg.Assets != nil {
+		s.mux.Handle("/", cfg.Assets)
+	}
+	return s, nil
+}
+
+// Handler returns the server's HTTP handler: ConnectPath, HealthPath,
+// MetricsPath and, when configured, the assets.
+func (s *Server) Handler() http.Handler { return s.mux }
+
+// UDPAddr returns the address of the server's UDP port, nil with NoWebRTC.
+func (s *Server) UDPAddr() net.Addr {
+	if s.rtc == nil {
+		return nil
+	}
+	return s.rtc.UDPAddr()
+}
+
+// handshakes returns the WebRTC handshakes in progress.
+func (s *Server) handshakes() int {
+	if s.rtc == nil {
+		return 0
+	}
+	return s.rtc.Pending()
+}
+
+// Ticket signs a ticket for player to join target (a room or world) in
+// role, valid for ttl.
+func (s *Server) Ticket(player, target string, role Role, ttl time.Duration) (string, error) {
+	return SignTicket(s.cfg.Secret, Ticket{Player: player, Target: target, Role: role, Expires: time.Now().Add(ttl)})
+}
+
+// CreateRoom creates a lockstep room named name. Its first frame is cut
+// one frame period from now.
+func (s *Server) CreateRoom(name string, cfg lockstep.Config) (*Room, error) {
+	if err := checkName("room name", name); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	r := &Room{s: s, name: name, cfg: cfg, players: map[string]int{},
+		slots: make([]atomic.Pointer[peer], cfg.Players), pstats: make([]lockstep.PlayerStats, cfg.Players)}
+	room, err := lockstep.NewRoom(cfg, time.Now(), roomSender{r})
+	if err != nil {
+		return nil, err
+	}
+	r.room, r.host = room, lockstep.NewHost(room)
+	if err := s.register(name, r, nil); err != nil {
+		return nil, err
+	}
+	s.sched.Add(r, room.NextCut())
+	s.log.Info("room created", "room", name, "players", cfg.Players, "hz", cfg.Hz)
+	return r, nil
+}
+
+// CreateWorld creates an interest world named name.
+func (s *Server) CreateWorld(name string, cfg WorldConfig) (*World, error) {
+	if err := checkName("world name", name); err != nil {
+		return nil, err
+	}
+	w := &World{s: s, name: name, cfg: cfg, peers: map[interest.ID]*worldPeer{}, players: map[string]*worldPeer{}}
+	world, err := interest.NewWorld(cfg.Interest, time.Now(), worldSender{w})
+	if err != nil {
+		return nil, err
+	}
+	w.world = world
+	if err := s.register(name, nil, w); err != nil {
+		return nil, err
+	}
+	s.sched.Add(w, world.NextFrame())
+	s.log.Info("world created", "world", name)
+	return w, nil
+}
+
+func (s *Server) register(name string, r *Room, w *World) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closing:
+		return ErrServerClosed
+	case s.rooms[name] != nil || s.worlds[name] != nil:
+		return fmt.Errorf("engine: a room or world named %q exists", name)
+	case len(s.rooms)+len(s.worlds) >= s.cfg.MaxRooms:
+		return fmt.Errorf("%w: %d rooms and worlds", ErrFull, s.cfg.MaxRooms)
+	}
+	if r != nil {
+		s.rooms[name] = r
+	} else {
+		s.worlds[name] = w
+	}
+	return nil
+}
+
+// forget drops a closed room's or world's name.
+func (s *Server) forget(name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.rooms, name)
+	delete(s.worlds, name)
+}
+
+// Room returns the room named name.
+func (s *Server) Room(name string) (*Room, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r, ok := s.rooms[name]
+	return r, ok
+}
+
+// World returns the world named name.
+func (s *Server) World(name string) (*World, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	w, ok := s.worlds[name]
+	return w, ok
+}
+
+// ErrServerClosed is returned once the server is shutting down.
+var ErrServerClosed = errors.New("engine: server closed")
+
+// admit checks a presented ticket and reserves a connection for it:
+// signature, expiry, lifetime, target, role, replay and the connection
+// limit, in that order, before anything is held.
+func (s *Server) admit(token string, now time.Time) (Ticket, error) {
+	t, err := ParseTicket(s.cfg.Secret, token, now)
+	if err != nil {
+		return t, err
+	}
+	if t.Expires.After(now.Add(s.cfg.MaxTicketTTL)) {
+		return t, fmt.Errorf("%w: expires in %v, over the server's %v", ErrTicketInvalid, t.Expires.Sub(now).Round(time.Second), s.cfg.MaxTicketTTL)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return t, ErrServerClosed
+	}
+	_, isRoom := s.rooms[t.Target]
+	_, isWorld := s.worlds[t.Target]
+	switch {
+	case !isRoom && !isWorld:
+		return t, fmt.Errorf("engine: no room or world named %q", t.Target)
+	case isWorld && t.Role != RolePlayer:
+		return t, fmt.Errorf("engine: world %q takes players only", t.Target)
+	case s.used.used(t):
+		return t, fmt.Errorf("%w: player %q, target %q", ErrTicketReplayed, t.Player, t.Target)
+	case len(s.peers)+s.handshakes() >= s.cfg.MaxConns:
+		// Refused for now, not spent: the same ticket may try again.
+		return t, fmt.Errorf("%w: %d connections", ErrFull, s.cfg.MaxConns)
+	}
+	if err := s.used.use(t, now); err != nil {
+		return t, err
+	}
+	return t, nil
+}
+
+// authorize is the signaling hook: a request without a good ticket is
+// refused before any WebRTC resource is taken.
+func (s *Server) authorize(r *http.Request) (any, error) {
+	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		token = r.URL.Query().Get("ticket")
+	}
+	if token == "" {
+		s.metrics.refused("no_ticket")
+		return nil, fmt.Errorf("%w: none presented (Authorization: Bearer <ticket>)", ErrTicketInvalid)
+	}
+	t, err := s.admit(token, time.Now())
+	if err != nil {
+		s.metrics.refused(refuseReason(err))
+		s.log.Info("connection refused", "err", err)
+		return nil, err
+	}
+	return t, nil
+}
+
+func refuseReason(err error) string {
+	switch {
+	case errors.Is(err, ErrTicketExpired):
+		return "expired"
+	case errors.Is(err, ErrTicketReplayed):
+		return "replayed"
+	case errors.Is(err, ErrTicketInvalid):
+		return "invalid"
+	case errors.Is(err, ErrFull):
+		return "full"
+	case errors.Is(err, ErrServerClosed):
+		return "closing"
+	}
+	return "target"
+}
+
+// Attach joins conn, a connection made by other means than the server's
+// WebRTC (an in-process bot over transport.Network, a test), with the
+// ticket it presents. On error conn is closed.
+func (s *Server) Attach(conn transport.Conn, ticket string) error {
+	t, err := s.admit(ticket, time.Now())
+	if err != nil {
+		s.metrics.refused(refuseReason(err))
+		conn.Close()
+		return err
+	}
+	return s.route(conn, t)
+}
+
+// route hands an admitted connection to its room or world.
+func (s *Server) route(conn transport.Conn, t Ticket) error {
+	p := &peer{conn: conn, ticket: t, s: s}
+	s.mu.Lock()
+	r, w := s.rooms[t.Target], s.worlds[t.Target]
+	closing := s.closing
+	if !closing {
+		s.peers[p] = struct{}{}
+	}
+	s.mu.Unlock()
+	var err error
+	switch {
+	case closing:
+		err = ErrServerClosed
+	case r != nil:
+		err = r.attach(p)
+	case w != nil:
+		err = w.attach(p)
+	default:
+		err = fmt.Errorf("engine: %q closed before the connection was ready", t.Target)
+	}
+	if err != nil {
+		s.metrics.refused(refuseReason(err))
+		s.log.Info("join refused", "player", t.Player, "target", t.Target, "err", err)
+		p.bye(byeRefused, err.Error())
+		s.release(p)
+		return err
+	}
+	s.metrics.joined()
+	s.log.Debug("joined", "player", t.Player, "target", t.Target, "role", t.Role)
+	return nil
+}
+
+// release forgets a peer whose connection is over.
+func (s *Server) release(p *peer) {
+	s.mu.Lock()
+	_, ok := s.peers[p]
+	delete(s.peers, p)
+	s.mu.Unlock()
+	if ok {
+		s.metrics.closedConn(p.conn.Stats())
+	}
+}
+
+// Serve accepts WebRTC connections and routes them until ctx is done or
+// Shutdown is called; then it shuts down (with a 5-second grace) and
+// returns nil.
+func (s *Server) Serve(ctx context.Context) error {
+	defer close(s.served)
+	go func() {
+		select {
+		case <-ctx.Done():
+		case <-s.shutdown:
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		s.Shutdown(sctx)
+	}()
+	if s.rtc == nil {
+		<-s.shutdown
+		return nil
+	}
+	for {
+		conn, err := s.rtc.Accept(context.Background())
+		if err != nil {
+			return nil // the transport server closed: shutting down
+		}
+		t, _ := transportMeta(conn)
+		s.route(conn, t)
+	}
+}
+
+// transportMeta returns the ticket the Authorize hook attached.
+func transportMeta(c transport.Conn) (Ticket, bool) {
+	m, ok := c.(interface{ Meta() any })
+	if !ok {
+		return Ticket{}, false
+	}
+	t, ok := m.Meta().(Ticket)
+	return t, ok
+}
+
+// Shutdown stops accepting connections, tells every connected client why
+// it is being closed, closes the rooms and worlds and the UDP port, and
+// waits (up to ctx) for the goodbyes to leave.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	if s.closing {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closing = true
+	close(s.shutdown)
+	peers := make([]*peer, 0, len(s.peers))
+	for p := range s.peers {
+		peers = append(peers, p)
+	}
+	rooms := make([]*Room, 0, len(s.rooms))
+	for _, r := range s.rooms {
+		rooms = append(rooms, r)
+	}
+	worlds := make([]*World, 0, len(s.worlds))
+	for _, w := range s.worlds {
+		worlds = append(worlds, w)
+	}
+	s.mu.Unlock()
+	s.log.Info("shutting down", "connections", len(peers))
+	for _, p := range peers {
+		p.bye(byeShutdown, "")
+	}
+	for _, r := range rooms {
+		r.Close()
+	}
+	for _, w := range worlds {
+		w.Close()
+	}
+	var err error
+	for _, p := range peers {
+		select {
+		case <-p.conn.Done():
+		case <-ctx.Done():
+			err = ctx.Err()
+			p.conn.Close()
+		}
+	}
+	if s.rtc != nil {
+		s.rtc.Close()
+	}
+	s.sched.Close()
+	return err
+}
+
+func (s *Server) health(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	closing := s.closing
+	s.mu.Unlock()
+	if closing {
+		http.Error(w, "shutting down", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, "ok\n")
+}

@@ -1,0 +1,213 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tongbu/tongbu/codec"
+	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/lockstep"
+)
+
+// The engine's own messages travel on the reliable channel beside the
+// mode's. Every message of every mode starts with a 3-bit kind; lockstep
+// uses 0..2 (and 3), interest 4..6, the engine 7, followed by a 3-bit
+// engine message type (SPEC.md section 9).
+const (
+	kindEngine   = 7
+	kindBits     = 3
+	typeBits     = 3
+	typeWelcome  = 0
+	typeBye      = 1
+	wireVersion  = 1
+	maxByeText   = 200
+	maxWireUvint = 1 << 30
+)
+
+// Paths the Server's handler serves.
+const (
+	ConnectPath = "/connect" // POST an SDP offer with a ticket; get the answer
+	HealthPath  = "/healthz" // 200 "ok" while serving, 503 while shutting down
+	MetricsPath = "/metrics" // Prometheus text format
+)
+
+// Mode is what a connection joined: a lockstep room or an interest world.
+type Mode uint8
+
+const (
+	// Lockstep is a lockstep room (package lockstep).
+	Lockstep Mode = iota
+	// Interest is an interest-managed world (package interest).
+	Interest
+)
+
+// String returns "lockstep" or "interest".
+func (m Mode) String() string {
+	if m == Lockstep {
+		return "lockstep"
+	}
+	return "interest"
+}
+
+// ErrMalformed reports an engine message that did not decode.
+var ErrMalformed = errors.New("engine: malformed message")
+
+// welcome is the server's first message on a connection: what was joined
+// and the configuration the mode's client half needs.
+type welcome struct {
+	mode     Mode
+	target   string
+	role     Role
+	slot     int         // lockstep: the player's slot, or the spectator's id
+	self     interest.ID // interest: the player's entity
+	lockstep lockstep.Config
+	interest interest.Config
+}
+
+// isEngine reports whether msg is an engine message (bits are packed least
+// significant first, so the kind is the low 3 bits of the first byte).
+func isEngine(msg []byte) bool { return len(msg) > 0 && msg[0]&(1<<kindBits-1) == kindEngine }
+
+func appendWelcome(dst []byte, m *welcome) []byte {
+	w := codec.NewWriter(dst)
+	w.WriteBits(kindEngine, kindBits)
+	w.WriteBits(typeWelcome, typeBits)
+	w.WriteBits(wireVersion, 4)
+	w.WriteBits(uint64(m.mode), 1)
+	w.WriteBits(uint64(m.role), 1)
+	w.WriteString(m.target, MaxNameLen)
+	if m.mode == Lockstep {
+		c := m.lockstep
+		w.WriteUvarint(uint64(m.slot))
+		for _, v := range []int{c.Players, c.Hz, int(c.Fill), int(c.Late), c.InputBytes, c.InputsPerFrame, c.Redundancy, c.MaxAhead} {
+			w.WriteUvarint(uint64(v))
+		}
+	} else {
+		c := m.interest
+		w.WriteUvarint(uint64(m.self))
+		for _, v := range []int{c.RegionSize, c.Width, c.Height, c.Hz, c.MaxEntities,
+			int(c.ForcedSync / time.Millisecond), int(c.Lead / time.Millisecond), int(c.History / time.Millisecond),
+			c.Tolerance, c.MaxSpeed, c.MaxMove, c.MaxAhead, c.TickBudget, c.DiscoveryRate, c.MagicBits, c.MaxCustom} {
+			w.WriteUvarint(uint64(v))
+		}
+		w.WriteBool(c.LeaveMessages)
+	}
+	return w.Bytes()
+}
+
+func readWelcome(msg []byte) (*welcome, error) {
+	r := codec.NewReader(msg)
+	if r.ReadBits(kindBits) != kindEngine || r.ReadBits(typeBits) != typeWelcome {
+		return nil, fmt.Errorf("%w: not a welcome", ErrMalformed)
+	}
+	if v := r.ReadBits(4); r.Err() == nil && v != wireVersion {
+		return nil, fmt.Errorf("%w: welcome version %d, want %d", ErrMalformed, v, wireVersion)
+	}
+	m := &welcome{mode: Mode(r.ReadBits(1)), role: Role(r.ReadBits(1))}
+	m.target = r.ReadString(MaxNameLen)
+	num := func() int {
+		v := r.ReadUvarint()
+		if v > maxWireUvint {
+			r.Fail(fmt.Errorf("%w: field %d too large", ErrMalformed, v))
+		}
+		return int(v)
+	}
+	var err error
+	if m.mode == Lockstep {
+		m.slot = num()
+		c := &m.lockstep
+		c.Players, c.Hz, c.Fill, c.Late = num(), num(), lockstep.Fill(num()), lockstep.Late(num())
+		c.InputBytes, c.InputsPerFrame, c.Redundancy, c.MaxAhead = num(), num(), num(), num()
+		if r.Err() == nil {
+			if int(c.Fill) > int(lockstep.FillAbsent) || int(c.Late) > int(lockstep.LateNextFrame) {
+				r.Fail(fmt.Errorf("%w: unknown fill or late policy", ErrMalformed))
+			}
+			err = c.Validate()
+		}
+	} else {
+		m.self = interest.ID(num())
+		c := &m.interest
+		c.RegionSize, c.Width, c.Height, c.Hz, c.MaxEntities = num(), num(), num(), num(), num()
+		c.ForcedSync = time.Duration(num()) * time.Millisecond
+		c.Lead = time.Duration(num()) * time.Millisecond
+		c.History = time.Duration(num()) * time.Millisecond
+		c.Tolerance, c.MaxSpeed, c.MaxMove, c.MaxAhead, c.TickBudget = num(), num(), num(), num(), num()
+		c.DiscoveryRate, c.MagicBits, c.MaxCustom = num(), num(), num()
+		c.LeaveMessages = r.ReadBool()
+		if r.Err() == nil {
+			*c = c.WithDefaults() // only the policy, which the client does not use
+			err = c.Validate()
+			if err == nil && (m.self == 0 || int(m.self) >= c.MaxEntities) {
+				err = fmt.Errorf("%w: entity %d out of range", ErrMalformed, m.self)
+			}
+		}
+	}
+	if e := r.Err(); e != nil {
+		return nil, fmt.Errorf("%w: welcome: %v", ErrMalformed, e)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%w: welcome: %v", ErrMalformed, err)
+	}
+	if m.role > RoleSpectator || (m.mode == Interest && m.role != RolePlayer) {
+		return nil, fmt.Errorf("%w: welcome: role %v in %v mode", ErrMalformed, m.role, m.mode)
+	}
+	return m, nil
+}
+
+// Bye reasons: why the server closed a connection.
+const (
+	byeShutdown = iota // the server is shutting down
+	byeClosed          // the room or world was closed
+	byeReplaced        // the same player connected again
+	byeRefused         // the join was refused (see the text)
+	numBye
+)
+
+var byeNames = [numBye]string{"server shutting down", "room closed", "replaced by a newer connection", "refused"}
+
+// ClosedError is the reason the server gave for closing the connection.
+type ClosedError struct {
+	Reason string // what happened
+	Detail string // the server's explanation, may be empty
+}
+
+func (e *ClosedError) Error() string {
+	if e.Detail == "" {
+		return "engine: closed by server: " + e.Reason
+	}
+	return "engine: closed by server: " + e.Reason + ": " + e.Detail
+}
+
+func appendBye(dst []byte, reason int, text string) []byte {
+	if len(text) > maxByeText {
+		text = text[:maxByeText]
+	}
+	w := codec.NewWriter(dst)
+	w.WriteBits(kindEngine, kindBits)
+	w.WriteBits(typeBye, typeBits)
+	w.WriteUint(uint64(reason), numBye-1)
+	w.WriteString(text, maxByeText)
+	return w.Bytes()
+}
+
+func readBye(msg []byte) (*ClosedError, error) {
+	r := codec.NewReader(msg)
+	if r.ReadBits(kindBits) != kindEngine || r.ReadBits(typeBits) != typeBye {
+		return nil, fmt.Errorf("%w: not a bye", ErrMalformed)
+	}
+	reason := r.ReadUint(numBye - 1)
+	text := r.ReadString(maxByeText)
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("%w: bye: %v", ErrMalformed, err)
+	}
+	return &ClosedError{Reason: byeNames[reason], Detail: text}, nil
+}
+
+// engineType returns the engine message type of msg (isEngine(msg) true).
+func engineType(msg []byte) int {
+	if len(msg) == 0 {
+		return -1
+	}
+	return int(msg[0]>>kindBits) & (1<<typeBits - 1)
+}

@@ -1,0 +1,224 @@
+//go:build !js
+
+package engine
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/tongbu/tongbu/interest"
+)
+
+// WorldConfig describes an interest world hosted by a Server.
+type WorldConfig struct {
+	// Interest is the world's configuration.
+	Interest interest.Config
+	// Join places a joining player: it returns the player's entity,
+	// spawned or found. It runs on the world's worker. Nil spawns a player
+	// entity at the map's centre with the player id as its name.
+	Join func(w *interest.World, player string) (interest.ID, error)
+	// Leave is called on the world's worker when a player's connection
+	// closes. Nil despawns its entity.
+	Leave func(w *interest.World, player string, id interest.ID)
+	// Tick runs the game's own logic on the world's worker before every
+	// world tick: NPCs, bots, combat.
+	Tick func(w *interest.World, now time.Time)
+}
+
+// World is an interest world hosted by a Server. Its interest.World is
+// owned by one worker: reach it with Do, or from the WorldConfig hooks.
+type World struct {
+	s     *Server
+	name  string
+	cfg   WorldConfig
+	world *interest.World
+
+	mu     sync.Mutex
+	ctl    []func()
+	inbox  []worldPacket
+	spare  []worldPacket
+	closed bool
+	stats  interest.Stats
+
+	// Owned by the worker.
+	peers   map[interest.ID]*worldPeer
+	players map[string]*worldPeer
+}
+
+type worldPeer struct {
+	*peer
+	id interest.ID
+}
+
+type worldPacket struct {
+	from *worldPeer
+	msg  []byte
+}
+
+// Name returns the world's name.
+func (w *World) Name() string { return w.name }
+
+// Config returns the world's interest configuration, with defaults.
+func (w *World) Config() interest.Config { return w.world.Config() }
+
+// Stats returns the world's counters as of its last tick.
+func (w *World) Stats() interest.Stats {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.stats
+}
+
+// Do runs f on the world's worker before its next tick.
+func (w *World) Do(f func(*interest.World)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.ctl = append(w.ctl, func() { f(w.world) })
+}
+
+// Close closes the world: its connections are told and closed.
+func (w *World) Close() {
+	w.mu.Lock()
+	if w.closed {
+		w.mu.Unlock()
+		return
+	}
+	w.closed = true
+	w.mu.Unlock()
+	w.s.forget(w.name)
+}
+
+func (w *World) attach(p *peer) error {
+	if p.ticket.Role != RolePlayer {
+		return fmt.Errorf("world %q: a %v cannot join a world", w.name, p.ticket.Role)
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.closed {
+		return fmt.Errorf("world %q is closed", w.name)
+	}
+	w.ctl = append(w.ctl, func() { w.join(p) })
+	return nil
+}
+
+// join runs on the worker: it places the player, makes it an observer and
+// welcomes it.
+func (w *World) join(p *peer) {
+	player := p.ticket.Player
+	if old := w.players[player]; old != nil { // the same player again: the newer one wins
+		w.leave(old)
+		old.bye(byeReplaced, "")
+	}
+	var id interest.ID
+	var err error
+	if w.cfg.Join != nil {
+		id, err = w.cfg.Join(w.world, player)
+	} else {
+		id, err = defaultJoin(w.world, player)
+	}
+	if err == nil {
+		err = w.world.Join(id)
+	}
+	if err == nil {
+		err = p.conn.SendReliable(appendWelcome(nil, &welcome{
+			mode: Interest, target: w.name, role: RolePlayer, self: id, interest: w.world.Config(),
+		}))
+	}
+	if err != nil {
+		w.s.log.Warn("world join refused", "world", w.name, "player", player, "err", err)
+		p.bye(byeRefused, err.Error())
+		w.s.release(p)
+		return
+	}
+	wp := &worldPeer{peer: p, id: id}
+	w.peers[id] = wp
+	w.players[player] = wp
+	go func() {
+		p.receive(func(msg []byte, _ time.Time) {
+			w.mu.Lock()
+			w.inbox = append(w.inbox, worldPacket{wp, msg})
+			w.mu.Unlock()
+		})
+		w.Do(func(*interest.World) { w.leave(wp) })
+		w.s.release(p)
+	}()
+}
+
+func defaultJoin(w *interest.World, player string) (interest.ID, error) {
+	c := w.Config()
+	mid := interest.Vec{X: int32(c.Width * c.RegionSize / 2), Y: int32(c.Height * c.RegionSize / 2)}
+	name := player
+	if len(name) > interest.MaxName {
+		name = name[:interest.MaxName]
+	}
+	return w.Spawn(interest.Player, interest.Logic{Pos: mid, Dest: mid, Life: 100, Mana: 100}, interest.Display{Name: name})
+}
+
+// leave runs on the worker when a player's connection is gone.
+func (w *World) leave(wp *worldPeer) {
+	if w.peers[wp.id] != wp {
+		return // already replaced
+	}
+	delete(w.peers, wp.id)
+	delete(w.players, wp.ticket.Player)
+	w.world.Leave(wp.id)
+	if w.cfg.Leave != nil {
+		w.cfg.Leave(w.world, wp.ticket.Player, wp.id)
+	} else {
+		w.world.Despawn(wp.id)
+	}
+}
+
+// Run is the world's scheduler job.
+func (w *World) Run(now time.Time) time.Time {
+	w.mu.Lock()
+	ctl, in, closed := w.ctl, w.inbox, w.closed
+	w.ctl, w.inbox = nil, w.spare[:0]
+	w.mu.Unlock()
+	if closed {
+		for _, wp := range w.peers {
+			wp.bye(byeClosed, w.name)
+		}
+		return time.Time{}
+	}
+	for _, f := range ctl {
+		f()
+	}
+	for i, pk := range in {
+		if w.peers[pk.from.id] == pk.from {
+			w.world.Deliver(pk.from.id, pk.msg) // a bad packet is counted by the world
+		}
+		in[i] = worldPacket{}
+	}
+	w.spare = in
+	if w.cfg.Tick != nil {
+		w.cfg.Tick(w.world, now)
+	}
+	w.world.Tick(now)
+	st := w.world.Stats()
+	w.mu.Lock()
+	prev := w.stats
+	w.stats = st
+	w.mu.Unlock()
+	w.s.metrics.worldDelta(&prev, &st)
+	return w.world.NextFrame()
+}
+
+// worldSender reaches a world's players through their connections.
+type worldSender struct{ w *World }
+
+func (s worldSender) SendUnreliable(id interest.ID, msg []byte) error {
+	p := s.w.peers[id]
+	if p == nil {
+		return errAway
+	}
+	return p.conn.SendUnreliable(msg)
+}
+
+func (s worldSender) SendReliable(id interest.ID, msg []byte) error {
+	p := s.w.peers[id]
+	if p == nil {
+		return errAway
+	}
+	return p.conn.SendReliable(msg)
+}
