@@ -1,9 +1,24 @@
-// Package engine is tongbu's one entry point: a Server that a Go game server
-// embeds (HTTP signaling, signed tickets, lockstep rooms and interest
-// worlds on one UDP port) and a Client, native or in the browser, that
-// dials it and joins a room or a world.
+// Package engine is tongbu's one entry point: a Server that a Go game
+// server embeds and a Client, native or in the browser, that dials it.
 //
-// The package is laid out but not built yet: it lands with the engine
-// issue, on top of transport, lockstep and interest. Until then the module
-// offers the codec (package codec) and its generator (cmd/codecgen).
+// A Server hosts lockstep rooms (CreateRoom) and interest worlds
+// (CreateWorld) behind one HTTP handler (WebRTC signaling at ConnectPath,
+// HealthPath, MetricsPath in the Prometheus text format, and the game's
+// assets if given) and one UDP port. Each client presents a ticket: the
+// game server's one-use permission, signed with a secret the two share
+// (HMAC-SHA256 over player id, room or world, role and expiry). The ticket
+// routes the connection to its room or world; a bad, expired or replayed
+// ticket is refused at signaling, before any WebRTC resource is taken.
+// Rooms and worlds run on a few worker goroutines (lockstep.Scheduler), not
+// a goroutine each; each connection has one reading goroutine.
+//
+// A Client joins with Dial (WebRTC) or NewClient (any transport.Conn: an
+// in-process bot over transport.Network, with Server.Attach on the other
+// end). The server's first message, the welcome, carries the mode's
+// configuration, so the Client builds the right half: Lockstep returns a
+// lockstep.Client, Interest an interest.Client, which the game drives. The
+// game calls Update once per render tick to receive and send.
+//
+// The Server is native only; the Client also builds for js/wasm, where
+// package wasm starts it in a page.
 package engine

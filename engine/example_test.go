@@ -1,0 +1,126 @@
+//go:build !js
+
+package engine_test
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"time"
+
+	"github.com/tongbu/tongbu/engine"
+	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/transport"
+)
+
+var secret = []byte("share-this-with-your-game-server")
+
+// Example is a lockstep relay server: one room of two players at 15 frames
+// a second, served over HTTP (signaling) and one UDP port (WebRTC).
+func Example() {
+	srv, err := engine.NewServer(engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true})
+	if err != nil {
+		panic(err)
+	}
+	if _, err := srv.CreateRoom("match-1", lockstep.Config{Players: 2, Hz: 15}); err != nil {
+		panic(err)
+	}
+	web := httptest.NewServer(srv.Handler()) // in production: http.ListenAndServe(":8080", srv.Handler())
+	defer web.Close()
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	go srv.Serve(ctx) // until ctx is done, then a graceful shutdown
+
+	// The game server hands each player a ticket.
+	ticket, _ := srv.Ticket("alice", "match-1", engine.RolePlayer, time.Minute)
+	c, err := engine.Dial(ctx, web.URL, ticket, &engine.ClientConfig{IncludeLoopback: true})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	fmt.Println(c.Mode(), c.Target(), "slot", c.Slot())
+	// Output: lockstep match-1 slot 0
+}
+
+// ExampleServer_CreateWorld hosts an interest world: the game spawns each
+// joining player where it likes and runs its NPCs in the Tick hook. Here
+// the player is an in-process bot on an in-memory connection (Attach).
+func ExampleServer_CreateWorld() {
+	srv, err := engine.NewServer(engine.Config{Secret: secret, NoWebRTC: true})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Shutdown(context.Background())
+	var guard interest.ID
+	_, err = srv.CreateWorld("field", engine.WorldConfig{
+		Interest: interest.Config{Width: 16, Height: 16}, // 16 x 16 regions of 1024 units
+		Join: func(w *interest.World, player string) (interest.ID, error) {
+			at := interest.Vec{X: 8000, Y: 8000}
+			return w.Spawn(interest.Player, interest.Logic{Pos: at, Dest: at, Life: 100}, interest.Display{Name: player})
+		},
+		Tick: func(w *interest.World, now time.Time) { // the game's logic, on the world's worker
+			if guard == 0 {
+				at := interest.Vec{X: 8100, Y: 8000}
+				guard, _ = w.Spawn(interest.NPC, interest.Logic{Pos: at, Dest: at, Life: 100}, interest.Display{Name: "guard"})
+			}
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+
+	client, server := transport.NewNetwork(1).Pipe(transport.LinkConfig{}, transport.LinkConfig{})
+	ticket, _ := srv.Ticket("alice", "field", engine.RolePlayer, time.Minute)
+	if err := srv.Attach(server, ticket); err != nil {
+		panic(err)
+	}
+	c, err := engine.NewClient(context.Background(), client)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(time.Second / 60) {
+		c.Update(time.Now())
+		c.Interest().Advance(time.Now())
+	}
+	c.Interest().Each(func(id interest.ID, v interest.View) {
+		if d, ok := c.Interest().Display(id); ok {
+			fmt.Println("knows", d.Name)
+		}
+	})
+	// Output: knows guard
+}
+
+// ExampleDial is a bot: it dials a room with its ticket and plays, sending
+// one input a frame, until frame 30.
+func ExampleDial() {
+	srv, _ := engine.NewServer(engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true})
+	srv.CreateRoom("r", lockstep.Config{Players: 1, Hz: 30})
+	web := httptest.NewServer(srv.Handler())
+	defer web.Close()
+	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	go srv.Serve(ctx)
+	ticket, _ := srv.Ticket("bot-1", "r", engine.RolePlayer, time.Minute)
+
+	c, err := engine.Dial(ctx, web.URL, ticket, &engine.ClientConfig{IncludeLoopback: true})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	played := 0
+	for played < 30 {
+		now := time.Now()
+		c.Lockstep().Input(now, []byte("fire"))
+		if err := c.Update(now); err != nil { // receive, and send the uplink when due
+			panic(err)
+		}
+		for _, f := range c.Lockstep().Advance(now).Frames { // the frames to simulate now
+			played = f.Number + 1
+		}
+		time.Sleep(time.Second / 60) // a render tick
+	}
+	fmt.Println("played", played, "frames")
+	// Output: played 30 frames
+}

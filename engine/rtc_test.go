@@ -1,0 +1,80 @@
+//go:build !js
+
+package engine
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tongbu/tongbu/lockstep"
+)
+
+// TestWebRTC runs the engine over real WebRTC on loopback: a player with a
+// good ticket joins and plays frames, a bad ticket is refused at signaling
+// with the reason, and the HTTP endpoints answer.
+func TestWebRTC(t *testing.T) {
+	s, err := NewServer(Config{Secret: testSecret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := httptest.NewServer(s.Handler())
+	defer web.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+	if _, err := s.CreateRoom("r", lockstep.Config{Players: 2, Hz: 30}); err != nil {
+		t.Fatal(err)
+	}
+
+	dctx, dcancel := context.WithTimeout(ctx, 20*time.Second)
+	defer dcancel()
+	tk, _ := s.Ticket("alice", "r", RolePlayer, time.Minute)
+	c, err := Dial(dctx, web.URL, tk, &ClientConfig{IncludeLoopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := 0
+	for deadline := time.Now().Add(10 * time.Second); frames < 10 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		now := time.Now()
+		c.Lockstep().Input(now, []byte{1})
+		if err := c.Update(now); err != nil {
+			t.Fatal(err)
+		}
+		frames += len(c.Lockstep().Advance(now).Frames)
+	}
+	if frames < 10 {
+		t.Fatalf("%d frames played over WebRTC in 10 s", frames)
+	}
+
+	// The same ticket again: refused at signaling, with the reason.
+	if _, err := Dial(dctx, web.URL, tk, &ClientConfig{IncludeLoopback: true}); err == nil || !strings.Contains(err.Error(), "already used") {
+		t.Fatalf("replayed ticket: %v", err)
+	}
+	if _, err := Dial(dctx, web.URL, "garbage", &ClientConfig{IncludeLoopback: true}); err == nil || !strings.Contains(err.Error(), "invalid ticket") {
+		t.Fatalf("bad ticket: %v", err)
+	}
+
+	for path, want := range map[string]string{HealthPath: "ok", MetricsPath: "tongbu_connections 1"} {
+		resp, err := http.Get(web.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
+			t.Fatalf("GET %s: %d %q, want %q", path, resp.StatusCode, body, want)
+		}
+	}
+
+	c.Close()
+	cancel()
+	if err := <-served; err != nil {
+		t.Fatal(err)
+	}
+}
