@@ -1,7 +1,19 @@
-// Package wasm is the browser half of tongbu: the syscall/js glue that starts
-// the Go client in a page, a small JavaScript API (connect, status, stats)
-// for pages that are not Ebiten, and the page assets. Client logic itself
-// lives in the mode packages and in engine, shared with native clients.
+// Package wasm is the browser half of tongbu.
 //
-// The package is laid out but not built yet: it lands with the engine issue.
+// In the browser (js/wasm) it starts the engine's Client in the page and
+// exposes a small JavaScript API for pages that are not Ebiten (Expose):
+//
+//	await tongbu.connect(url, ticket) // join the ticket's room or world
+//	tongbu.status()  // {state, mode, target, slot, self, frame, play, depth, known, error}
+//	tongbu.stats()   // {rttMs, sentBytes, recvBytes, sentMessages, recvMessages, malformed}
+//	tongbu.input(u8) // lockstep: queue this frame's input (a Uint8Array)
+//	tongbu.close()
+//
+// On the server side (native) it builds the browser clients: Build compiles
+// a main package for js/wasm with the local Go toolchain and copies
+// wasm_exec.js from the same installation beside it, and Page returns the
+// loader page that starts a WASM file.
+//
+// Client logic lives in the mode packages and in engine, shared with native
+// clients; this package is only the glue.
 package wasm

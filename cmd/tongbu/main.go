@@ -1,7 +1,12 @@
+//go:build !js
+
 // Command tongbu is the tongbu tool: the demo server, benchmark scenarios
 // and, as later parts land, replay tools.
 //
 //	tongbu demo                 start the demo server (both modes, with bots)
+//	tongbu serve [-config f]    run the server alone, as a relay
+//	tongbu ticket -player p -target t
+//	                            print a ticket signed with $TONGBU_SECRET
 //	tongbu bench [-benchtime d] [scenario [flags]]
 //	                            run a benchmark scenario; none named lists them
 //	tongbu bench transport -clients N -hz H -size B -seconds S
@@ -43,6 +48,10 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tongbu demo: the demo server is not built yet; it lands with the engine (issue: engine, browser demos).")
 		fmt.Fprintln(stderr, "Until then: go run ./cmd/tongbu bench codec")
 		return 1
+	case "serve":
+		return serveCommand(args[1:], stdout, stderr)
+	case "ticket":
+		return ticketCommand(args[1:], stdout, stderr)
 	case "bench":
 		return benchCommand(args[1:], stdout, stderr)
 	case "version":
@@ -63,6 +72,10 @@ func usage(w io.Writer) {
 
 commands:
   demo                         start the demo server (both modes, with bots)
+  serve [-config f] [-http a] [-udp p] [-public-ip ips] [-rooms n]
+                               run the server alone (rooms and worlds from the config;
+                               ticket secret from $TONGBU_SECRET or -secret-file)
+  ticket -player p -target t   print a ticket signed with the same secret
   bench [-benchtime d] [name [flags]]
                                run a benchmark scenario; with no name, list them
   version                      print the version

@@ -1,0 +1,223 @@
+//go:build !js
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/tongbu/tongbu/engine"
+	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/lockstep"
+)
+
+// serveConfig is the file `tongbu serve -config` reads (JSON). Flags
+// override its addresses.
+type serveConfig struct {
+	HTTP      string   `json:"http"`       // HTTP address, default ":8080"
+	UDP       int      `json:"udp"`        // UDP port, default 3478
+	PublicIPs []string `json:"public_ips"` // addresses to advertise behind a 1:1 NAT
+	Origins   []string `json:"origins"`    // browser origins allowed ("*" for any)
+	MaxConns  int      `json:"max_conns"`
+	MaxRooms  int      `json:"max_rooms"`
+	Rooms     []struct {
+		Name    string `json:"name"`
+		Players int    `json:"players"`
+		Hz      int    `json:"hz"`
+		Fill    string `json:"fill"` // idle, repeat or absent
+		Late    string `json:"late"` // drop or next
+	} `json:"rooms"`
+	Worlds []struct {
+		Name       string `json:"name"`
+		RegionSize int    `json:"region_size"`
+		Width      int    `json:"width"`
+		Height     int    `json:"height"`
+		Hz         int    `json:"hz"`
+	} `json:"worlds"`
+}
+
+// serveCommand runs tongbu as a stand-alone relay: the rooms and worlds of
+// a config file, tickets signed with the secret in $TONGBU_SECRET or a
+// file, until SIGINT or SIGTERM.
+func serveCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("config", "", "JSON file with rooms, worlds and addresses (see README)")
+	httpAddr := fs.String("http", "", "HTTP address (signaling, health, metrics); default :8080")
+	udp := fs.Int("udp", -1, "UDP port for every WebRTC peer; default 3478")
+	publicIP := fs.String("public-ip", "", "comma-separated addresses to advertise (behind a 1:1 NAT)")
+	secretFile := fs.String("secret-file", "", "file holding the ticket secret (default $TONGBU_SECRET)")
+	rooms := fs.Int("rooms", 0, "also create this many lockstep rooms room-1..room-N with default settings")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	var cfg serveConfig
+	if *cfgPath != "" {
+		b, err := os.ReadFile(*cfgPath)
+		if err == nil {
+			dec := json.NewDecoder(strings.NewReader(string(b)))
+			dec.DisallowUnknownFields()
+			err = dec.Decode(&cfg)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "tongbu serve: config %s: %v\n", *cfgPath, err)
+			return 2
+		}
+	}
+	cfg.HTTP = firstNonEmpty(*httpAddr, cfg.HTTP, ":8080")
+	if *udp >= 0 {
+		cfg.UDP = *udp
+	} else if cfg.UDP == 0 {
+		cfg.UDP = 3478
+	}
+	if *publicIP != "" {
+		cfg.PublicIPs = strings.Split(*publicIP, ",")
+	}
+	secret, err := readSecret(*secretFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "tongbu serve:", err)
+		return 2
+	}
+	log := slog.New(slog.NewTextHandler(stderr, nil))
+	srv, err := engine.NewServer(engine.Config{
+		Secret: secret, UDPAddr: fmt.Sprintf(":%d", cfg.UDP), PublicIPs: cfg.PublicIPs,
+		AllowedOrigins: cfg.Origins, MaxConns: cfg.MaxConns, MaxRooms: cfg.MaxRooms, Logger: log,
+	})
+	if err != nil {
+		fmt.Fprintln(stderr, "tongbu serve:", err)
+		return 1
+	}
+	if err := createFromConfig(srv, &cfg, *rooms); err != nil {
+		fmt.Fprintln(stderr, "tongbu serve:", err)
+		return 2
+	}
+	ln, err := net.Listen("tcp", cfg.HTTP)
+	if err != nil {
+		fmt.Fprintln(stderr, "tongbu serve:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "tongbu serve: http://%s (UDP %s); metrics at %s\n", ln.Addr(), srv.UDPAddr(), engine.MetricsPath)
+	return runServer(srv, ln, stderr)
+}
+
+// runServer serves srv's handler on ln until SIGINT or SIGTERM, then shuts
+// down gracefully.
+func runServer(srv *engine.Server, ln net.Listener, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	go hs.Serve(ln)
+	err := srv.Serve(ctx)
+	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	hs.Shutdown(sctx)
+	if err != nil {
+		fmt.Fprintln(stderr, "tongbu:", err)
+		return 1
+	}
+	return 0
+}
+
+func createFromConfig(srv *engine.Server, cfg *serveConfig, extraRooms int) error {
+	for _, r := range cfg.Rooms {
+		lc := lockstep.Config{Players: r.Players, Hz: r.Hz}
+		switch r.Fill {
+		case "", "idle":
+		case "repeat":
+			lc.Fill = lockstep.FillRepeat
+		case "absent":
+			lc.Fill = lockstep.FillAbsent
+		default:
+			return fmt.Errorf("room %q: fill %q: want idle, repeat or absent", r.Name, r.Fill)
+		}
+		switch r.Late {
+		case "", "drop":
+		case "next":
+			lc.Late = lockstep.LateNextFrame
+		default:
+			return fmt.Errorf("room %q: late %q: want drop or next", r.Name, r.Late)
+		}
+		if _, err := srv.CreateRoom(r.Name, lc); err != nil {
+			return err
+		}
+	}
+	for i := 1; i <= extraRooms; i++ {
+		if _, err := srv.CreateRoom(fmt.Sprintf("room-%d", i), lockstep.Config{}); err != nil {
+			return err
+		}
+	}
+	for _, w := range cfg.Worlds {
+		ic := interest.Config{RegionSize: w.RegionSize, Width: w.Width, Height: w.Height, Hz: w.Hz}
+		if _, err := srv.CreateWorld(w.Name, engine.WorldConfig{Interest: ic}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readSecret reads the ticket secret from path, or $TONGBU_SECRET.
+func readSecret(path string) ([]byte, error) {
+	if path != "" {
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		return []byte(strings.TrimSpace(string(b))), nil
+	}
+	if s := os.Getenv("TONGBU_SECRET"); s != "" {
+		return []byte(s), nil
+	}
+	return nil, errors.New("no ticket secret: set TONGBU_SECRET or pass -secret-file (at least 16 bytes)")
+}
+
+// ticketCommand prints a ticket, for a game server not written in Go to
+// copy the format from, and for trying `tongbu serve` by hand.
+func ticketCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("ticket", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	secretFile := fs.String("secret-file", "", "file holding the ticket secret (default $TONGBU_SECRET)")
+	player := fs.String("player", "", "player id")
+	target := fs.String("target", "", "room or world name")
+	spectator := fs.Bool("spectator", false, "a spectator's ticket")
+	ttl := fs.Duration("ttl", 10*time.Minute, "validity")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	secret, err := readSecret(*secretFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "tongbu ticket:", err)
+		return 2
+	}
+	role := engine.RolePlayer
+	if *spectator {
+		role = engine.RoleSpectator
+	}
+	t, err := engine.SignTicket(secret, engine.Ticket{Player: *player, Target: *target, Role: role, Expires: time.Now().Add(*ttl)})
+	if err != nil {
+		fmt.Fprintln(stderr, "tongbu ticket:", err)
+		return 2
+	}
+	fmt.Fprintln(stdout, t)
+	return 0
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,165 @@
+//go:build js && wasm
+
+package wasm
+
+import (
+	"context"
+	"sync"
+	"syscall/js"
+	"time"
+
+	"github.com/tongbu/tongbu/engine"
+)
+
+// session is the page's one connection, driven by a ticker goroutine.
+type session struct {
+	mu     sync.Mutex
+	state  string // "idle", "connecting", "connected", "closed"
+	err    string
+	client *engine.Client
+	frame  int
+	play   string
+	depth  float64
+	inputs [][]byte
+}
+
+// Expose installs the JavaScript API as the global object name (usually
+// "tongbu") and returns; keep the program alive afterwards (select {}).
+func Expose(name string) {
+	s := &session{state: "idle"}
+	api := js.Global().Get("Object").New()
+	api.Set("connect", js.FuncOf(s.connect))
+	api.Set("status", js.FuncOf(func(js.Value, []js.Value) any { return s.status() }))
+	api.Set("stats", js.FuncOf(func(js.Value, []js.Value) any { return s.stats() }))
+	api.Set("input", js.FuncOf(s.input))
+	api.Set("close", js.FuncOf(func(js.Value, []js.Value) any {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.client != nil {
+			s.client.Close()
+		}
+		return nil
+	}))
+	js.Global().Set(name, api)
+}
+
+// connect(url, ticket) returns a promise settled when the join is done.
+func (s *session) connect(_ js.Value, args []js.Value) any {
+	if len(args) < 2 {
+		return rejected("connect(url, ticket)")
+	}
+	url, ticket := args[0].String(), args[1].String()
+	return js.Global().Get("Promise").New(js.FuncOf(func(_ js.Value, pargs []js.Value) any {
+		resolve, reject := pargs[0], pargs[1]
+		s.mu.Lock()
+		if s.state == "connecting" || s.state == "connected" {
+			s.mu.Unlock()
+			reject.Invoke("already " + s.state)
+			return nil
+		}
+		s.state, s.err = "connecting", ""
+		s.mu.Unlock()
+		go func() { // a blocking call must not run on the JS event loop
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			c, err := engine.Dial(ctx, url, ticket, nil)
+			s.mu.Lock()
+			if err != nil {
+				s.state, s.err = "closed", err.Error()
+				s.mu.Unlock()
+				reject.Invoke(err.Error())
+				return
+			}
+			s.state, s.client = "connected", c
+			s.mu.Unlock()
+			resolve.Invoke(c.Mode().String())
+			s.run(c)
+		}()
+		return nil
+	}))
+}
+
+// run is the session's loop at 60 ticks a second: receive, play out, send.
+func (s *session) run(c *engine.Client) {
+	tk := time.NewTicker(time.Second / 60)
+	defer tk.Stop()
+	for now := range tk.C {
+		s.mu.Lock()
+		in := s.inputs
+		s.inputs = nil
+		s.mu.Unlock()
+		if ls := c.Lockstep(); ls != nil {
+			for _, b := range in {
+				ls.Input(now, b)
+			}
+			if len(in) > 0 {
+				c.Flush(now)
+			}
+		}
+		err := c.Update(now)
+		s.mu.Lock()
+		if ls := c.Lockstep(); ls != nil && err == nil {
+			st := ls.Advance(now)
+			for _, f := range st.Frames {
+				s.frame = f.Number
+			}
+			s.play, s.depth = st.State.String(), st.Depth
+		} else if is := c.Interest(); is != nil && err == nil {
+			is.Advance(now)
+			s.frame = is.Frame()
+		}
+		if err != nil {
+			s.state, s.err = "closed", err.Error()
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return
+		}
+	}
+}
+
+func (s *session) input(_ js.Value, args []js.Value) any {
+	if len(args) < 1 {
+		return nil
+	}
+	b := make([]byte, args[0].Get("length").Int())
+	js.CopyBytesToGo(b, args[0])
+	s.mu.Lock()
+	if len(s.inputs) < 16 {
+		s.inputs = append(s.inputs, b)
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *session) status() any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	m := map[string]any{"state": s.state, "error": s.err, "frame": s.frame}
+	if c := s.client; c != nil {
+		m["mode"], m["target"] = c.Mode().String(), c.Target()
+		if c.Lockstep() != nil {
+			m["slot"], m["play"], m["depth"] = c.Slot(), s.play, s.depth
+		} else {
+			m["self"], m["known"] = int(c.Self()), c.Interest().Len()
+		}
+	}
+	return m
+}
+
+func (s *session) stats() any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.client == nil {
+		return map[string]any{}
+	}
+	st := s.client.Stats()
+	return map[string]any{
+		"rttMs": float64(st.RTT) / 1e6, "sentBytes": st.SentBytes, "recvBytes": st.RecvBytes,
+		"sentMessages": st.SentMessages, "recvMessages": st.RecvMessages, "malformed": st.Malformed,
+	}
+}
+
+func rejected(msg string) js.Value {
+	return js.Global().Get("Promise").Call("reject", msg)
+}
