@@ -24,6 +24,10 @@ type WorldConfig struct {
 	// Tick runs the game's own logic on the world's worker before every
 	// world tick: NPCs, bots, combat.
 	Tick func(w *interest.World, now time.Time)
+	// Sender, when set, receives the world's packets for players that
+	// have no connection here: server-side bots that run their own client
+	// halves. It is called on the world's worker.
+	Sender interest.Sender
 }
 
 // World is an interest world hosted by a Server. Its interest.World is
@@ -210,6 +214,9 @@ type worldSender struct{ w *World }
 func (s worldSender) SendUnreliable(id interest.ID, msg []byte) error {
 	p := s.w.peers[id]
 	if p == nil {
+		if s.w.cfg.Sender != nil {
+			return s.w.cfg.Sender.SendUnreliable(id, msg)
+		}
 		return errAway
 	}
 	return p.conn.SendUnreliable(msg)
@@ -218,6 +225,9 @@ func (s worldSender) SendUnreliable(id interest.ID, msg []byte) error {
 func (s worldSender) SendReliable(id interest.ID, msg []byte) error {
 	p := s.w.peers[id]
 	if p == nil {
+		if s.w.cfg.Sender != nil {
+			return s.w.cfg.Sender.SendReliable(id, msg)
+		}
 		return errAway
 	}
 	return p.conn.SendReliable(msg)
