@@ -5,6 +5,8 @@
 //	tongbu bench [-benchtime d] [scenario [flags]]
 //	                            run a benchmark scenario; none named lists them
 //	tongbu bench transport -clients N -hz H -size B -seconds S
+//	tongbu replay info FILE     print a replay's header and statistics
+//	tongbu replay verify FILE   re-run a replay and check its recorded hashes
 //	tongbu version              print the version
 package main
 
@@ -45,6 +47,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return 1
 	case "bench":
 		return benchCommand(args[1:], stdout, stderr)
+	case "replay":
+		return replayCommand(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "tongbu", version)
 		return 0
@@ -65,6 +69,8 @@ commands:
   demo                         start the demo server (both modes, with bots)
   bench [-benchtime d] [name [flags]]
                                run a benchmark scenario; with no name, list them
+  replay info FILE             print a replay's header and statistics
+  replay verify FILE           re-run a replay's simulation and check the recorded hashes
   version                      print the version
 `)
 }
