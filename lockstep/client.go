@@ -49,6 +49,8 @@ type Client struct {
 	w   codec.Writer
 	dl  downlink
 	buf []byte
+
+	clientLife
 }
 
 type sentInput struct {
@@ -75,11 +77,25 @@ func NewClient(cfg Config, slot int) (*Client, error) {
 	if slot < 0 || slot >= cfg.Players {
 		return nil, fmt.Errorf("%w: slot %d of %d", ErrSlot, slot, cfg.Players)
 	}
+	return newClient(cfg, slot), nil
+}
+
+func newClient(cfg Config, slot int) *Client {
 	return &Client{
 		cfg: cfg, slot: slot, ahead: make(map[int]Frame), nextSeq: 1,
 		prevReal: make([][]byte, cfg.Players), jb: NewJitterBuffer(cfg.Hz),
-		lead: 2,
-	}, nil
+		lead: 2, clientLife: clientLife{newest: -1},
+	}
+}
+
+// NewSpectator returns the client half for a spectator of a room with
+// configuration cfg: it receives frames and sends only acknowledgements.
+func NewSpectator(cfg Config) (*Client, error) {
+	cfg = cfg.WithDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return newClient(cfg, -1), nil
 }
 
 // serverFrame estimates the frame the room is cutting at t, from the
@@ -96,6 +112,9 @@ func (c *Client) serverFrame(t time.Time) float64 {
 // the frame the room will be cutting when the input arrives, as estimated
 // from the downlink's timing and the arrival margins the room reports.
 func (c *Client) Input(now time.Time, data []byte) (int, error) {
+	if c.slot < 0 {
+		return 0, ErrSpectator
+	}
 	if len(data) > c.cfg.InputBytes {
 		return 0, fmt.Errorf("%w: %d bytes, room allows %d", ErrInputTooLarge, len(data), c.cfg.InputBytes)
 	}
@@ -127,7 +146,21 @@ func (c *Client) Input(now time.Time, data []byte) (int, error) {
 // Send one every frame period, and at once after Input. The slice is valid
 // until the next call.
 func (c *Client) Packet(now time.Time) []byte {
-	u := uplink{have: c.have, recv: c.recv, lossRun: c.maxRun}
+	c.sent++
+	u := uplink{have: c.have, recv: c.recv, lossRun: c.maxRun, sent: c.sent}
+	if c.seqSeen {
+		if hold := now.Sub(c.lastArrival); hold >= 0 && hold <= maxEchoHoldMs*time.Millisecond {
+			u.hasEcho, u.echoSeq, u.echoHold = true, c.lastSeq, int(hold/time.Millisecond)
+		}
+	}
+	if len(c.hashes) > 0 {
+		h := &c.hashes[0]
+		u.hasHash, u.hashFrame, u.hash = true, h.frame, h.hash
+		if h.sent++; h.sent >= hashRepeats {
+			c.hashes = c.hashes[1:]
+		}
+	}
+	c.maybeReport(now)
 	for n := range c.ahead {
 		if off := n - c.have - 1; off >= 0 && off < maxAckMask {
 			u.mask |= 1 << off
@@ -156,6 +189,8 @@ func (c *Client) Deliver(now time.Time, msg []byte) error {
 		var err error
 		c.notices, err = decodeNotices(msg, c.notices)
 		return err
+	case kindLife:
+		return c.lifeMessage(now, msg)
 	default:
 		return fmt.Errorf("%w: kind %d", ErrMalformed, packetKind(msg))
 	}
@@ -164,7 +199,7 @@ func (c *Client) Deliver(now time.Time, msg []byte) error {
 	}
 	d := &c.dl
 	c.recv++
-	c.trackLoss(d.seq)
+	c.trackLoss(d.seq, now)
 	// Inputs the room has: forget them.
 	k := 0
 	for k < len(c.unacked) && c.unacked[k].seq <= d.inputAck {
@@ -175,21 +210,22 @@ func (c *Client) Deliver(now time.Time, msg []byte) error {
 		c.margin(d.marginSeq, d.marginMs)
 	}
 	for _, f := range d.frames {
+		c.newest = max(c.newest, f.Number)
 		c.frame(now, f)
 	}
 	return nil
 }
 
 // trackLoss follows the downlink packet sequence for the loss report.
-func (c *Client) trackLoss(seq uint16) {
+func (c *Client) trackLoss(seq uint16, now time.Time) {
 	if c.seqSeen {
 		if gap := int(seq - c.lastSeq - 1); gap >= 0 && gap < 1<<15 {
 			c.run = gap
 			c.maxRun = max(c.maxRun, gap)
-			c.lastSeq = seq
+			c.lastSeq, c.lastArrival = seq, now
 		}
 	} else {
-		c.seqSeen, c.lastSeq = true, seq
+		c.seqSeen, c.lastSeq, c.lastArrival = true, seq, now
 	}
 	c.runDecay++
 	if c.runDecay >= 2*c.cfg.Hz { // forget runs after a couple of seconds
@@ -230,7 +266,12 @@ func (c *Client) frame(now time.Time, f Frame) {
 		return
 	}
 	if f.Number > c.have+4*maxRunFrames*MaxRedundancy {
-		return // absurdly far ahead: the room never sends such a frame
+		return // absurdly far ahead: the room never sends such a frame (but while catching up)
+	}
+	if c.catching {
+		c.ahead[f.Number] = f
+		c.drain()
+		return
 	}
 	c.jb.Arrive(f.Number, now)
 	// The server frame clock: cut n at minOffset + n*period, from the
@@ -240,6 +281,11 @@ func (c *Client) frame(now time.Time, f Frame) {
 		c.minOffset, c.clockSet = off, true
 	}
 	c.ahead[f.Number] = f
+	c.drain()
+}
+
+// drain moves the frames that follow the held ones into the queue.
+func (c *Client) drain() {
 	for {
 		g, ok := c.ahead[c.have]
 		if !ok {
@@ -285,17 +331,21 @@ type Step struct {
 	// the depth aimed for.
 	State         PlayState
 	Depth, Target float64
+	// CatchingUp is set while a client that joined a running match runs
+	// the frames it missed: run them without rendering (or render only
+	// the last); play turns live when it is caught up.
+	CatchingUp bool
 }
 
 // Advance is called on every render tick of the game: it returns the frames
 // to run now and how far to interpolate.
 func (c *Client) Advance(now time.Time) Step {
-	from, to, alpha, st := c.jb.Advance(now)
+	if c.catching {
+		return c.catchUp(now)
+	}
+	_, to, alpha, st := c.jb.Advance(now)
 	s := Step{Alpha: alpha, State: st, Depth: c.jb.Depth(), Target: c.jb.Target()}
-	for n := from; n < to && len(c.queue) > 0; n++ {
-		if c.queued != n {
-			break
-		}
+	for len(c.queue) > 0 && c.queued < to {
 		s.Frames = append(s.Frames, c.queue[0])
 		c.queue = c.queue[1:]
 		c.queued++

@@ -17,6 +17,7 @@ const (
 	maxAckMask        = 63  // frames acknowledged beyond the contiguous ones
 	maxMarginMs       = 1023
 	maxPacketBytes    = 1160 // the unreliable channel's limit
+	maxHashEvery      = 1 << 16
 )
 
 // Fill says what the room puts in a frame for a player who sent no input
@@ -75,6 +76,19 @@ type Config struct {
 	// MaxAhead bounds how far ahead of the next cut an input may target
 	// (default 2 s of frames); inputs beyond are dropped as from the future.
 	MaxAhead int
+
+	// HashEvery is how often clients report a hash of their state, in
+	// frames: after running every frame whose number is a multiple of it
+	// (default 15; -1 turns desync detection off).
+	HashEvery int
+	// DumpOnDesync makes the room ask the diverging clients and one
+	// agreeing client for a state dump when it detects a desync.
+	DumpOnDesync bool
+	// CatchUpBytes bounds the catch-up bytes (frames streamed from the log
+	// to a rejoining player or a late spectator) the room sends per tick,
+	// over all its catch-up streams (default 32 KiB: about 480 KB/s at
+	// 15 Hz).
+	CatchUpBytes int
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -96,6 +110,12 @@ func (c Config) WithDefaults() Config {
 	}
 	if c.MaxAhead == 0 {
 		c.MaxAhead = 2 * c.Hz
+	}
+	if c.HashEvery == 0 {
+		c.HashEvery = 15
+	}
+	if c.CatchUpBytes == 0 {
+		c.CatchUpBytes = 32 << 10
 	}
 	return c
 }
@@ -119,6 +139,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: redundancy %d, want 0 to %d", ErrConfig, c.Redundancy, MaxRedundancy)
 	case c.MaxAhead < 1:
 		return fmt.Errorf("%w: max ahead %d frames", ErrConfig, c.MaxAhead)
+	case c.HashEvery < -1 || c.HashEvery == 0 || c.HashEvery > maxHashEvery:
+		return fmt.Errorf("%w: hash every %d frames, want 1 to %d or -1", ErrConfig, c.HashEvery, maxHashEvery)
+	case c.CatchUpBytes < catchUpChunkBytes+1024:
+		return fmt.Errorf("%w: catch-up bytes %d per tick, want at least %d", ErrConfig, c.CatchUpBytes, catchUpChunkBytes+1024)
 	}
 	return nil
 }

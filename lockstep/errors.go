@@ -22,4 +22,15 @@ var (
 	// ErrBacklog is returned by Client.Input when too many inputs await
 	// acknowledgement: the uplink is down.
 	ErrBacklog = errors.New("lockstep: too many unacknowledged inputs")
+
+	// ErrReplay is returned for a replay file that is damaged or not a
+	// replay, and for a replay writer that cannot be made.
+	ErrReplay = errors.New("lockstep: bad replay")
+
+	// ErrReplayTruncated is returned when a replay file ends before its end
+	// record: the match did not finish, or the file was cut.
+	ErrReplayTruncated = errors.New("lockstep: replay truncated")
+
+	// ErrSpectator is returned by Client.Input on a spectator's client.
+	ErrSpectator = errors.New("lockstep: spectators send no input")
 )

@@ -82,6 +82,12 @@ func NewJitterBuffer(hz int) *JitterBuffer {
 	}
 }
 
+// startAt makes a fresh buffer start play at frame n: the frames before
+// were run while catching up.
+func (j *JitterBuffer) startAt(n int) {
+	j.have, j.played, j.playhead = n, n, float64(n-1)
+}
+
 // Arrive records that frame n arrived at t. Only a frame's first arrival
 // counts.
 func (j *JitterBuffer) Arrive(n int, t time.Time) {

@@ -11,11 +11,15 @@ import (
 )
 
 // connSender is the room's Sender over the server ends of in-memory
-// connections.
-type connSender []*transport.MemConn
+// connections, players then spectators.
+type connSender struct{ m *match }
 
-func (s connSender) SendUnreliable(slot int, msg []byte) error { return s[slot].SendUnreliable(msg) }
-func (s connSender) SendReliable(slot int, msg []byte) error   { return s[slot].SendReliable(msg) }
+func (s connSender) SendUnreliable(peer int, msg []byte) error {
+	return s.m.sside[peer].SendUnreliable(msg)
+}
+func (s connSender) SendReliable(peer int, msg []byte) error {
+	return s.m.sside[peer].SendReliable(msg)
+}
 
 // match runs one room and its clients over an emulated network.
 type match struct {
@@ -31,18 +35,30 @@ type match struct {
 	sent   []map[uint32]int
 	played [][]Frame
 	stalls []int
+
+	// Lifecycle: each client's simulation and the hashes it reached at the
+	// checked frames; players who are away; a frame to corrupt a sim at.
+	net      *transport.Network
+	up, down transport.LinkConfig
+	sims     []*chainSim
+	hashes   []map[int]uint64
+	away     []bool
+	corrupt  map[int]int             // slot -> frame after which its simulation diverges
+	recvAt   []map[int]time.Duration // spectators: frame -> arrival after its cut
+	caught   []int                   // frames run while catching up
+	ids      []uint32                // the last input id of each client
 }
 
 func newMatch(t *testing.T, cfg Config, seed uint64, up, down transport.LinkConfig) *match {
 	cfg = cfg.WithDefaults()
 	net := transport.NewNetwork(seed)
-	m := &match{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(seed, 99))}
+	m := &match{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(seed, 99)), net: net, up: up, down: down, corrupt: map[int]int{}}
 	for range cfg.Players {
 		c, s := net.Pipe(up, down)
 		m.cside = append(m.cside, c)
 		m.sside = append(m.sside, s)
 	}
-	room, err := NewRoom(cfg, time.Now(), connSender(m.sside))
+	room, err := NewRoom(cfg, time.Now(), connSender{m})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,12 +68,22 @@ func newMatch(t *testing.T, cfg Config, seed uint64, up, down transport.LinkConf
 		if err != nil {
 			t.Fatal(err)
 		}
-		m.clients = append(m.clients, c)
-		m.sent = append(m.sent, map[uint32]int{})
-		m.played = append(m.played, nil)
-		m.stalls = append(m.stalls, 0)
+		m.addClient(c)
 	}
 	return m
+}
+
+func (m *match) addClient(c *Client) {
+	m.clients = append(m.clients, c)
+	m.sent = append(m.sent, map[uint32]int{})
+	m.played = append(m.played, nil)
+	m.stalls = append(m.stalls, 0)
+	m.sims = append(m.sims, &chainSim{})
+	m.hashes = append(m.hashes, map[int]uint64{})
+	m.away = append(m.away, false)
+	m.recvAt = append(m.recvAt, map[int]time.Duration{})
+	m.caught = append(m.caught, 0)
+	m.ids = append(m.ids, 0)
 }
 
 // input data: the slot and a per-slot counter, so every input is unique.
@@ -75,10 +101,14 @@ func (m *match) run(d time.Duration, inputRate float64) {
 	end := time.Now().Add(d)
 	done := make(chan struct{})
 	go m.serve(end, done)
+	n := 1
 	for i := range m.clients {
-		go m.play(i, end, inputRate, done)
+		if !m.away[i] {
+			go m.play(i, end, inputRate, done)
+			n++
+		}
 	}
-	for range len(m.clients) + 1 {
+	for range n {
 		<-done
 	}
 }
@@ -100,7 +130,12 @@ func (m *match) serve(end time.Time, done chan<- struct{}) {
 				if !ok {
 					break
 				}
-				m.room.Deliver(slot, msg.Data, now)
+				if m.away[slot] {
+					continue
+				}
+				if err := m.room.Deliver(slot, msg.Data, now); err != nil {
+					m.t.Errorf("room: peer %d: %v", slot, err)
+				}
 			}
 		}
 		m.room.Tick(now)
@@ -115,8 +150,9 @@ func (m *match) play(slot int, end time.Time, inputRate float64, done chan<- str
 	defer func() { done <- struct{}{} }()
 	c := m.clients[slot]
 	conn := m.cside[slot]
-	rng := rand.New(rand.NewPCG(uint64(slot), 7))
-	id := uint32(0)
+	rng := rand.New(rand.NewPCG(uint64(slot), uint64(7+m.ids[slot])))
+	id := m.ids[slot]
+	defer func() { m.ids[slot] = id }()
 	tick := time.NewTicker(time.Second / renderHz)
 	defer tick.Stop()
 	for now := time.Now(); now.Before(end); now = <-tick.C {
@@ -129,7 +165,7 @@ func (m *match) play(slot int, end time.Time, inputRate float64, done chan<- str
 				m.t.Errorf("client %d: %v", slot, err)
 			}
 		}
-		if rng.Float64() < inputRate {
+		if slot < m.cfg.Players && rng.Float64() < inputRate {
 			id++
 			if target, err := c.Input(now, inputData(slot, id)); err == nil {
 				m.sent[slot][id] = target
@@ -140,7 +176,31 @@ func (m *match) play(slot int, end time.Time, inputRate float64, done chan<- str
 		if st.State == Paused {
 			m.stalls[slot]++
 		}
+		if st.CatchingUp {
+			m.caught[slot] += len(st.Frames)
+		}
 		m.played[slot] = append(m.played[slot], st.Frames...)
+		sim := m.sims[slot]
+		for _, f := range st.Frames {
+			sim.Step(f)
+			if at, ok := m.corrupt[slot]; ok && f.Number == at {
+				sim.state ^= 1 << 17 // a one-bit divergence
+			}
+			if f.Number%m.cfg.HashEvery == 0 {
+				h := sim.Hash()
+				m.hashes[slot][f.Number] = h
+				c.ReportHash(f.Number, h)
+			}
+			if cut := m.room.Config().cutTime(m.room.start, f.Number); slot >= m.cfg.Players {
+				m.recvAt[slot][f.Number] = now.Sub(cut)
+			}
+		}
+		for _, f := range c.DumpRequests() {
+			c.Dump(f, fmt.Appendf(nil, "client %d frame %d state %x", slot, f, sim.state))
+		}
+		for _, msg := range c.Outbox() {
+			conn.SendReliable(msg)
+		}
 	}
 }
 
@@ -154,7 +214,7 @@ func (m *match) check() {
 	if cut < 10 {
 		t.Fatalf("only %d frames cut", cut)
 	}
-	for i, c := range m.clients {
+	for i, c := range m.clients[:m.cfg.Players] {
 		if c.Have() < cut-m.cfg.Hz { // a second of frames may be in flight at the end
 			t.Errorf("client %d holds %d of %d frames", i, c.Have(), cut)
 		}
@@ -179,7 +239,7 @@ func (m *match) check() {
 		}
 	}
 	lost := 0
-	for slot, sent := range m.sent {
+	for slot, sent := range m.sent[:m.cfg.Players] {
 		late := m.room.PlayerStats(slot).LateDrops
 		missing := 0
 		for id, target := range sent {

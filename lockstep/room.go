@@ -9,14 +9,15 @@ import (
 	"github.com/tongbu/tongbu/codec"
 )
 
-// Sender is how a room reaches its players: the engine implements it over
-// its transport connections, a test over anything. The slot is the
-// player's index in the room; msg is only valid during the call. A send may
-// fail (a full queue, a closed connection); the room counts it and carries
-// on.
+// Sender is how a room reaches its peers: the engine implements it over
+// its transport connections, a test over anything. The peer is a player's
+// slot (0 .. Players-1) or a spectator's id (Players and up, as returned by
+// Room.AddSpectator; ids are not reused). msg is only valid during the
+// call. A send may fail (a full queue, a closed connection); the room
+// counts it and carries on.
 type Sender interface {
-	SendUnreliable(slot int, msg []byte) error
-	SendReliable(slot int, msg []byte) error
+	SendUnreliable(peer int, msg []byte) error
+	SendReliable(peer int, msg []byte) error
 }
 
 // Drop reasons, counted in RoomStats.Dropped.
@@ -29,10 +30,15 @@ const (
 	DropSize             // an input over the room's size limit
 	DropSequence         // an input sequence number out of any plausible window
 	DropAck              // an acknowledgement of frames not yet cut
+	DropSpectator        // an input from a spectator
+	DropAway             // a packet from a player who left
+	DropHash             // a hash report for a frame that is not checked, not cut, or reported twice differently
+	DropLifecycle        // a lifecycle message that does not decode or was not asked for
 	numDrops
 )
 
-var dropNames = [numDrops]string{"malformed", "slot", "late", "future", "too_many", "size", "sequence", "ack"}
+var dropNames = [numDrops]string{"malformed", "slot", "late", "future", "too_many", "size", "sequence", "ack",
+	"spectator", "away", "hash", "lifecycle"}
 
 // DropName returns the name of a drop reason, for logs and metrics.
 func DropName(reason int) string {
@@ -52,6 +58,7 @@ type RoomStats struct {
 	SendErrors  uint64           // sends that failed
 	Dropped     [numDrops]uint64 // by reason (DropMalformed ...)
 	MaxCutLate  time.Duration    // the latest a frame was cut after its scheduled time
+	CatchUp     uint64           // catch-up bytes sent
 }
 
 // Room is the relay of one lockstep match (seeds 001-003): it cuts frames
@@ -82,6 +89,8 @@ type Room struct {
 	arena    []byte
 	slotSlab []Slot
 	inSlab   [][]byte
+
+	lifecycle
 }
 
 // arenaChunk is the size of the byte slabs inputs and frame encodings are
@@ -150,6 +159,7 @@ type player struct {
 	heard      time.Time
 
 	Stats PlayerStats
+	peerLife
 }
 
 type pendingInput struct {
@@ -181,7 +191,9 @@ func NewRoom(cfg Config, start time.Time, out Sender) (*Room, error) {
 		p.pending = make([][]pendingInput, cfg.MaxAhead+1)
 		p.redundancy = cfg.Redundancy
 		p.retransAt = make(map[int]int)
+		p.initLife(start)
 	}
+	r.now = start
 	return r, nil
 }
 
@@ -217,18 +229,37 @@ func (r *Room) NextCut() time.Time { return r.cfg.cutTime(r.start, r.next) }
 // not decode, or parts of it that break the rules, are dropped and counted;
 // the error says why. Nothing a player sends affects another player.
 func (r *Room) Deliver(slot int, msg []byte, now time.Time) error {
-	if slot < 0 || slot >= len(r.players) {
+	p := r.peer(slot)
+	if p == nil {
 		r.stats.Dropped[DropSlot]++
 		return fmt.Errorf("%w: %d", ErrSlot, slot)
+	}
+	if p.away {
+		r.stats.Dropped[DropAway]++
+		return fmt.Errorf("%w: %d left the room", ErrSlot, slot)
+	}
+	p.q.bytesUp += uint64(len(msg))
+	if packetKind(msg) == kindLife {
+		return r.lifeMessage(slot, p, msg, now)
 	}
 	if err := decodeUplink(msg, &r.up); err != nil {
 		r.stats.Dropped[DropMalformed]++
 		return err
 	}
-	p := &r.players[slot]
 	p.heard = now
 	u := &r.up
 	var err error
+	r.uplinkQuality(p, u, now)
+	if u.hasHash {
+		err = r.hashReport(slot, p, u.hashFrame, u.hash)
+	}
+	if p.spectator {
+		if len(u.inputs) > 0 {
+			r.stats.Dropped[DropSpectator]++
+			err = fmt.Errorf("%w: a spectator sent %d inputs", ErrMalformed, len(u.inputs))
+		}
+		u.inputs = u.inputs[:0]
+	}
 	if u.have > r.next {
 		r.stats.Dropped[DropAck]++
 		err = fmt.Errorf("%w: acknowledges frame %d, only %d cut", ErrMalformed, u.have-1, r.next)
@@ -254,6 +285,8 @@ func (r *Room) lossReport(p *player, recv uint16, run int) {
 	sent := p.seq - p.lastSent
 	got := recv - p.lastRecv
 	if sent >= 8 && got <= sent { // a window of at least 8 packets
+		p.q.downSent += uint64(sent)
+		p.q.downGot += uint64(got)
 		sample := 1 - float64(got)/float64(sent)
 		p.loss += (sample - p.loss) / 4
 		p.lastSent, p.lastRecv = p.seq, recv
@@ -357,12 +390,16 @@ func (r *Room) Tick(now time.Time) {
 		r.cut()
 		cut = true
 	}
+	r.now = now
 	if !cut {
 		return
 	}
 	for slot := range r.players {
-		r.send(slot, now)
+		if p := &r.players[slot]; !p.away {
+			r.send(slot, p, r.next-1, now)
+		}
 	}
+	r.tickLife(now)
 }
 
 // cut makes frame r.next from the pending inputs.
@@ -404,6 +441,9 @@ func (r *Room) cut() {
 	r.frames = append(r.frames, f)
 	r.next++
 	r.stats.Frames++
+	if r.rec != nil {
+		r.rec.frame(&r.frames[n])
+	}
 }
 
 // packetBits is the room's budget for one downlink packet.
@@ -413,9 +453,7 @@ const packetBits = maxPacketBytes * 8
 // the newest frames it does not hold (the newest plus its redundancy, or
 // more when several were cut at once), and retransmissions of older frames
 // it reported missing.
-func (r *Room) send(slot int, now time.Time) {
-	p := &r.players[slot]
-	newest := r.next - 1
+func (r *Room) send(slot int, p *player, newest int, now time.Time) {
 	first := max(p.have, newest-p.redundancy, 0)
 	if newest-first+1 > maxRunFrames {
 		first = newest - maxRunFrames + 1
@@ -451,7 +489,10 @@ func (r *Room) send(slot int, now time.Time) {
 	if now.Sub(p.heard) > retransmitSilence {
 		first = newest // a player who went quiet gets the newest frame alone until it reports again
 	}
-	for n, looked := p.have, 0; n < first && len(retrans) < maxRetransmits && looked < 4*maxRetransmits; n, looked = n+1, looked+1 {
+	if p.stream.active {
+		first = 0 // the catch-up stream brings the old frames
+	}
+	for n, looked := max(p.have, p.stream.end), 0; n < first && len(retrans) < maxRetransmits && looked < 4*maxRetransmits; n, looked = n+1, looked+1 {
 		if off := n - p.have - 1; off >= 0 && off < p.maskLen && p.mask&(1<<off) != 0 {
 			continue // held
 		}
@@ -481,18 +522,16 @@ func (r *Room) send(slot int, now time.Time) {
 	r.buf = msg[:0]
 	r.stats.Retransmits += uint64(sentRetrans)
 	p.hasMargin = false
+	p.q.sentAt[p.seq%echoRing] = now
+	p.q.sentSeq[p.seq%echoRing] = p.seq
 	p.seq++
 	r.stats.Packets++
-	if err := r.out.SendUnreliable(slot, msg); err != nil {
-		r.stats.SendErrors++
-	}
+	r.sendUnreliable(slot, p, msg)
 	for ns := p.notices; len(ns) > 0; {
 		k := min(len(ns), 63)
 		w.Reset(r.buf[:0])
 		encodeNotices(w, ns[:k])
-		if err := r.out.SendReliable(slot, w.Bytes()); err != nil {
-			r.stats.SendErrors++
-		}
+		r.sendReliable(slot, p, w.Bytes())
 		ns = ns[k:]
 	}
 	p.notices = p.notices[:0]

@@ -12,8 +12,13 @@ const (
 	kindInput  = 0 // client to room, unreliable: acks, loss report, inputs
 	kindFrames = 1 // room to client, unreliable: input ack, frames
 	kindNotice = 2 // room to client, reliable: what happened to late inputs
+	kindLife   = 3 // either way: lifecycle messages (lifecycle.go), with a sub-kind
 	kindBits   = 3
 )
+
+// maxEchoHoldMs bounds how long a client says it held the downlink packet
+// it echoes; an older echo is not sent.
+const maxEchoHoldMs = 1023
 
 // maxFrame bounds a frame number on the wire: 2^31 frames is over a year
 // at 60 Hz.
@@ -31,11 +36,21 @@ type upInput struct {
 // uplink is the client's packet: what it holds of the downlink, how the
 // downlink is doing, and every input the room has not acknowledged.
 type uplink struct {
-	have     int    // frames 0 .. have-1 are held
-	mask     uint64 // bit i: frame have+1+i is held
-	maskLen  int    // bits of mask that are meaningful
-	recv     uint16 // downlink packets received, wrapping
-	lossRun  int    // longest run of downlink packets lost recently, 0..15
+	have    int    // frames 0 .. have-1 are held
+	mask    uint64 // bit i: frame have+1+i is held
+	maskLen int    // bits of mask that are meaningful
+	recv    uint16 // downlink packets received, wrapping
+	lossRun int    // longest run of downlink packets lost recently, 0..15
+	sent    uint16 // uplink packets sent, this one included, wrapping
+
+	hasEcho  bool
+	echoSeq  uint16 // the newest downlink packet received
+	echoHold int    // ms between its arrival and this packet, 0..maxEchoHoldMs
+
+	hasHash   bool
+	hashFrame int    // the frame whose state was hashed (after running it)
+	hash      uint64 // the hash
+
 	firstSeq uint32 // sequence number of inputs[0]; inputs are consecutive
 	inputs   []upInput
 	scratch  []byte // decoded input bytes; inputs' data point into it
@@ -48,6 +63,17 @@ func (u *uplink) encode(w *codec.Writer) {
 	w.WriteBits(u.mask, u.maskLen)
 	w.WriteBits(uint64(u.recv), 16)
 	w.WriteUint(uint64(min(u.lossRun, 15)), 15)
+	w.WriteBits(uint64(u.sent), 16)
+	w.WriteBool(u.hasEcho)
+	if u.hasEcho {
+		w.WriteBits(uint64(u.echoSeq), 16)
+		w.WriteUint(uint64(u.echoHold), maxEchoHoldMs)
+	}
+	w.WriteBool(u.hasHash)
+	if u.hasHash {
+		w.WriteUvarint(uint64(u.hashFrame))
+		w.WriteBits(u.hash, 64)
+	}
 	w.WriteUint(uint64(len(u.inputs)), maxUplinkInputs)
 	if len(u.inputs) == 0 {
 		return
@@ -79,13 +105,26 @@ func decodeUplink(msg []byte, u *uplink) error {
 	u.mask = r.ReadBits(u.maskLen)
 	u.recv = uint16(r.ReadBits(16))
 	u.lossRun = int(r.ReadUint(15))
+	u.sent = uint16(r.ReadBits(16))
+	u.hasEcho = r.ReadBool()
+	if u.hasEcho {
+		u.echoSeq = uint16(r.ReadBits(16))
+		u.echoHold = int(r.ReadUint(maxEchoHoldMs))
+	}
+	u.hasHash = r.ReadBool()
+	var hashFrame uint64
+	if u.hasHash {
+		hashFrame = r.ReadUvarint()
+		u.hash = r.ReadBits(64)
+	}
 	n := int(r.ReadUint(maxUplinkInputs))
 	if err := r.Err(); err != nil {
 		return fmt.Errorf("%w: uplink header: %w", ErrMalformed, err)
 	}
-	if have > maxFrame {
-		return fmt.Errorf("%w: acknowledges frame %d", ErrMalformed, have)
+	if have > maxFrame || hashFrame > maxFrame {
+		return fmt.Errorf("%w: acknowledges frame %d, hashes frame %d", ErrMalformed, have, hashFrame)
 	}
+	u.hashFrame = int(hashFrame)
 	u.have = int(have)
 	u.inputs = u.inputs[:0]
 	u.scratch = u.scratch[:0]

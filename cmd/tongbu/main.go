@@ -10,6 +10,8 @@
 //	tongbu bench [-benchtime d] [scenario [flags]]
 //	                            run a benchmark scenario; none named lists them
 //	tongbu bench transport -clients N -hz H -size B -seconds S
+//	tongbu replay info FILE     print a replay's header and statistics
+//	tongbu replay verify FILE   re-run a replay and check its recorded hashes
 //	tongbu version              print the version
 package main
 
@@ -54,6 +56,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return ticketCommand(args[1:], stdout, stderr)
 	case "bench":
 		return benchCommand(args[1:], stdout, stderr)
+	case "replay":
+		return replayCommand(args[1:], stdout, stderr)
 	case "version":
 		fmt.Fprintln(stdout, "tongbu", version)
 		return 0
@@ -78,6 +82,8 @@ commands:
   ticket -player p -target t   print a ticket signed with the same secret
   bench [-benchtime d] [name [flags]]
                                run a benchmark scenario; with no name, list them
+  replay info FILE             print a replay's header and statistics
+  replay verify FILE           re-run a replay's simulation and check the recorded hashes
   version                      print the version
 `)
 }

@@ -1,0 +1,192 @@
+package lockstep
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/tongbu/tongbu/codec"
+)
+
+// clientLife is the client's state for the match lifecycle.
+type clientLife struct {
+	sent        uint16    // uplink packets sent
+	lastArrival time.Time // when downlink packet lastSeq arrived
+	newest      int       // the newest frame number seen on the unreliable channel
+
+	hashes []pendingHash // hash reports not yet sent hashRepeats times
+
+	outbox   [][]byte // reliable messages for the room
+	dumpReqs []int
+
+	catching   bool // running the frames of the log after joining a running match
+	streamDone bool // the last catch-up message arrived
+	caughtUp   bool // went live after catching up
+	catchStart time.Time
+	catchTime  time.Duration
+	liveFrame  int
+	raw        []byte
+	chunk      []Frame
+
+	lastReport time.Time
+	reported   bool
+}
+
+type pendingHash struct {
+	frame int
+	hash  uint64
+	sent  int
+}
+
+// Client lifecycle bounds.
+const (
+	hashRepeats       = 2  // uplink packets each hash report rides in (the uplink is lossy)
+	maxPendingHashes  = 16 // hash reports queued; older ones are dropped
+	reportEvery       = 5 * time.Second
+	catchUpPerAdvance = 600 // frames one Advance hands out while catching up
+)
+
+// ReportHash queues a hash of the game's state after running frame, for
+// the room's desync detection (seed 001 section 6). Report the frames whose
+// number is a multiple of Config.HashEvery; the hash rides in the next
+// uplink packets. Hash only the state that must agree (positions, health,
+// scores), never what may differ between clients (seed 001 section 6.3).
+func (c *Client) ReportHash(frame int, hash uint64) {
+	if c.cfg.HashEvery < 0 || frame < 0 || frame%c.cfg.HashEvery != 0 {
+		return
+	}
+	if len(c.hashes) >= maxPendingHashes {
+		c.hashes = c.hashes[1:]
+	}
+	c.hashes = append(c.hashes, pendingHash{frame: frame, hash: hash})
+}
+
+// Outbox returns and clears the messages for the room's reliable channel:
+// the live report after catching up, playout reports, state dumps. Send
+// them after each Packet, Advance or Dump.
+func (c *Client) Outbox() [][]byte {
+	o := c.outbox
+	c.outbox = nil
+	return o
+}
+
+// DumpRequests returns and clears the frames for which the room asked a
+// dump of the game's state (after a desync). The game answers each with
+// Dump.
+func (c *Client) DumpRequests() []int {
+	d := c.dumpReqs
+	c.dumpReqs = nil
+	return d
+}
+
+// Dump sends the game's state dump for frame, as asked by the room: any
+// bytes the game can compare later (at most MaxDumpBytes), split into
+// messages in the Outbox.
+func (c *Client) Dump(frame int, data []byte) error {
+	if len(data) > MaxDumpBytes {
+		return fmt.Errorf("%w: dump of %d bytes, at most %d", ErrInputTooLarge, len(data), MaxDumpBytes)
+	}
+	parts := max(1, (len(data)+DumpPartBytes-1)/DumpPartBytes)
+	for i := range parts {
+		d := dumpPart{frame: frame, part: i, parts: parts, data: data[i*DumpPartBytes : min(len(data), (i+1)*DumpPartBytes)]}
+		var w codec.Writer
+		d.encode(&w)
+		c.outbox = append(c.outbox, w.Bytes())
+	}
+	return nil
+}
+
+// CatchingUp reports whether the client is running the frames it missed.
+func (c *Client) CatchingUp() bool { return c.catching }
+
+// maybeReport queues a playout report every few seconds.
+func (c *Client) maybeReport(now time.Time) {
+	if c.reported && now.Sub(c.lastReport) < reportEvery {
+		return
+	}
+	c.reported, c.lastReport = true, now
+	st := c.jb.Stats()
+	catchUp := c.catchTime
+	if c.catching {
+		catchUp += now.Sub(c.catchStart)
+	}
+	rep := playReport{
+		mapdv2Tenths: int(st.MAPDV2Ms * 10),
+		stalls:       uint64(st.Stalls),
+		stalledMs:    uint64(st.Stalled / time.Millisecond),
+		fastMs:       uint64(st.Fast / time.Millisecond),
+		catchUpMs:    uint64(catchUp / time.Millisecond),
+	}
+	var w codec.Writer
+	rep.encode(&w)
+	c.outbox = append(c.outbox, w.Bytes())
+}
+
+// lifeMessage handles a lifecycle message from the room.
+func (c *Client) lifeMessage(now time.Time, msg []byte) error {
+	sub, r, err := lifeKind(msg)
+	if err != nil {
+		return err
+	}
+	switch sub {
+	case lifeDumpRequest:
+		f, err := decodeFrameNumber(r)
+		if err != nil {
+			return err
+		}
+		if len(c.dumpReqs) < 16 {
+			c.dumpReqs = append(c.dumpReqs, f)
+		}
+		return nil
+	case lifeCatchUp:
+		var last bool
+		c.chunk, c.raw, last, err = decodeCatchUp(msg, r, c.cfg.Players, c.raw, c.chunk[:0])
+		if err != nil {
+			return err
+		}
+		if c.streamDone || c.caughtUp {
+			return fmt.Errorf("%w: catch-up after the stream ended", ErrMalformed)
+		}
+		if len(c.chunk) > 0 && c.chunk[0].Number != c.have {
+			return fmt.Errorf("%w: catch-up from frame %d, %d held", ErrMalformed, c.chunk[0].Number, c.have)
+		}
+		if !c.catching {
+			// Frames that came on the unreliable channel before the stream
+			// started played no part yet: playout starts over when live.
+			c.catching, c.catchStart = true, now
+			c.jb = NewJitterBuffer(c.cfg.Hz)
+		}
+		for _, f := range c.chunk {
+			c.frame(now, f)
+		}
+		c.streamDone = last
+		return nil
+	}
+	return fmt.Errorf("%w: lifecycle message %d from the room", ErrMalformed, sub)
+}
+
+// catchUp is Advance while catching up: it hands out the frames held, a
+// bounded number per call, and turns live once it has run every frame
+// seen.
+func (c *Client) catchUp(now time.Time) Step {
+	s := Step{State: Fast, CatchingUp: true, Alpha: 1}
+	for len(c.queue) > 0 && len(s.Frames) < catchUpPerAdvance {
+		s.Frames = append(s.Frames, c.queue[0])
+		c.queue = c.queue[1:]
+		c.queued++
+	}
+	if c.streamDone && len(c.queue) == 0 && c.have > c.newest {
+		c.catching, c.caughtUp = false, true
+		c.catchTime += now.Sub(c.catchStart)
+		c.jb.startAt(c.have)
+		c.liveFrame = c.have
+		var w codec.Writer
+		encodeFrameNumber(&w, lifeLive, c.have)
+		c.outbox = append(c.outbox, w.Bytes())
+		// Frames that arrived beyond the held ones were kept out of the
+		// playout; they count as arriving now.
+		for n := range c.ahead {
+			c.jb.Arrive(n, now)
+		}
+	}
+	return s
+}

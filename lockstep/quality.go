@@ -1,0 +1,249 @@
+package lockstep
+
+import (
+	"time"
+)
+
+// peerQuality is what the room measures and hears of one peer's link.
+type peerQuality struct {
+	sentAt  [echoRing]time.Time // when downlink packet seq was sent, by seq % echoRing
+	sentSeq [echoRing]uint16
+
+	rttN                   uint64
+	rttSum, rttMin, rttMax time.Duration
+
+	upSeen            bool
+	upLast            uint16
+	upExpected, upGot uint64
+	downSent, downGot uint64
+
+	bytesUp, bytesDown, catchUpBytes uint64
+
+	jitN           uint64
+	jitSum, jitMax float64    // ms
+	cur, past      playReport // this session's last report, and earlier sessions' sums
+	maxRedundancy  int
+	reconnects     int
+	toLive         time.Duration
+	desyncAt       int
+	desyncAtSet    bool
+}
+
+// uplinkQuality takes the uplink's packet counter and echo.
+func (r *Room) uplinkQuality(p *player, u *uplink, now time.Time) {
+	q := &p.q
+	switch d := u.sent - q.upLast; {
+	case !q.upSeen:
+		q.upSeen, q.upLast = true, u.sent
+		q.upExpected++
+		q.upGot++
+	case d != 0 && d < 1<<15:
+		q.upExpected += uint64(d)
+		q.upLast = u.sent
+		q.upGot++
+	default: // reordered or duplicated
+		if q.upGot < q.upExpected {
+			q.upGot++
+		}
+	}
+	q.maxRedundancy = max(q.maxRedundancy, p.redundancy)
+	if !u.hasEcho || q.sentSeq[u.echoSeq%echoRing] != u.echoSeq {
+		return
+	}
+	at := q.sentAt[u.echoSeq%echoRing]
+	if at.IsZero() {
+		return
+	}
+	rtt := now.Sub(at) - time.Duration(u.echoHold)*time.Millisecond
+	if rtt < 0 || rtt > 30*time.Second {
+		return
+	}
+	if q.rttN == 0 || rtt < q.rttMin {
+		q.rttMin = rtt
+	}
+	q.rttMax = max(q.rttMax, rtt)
+	q.rttSum += rtt
+	q.rttN++
+}
+
+// report takes a client's playout report.
+func (q *peerQuality) report(rep playReport) {
+	ms := float64(rep.mapdv2Tenths) / 10
+	q.jitN++
+	q.jitSum += ms
+	q.jitMax = max(q.jitMax, ms)
+	q.cur = rep
+}
+
+// newSession folds the last session's playout counts into the past ones.
+func (q *peerQuality) newSession() {
+	q.past.stalls += q.cur.stalls
+	q.past.stalledMs += q.cur.stalledMs
+	q.past.fastMs += q.cur.fastMs
+	q.past.catchUpMs += q.cur.catchUpMs
+	q.cur = playReport{}
+	q.upSeen = false
+	q.sentSeq = [echoRing]uint16{}
+	q.sentAt = [echoRing]time.Time{}
+}
+
+// PeerQuality is the quality of one peer's link and play over the match
+// (seed 003: stalls, loss, the highest latency and jitter), as the room
+// measured it and the client reported it.
+type PeerQuality struct {
+	Peer      int  // slot, or spectator id
+	Spectator bool // the peer is a spectator
+	Away      bool // the player has left and not rejoined
+
+	// Round trip time, measured by echoing downlink packets in the uplink.
+	RTTMin, RTTMean, RTTMax time.Duration
+	// LossUp is the share of uplink packets that never arrived; LossDown
+	// the share of downlink packets the client did not receive.
+	LossUp, LossDown float64
+	// JitterMean and JitterMax are the mean and highest MAPDV2 the client
+	// reported (ITU-T G.1020), in milliseconds.
+	JitterMean, JitterMax float64
+	// Stalls is how often play paused for a missing frame, Stalled for
+	// how long; Fast is the time spent in fast play, CatchUp the time
+	// spent catching up after joining (client reports).
+	Stalls                 uint64
+	Stalled, Fast, CatchUp time.Duration
+	// LateDrops counts inputs that arrived after their frame was cut and
+	// were dropped.
+	LateDrops uint64
+	// Redundancy is the frames repeated per downlink packet now, and the
+	// most at any time.
+	Redundancy, MaxRedundancy int
+	// BytesUpPerSec and BytesDownPerSec are the lockstep bytes each way
+	// over the time connected; CatchUpBytes is the part of the downlink
+	// that was catch-up.
+	BytesUpPerSec, BytesDownPerSec float64
+	CatchUpBytes                   uint64
+	// Reconnects counts joins after the match started; ToLive is the last
+	// join's time to live.
+	Reconnects int
+	ToLive     time.Duration
+	Connected  time.Duration
+	// DesyncFrame is the first frame at which the player's state hash
+	// diverged, or -1.
+	DesyncFrame int
+}
+
+// Quality is the match's quality report: one entry per player and
+// spectator, and Match summing them up (minimum of the minima, mean of the
+// means weighted by samples, maximum of the maxima, sums of the counts,
+// losses over all packets, bytes per second over all peers).
+type Quality struct {
+	Frames  int
+	Elapsed time.Duration
+	Peers   []PeerQuality
+	Match   PeerQuality
+}
+
+// Quality returns the quality report so far, as of the last tick. Call it
+// live or at the match's end.
+func (r *Room) Quality() Quality {
+	out := Quality{Frames: r.next, Elapsed: r.now.Sub(r.start)}
+	var m PeerQuality
+	var rttN, jitN uint64
+	var rttSum time.Duration
+	var jitSum float64
+	var upE, upG, dnS, dnG uint64
+	var secs float64
+	first := true
+	add := func(id int, p *player) {
+		q := &p.q
+		connected := p.connected
+		if !p.away && !p.removed {
+			connected += r.now.Sub(p.joinedAt)
+		}
+		pq := PeerQuality{
+			Peer: id, Spectator: p.spectator, Away: p.away,
+			RTTMin: q.rttMin, RTTMax: q.rttMax,
+			JitterMax: q.jitMax,
+			Stalls:    q.past.stalls + q.cur.stalls,
+			Stalled:   msDuration(q.past.stalledMs + q.cur.stalledMs),
+			Fast:      msDuration(q.past.fastMs + q.cur.fastMs),
+			CatchUp:   msDuration(q.past.catchUpMs + q.cur.catchUpMs),
+			LateDrops: p.Stats.LateDrops, Redundancy: p.redundancy, MaxRedundancy: max(q.maxRedundancy, p.redundancy),
+			CatchUpBytes: q.catchUpBytes, Reconnects: q.reconnects, ToLive: q.toLive, Connected: connected,
+			DesyncFrame: -1,
+		}
+		if p.desynced {
+			pq.DesyncFrame = q.desyncAt
+		}
+		if q.rttN > 0 {
+			pq.RTTMean = q.rttSum / time.Duration(q.rttN)
+		}
+		if q.jitN > 0 {
+			pq.JitterMean = q.jitSum / float64(q.jitN)
+		}
+		if q.upExpected > 0 {
+			pq.LossUp = 1 - float64(q.upGot)/float64(q.upExpected)
+		}
+		if q.downSent > 0 {
+			pq.LossDown = 1 - float64(q.downGot)/float64(q.downSent)
+		}
+		if s := connected.Seconds(); s > 0 {
+			pq.BytesUpPerSec = float64(q.bytesUp) / s
+			pq.BytesDownPerSec = float64(q.bytesDown) / s
+		}
+		out.Peers = append(out.Peers, pq)
+
+		if q.rttN > 0 && (first || q.rttMin < m.RTTMin) {
+			m.RTTMin = q.rttMin
+			first = false
+		}
+		m.RTTMax = max(m.RTTMax, q.rttMax)
+		rttSum += q.rttSum
+		rttN += q.rttN
+		jitSum += q.jitSum
+		jitN += q.jitN
+		m.JitterMax = max(m.JitterMax, q.jitMax)
+		upE, upG, dnS, dnG = upE+q.upExpected, upG+q.upGot, dnS+q.downSent, dnG+q.downGot
+		m.Stalls += pq.Stalls
+		m.Stalled += pq.Stalled
+		m.Fast += pq.Fast
+		m.CatchUp += pq.CatchUp
+		m.LateDrops += pq.LateDrops
+		m.Redundancy = max(m.Redundancy, pq.Redundancy)
+		m.MaxRedundancy = max(m.MaxRedundancy, pq.MaxRedundancy)
+		m.BytesUpPerSec += float64(q.bytesUp)
+		m.BytesDownPerSec += float64(q.bytesDown)
+		m.CatchUpBytes += q.catchUpBytes
+		m.Reconnects += q.reconnects
+		m.ToLive = max(m.ToLive, q.toLive)
+		if pq.DesyncFrame >= 0 && (m.DesyncFrame < 0 || pq.DesyncFrame < m.DesyncFrame) {
+			m.DesyncFrame = pq.DesyncFrame
+		}
+		secs = max(secs, connected.Seconds())
+	}
+	m.Peer, m.DesyncFrame = -1, -1
+	for i := range r.players {
+		add(i, &r.players[i])
+	}
+	for i := range r.specs {
+		add(len(r.players)+i, &r.specs[i])
+	}
+	if rttN > 0 {
+		m.RTTMean = rttSum / time.Duration(rttN)
+	}
+	if jitN > 0 {
+		m.JitterMean = jitSum / float64(jitN)
+	}
+	if upE > 0 {
+		m.LossUp = 1 - float64(upG)/float64(upE)
+	}
+	if dnS > 0 {
+		m.LossDown = 1 - float64(dnG)/float64(dnS)
+	}
+	if secs > 0 {
+		m.BytesUpPerSec /= secs
+		m.BytesDownPerSec /= secs
+	}
+	m.Connected = time.Duration(secs * float64(time.Second))
+	out.Match = m
+	return out
+}
+
+func msDuration(ms uint64) time.Duration { return time.Duration(ms) * time.Millisecond }

@@ -1,0 +1,547 @@
+package lockstep
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tongbu/tongbu/codec"
+)
+
+// lifecycle is the room's state for the match lifecycle: spectators,
+// catch-up streams, desync detection, events and the replay.
+type lifecycle struct {
+	now    time.Time // the last tick
+	specs  []player  // spectators; id = Players + index
+	events []Event
+	rec    *ReplayWriter
+
+	checks  []hashCheck   // pending comparisons, by frame
+	results []checkResult // resolved comparisons, by frame / HashEvery
+	raw     []byte        // catch-up scratch: frame bodies
+	comp    []byte        // catch-up scratch: the message
+	cw      codec.Writer
+}
+
+// maxSpectators bounds the spectators ever added to one room.
+const maxSpectators = 4096
+
+// echoRing is how many downlink send times a peer remembers for RTT.
+const echoRing = 64
+
+// peerLife is a peer's lifecycle state.
+type peerLife struct {
+	away      bool // left: nothing is sent, input is made up
+	live      bool // playing live (false while catching up)
+	spectator bool
+	removed   bool
+	delay     time.Duration // spectators: how far behind the cut
+	visible   int           // spectators: frames 0 .. visible-1 may be sent
+	joinedAt  time.Time
+	connected time.Duration // time connected before the current session
+	stream    stream
+	desynced  bool
+	dumpWant  int    // frame of the dump asked for, or -1
+	dump      []byte // dump parts so far
+	dumpParts int
+	q         peerQuality
+}
+
+// stream is a catch-up stream: frames next .. end-1 from the log on the
+// reliable channel.
+type stream struct {
+	active    bool
+	next, end int
+}
+
+func (p *player) initLife(now time.Time) {
+	p.live = true
+	p.joinedAt = now
+	p.dumpWant = -1
+}
+
+// peer returns the player or spectator with id, or nil.
+func (r *Room) peer(id int) *player {
+	switch {
+	case id >= 0 && id < len(r.players):
+		return &r.players[id]
+	case id >= len(r.players) && id < len(r.players)+len(r.specs):
+		if s := &r.specs[id-len(r.players)]; !s.removed {
+			return s
+		}
+	}
+	return nil
+}
+
+func (r *Room) sendUnreliable(id int, p *player, msg []byte) {
+	p.q.bytesDown += uint64(len(msg))
+	if err := r.out.SendUnreliable(id, msg); err != nil {
+		r.stats.SendErrors++
+	}
+}
+
+func (r *Room) sendReliable(id int, p *player, msg []byte) {
+	p.q.bytesDown += uint64(len(msg))
+	if err := r.out.SendReliable(id, msg); err != nil {
+		r.stats.SendErrors++
+	}
+}
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	// EventDesync: the players in Players reported a state hash for Frame
+	// that differs from the majority's (or, with no majority, from each
+	// other's). It is the first diverging frame seen for each of them.
+	EventDesync EventKind = iota + 1
+	// EventDump: the peer in Slot sent the state dump asked for Frame
+	// after a desync; Agrees is set for the agreeing client asked for
+	// comparison.
+	EventDump
+	// EventLive: the peer in Slot caught up after joining and plays live
+	// from Frame; After is the time from Join (or AddSpectator) to then.
+	EventLive
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventDesync:
+		return "desync"
+	case EventDump:
+		return "dump"
+	case EventLive:
+		return "live"
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Event is something the room reports to the engine (see Room.Events).
+type Event struct {
+	Kind    EventKind
+	Frame   int
+	Players []int         // EventDesync: the diverging players, ascending
+	Slot    int           // EventDump, EventLive: the peer
+	Dump    []byte        // EventDump: the game's state dump
+	Agrees  bool          // EventDump: the peer agreed with the majority
+	After   time.Duration // EventLive: time from joining to live
+}
+
+// Events returns and clears the events raised since the last call.
+func (r *Room) Events() []Event {
+	e := r.events
+	r.events = nil
+	return e
+}
+
+// Leave marks the player in slot as gone: the room sends it nothing and
+// makes up its input (by the room's Fill) until it joins again. Inputs it
+// already sent for later frames stay. Leaving twice is harmless.
+func (r *Room) Leave(slot int) error {
+	if slot < 0 || slot >= len(r.players) {
+		return fmt.Errorf("%w: %d", ErrSlot, slot)
+	}
+	p := &r.players[slot]
+	if p.away {
+		return nil
+	}
+	p.away, p.live, p.stream = true, false, stream{}
+	p.connected += r.now.Sub(p.joinedAt)
+	if r.rec != nil {
+		r.rec.event(recLeave, slot, r.next)
+	}
+	return nil
+}
+
+// Join gives slot to a fresh client of the player (a reconnect after a
+// crash, or a late join): the room forgets what it knew of the old
+// connection, streams the frame log from frame 0 on the reliable channel,
+// paced by Config.CatchUpBytes, alongside the newest frames on the
+// unreliable one; the client runs the frames without rendering and reports
+// when it is live, which raises EventLive. Checking the player's ticket is
+// the engine's job. Joining a slot that is connected replaces the
+// connection.
+func (r *Room) Join(slot int, now time.Time) error {
+	if slot < 0 || slot >= len(r.players) {
+		return fmt.Errorf("%w: %d", ErrSlot, slot)
+	}
+	r.Leave(slot)
+	p := &r.players[slot]
+	p.away = false
+	p.q.reconnects++
+	r.resetPeer(p, now)
+	r.startStream(p, r.next)
+	if r.rec != nil {
+		r.rec.event(recJoin, slot, r.next)
+	}
+	return nil
+}
+
+// resetPeer forgets a peer's connection state for a fresh client.
+func (r *Room) resetPeer(p *player, now time.Time) {
+	p.joinedAt, p.heard = now, now
+	p.have, p.mask, p.maskLen = 0, 0, 0
+	clear(p.retransAt)
+	p.redundancy = r.cfg.Redundancy
+	p.lastSent, p.lastRecv, p.loss, p.lossWant = p.seq, 0, 0, 0
+	p.inAck, p.inSeen, p.hasMargin = 0, 0, false
+	p.notices = p.notices[:0]
+	p.dumpWant, p.dump, p.dumpParts = -1, nil, 0
+	p.q.newSession()
+	p.live = true
+}
+
+// startStream starts a catch-up stream of frames 0 .. end-1 (the seam for
+// snapshot-based catch-up: a snapshot would start it later).
+func (r *Room) startStream(p *player, end int) {
+	if end <= 0 {
+		return // nothing to catch up: the client starts live
+	}
+	p.live = false
+	p.stream = stream{active: true, next: 0, end: end}
+}
+
+// AddSpectator adds a spectator who sees the match delay behind the cut:
+// the room sends it frame n no earlier than delay after cutting it, and
+// takes no input from it (its uplink packets only acknowledge). It returns
+// the spectator's peer id, Players or above, which the room uses with the
+// Sender and the engine with Deliver. A spectator who joins after frames
+// are already visible catches up like a rejoining player.
+func (r *Room) AddSpectator(delay time.Duration, now time.Time) (int, error) {
+	if delay < 0 {
+		return 0, fmt.Errorf("%w: spectator delay %v", ErrConfig, delay)
+	}
+	if len(r.specs) >= maxSpectators {
+		return 0, fmt.Errorf("%w: %d spectators already added", ErrConfig, len(r.specs))
+	}
+	r.specs = append(r.specs, player{redundancy: r.cfg.Redundancy, retransAt: make(map[int]int)})
+	s := &r.specs[len(r.specs)-1]
+	s.initLife(now)
+	s.spectator, s.delay = true, delay
+	r.resetPeer(s, now)
+	r.advanceVisible(s, now)
+	r.startStream(s, s.visible)
+	return len(r.players) + len(r.specs) - 1, nil
+}
+
+// RemoveSpectator stops sending to a spectator. Its id is not reused.
+func (r *Room) RemoveSpectator(id int) error {
+	p := r.peer(id)
+	if p == nil || !p.spectator {
+		return fmt.Errorf("%w: no spectator %d", ErrSlot, id)
+	}
+	p.removed = true
+	p.connected += r.now.Sub(p.joinedAt)
+	return nil
+}
+
+// advanceVisible moves a spectator's visible frames up to now - delay.
+func (r *Room) advanceVisible(s *player, now time.Time) {
+	for s.visible < r.next && !r.cfg.cutTime(r.start, s.visible).Add(s.delay).After(now) {
+		s.visible++
+	}
+}
+
+// tickLife runs after a tick that cut frames: spectators' packets,
+// catch-up streams and pending hash comparisons.
+func (r *Room) tickLife(now time.Time) {
+	for i := range r.specs {
+		s := &r.specs[i]
+		if s.removed {
+			continue
+		}
+		r.advanceVisible(s, now)
+		if s.visible > 0 {
+			r.send(len(r.players)+i, s, s.visible-1, now)
+		}
+	}
+	budget := r.cfg.CatchUpBytes
+	for id := 0; id < len(r.players)+len(r.specs) && budget > 0; id++ {
+		if p := r.peer(id); p != nil && !p.away && p.stream.active {
+			budget = r.streamTo(id, p, budget)
+		}
+	}
+	r.resolveChecks(false)
+}
+
+// streamTo sends catch-up messages to a peer while the budget lasts and
+// returns what is left of it.
+func (r *Room) streamTo(id int, p *player, budget int) int {
+	for p.stream.active && budget > catchUpChunkBytes {
+		first := p.stream.next
+		w := &r.cw
+		w.Reset(r.raw[:0])
+		n := first
+		for ; n < p.stream.end && n-first < maxChunkFrames; n++ {
+			cf := &r.frames[n]
+			body, bits := cf.rel, cf.relBits
+			if n == first {
+				body, bits = cf.full, cf.fullBits
+			}
+			if n > first && w.Len()+bits > catchUpChunkBytes*8 {
+				break
+			}
+			w.WriteBitString(body, bits)
+		}
+		r.raw = w.Bytes()
+		last := n == p.stream.end
+		w.Reset(r.comp[:0])
+		catchUpHeader(w, first, n-first, last)
+		r.comp = codec.Compress(w.Bytes(), r.raw)
+		r.sendReliable(id, p, r.comp)
+		r.stats.CatchUp += uint64(len(r.comp))
+		p.q.catchUpBytes += uint64(len(r.comp))
+		budget -= len(r.comp)
+		p.stream.next = n
+		if last {
+			p.stream.active = false
+		}
+	}
+	return budget
+}
+
+// lifeMessage handles a lifecycle message from a peer.
+func (r *Room) lifeMessage(id int, p *player, msg []byte, now time.Time) error {
+	sub, rd, err := lifeKind(msg)
+	if err != nil {
+		r.stats.Dropped[DropLifecycle]++
+		return err
+	}
+	switch sub {
+	case lifeLive:
+		f, err := decodeFrameNumber(rd)
+		if err != nil || p.live || f > r.next {
+			r.stats.Dropped[DropLifecycle]++
+			return fmt.Errorf("%w: live at frame %d (already live %v): %v", ErrMalformed, f, p.live, err)
+		}
+		p.live = true
+		after := now.Sub(p.joinedAt)
+		p.q.toLive = after
+		r.events = append(r.events, Event{Kind: EventLive, Slot: id, Frame: f, After: after})
+		return nil
+	case lifeReport:
+		rep, err := decodePlayReport(rd)
+		if err != nil {
+			r.stats.Dropped[DropLifecycle]++
+			return err
+		}
+		p.q.report(rep)
+		return nil
+	case lifeDump:
+		d, err := decodeDumpPart(rd)
+		if err != nil || d.frame != p.dumpWant || d.part != p.dumpParts {
+			r.stats.Dropped[DropLifecycle]++
+			return fmt.Errorf("%w: dump part %d of %d for frame %d, want part %d for %d: %v",
+				ErrMalformed, d.part, d.parts, d.frame, p.dumpParts, p.dumpWant, err)
+		}
+		p.dump = append(p.dump, d.data...)
+		p.dumpParts++
+		if p.dumpParts == d.parts {
+			r.events = append(r.events, Event{Kind: EventDump, Slot: id, Frame: d.frame, Dump: p.dump, Agrees: !p.desynced})
+			p.dumpWant, p.dump, p.dumpParts = -1, nil, 0
+		}
+		return nil
+	}
+	r.stats.Dropped[DropLifecycle]++
+	return fmt.Errorf("%w: lifecycle message %d from a client", ErrMalformed, sub)
+}
+
+// RequestDump asks a peer for a dump of its state after frame (the game
+// answers through Client.Dump); the dump arrives as an EventDump.
+func (r *Room) RequestDump(id, frame int) error {
+	p := r.peer(id)
+	if p == nil || p.away {
+		return fmt.Errorf("%w: %d", ErrSlot, id)
+	}
+	p.dumpWant, p.dump, p.dumpParts = frame, nil, 0
+	w := &r.cw
+	w.Reset(r.comp[:0])
+	encodeFrameNumber(w, lifeDumpRequest, frame)
+	r.comp = w.Bytes()
+	r.sendReliable(id, p, r.comp)
+	return nil
+}
+
+// hashCheck collects the hashes players reported for one frame.
+type hashCheck struct {
+	frame    int
+	reported uint32
+	hashes   [MaxPlayers]uint64
+}
+
+// checkResult is a resolved comparison.
+type checkResult struct {
+	known   bool
+	hash    uint64 // the majority's hash (when majority)
+	agree   uint32 // the players who reported it
+	support int
+}
+
+// hashWindow is how long, in seconds of frames, the room waits for every
+// live player's hash of a frame before comparing the ones it has.
+const hashWindow = 3
+
+// hashReport takes a player's hash of its state after frame.
+func (r *Room) hashReport(slot int, p *player, frame int, hash uint64) error {
+	k := r.cfg.HashEvery
+	if p.spectator {
+		return nil // spectators run the game too; their hashes are not compared
+	}
+	if k < 0 || frame%k != 0 || frame >= r.next {
+		r.stats.Dropped[DropHash]++
+		return fmt.Errorf("%w: hash of frame %d (every %d, %d cut)", ErrMalformed, frame, k, r.next)
+	}
+	idx := frame / k
+	if idx < len(r.results) && r.results[idx].known {
+		res := &r.results[idx]
+		if res.agree&(1<<slot) != 0 || p.desynced {
+			return nil
+		}
+		if res.support > 0 && hash == res.hash {
+			res.agree |= 1 << slot
+			return nil
+		}
+		// A late report (a rejoined client catching up) that differs.
+		div := []int{slot}
+		if res.support*2 <= bitsCount(res.agree|1<<slot) {
+			for i := range r.players { // no majority with this report: name the others too
+				if res.agree&(1<<i) != 0 && !r.players[i].desynced {
+					div = append(div, i)
+				}
+			}
+		}
+		r.diverge(frame, div, res.agree)
+		return nil
+	}
+	if idx < len(r.results) {
+		return nil // compared without it: nobody had reported it in time
+	}
+	i, found := slices.BinarySearchFunc(r.checks, frame, func(c hashCheck, f int) int { return c.frame - f })
+	if !found {
+		if len(r.checks) >= 8*hashWindow*r.cfg.Hz/k+8 {
+			r.stats.Dropped[DropHash]++
+			return fmt.Errorf("%w: too many frames awaiting comparison", ErrMalformed)
+		}
+		r.checks = slices.Insert(r.checks, i, hashCheck{frame: frame})
+	}
+	c := &r.checks[i]
+	if c.reported&(1<<slot) != 0 {
+		if c.hashes[slot] != hash {
+			r.stats.Dropped[DropHash]++
+			return fmt.Errorf("%w: player %d reported two hashes for frame %d", ErrMalformed, slot, frame)
+		}
+		return nil
+	}
+	c.reported |= 1 << slot
+	c.hashes[slot] = hash
+	r.resolveChecks(true)
+	return nil
+}
+
+func bitsCount(x uint32) int {
+	n := 0
+	for ; x != 0; x &= x - 1 {
+		n++
+	}
+	return n
+}
+
+// resolveChecks compares the pending checks in frame order: each once
+// every live player has reported, or once it is hashWindow seconds old.
+func (r *Room) resolveChecks(onlyComplete bool) {
+	var want uint32
+	for i := range r.players {
+		if p := &r.players[i]; !p.away && p.live {
+			want |= 1 << i
+		}
+	}
+	for len(r.checks) > 0 {
+		c := &r.checks[0]
+		complete := c.reported&want == want
+		old := r.next-c.frame > hashWindow*r.cfg.Hz
+		if !complete && (onlyComplete || !old) {
+			return
+		}
+		r.resolve(c)
+		r.checks = slices.Delete(r.checks, 0, 1)
+	}
+}
+
+// resolve compares the hashes of one frame.
+func (r *Room) resolve(c *hashCheck) {
+	idx := c.frame / r.cfg.HashEvery
+	for len(r.results) <= idx {
+		r.results = append(r.results, checkResult{})
+	}
+	reporters := bitsCount(c.reported)
+	best, support := uint64(0), 0
+	for i := range r.players {
+		if c.reported&(1<<i) == 0 {
+			continue
+		}
+		n := 0
+		for j := range r.players {
+			if c.reported&(1<<j) != 0 && c.hashes[j] == c.hashes[i] {
+				n++
+			}
+		}
+		if n > support {
+			best, support = c.hashes[i], n
+		}
+	}
+	res := checkResult{known: true}
+	var div []int
+	if support*2 > reporters {
+		res.hash, res.support = best, support
+	}
+	for i := range r.players {
+		if c.reported&(1<<i) == 0 {
+			continue
+		}
+		if res.support > 0 && c.hashes[i] == best {
+			res.agree |= 1 << i
+		} else if !r.players[i].desynced {
+			div = append(div, i)
+		}
+	}
+	r.results[idx] = res
+	if r.rec != nil {
+		r.rec.check(c, res)
+	}
+	if len(div) > 0 {
+		r.diverge(c.frame, div, res.agree)
+	}
+}
+
+// diverge raises a desync event and asks for dumps when so configured.
+func (r *Room) diverge(frame int, div []int, agree uint32) {
+	slices.Sort(div)
+	for _, i := range div {
+		r.players[i].desynced = true
+		r.players[i].q.desyncAt = frame
+	}
+	r.events = append(r.events, Event{Kind: EventDesync, Frame: frame, Players: div})
+	if !r.cfg.DumpOnDesync {
+		return
+	}
+	for _, i := range div {
+		r.RequestDump(i, frame)
+	}
+	for i := range r.players {
+		if agree&(1<<i) != 0 && !r.players[i].desynced && !r.players[i].away {
+			r.RequestDump(i, frame)
+			break
+		}
+	}
+}
+
+// MajorityHash returns the hash most players reported for frame, when the
+// room compared that frame's hashes and a majority agreed.
+func (r *Room) MajorityHash(frame int) (uint64, bool) {
+	k := r.cfg.HashEvery
+	if k < 0 || frame < 0 || frame%k != 0 || frame/k >= len(r.results) {
+		return 0, false
+	}
+	res := r.results[frame/k]
+	return res.hash, res.known && res.support > 0
+}
