@@ -75,7 +75,7 @@ var npcKinds = []npcKind{
 }
 
 // cityShare is the share of NPCs that live in cities when the map has any.
-const cityShare = 0.15
+const cityShare = 0.08
 
 var (
 	surnames = []string{"Li", "Wang", "Zhang", "Liu", "Chen", "Yang", "Zhao", "Huang", "Zhou", "Wu",
