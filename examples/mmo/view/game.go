@@ -110,6 +110,9 @@ func (v *View) Update() error {
 		case interest.EventJump:
 			v.effects = append(v.effects, effect{kind: fxJump, id: ev.ID, at: now, lifetime: 600 * time.Millisecond})
 		case interest.EventSkill:
+			if ev.Target == 0 {
+				continue // no one to draw the strike to
+			}
 			v.effects = append(v.effects, effect{kind: fxSkill, id: ev.ID, to: ev.Target, at: now, lifetime: 400 * time.Millisecond})
 		}
 	}

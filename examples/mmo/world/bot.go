@@ -147,7 +147,9 @@ func (d *Demo) fight(b *bot, me *interest.Logic, f int) bool {
 	// the game's authority, resolves it now if the world agrees the
 	// target is in range.
 	if d.w.InRange(b.id, b.target) {
-		d.hit(b.target, 10+d.rng.IntN(20), f)
+		if d.hit(b.target, 10+d.rng.IntN(20), f) {
+			b.hits = botHits // killed: the fight is over
+		}
 		_ = d.w.Update(b.id, func(lg *interest.Logic) { lg.Combat, lg.Rage = true, min(lg.Rage+10, 100) })
 	}
 	b.next = f + d.frames(time.Second)

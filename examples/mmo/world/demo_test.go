@@ -190,7 +190,7 @@ func TestBots(t *testing.T) {
 		}
 	}
 	s, ws := d.Stats(), d.World().Stats()
-	if s.BotMoves == 0 || s.BotSkills == 0 || s.Walks == 0 {
+	if s.BotMoves == 0 || s.BotSkills == 0 || s.Walks == 0 || s.Kills == 0 {
 		t.Errorf("demo stats %+v", s)
 	}
 	if ws.Corrections != 0 {
@@ -207,6 +207,37 @@ func TestBots(t *testing.T) {
 		}
 	}
 	t.Logf("demo %+v; world commands %d, packets %d, bytes %d", s, ws.Commands, ws.PacketsOut, ws.BytesOut)
+}
+
+// TestHit strikes an NPC until it dies: it loses life and is in combat,
+// then respawns at home, standing, whole; once calm it leaves combat.
+func TestHit(t *testing.T) {
+	d := newDemo(t, small(2, 20, -1))
+	run(d, 10*time.Second, nil)
+	n := d.npcs[3]
+	if d.hit(n.id, 30, d.w.Frame()) {
+		t.Fatal("died of one strike")
+	}
+	lg, _ := d.w.Logic(n.id)
+	if lg.Life != 70 || !lg.Combat {
+		t.Fatalf("after a strike: %+v", lg)
+	}
+	if d.hit(12345, 30, d.w.Frame()) {
+		t.Fatal("an unknown NPC died")
+	}
+	strikes := 1
+	for !d.hit(n.id, 30, d.w.Frame()) {
+		strikes++
+	}
+	lg, _ = d.w.Logic(n.id)
+	if strikes != 3 || lg.Pos != n.home || lg.Moving() || lg.Life != 100 || lg.Combat || d.Stats().Kills != 1 {
+		t.Fatalf("after %d more strikes: %+v (home %v), stats %+v", strikes, lg, n.home, d.Stats())
+	}
+	d.hit(n.id, 10, d.w.Frame())
+	run(d, 2*calm, nil)
+	if lg, _ = d.w.Logic(n.id); lg.Combat || lg.Life != 100 {
+		t.Fatalf("not calm after %v: %+v", 2*calm, lg)
+	}
 }
 
 // recorder is a Sender for human players that keeps what it is sent.
@@ -378,6 +409,7 @@ func TestHelpers(t *testing.T) {
 // BenchmarkDemoTick measures one frame of the default demo world (4,000
 // NPCs, 16 bots with their clients, a 64 x 64 region map): Demo.Tick and
 // World.Tick, after 30 s of play so NPCs are spread over their cycles.
+// demo_ns/frame is the part spent in Demo.Tick.
 func BenchmarkDemoTick(b *testing.B) {
 	d := newDemo(b, Config{Start: epoch, Seed: 1})
 	run(d, 30*time.Second, nil)
@@ -386,12 +418,18 @@ func BenchmarkDemoTick(b *testing.B) {
 	b.ReportAllocs()
 	b.ResetTimer()
 	frames := 0
+	var inDemo time.Duration
 	for b.Loop() {
 		now := w.NextFrame()
+		t0 := time.Now()
 		d.Tick(now)
+		inDemo += time.Since(t0)
 		w.Tick(now)
 		frames++
 	}
+	// The demo's own share (NPC timers, bots and their clients) beside
+	// the whole frame's ns/op.
+	b.ReportMetric(float64(inDemo.Nanoseconds())/float64(frames), "demo_ns/frame")
 	ws, s := w.Stats(), d.Stats()
 	b.ReportMetric(float64(s.Walks-s0.Walks)/float64(frames), "walks/frame")
 	b.ReportMetric(float64(ws.BytesOut-ws0.BytesOut)/float64(frames), "bytes_out/frame")

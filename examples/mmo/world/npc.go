@@ -134,15 +134,14 @@ func (d *Demo) wake(i int32, f int) {
 }
 
 // hit resolves a bot's strike on an NPC: it loses life and is in combat;
-// at no life it dies and respawns at home, standing.
-func (d *Demo) hit(target interest.ID, damage int, f int) {
+// at no life it dies and respawns at home, standing, and hit reports it.
+func (d *Demo) hit(target interest.ID, damage int, f int) (dead bool) {
 	i, ok := d.byID[target]
 	if !ok {
-		return
+		return false
 	}
 	n := &d.npcs[i]
 	n.hitAt = f
-	dead := false
 	_ = d.w.Update(target, func(lg *interest.Logic) {
 		lg.Combat = true
 		if int(lg.Life) <= damage {
@@ -157,4 +156,5 @@ func (d *Demo) hit(target interest.ID, damage int, f int) {
 		_ = d.w.Update(target, func(lg *interest.Logic) { lg.Life, lg.Combat = 100, false })
 		n.walking = false
 	}
+	return dead
 }
