@@ -1,0 +1,295 @@
+//go:build js
+
+package view
+
+import (
+	"fmt"
+	"image/color"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/hajimehoshi/ebiten/v2"
+	"github.com/hajimehoshi/ebiten/v2/ebitenutil"
+	"github.com/hajimehoshi/ebiten/v2/vector"
+
+	"github.com/tongbu/tongbu/examples/mmo/world"
+	"github.com/tongbu/tongbu/interest"
+)
+
+// The debug font's glyph size, in pixels.
+const (
+	glyphW = 6
+	glyphH = 16
+)
+
+// maxNames bounds the names drawn a frame.
+const maxNames = 200
+
+// discSize is the side of the disc and ring sprites, in pixels.
+const discSize = 64
+
+// Sprites: a white disc and a white ring, drawn once and scaled and
+// tinted per entity, so that all entities draw in a few batched calls.
+var disc, ring *ebiten.Image
+
+func sprites() {
+	if disc != nil {
+		return
+	}
+	disc = ebiten.NewImage(discSize, discSize)
+	vector.DrawFilledCircle(disc, discSize/2, discSize/2, discSize/2-1, color.White, false)
+	ring = ebiten.NewImage(discSize, discSize)
+	vector.StrokeCircle(ring, discSize/2, discSize/2, discSize/2-3, 4, color.White, false)
+}
+
+// sprite draws img centred at (x, y) with radius r, tinted clr.
+func sprite(dst, img *ebiten.Image, x, y, r float64, clr color.Color) {
+	var op ebiten.DrawImageOptions
+	f := 2 * r / discSize
+	op.GeoM.Scale(f, f)
+	op.GeoM.Translate(x-r, y-r)
+	op.ColorScale.ScaleWithColor(clr)
+	op.Filter = ebiten.FilterLinear
+	dst.DrawImage(img, &op)
+}
+
+// Draw draws the map, the entities, the effects and the overlay.
+func (v *View) Draw(screen *ebiten.Image) {
+	v.draws++
+	v.now = time.Now()
+	sprites()
+	screen.Fill(colOutside)
+	c := v.net.Client()
+	me, ok := c.Self()
+	v.drawMap(screen, &me, ok)
+	names := 0
+	for _, players := range []bool{false, true} { // players on top
+		c.Each(func(id interest.ID, e interest.View) {
+			if (e.Kind == interest.Player) == players {
+				v.drawEntity(screen, &e, ok && near(regionOf(&v.cfg, me.Pos), regionOf(&v.cfg, e.Logic.Pos)), &names)
+			}
+		})
+	}
+	if ok {
+		v.drawSelf(screen, &me)
+	}
+	v.drawEffects(screen, c, &me)
+	v.drawOverlay(screen, c, &me, ok)
+	v.drawTime = time.Since(v.now)
+}
+
+func (v *View) rect(dst *ebiten.Image, x0, y0, x1, y1 float64, clr color.Color) {
+	sx0, sy0 := v.cam.toScreen(x0, y0)
+	sx1, sy1 := v.cam.toScreen(x1, y1)
+	vector.DrawFilledRect(dst, float32(sx0), float32(sy0), float32(sx1-sx0), float32(sy1-sy0), clr, false)
+}
+
+// drawMap draws the field, the cities, the region grid and the player's
+// 3x3 range.
+func (v *View) drawMap(dst *ebiten.Image, me *interest.Logic, ok bool) {
+	rs := float64(v.cfg.RegionSize)
+	mw, mh := float64(v.cfg.Width)*rs, float64(v.cfg.Height)*rs
+	x0, y0, x1, y1 := v.cam.visible()
+	v.rect(dst, max(x0, 0), max(y0, 0), min(x1, mw), min(y1, mh), colField)
+	rx0, ry0 := max(int(x0/rs), 0), max(int(y0/rs), 0)
+	rx1, ry1 := min(int(x1/rs), v.cfg.Width-1), min(int(y1/rs), v.cfg.Height-1)
+	if v.cfg.City != nil {
+		for ry := ry0; ry <= ry1; ry++ {
+			for rx := rx0; rx <= rx1; rx++ {
+				if v.cfg.City(interest.Region{X: rx, Y: ry}) {
+					v.rect(dst, float64(rx)*rs, float64(ry)*rs, float64(rx+1)*rs, float64(ry+1)*rs, colCity)
+				}
+			}
+		}
+	}
+	if ok {
+		r := regionOf(&v.cfg, me.Pos)
+		lx, ly := float64(max(r.X-1, 0))*rs, float64(max(r.Y-1, 0))*rs
+		hx, hy := float64(min(r.X+2, v.cfg.Width))*rs, float64(min(r.Y+2, v.cfg.Height))*rs
+		v.rect(dst, lx, ly, hx, hy, colRange)
+		sx0, sy0 := v.cam.toScreen(lx, ly)
+		sx1, sy1 := v.cam.toScreen(hx, hy)
+		vector.StrokeRect(dst, float32(sx0), float32(sy0), float32(sx1-sx0), float32(sy1-sy0), 2, colBorder, false)
+	}
+	_, top := v.cam.toScreen(0, max(y0, 0))
+	_, bottom := v.cam.toScreen(0, min(y1, mh))
+	for rx := rx0; rx <= rx1+1; rx++ {
+		sx, _ := v.cam.toScreen(float64(rx)*rs, 0)
+		vector.StrokeLine(dst, float32(sx), float32(top), float32(sx), float32(bottom), 1, colGrid, false)
+	}
+	left, _ := v.cam.toScreen(max(x0, 0), 0)
+	right, _ := v.cam.toScreen(min(x1, mw), 0)
+	for ry := ry0; ry <= ry1+1; ry++ {
+		_, sy := v.cam.toScreen(0, float64(ry)*rs)
+		vector.StrokeLine(dst, float32(left), float32(sy), float32(right), float32(sy), 1, colGrid, false)
+	}
+	for _, city := range v.cities {
+		cx := (float64(city.Min.X) + float64(city.Max.X+1)) / 2 * rs
+		cy := float64(city.Min.Y) * rs
+		sx, sy := v.cam.toScreen(cx, cy)
+		ebitenutil.DebugPrintAt(dst, city.Name, int(sx)-len(city.Name)*glyphW/2, int(sy)+2)
+	}
+}
+
+// radius returns an entity's radius on screen.
+func (v *View) radius() float32 {
+	return float32(max(3, 48*v.cam.scale))
+}
+
+// drawEntity draws one entity the client knows: a disc in its colour,
+// faded if it has left the range (the client drops it after a short
+// grace), a red ring in combat, a life bar when hurt, and its name.
+func (v *View) drawEntity(dst *ebiten.Image, e *interest.View, inRange bool, names *int) {
+	x, y := v.smooth(&e.Logic)
+	sx, sy := v.cam.toScreen(x, y)
+	r := v.radius()
+	if sx < -50 || sy < -50 || sx > float64(v.cam.w)+50 || sy > float64(v.cam.h)+50 {
+		return
+	}
+	clr := entityColour(e)
+	if !inRange {
+		clr = fade(clr, 0.35)
+	}
+	sprite(dst, disc, sx, sy, float64(r), clr)
+	if e.Logic.Combat {
+		sprite(dst, ring, sx, sy, float64(r)+3, colCombat)
+	}
+	v.lifeBar(dst, sx, sy, r, e.Logic.Life)
+	if e.HasDisplay && v.cam.scale >= 0.12 && *names < maxNames {
+		*names++
+		name := e.Display.Name
+		ebitenutil.DebugPrintAt(dst, name, int(sx)-len(name)*glyphW/2, int(sy)-int(r)-glyphH-4)
+	}
+}
+
+func (v *View) lifeBar(dst *ebiten.Image, sx, sy float64, r float32, life uint8) {
+	if life >= 100 {
+		return
+	}
+	w := 2 * max(r, 8)
+	x, y := float32(sx)-w/2, float32(sy)-r-5
+	vector.DrawFilledRect(dst, x, y, w, 3, colLifeBg, false)
+	vector.DrawFilledRect(dst, x, y, w*float32(life)/100, 3, colLife, false)
+}
+
+// drawSelf draws the player: its path to where it is going, then itself.
+func (v *View) drawSelf(dst *ebiten.Image, me *interest.Logic) {
+	x, y := v.smooth(me)
+	sx, sy := v.cam.toScreen(x, y)
+	if me.Moving() {
+		dx, dy := v.cam.toScreen(float64(me.Dest.X), float64(me.Dest.Y))
+		vector.StrokeLine(dst, float32(sx), float32(sy), float32(dx), float32(dy), 1, fade(colMarker, 0.5), false)
+		vector.StrokeLine(dst, float32(dx)-4, float32(dy)-4, float32(dx)+4, float32(dy)+4, 1.5, colMarker, false)
+		vector.StrokeLine(dst, float32(dx)-4, float32(dy)+4, float32(dx)+4, float32(dy)-4, 1.5, colMarker, false)
+	}
+	r := v.radius() + 1
+	sprite(dst, disc, sx, sy, float64(r), colSelf)
+	sprite(dst, ring, sx, sy, float64(r)+3, colBorder)
+	v.lifeBar(dst, sx, sy, r, me.Life)
+}
+
+// drawEffects draws jumps (a widening ring), strikes (a line from the
+// striker to its target) and click markers (a shrinking ring).
+func (v *View) drawEffects(dst *ebiten.Image, c *interest.Client, me *interest.Logic) {
+	pos := func(id interest.ID) (float64, float64, bool) {
+		if id == selfID {
+			x, y := v.smooth(me)
+			sx, sy := v.cam.toScreen(x, y)
+			return sx, sy, true
+		}
+		e, ok := c.Entity(id)
+		if !ok {
+			return 0, 0, false
+		}
+		x, y := v.smooth(&e.Logic)
+		sx, sy := v.cam.toScreen(x, y)
+		return sx, sy, true
+	}
+	for _, e := range v.effects {
+		t := min(float64(v.now.Sub(e.at))/float64(e.lifetime), 1)
+		switch e.kind {
+		case fxJump:
+			if x, y, ok := pos(e.id); ok {
+				sprite(dst, ring, x, y, float64(v.radius())+t*20, fade(colJump, 1-t))
+			}
+		case fxSkill:
+			x0, y0, ok0 := pos(e.id)
+			x1, y1, ok1 := pos(e.to)
+			if ok0 && ok1 {
+				vector.StrokeLine(dst, float32(x0), float32(y0), float32(x1), float32(y1), 2, fade(colSkill, 1-t), false)
+			}
+		case fxMarker:
+			sx, sy := v.cam.toScreen(float64(e.pos.X), float64(e.pos.Y))
+			sprite(dst, ring, sx, sy, 14*(1-t)+3, fade(colMarker, 1-t))
+		}
+	}
+}
+
+// drawOverlay draws the figures panel, the help and the last error.
+func (v *View) drawOverlay(dst *ebiten.Image, c *interest.Client, me *interest.Logic, ok bool) {
+	cs, ns := c.Stats(), v.net.Stats()
+	var b strings.Builder
+	status := ns.Status
+	if status == "" {
+		status = "connected"
+	}
+	fmt.Fprintf(&b, "tongbu MMO - interest mode - %s\n", status)
+	fmt.Fprintf(&b, "frame %d   fps %.0f  tps %.0f   net %.1f ms  draw %.1f ms\n", c.Frame(), ebiten.ActualFPS(), ebiten.ActualTPS(),
+		v.netTime.Seconds()*1000, v.drawTime.Seconds()*1000)
+	if ok {
+		r := regionOf(&v.cfg, me.Pos)
+		upm := float64(v.cfg.RegionSize) / 16
+		place := "field"
+		if city, in := world.CityAt(v.cities, r); in {
+			place = city.Name
+		}
+		name := "you"
+		if d, has := c.Display(v.net.Player()); has && d.Name != "" {
+			name = fmt.Sprintf("%s (%s)", d.Name, world.CampName(d.Camp))
+		}
+		fmt.Fprintf(&b, "%s at %.0f, %.0f m  region %d,%d  %s\n", name, float64(me.Pos.X)/upm, float64(me.Pos.Y)/upm, r.X, r.Y, place)
+	} else {
+		b.WriteString("waiting for the world...\n")
+	}
+	n := v.census
+	fmt.Fprintf(&b, "entities: known %d  in range %d  moving %d  players %d\n", n.known, n.inRange, n.moving, n.players)
+	fmt.Fprintf(&b, "down %s/s %4.1f pkt/s   up %s/s %4.1f pkt/s\n", bytes(v.down.rate()), v.pktDown.rate(), bytes(v.up.rate()), v.pktUp.rate())
+	if ns.BytesIn > 0 || ns.BytesOut > 0 || ns.RTT > 0 {
+		fmt.Fprintf(&b, "wire down %s/s  up %s/s  rtt %d ms\n", bytes(v.wireDown.rate()), bytes(v.wireUp.rate()), ns.RTT.Milliseconds())
+	}
+	fmt.Fprintf(&b, "lost %d  corrections %d  discovered %d  removed %d  zoom %.2f px/unit\n",
+		cs.LostPackets, cs.Corrections, cs.Discovered, cs.Removed, v.cam.scale)
+	panel(dst, b.String(), 8, 8, colPanel)
+
+	if v.help {
+		help := "WASD / arrows: run   Shift: sprint   click: walk there   Space: jump\n" +
+			"F: strike the nearest NPC   wheel or +/-: zoom   H: hide this help"
+		panel(dst, help, 8, v.cam.h-2*glyphH-16, colPanel)
+	}
+	if v.err != nil && v.now.Sub(v.errAt) < 5*time.Second {
+		panel(dst, v.err.Error(), 8, v.cam.h-4*glyphH-24, colError)
+	}
+}
+
+// panel prints text on a translucent box.
+func panel(dst *ebiten.Image, text string, x, y int, bg color.Color) {
+	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
+	w := 0
+	for _, l := range lines {
+		w = max(w, len(l))
+	}
+	vector.DrawFilledRect(dst, float32(x), float32(y), float32(w*glyphW+12), float32(len(lines)*glyphH+8), bg, false)
+	ebitenutil.DebugPrintAt(dst, text, x+6, y+4)
+}
+
+// bytes formats a byte rate.
+func bytes(n float64) string {
+	switch {
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MB", n/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KB", n/(1<<10))
+	}
+	return fmt.Sprintf("%.0f B", math.Round(n))
+}
