@@ -128,7 +128,11 @@ func NewClient(ctx context.Context, conn transport.Conn) (*Client, error) {
 	var err error
 	w := c.welcome
 	if w.mode == Lockstep {
-		c.ls, err = lockstep.NewClient(w.lockstep, w.slot)
+		if w.role == RoleSpectator {
+			c.ls, err = lockstep.NewSpectator(w.lockstep)
+		} else {
+			c.ls, err = lockstep.NewClient(w.lockstep, w.slot)
+		}
 		c.interval = w.lockstep.Period() / 2
 	} else {
 		c.is, err = interest.NewClient(w.interest, w.self)
@@ -149,7 +153,8 @@ func (c *Client) Target() string { return c.welcome.target }
 // Role returns the client's role.
 func (c *Client) Role() Role { return c.welcome.role }
 
-// Slot returns the player's slot in a lockstep room.
+// Slot returns the player's slot in a lockstep room, or a spectator's
+// peer id (Players or above).
 func (c *Client) Slot() int { return c.welcome.slot }
 
 // Self returns the player's entity in an interest world.
@@ -208,7 +213,19 @@ func (c *Client) Update(now time.Time) error {
 	if now.Sub(c.lastSend) >= c.interval {
 		c.Flush(now)
 	}
+	c.sendOutbox()
 	return nil
+}
+
+// sendOutbox sends what the lockstep client has for the reliable channel:
+// the live report, playout reports, state dumps.
+func (c *Client) sendOutbox() {
+	if c.ls == nil {
+		return
+	}
+	for _, m := range c.ls.Outbox() {
+		c.conn.SendReliable(m)
+	}
 }
 
 func (c *Client) deliver(now time.Time, msg []byte) {
@@ -231,10 +248,7 @@ func (c *Client) Flush(now time.Time) {
 	}
 	var pkt []byte
 	if c.ls != nil {
-		if c.welcome.role == RoleSpectator {
-			return
-		}
-		pkt = c.ls.Packet(now)
+		pkt = c.ls.Packet(now) // a spectator's acknowledges only
 	} else {
 		pkt = c.is.Packet(now)
 	}
@@ -242,6 +256,7 @@ func (c *Client) Flush(now time.Time) {
 	if pkt != nil {
 		c.conn.SendUnreliable(pkt)
 	}
+	c.sendOutbox()
 }
 
 // ClientStats counts a client's traffic.

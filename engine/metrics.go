@@ -30,6 +30,7 @@ type metrics struct {
 	cutLateS float64
 	closed   transport.Stats // summed over closed connections
 	interest map[string]uint64
+	events   map[string]uint64
 }
 
 // cutLateBuckets are the upper bounds of the cut-lateness histogram, in
@@ -37,7 +38,7 @@ type metrics struct {
 var cutLateBuckets = [...]float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1}
 
 func newMetrics() *metrics {
-	return &metrics{refusals: map[string]uint64{}, drops: map[[2]string]uint64{}, interest: map[string]uint64{}}
+	return &metrics{refusals: map[string]uint64{}, drops: map[[2]string]uint64{}, interest: map[string]uint64{}, events: map[string]uint64{}}
 }
 
 func (m *metrics) refused(reason string) {
@@ -55,6 +56,12 @@ func (m *metrics) joined() {
 func (m *metrics) drop(mode, reason string) {
 	m.mu.Lock()
 	m.drops[[2]string{mode, reason}]++
+	m.mu.Unlock()
+}
+
+func (m *metrics) event(kind string) {
+	m.mu.Lock()
+	m.events[kind]++
 	m.mu.Unlock()
 }
 
@@ -151,7 +158,7 @@ func (s *Server) writeMetrics(out io.Writer) {
 	fmt.Fprintf(&b, "tongbu_joins_total %d\n", m.joins)
 	metric("tongbu_refused_total", "counter", "Connections refused, by reason.")
 	for _, k := range sortedKeys(m.refusals) {
-		fmt.Fprintf(&b, "tongbu_refused_total{reason=%q} %d\n", k, m.refusals[k])
+		fmt.Fprintf(&b, "tongbu_refused_total{reason=%s} %d\n", label(k), m.refusals[k])
 	}
 	metric("tongbu_frames_cut_total", "counter", "Lockstep frames cut.")
 	fmt.Fprintf(&b, "tongbu_frames_cut_total %d\n", m.frames)
@@ -180,36 +187,45 @@ func (s *Server) writeMetrics(out io.Writer) {
 	}
 	sort.Slice(keys, func(i, j int) bool { return keys[i][0]+keys[i][1] < keys[j][0]+keys[j][1] })
 	for _, k := range keys {
-		fmt.Fprintf(&b, "tongbu_dropped_total{mode=%q,reason=%q} %d\n", k[0], k[1], m.drops[k])
+		fmt.Fprintf(&b, "tongbu_dropped_total{mode=%s,reason=%s} %d\n", label(k[0]), label(k[1]), m.drops[k])
+	}
+	metric("tongbu_lockstep_events_total", "counter", "Lockstep room events: desyncs, state dumps, players back live.")
+	for _, k := range sortedKeys(m.events) {
+		fmt.Fprintf(&b, "tongbu_lockstep_events_total{kind=%s} %d\n", label(k), m.events[k])
 	}
 	metric("tongbu_interest_sent_total", "counter", "Interest-mode updates sent, by path.")
 	for _, k := range sortedKeys(m.interest) {
-		fmt.Fprintf(&b, "tongbu_interest_sent_total{path=%q} %d\n", k, m.interest[k])
+		fmt.Fprintf(&b, "tongbu_interest_sent_total{path=%s} %d\n", label(k), m.interest[k])
 	}
 	m.mu.Unlock()
 
-	metric("tongbu_lockstep_redundancy", "gauge", "Frames repeated per downlink packet, per player.")
-	for _, r := range rooms {
-		for slot := range r.pstats {
-			fmt.Fprintf(&b, "tongbu_lockstep_redundancy{room=%q,slot=\"%d\"} %d\n", r.name, slot, r.PlayerStats(slot).Redundancy)
-		}
+	// The lockstep quality report, per player and spectator (peer).
+	type gauge struct {
+		name, typ, help string
+		v               func(q *lockstep.PeerQuality) float64
 	}
-	metric("tongbu_lockstep_loss_ratio", "gauge", "Estimated downlink loss, per player.")
-	for _, r := range rooms {
-		for slot := range r.pstats {
-			fmt.Fprintf(&b, "tongbu_lockstep_loss_ratio{room=%q,slot=\"%d\"} %g\n", r.name, slot, r.PlayerStats(slot).Loss)
-		}
+	gauges := []gauge{
+		{"tongbu_lockstep_rtt_seconds", "gauge", "Mean round-trip time.", func(q *lockstep.PeerQuality) float64 { return q.RTTMean.Seconds() }},
+		{"tongbu_lockstep_rtt_max_seconds", "gauge", "Highest round-trip time.", func(q *lockstep.PeerQuality) float64 { return q.RTTMax.Seconds() }},
+		{"tongbu_lockstep_loss_up_ratio", "gauge", "Share of uplink packets lost.", func(q *lockstep.PeerQuality) float64 { return q.LossUp }},
+		{"tongbu_lockstep_loss_down_ratio", "gauge", "Share of downlink packets lost.", func(q *lockstep.PeerQuality) float64 { return q.LossDown }},
+		{"tongbu_lockstep_jitter_ms", "gauge", "Mean MAPDV2 jitter the client reported.", func(q *lockstep.PeerQuality) float64 { return q.JitterMean }},
+		{"tongbu_lockstep_stalls_total", "counter", "Times play paused for a missing frame.", func(q *lockstep.PeerQuality) float64 { return float64(q.Stalls) }},
+		{"tongbu_lockstep_late_drops_total", "counter", "Inputs dropped for arriving after their frame was cut.", func(q *lockstep.PeerQuality) float64 { return float64(q.LateDrops) }},
+		{"tongbu_lockstep_redundancy", "gauge", "Frames repeated per downlink packet.", func(q *lockstep.PeerQuality) float64 { return float64(q.Redundancy) }},
+		{"tongbu_lockstep_reconnects_total", "counter", "Joins after the match started.", func(q *lockstep.PeerQuality) float64 { return float64(q.Reconnects) }},
 	}
-	metric("tongbu_lockstep_late_drops_total", "counter", "Inputs dropped for arriving after their frame was cut, per player.")
-	for _, r := range rooms {
-		for slot := range r.pstats {
-			fmt.Fprintf(&b, "tongbu_lockstep_late_drops_total{room=%q,slot=\"%d\"} %d\n", r.name, slot, r.PlayerStats(slot).LateDrops)
-		}
+	reports := make([]lockstep.Quality, len(rooms))
+	for i, r := range rooms {
+		reports[i] = r.Quality()
 	}
-	metric("tongbu_lockstep_made_up_total", "counter", "Frames in which the room made a player's input up, per player.")
-	for _, r := range rooms {
-		for slot := range r.pstats {
-			fmt.Fprintf(&b, "tongbu_lockstep_made_up_total{room=%q,slot=\"%d\"} %d\n", r.name, slot, r.PlayerStats(slot).MadeUp)
+	for _, g := range gauges {
+		metric(g.name, g.typ, g.help+" Per lockstep peer.")
+		for i, r := range rooms {
+			for k := range reports[i].Peers {
+				q := &reports[i].Peers[k]
+				fmt.Fprintf(&b, "%s{room=%s,peer=\"%d\"} %g\n", g.name, label(r.name), q.Peer, g.v(q))
+			}
 		}
 	}
 	io.WriteString(out, b.String())
@@ -239,3 +255,11 @@ func sortedKeys(m map[string]uint64) []string {
 	sort.Strings(keys)
 	return keys
 }
+
+// label quotes a Prometheus label value: backslash, double quote and line
+// feed escaped, everything else as is (UTF-8 allowed).
+func label(v string) string {
+	return `"` + labelEscaper.Replace(v) + `"`
+}
+
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)

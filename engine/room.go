@@ -29,12 +29,18 @@ type Room struct {
 	slots []atomic.Pointer[peer] // the connection of each slot, nil when away
 
 	mu      sync.Mutex
+	spect   map[int]*peer  // spectators by peer id (Players and above)
+	delay   time.Duration  // spectators' delay
+	onEvent func(lockstep.Event)
+	quality lockstep.Quality
 	players map[string]int // player id to slot, kept after a disconnect
 	ctl     []func()       // run on the room's worker before its next tick
 	closed  bool
 	stats   lockstep.RoomStats
 	pstats  []lockstep.PlayerStats
 	due     time.Time
+
+	qualityAt time.Time // owned by the worker
 }
 
 // Name returns the room's name.
@@ -72,7 +78,8 @@ func (r *Room) Players() map[string]int {
 	return m
 }
 
-// Connected returns how many slots have a connection now.
+// Connected returns how many slots have a connection now (spectators not
+// counted).
 func (r *Room) Connected() int {
 	n := 0
 	for i := range r.slots {
@@ -107,22 +114,60 @@ func (r *Room) Close() {
 			p.bye(byeClosed, r.name)
 		}
 	}
+	r.mu.Lock()
+	for _, p := range r.spect {
+		p.bye(byeClosed, r.name)
+	}
+	r.mu.Unlock()
 	r.s.forget(r.name)
 }
 
-// attach seats the ticket's player and starts reading its connection.
+// SetSpectatorDelay sets how far behind the cut spectators who join from
+// now on watch (default 0). A delay keeps a spectator from relaying the
+// match live to a player.
+func (r *Room) SetSpectatorDelay(d time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.delay = max(d, 0)
+}
+
+// OnEvent sets a function that receives the room's events (desyncs with
+// the diverging players, state dumps, players back live after a
+// reconnect). It runs on the room's worker: keep it short.
+func (r *Room) OnEvent(f func(lockstep.Event)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onEvent = f
+}
+
+// Quality returns the match's quality report as of the last second: RTT,
+// loss each way, jitter, stalls, late drops, redundancy, bytes each way and
+// reconnects, per player and spectator and for the whole match.
+func (r *Room) Quality() lockstep.Quality {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.quality
+}
+
+// attach seats the ticket's player, or adds a spectator, and starts
+// reading its connection. A player seen before gets its slot back and the
+// frame log streamed from frame 0 (lockstep.Room.Join); so does a player
+// who first joins a match already under way.
 func (r *Room) attach(p *peer) error {
 	t := p.ticket
-	if t.Role == RoleSpectator {
-		return fmt.Errorf("room %q: spectators are not supported by this server yet", r.name)
-	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return fmt.Errorf("room %q is closed", r.name)
 	}
-	slot, ok := r.players[t.Player]
-	if !ok {
+	if t.Role == RoleSpectator {
+		delay := r.delay
+		r.ctl = append(r.ctl, func() { r.addSpectator(p, delay) })
+		r.mu.Unlock()
+		return nil
+	}
+	slot, seen := r.players[t.Player]
+	if !seen {
 		if len(r.players) >= r.cfg.Players {
 			r.mu.Unlock()
 			return fmt.Errorf("%w: room %q has all %d slots taken", ErrFull, r.name, r.cfg.Players)
@@ -136,15 +181,53 @@ func (r *Room) attach(p *peer) error {
 	})); err != nil {
 		return err
 	}
-	if old := r.slots[slot].Swap(p); old != nil {
+	old := r.slots[slot].Swap(p)
+	if old != nil {
 		old.bye(byeReplaced, "")
 	}
+	r.Do(func(room *lockstep.Room) {
+		if seen || room.NextFrame() > 0 {
+			room.Join(slot, time.Now()) // a fresh client: stream it the match so far
+		}
+	})
 	go func() {
 		p.receive(func(msg []byte, now time.Time) { r.host.Deliver(slot, msg, now) })
-		r.slots[slot].CompareAndSwap(p, nil)
+		if r.slots[slot].CompareAndSwap(p, nil) { // not replaced: the player is away
+			r.Do(func(room *lockstep.Room) { room.Leave(slot) })
+		}
 		r.s.release(p)
 	}()
 	return nil
+}
+
+// addSpectator runs on the worker: the room takes the spectator, which is
+// then welcomed with its peer id.
+func (r *Room) addSpectator(p *peer, delay time.Duration) {
+	id, err := r.room.AddSpectator(delay, time.Now())
+	if err == nil {
+		err = p.conn.SendReliable(appendWelcome(nil, &welcome{
+			mode: Lockstep, target: r.name, role: RoleSpectator, slot: id, lockstep: r.cfg,
+		}))
+	}
+	if err != nil {
+		if id >= r.cfg.Players {
+			r.room.RemoveSpectator(id)
+		}
+		p.bye(byeRefused, err.Error())
+		r.s.release(p)
+		return
+	}
+	r.mu.Lock()
+	r.spect[id] = p
+	r.mu.Unlock()
+	go func() {
+		p.receive(func(msg []byte, now time.Time) { r.host.Deliver(id, msg, now) })
+		r.mu.Lock()
+		delete(r.spect, id)
+		r.mu.Unlock()
+		r.Do(func(room *lockstep.Room) { room.RemoveSpectator(id) })
+		r.s.release(p)
+	}()
 }
 
 // Run is the room's scheduler job: the control functions, then the
@@ -164,23 +247,51 @@ func (r *Room) Run(now time.Time) time.Time {
 		r.s.metrics.cutLate(now.Sub(due))
 	}
 	next := r.host.Run(now)
+	events := r.room.Events()
+	var quality lockstep.Quality
+	fresh := now.Sub(r.qualityAt) >= time.Second
+	if fresh {
+		quality, r.qualityAt = r.room.Quality(), now
+	}
 	r.mu.Lock()
 	prev := r.stats
 	r.stats = r.room.Stats()
 	for i := range r.pstats {
 		r.pstats[i] = r.room.PlayerStats(i)
 	}
+	if fresh {
+		r.quality = quality
+	}
 	r.due = next
+	onEvent := r.onEvent
 	r.mu.Unlock()
 	r.s.metrics.roomDelta(&prev, &r.stats)
+	for _, e := range events {
+		r.s.metrics.event(e.Kind.String())
+		if e.Kind == lockstep.EventDesync {
+			r.s.log.Warn("desync", "room", r.name, "frame", e.Frame, "players", e.Players)
+		}
+		if onEvent != nil {
+			onEvent(e)
+		}
+	}
 	return next
 }
 
 // sender is the room's way to its players: the connection in each slot.
 type roomSender struct{ r *Room }
 
+func (s roomSender) peer(id int) *peer {
+	if id < len(s.r.slots) {
+		return s.r.slots[id].Load()
+	}
+	s.r.mu.Lock()
+	defer s.r.mu.Unlock()
+	return s.r.spect[id]
+}
+
 func (s roomSender) SendUnreliable(slot int, msg []byte) error {
-	p := s.r.slots[slot].Load()
+	p := s.peer(slot)
 	if p == nil {
 		return errAway
 	}
@@ -188,7 +299,7 @@ func (s roomSender) SendUnreliable(slot int, msg []byte) error {
 }
 
 func (s roomSender) SendReliable(slot int, msg []byte) error {
-	p := s.r.slots[slot].Load()
+	p := s.peer(slot)
 	if p == nil {
 		return errAway
 	}

@@ -167,7 +167,7 @@ func (s *Server) CreateRoom(name string, cfg lockstep.Config) (*Room, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Room{s: s, name: name, cfg: cfg, players: map[string]int{},
+	r := &Room{s: s, name: name, cfg: cfg, players: map[string]int{}, spect: map[int]*peer{},
 		slots: make([]atomic.Pointer[peer], cfg.Players), pstats: make([]lockstep.PlayerStats, cfg.Players)}
 	room, err := lockstep.NewRoom(cfg, time.Now(), roomSender{r})
 	if err != nil {
@@ -268,7 +268,7 @@ func (s *Server) admit(token string, now time.Time) (Ticket, error) {
 	switch {
 	case !isRoom && !isWorld:
 		return t, fmt.Errorf("engine: no room or world named %q", t.Target)
-	case isWorld && t.Role != RolePlayer:
+	case isWorld && t.Role != RolePlayer: // only lockstep rooms have spectators
 		return t, fmt.Errorf("engine: world %q takes players only", t.Target)
 	case s.used.used(t):
 		return t, fmt.Errorf("%w: player %q, target %q", ErrTicketReplayed, t.Player, t.Target)

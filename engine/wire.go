@@ -80,9 +80,11 @@ func appendWelcome(dst []byte, m *welcome) []byte {
 	if m.mode == Lockstep {
 		c := m.lockstep
 		w.WriteUvarint(uint64(m.slot))
-		for _, v := range []int{c.Players, c.Hz, int(c.Fill), int(c.Late), c.InputBytes, c.InputsPerFrame, c.Redundancy, c.MaxAhead} {
+		for _, v := range []int{c.Players, c.Hz, int(c.Fill), int(c.Late), c.InputBytes, c.InputsPerFrame, c.Redundancy, c.MaxAhead, c.CatchUpBytes} {
 			w.WriteUvarint(uint64(v))
 		}
+		w.WriteVarint(int64(c.HashEvery))
+		w.WriteBool(c.DumpOnDesync)
 	} else {
 		c := m.interest
 		w.WriteUvarint(uint64(m.self))
@@ -118,7 +120,13 @@ func readWelcome(msg []byte) (*welcome, error) {
 		m.slot = num()
 		c := &m.lockstep
 		c.Players, c.Hz, c.Fill, c.Late = num(), num(), lockstep.Fill(num()), lockstep.Late(num())
-		c.InputBytes, c.InputsPerFrame, c.Redundancy, c.MaxAhead = num(), num(), num(), num()
+		c.InputBytes, c.InputsPerFrame, c.Redundancy, c.MaxAhead, c.CatchUpBytes = num(), num(), num(), num(), num()
+		if h := r.ReadVarint(); h >= -1 && h <= maxWireUvint {
+			c.HashEvery = int(h)
+		} else {
+			r.Fail(fmt.Errorf("%w: hash interval %d", ErrMalformed, h))
+		}
+		c.DumpOnDesync = r.ReadBool()
 		if r.Err() == nil {
 			if int(c.Fill) > int(lockstep.FillAbsent) || int(c.Late) > int(lockstep.LateNextFrame) {
 				r.Fail(fmt.Errorf("%w: unknown fill or late policy", ErrMalformed))
