@@ -26,7 +26,7 @@ type Player struct {
 }
 
 // Vel returns the player's movement over the last frame.
-func (p *Player) Vel() fixed.Vec { return p.Pos.Sub(p.Prev) }
+func (p Player) Vel() fixed.Vec { return p.Pos.Sub(p.Prev) }
 
 // Shot is a projectile in flight.
 type Shot struct {

@@ -1,0 +1,129 @@
+// Package local runs a whole arena match in one process: a lockstep.Room,
+// one lockstep.Client per slot wired straight to it (Deliver, Tick and
+// Packet called directly, no transport), a person in one slot and
+// game.Pilot bots in the others, each bot on its own copy of the game as a
+// bot client would be. A Match implements view.Net, so the view plays
+// offline through it; tests drive it with synthetic time.
+package local
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/tongbu/tongbu/examples/arena/game"
+	"github.com/tongbu/tongbu/examples/arena/view"
+	"github.com/tongbu/tongbu/lockstep"
+)
+
+// Match is an in-process arena match. It is not safe for concurrent use.
+type Match struct {
+	room    *lockstep.Room
+	clients []*lockstep.Client
+	pilots  []*game.Pilot // nil in the person's slot
+	slot    int
+	now     time.Time // the time of the call in progress, for the room's sends
+}
+
+var _ view.Net = (*Match)(nil)
+
+// New returns a match of players slots (game.MinPlayers to
+// game.MaxPlayers) at game.Hz, with the person in slot and bots in every
+// other slot, whose first frame is cut at start.
+func New(players, slot int, seed uint64, start time.Time) (*Match, error) {
+	if players < game.MinPlayers || players > game.MaxPlayers || slot < 0 || slot >= players {
+		return nil, fmt.Errorf("%w: slot %d of %d players", game.ErrPlayers, slot, players)
+	}
+	cfg := lockstep.Config{Players: players, Hz: game.Hz, InputBytes: game.InputSize}
+	m := &Match{slot: slot, now: start, pilots: make([]*game.Pilot, players)}
+	for i := range players {
+		c, err := lockstep.NewClient(cfg, i)
+		if err != nil {
+			return nil, err
+		}
+		m.clients = append(m.clients, c)
+		if i != slot {
+			if m.pilots[i], err = game.NewPilot(players, i, seed); err != nil {
+				return nil, err
+			}
+		}
+	}
+	room, err := lockstep.NewRoom(cfg, start, wire{m})
+	if err != nil {
+		return nil, err
+	}
+	m.room = room
+	return m, nil
+}
+
+// wire delivers what the room sends to a slot to that slot's client at
+// once.
+type wire struct{ m *Match }
+
+func (w wire) SendUnreliable(slot int, msg []byte) error {
+	return w.m.clients[slot].Deliver(w.m.now, msg)
+}
+
+func (w wire) SendReliable(slot int, msg []byte) error { return w.SendUnreliable(slot, msg) }
+
+// Slot returns the person's slot.
+func (m *Match) Slot() int { return m.slot }
+
+// Players returns the number of slots.
+func (m *Match) Players() int { return len(m.clients) }
+
+// Send queues the person's input and delivers it to the room at once.
+func (m *Match) Send(now time.Time, in []byte) error {
+	m.now = now
+	c := m.clients[m.slot]
+	if _, err := c.Input(now, in); err != nil {
+		return err
+	}
+	return m.room.Deliver(m.slot, c.Packet(now), now)
+}
+
+// Update runs the match up to now: every client's packet goes to the
+// room, the room cuts the frames due and sends them, every bot plays its
+// frames and sends its next input if it changed, and the person's client
+// plays out its step, which Update returns.
+func (m *Match) Update(now time.Time) (lockstep.Step, error) {
+	m.now = now
+	var errs []error
+	for i, c := range m.clients {
+		if err := m.room.Deliver(i, c.Packet(now), now); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	m.room.Tick(now)
+	for i, p := range m.pilots {
+		if p == nil {
+			continue
+		}
+		c := m.clients[i]
+		st := c.Advance(now)
+		for _, f := range st.Frames {
+			if err := p.Step(f); err != nil {
+				errs = append(errs, fmt.Errorf("bot %d: %w", i, err))
+				break
+			}
+		}
+		if len(st.Frames) == 0 {
+			continue
+		}
+		if b, changed := p.Input(); changed {
+			if _, err := c.Input(now, b); err != nil {
+				errs = append(errs, fmt.Errorf("bot %d: %w", i, err))
+			}
+		}
+	}
+	return m.clients[m.slot].Advance(now), errors.Join(errs...)
+}
+
+// Stats reports a perfect link: the match has no network.
+func (m *Match) Stats() view.NetStats { return view.NetStats{Status: "offline"} }
+
+// Pilot returns the bot in slot, or nil for the person's slot.
+func (m *Match) Pilot(slot int) *game.Pilot { return m.pilots[slot] }
+
+// Room returns the match's room, for its statistics.
+func (m *Match) Room() *lockstep.Room { return m.room }
