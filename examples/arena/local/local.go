@@ -18,7 +18,8 @@ import (
 
 // Match is an in-process arena match. It is not safe for concurrent use.
 type Match struct {
-	room    *lockstep.Room
+	cfg     lockstep.Config
+	room    *lockstep.Room // nil until the first Update or Send
 	clients []*lockstep.Client
 	pilots  []*game.Pilot // nil in the person's slot
 	slot    int
@@ -29,13 +30,15 @@ var _ view.Net = (*Match)(nil)
 
 // New returns a match of players slots (game.MinPlayers to
 // game.MaxPlayers) at game.Hz, with the person in slot and bots in every
-// other slot, whose first frame is cut at start.
-func New(players, slot int, seed uint64, start time.Time) (*Match, error) {
+// other slot. The room starts, and cuts its first frame, at the first call
+// of Update or Send, so the time a page takes to start up does not arrive
+// as a burst of frames.
+func New(players, slot int, seed uint64) (*Match, error) {
 	if players < game.MinPlayers || players > game.MaxPlayers || slot < 0 || slot >= players {
 		return nil, fmt.Errorf("%w: slot %d of %d players", game.ErrPlayers, slot, players)
 	}
 	cfg := lockstep.Config{Players: players, Hz: game.Hz, InputBytes: game.InputSize}
-	m := &Match{slot: slot, now: start, pilots: make([]*game.Pilot, players)}
+	m := &Match{cfg: cfg, slot: slot, pilots: make([]*game.Pilot, players)}
 	for i := range players {
 		c, err := lockstep.NewClient(cfg, i)
 		if err != nil {
@@ -48,12 +51,19 @@ func New(players, slot int, seed uint64, start time.Time) (*Match, error) {
 			}
 		}
 	}
-	room, err := lockstep.NewRoom(cfg, start, wire{m})
-	if err != nil {
-		return nil, err
-	}
-	m.room = room
 	return m, nil
+}
+
+// at sets the time of the call in progress and starts the room at the
+// first call.
+func (m *Match) at(now time.Time) error {
+	m.now = now
+	if m.room != nil {
+		return nil
+	}
+	room, err := lockstep.NewRoom(m.cfg, now, wire{m})
+	m.room = room
+	return err
 }
 
 // wire delivers what the room sends to a slot to that slot's client at
@@ -74,7 +84,9 @@ func (m *Match) Players() int { return len(m.clients) }
 
 // Send queues the person's input and delivers it to the room at once.
 func (m *Match) Send(now time.Time, in []byte) error {
-	m.now = now
+	if err := m.at(now); err != nil {
+		return err
+	}
 	c := m.clients[m.slot]
 	if _, err := c.Input(now, in); err != nil {
 		return err
@@ -87,7 +99,9 @@ func (m *Match) Send(now time.Time, in []byte) error {
 // frames and sends its next input if it changed, and the person's client
 // plays out its step, which Update returns.
 func (m *Match) Update(now time.Time) (lockstep.Step, error) {
-	m.now = now
+	if err := m.at(now); err != nil {
+		return lockstep.Step{}, err
+	}
 	var errs []error
 	for i, c := range m.clients {
 		if err := m.room.Deliver(i, c.Packet(now), now); err != nil {
@@ -125,5 +139,6 @@ func (m *Match) Stats() view.NetStats { return view.NetStats{Status: "offline"} 
 // Pilot returns the bot in slot, or nil for the person's slot.
 func (m *Match) Pilot(slot int) *game.Pilot { return m.pilots[slot] }
 
-// Room returns the match's room, for its statistics.
+// Room returns the match's room, for its statistics; nil before the first
+// Update or Send.
 func (m *Match) Room() *lockstep.Room { return m.room }

@@ -16,7 +16,7 @@ import (
 func TestMatchInSync(t *testing.T) {
 	for _, tc := range []struct{ players, slot int }{{2, 0}, {6, 3}, {game.MaxPlayers, 9}} {
 		start := time.Unix(1000, 0)
-		m, err := New(tc.players, tc.slot, 42, start)
+		m, err := New(tc.players, tc.slot, 42)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,7 +87,7 @@ func TestMatchInSync(t *testing.T) {
 
 func TestNewRejects(t *testing.T) {
 	for _, tc := range []struct{ players, slot int }{{1, 0}, {game.MaxPlayers + 1, 0}, {4, 4}, {4, -1}} {
-		if _, err := New(tc.players, tc.slot, 0, time.Unix(0, 0)); !errors.Is(err, game.ErrPlayers) {
+		if _, err := New(tc.players, tc.slot, 0); !errors.Is(err, game.ErrPlayers) {
 			t.Errorf("%d players, slot %d: err %v", tc.players, tc.slot, err)
 		}
 	}

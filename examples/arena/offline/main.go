@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"net/url"
 	"strconv"
+	"strings"
 	"syscall/js"
 	"time"
 
@@ -24,7 +25,7 @@ import (
 
 func main() {
 	players, seed := 6, uint64(time.Now().UnixNano())
-	if q, err := url.ParseQuery(js.Global().Get("location").Get("search").String()); err == nil && len(q) > 0 {
+	if q, err := url.ParseQuery(strings.TrimPrefix(js.Global().Get("location").Get("search").String(), "?")); err == nil && len(q) > 0 {
 		if n, err := strconv.Atoi(q.Get("players")); err == nil {
 			players = min(max(n, game.MinPlayers), game.MaxPlayers)
 		}
@@ -32,7 +33,7 @@ func main() {
 			seed = s
 		}
 	}
-	m, err := local.New(players, 0, seed, time.Now())
+	m, err := local.New(players, 0, seed)
 	if err != nil {
 		fail(err)
 		return
