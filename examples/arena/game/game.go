@@ -7,6 +7,13 @@ import (
 	"github.com/tongbu/tongbu/lockstep/fixed"
 )
 
+// RoomConfig returns the lockstep room configuration the game expects for
+// players players: Hz frames a second and inputs of InputSize bytes. Any
+// Fill works (see Game.Step); the other fields keep lockstep's defaults.
+func RoomConfig(players int) lockstep.Config {
+	return lockstep.Config{Players: players, Hz: Hz, InputBytes: InputSize}
+}
+
 // Player is one player's state, as the view reads it.
 type Player struct {
 	Pos  fixed.Vec // centre, inside the arena and clear of walls

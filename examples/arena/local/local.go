@@ -37,7 +37,7 @@ func New(players, slot int, seed uint64) (*Match, error) {
 	if players < game.MinPlayers || players > game.MaxPlayers || slot < 0 || slot >= players {
 		return nil, fmt.Errorf("%w: slot %d of %d players", game.ErrPlayers, slot, players)
 	}
-	cfg := lockstep.Config{Players: players, Hz: game.Hz, InputBytes: game.InputSize}
+	cfg := game.RoomConfig(players)
 	m := &Match{cfg: cfg, slot: slot, pilots: make([]*game.Pilot, players)}
 	for i := range players {
 		c, err := lockstep.NewClient(cfg, i)
@@ -70,10 +70,13 @@ func (m *Match) at(now time.Time) error {
 // once.
 type wire struct{ m *Match }
 
+// SendUnreliable delivers msg to the slot's client.
 func (w wire) SendUnreliable(slot int, msg []byte) error {
 	return w.m.clients[slot].Deliver(w.m.now, msg)
 }
 
+// SendReliable delivers msg to the slot's client: in one process nothing
+// is lost.
 func (w wire) SendReliable(slot int, msg []byte) error { return w.SendUnreliable(slot, msg) }
 
 // Slot returns the person's slot.
