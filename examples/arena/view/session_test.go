@@ -1,0 +1,137 @@
+package view
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tongbu/tongbu/examples/arena/game"
+	"github.com/tongbu/tongbu/lockstep"
+)
+
+// scripted is a Net that plays out the frames a test queues and records
+// what the view sends.
+type scripted struct {
+	players, slot int
+	queue         [][]lockstep.Frame // frames for each coming Update
+	sent          [][]byte
+	updateErr     error
+}
+
+func (n *scripted) Slot() int    { return n.slot }
+func (n *scripted) Players() int { return n.players }
+func (n *scripted) Send(_ time.Time, in []byte) error {
+	n.sent = append(n.sent, in)
+	return nil
+}
+func (n *scripted) Update(time.Time) (lockstep.Step, error) {
+	var s lockstep.Step
+	if len(n.queue) > 0 {
+		s.Frames, n.queue = n.queue[0], n.queue[1:]
+	}
+	return s, n.updateErr
+}
+func (n *scripted) Stats() NetStats { return NetStats{} }
+
+func idleFrames(from, count, players int) []lockstep.Frame {
+	fs := make([]lockstep.Frame, count)
+	for i := range fs {
+		fs[i] = lockstep.Frame{Number: from + i, Slots: make([]lockstep.Slot, players)}
+		for k := range fs[i].Slots {
+			fs[i].Slots[k].MadeUp = true
+		}
+	}
+	return fs
+}
+
+func TestSessionSendsChangesOncePerFrame(t *testing.T) {
+	n := &scripted{players: 2}
+	s, err := newSession(n, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Unix(0, 0)
+	right := game.Input{MoveX: 1}
+	left := game.Input{MoveX: -1}
+	for i, tc := range []struct {
+		frames int // frames played out on this tick
+		in     game.Input
+		sent   bool
+	}{
+		{0, right, true},  // the first input goes at once
+		{0, left, false},  // changed, but no frame has run since
+		{1, left, true},   // a frame ran: send
+		{0, left, false},  // unchanged
+		{0, right, false}, // changed, no frame
+		{2, right, true},
+		{1, right, false},
+	} {
+		if tc.frames > 0 {
+			n.queue = append(n.queue, idleFrames(s.g.Frame(), tc.frames, 2))
+		}
+		if got := s.tick(now, tc.in); got != tc.sent {
+			t.Errorf("tick %d: sent %v, want %v", i, got, tc.sent)
+		}
+	}
+	if len(n.sent) != 3 {
+		t.Errorf("%d inputs sent, want 3", len(n.sent))
+	}
+	if s.g.Frame() != 4 {
+		t.Errorf("game at frame %d, want 4", s.g.Frame())
+	}
+}
+
+func TestSessionHashes(t *testing.T) {
+	n := &scripted{players: 3, slot: 2}
+	s, err := newSession(n, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	twin, _ := game.New(3, 9)
+	total := hashHistory + 300
+	frames := idleFrames(0, total, 3)
+	for i := 0; i < total; i += 7 {
+		n.queue = append(n.queue, frames[i:min(i+7, total)])
+	}
+	want := map[int]uint64{}
+	for _, f := range frames {
+		if err := twin.Step(f); err != nil {
+			t.Fatal(err)
+		}
+		want[f.Number] = twin.Hash()
+	}
+	for len(n.queue) > 0 {
+		s.tick(time.Unix(0, 0), game.Input{})
+	}
+	for _, tc := range []struct {
+		n  int
+		ok bool
+	}{{-1, false}, {0, false}, {total - hashHistory - 1, false}, {total - hashHistory, true}, {total - 1, true}, {total, false}} {
+		h, ok := s.hashAt(tc.n)
+		if ok != tc.ok || (ok && h != want[tc.n]) {
+			t.Errorf("hashAt(%d) = %x, %v; want %x, %v", tc.n, h, ok, want[tc.n], tc.ok)
+		}
+	}
+}
+
+func TestSessionErrors(t *testing.T) {
+	if _, err := newSession(&scripted{players: 1}, 0); !errors.Is(err, game.ErrPlayers) {
+		t.Errorf("one player: %v", err)
+	}
+	if _, err := newSession(&scripted{players: 2, slot: 2}, 0); !errors.Is(err, game.ErrPlayers) {
+		t.Errorf("slot 2 of 2: %v", err)
+	}
+	boom := errors.New("boom")
+	n := &scripted{players: 2, updateErr: boom}
+	s, _ := newSession(n, 0)
+	// A frame out of order is refused and reported; the network error too.
+	n.queue = [][]lockstep.Frame{idleFrames(3, 1, 2)}
+	s.tick(time.Unix(0, 0), game.Input{})
+	if !errors.Is(s.err, game.ErrFrame) || s.g.Frame() != 0 {
+		t.Errorf("out-of-order frame: err %v, frame %d", s.err, s.g.Frame())
+	}
+	s.tick(time.Unix(1, 0), game.Input{})
+	if !errors.Is(s.err, boom) {
+		t.Errorf("err %v, want the Update error", s.err)
+	}
+}
