@@ -47,9 +47,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "demo":
-		fmt.Fprintln(stderr, "tongbu demo: the demo server is not built yet; it lands with the engine (issue: engine, browser demos).")
-		fmt.Fprintln(stderr, "Until then: go run ./cmd/tongbu bench codec")
-		return 1
+		return demoCommand(args[1:], stdout, stderr)
 	case "serve":
 		return serveCommand(args[1:], stdout, stderr)
 	case "ticket":

@@ -1,3 +1,5 @@
+//go:build !js
+
 // Command quickstart is the smallest tongbu program: a lockstep relay
 // server and two bot clients in plain Go, over real WebRTC on this
 // machine. The bots send an input every frame and check that they play

@@ -2,6 +2,7 @@ package game
 
 import (
 	"fmt"
+	"hash/fnv"
 
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/fixed"
@@ -322,4 +323,13 @@ func b2u(b bool) uint64 {
 		return 1
 	}
 	return 0
+}
+
+// RoomSeed is the game seed of a room, derived from its name: every client
+// knows the name (the engine's welcome carries it), so all of them seed
+// their games alike without another message.
+func RoomSeed(room string) uint64 {
+	h := fnv.New64a()
+	h.Write([]byte(room))
+	return h.Sum64()
 }

@@ -1,0 +1,466 @@
+//go:build !js
+
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"html/template"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tongbu/tongbu/engine"
+	arena "github.com/tongbu/tongbu/examples/arena/game"
+	mmo "github.com/tongbu/tongbu/examples/mmo/world"
+	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/wasm"
+)
+
+// The browser clients `tongbu demo` builds: file name and main package.
+var demoClients = []struct{ file, pkg string }{
+	{"arena.wasm", "github.com/tongbu/tongbu/examples/arena/web"},
+	{"mmo.wasm", "github.com/tongbu/tongbu/examples/mmo/web"},
+}
+
+const (
+	arenaPlayers = 4 // per demo room: two bots, two seats for people
+	arenaBots    = 2
+	mmoWorld     = "mmo"
+)
+
+// demoConfig is what the demo command's flags set.
+type demoConfig struct {
+	HTTP      string
+	UDP       int
+	PublicIPs []string
+	Assets    string // built browser clients; built here unless NoBuild
+	NoBuild   bool
+	NPCs      int
+	MMOBots   int
+	Logger    *slog.Logger
+}
+
+func demoCommand(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cfg demoConfig
+	fs.StringVar(&cfg.HTTP, "http", "localhost:8080", "HTTP address of the pages and signaling (\":8080\" for every interface)")
+	fs.IntVar(&cfg.UDP, "udp", 3478, "UDP port every WebRTC peer uses (0: any free port)")
+	publicIP := fs.String("public-ip", "", "comma-separated addresses to advertise to browsers on other machines (behind NAT: the public one)")
+	fs.StringVar(&cfg.Assets, "assets", "", "directory for the built browser clients (default: the user cache directory)")
+	fs.BoolVar(&cfg.NoBuild, "no-build", false, "serve the clients already in -assets without building them")
+	fs.IntVar(&cfg.NPCs, "npcs", 0, "NPCs in the MMO world (0: the demo's default)")
+	fs.IntVar(&cfg.MMOBots, "bots", 0, "bot players in the MMO world (0: the demo's default)")
+	verbose := fs.Bool("v", false, "log every join and leave")
+	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if *publicIP != "" {
+		cfg.PublicIPs = strings.Split(*publicIP, ",")
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	cfg.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+	if cfg.Assets == "" {
+		dir, err := os.UserCacheDir()
+		if err != nil {
+			dir = os.TempDir()
+		}
+		cfg.Assets = filepath.Join(dir, "tongbu", "demo")
+	}
+	if !cfg.NoBuild {
+		fmt.Fprintf(stdout, "tongbu demo: building the browser clients into %s (the first build takes a minute)...\n", cfg.Assets)
+		if err := buildDemoClients(context.Background(), cfg.Assets); err != nil {
+			fmt.Fprintln(stderr, "tongbu demo:", err)
+			return 1
+		}
+	}
+	ln, err := net.Listen("tcp", cfg.HTTP)
+	if err != nil {
+		fmt.Fprintln(stderr, "tongbu demo:", err)
+		return 1
+	}
+	d, err := newDemo(cfg)
+	if err != nil {
+		ln.Close()
+		fmt.Fprintln(stderr, "tongbu demo:", err)
+		if strings.Contains(err.Error(), "address already in use") {
+			fmt.Fprintln(stderr, "tongbu demo: pick another UDP port with -udp (0 for any free one)")
+		}
+		return 1
+	}
+	fmt.Fprintf(stdout, "tongbu demo: serving both demos with bots (UDP %s)\n", d.srv.UDPAddr())
+	fmt.Fprintf(stdout, "tongbu demo: open http://%s/ in a browser (Ctrl-C to stop)\n", browsable(ln.Addr()))
+	code := runServer(d.srv, ln, stderr)
+	d.stop()
+	return code
+}
+
+// browsable turns a listening address into one a browser can open.
+func browsable(a net.Addr) string {
+	host, port, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return a.String()
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() || ip.IsLoopback() {
+		host = "localhost"
+	}
+	return net.JoinHostPort(host, port)
+}
+
+// buildDemoClients compiles the demo's browser clients into dir.
+func buildDemoClients(ctx context.Context, dir string) error {
+	for _, c := range demoClients {
+		if err := wasm.Build(ctx, dir, c.file, c.pkg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// demo is the demo server: an engine.Server with the arena rooms (made as
+// people arrive, each with bots) and the MMO world, and the pages.
+type demo struct {
+	cfg    demoConfig
+	srv    *engine.Server
+	bots   *transport.Network // in-process bots connect over it
+	ctx    context.Context
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	guests atomic.Uint64
+
+	mu     sync.Mutex
+	arenas []*arenaRoom
+	nextID int
+	mmo    *mmo.Demo // set on the world's worker
+	// botFrame, when set, sees every arena frame a bot plays and the state
+	// hash after it: the browser test compares them with the pages'.
+	botFrame func(room string, slot, frame int, hash uint64)
+	mmoStats  atomic.Pointer[mmo.Stats]
+}
+
+type arenaRoom struct {
+	room    *engine.Room
+	seats   int // people given a ticket
+	stop    context.CancelFunc
+	emptyAt time.Time // when it was last seen with no person connected
+}
+
+func newDemo(cfg demoConfig) (*demo, error) {
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	d := &demo{cfg: cfg, bots: transport.NewNetwork(uint64(time.Now().UnixNano()))}
+	d.ctx, d.cancel = context.WithCancel(context.Background())
+	srv, err := engine.NewServer(engine.Config{
+		Secret: secret, UDPAddr: fmt.Sprintf(":%d", cfg.UDP), PublicIPs: cfg.PublicIPs,
+		IncludeLoopback: true, AllowedOrigins: []string{"*"}, Logger: cfg.Logger,
+		Assets: d.handler(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	d.srv = srv
+	if err := d.startMMO(); err != nil {
+		srv.Shutdown(context.Background())
+		return nil, err
+	}
+	d.wg.Add(1)
+	go d.recycle()
+	return d, nil
+}
+
+func (d *demo) stop() {
+	d.cancel()
+	d.wg.Wait()
+}
+
+// startMMO creates the interest world, populated by the mmo example on
+// the world's worker at its first tick.
+func (d *demo) startMMO() error {
+	fwd := &demoSender{}
+	_, err := d.srv.CreateWorld(mmoWorld, engine.WorldConfig{
+		Interest: mmo.InterestConfig(interest.Config{}),
+		Sender:   fwd, // packets for the mmo example's own bot clients
+		Tick: func(w *interest.World, now time.Time) {
+			if d.mmo == nil {
+				m, err := mmo.New(mmo.Config{World: w, NPCs: d.cfg.NPCs, Bots: d.cfg.MMOBots, Seed: 1})
+				if err != nil {
+					d.cfg.Logger.Error("mmo world", "err", err)
+					return
+				}
+				d.mmo, fwd.d = m, m
+			}
+			d.mmo.Tick(now)
+			st := d.mmo.Stats()
+			d.mmoStats.Store(&st)
+		},
+		Join: func(w *interest.World, player string) (interest.ID, error) {
+			if d.mmo == nil {
+				return 0, errors.New("the world is still starting: try again")
+			}
+			return d.mmo.SpawnPlayer(player)
+		},
+		Leave: func(w *interest.World, player string, id interest.ID) {
+			if d.mmo != nil {
+				d.mmo.Despawn(id)
+			}
+		},
+	})
+	return err
+}
+
+// demoSender hands the world's packets for the example's bots to it.
+type demoSender struct{ d *mmo.Demo }
+
+func (s *demoSender) SendUnreliable(id interest.ID, msg []byte) error {
+	if s.d == nil {
+		return errors.New("no such player")
+	}
+	return s.d.SendUnreliable(id, msg)
+}
+
+func (s *demoSender) SendReliable(id interest.ID, msg []byte) error {
+	if s.d == nil {
+		return errors.New("no such player")
+	}
+	return s.d.SendReliable(id, msg)
+}
+
+// arenaTicket seats a person in an arena room with a free seat, making a
+// new room (with its bots) when none has one.
+func (d *demo) arenaTicket(player string) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var ar *arenaRoom
+	for _, a := range d.arenas {
+		if a.seats < arenaPlayers-arenaBots {
+			ar = a
+			break
+		}
+	}
+	if ar == nil {
+		d.nextID++
+		name := fmt.Sprintf("arena-%d", d.nextID)
+		room, err := d.srv.CreateRoom(name, arena.RoomConfig(arenaPlayers))
+		if err != nil {
+			return "", err
+		}
+		ctx, stop := context.WithCancel(d.ctx)
+		ar = &arenaRoom{room: room, stop: stop, emptyAt: time.Now()}
+		for i := range arenaBots {
+			if err := d.startArenaBot(ctx, name, fmt.Sprintf("bot-%d", i+1)); err != nil {
+				stop()
+				room.Close()
+				return "", err
+			}
+		}
+		d.arenas = append(d.arenas, ar)
+	}
+	ar.seats++
+	return d.srv.Ticket(player, ar.room.Name(), engine.RolePlayer, time.Minute)
+}
+
+// startArenaBot connects a bot to room over the in-process network and
+// plays it with the arena's Pilot until ctx is done.
+func (d *demo) startArenaBot(ctx context.Context, room, name string) error {
+	c, s := d.bots.Pipe(transport.LinkConfig{}, transport.LinkConfig{})
+	tk, err := d.srv.Ticket(name, room, engine.RolePlayer, time.Minute)
+	if err == nil {
+		err = d.srv.Attach(s, tk)
+	}
+	if err != nil {
+		c.Close()
+		return err
+	}
+	cl, err := engine.NewClient(ctx, c)
+	if err != nil {
+		c.Close()
+		return err
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		defer cl.Close()
+		if err := d.playArenaBot(ctx, cl); err != nil && ctx.Err() == nil {
+			d.cfg.Logger.Warn("arena bot stopped", "room", room, "bot", name, "err", err)
+		}
+	}()
+	return nil
+}
+
+// playArenaBot is a bot's game loop: receive, play the frames through the
+// pilot's copy of the game, send what the pilot decides.
+func (d *demo) playArenaBot(ctx context.Context, cl *engine.Client) error {
+	p, err := arena.NewPilot(cl.LockstepConfig().Players, cl.Slot(), arena.RoomSeed(cl.Target()))
+	if err != nil {
+		return err
+	}
+	tk := time.NewTicker(time.Second / 60)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-tk.C:
+			if err := cl.Update(now); err != nil {
+				return err
+			}
+			for _, f := range cl.Lockstep().Advance(now).Frames {
+				if err := p.Step(f); err != nil {
+					return err
+				}
+				if d.botFrame != nil {
+					d.botFrame(cl.Target(), cl.Slot(), f.Number, p.Game().Hash())
+				}
+				if in, ok := p.Input(); ok {
+					cl.Lockstep().Input(now, in)
+					cl.Flush(now)
+				}
+			}
+		}
+	}
+}
+
+// recycle closes arena rooms that people have left for a minute.
+func (d *demo) recycle() {
+	defer d.wg.Done()
+	tk := time.NewTicker(5 * time.Second)
+	defer tk.Stop()
+	for {
+		select {
+		case <-d.ctx.Done():
+			return
+		case now := <-tk.C:
+			d.mu.Lock()
+			keep := d.arenas[:0]
+			for _, a := range d.arenas {
+				if a.room.Connected() > arenaBots {
+					a.emptyAt = now
+				}
+				if now.Sub(a.emptyAt) > time.Minute {
+					a.stop()
+					a.room.Close()
+					continue
+				}
+				keep = append(keep, a)
+			}
+			d.arenas = keep
+			d.mu.Unlock()
+		}
+	}
+}
+
+// handler serves the demo's pages, the built clients and the ticket
+// endpoint (the demo plays the game server that issues tickets).
+func (d *demo) handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		indexTmpl.Execute(w, nil)
+	})
+	for _, p := range []struct{ path, title, file string }{
+		{"/arena.html", "tongbu arena (lockstep)", "arena.wasm"},
+		{"/mmo.html", "tongbu mmo (interest)", "mmo.wasm"},
+	} {
+		page := wasm.Page(p.title, p.file)
+		mux.HandleFunc("GET "+p.path, func(w http.ResponseWriter, r *http.Request) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.Write(page)
+		})
+	}
+	files := http.FileServer(http.Dir(d.cfg.Assets))
+	for _, f := range []string{"/arena.wasm", "/mmo.wasm", "/wasm_exec.js"} {
+		mux.HandleFunc("GET "+f, func(w http.ResponseWriter, r *http.Request) {
+			if strings.HasSuffix(f, ".wasm") {
+				w.Header().Set("Content-Type", "application/wasm")
+			}
+			w.Header().Set("Cache-Control", "no-cache")
+			files.ServeHTTP(w, r)
+		})
+	}
+	mux.HandleFunc("GET /demo/ticket", d.serveTicket)
+	mux.HandleFunc("GET /demo/status", d.serveStatus)
+	return mux
+}
+
+// DemoTicket is the ticket endpoint's answer.
+type demoTicket struct {
+	Ticket string `json:"ticket"`
+	Player string `json:"player"`
+	Game   string `json:"game"`
+}
+
+func (d *demo) serveTicket(w http.ResponseWriter, r *http.Request) {
+	game := r.URL.Query().Get("game")
+	player := fmt.Sprintf("guest-%d", d.guests.Add(1))
+	var tk string
+	var err error
+	switch game {
+	case "arena":
+		tk, err = d.arenaTicket(player)
+	case "mmo":
+		tk, err = d.srv.Ticket(player, mmoWorld, engine.RolePlayer, time.Minute)
+	default:
+		http.Error(w, "game must be arena or mmo", http.StatusBadRequest)
+		return
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	json.NewEncoder(w).Encode(demoTicket{Ticket: tk, Player: player, Game: game})
+}
+
+// serveStatus reports the demo's rooms and world, for people and tests.
+func (d *demo) serveStatus(w http.ResponseWriter, r *http.Request) {
+	type room struct {
+		Name      string `json:"name"`
+		Connected int    `json:"connected"`
+		Frames    int    `json:"frames"`
+	}
+	st := struct {
+		Arenas []room     `json:"arenas"`
+		MMO    *mmo.Stats `json:"mmo"`
+	}{MMO: d.mmoStats.Load()}
+	d.mu.Lock()
+	for _, a := range d.arenas {
+		st.Arenas = append(st.Arenas, room{a.room.Name(), a.room.Connected(), a.room.Stats().Frames})
+	}
+	d.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(st)
+}
+
+var indexTmpl = template.Must(template.New("index").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>tongbu demo</title>
+<style>body{font:16px system-ui,sans-serif;max-width:44em;margin:3em auto;background:#101418;color:#d8dee9}
+a{color:#88c0d0}li{margin:.6em 0}</style></head><body>
+<h1>tongbu demo</h1>
+<ul>
+<li><a href="arena.html">Arena</a>: lockstep through the relay. Two bots and up to two people
+per room; open the page twice to play each other. WASD or arrows to move, the mouse to aim,
+click or space to shoot.</li>
+<li><a href="mmo.html">MMO</a>: interest management over a region grid. Thousands of NPCs and
+bot players; move with WASD, arrows or a click. The overlay shows the region grid, your 3x3
+range and the bytes per second.</li>
+</ul>
+<p><a href="metrics">metrics</a> · <a href="demo/status">status</a></p>
+</body></html>
+`))

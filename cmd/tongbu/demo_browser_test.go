@@ -1,0 +1,234 @@
+//go:build !js
+
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"image"
+	"image/png"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/tongbu/tongbu/internal/browser"
+)
+
+// demoUnderTest builds the browser clients once per test binary and
+// starts a demo server on loopback.
+type demoUnderTest struct {
+	d   *demo
+	web *httptest.Server
+
+	mu        sync.Mutex
+	botHashes map[string]map[int]uint64 // room -> frame -> hash
+}
+
+var (
+	buildOnce sync.Once
+	buildDir  string
+	buildErr  error
+)
+
+func startDemo(t *testing.T) *demoUnderTest {
+	t.Helper()
+	if _, err := browser.Path(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err) // CI installs chromium: a missing one is a broken set-up
+		}
+		t.Skip(err)
+	}
+	buildOnce.Do(func() {
+		buildDir, buildErr = os.MkdirTemp("", "tongbu-demo-")
+		if buildErr == nil {
+			buildErr = buildDemoClients(context.Background(), buildDir)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	d, err := newDemo(demoConfig{UDP: 0, Assets: buildDir, NoBuild: true, NPCs: 1500, MMOBots: 16,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	u := &demoUnderTest{d: d, botHashes: map[string]map[int]uint64{}}
+	d.botFrame = func(room string, slot, frame int, hash uint64) {
+		u.mu.Lock()
+		defer u.mu.Unlock()
+		if u.botHashes[room] == nil {
+			u.botHashes[room] = map[int]uint64{}
+		}
+		if h, ok := u.botHashes[room][frame]; ok && h != hash {
+			t.Errorf("room %s frame %d: the bots disagree (%016x, %016x)", room, frame, h, hash)
+		}
+		u.botHashes[room][frame] = hash
+	}
+	u.web = httptest.NewServer(d.srv.Handler())
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { d.srv.Serve(ctx); close(served) }()
+	t.Cleanup(func() {
+		cancel()
+		<-served
+		d.stop()
+		u.web.Close()
+	})
+	return u
+}
+
+func (u *demoUnderTest) metric(t *testing.T, name string) string {
+	resp, err := http.Get(u.web.URL + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, name+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+// openPage starts a browser of its own (so that no page is a throttled
+// background tab) on path and waits until the expression is true.
+func openPage(t *testing.T, ctx context.Context, url, ready string) (context.Context, context.CancelFunc) {
+	t.Helper()
+	bctx, stop, err := browser.New(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ok bool
+	if err := chromedp.Run(bctx, chromedp.Navigate(url),
+		chromedp.Poll(ready, &ok, chromedp.WithPollingTimeout(90*time.Second))); err != nil {
+		var errText string
+		chromedp.Run(bctx, chromedp.Evaluate(`String(window.tongbuError || (window.tongbuArena && tongbuArena.error) || document.body.innerText)`, &errText))
+		stop()
+		t.Fatalf("%s: %v (page says %q)", url, err, errText)
+	}
+	return bctx, stop
+}
+
+// notBlank fails unless a screenshot of the page has many distinct colours.
+func notBlank(t *testing.T, bctx context.Context, what string) {
+	t.Helper()
+	var shot []byte
+	if err := chromedp.Run(bctx, chromedp.CaptureScreenshot(&shot)); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(bytes.NewReader(shot))
+	if err != nil {
+		t.Fatal(err)
+	}
+	colours := map[uint32]bool{}
+	b := img.Bounds()
+	for y := b.Min.Y; y < b.Max.Y; y += 4 {
+		for x := b.Min.X; x < b.Max.X; x += 4 {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			colours[r>>8<<16|g>>8<<8|bl>>8] = true
+		}
+	}
+	if len(colours) < 8 {
+		t.Fatalf("%s: the screenshot (%v) has %d colours: blank", what, b.Size(), len(colours))
+	}
+	_ = image.Point{}
+}
+
+// TestArenaInBrowser: two browser pages join one arena room with its two
+// bots; for a minute every frame hash the pages report equals the bots'.
+func TestArenaInBrowser(t *testing.T) {
+	u := startDemo(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	a, stopA := openPage(t, ctx, u.web.URL+"/arena.html", `window.tongbuArena && tongbuArena.frame > 15`)
+	b, stopB := openPage(t, ctx, u.web.URL+"/arena.html", `window.tongbuArena && tongbuArena.frame > 15`)
+	var slotA, slotB int
+	chromedp.Run(a, chromedp.Evaluate(`tongbuArena.slot`, &slotA))
+	chromedp.Run(b, chromedp.Evaluate(`tongbuArena.slot`, &slotB))
+	if slotA == slotB {
+		t.Fatalf("both pages in slot %d", slotA)
+	}
+	if got := u.metric(t, "tongbu_rooms"); got != "1" {
+		t.Fatalf("%s arena rooms for two pages, want 1", got)
+	}
+	compared := 0
+	room := "arena-1"
+	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(5 * time.Second) {
+		for i, page := range []context.Context{a, b} {
+			var hashes map[string]string
+			if err := chromedp.Run(page, chromedp.Evaluate(`tongbuArena.hashes`, &hashes)); err != nil {
+				t.Fatal(err)
+			}
+			u.mu.Lock()
+			for k, h := range hashes {
+				var n int
+				fmt.Sscan(k, &n)
+				if bh, ok := u.botHashes[room][n]; ok {
+					if fmt.Sprintf("%016x", bh) != h {
+						u.mu.Unlock()
+						t.Fatalf("page %d frame %d: hash %s, the bots' %016x", i, n, h, bh)
+					}
+					compared++
+				}
+			}
+			u.mu.Unlock()
+		}
+	}
+	var frame int
+	chromedp.Run(a, chromedp.Evaluate(`tongbuArena.frame`, &frame))
+	if frame < 15*50 || compared < 1000 {
+		t.Fatalf("after a minute: frame %d, %d hashes compared", frame, compared)
+	}
+	t.Logf("arena: frame %d, %d page hashes equal to the bots'", frame, compared)
+	notBlank(t, a, "arena page")
+
+	// Closing the pages releases their connections: the bots' two remain.
+	stopA()
+	stopB()
+	for end := time.Now().Add(40 * time.Second); u.metric(t, "tongbu_connections") != "2"; time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("tongbu_connections %s 40 s after the pages closed, want 2", u.metric(t, "tongbu_connections"))
+		}
+	}
+}
+
+// TestMMOInBrowser: the MMO page joins the world, advances, sees entities
+// move, and draws.
+func TestMMOInBrowser(t *testing.T) {
+	u := startDemo(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p, stop := openPage(t, ctx, u.web.URL+"/mmo.html", `window.tongbuMMO && tongbuMMO.ready && tongbuMMO.frame > 32 && tongbuMMO.known > 5`)
+	type snap struct {
+		Frame, Known, Moving int
+	}
+	var s1, s2 snap
+	chromedp.Run(p, chromedp.Evaluate(`({Frame: tongbuMMO.frame, Known: tongbuMMO.known, Moving: tongbuMMO.moving})`, &s1))
+	time.Sleep(3 * time.Second)
+	chromedp.Run(p, chromedp.Evaluate(`({Frame: tongbuMMO.frame, Known: tongbuMMO.known, Moving: tongbuMMO.moving})`, &s2))
+	if s2.Frame < s1.Frame+16 || s2.Moving == 0 {
+		t.Fatalf("the MMO page does not advance: %+v then %+v", s1, s2)
+	}
+	t.Logf("mmo: %+v then %+v", s1, s2)
+	notBlank(t, p, "mmo page")
+	if got := u.metric(t, "tongbu_connections"); got != "1" {
+		t.Fatalf("tongbu_connections %s with one page, want 1", got)
+	}
+	stop()
+	for end := time.Now().Add(40 * time.Second); u.metric(t, "tongbu_connections") != "0"; time.Sleep(500 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("tongbu_connections %s 40 s after the page closed, want 0", u.metric(t, "tongbu_connections"))
+		}
+	}
+}
