@@ -29,8 +29,8 @@ type Room struct {
 	slots []atomic.Pointer[peer] // the connection of each slot, nil when away
 
 	mu      sync.Mutex
-	spect   map[int]*peer  // spectators by peer id (Players and above)
-	delay   time.Duration  // spectators' delay
+	spect   map[int]*peer // spectators by peer id (Players and above)
+	delay   time.Duration // spectators' delay
 	onEvent func(lockstep.Event)
 	quality lockstep.Quality
 	players map[string]int // player id to slot, kept after a disconnect

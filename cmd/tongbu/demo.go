@@ -151,7 +151,7 @@ type demo struct {
 	// botFrame, when set, sees every arena frame a bot plays and the state
 	// hash after it: the browser test compares them with the pages'.
 	botFrame func(room string, slot, frame int, hash uint64)
-	mmoStats  atomic.Pointer[mmo.Stats]
+	mmoStats atomic.Pointer[mmo.Stats]
 }
 
 type arenaRoom struct {
