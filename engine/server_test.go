@@ -373,3 +373,69 @@ func TestWorld(t *testing.T) {
 		h.shutdown()
 	})
 }
+
+// TestSpectatorAndRejoin: a spectator who joins mid-match and a player who
+// crashes and rejoins both end up with the same frames as the others,
+// streamed from frame 0.
+func TestSpectatorAndRejoin(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Config{})
+		r, _ := h.s.CreateRoom("r", lockstep.Config{Players: 2})
+		r.SetSpectatorDelay(time.Second)
+		link := transport.LinkConfig{Latency: 25 * time.Millisecond, Loss: 0.05}
+		a, _ := h.join("a", "r", RolePlayer, link)
+		b, _ := h.join("b", "r", RolePlayer, link)
+		played := map[*Client][]lockstep.Frame{}
+		run := func(d time.Duration, cs ...*Client) {
+			for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(16 * time.Millisecond) {
+				now := time.Now()
+				for i, c := range cs {
+					if c.Role() == RolePlayer && int(now.UnixMilli()/100)%2 == i%2 {
+						c.Lockstep().Input(now, []byte{byte(c.Slot()), byte(now.UnixMilli())})
+					}
+					if err := c.Update(now); err != nil {
+						t.Fatal(err)
+					}
+					played[c] = append(played[c], c.Lockstep().Advance(now).Frames...)
+				}
+			}
+		}
+		run(5*time.Second, a, b)
+		spec, err := h.join("watcher", "r", RoleSpectator, link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if spec.Role() != RoleSpectator || spec.Slot() < 2 {
+			t.Fatalf("spectator: role %v id %d", spec.Role(), spec.Slot())
+		}
+		b.Close() // a crash
+		run(2*time.Second, a, spec)
+		b2, err := h.join("b", "r", RolePlayer, link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b2.Slot() != b.Slot() {
+			t.Fatalf("rejoined in slot %d, was %d", b2.Slot(), b.Slot())
+		}
+		run(10*time.Second, a, b2, spec)
+		for name, c := range map[string]*Client{"rejoined player": b2, "spectator": spec} {
+			got, want := played[c], played[a]
+			if len(got) < len(want)/2 || got[0].Number != 0 {
+				t.Fatalf("%s played %d frames (from %d), the player %d", name, len(got), got[0].Number, len(want))
+			}
+			for i := range min(len(got), len(want)) {
+				if fmt.Sprint(got[i]) != fmt.Sprint(want[i]) {
+					t.Fatalf("%s: frame %d differs", name, i)
+				}
+			}
+		}
+		q := r.Quality()
+		if q.Peers[b.Slot()].Reconnects < 1 {
+			t.Fatalf("the quality report shows no reconnect: %+v", q.Peers[b.Slot()])
+		}
+		for _, c := range []*Client{a, b2, spec} {
+			c.Close()
+		}
+		h.shutdown()
+	})
+}
