@@ -324,6 +324,9 @@ func (d *demo) playArenaBot(ctx context.Context, cl *engine.Client) error {
 				if err := p.Step(f); err != nil {
 					return err
 				}
+				if every := cl.LockstepConfig().HashEvery; every > 0 && f.Number%every == 0 {
+					cl.Lockstep().ReportHash(f.Number, p.Game().Hash()) // desync detection
+				}
 				if d.botFrame != nil {
 					d.botFrame(cl.Target(), cl.Slot(), f.Number, p.Game().Hash())
 				}

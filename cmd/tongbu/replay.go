@@ -1,20 +1,56 @@
 package main
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"time"
 
+	arena "github.com/tongbu/tongbu/examples/arena/game"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/movers"
 )
 
 // games maps a replay's game name to its simulation, for `replay verify`.
-// The arena example's game joins it when it lands.
 var games = map[string]func(players int, params []byte) (lockstep.Simulation, error){
 	movers.Name: func(players int, params []byte) (lockstep.Simulation, error) { return movers.New(players, params) },
+	"arena":     newArenaSim,
+}
+
+// arenaSim is the arena example's game as a lockstep.Simulation; its
+// params are the game seed, 8 bytes little-endian (arena.RoomSeed of the
+// room's name in the demo).
+type arenaSim struct {
+	*arena.Game
+	err error
+}
+
+func newArenaSim(players int, params []byte) (lockstep.Simulation, error) {
+	if len(params) != 8 {
+		return nil, fmt.Errorf("arena: params are an 8-byte seed, got %d bytes", len(params))
+	}
+	g, err := arena.New(players, binary.LittleEndian.Uint64(params))
+	if err != nil {
+		return nil, err
+	}
+	return &arenaSim{Game: g}, nil
+}
+
+// Step runs a frame; a frame the game refuses is remembered and spoils the
+// hash from then on, so that verification fails.
+func (s *arenaSim) Step(f lockstep.Frame) {
+	if s.err == nil {
+		s.err = s.Game.Step(f)
+	}
+}
+
+func (s *arenaSim) Hash() uint64 {
+	if s.err != nil {
+		return 0
+	}
+	return s.Game.Hash()
 }
 
 // replayCommand runs `tongbu replay info|verify FILE`.

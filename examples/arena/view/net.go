@@ -50,3 +50,10 @@ type NetStats struct {
 	LossDown float64       // fraction of downlink packets lost recently, 0 to 1
 	Status   string        // a word or two on the connection ("connected", "offline")
 }
+
+// HashReporter is implemented by a Net that passes state hashes on to the
+// room for desync detection (lockstep.Client.ReportHash): the view hands
+// it the hash after every frame it runs.
+type HashReporter interface {
+	ReportHash(frame int, hash uint64)
+}

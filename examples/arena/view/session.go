@@ -54,6 +54,9 @@ func (s *session) tick(now time.Time, in game.Input) bool {
 			break
 		}
 		s.hashes[f.Number%hashHistory] = s.g.Hash()
+		if r, ok := s.net.(HashReporter); ok {
+			r.ReportHash(f.Number, s.hashes[f.Number%hashHistory])
+		}
 	}
 	b := in.Append(nil)
 	if bytes.Equal(b, s.sent) || (s.sent != nil && s.g.Frame() <= s.sentAt) {

@@ -51,6 +51,13 @@ func (s *session) Update(now time.Time) (lockstep.Step, error) {
 	return s.c.Lockstep().Advance(now), s.err
 }
 
+// ReportHash passes the hash on to the room every HashEvery frames.
+func (s *session) ReportHash(frame int, hash uint64) {
+	if every := s.c.LockstepConfig().HashEvery; every > 0 && frame%every == 0 {
+		s.c.Lockstep().ReportHash(frame, hash)
+	}
+}
+
 func (s *session) Stats() view.NetStats {
 	st := s.c.Stats()
 	return view.NetStats{RTT: st.RTT, Status: demoweb.Status(s.err)}
