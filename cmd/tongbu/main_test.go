@@ -23,7 +23,9 @@ func TestCommands(t *testing.T) {
 		{[]string{"bench"}, 0, "codec"},
 		{[]string{"bench", "nope"}, 2, "unknown scenario"},
 		{[]string{"bench", "-benchtime", "-1s", "codec"}, 2, "positive"},
-		{[]string{"demo"}, 1, "not built yet"},
+		{[]string{"demo", "-nope"}, 2, "not defined"},
+		{[]string{"demo", "-no-build", "-http", "256.0.0.1:1"}, 1, "tongbu demo:"},
+		{[]string{"serve", "-config", "/nonexistent.json"}, 2, "config"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {
