@@ -26,7 +26,6 @@ type peerQuality struct {
 	reconnects     int
 	toLive         time.Duration
 	desyncAt       int
-	desyncAtSet    bool
 }
 
 // uplinkQuality takes the uplink's packet counter and echo.
