@@ -67,7 +67,8 @@ func (l *lateRec) quantile(phase int, q float64) (time.Duration, int) {
 type roomJob struct {
 	room    *lockstep.Room
 	conns   []*transport.MemConn // server ends by peer; touched only in Run
-	late    *lateRec
+	late    *lateRec             // other rooms: how late each run came
+	spent   *lateRec             // the reconnect room: how long each run took
 	due     time.Time
 	onEvent func(lockstep.Event)
 
@@ -84,6 +85,10 @@ func (j *roomJob) do(f func(now time.Time)) {
 func (j *roomJob) Run(now time.Time) time.Time {
 	if j.late != nil && !j.due.IsZero() {
 		j.late.add(now.Sub(j.due))
+	}
+	if j.spent != nil {
+		t0 := time.Now()
+		defer func() { j.spent.add(time.Since(t0)) }()
 	}
 	j.mu.Lock()
 	todo := j.todo
@@ -222,7 +227,8 @@ func benchReconnect(args []string, out io.Writer) error {
 		}
 	}
 
-	lr := &lateRec{}
+	lr, spent := &lateRec{}, &lateRec{}
+	rj.spent = spent
 	sched := lockstep.NewScheduler(1) // the rooms on one core; the clients use the other
 	defer sched.Close()
 	var bots []*liveClient
@@ -310,6 +316,7 @@ func benchReconnect(args []string, out io.Writer) error {
 	// Warm-up, baseline with the player away, then the rejoin.
 	time.Sleep(2 * time.Second)
 	lr.set(phaseBaseline)
+	spent.set(phaseBaseline)
 	time.Sleep(*baseline)
 	cc, sc := net.Pipe(link, link)
 	c, err := lockstep.NewClient(cfg, slot)
@@ -322,6 +329,7 @@ func benchReconnect(args []string, out io.Writer) error {
 	}
 	streamed := make(chan int, 1)
 	lr.set(phaseCatchUp)
+	spent.set(phaseCatchUp)
 	rj.do(func(now time.Time) {
 		rj.conns[slot] = sc
 		if err := rj.room.Join(slot, now); err == nil {
@@ -340,6 +348,7 @@ func benchReconnect(args []string, out io.Writer) error {
 		return errors.New("the rejoining player was not live after 60 s")
 	}
 	lr.set(phaseAfter)
+	spent.set(phaseAfter)
 	time.Sleep(2 * time.Second)
 	close(stop)
 	wg.Wait()
@@ -376,6 +385,12 @@ func benchReconnect(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "  catch-up (join to live)  %5d runs %10v %10v\n", nDuring, during50, during)
 	fmt.Fprintf(out, "  after (2 s live)         %5d runs %10s %10v\n", nAfter, "", after)
 	fmt.Fprintf(out, "p99 increase during catch-up: %.2f ms\n", ms(during-base))
+	p99Base, _ := spent.quantile(phaseBaseline, 0.99)
+	p99During, _ := spent.quantile(phaseCatchUp, 0.99)
+	maxBase, _ := spent.quantile(phaseBaseline, 1)
+	maxDuring, _ := spent.quantile(phaseCatchUp, 1)
+	fmt.Fprintf(out, "the reconnect room's run (drain, tick, catch-up): p99 %v, max %v in the baseline; p99 %v, max %v during catch-up\n",
+		p99Base, maxBase, p99During, maxDuring)
 	if nDesync > 0 {
 		return fmt.Errorf("%d desync events: %+v", nDesync, desyncs)
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"time"
 
@@ -99,6 +100,6 @@ func benchReplay(args []string, out io.Writer) error {
 	if *minutes != 20 {
 		fmt.Fprintf(out, "a 20-minute file      about %.0f bytes at this rate\n", perMin*20)
 	}
-	fmt.Fprintln(out, resultLine("replay", "players", cfg.Players, "hz", cfg.Hz, "bytes_per_min", int(perMin)))
+	fmt.Fprintln(out, resultLine("replay", "players", cfg.Players, "hz", cfg.Hz, "bytes_per_min", int(math.Round(perMin))))
 	return nil
 }
