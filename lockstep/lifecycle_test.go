@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"io"
+	"math/rand/v2"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -155,6 +156,41 @@ func TestDesync(t *testing.T) {
 			}
 			if q := m.room.Quality(); q.Peers[3].DesyncFrame != want || q.Peers[0].DesyncFrame != -1 {
 				t.Fatalf("quality desync frames %d %d", q.Peers[3].DesyncFrame, q.Peers[0].DesyncFrame)
+			}
+		})
+	}
+}
+
+// TestDesyncTrials: over many seeded trials, one of 10 clients diverges by
+// one bit after a random frame, under 10% loss; the room names that
+// player, and only it, at the first checked frame after the divergence:
+// within HashEvery (15) frames of it.
+func TestDesyncTrials(t *testing.T) {
+	trials := 30
+	if testing.Short() {
+		trials = 8
+	}
+	rng := rand.New(rand.NewPCG(2026, 5))
+	for trial := range trials {
+		slot, at := rng.IntN(10), 1+rng.IntN(150)
+		synctest.Test(t, func(t *testing.T) {
+			link := transport.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
+			m := newMatch(t, Config{Players: 10}, uint64(100+trial), link, link)
+			m.corrupt[slot] = at
+			// The divergence, its checked frame, and the room's 3 s wait
+			// for every hash of a frame, with room to spare.
+			m.run(time.Duration(at)*m.cfg.Period()+6*time.Second, 0.3)
+			d := eventsOf(m.room.Events(), EventDesync)
+			want := (at + m.cfg.HashEvery - 1) / m.cfg.HashEvery * m.cfg.HashEvery
+			if len(d) != 1 || !slices.Equal(d[0].Players, []int{slot}) || d[0].Frame != want {
+				t.Fatalf("trial %d: player %d corrupted after frame %d: desync events %+v, want player %d at frame %d",
+					trial, slot, at, d, slot, want)
+			}
+			if late := d[0].Frame - at; late < 0 || late >= 15 {
+				t.Fatalf("trial %d: divergence after frame %d reported at frame %d", trial, at, d[0].Frame)
+			}
+			if q := m.room.Quality(); q.Peers[slot].DesyncFrame != want {
+				t.Fatalf("trial %d: quality desync frame %d, want %d", trial, q.Peers[slot].DesyncFrame, want)
 			}
 		})
 	}

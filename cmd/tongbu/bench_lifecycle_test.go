@@ -1,0 +1,51 @@
+package main
+
+import (
+	"strconv"
+	"testing"
+)
+
+func TestBenchReplay(t *testing.T) {
+	kv := lastResult(t, "replay", "-minutes", "2")
+	if kv["players"] != "10" || kv["hz"] != "15" {
+		t.Errorf("RESULT %v", kv)
+	}
+	perMin, err := strconv.Atoi(kv["bytes_per_min"])
+	if err != nil || perMin <= 0 {
+		t.Fatalf("bytes_per_min %q: %v", kv["bytes_per_min"], err)
+	}
+	// 15 Hz for 10 players of inputs cannot take less than a byte a second.
+	if perMin < 60 || perMin > 1_000_000 {
+		t.Errorf("%d bytes per minute", perMin)
+	}
+	if code := run([]string{"bench", "replay", "-minutes", "0"}, new(discard), new(discard)); code != 1 {
+		t.Errorf("-minutes 0: exit %d", code)
+	}
+}
+
+func TestBenchReconnect(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs about 5 s of real time")
+	}
+	kv := lastResult(t, "reconnect", "-drop", "1m", "-rooms", "2", "-baseline", "1s")
+	frames, err1 := strconv.Atoi(kv["frames"])
+	toLive, err2 := strconv.Atoi(kv["to_live_ms"])
+	bytes, err3 := strconv.Atoi(kv["bytes"])
+	late, err4 := strconv.ParseFloat(kv["other_rooms_p99_late_ms"], 64)
+	for _, err := range []error{err1, err2, err3, err4} {
+		if err != nil {
+			t.Fatalf("RESULT %v: %v", kv, err)
+		}
+	}
+	// A minute at 15 Hz and the frames cut while the player was away.
+	if frames < 900 || toLive <= 0 || bytes <= 0 || late < 0 {
+		t.Errorf("RESULT %v", kv)
+	}
+	if code := run([]string{"bench", "reconnect", "-drop", "1s"}, new(discard), new(discard)); code != 1 {
+		t.Errorf("-drop 1s: exit %d", code)
+	}
+}
+
+type discard struct{}
+
+func (discard) Write(b []byte) (int, error) { return len(b), nil }

@@ -1,0 +1,178 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/lockstep/movers"
+)
+
+// mobaModelDoc describes the input model for the printed headers.
+const mobaModelDoc = "each player issues a command every 0.3-1.5 s (uniform): " +
+	"60% move (heading, speed), 25% attack (heading, target), 15% skill (heading, skill 0-3); " +
+	"3-byte inputs; after a command a 4% chance of an idle stretch of 5-20 s (dead, shopping)"
+
+// mobaModel is a seeded MOBA-like input model: per player, a command every
+// 0.3 to 1.5 s; 60% of commands move (a heading that wanders from the
+// last one, a speed), 25% attack (a heading and one of 5 targets), 15% cast
+// one of 4 skills; after a command, a 4% chance of an idle stretch of 5 to
+// 20 s (dead, shopping, waiting). An input is 3 bytes: heading (1/256
+// turn), speed (1/16 unit per frame, 0 when standing to attack) and the
+// action (0 move, 1-5 attack target, 16-19 skill), which the movers game
+// reads as heading and speed.
+type mobaModel struct {
+	rng     *rand.Rand
+	next    []time.Time
+	heading []byte
+}
+
+func newMobaModel(players int, seed uint64, start time.Time) *mobaModel {
+	m := &mobaModel{rng: rand.New(rand.NewPCG(seed, 0x6d6f6261)), next: make([]time.Time, players), heading: make([]byte, players)}
+	for i := range m.next {
+		m.next[i] = start.Add(m.interval())
+		m.heading[i] = byte(m.rng.IntN(256))
+	}
+	return m
+}
+
+func (m *mobaModel) interval() time.Duration {
+	return 300*time.Millisecond + time.Duration(m.rng.Int64N(int64(1200*time.Millisecond)))
+}
+
+// input returns the player's command due by now, or nil.
+func (m *mobaModel) input(slot int, now time.Time) []byte {
+	if now.Before(m.next[slot]) {
+		return nil
+	}
+	m.next[slot] = now.Add(m.interval())
+	if m.rng.Float64() < 0.04 {
+		m.next[slot] = m.next[slot].Add(5*time.Second + time.Duration(m.rng.Int64N(int64(15*time.Second))))
+	}
+	m.heading[slot] += byte(m.rng.IntN(97) - 48)
+	h := m.heading[slot]
+	switch x := m.rng.Float64(); {
+	case x < 0.6:
+		return []byte{h, byte(16 + m.rng.IntN(33)), 0}
+	case x < 0.85:
+		return []byte{h, 0, byte(1 + m.rng.IntN(5))}
+	default:
+		return []byte{h, byte(8 + m.rng.IntN(9)), byte(16 + m.rng.IntN(4))}
+	}
+}
+
+// queueSender queues the room's messages for each peer; the simulated
+// match hands them to the clients at once (no network).
+type queueSender struct{ q [][][]byte }
+
+func (s *queueSender) SendUnreliable(peer int, msg []byte) error {
+	s.q[peer] = append(s.q[peer], append([]byte(nil), msg...))
+	return nil
+}
+
+func (s *queueSender) SendReliable(peer int, msg []byte) error {
+	return s.SendUnreliable(peer, msg)
+}
+
+// switchSender is a room's Sender that goes straight to the clients while
+// the match is simulated, then over connections (see realSender).
+type switchSender struct {
+	direct *queueSender
+	real   lockstep.Sender
+}
+
+func (s *switchSender) SendUnreliable(peer int, msg []byte) error {
+	if s.real != nil {
+		return s.real.SendUnreliable(peer, msg)
+	}
+	return s.direct.SendUnreliable(peer, msg)
+}
+
+func (s *switchSender) SendReliable(peer int, msg []byte) error {
+	if s.real != nil {
+		return s.real.SendReliable(peer, msg)
+	}
+	return s.direct.SendReliable(peer, msg)
+}
+
+// simMatch is a room and its clients run on a simulated clock with no
+// network: each frame every client takes the room's messages, acts by the
+// input model, sends its packet, runs the frames it is given in a movers
+// game and reports its hashes; then the room cuts the frame.
+type simMatch struct {
+	cfg     lockstep.Config
+	start   time.Time
+	room    *lockstep.Room
+	out     *switchSender
+	clients []*lockstep.Client
+	games   []*movers.Game
+	model   *mobaModel
+	n       int // frames run
+}
+
+func newSimMatch(cfg lockstep.Config, start time.Time, seed uint64) (*simMatch, error) {
+	cfg = cfg.WithDefaults()
+	out := &switchSender{direct: &queueSender{q: make([][][]byte, cfg.Players)}}
+	room, err := lockstep.NewRoom(cfg, start, out)
+	if err != nil {
+		return nil, err
+	}
+	m := &simMatch{cfg: cfg, start: start, room: room, out: out, model: newMobaModel(cfg.Players, seed, start)}
+	for slot := range cfg.Players {
+		c, err := lockstep.NewClient(cfg, slot)
+		if err != nil {
+			return nil, err
+		}
+		g, err := movers.New(cfg.Players, nil)
+		if err != nil {
+			return nil, err
+		}
+		m.clients = append(m.clients, c)
+		m.games = append(m.games, g)
+	}
+	return m, nil
+}
+
+// cutTime is when frame n is cut.
+func (m *simMatch) cutTime(n int) time.Time {
+	return m.start.Add(time.Duration(int64(n) * int64(time.Second) / int64(m.cfg.Hz)))
+}
+
+// step runs one frame of the simulated match.
+func (m *simMatch) step() error {
+	now := m.cutTime(m.n)
+	for slot, c := range m.clients {
+		for _, msg := range m.out.direct.q[slot] {
+			if err := c.Deliver(now, msg); err != nil {
+				return fmt.Errorf("client %d: %w", slot, err)
+			}
+		}
+		m.out.direct.q[slot] = m.out.direct.q[slot][:0]
+		if in := m.model.input(slot, now); in != nil {
+			c.Input(now, in) // an input the client cannot place is dropped, as a game would
+		}
+		if err := m.room.Deliver(slot, c.Packet(now), now); err != nil {
+			return fmt.Errorf("room: player %d: %w", slot, err)
+		}
+		playFrames(c, m.games[slot], c.Advance(now).Frames, m.cfg.HashEvery)
+		for _, msg := range c.Outbox() {
+			if err := m.room.Deliver(slot, msg, now); err != nil {
+				return fmt.Errorf("room: player %d: %w", slot, err)
+			}
+		}
+	}
+	m.room.Tick(now)
+	m.n++
+	return nil
+}
+
+// playFrames runs frames in a client's game and reports the hashes.
+func playFrames(c *lockstep.Client, g *movers.Game, frames []lockstep.Frame, every int) {
+	for _, f := range frames {
+		g.Step(f)
+		if every > 0 && f.Number%every == 0 {
+			c.ReportHash(f.Number, g.Hash())
+		}
+	}
+}
