@@ -210,8 +210,15 @@ func benchWorld(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *quick {
-		o.warmup, o.seconds = 4, 8
+	if *quick { // shorter, unless asked otherwise
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if !set["warmup"] {
+			o.warmup = 4
+		}
+		if !set["seconds"] {
+			o.seconds = 8
+		}
 	}
 	if o.players < 1 || o.npcs < 0 || o.players+o.npcs >= interest.DefaultMaxEntities || o.seconds < 1 || o.warmup < 0 || o.delay < 0 || o.sample < 1 {
 		return errors.New("want 1 <= -players, 0 <= -npcs, players+npcs < 65536, -seconds >= 1, -warmup >= 0, -delay >= 0, -sample >= 1")
@@ -480,7 +487,7 @@ func (s *worldSim) drive(p *wplayer) {
 		if f >= p.nextHit {
 			if p.c.Skill(uint16(100+s.rng.IntN(8)), npc.id) == nil {
 				s.issue(jxCmd{tag: cmdSkill, id: p.id, frame: p.c.Frame(), skill: 100, target: npc.id})
-				npc.life = max(0, npc.life-8-s.rng.IntN(13))
+				npc.life = max(0, npc.life-20-s.rng.IntN(16))
 				s.setLife(npc.id, npc.life, npc.life > 0)
 			}
 			p.nextHit = f + s.cfg.Hz*3/2
@@ -504,9 +511,9 @@ func (s *worldSim) drive(p *wplayer) {
 func (s *worldSim) idle(p *wplayer) {
 	p.state = stIdle
 	if p.city >= 0 {
-		p.until = s.frame + s.secs(3, 15)
+		p.until = s.frame + s.secs(1, 4)
 	} else {
-		p.until = s.frame + s.secs(1, 5)
+		p.until = s.frame + s.secs(0.5, 2.5)
 	}
 }
 
@@ -521,8 +528,8 @@ func (s *worldSim) move(p *wplayer, me interest.Logic, dest interest.Vec, speed 
 }
 
 func (s *worldSim) cityDecide(p *wplayer, me interest.Logic) {
-	if r := s.rng.Float64(); r < 0.15 {
-		if r < 0.075 {
+	if r := s.rng.Float64(); r < 0.1 {
+		if r < 0.05 {
 			if p.c.Jump() == nil {
 				s.issue(jxCmd{tag: cmdJump, id: p.id, frame: p.c.Frame()})
 			}
@@ -537,18 +544,18 @@ func (s *worldSim) cityDecide(p *wplayer, me interest.Logic) {
 	}
 	c := s.cities[p.city]
 	rs := int32(s.cfg.RegionSize)
-	dest := s.around(me.Pos, 2*s.cfg.RegionSize)
+	dest := s.around(me.Pos, 4*s.cfg.RegionSize)
 	dest.X = min(max(dest.X, int32(c[0].X)*rs), int32(c[1].X+1)*rs-1)
 	dest.Y = min(max(dest.Y, int32(c[0].Y)*rs), int32(c[1].Y+1)*rs-1)
 	speed := int32(24)
-	if s.rng.IntN(3) == 0 {
+	if s.rng.IntN(2) == 0 {
 		speed = int32(s.cfg.MaxSpeed)
 	}
 	s.move(p, me, dest, speed)
 }
 
 func (s *worldSim) fieldDecide(p *wplayer, me interest.Logic) {
-	if s.rng.Float64() < 0.45 {
+	if s.rng.Float64() < 0.3 {
 		if npc := s.nearestFree(me.Pos); npc != nil {
 			p.target = npc.id
 			lg, _ := s.w.Logic(npc.id)
@@ -561,7 +568,7 @@ func (s *worldSim) fieldDecide(p *wplayer, me interest.Logic) {
 			return
 		}
 	}
-	if s.rng.IntN(10) == 0 {
+	if s.rng.IntN(5) == 0 {
 		for range 8 {
 			q := s.clamp(s.around(p.spot, 3*s.cfg.RegionSize))
 			if s.cityOf(s.w.RegionOf(q)) < 0 {
@@ -574,7 +581,7 @@ func (s *worldSim) fieldDecide(p *wplayer, me interest.Logic) {
 	if s.rng.IntN(5) == 0 {
 		speed = 24
 	}
-	s.move(p, me, s.around(p.spot, 2*s.cfg.RegionSize), speed)
+	s.move(p, me, s.around(p.spot, 3*s.cfg.RegionSize), speed)
 }
 
 // nearestFree returns the nearest standing, living NPC no one fights, in
@@ -604,7 +611,7 @@ func (s *worldSim) npcLogic() {
 		switch {
 		case n.life <= 0:
 			if f >= n.rise {
-				n.life, n.next = 100, f+s.secs(4, 16)
+				n.life, n.next = 100, f+s.secs(5, 20)
 				s.setLife(n.id, 100, false)
 				s.setState(n.id, 0)
 			}
@@ -625,7 +632,7 @@ func (s *worldSim) npcLogic() {
 			if s.w.Move(n.id, dest, speed) == nil {
 				s.base.command(jxCmd{tag: cmdMove, id: n.id, frame: s.w.Frame(), src: lg.Pos, dest: dest, speed: speed})
 			}
-			n.next = f + s.secs(4, 16)
+			n.next = f + s.secs(5, 20)
 		}
 	}
 }
