@@ -70,6 +70,13 @@ type known struct {
 	doom int // frames since it was found outside the range; 0: not doomed
 }
 
+// cachedDisplay is a display entry and the client frame it was last
+// wanted, for eviction.
+type cachedDisplay struct {
+	displayEntry
+	used int
+}
+
 type ask struct {
 	at    time.Time
 	tries int
@@ -81,6 +88,7 @@ const (
 	maxTries    = 4
 	ackEvery    = 4 // frames between acknowledgements when nothing else is sent
 	removeGrace = 500 * time.Millisecond
+	maxDisplays = 4096 // display entries cached before the least recently wanted are dropped
 )
 
 // Client is the player's half of interest mode, native or in the browser:
@@ -106,7 +114,7 @@ type Client struct {
 	region Region // the player's region, as of the last frame
 
 	ents     map[ID]*known
-	displays map[ID]displayEntry
+	displays map[ID]cachedDisplay
 	discover map[ID]ask
 	wantDisp map[ID]ask
 	events   []Event
@@ -139,7 +147,7 @@ func NewClient(cfg Config, self ID) (*Client, error) {
 	}
 	return &Client{
 		lay: newLayout(cfg), self: self,
-		ents: make(map[ID]*known), displays: make(map[ID]displayEntry),
+		ents: make(map[ID]*known), displays: make(map[ID]cachedDisplay),
 		discover: make(map[ID]ask), wantDisp: make(map[ID]ask),
 	}, nil
 }
@@ -477,6 +485,8 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 
 func (c *Client) wantDisplay(now time.Time, id ID, ver uint8) {
 	if d, ok := c.displays[id]; ok && d.ver == ver {
+		d.used = c.frame
+		c.displays[id] = d
 		return
 	}
 	if _, ok := c.wantDisp[id]; !ok {
@@ -494,17 +504,33 @@ func (c *Client) display(r *codec.Reader) error {
 		return fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	for _, e := range list[:n] {
-		c.displays[e.id] = e
+		c.displays[e.id] = cachedDisplay{displayEntry: e, used: c.frame}
 		delete(c.wantDisp, e.id)
 	}
-	if len(c.displays) > 4*len(c.ents)+1024 { // forget the display of entities long gone
-		for id := range c.displays {
-			if _, ok := c.ents[id]; !ok && id != c.self {
-				delete(c.displays, id)
-			}
-		}
+	if limit := max(maxDisplays, 4*len(c.ents)); len(c.displays) > limit {
+		c.evictDisplays(limit * 3 / 4)
 	}
 	return nil
+}
+
+// evictDisplays forgets the display data of the entities out of range that
+// were heard of longest ago, down to n entries: a player who comes back to
+// a place does not fetch its people's names again.
+func (c *Client) evictDisplays(n int) {
+	type aged struct {
+		id   ID
+		used int
+	}
+	var old []aged
+	for id, d := range c.displays {
+		if _, ok := c.ents[id]; !ok && id != c.self {
+			old = append(old, aged{id, d.used})
+		}
+	}
+	slices.SortFunc(old, func(a, b aged) int { return a.used - b.used })
+	for _, a := range old[:max(0, min(len(old), len(c.displays)-n))] {
+		delete(c.displays, a.id)
+	}
 }
 
 // Display returns an entity's cached display data, whatever its version.
