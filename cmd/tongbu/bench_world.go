@@ -6,8 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"runtime/metrics"
+	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -60,6 +62,10 @@ var worldModel = []string{
 	"         else run within 2 regions of the party spot at 16 m/s (1/5 at 6 m/s); the spot moves up to 3 regions 1 trip in 10",
 }
 
+// citySide is a city's side in regions: 2,560 city players over four
+// cities of 12 x 12 regions is the seed's 4-6 players a region.
+const citySide = 12
+
 // Player states of the model.
 const (
 	stIdle = iota
@@ -74,42 +80,52 @@ type worldOpts struct {
 	warmup, seconds float64
 	delay           int // one-way delay in frames
 	sample          int // every sample-th player is followed for discovery
+	forced          time.Duration
 	seed            uint64
 }
 
-// pipe is a one-way link with a fixed delay in frames: packets are copied
-// in and come out in order once due.
-type pipe struct {
-	q    []timedPkt
-	head int
-	free [][]byte
+// link carries one direction's packets for every player with a fixed
+// delay in frames: each frame's packets are copied, in order, into one
+// arena, which the receiving side reads when they are due.
+type link struct {
+	batches []batch // by frame modulo len
 }
 
-type timedPkt struct {
-	due int
-	b   []byte
+type batch struct {
+	frame int
+	data  []byte
+	pkts  []linkPkt
 }
 
-func (p *pipe) push(due int, msg []byte) {
-	var b []byte
-	if n := len(p.free); n > 0 {
-		b, p.free = p.free[n-1][:0], p.free[:n-1]
+type linkPkt struct {
+	to       int32 // index in worldSim.players
+	off, end int32
+}
+
+func newLink(delay int) *link { return &link{batches: make([]batch, delay+2)} }
+
+// push queues msg for player i, sent at frame f.
+func (l *link) push(f int, i int32, msg []byte) {
+	b := &l.batches[f%len(l.batches)]
+	if b.frame != f {
+		b.frame, b.data, b.pkts = f, b.data[:0], b.pkts[:0]
 	}
-	p.q = append(p.q, timedPkt{due, append(b, msg...)})
+	off := int32(len(b.data))
+	b.data = append(b.data, msg...)
+	b.pkts = append(b.pkts, linkPkt{i, off, int32(len(b.data))})
 }
 
-func (p *pipe) pop(now int, f func([]byte)) {
-	for p.head < len(p.q) && p.q[p.head].due <= now {
-		b := p.q[p.head].b
-		f(b)
-		p.free = append(p.free, b)
-		p.head++
+// sent calls fn for every packet sent at frame f, in order.
+func (l *link) sent(f int, fn func(i int32, msg []byte)) {
+	if f < 0 {
+		return
 	}
-	if p.head == len(p.q) {
-		p.q, p.head = p.q[:0], 0
-	} else if p.head > 64 && p.head*2 > len(p.q) {
-		n := copy(p.q, p.q[p.head:])
-		p.q, p.head = p.q[:n], 0
+	b := &l.batches[f%len(l.batches)]
+	if b.frame != f {
+		return
+	}
+	for _, p := range b.pkts {
+		fn(p.to, b.data[p.off:p.end:p.end])
 	}
 }
 
@@ -125,8 +141,7 @@ type wplayer struct {
 	life    int
 	sampled bool
 	reg     interest.Region
-	down    pipe
-	up      pipe
+	index   int32 // in worldSim.players
 
 	bytes, upBytes, baseBytes int64
 
@@ -175,6 +190,7 @@ type worldSim struct {
 	byPlayer []*wplayer // by entity ID
 	byNPC    []*wnpc
 
+	down, up       *link
 	measuring      bool
 	pending        []jxCmd // player commands on their way up, for the baseline
 	playerCross    int64
@@ -190,7 +206,7 @@ func (s *worldSim) SendUnreliable(id interest.ID, msg []byte) error {
 	if s.measuring {
 		p.bytes += int64(len(msg))
 	}
-	p.down.push(s.frame+s.o.delay, msg)
+	s.down.push(s.frame, p.index, msg)
 	return nil
 }
 
@@ -207,6 +223,8 @@ func benchWorld(args []string, out io.Writer) error {
 	fs.IntVar(&o.delay, "delay", 1, "one-way delay in frames (62.5 ms each at 16 Hz)")
 	fs.IntVar(&o.sample, "sample", 4, "follow every n-th player for discovery times")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed")
+	fs.DurationVar(&o.forced, "forced", 0, "the world's Config.ForcedSync (0: the default, 2s)")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -227,6 +245,17 @@ func benchWorld(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+		defer pprof.StopCPUProfile()
+	}
 	fmt.Fprintf(out, "world: %d players, %d NPCs, %d Hz, %.0f s warm-up then %.0f s measured (virtual time), %d frame(s) one way, seed %d\n",
 		o.players, o.npcs, s.cfg.Hz, o.warmup, o.seconds, o.delay, o.seed)
 	for _, l := range worldModel {
@@ -238,16 +267,17 @@ func benchWorld(args []string, out io.Writer) error {
 func newWorldSim(o worldOpts) (*worldSim, error) {
 	s := &worldSim{o: o, rng: rand.New(rand.NewPCG(o.seed, 0x6000)), start: time.Unix(1e9, 0)}
 	for i := range s.cities {
-		cx, cy := 8+40*(i%2), 8+40*(i/2)
-		s.cities[i] = [2]interest.Region{{X: cx, Y: cy}, {X: cx + 7, Y: cy + 7}}
+		cx, cy := 6+40*(i%2), 6+40*(i/2)
+		s.cities[i] = [2]interest.Region{{X: cx, Y: cy}, {X: cx + citySide - 1, Y: cy + citySide - 1}}
 	}
-	s.cfg = interest.Config{City: func(r interest.Region) bool { return s.cityOf(r) >= 0 }}
+	s.cfg = interest.Config{City: func(r interest.Region) bool { return s.cityOf(r) >= 0 }, ForcedSync: o.forced}
 	w, err := interest.NewWorld(s.cfg, s.start, s)
 	if err != nil {
 		return nil, err
 	}
 	s.w, s.cfg = w, w.Config()
 	s.period = s.cfg.Period()
+	s.down, s.up = newLink(o.delay), newLink(max(o.delay, 1))
 	s.base = newJX1(s.cfg)
 	n := o.players + o.npcs + 1
 	s.byPlayer, s.byNPC = make([]*wplayer, n), make([]*wnpc, n)
@@ -296,7 +326,7 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 		if p.c, err = interest.NewClient(s.cfg, id); err != nil {
 			return nil, err
 		}
-		p.id, p.reg, p.until = id, w.RegionOf(pos), s.rng.IntN(4*s.cfg.Hz)
+		p.id, p.reg, p.until, p.index = id, w.RegionOf(pos), s.rng.IntN(4*s.cfg.Hz), int32(len(s.players))
 		if p.sampled {
 			p.knows = map[interest.ID]*baseKnown{}
 			s.base.sampled[id] = true
@@ -383,9 +413,7 @@ func (s *worldSim) run(out io.Writer) error {
 		// between (which NPC walks, who hits whom) calls the world's API
 		// but is not timed.
 		a0, w0, c0 := readAlloc(), time.Now(), threadCPU()
-		for _, p := range s.players {
-			p.up.pop(f, func(b []byte) { _ = s.w.Deliver(p.id, b) })
-		}
+		s.up.sent(f-max(s.o.delay, 1), func(i int32, b []byte) { _ = s.w.Deliver(s.players[i].id, b) })
 		c1, w1 := threadCPU(), time.Now()
 		s.npcLogic()
 		c2, w2 := threadCPU(), time.Now()
@@ -417,15 +445,15 @@ func (s *worldSim) run(out io.Writer) error {
 		}
 
 		// The clients.
+		s.down.sent(f-s.o.delay, func(i int32, b []byte) { _ = s.players[i].c.Deliver(now, b) })
 		for _, p := range s.players {
-			p.down.pop(f, func(b []byte) { _ = p.c.Deliver(now, b) })
 			p.c.Advance(now)
 			s.drive(p)
 			if pkt := p.c.Packet(now); pkt != nil {
 				if s.measuring {
 					p.upBytes += int64(len(pkt))
 				}
-				p.up.push(f+s.o.delay, pkt)
+				s.up.push(f, p.index, pkt)
 			}
 		}
 		s.follow(f <= lastEpisode)

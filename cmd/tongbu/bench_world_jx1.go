@@ -87,7 +87,7 @@ type jx1 struct {
 	out     []byte
 	sent    []int // bytes sent to each player (in players order) in the last tick
 
-	sampled []bool                         // by ID: players whose knowledge is followed
+	sampled []bool                       // by ID: players whose knowledge is followed
 	heard   func(player, id interest.ID) // a sampled player was sent id's sync
 }
 
