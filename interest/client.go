@@ -86,7 +86,7 @@ const (
 	maxEvents   = 1024
 	retryAfter  = 500 * time.Millisecond
 	maxTries    = 4
-	ackEvery    = 4 // frames between acknowledgements when nothing else is sent
+	ackEvery    = 8 // frames between acknowledgements when nothing else is sent
 	removeGrace = 500 * time.Millisecond
 	maxDisplays = 4096 // display entries cached before the least recently wanted are dropped
 )

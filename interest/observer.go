@@ -72,7 +72,6 @@ type observer struct {
 	owed    []owed
 	seq     int
 	settled int // packets before it are acknowledged or repaired
-	ring    [ringSize]sentPacket
 	tokens  float64
 
 	cmdSeq   uint16
@@ -90,6 +89,8 @@ type observer struct {
 	pkt         *sentPacket
 	sent        int64 // bytes
 	corrections int64
+
+	ring [ringSize]sentPacket // last: the fields above, used every frame, share cache lines
 }
 
 func newObserver(w *World, e *entity) *observer {

@@ -868,6 +868,7 @@ func (s *worldSim) report(out io.Writer, in reportIn) error {
 		(n+s.o.sample-1)/s.o.sample, s.o.sample, len(s.episodes), s.epEmpt)
 
 	fmt.Fprintf(out, "%-34s %14s %14s\n", "", "interest", "JX1 baseline")
+	fmt.Fprintf(out, "%-34s %14.2f %14.2f\n", "server ms per tick, mean", mean(in.tick)/1e6, mean(in.baseTick)/1e6)
 	fmt.Fprintf(out, "%-34s %14.2f %14.2f\n", "server ms per tick, p50", ms(quantile(in.tick, .5)), ms(quantile(in.baseTick, .5)))
 	fmt.Fprintf(out, "%-34s %14.2f %14.2f\n", "server ms per tick, p99", ms(quantile(in.tick, .99)), ms(quantile(in.baseTick, .99)))
 	fmt.Fprintf(out, "%-34s %14.2f %14.2f\n", "server ms per tick, max", ms(quantile(in.tick, 1)), ms(quantile(in.baseTick, 1)))
