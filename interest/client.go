@@ -87,6 +87,7 @@ const (
 	retryAfter  = 500 * time.Millisecond
 	maxTries    = 4
 	ackEvery    = 8 // frames between acknowledgements when nothing else is sent
+	dispEvery   = 4 // frames between display requests when nothing else is sent
 	removeGrace = 500 * time.Millisecond
 	maxDisplays = 4096 // display entries cached before the least recently wanted are dropped
 )
@@ -128,6 +129,7 @@ type Client struct {
 	haveRecv bool
 	ackDue   bool
 	lastAck  int
+	lastDisp int // frame of the last display request
 
 	up    uplink
 	w     codec.Writer
@@ -624,8 +626,17 @@ func (c *Client) Custom(tag uint8, data []byte) error {
 func (c *Client) Packet(now time.Time) []byte {
 	u := &c.up
 	u.discover = pick(u.discover[:0], c.discover, now, maxUpDiscover, &c.stats.Requests)
-	u.display = pick(u.display[:0], c.wantDisp, now, maxUpDisplay, nil)
 	u.cmds, u.firstSeq = c.unacked, c.firstCmd
+	// Display requests can wait a little (the entity shows at once, its
+	// name a few frames later): they ride with anything else, or go on
+	// their own every dispEvery frames, in fewer, fuller batches.
+	u.display = u.display[:0]
+	if len(u.cmds) > 0 || len(u.discover) > 0 || c.frame-c.lastDisp >= dispEvery || len(c.wantDisp) >= maxUpDisplay {
+		u.display = pick(u.display, c.wantDisp, now, maxUpDisplay, nil)
+		if len(u.display) > 0 {
+			c.lastDisp = c.frame
+		}
+	}
 	ack := c.ackDue && (len(u.cmds) > 0 || len(u.discover) > 0 || len(u.display) > 0 || c.frame-c.lastAck >= ackEvery)
 	if !ack && len(u.cmds) == 0 && len(u.discover) == 0 && len(u.display) == 0 {
 		return nil

@@ -67,26 +67,27 @@ type Stats struct {
 }
 
 type entity struct {
+	// The fields every frame's loops read come first, in one cache line.
 	id      ID
 	kind    Kind
 	alive   bool
-	lg      Logic
-	disp    Display
 	dver    uint8
-	reg     int32 // region index
-	slot    int32 // index in the region's entity list
-	mover   int32 // index in World.movers, -1 when standing
-	obs     *observer
-	lastBc  int // frame of the last broadcast carrying its position (seed m_nLastBroadcastFrame)
-	lastSyn int // frame of its last state sync
 	dirty   bool
-	dirtyAt int32 // index in World.dirty, -1 when clean
+	reg     int32 // region index
+	mover   int32 // index in World.movers, -1 when standing
+	lastBc  int   // frame of the last broadcast carrying its position (seed m_nLastBroadcastFrame)
+	lg      Logic
+	slot    int32 // index in the region's entity list
 	crossed int32 // region it was in when it first crossed a border this frame, -1 if it did not
 
 	absFrame int // frame the cached absolute encoding is for
 	relFrame int // frame the cached region-relative encoding is for
 	abs      bitString
 	rel      bitString
+	lastSyn  int   // frame of its last state sync
+	dirtyAt  int32 // index in World.dirty, -1 when clean
+	obs      *observer
+	disp     Display
 }
 
 // bitString is an encoded message part, spliced into many packets.

@@ -888,8 +888,8 @@ func (s *worldSim) report(out io.Writer, in reportIn) error {
 	fmt.Fprintln(out)
 	fmt.Fprintf(out, "interest server: wall ms per tick p50 %.2f p99 %.2f (2 shared cores); %.0f bytes allocated per tick\n",
 		ms(quantile(in.tickWall, .5)), ms(quantile(in.tickWall, .99)), float64(in.worldAlloc)/float64(max(1, len(in.tick))))
-	fmt.Fprintf(out, "interest per client per second: %.1f packets down, %.0f B up (acks, commands, requests)\n",
-		d(st0.PacketsOut, st.PacketsOut), mean(up))
+	fmt.Fprintf(out, "interest per client per second: %.1f packets down, %.1f packets and %.0f B up (acks, commands, requests)\n",
+		d(st0.PacketsOut, st.PacketsOut), d(st0.PacketsIn, st.PacketsIn), mean(up))
 	fmt.Fprintf(out, "  of the downlink: display data %.0f B/s; entities sent by announcement %.1f/s, forced sync %.1f/s, discovery %.1f/s, state sync %.1f/s, repair %.1f/s\n",
 		d(st0.ReliableOut, st.ReliableOut), d(st0.Enters, st.Enters), d(st0.ForcedSyncs, st.ForcedSyncs),
 		d(st0.Discoveries, st.Discoveries), d(st0.StateSyncs, st.StateSyncs), d(st0.Repairs, st.Repairs))
