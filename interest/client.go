@@ -68,6 +68,15 @@ type known struct {
 	lg   Logic
 	dver uint8
 	doom int // frames since it was found outside the range; 0: not doomed
+	// active: in Client.active, checked every frame (moving, doomed, or
+	// just heard of); the others stand in range and wait for the player
+	// to change region.
+	active bool
+}
+
+type activeEntry struct {
+	id ID
+	k  *known // stale once c.ents[id] is another (the ID was dropped and reused)
 }
 
 // cachedDisplay is a display entry and the client frame it was last
@@ -115,6 +124,8 @@ type Client struct {
 	region Region // the player's region, as of the last frame
 
 	ents     map[ID]*known
+	active   []activeEntry
+	full     bool // the next frame checks every entity, not only the active ones
 	displays map[ID]cachedDisplay
 	discover map[ID]ask
 	wantDisp map[ID]ask
@@ -226,29 +237,69 @@ func (c *Client) stepTo(target int) {
 	for ; c.frame < target; c.frame++ {
 		if c.haveMe {
 			c.me.Pos = Step(c.me.Pos, c.me.Dest, c.me.Speed)
+		} else {
+			c.full = true // the first frame that knows where the player is checks everything
 		}
 		me := c.lay.regionOf(c.me.Pos)
 		moved := me != c.region
 		c.region = me
-		for id, k := range c.ents {
-			k.lg.Pos = Step(k.lg.Pos, k.lg.Dest, k.lg.Speed)
-			if !c.haveMe {
-				continue
-			}
-			in := near(me, c.lay.regionOf(k.lg.Pos))
-			switch {
-			case moved && in:
-				k.doom = 0
-			case !in && k.doom == 0:
-				k.doom = 1
-			}
-			if k.doom > 0 {
-				if k.doom++; k.doom > grace {
-					delete(c.ents, id)
-					c.stats.Removed++
+		if c.haveMe && (moved || c.full) {
+			c.full = false
+			c.active = c.active[:0]
+			for id, k := range c.ents {
+				if k.active = c.check(id, k, me, moved, grace); k.active {
+					c.active = append(c.active, activeEntry{id, k})
 				}
 			}
+			continue
 		}
+		keep := c.active[:0]
+		for _, a := range c.active {
+			if c.ents[a.id] != a.k {
+				continue // dropped
+			}
+			if c.check(a.id, a.k, me, false, grace) {
+				keep = append(keep, a)
+			} else {
+				a.k.active = false
+			}
+		}
+		clear(c.active[len(keep):])
+		c.active = keep
+	}
+}
+
+// check steps one entity a frame and applies the removal rules; it
+// reports whether the entity must be checked again next frame.
+func (c *Client) check(id ID, k *known, me Region, moved bool, grace int) bool {
+	k.lg.Pos = Step(k.lg.Pos, k.lg.Dest, k.lg.Speed)
+	if !c.haveMe {
+		return k.lg.Moving()
+	}
+	in := near(me, c.lay.regionOf(k.lg.Pos))
+	switch {
+	case moved && in:
+		k.doom = 0
+	case !in && k.doom == 0:
+		k.doom = 1
+	}
+	if k.doom > 0 {
+		if k.doom++; k.doom > grace {
+			delete(c.ents, id)
+			c.stats.Removed++
+			return false
+		}
+		return true
+	}
+	return k.lg.Moving()
+}
+
+// activate puts an entity the world just spoke of on the list checked
+// every frame.
+func (c *Client) activate(id ID, k *known) {
+	if !k.active {
+		k.active = true
+		c.active = append(c.active, activeEntry{id, k})
 	}
 }
 
@@ -450,6 +501,7 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 			c.ents[m.id] = k
 		}
 		k.kind, k.lg, k.dver, k.doom = m.kind, m.lg, m.dver, 0
+		c.activate(m.id, k)
 		c.wantDisplay(now, m.id, m.dver)
 		return
 	}
@@ -476,6 +528,7 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 		k.lg.Pos, k.lg.Dest, k.lg.Speed = m.lg.Pos, m.lg.Dest, m.lg.Speed
 		k.doom = 0
 		c.toNow(&k.lg, m.frame)
+		c.activate(m.id, k)
 		return
 	}
 	if len(c.events) >= maxEvents {
