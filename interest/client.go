@@ -68,6 +68,22 @@ type known struct {
 	lg   Logic
 	dver uint8
 	doom int // frames since it was found outside the range; 0: not doomed
+	// active: in Client.active, checked every frame (moving, doomed, or
+	// just heard of); the others stand in range and wait for the player
+	// to change region.
+	active bool
+}
+
+type activeEntry struct {
+	id ID
+	k  *known // stale once c.ents[id] is another (the ID was dropped and reused)
+}
+
+// cachedDisplay is a display entry and the client frame it was last
+// wanted, for eviction.
+type cachedDisplay struct {
+	displayEntry
+	used int
 }
 
 type ask struct {
@@ -79,8 +95,10 @@ const (
 	maxEvents   = 1024
 	retryAfter  = 500 * time.Millisecond
 	maxTries    = 4
-	ackEvery    = 4 // frames between acknowledgements when nothing else is sent
+	ackEvery    = 8 // frames between acknowledgements when nothing else is sent
+	dispEvery   = 4 // frames between display requests when nothing else is sent
 	removeGrace = 500 * time.Millisecond
+	maxDisplays = 4096 // display entries cached before the least recently wanted are dropped
 )
 
 // Client is the player's half of interest mode, native or in the browser:
@@ -106,7 +124,9 @@ type Client struct {
 	region Region // the player's region, as of the last frame
 
 	ents     map[ID]*known
-	displays map[ID]displayEntry
+	active   []activeEntry
+	full     bool // the next frame checks every entity, not only the active ones
+	displays map[ID]cachedDisplay
 	discover map[ID]ask
 	wantDisp map[ID]ask
 	events   []Event
@@ -120,6 +140,7 @@ type Client struct {
 	haveRecv bool
 	ackDue   bool
 	lastAck  int
+	lastDisp int // frame of the last display request
 
 	up    uplink
 	w     codec.Writer
@@ -139,7 +160,7 @@ func NewClient(cfg Config, self ID) (*Client, error) {
 	}
 	return &Client{
 		lay: newLayout(cfg), self: self,
-		ents: make(map[ID]*known), displays: make(map[ID]displayEntry),
+		ents: make(map[ID]*known), displays: make(map[ID]cachedDisplay),
 		discover: make(map[ID]ask), wantDisp: make(map[ID]ask),
 	}, nil
 }
@@ -216,29 +237,69 @@ func (c *Client) stepTo(target int) {
 	for ; c.frame < target; c.frame++ {
 		if c.haveMe {
 			c.me.Pos = Step(c.me.Pos, c.me.Dest, c.me.Speed)
+		} else {
+			c.full = true // the first frame that knows where the player is checks everything
 		}
 		me := c.lay.regionOf(c.me.Pos)
 		moved := me != c.region
 		c.region = me
-		for id, k := range c.ents {
-			k.lg.Pos = Step(k.lg.Pos, k.lg.Dest, k.lg.Speed)
-			if !c.haveMe {
-				continue
-			}
-			in := near(me, c.lay.regionOf(k.lg.Pos))
-			switch {
-			case moved && in:
-				k.doom = 0
-			case !in && k.doom == 0:
-				k.doom = 1
-			}
-			if k.doom > 0 {
-				if k.doom++; k.doom > grace {
-					delete(c.ents, id)
-					c.stats.Removed++
+		if c.haveMe && (moved || c.full) {
+			c.full = false
+			c.active = c.active[:0]
+			for id, k := range c.ents {
+				if k.active = c.check(id, k, me, moved, grace); k.active {
+					c.active = append(c.active, activeEntry{id, k})
 				}
 			}
+			continue
 		}
+		keep := c.active[:0]
+		for _, a := range c.active {
+			if c.ents[a.id] != a.k {
+				continue // dropped
+			}
+			if c.check(a.id, a.k, me, false, grace) {
+				keep = append(keep, a)
+			} else {
+				a.k.active = false
+			}
+		}
+		clear(c.active[len(keep):])
+		c.active = keep
+	}
+}
+
+// check steps one entity a frame and applies the removal rules; it
+// reports whether the entity must be checked again next frame.
+func (c *Client) check(id ID, k *known, me Region, moved bool, grace int) bool {
+	k.lg.Pos = Step(k.lg.Pos, k.lg.Dest, k.lg.Speed)
+	if !c.haveMe {
+		return k.lg.Moving()
+	}
+	in := near(me, c.lay.regionOf(k.lg.Pos))
+	switch {
+	case moved && in:
+		k.doom = 0
+	case !in && k.doom == 0:
+		k.doom = 1
+	}
+	if k.doom > 0 {
+		if k.doom++; k.doom > grace {
+			delete(c.ents, id)
+			c.stats.Removed++
+			return false
+		}
+		return true
+	}
+	return k.lg.Moving()
+}
+
+// activate puts an entity the world just spoke of on the list checked
+// every frame.
+func (c *Client) activate(id ID, k *known) {
+	if !k.active {
+		k.active = true
+		c.active = append(c.active, activeEntry{id, k})
 	}
 }
 
@@ -440,6 +501,7 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 			c.ents[m.id] = k
 		}
 		k.kind, k.lg, k.dver, k.doom = m.kind, m.lg, m.dver, 0
+		c.activate(m.id, k)
 		c.wantDisplay(now, m.id, m.dver)
 		return
 	}
@@ -466,6 +528,7 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 		k.lg.Pos, k.lg.Dest, k.lg.Speed = m.lg.Pos, m.lg.Dest, m.lg.Speed
 		k.doom = 0
 		c.toNow(&k.lg, m.frame)
+		c.activate(m.id, k)
 		return
 	}
 	if len(c.events) >= maxEvents {
@@ -477,6 +540,8 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 
 func (c *Client) wantDisplay(now time.Time, id ID, ver uint8) {
 	if d, ok := c.displays[id]; ok && d.ver == ver {
+		d.used = c.frame
+		c.displays[id] = d
 		return
 	}
 	if _, ok := c.wantDisp[id]; !ok {
@@ -494,17 +559,33 @@ func (c *Client) display(r *codec.Reader) error {
 		return fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	for _, e := range list[:n] {
-		c.displays[e.id] = e
+		c.displays[e.id] = cachedDisplay{displayEntry: e, used: c.frame}
 		delete(c.wantDisp, e.id)
 	}
-	if len(c.displays) > 4*len(c.ents)+1024 { // forget the display of entities long gone
-		for id := range c.displays {
-			if _, ok := c.ents[id]; !ok && id != c.self {
-				delete(c.displays, id)
-			}
-		}
+	if limit := max(maxDisplays, 4*len(c.ents)); len(c.displays) > limit {
+		c.evictDisplays(limit * 3 / 4)
 	}
 	return nil
+}
+
+// evictDisplays forgets the display data of the entities out of range that
+// were heard of longest ago, down to n entries: a player who comes back to
+// a place does not fetch its people's names again.
+func (c *Client) evictDisplays(n int) {
+	type aged struct {
+		id   ID
+		used int
+	}
+	var old []aged
+	for id, d := range c.displays {
+		if _, ok := c.ents[id]; !ok && id != c.self {
+			old = append(old, aged{id, d.used})
+		}
+	}
+	slices.SortFunc(old, func(a, b aged) int { return a.used - b.used })
+	for _, a := range old[:max(0, min(len(old), len(c.displays)-n))] {
+		delete(c.displays, a.id)
+	}
 }
 
 // Display returns an entity's cached display data, whatever its version.
@@ -598,8 +679,17 @@ func (c *Client) Custom(tag uint8, data []byte) error {
 func (c *Client) Packet(now time.Time) []byte {
 	u := &c.up
 	u.discover = pick(u.discover[:0], c.discover, now, maxUpDiscover, &c.stats.Requests)
-	u.display = pick(u.display[:0], c.wantDisp, now, maxUpDisplay, nil)
 	u.cmds, u.firstSeq = c.unacked, c.firstCmd
+	// Display requests can wait a little (the entity shows at once, its
+	// name a few frames later): they ride with anything else, or go on
+	// their own every dispEvery frames, in fewer, fuller batches.
+	u.display = u.display[:0]
+	if len(u.cmds) > 0 || len(u.discover) > 0 || c.frame-c.lastDisp >= dispEvery || len(c.wantDisp) >= maxUpDisplay {
+		u.display = pick(u.display, c.wantDisp, now, maxUpDisplay, nil)
+		if len(u.display) > 0 {
+			c.lastDisp = c.frame
+		}
+	}
 	ack := c.ackDue && (len(u.cmds) > 0 || len(u.discover) > 0 || len(u.display) > 0 || c.frame-c.lastAck >= ackEvery)
 	if !ack && len(u.cmds) == 0 && len(u.discover) == 0 && len(u.display) == 0 {
 		return nil

@@ -62,17 +62,17 @@ type sentPacket struct {
 // observer is the world's state for one client (the seed's per-character
 // m_nEnterRegionFrame[9], plus what a lossy network needs).
 type observer struct {
-	id     ID
-	hist   []Vec // position by frame, ring of history frames
-	enter  [9]int
-	due    [9]int
-	open   [9]bool // forced sync not yet queued
-	queue  []item
-	later  []item // queued while draining
-	owed   []owed
-	seq    int
-	ring   [ringSize]sentPacket
-	tokens float64
+	id      ID
+	hist    []Vec // position by frame, ring of history frames
+	enter   [9]int
+	due     [9]int
+	open    [9]bool // forced sync not yet queued
+	queue   []item
+	later   []item // queued while draining
+	owed    []owed
+	seq     int
+	settled int // packets before it are acknowledged or repaired
+	tokens  float64
 
 	cmdSeq   uint16
 	haveCmd  bool
@@ -89,6 +89,8 @@ type observer struct {
 	pkt         *sentPacket
 	sent        int64 // bytes
 	corrections int64
+
+	ring [ringSize]sentPacket // last: the fields above, used every frame, share cache lines
 }
 
 func newObserver(w *World, e *entity) *observer {
@@ -235,44 +237,62 @@ func (o *observer) deliver(w *World, e *entity, msg []byte) error {
 			fail(reason, err)
 		}
 	}
+	failReq := func(reason int, id ID) {
+		w.stats.Dropped[reason]++
+		if firstErr == nil {
+			firstErr = requestErr(w, reason, id)
+		}
+	}
 	for _, raw := range u.discover {
-		if reason, err := o.request(w, ID(raw)); err != nil {
-			fail(reason, err)
+		if reason := o.request(w, ID(raw)); reason != 0 {
+			failReq(reason, ID(raw))
 			continue
 		}
 		o.enqueue(item{kind: itemLogic, why: whyDiscovery, id: ID(raw)})
 		w.stats.Discoveries++
 	}
 	if len(u.display) > 0 {
-		o.displays(w, u.display, fail)
+		o.displays(w, u.display, failReq)
 	}
 	return firstErr
 }
 
-// request checks a discovery or display request for entity id.
-func (o *observer) request(w *World, id ID) (int, error) {
+// request checks a discovery or display request for entity id and
+// returns 0 or the drop reason (requestErr says it in words: only the
+// first failure of a packet is, so a flood costs no formatting).
+func (o *observer) request(w *World, id ID) int {
 	if o.tokens < 1 {
-		return DropRate, fmt.Errorf("interest: request for %d over the rate of %d a second", id, w.cfg.DiscoveryRate)
+		return DropRate
 	}
 	o.tokens--
 	t := w.get(id)
 	if t == nil {
-		return DropUnknown, fmt.Errorf("%w: request for %d", ErrUnknown, id)
+		return DropUnknown
 	}
 	if !near(w.regionAt(w.ents[o.id].reg), w.regionAt(t.reg)) {
-		return DropOutOfRange, fmt.Errorf("interest: request for %d, outside the client's range", id)
+		return DropOutOfRange
 	}
-	return 0, nil
+	return 0
 }
 
-func (o *observer) displays(w *World, ids []uint32, fail func(int, error)) {
+func requestErr(w *World, reason int, id ID) error {
+	switch reason {
+	case DropRate:
+		return fmt.Errorf("interest: request for %d over the rate of %d a second", id, w.cfg.DiscoveryRate)
+	case DropUnknown:
+		return fmt.Errorf("%w: request for %d", ErrUnknown, id)
+	}
+	return fmt.Errorf("interest: request for %d, outside the client's range", id)
+}
+
+func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 	o.w.Reset(o.buf[:0])
 	o.w.WriteBits(kindDisplay, kindBits)
 	var list [maxDisplayBatch]displayEntry
 	n := 0
 	for _, raw := range ids {
-		if reason, err := o.request(w, ID(raw)); err != nil {
-			fail(reason, err)
+		if reason := o.request(w, ID(raw)); reason != 0 {
+			fail(reason, ID(raw))
 			continue
 		}
 		t := w.ents[raw]
@@ -354,7 +374,7 @@ func (o *observer) ack(w *World, low, mask uint32) error {
 	if hs >= o.seq || hs < o.seq-ringSize {
 		return fmt.Errorf("interest: acknowledgement of packet %d, newest sent %d", hs, o.seq-1)
 	}
-	for s := max(0, o.seq-ringSize); s <= hs; s++ {
+	for s := max(o.settled, o.seq-ringSize); s <= hs; s++ {
 		p := &o.ring[s%ringSize]
 		if p.seq != s || p.done {
 			continue
@@ -368,6 +388,12 @@ func (o *observer) ack(w *World, low, mask uint32) error {
 			p.done = true
 			o.lost(w, p)
 		}
+	}
+	for o.settled <= hs {
+		if p := &o.ring[o.settled%ringSize]; p.seq == o.settled && !p.done {
+			break
+		}
+		o.settled++
 	}
 	return nil
 }
@@ -670,7 +696,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 			}
 			return true
 		}
-		w.encoded(e)
+		w.absolute(e)
 		size := tagBits + idBits + e.abs.n
 		if size > *budget || size > o.room() {
 			return false
@@ -702,7 +728,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 			it.rest = slices.Delete(it.rest, n, n+1)
 			continue
 		}
-		w.encoded(e)
+		w.relative(e)
 		s := idBits + e.rel.n
 		if size+s > room {
 			break

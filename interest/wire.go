@@ -160,11 +160,19 @@ func (l *layout) writeLogic(w *codec.Writer, kind Kind, lg *Logic, dver uint8, r
 	w.WriteBits(uint64(kind), 2)
 	w.WriteBits(uint64(lg.State), 5)
 	w.WriteBool(lg.Combat)
-	w.WriteUint(uint64(min(lg.Life, 100)), 100)
-	w.WriteUint(uint64(min(lg.Mana, 100)), 100)
-	w.WriteUint(uint64(min(lg.Rage, 100)), 100)
-	w.WriteBits(uint64(lg.Magic), l.cfg.MagicBits)
-	w.WriteBits(uint64(dver), 8)
+	writeUsual(w, uint64(min(lg.Life, 100)), 100, 100)
+	writeUsual(w, uint64(min(lg.Mana, 100)), 100, 100)
+	writeUsual(w, uint64(min(lg.Rage, 100)), 0, 100)
+	if l.cfg.MagicBits > 0 {
+		w.WriteBool(lg.Magic != 0)
+		if lg.Magic != 0 {
+			w.WriteBits(uint64(lg.Magic), l.cfg.MagicBits)
+		}
+	}
+	w.WriteBool(dver != 0)
+	if dver != 0 {
+		w.WriteBits(uint64(dver), 8)
+	}
 	if rel != nil {
 		s := int32(l.cfg.RegionSize)
 		w.WriteUint(uint64(lg.Pos.X-int32(rel.X)*s), l.offMax)
@@ -175,15 +183,37 @@ func (l *layout) writeLogic(w *codec.Writer, kind Kind, lg *Logic, dver uint8, r
 	l.writePath(w, lg.Pos, lg.Dest, lg.Speed)
 }
 
+// writeUsual writes v in 0..max as one bit when it is the usual value (a
+// full life bar, no rage), else the bit and WriteUint(v, max).
+func writeUsual(w *codec.Writer, v, usual, max uint64) {
+	w.WriteBool(v != usual)
+	if v != usual {
+		w.WriteUint(v, max)
+	}
+}
+
+func readUsual(r *codec.Reader, usual, max uint64) uint64 {
+	if !r.ReadBool() {
+		return usual
+	}
+	return r.ReadUint(max)
+}
+
 func (l *layout) readLogic(r *codec.Reader, lg *Logic, rel *Region) (Kind, uint8) {
 	kind := Kind(r.ReadBits(2))
 	lg.State = uint8(r.ReadBits(5))
 	lg.Combat = r.ReadBool()
-	lg.Life = uint8(r.ReadUint(100))
-	lg.Mana = uint8(r.ReadUint(100))
-	lg.Rage = uint8(r.ReadUint(100))
-	lg.Magic = uint32(r.ReadBits(l.cfg.MagicBits))
-	dver := uint8(r.ReadBits(8))
+	lg.Life = uint8(readUsual(r, 100, 100))
+	lg.Mana = uint8(readUsual(r, 100, 100))
+	lg.Rage = uint8(readUsual(r, 0, 100))
+	lg.Magic = 0
+	if l.cfg.MagicBits > 0 && r.ReadBool() {
+		lg.Magic = uint32(r.ReadBits(l.cfg.MagicBits))
+	}
+	var dver uint8
+	if r.ReadBool() {
+		dver = uint8(r.ReadBits(8))
+	}
 	if rel != nil {
 		s := int32(l.cfg.RegionSize)
 		lg.Pos = Vec{int32(rel.X)*s + int32(r.ReadUint(l.offMax)), int32(rel.Y)*s + int32(r.ReadUint(l.offMax))}

@@ -67,25 +67,27 @@ type Stats struct {
 }
 
 type entity struct {
+	// The fields every frame's loops read come first, in one cache line.
 	id      ID
 	kind    Kind
 	alive   bool
-	lg      Logic
-	disp    Display
 	dver    uint8
-	reg     int32 // region index
-	slot    int32 // index in the region's entity list
-	mover   int32 // index in World.movers, -1 when standing
-	obs     *observer
-	lastBc  int // frame of the last broadcast carrying its position (seed m_nLastBroadcastFrame)
-	lastSyn int // frame of its last state sync
 	dirty   bool
-	dirtyAt int32 // index in World.dirty, -1 when clean
+	reg     int32 // region index
+	mover   int32 // index in World.movers, -1 when standing
+	lastBc  int   // frame of the last broadcast carrying its position (seed m_nLastBroadcastFrame)
+	lg      Logic
+	slot    int32 // index in the region's entity list
 	crossed int32 // region it was in when it first crossed a border this frame, -1 if it did not
 
-	encFrame int // frame the cached encodings are for
+	absFrame int // frame the cached absolute encoding is for
+	relFrame int // frame the cached region-relative encoding is for
 	abs      bitString
 	rel      bitString
+	lastSyn  int   // frame of its last state sync
+	dirtyAt  int32 // index in World.dirty, -1 when clean
+	obs      *observer
+	disp     Display
 }
 
 // bitString is an encoded message part, spliced into many packets.
@@ -311,7 +313,7 @@ func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
 		return 0, ErrFull
 	}
 	e.kind, e.lg, e.disp, e.alive = kind, lg, d, true
-	e.mover, e.dirtyAt, e.encFrame, e.crossed = -1, -1, -1, -1
+	e.mover, e.dirtyAt, e.absFrame, e.relFrame, e.crossed = -1, -1, -1, -1, -1
 	e.lastBc, e.lastSyn = w.frame, w.frame
 	e.reg = w.regionOfPos(lg.Pos)
 	w.addTo(e, e.reg)
@@ -400,7 +402,7 @@ func (w *World) announce(e *entity, from, to int32) {
 	if from >= 0 {
 		fr = w.regionAt(from)
 	}
-	enc := w.encoded(e)
+	w.absolute(e)
 	w.around(to, func(ri int32) {
 		if from >= 0 && near(fr, w.regionAt(ri)) {
 			return
@@ -410,7 +412,7 @@ func (w *World) announce(e *entity, from, to int32) {
 			return
 		}
 		w.touch(ri)
-		w.writeLogicMsg(&reg.direct.w, enc)
+		w.writeLogicMsg(&reg.direct.w, e)
 		reg.direct.mark(e.id)
 		w.stats.Enters += int64(len(reg.obs))
 	})
@@ -430,7 +432,8 @@ func (w *World) touch(ri int32) {
 	}
 }
 
-// writeLogicMsg writes a logic message for e, whose encoding is current.
+// writeLogicMsg writes a logic message for e, whose absolute encoding is
+// current.
 func (w *World) writeLogicMsg(wr *codec.Writer, e *entity) {
 	wr.WriteBits(tagLogic, tagBits)
 	w.lay.writeID(wr, e.id)
@@ -443,24 +446,32 @@ func (w *World) writeRemoveMsg(wr *codec.Writer, id ID) {
 	w.lay.writeID(wr, id)
 }
 
-// encoded returns e with its logic encoded for this frame, absolute and
-// region-relative: encoded once, spliced into every packet that carries it.
-func (w *World) encoded(e *entity) *entity {
-	if e.encFrame == w.frame {
-		return e
+// absolute encodes e's logic with its absolute position for this frame,
+// once however many packets carry it.
+func (w *World) absolute(e *entity) {
+	if e.absFrame == w.frame {
+		return
 	}
-	e.encFrame = w.frame
+	e.absFrame = w.frame
 	w.w.Reset(e.abs.b[:0])
 	w.lay.writeLogic(&w.w, e.kind, &e.lg, e.dver, nil)
 	e.abs.n, e.abs.b = w.w.Len(), w.w.Bytes()
+}
+
+// relative encodes e's logic with its position inside its region, for
+// region lists, once a frame.
+func (w *World) relative(e *entity) {
+	if e.relFrame == w.frame {
+		return
+	}
+	e.relFrame = w.frame
 	rg := w.regionAt(e.reg)
 	w.w.Reset(e.rel.b[:0])
 	w.lay.writeLogic(&w.w, e.kind, &e.lg, e.dver, &rg)
 	e.rel.n, e.rel.b = w.w.Len(), w.w.Bytes()
-	return e
 }
 
-func (w *World) invalidate(e *entity) { e.encFrame = -1 }
+func (w *World) invalidate(e *entity) { e.absFrame, e.relFrame = -1, -1 }
 
 // Move sends an entity toward dest at speed units per frame, starting now,
 // and broadcasts the move to every client in range. It is how the game

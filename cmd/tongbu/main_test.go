@@ -142,3 +142,35 @@ func TestBenchJitter(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchWorld runs the world scenario's quick version with a small
+// population and checks its closing line: every figure is there and sane,
+// and the JX1 baseline's state sync (17 bytes, 8 regions' worth a second
+// at most for each of 9 regions) bounds its bytes from below.
+func TestBenchWorld(t *testing.T) {
+	kv := lastResult(t, "world", "-quick", "-players", "320", "-npcs", "1440", "-warmup", "2", "-seconds", "6", "-sample", "2")
+	if kv["players"] != "320" || kv["npcs"] != "1440" {
+		t.Errorf("population: %v", kv)
+	}
+	num := func(k string) float64 {
+		v, err := strconv.ParseFloat(kv[k], 64)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", k, kv[k], err)
+		}
+		return v
+	}
+	for _, k := range []string{"tick_p99_ms", "client_bps_mean", "client_bps_p99", "discover_p99_ms", "baseline_client_bps_mean", "baseline_discover_p99_ms"} {
+		if num(k) <= 0 {
+			t.Errorf("%s not measured: %v", k, kv)
+		}
+	}
+	if num("client_bps_p99") < num("client_bps_mean") {
+		t.Errorf("p99 below the mean: %v", kv)
+	}
+	if b := num("baseline_client_bps_mean"); b < 100 || b > 17*8*9+2000 {
+		t.Errorf("baseline bytes %v out of what its state sync allows", b)
+	}
+	if d := num("discover_p99_ms"); d > 5000 {
+		t.Errorf("discovery p99 %v ms", d)
+	}
+}
