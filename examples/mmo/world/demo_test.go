@@ -197,8 +197,9 @@ func TestBots(t *testing.T) {
 		t.Errorf("%d corrections; world drops %v", ws.Corrections, ws.Dropped)
 	}
 	// A request about an entity that has just left the bot's range is a
-	// race a moving world has; nothing else may be refused.
-	if n := ws.Dropped[interest.DropOutOfRange]; n != s.BotRefused || n > ws.Discoveries {
+	// race a moving world has; nothing else may be refused. A refused
+	// packet may carry several such requests.
+	if n := ws.Dropped[interest.DropOutOfRange]; n < s.BotRefused || n > ws.Discoveries {
 		t.Errorf("%d requests out of range, %d bot packets refused, %d discoveries", n, s.BotRefused, ws.Discoveries)
 	}
 	for r, n := range ws.Dropped {
