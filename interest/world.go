@@ -79,6 +79,7 @@ type entity struct {
 	lg      Logic
 	slot    int32 // index in the region's entity list
 	crossed int32 // region it was in when it first crossed a border this frame, -1 if it did not
+	start   int   // frame its path starts: it stands at the source until then (a move stamped ahead)
 
 	absFrame int // frame the cached absolute encoding is for
 	relFrame int // frame the cached region-relative encoding is for
@@ -522,7 +523,8 @@ func (w *World) setPath(e *entity, src, dest Vec, speed int32, f int) {
 	e.lg.Pos, e.lg.Dest, e.lg.Speed = src, dest, speed
 	w.pend = append(w.pend, pending{id: e.id, tag: tagMove, frame: f, reg: e.reg,
 		c: command{src: src, dest: dest, speed: speed}})
-	e.lg.Pos = StepN(src, dest, speed, w.frame-f)
+	e.lg.Pos = StepN(src, dest, speed, max(w.frame-f, 0))
+	e.start = f // a move stamped ahead of the world waits at its source
 	if e.lg.Moving() {
 		w.startMoving(e)
 	} else {
@@ -659,6 +661,10 @@ func (w *World) step() {
 	w.stats.Frames++
 	for i := 0; i < len(w.movers); {
 		e := w.ents[w.movers[i]]
+		if e.start >= w.frame { // its path starts at a later frame: it stands at the source
+			i++
+			continue
+		}
 		e.lg.Pos = Step(e.lg.Pos, e.lg.Dest, e.lg.Speed)
 		w.invalidate(e)
 		w.reregion(e)
