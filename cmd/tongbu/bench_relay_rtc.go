@@ -47,6 +47,7 @@ type relayRun struct {
 	expected     uint64        // frames the bots should have played (from the child)
 	played       uint64        // frames they played
 	lost         int           // bots whose connection closed
+	botCores     float64       // the bots' process's CPU time over the window / the window
 }
 
 func (r *relayRun) cpuPerPlayerFrame() float64 {
@@ -190,21 +191,22 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 
 func printRelayRuns(out io.Writer, runs []*relayRun) {
 	sort.Slice(runs, func(i, j int) bool { return runs[i].players < runs[j].players })
-	fmt.Fprintf(out, "%8s %6s %8s %10s %12s %8s %9s %12s %11s %6s\n",
-		"players", "rooms", "join s", "window s", "player-frames", "cpu s", "cpu cores", "us/pl-frame", "p99 late ms", "deliv")
+	fmt.Fprintf(out, "%8s %6s %8s %10s %12s %8s %9s %12s %11s %6s %10s\n",
+		"players", "rooms", "join s", "window s", "player-frames", "cpu s", "cpu cores", "us/pl-frame", "p99 late ms", "deliv", "bots cores")
 	for _, r := range runs {
 		p99, over := r.p99()
 		mark := ""
 		if over {
 			mark = ">"
 		}
-		fmt.Fprintf(out, "%8d %6d %8.1f %10.1f %12d %8.2f %9.2f %12.2f %11s %6.4f\n",
+		fmt.Fprintf(out, "%8d %6d %8.1f %10.1f %12d %8.2f %9.2f %12.2f %11s %6.4f %10.2f\n",
 			r.players, (r.players+relayRoomSize-1)/relayRoomSize, r.join.Seconds(), r.wall.Seconds(), r.playerFrames,
-			r.cpu.Seconds(), r.cpu.Seconds()/r.wall.Seconds(), r.cpuPerPlayerFrame(), mark+strconv.FormatFloat(p99, 'f', 2, 64), r.delivered())
+			r.cpu.Seconds(), r.cpu.Seconds()/r.wall.Seconds(), r.cpuPerPlayerFrame(), mark+strconv.FormatFloat(p99, 'f', 2, 64), r.delivered(), r.botCores)
 	}
 	fmt.Fprintf(out, "\ncpu is the server process's user+system time (getrusage) over the window; p99 late is interpolated\n")
 	fmt.Fprintf(out, "in the engine's tongbu_cut_late_seconds histogram (from /metrics) over the window; deliv is the frames\n")
-	fmt.Fprintf(out, "the bots played of those cut while they were joined, up to the window's end (1.0: none missed).\n")
+	fmt.Fprintf(out, "the bots played of those cut while they were joined, up to the window's end (1.0: none missed);\n")
+	fmt.Fprintf(out, "bots cores is the bots' process's CPU time over the window (the machine's other load is not shown).\n")
 }
 
 // runRelayRTC runs the server with n players' rooms, starts the bots'
@@ -332,7 +334,7 @@ func runRelayRTC(n int, seconds float64) (*relayRun, error) {
 	}
 	select {
 	case line := <-done:
-		if _, err := fmt.Sscanf(line, "DONE expected=%d played=%d lost=%d", &r.expected, &r.played, &r.lost); err != nil {
+		if _, err := fmt.Sscanf(line, "DONE expected=%d played=%d lost=%d cores=%g", &r.expected, &r.played, &r.lost, &r.botCores); err != nil {
 			return kill(fmt.Errorf("bots' result %q: %w", line, err))
 		}
 	case err := <-exited:

@@ -39,11 +39,12 @@ type relayBot struct {
 // the window ended ("CUT <room> <frames>" lines, then "STOP"), plays on
 // for a grace period so those frames can arrive, and prints
 //
-//	DONE expected=<frames> played=<frames> lost=<bots>
+//	DONE expected=<frames> played=<frames> lost=<bots> cores=<cpu>
 //
 // where expected sums, over the bots, the frames their room cut from the
 // one each bot was playing at READY to the end of the window, and played
-// the frames of those the bot played.
+// the frames of those the bot played; cores is this process's CPU time
+// over the window divided by its length.
 func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 	fs := flag.NewFlagSet("relay bots", flag.ContinueOnError)
 	url := fs.String("url", "", "server URL")
@@ -133,7 +134,7 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a loaded machine is slow
 			defer cancel()
 			// No retry: the ticket is spent at signaling even when the server
 			// answers 429 (too many handshakes), so dial under that limit.
@@ -160,6 +161,7 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 		b.p0 = b.played.Load()
 	}
 	fmt.Fprintln(out, "READY")
+	cpu0, wall0 := cpuTime(), time.Now()
 
 	cut := map[string]int64{}
 	for sc.Scan() && sc.Text() != "STOP" {
@@ -176,6 +178,7 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 	if err := sc.Err(); err != nil {
 		return err
 	}
+	cpu, wall := cpuTime()-cpu0, time.Since(wall0)
 	time.Sleep(*grace)
 	var expected, played int64
 	lost := 0
@@ -190,6 +193,6 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 		expected += max(end-b.p0, 0)
 		played += max(min(b.played.Load(), end)-b.p0, 0)
 	}
-	fmt.Fprintf(out, "DONE expected=%d played=%d lost=%d\n", expected, played, lost)
+	fmt.Fprintf(out, "DONE expected=%d played=%d lost=%d cores=%.2f\n", expected, played, lost, cpu.Seconds()/wall.Seconds())
 	return nil
 }
