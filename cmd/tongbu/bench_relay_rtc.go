@@ -47,6 +47,7 @@ type relayRun struct {
 	expected     uint64        // frames the bots should have played (from the child)
 	played       uint64        // frames they played
 	lost         int           // bots whose connection closed
+	msgs         uint64        // messages the server received and sent in the window
 	botCores     float64       // the bots' process's CPU time over the window / the window
 }
 
@@ -191,22 +192,23 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 
 func printRelayRuns(out io.Writer, runs []*relayRun) {
 	sort.Slice(runs, func(i, j int) bool { return runs[i].players < runs[j].players })
-	fmt.Fprintf(out, "%8s %6s %8s %10s %12s %8s %9s %12s %11s %6s %10s\n",
-		"players", "rooms", "join s", "window s", "player-frames", "cpu s", "cpu cores", "us/pl-frame", "p99 late ms", "deliv", "bots cores")
+	fmt.Fprintf(out, "%8s %6s %8s %10s %12s %8s %9s %12s %11s %6s %10s %13s\n",
+		"players", "rooms", "join s", "window s", "player-frames", "cpu s", "cpu cores", "us/pl-frame", "p99 late ms", "deliv", "bots cores", "msgs/pl-frame")
 	for _, r := range runs {
 		p99, over := r.p99()
 		mark := ""
 		if over {
 			mark = ">"
 		}
-		fmt.Fprintf(out, "%8d %6d %8.1f %10.1f %12d %8.2f %9.2f %12.2f %11s %6.4f %10.2f\n",
+		fmt.Fprintf(out, "%8d %6d %8.1f %10.1f %12d %8.2f %9.2f %12.2f %11s %6.4f %10.2f %13.2f\n",
 			r.players, (r.players+relayRoomSize-1)/relayRoomSize, r.join.Seconds(), r.wall.Seconds(), r.playerFrames,
-			r.cpu.Seconds(), r.cpu.Seconds()/r.wall.Seconds(), r.cpuPerPlayerFrame(), mark+strconv.FormatFloat(p99, 'f', 2, 64), r.delivered(), r.botCores)
+			r.cpu.Seconds(), r.cpu.Seconds()/r.wall.Seconds(), r.cpuPerPlayerFrame(), mark+strconv.FormatFloat(p99, 'f', 2, 64), r.delivered(), r.botCores, float64(r.msgs)/float64(max(r.playerFrames, 1)))
 	}
 	fmt.Fprintf(out, "\ncpu is the server process's user+system time (getrusage) over the window; p99 late is interpolated\n")
 	fmt.Fprintf(out, "in the engine's tongbu_cut_late_seconds histogram (from /metrics) over the window; deliv is the frames\n")
 	fmt.Fprintf(out, "the bots played of those cut while they were joined, up to the window's end (1.0: none missed);\n")
-	fmt.Fprintf(out, "bots cores is the bots' process's CPU time over the window (the machine's other load is not shown).\n")
+	fmt.Fprintf(out, "bots cores is the bots' process's CPU time over the window (the machine's other load is not shown);\n")
+	fmt.Fprintf(out, "msgs/pl-frame counts the server's messages both ways (one down a frame; a bot's uplink at most every half frame).\n")
 }
 
 // runRelayRTC runs the server with n players' rooms, starts the bots'
@@ -308,21 +310,22 @@ func runRelayRTC(n int, seconds float64) (*relayRun, error) {
 		}
 		return f
 	}
-	bounds, late0, err := cutLateness(url)
+	m0, err := readServerMetrics(url)
 	if err != nil {
 		return kill(err)
 	}
 	frames0, cpu0, w0 := frames(), cpuTime(), time.Now()
 	time.Sleep(time.Duration(seconds * float64(time.Second)))
 	frames1, cpu1, w1 := frames(), cpuTime(), time.Now()
-	_, late1, err := cutLateness(url)
+	m1, err := readServerMetrics(url)
 	if err != nil {
 		return kill(err)
 	}
-	r.wall, r.cpu, r.bounds = w1.Sub(w0), cpu1-cpu0, bounds
-	for i := range late1 {
-		r.late = append(r.late, late1[i]-late0[i])
+	r.wall, r.cpu, r.bounds = w1.Sub(w0), cpu1-cpu0, m1.bounds
+	for i := range m1.late {
+		r.late = append(r.late, m1.late[i]-m0.late[i])
 	}
+	r.msgs = (m1.recv - m0.recv) + (m1.sent - m0.sent)
 	var stop strings.Builder
 	for i, room := range rooms {
 		r.playerFrames += uint64(frames1[i]-frames0[i]) * uint64(min(relayRoomSize, n-i*relayRoomSize))
@@ -348,37 +351,57 @@ func runRelayRTC(n int, seconds float64) (*relayRun, error) {
 	return r, nil
 }
 
-// cutLateness reads the engine's tongbu_cut_late_seconds histogram from
-// the server's metrics: its upper bounds and its counts per bucket (not
-// cumulative; the last is +Inf).
-func cutLateness(base string) ([]float64, []uint64, error) {
+// serverMetrics are the figures the scenario reads from the server's
+// metrics: the tongbu_cut_late_seconds histogram's upper bounds and its
+// counts per bucket (not cumulative; the last is +Inf), and the messages
+// received and sent.
+type serverMetrics struct {
+	bounds     []float64
+	late       []uint64
+	recv, sent uint64
+}
+
+func readServerMetrics(base string) (serverMetrics, error) {
+	var m serverMetrics
+	var err error
+	m.bounds, m.late, m.recv, m.sent, err = cutLateness(base)
+	return m, err
+}
+
+func cutLateness(base string) ([]float64, []uint64, uint64, uint64, error) {
 	resp, err := http.Get(strings.TrimSuffix(base, "/") + engine.MetricsPath)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, 0, 0, err
 	}
 	defer resp.Body.Close()
 	const prefix = `tongbu_cut_late_seconds_bucket{le="`
 	var bounds []float64
 	var counts []uint64
-	var prev uint64
+	var prev, recv, sent uint64
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "tongbu_received_messages_total "); ok {
+			recv, _ = strconv.ParseUint(v, 10, 64)
+		}
+		if v, ok := strings.CutPrefix(sc.Text(), "tongbu_sent_messages_total "); ok {
+			sent, _ = strconv.ParseUint(v, 10, 64)
+		}
 		rest, ok := strings.CutPrefix(sc.Text(), prefix)
 		if !ok {
 			continue
 		}
 		le, val, ok := strings.Cut(rest, `"} `)
 		if !ok {
-			return nil, nil, fmt.Errorf("metrics line %q", sc.Text())
+			return nil, nil, 0, 0, fmt.Errorf("metrics line %q", sc.Text())
 		}
 		cum, err := strconv.ParseUint(val, 10, 64)
 		if err != nil {
-			return nil, nil, fmt.Errorf("metrics line %q: %w", sc.Text(), err)
+			return nil, nil, 0, 0, fmt.Errorf("metrics line %q: %w", sc.Text(), err)
 		}
 		if le != "+Inf" {
 			b, err := strconv.ParseFloat(le, 64)
 			if err != nil {
-				return nil, nil, fmt.Errorf("metrics line %q: %w", sc.Text(), err)
+				return nil, nil, 0, 0, fmt.Errorf("metrics line %q: %w", sc.Text(), err)
 			}
 			bounds = append(bounds, b)
 		}
@@ -386,10 +409,10 @@ func cutLateness(base string) ([]float64, []uint64, error) {
 		prev = cum
 	}
 	if err := sc.Err(); err != nil {
-		return nil, nil, err
+		return nil, nil, 0, 0, err
 	}
 	if len(bounds) == 0 || len(counts) != len(bounds)+1 || math.IsInf(bounds[len(bounds)-1], 0) {
-		return nil, nil, errors.New("metrics: no tongbu_cut_late_seconds histogram")
+		return nil, nil, 0, 0, errors.New("metrics: no tongbu_cut_late_seconds histogram")
 	}
-	return bounds, counts, nil
+	return bounds, counts, recv, sent, nil
 }
