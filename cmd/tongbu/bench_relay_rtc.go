@@ -21,6 +21,7 @@ import (
 
 	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/transport"
 )
 
 func init() { relayWebRTC = benchRelayRTC }
@@ -34,6 +35,10 @@ const (
 // The pass mark of -find: p99 cut lateness at most 5 ms, every frame
 // delivered.
 const relayMaxP99 = 5 * time.Millisecond
+
+// relayLimits are the connections' limits on both sides: the defaults but
+// a longer handshake, for handshakes queued on a loaded 2-core machine.
+var relayLimits = transport.Limits{HandshakeTimeout: time.Minute}
 
 // relayRun is one measured run of the scenario over WebRTC.
 type relayRun struct {
@@ -217,7 +222,8 @@ func runRelayRTC(n int, seconds float64) (*relayRun, error) {
 	r := &relayRun{players: n}
 	secret := make([]byte, 32)
 	rand.Read(secret)
-	srv, err := engine.NewServer(engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true, Workers: 1})
+	srv, err := engine.NewServer(engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true, Workers: 1,
+		Limits: relayLimits})
 	if err != nil {
 		return nil, err
 	}

@@ -138,7 +138,7 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 			defer cancel()
 			// No retry: the ticket is spent at signaling even when the server
 			// answers 429 (too many handshakes), so dial under that limit.
-			c, err := engine.Dial(ctx, *url, tickets[i], &engine.ClientConfig{IncludeLoopback: true})
+			c, err := engine.Dial(ctx, *url, tickets[i], &engine.ClientConfig{IncludeLoopback: true, Limits: relayLimits})
 			if err != nil {
 				errMu.Lock()
 				dialErr = errors.Join(dialErr, fmt.Errorf("bot %d: %w", i, err))
