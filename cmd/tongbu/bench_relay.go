@@ -15,7 +15,7 @@ import (
 
 func init() {
 	scenarios["relay"] = scenario{
-		"lockstep rooms of 10 at 15 Hz on the scheduler over the in-memory transport: the room code's CPU per player-frame",
+		"lockstep rooms of 10 at 15 Hz: the room code's CPU per player-frame (in memory), or the server's over WebRTC with bots in a second process",
 		benchRelay,
 	}
 }
@@ -75,17 +75,34 @@ func (j *relayJob) Run(now time.Time) time.Time {
 	return j.room.NextCut()
 }
 
+// relayRTCOpts are the flags of the relay scenario over WebRTC.
+type relayRTCOpts struct {
+	players int
+	seconds float64
+	find    bool
+	max     int
+}
+
+// relayWebRTC runs the relay scenario over WebRTC; nil where the server
+// does not build (js).
+var relayWebRTC func(relayRTCOpts, io.Writer) error
+
 func benchRelay(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("relay", flag.ContinueOnError)
-	kind := fs.String("transport", "mem", "transport (mem: the in-memory network)")
+	kind := fs.String("transport", "mem", "transport: mem (the in-memory network) or webrtc (bots in a second process)")
 	players := fs.Int("players", 1000, "players, in rooms of 10")
 	seconds := fs.Float64("seconds", 10, "run time")
-	inputRate := fs.Float64("input", 0.5, "chance a player sends an input each frame")
+	inputRate := fs.Float64("input", 0.5, "chance a player sends an input each frame (mem; webrtc bots send one every frame)")
+	find := fs.Bool("find", false, "webrtc: search for the most players the server holds, from -players up to -max")
+	maxPlayers := fs.Int("max", 4000, "webrtc -find: the largest load tried")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *kind != "mem" {
-		return fmt.Errorf("transport %q: only mem is supported (WebRTC costs are measured by bench transport)", *kind)
+	switch {
+	case *kind == "webrtc" && relayWebRTC != nil:
+		return relayWebRTC(relayRTCOpts{players: *players, seconds: *seconds, find: *find, max: *maxPlayers}, out)
+	case *kind != "mem":
+		return fmt.Errorf("transport %q: want mem or webrtc", *kind)
 	}
 	if *players < 10 || *seconds <= 0 {
 		return errors.New("want -players >= 10, -seconds > 0")

@@ -32,7 +32,12 @@ type botLink interface {
 
 // runBots is the child process: it connects the bots, prints READY, sends
 // at the configured rate for the configured time, and prints the counts.
+// With "relay" first it is the relay scenario's bots instead
+// (runRelayBots), which take their tickets on stdin.
 func runBots(args []string, out io.Writer) error {
+	if len(args) > 0 && args[0] == "relay" {
+		return runRelayBots(args[1:], os.Stdin, out)
+	}
 	fs := flag.NewFlagSet("bots", flag.ContinueOnError)
 	url := fs.String("url", "", "signaling URL")
 	clients := fs.Int("clients", 10, "bots")

@@ -10,6 +10,7 @@
 //	tongbu bench [-benchtime d] [scenario [flags]]
 //	                            run a benchmark scenario; none named lists them
 //	tongbu bench transport -clients N -hz H -size B -seconds S
+//	tongbu bench relay -transport webrtc -players N [-seconds S] [-find [-max M]]
 //	tongbu replay info FILE     print a replay's header and statistics
 //	tongbu replay verify FILE   re-run a replay and check its recorded hashes
 //	tongbu version              print the version
