@@ -195,17 +195,18 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	default:
 	}
-	var meta any
-	if s.cfg.Authorize != nil {
-		m, err := s.cfg.Authorize(r)
-		if err != nil {
-			httpError(w, http.StatusForbidden, "not authorized: "+err.Error())
-			return
-		}
-		meta = m
+	// Take a handshake slot first: a request refused for the server's load
+	// must not have spent anything the Authorize hook keeps (a one-use
+	// ticket), so that the client can retry it.
+	if n := s.pending.Add(1); int(n) > s.cfg.MaxPending {
+		s.pending.Add(-1)
+		w.Header().Set("Retry-After", "1")
+		httpError(w, http.StatusTooManyRequests, "too many handshakes in progress")
+		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxOfferBytes))
 	if err != nil {
+		s.pending.Add(-1)
 		var tooBig *http.MaxBytesError
 		if errors.As(err, &tooBig) {
 			httpError(w, http.StatusRequestEntityTooLarge, "offer over "+strconv.FormatInt(s.cfg.MaxOfferBytes, 10)+" bytes")
@@ -214,11 +215,15 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		httpError(w, http.StatusBadRequest, "reading offer: "+err.Error())
 		return
 	}
-	if n := s.pending.Add(1); int(n) > s.cfg.MaxPending {
-		s.pending.Add(-1)
-		w.Header().Set("Retry-After", "1")
-		httpError(w, http.StatusTooManyRequests, "too many handshakes in progress")
-		return
+	var meta any
+	if s.cfg.Authorize != nil {
+		m, err := s.cfg.Authorize(r)
+		if err != nil {
+			s.pending.Add(-1)
+			httpError(w, http.StatusForbidden, "not authorized: "+err.Error())
+			return
+		}
+		meta = m
 	}
 	answer, code, err := s.answer(r.Context(), string(body), meta)
 	if err != nil {
