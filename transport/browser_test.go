@@ -73,7 +73,7 @@ func TestBrowserClient(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	bctx, stop, err := browser.New(ctx, t.TempDir())
+	bctx, stop, err := browser.New(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

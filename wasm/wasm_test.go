@@ -67,7 +67,7 @@ window.onTongbuReady = async () => {
 	web := httptest.NewServer(srv.Handler())
 	defer web.Close()
 
-	bctx, stop, err := browser.New(ctx, t.TempDir())
+	bctx, stop, err := browser.New(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

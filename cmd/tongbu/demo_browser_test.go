@@ -105,7 +105,7 @@ func (u *demoUnderTest) metric(t *testing.T, name string) string {
 // background tab) on path and waits until the expression is true.
 func openPage(t *testing.T, ctx context.Context, url, ready string) (context.Context, context.CancelFunc) {
 	t.Helper()
-	bctx, stop, err := browser.New(ctx, t.TempDir())
+	bctx, stop, err := browser.New(ctx, "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/chromedp/chromedp"
 )
@@ -35,11 +36,30 @@ func Path() (string, error) {
 }
 
 // New starts headless Chromium with a fresh profile in userDir and returns
-// a chromedp context for one tab. Cancel it to stop the browser.
+// a chromedp context for one tab. Cancel it to stop the browser. With an
+// empty userDir the profile goes in a temporary directory that stopping
+// removes, once Chromium's helper processes have let go of it (a test's
+// TempDir can fail its cleanup while they are still writing).
 func New(ctx context.Context, userDir string) (context.Context, context.CancelFunc, error) {
 	exe, err := Path()
 	if err != nil {
 		return nil, nil, err
+	}
+	cleanup := func() {}
+	if userDir == "" {
+		dir, err := os.MkdirTemp("", "tongbu-chromium-")
+		if err != nil {
+			return nil, nil, err
+		}
+		userDir = dir
+		cleanup = func() {
+			for range 20 { // helper processes may still be writing for a moment
+				if os.RemoveAll(dir) == nil {
+					return
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+		}
 	}
 	opts := []chromedp.ExecAllocatorOption{
 		chromedp.ExecPath(exe),
@@ -62,9 +82,10 @@ func New(ctx context.Context, userDir string) (context.Context, context.CancelFu
 	if err := chromedp.Run(tctx); err != nil { // start the browser now
 		cancelTab()
 		cancelAlloc()
+		cleanup()
 		return nil, nil, fmt.Errorf("browser: starting %s: %w", exe, err)
 	}
-	return tctx, func() { cancelTab(); cancelAlloc() }, nil
+	return tctx, func() { cancelTab(); cancelAlloc(); cleanup() }, nil
 }
 
 // BuildWasm builds the package at pkg (an import path or directory) for
