@@ -208,27 +208,26 @@ func (w *World) Run(now time.Time) time.Time {
 	return w.world.NextFrame()
 }
 
-// worldSender reaches a world's players through their connections.
+// worldSender reaches a world's players through their connections, and
+// the players with none (server-side bots) through WorldConfig.Sender.
 type worldSender struct{ w *World }
 
 func (s worldSender) SendUnreliable(id interest.ID, msg []byte) error {
-	p := s.w.peers[id]
-	if p == nil {
-		if s.w.cfg.Sender != nil {
-			return s.w.cfg.Sender.SendUnreliable(id, msg)
-		}
-		return errAway
+	if p := s.w.peers[id]; p != nil {
+		return p.conn.SendUnreliable(msg)
 	}
-	return p.conn.SendUnreliable(msg)
+	if s.w.cfg.Sender != nil {
+		return s.w.cfg.Sender.SendUnreliable(id, msg)
+	}
+	return errAway
 }
 
 func (s worldSender) SendReliable(id interest.ID, msg []byte) error {
-	p := s.w.peers[id]
-	if p == nil {
-		if s.w.cfg.Sender != nil {
-			return s.w.cfg.Sender.SendReliable(id, msg)
-		}
-		return errAway
+	if p := s.w.peers[id]; p != nil {
+		return p.conn.SendReliable(msg)
 	}
-	return p.conn.SendReliable(msg)
+	if s.w.cfg.Sender != nil {
+		return s.w.cfg.Sender.SendReliable(id, msg)
+	}
+	return errAway
 }

@@ -84,38 +84,41 @@ func (s *session) run(c *engine.Client) {
 	tk := time.NewTicker(time.Second / 60)
 	defer tk.Stop()
 	for now := range tk.C {
-		s.mu.Lock()
-		in := s.inputs
-		s.inputs = nil
-		s.mu.Unlock()
-		if ls := c.Lockstep(); ls != nil {
-			for _, b := range in {
-				ls.Input(now, b)
-			}
-			if len(in) > 0 {
-				c.Flush(now)
-			}
-		}
-		err := c.Update(now)
-		s.mu.Lock()
-		if ls := c.Lockstep(); ls != nil && err == nil {
-			st := ls.Advance(now)
-			for _, f := range st.Frames {
-				s.frame = f.Number
-			}
-			s.play, s.depth = st.State.String(), st.Depth
-		} else if is := c.Interest(); is != nil && err == nil {
-			is.Advance(now)
-			s.frame = is.Frame()
-		}
-		if err != nil {
-			s.state, s.err = "closed", err.Error()
-		}
-		s.mu.Unlock()
-		if err != nil {
+		if !s.tick(c, now) {
 			return
 		}
 	}
+}
+
+// tick runs one tick under the session's lock: status and stats read the
+// mode client, so nothing may touch it concurrently.
+func (s *session) tick(c *engine.Client, now time.Time) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if ls := c.Lockstep(); ls != nil {
+		for _, b := range s.inputs {
+			ls.Input(now, b)
+		}
+		if len(s.inputs) > 0 {
+			c.Flush(now)
+		}
+	}
+	s.inputs = nil
+	if err := c.Update(now); err != nil {
+		s.state, s.err = "closed", err.Error()
+		return false
+	}
+	if ls := c.Lockstep(); ls != nil {
+		st := ls.Advance(now)
+		if n := len(st.Frames); n > 0 {
+			s.frame = st.Frames[n-1].Number
+		}
+		s.play, s.depth = st.State.String(), st.Depth
+	} else {
+		c.Interest().Advance(now)
+		s.frame = c.Interest().Frame()
+	}
+	return true
 }
 
 func (s *session) input(_ js.Value, args []js.Value) any {

@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
-	"runtime/pprof"
 	"sort"
 	"strconv"
 	"sync/atomic"
@@ -188,15 +187,11 @@ func runPhase(name string, load transportLoad, inband bool, start func() (echoSe
 		if inband {
 			suffix = ".baseline"
 		}
-		f, err := os.Create(load.profile + suffix) // the last round's profile
+		stop, err := startCPUProfile(load.profile + suffix) // the last round's profile
 		if err != nil {
 			return kill(err)
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return kill(err)
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	cpu0, msgs0 := cpuTime(), srv.msgs.Load()
 	var counts [2]uint64

@@ -6,10 +6,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"runtime/metrics"
-	"runtime/pprof"
 	"slices"
 	"time"
 
@@ -251,15 +249,11 @@ func benchWorld(args []string, out io.Writer) error {
 		return err
 	}
 	if *profile != "" {
-		f, err := os.Create(*profile)
+		stop, err := startCPUProfile(*profile)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	fmt.Fprintf(out, "world: %d players, %d NPCs, %d Hz, %.0f s warm-up then %.0f s measured (virtual time), %d frame(s) one way, seed %d\n",
 		o.players, o.npcs, s.cfg.Hz, o.warmup, o.seconds, o.delay, o.seed)
@@ -848,23 +842,21 @@ func (s *worldSim) report(out io.Writer, in reportIn) error {
 	}
 	var oursEp, baseEp []time.Duration
 	oursGone, baseGone, open := 0, 0, 0
+	// An episode ended when the mover knew the region (at frames), or
+	// when it left the region first (gone); else it is still open.
+	tally := func(at int, gone bool, eps *[]time.Duration, goneN *int) {
+		switch {
+		case at >= 0:
+			*eps = append(*eps, time.Duration(at)*s.period)
+		case gone:
+			*goneN++
+		default:
+			open++
+		}
+	}
 	for _, e := range s.episodes {
-		switch {
-		case e.ours >= 0:
-			oursEp = append(oursEp, time.Duration(e.ours)*s.period)
-		case e.gone:
-			oursGone++
-		default:
-			open++
-		}
-		switch {
-		case e.base >= 0:
-			baseEp = append(baseEp, time.Duration(e.base)*s.period)
-		case e.gone:
-			baseGone++
-		default:
-			open++
-		}
+		tally(e.ours, e.gone, &oursEp, &oursGone)
+		tally(e.base, e.gone, &baseEp, &baseGone)
 	}
 	d := func(a, b int64) float64 { return float64(b-a) / secs / float64(n) }
 	st0, st := in.st0, in.st

@@ -12,7 +12,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"runtime/pprof"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -52,15 +51,11 @@ func runBots(args []string, out io.Writer) error {
 		if *inband {
 			path += ".inband"
 		}
-		f, err := os.Create(path)
+		stop, err := startCPUProfile(path)
 		if err != nil {
 			return err
 		}
-		defer f.Close()
-		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
-		}
-		defer pprof.StopCPUProfile()
+		defer stop()
 	}
 	var received atomic.Uint64
 	links := make([]botLink, *clients)

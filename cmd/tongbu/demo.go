@@ -151,7 +151,6 @@ type demo struct {
 	// botFrame, when set, sees every arena frame a bot plays and the state
 	// hash after it: the browser test compares them with the pages'.
 	botFrame func(room string, slot, frame int, hash uint64)
-	mmoStats atomic.Pointer[mmo.Stats]
 }
 
 type arenaRoom struct {
@@ -206,8 +205,6 @@ func (d *demo) startMMO() error {
 				d.mmo, fwd.d = m, m
 			}
 			d.mmo.Tick(now)
-			st := d.mmo.Stats()
-			d.mmoStats.Store(&st)
 		},
 		Join: func(w *interest.World, player string) (interest.ID, error) {
 			if d.mmo == nil {
@@ -441,7 +438,7 @@ func (d *demo) serveStatus(w http.ResponseWriter, r *http.Request) {
 	st := struct {
 		Arenas []room     `json:"arenas"`
 		MMO    *mmo.Stats `json:"mmo"`
-	}{MMO: d.mmoStats.Load()}
+	}{MMO: d.mmoStatus()}
 	d.mu.Lock()
 	for _, a := range d.arenas {
 		st.Arenas = append(st.Arenas, room{a.room.Name(), a.room.Connected(), a.room.Stats().Frames})
@@ -449,6 +446,30 @@ func (d *demo) serveStatus(w http.ResponseWriter, r *http.Request) {
 	d.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
 	json.NewEncoder(w).Encode(st)
+}
+
+// mmoStatus asks the MMO world's worker, which owns the demo, for its
+// counters; nil while the world is starting or busy for over a second.
+func (d *demo) mmoStatus() *mmo.Stats {
+	w, ok := d.srv.World(mmoWorld)
+	if !ok {
+		return nil
+	}
+	ch := make(chan *mmo.Stats, 1)
+	w.Do(func(*interest.World) {
+		if d.mmo == nil {
+			ch <- nil
+			return
+		}
+		st := d.mmo.Stats()
+		ch <- &st
+	})
+	select {
+	case st := <-ch:
+		return st
+	case <-time.After(time.Second):
+		return nil
+	}
 }
 
 var indexTmpl = template.Must(template.New("index").Parse(`<!doctype html>

@@ -6,7 +6,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"image"
 	"image/png"
 	"io"
 	"log/slog"
@@ -142,7 +141,6 @@ func notBlank(t *testing.T, bctx context.Context, what string) {
 	if len(colours) < 8 {
 		t.Fatalf("%s: the screenshot (%v) has %d colours: blank", what, b.Size(), len(colours))
 	}
-	_ = image.Point{}
 }
 
 // TestArenaInBrowser: two browser pages join one arena room with its two
