@@ -699,6 +699,9 @@ func (w *World) step() {
 // is now, so that an announcement reaches observers where they are now and
 // never a region out of the entity's range.
 func (w *World) crossings() {
+	if w.cfg.LeaveMessages {
+		w.leaves()
+	}
 	for _, id := range w.cross {
 		e := w.get(id)
 		if e == nil || e.crossed < 0 {
@@ -720,6 +723,38 @@ func (w *World) crossings() {
 		e.crossed = -1
 	}
 	w.cross = w.cross[:0]
+}
+
+// leaves queues, for Config.LeaveMessages, a removal for every observer
+// whose range an entity that crossed this frame has left: because the
+// entity moved, the observer did, or both in the same frame. It runs
+// before crossings resets the entities' start regions. (An observer's own
+// crossing also queues removals for what its old range held.)
+func (w *World) leaves() {
+	for _, id := range w.cross {
+		e := w.get(id)
+		if e == nil || e.crossed < 0 || e.crossed == e.reg {
+			continue
+		}
+		a, b := w.regionAt(e.crossed), w.regionAt(e.reg)
+		// An observer near a at the start of the frame is within two
+		// regions of it now, but for a teleport, which its own crossing
+		// covers.
+		for y := max(a.Y-2, 0); y <= min(a.Y+2, w.cfg.Height-1); y++ {
+			for x := max(a.X-2, 0); x <= min(a.X+2, w.cfg.Width-1); x++ {
+				for _, o := range w.regions[y*w.cfg.Width+x].obs {
+					oe := w.ents[o.id]
+					start := oe.reg
+					if oe.crossed >= 0 {
+						start = oe.crossed
+					}
+					if o.id != id && near(w.regionAt(start), a) && !near(w.regionAt(oe.reg), b) {
+						o.enqueue(item{kind: itemRemove, why: whyLeave, id: id})
+					}
+				}
+			}
+		}
+	}
 }
 
 // gone tells the observers around region from that entity id, which a
