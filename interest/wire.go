@@ -227,21 +227,39 @@ func (l *layout) readLogic(r *codec.Reader, lg *Logic, rel *Region) (Kind, uint8
 	return kind, dver
 }
 
-// writeStamp writes a command's frame relative to the packet's: one bit
-// when it is the packet's frame, else how many frames earlier.
+// writeStamp writes a command's frame as how many frames before the
+// packet's it happened, in a prefix code for the usual cases: the world
+// broadcasts a command on the frame after it applies it, so one frame back
+// is the most common, then two (a frame of uplink delay), then none.
+//
+//	back 1: 0    back 2: 10    back 0: 110    else: 111, WriteUint(back-3, H-3)
 func (l *layout) writeStamp(w *codec.Writer, frame, ref int) {
 	back := min(max(ref-frame, 0), l.history)
-	w.WriteBool(back > 0)
+	w.WriteBool(back != 1)
+	if back == 1 {
+		return
+	}
+	w.WriteBool(back != 2)
+	if back == 2 {
+		return
+	}
+	w.WriteBool(back != 0)
 	if back > 0 {
-		w.WriteUint(uint64(back-1), uint64(l.history-1))
+		w.WriteUint(uint64(back-3), uint64(l.history-3))
 	}
 }
 
 func (l *layout) readStamp(r *codec.Reader, ref int) int {
 	if !r.ReadBool() {
+		return ref - 1
+	}
+	if !r.ReadBool() {
+		return ref - 2
+	}
+	if !r.ReadBool() {
 		return ref
 	}
-	return ref - 1 - int(r.ReadUint(uint64(max(l.history-1, 0))))
+	return ref - 3 - int(r.ReadUint(uint64(max(l.history-3, 0))))
 }
 
 // unwrap returns the frame nearest ref whose low frameBits bits are low.
