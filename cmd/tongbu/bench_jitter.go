@@ -393,7 +393,7 @@ func benchJitter(args []string, out io.Writer) error {
 		p    playout
 		jb   *lockstep.JitterBuffer
 	}{
-		{name: "tongbu (MAPDV2 + window max, fast/slow play)"},
+		{name: "tongbu (MAPDV2 + twice-reached delay, fast/slow play)"},
 		{name: "fixed 2-frame buffer", p: newScheduled(fixed2)},
 		{name: "RFC 3550 jitter x3", p: newScheduled(rfc)},
 		{name: "0.95 quantile, exponential forgetting", p: newScheduled(quant)},
