@@ -28,6 +28,7 @@ type Client struct {
 	queued   int           // number of the first frame in queue
 	prevReal [][]byte      // last real inputs of each slot, for FillRepeat
 	jb       *JitterBuffer
+	received []int  // frames first received by the last Deliver
 	recv     uint16 // downlink packets received
 	lastSeq  uint16
 	seqSeen  bool
@@ -183,6 +184,7 @@ func (c *Client) Packet(now time.Time) []byte {
 // notices (reliable). A packet that does not decode is dropped with an
 // error.
 func (c *Client) Deliver(now time.Time, msg []byte) error {
+	c.received = c.received[:0]
 	switch packetKind(msg) {
 	case kindFrames:
 	case kindNotice:
@@ -274,6 +276,7 @@ func (c *Client) frame(now time.Time, f Frame) {
 		return
 	}
 	c.jb.Arrive(f.Number, now)
+	c.received = append(c.received, f.Number)
 	// The server frame clock: cut n at minOffset + n*period, from the
 	// earliest arrival seen.
 	off := float64(now.UnixNano())/1e6 - float64(f.Number)*1000/float64(c.cfg.Hz)
@@ -352,6 +355,11 @@ func (c *Client) Advance(now time.Time) Step {
 	}
 	return s
 }
+
+// Received returns the frames first received in the packet the last
+// Deliver took, in the order they were taken: the arrivals the jitter
+// buffer was told of. The slice is valid until the next Deliver.
+func (c *Client) Received() []int { return c.received }
 
 // Have returns how many frames, from frame 0, the client holds.
 func (c *Client) Have() int { return c.have }

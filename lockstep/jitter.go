@@ -2,7 +2,6 @@ package lockstep
 
 import (
 	"math"
-	"slices"
 	"time"
 )
 
@@ -27,12 +26,13 @@ func (s PlayState) String() string {
 
 // Playout limits.
 const (
-	fastMax       = 2.0 // the most a backlog is sped up
-	slowMin       = 0.5 // the most play is stretched
-	jitterWindow  = 150 // frames of delay history (10 s at 15 Hz)
+	fastMax       = 2.0    // the most a backlog is sped up
+	slowMin       = 0.5    // the most play is stretched
+	jitterWindow  = 100    // frames of delay history (6.7 s at 15 Hz)
+	eventGap      = 1000.0 // ms: frames this close in arrival belong to one delay event
 	mapdvGain     = 1.0 / 16
 	delayMinDecay = 0.02 // ms the windowless minimum relaxes per frame, for route changes
-	brakeFrames   = 1.0  // start slowing this far before running out of frames
+	brakeFrames   = 2.0  // start slowing this far before running out of frames
 	speedGain     = 0.5  // speed change per frame of lag
 	visibleSpeed  = 0.05 // a speed change below this is reported as normal play
 	dueEpsilon    = 1e-6 // a frame is due at, not after, its time
@@ -41,11 +41,13 @@ const (
 // JitterBuffer decides when frames are played. It watches when each frame
 // arrives against when the room cut it, estimates the downlink's delay
 // variation two ways, MAPDV2 (ITU-T G.1020: the mean absolute deviation of
-// each delay from the running mean delay) and a high quantile of recent
-// delays above the minimum, and keeps the playout that far behind the
-// earliest arrivals: no buffer on a clean link, more on a jittery one.
-// Each render tick it plays normal, fast (a backlog), slow (running low)
-// or pauses (nothing to play).
+// each delay from the running mean delay) and the highest delay above the
+// minimum that recent frames reached twice (a lone spike or loss burst is
+// a transient it does not hold), and keeps the playout that far behind
+// the earliest arrivals: no buffer on a clean link, more on a jittery
+// one. Each render tick it plays normal, fast (a backlog), slow (running
+// low, from two frames before the last one that has arrived) or pauses
+// (nothing to play).
 //
 // Time is a parameter: the Client feeds it, and `tongbu bench jitter` feeds
 // it recorded traces.
@@ -57,7 +59,7 @@ type JitterBuffer struct {
 	minDelay   float64   // ms, relative to origin's frame
 	meanDelay  float64
 	mapdv2     float64
-	history    []float64 // recent delays above the minimum, ring
+	history    []sample // recent delays, ring
 	histPos    int
 	targetMs   float64
 	have       int // frames 0 .. have-1 have arrived (contiguous)
@@ -72,6 +74,10 @@ type JitterBuffer struct {
 	played     int // frames handed to the game
 	firstFrame int
 }
+
+// sample is one frame's delay and when it arrived, in ms since the
+// buffer's origin.
+type sample struct{ d, at float64 }
 
 // NewJitterBuffer returns a buffer for frames cut hz times a second.
 func NewJitterBuffer(hz int) *JitterBuffer {
@@ -112,21 +118,39 @@ func (j *JitterBuffer) Arrive(n int, t time.Time) {
 	j.minDelay = min(j.minDelay+delayMinDecay, d)
 	j.meanDelay += (d - j.meanDelay) * mapdvGain
 	j.mapdv2 += (math.Abs(d-j.meanDelay) - j.mapdv2) * mapdvGain
+	now := float64(t.Sub(j.origin)) / float64(time.Millisecond)
 	if len(j.history) < jitterWindow {
-		j.history = append(j.history, d)
+		j.history = append(j.history, sample{d, now})
 	} else {
-		j.history[j.histPos] = d
+		j.history[j.histPos] = sample{d, now}
 		j.histPos = (j.histPos + 1) % jitterWindow
 	}
 	j.updateTarget()
 }
 
-// updateTarget sets the buffer depth: the larger of the highest delay above
-// the minimum in the recent window (the smallest fixed buffer that would
-// not have stalled there) and twice MAPDV2, rounded away when under a
-// millisecond (a clean link plays at once).
+// updateTarget sets the buffer depth: the larger of twice MAPDV2 and the
+// highest delay above the minimum that the window's frames reached twice,
+// in two events at least eventGap apart. A delay reached once, by one
+// spike or one loss burst, is a transient: play pauses for it once and
+// then drains the backlog, and the depth does not hold it for the whole
+// window; a delay that recurs is the link's character, and the depth
+// covers it (the smallest fixed buffer that would have stalled at most
+// once in the window). A depth under a millisecond is rounded away: a
+// clean link plays at once.
 func (j *JitterBuffer) updateTarget() {
-	t := max(slices.Max(j.history)-j.minDelay, 2*j.mapdv2)
+	top := 0
+	for i, s := range j.history {
+		if s.d > j.history[top].d {
+			top = i
+		}
+	}
+	second := math.Inf(-1)
+	for _, s := range j.history {
+		if math.Abs(s.at-j.history[top].at) >= eventGap {
+			second = max(second, s.d)
+		}
+	}
+	t := max(second-j.minDelay, 2*j.mapdv2)
 	if t < 1 {
 		t = 0
 	}

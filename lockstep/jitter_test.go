@@ -3,6 +3,7 @@ package lockstep
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -123,5 +124,152 @@ func TestJitterBufferStates(t *testing.T) {
 	}
 	if jb.Stats().Stalls != 1 {
 		t.Fatalf("stalls %d", jb.Stats().Stalls)
+	}
+}
+
+// playArrivals feeds a 15 Hz buffer frames 0 .. frames-1, frame n arriving
+// arrive(n) after its cut, and advances it at 60 Hz render ticks until the
+// last frame has arrived; it calls tick after each Advance with the
+// render tick's number (60 a second).
+func playArrivals(frames int, arrive func(n int) time.Duration, tick func(jb *JitterBuffer, k int, st PlayState)) *JitterBuffer {
+	const hz = 15
+	jb := NewJitterBuffer(hz)
+	start := time.Unix(1000, 0)
+	period, render := time.Second/hz, time.Second/60
+	type arrival struct {
+		n  int
+		at time.Time
+	}
+	arr := make([]arrival, frames)
+	for n := range arr {
+		arr[n] = arrival{n, start.Add(time.Duration(n)*period + arrive(n))}
+	}
+	sort.SliceStable(arr, func(i, k int) bool { return arr[i].at.Before(arr[k].at) })
+	i := 0
+	for k := 0; i < len(arr); k++ {
+		now := start.Add(time.Duration(k) * render)
+		for ; i < len(arr) && !arr[i].at.After(now); i++ {
+			jb.Arrive(arr[i].n, arr[i].at)
+		}
+		_, _, _, st := jb.Advance(now)
+		if tick != nil {
+			tick(jb, k, st)
+		}
+	}
+	return jb
+}
+
+// A single delay spike (the link stalls 300 ms and then releases what it
+// held, in order) costs one pause, and the depth does not hold it: once
+// the backlog has drained, play is back at the link's own delay.
+func TestJitterBufferSpikeIsTransient(t *testing.T) {
+	const period = time.Second / 15
+	spikeAt := 20 * time.Second
+	arrive := func(n int) time.Duration {
+		sent := time.Duration(n) * period
+		d := 30 * time.Millisecond
+		if sent >= spikeAt && sent < spikeAt+300*time.Millisecond {
+			d += spikeAt + 300*time.Millisecond - sent
+		}
+		return d
+	}
+	before, after := -1.0, -1.0
+	jb := playArrivals(int(40*time.Second/period), arrive, func(jb *JitterBuffer, k int, _ PlayState) {
+		switch k {
+		case 60 * 19: // a second before the spike
+			before = jb.Target()
+		case 60 * 23: // 3 s after
+			after = jb.Target()
+			if d := jb.Depth(); d > 1 {
+				t.Errorf("depth %.2f frames 3 s after the spike: the backlog was not drained", d)
+			}
+		}
+	})
+	st := jb.Stats()
+	if st.Stalls != 1 {
+		t.Errorf("%d stalls for one spike", st.Stalls)
+	}
+	// The spike is 4.5 frames high; what is left of it after 3 s is its
+	// mark on MAPDV2, which decays.
+	if before < 0 || after < 0 || after > before+0.5 {
+		t.Errorf("target %.2f frames before the spike, %.2f after: the spike was held", before, after)
+	}
+	if st.Fast == 0 {
+		t.Error("the spike's backlog was not played fast")
+	}
+}
+
+// Delay peaks that recur are the link's character: the depth covers them,
+// and after the first two play no longer pauses for them.
+func TestJitterBufferCoversRecurringPeaks(t *testing.T) {
+	const period = time.Second / 15
+	arrive := func(n int) time.Duration {
+		if n%20 == 10 { // a frame 150 ms late every 1.3 s
+			return 180 * time.Millisecond
+		}
+		return 30 * time.Millisecond
+	}
+	stallsAt := -1
+	jb := playArrivals(int(60*time.Second/period), arrive, func(jb *JitterBuffer, k int, _ PlayState) {
+		if k == 60*5 {
+			stallsAt = jb.Stats().Stalls
+		}
+	})
+	st := jb.Stats()
+	if stallsAt < 0 || st.Stalls != stallsAt || stallsAt > 2 {
+		t.Errorf("%d stalls in the first 5 s, %d in all: recurring peaks not covered", stallsAt, st.Stalls)
+	}
+	if tgt := st.TargetMs; tgt < 140 || tgt > 200 {
+		t.Errorf("target %.1f ms for peaks 150 ms above the rest", tgt)
+	}
+}
+
+// capture keeps the room's unreliable packets.
+type capture struct{ pkts [][]byte }
+
+func (c *capture) SendUnreliable(_ int, msg []byte) error {
+	c.pkts = append(c.pkts, slices.Clone(msg))
+	return nil
+}
+func (c *capture) SendReliable(int, []byte) error { return nil }
+
+// Client.Received names the frames each packet brought first: a packet
+// whose frames are all held brings none, and a packet that fills a gap
+// brings the frames it filled.
+func TestClientReceived(t *testing.T) {
+	cfg := Config{Players: 1, Hz: 15}
+	start := time.Unix(0, 0)
+	out := &capture{}
+	room, err := NewRoom(cfg, start, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewClient(cfg, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range 4 {
+		room.Tick(start.Add(time.Duration(n) * time.Second / 15))
+	}
+	// Packet 0 is lost; packet 1 carries frames 0 and 1; packet 3 carries
+	// 0 .. 3 (the room has heard no acknowledgement).
+	now := start.Add(time.Second)
+	if err := c.Deliver(now, out.pkts[1]); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Received(); !slices.Equal(got, []int{0, 1}) {
+		t.Errorf("packet 1 brought %v", got)
+	}
+	if err := c.Deliver(now, out.pkts[3]); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Received(); !slices.Equal(got, []int{2, 3}) {
+		t.Errorf("packet 3 brought %v", got)
+	}
+	if err := c.Deliver(now, out.pkts[2]); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Received(); len(got) != 0 {
+		t.Errorf("a packet of held frames brought %v", got)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"text/tabwriter"
 	"time"
@@ -22,54 +23,66 @@ func init() {
 }
 
 const (
-	jitterHz        = 15
-	jitterRenderHz  = 60
-	jitterRedundant = 3 // frames repeated in each packet, as the room does by default
-	oracleWindow    = 10 * time.Second
+	jitterHz       = 15
+	jitterRenderHz = 60
+	oracleWindow   = 10 * time.Second
 )
 
-// packetTrace is one downlink packet's fate: its one-way delay, or lost.
-type packetTrace struct {
-	delay time.Duration
-	lost  bool
+// netLink generates one direction's seeded packet fates for a named
+// network: a delay, or lost. Fates are drawn in send order, so a trace is
+// the same for the same seed whatever the engine does.
+type netLink struct {
+	name  string
+	rng   *rand.Rand
+	start time.Time
+	bad   bool // Gilbert-Elliott state (wifi)
 }
 
-// makeTrace generates the seeded packet trace of a named network.
-func makeTrace(name string, packets int, seed uint64) ([]packetTrace, error) {
-	rng := rand.New(rand.NewPCG(seed, 11))
-	tr := make([]packetTrace, packets)
-	period := time.Second / jitterHz
+// spikeEvery is how often a 4g trace's delay spikes: twice a minute.
+const spikeEvery = 30 * time.Second
+
+// spikeHeight is the extra delay at a spike's onset.
+const spikeHeight = 300 * time.Millisecond
+
+func newNetLink(name string, start time.Time, seed uint64) (*netLink, error) {
 	switch name {
-	case "clean": // a wired link: under 2 ms of jitter, no loss
-		for i := range tr {
-			tr[i].delay = 20*time.Millisecond + time.Duration(rng.Float64()*2e6)
-		}
-	case "4g": // 30 ms one way, about 15 ms MAPDV2, 1% loss, two +300 ms spikes a minute
-		spikeEvery := int(30 * time.Second / period)
-		for i := range tr {
-			tr[i].delay = 30*time.Millisecond + time.Duration(math.Abs(rng.NormFloat64())*25e6)
-			tr[i].lost = rng.Float64() < 0.01
-			if i%spikeEvery == spikeEvery/2 { // a radio retransmission holds one packet back
-				tr[i].delay += 300 * time.Millisecond
-			}
-		}
-	case "wifi": // heavy-tailed jitter (about 40 ms MAPDV2), 5% loss in bursts
-		bad := false
-		for i := range tr {
-			const shape = 2.2
-			u := 1 - rng.Float64()
-			tr[i].delay = 20*time.Millisecond + time.Duration(40e6*(math.Pow(u, -1/shape)-1)*(shape-1))
-			if bad {
-				bad = rng.Float64() > 0.4 // bursts of 2.5 packets
-			} else {
-				bad = rng.Float64() < 0.021 // 5% of packets in bad state
-			}
-			tr[i].lost = bad
-		}
+	case "clean", "4g", "wifi":
 	default:
 		return nil, fmt.Errorf("unknown trace %q (clean, 4g, wifi)", name)
 	}
-	return tr, nil
+	return &netLink{name: name, rng: rand.New(rand.NewPCG(seed, 11)), start: start}, nil
+}
+
+// fate returns the one-way delay of a packet sent at t, and whether it is
+// lost.
+func (l *netLink) fate(t time.Time) (delay time.Duration, lost bool) {
+	rng := l.rng
+	switch l.name {
+	case "clean": // a wired link: under 2 ms of jitter, no loss
+		return 20*time.Millisecond + time.Duration(rng.Float64()*2e6), false
+	case "4g": // 30 ms one way, about 15 ms MAPDV2, 1% loss, two +300 ms spikes a minute
+		delay = 30*time.Millisecond + time.Duration(math.Abs(rng.NormFloat64())*25e6)
+		lost = rng.Float64() < 0.01
+		// A delay spike (a handover, or a radio retransmission the link
+		// delivers in order): the link stalls for spikeHeight, and every
+		// packet sent meanwhile comes out when it resumes, the first
+		// spikeHeight late, the later ones less.
+		since := t.Sub(l.start) % spikeEvery
+		if onset := spikeEvery / 2; since >= onset && since < onset+spikeHeight {
+			delay += onset + spikeHeight - since
+		}
+		return delay, lost
+	default: // wifi: heavy-tailed jitter (about 40 ms MAPDV2), 5% loss in bursts
+		const shape = 2.2
+		u := 1 - rng.Float64()
+		delay = 20*time.Millisecond + time.Duration(40e6*(math.Pow(u, -1/shape)-1)*(shape-1))
+		if l.bad {
+			l.bad = rng.Float64() > 0.4 // bursts of 2.5 packets
+		} else {
+			l.bad = rng.Float64() < 0.021 // 5% of packets in bad state
+		}
+		return delay, l.bad
+	}
 }
 
 // at returns the exact time of tick n of a clock running hz times a
@@ -78,26 +91,138 @@ func at(start time.Time, n int64, hz int64) time.Time {
 	return start.Add(time.Duration(n * int64(time.Second) / hz))
 }
 
-// frameArrivals turns packet fates into frame arrivals: packet k carries
-// frames k-R .. k, so frame n arrives with the first of packets n .. n+R
-// that is not lost; if all are, a retransmission arrives a round trip
-// after the last. Arrivals are seen at the next render tick.
-func frameArrivals(tr []packetTrace, start time.Time) []time.Time {
-	out := make([]time.Time, len(tr)-jitterRedundant-1)
-	for n := range out {
-		var best time.Time
-		for k := n; k <= n+jitterRedundant; k++ {
-			if t := at(start, int64(k), jitterHz).Add(tr[k].delay); !tr[k].lost && (best.IsZero() || t.Before(best)) {
-				best = t
+// linkRun is what the room and client did over a trace.
+type linkRun struct {
+	arrivals    []time.Time // first arrival of each frame, exact
+	mapdv2      float64     // ms, over the downlink packets delivered
+	packets     int         // downlink packets sent
+	lost        int         // of those, lost
+	retransmits uint64
+	redundancy  float64 // mean frames repeated per packet, sampled every frame
+}
+
+// runLink plays frames 0 .. frames-1 of a one-player room at jitterHz
+// through the real lockstep Room and Client over the two links, in
+// virtual time: the room's redundancy adapts to the loss the client
+// reports and it retransmits what the client's acknowledgements say is
+// missing, as in a match. The client sends its acknowledgements once a
+// frame period. It returns when the client holds every frame.
+func runLink(down, up *netLink, start time.Time, frames int) (linkRun, error) {
+	type delivery struct {
+		at     time.Time
+		seq    int
+		toRoom bool
+		msg    []byte
+	}
+	var q []delivery // kept sorted by (at, seq)
+	seq := 0
+	push := func(d delivery) {
+		seq++
+		d.seq = seq
+		i := sort.Search(len(q), func(i int) bool {
+			return q[i].at.After(d.at) || q[i].at.Equal(d.at) && q[i].seq > d.seq
+		})
+		q = append(q, delivery{})
+		copy(q[i+1:], q[i:])
+		q[i] = d
+	}
+	var res linkRun
+	var mean float64
+	now := start
+	out := senderFunc(func(msg []byte, reliable bool) {
+		delay, lost := down.fate(now)
+		if !reliable {
+			res.packets++
+			if lost {
+				res.lost++
+				return
 			}
+			// MAPDV2 (the running mean delay and the mean absolute
+			// deviation from it, gain 1/16) of the packets delivered.
+			ms := float64(delay) / 1e6
+			if res.packets == 1 {
+				mean = ms
+			}
+			mean += (ms - mean) / 16
+			res.mapdv2 += (math.Abs(ms-mean) - res.mapdv2) / 16
+		} else {
+			lost = false // the reliable channel retransmits; its delay is the link's
 		}
-		if best.IsZero() {
-			k := n + jitterRedundant + 1
-			best = at(start, int64(k), jitterHz).Add(3 * tr[k].delay)
+		push(delivery{at: now.Add(delay), toRoom: false, msg: slices.Clone(msg)})
+	})
+	cfg := lockstep.Config{Players: 1, Hz: jitterHz}
+	room, err := lockstep.NewRoom(cfg, start, out)
+	if err != nil {
+		return res, err
+	}
+	client, err := lockstep.NewClient(cfg, 0)
+	if err != nil {
+		return res, err
+	}
+	res.arrivals = make([]time.Time, frames)
+	got := 0
+	// The client reports half a period after each cut.
+	report := int64(0)
+	reportAt := func(k int64) time.Time { return at(start, 2*k+1, 2*jitterHz) }
+	var redSum float64
+	for got < frames {
+		next, what := room.NextCut(), 0
+		if t := reportAt(report); t.Before(next) {
+			next, what = t, 1
 		}
-		// Seen at the next render tick.
-		tick := (int64(best.Sub(start))*jitterRenderHz + int64(time.Second) - 1) / int64(time.Second)
-		out[n] = at(start, tick, jitterRenderHz)
+		if len(q) > 0 && !q[0].at.After(next) {
+			d := q[0]
+			q = q[1:]
+			now = d.at
+			if d.toRoom {
+				room.Deliver(0, d.msg, now)
+				continue
+			}
+			if err := client.Deliver(now, d.msg); err != nil {
+				return res, err
+			}
+			for _, n := range client.Received() {
+				if n < frames && res.arrivals[n].IsZero() {
+					res.arrivals[n] = now
+					got++
+				}
+			}
+			continue
+		}
+		now = next
+		if what == 0 {
+			if room.NextFrame() >= frames+30*jitterHz {
+				return res, fmt.Errorf("frames still missing %d frames after the last", 30*jitterHz)
+			}
+			room.Tick(now)
+			redSum += float64(room.PlayerStats(0).Redundancy)
+			continue
+		}
+		report++
+		pkt := client.Packet(now)
+		if delay, lost := up.fate(now); !lost {
+			push(delivery{at: now.Add(delay), toRoom: true, msg: slices.Clone(pkt)})
+		}
+		client.Advance(now) // the game's render tick: the client's own playout runs as in a match
+	}
+	res.retransmits = room.Stats().Retransmits
+	res.redundancy = redSum / float64(max(room.NextFrame(), 1))
+	return res, nil
+}
+
+// senderFunc is a lockstep.Sender for a single player.
+type senderFunc func(msg []byte, reliable bool)
+
+func (f senderFunc) SendUnreliable(_ int, msg []byte) error { f(msg, false); return nil }
+func (f senderFunc) SendReliable(_ int, msg []byte) error   { f(msg, true); return nil }
+
+// frameTicks returns the render tick at which each frame is seen: the
+// first at or after its first arrival, as a game that reads its socket once
+// a render tick sees it.
+func frameTicks(run linkRun, start time.Time) []int64 {
+	out := make([]int64, len(run.arrivals))
+	for n, t := range run.arrivals {
+		out[n] = (int64(t.Sub(start))*jitterRenderHz + int64(time.Second) - 1) / int64(time.Second)
 	}
 	return out
 }
@@ -173,6 +298,30 @@ func (s *scheduled) Advance(t time.Time) (int, int, float64, lockstep.PlayState)
 	return from, s.played, 0, st
 }
 
+// oraclePlayout runs frame n at due(n), or when it arrives if that is
+// later (a stall); never before the frame before it.
+type oraclePlayout struct {
+	frames  int
+	due     func(n int) time.Time
+	arrived map[int]bool
+	played  int
+}
+
+func (o *oraclePlayout) Arrive(n int, _ time.Time) { o.arrived[n] = true }
+
+func (o *oraclePlayout) Advance(t time.Time) (int, int, float64, lockstep.PlayState) {
+	from, st := o.played, lockstep.Normal
+	for o.played < o.frames && !o.due(o.played).After(t) {
+		if !o.arrived[o.played] {
+			st = lockstep.Paused
+			break
+		}
+		delete(o.arrived, o.played)
+		o.played++
+	}
+	return from, o.played, 0, st
+}
+
 // policyResult measures one playout over a trace.
 type policyResult struct {
 	name                 string
@@ -194,43 +343,48 @@ func benchJitter(args []string, out io.Writer) error {
 	}
 	d := time.Duration(*minutes * float64(time.Minute))
 	period := time.Second / jitterHz
-	tr, err := makeTrace(*trace, int(d/period)+jitterRedundant+2, *seed)
+	start := time.Unix(1_000_000, 0)
+	down, err := newNetLink(*trace, start, *seed)
 	if err != nil {
 		return err
 	}
-	start := time.Unix(1_000_000, 0)
-	arr := frameArrivals(tr, start)
+	up, err := newNetLink(*trace, start, *seed+1_000_003) // the same network, its own draws
+	if err != nil {
+		return err
+	}
+	run, err := runLink(down, up, start, int(d/period))
+	if err != nil {
+		return err
+	}
+	seen := frameTicks(run, start)
+	arr := make([]time.Time, len(seen))
+	for n, k := range seen {
+		arr[n] = at(start, k, jitterRenderHz)
+	}
 
 	// The oracle: per 10 s window, the smallest fixed delay (above the
 	// earliest arrival schedule) with no stall: the window's largest delay.
-	sched := make([]float64, len(arr)) // ms after the frame's nominal time
-	minD := math.Inf(1)
-	for n, t := range arr {
-		sched[n] = float64(t.Sub(at(start, int64(n), jitterHz))) / 1e6
-		minD = math.Min(minD, sched[n])
+	// Counted in render ticks, on which frames are cut and seen, so that
+	// nothing is rounded.
+	const perFrame = jitterRenderHz / jitterHz
+	sched := make([]int64, len(arr)) // ticks after the frame's cut
+	minD := int64(math.MaxInt64)
+	for n, k := range seen {
+		sched[n] = k - int64(n)*perFrame
+		minD = min(minD, sched[n])
 	}
 	perWindow := int(oracleWindow / period)
-	oracle := make([]float64, len(arr))
+	oracle := make([]int64, len(arr))
 	for w := 0; w < len(arr); w += perWindow {
-		hi := 0.0
+		hi := int64(0)
 		for n := w; n < min(w+perWindow, len(arr)); n++ {
-			hi = math.Max(hi, sched[n]-minD)
+			hi = max(hi, sched[n]-minD)
 		}
 		for n := w; n < min(w+perWindow, len(arr)); n++ {
 			oracle[n] = hi
 		}
 	}
-	// Packet-level MAPDV2, as the trace's jitter figure.
-	var mean, mapdv float64
-	for i, p := range tr {
-		dd := float64(p.delay) / 1e6
-		if i == 0 {
-			mean = dd
-		}
-		mean += (dd - mean) / 16
-		mapdv += (math.Abs(dd-mean) - mapdv) / 16
-	}
-
+	tickMs := 1000.0 / jitterRenderHz
 	fixed2 := func(float64) float64 { return 2 * 1000.0 / jitterHz }
 	rfc := rfc3550(3)
 	quant := ewQuantile(0.95, 0.01)
@@ -239,10 +393,15 @@ func benchJitter(args []string, out io.Writer) error {
 		p    playout
 		jb   *lockstep.JitterBuffer
 	}{
-		{name: "tongbu (MAPDV2 + window max, fast/slow play)"},
+		{name: "tongbu (MAPDV2 + twice-reached delay, fast/slow play)"},
 		{name: "fixed 2-frame buffer", p: newScheduled(fixed2)},
 		{name: "RFC 3550 jitter x3", p: newScheduled(rfc)},
 		{name: "0.95 quantile, exponential forgetting", p: newScheduled(quant)},
+		// The oracle played out and measured like the others: it shows what
+		// the measurement itself adds (nothing, and no stalls).
+		{name: "oracle (hindsight, per window)", p: &oraclePlayout{frames: len(arr), due: func(n int) time.Time {
+			return at(start, int64(n)*perFrame+minD+oracle[n], jitterRenderHz)
+		}, arrived: map[int]bool{}}},
 	}
 	policies[0].jb = lockstep.NewJitterBuffer(jitterHz)
 	policies[0].p = policies[0].jb
@@ -268,8 +427,8 @@ func benchJitter(args []string, out io.Writer) error {
 			}
 			stalled = st == lockstep.Paused && to == played
 			for ; played < to && played < len(arr); played++ {
-				delay := float64(now.Sub(at(start, int64(played), jitterHz)))/1e6 - minD
-				excess = append(excess, delay-oracle[played])
+				delay := tick - int64(played)*perFrame - minD
+				excess = append(excess, float64(delay-oracle[played])*tickMs)
 			}
 			if now.Sub(start) > d+time.Minute {
 				break
@@ -289,24 +448,25 @@ func benchJitter(args []string, out io.Writer) error {
 		results = append(results, r)
 	}
 	per10 := func(n int) float64 { return float64(n) * 10 / *minutes }
-	fmt.Fprintf(out, "jitter: trace %s, %g minutes, %d Hz frames, packets carry the newest frame and %d before it\n", *trace, *minutes, jitterHz, jitterRedundant)
-	fmt.Fprintf(out, "packet MAPDV2 %.1f ms; oracle: the smallest fixed delay with no stall in each %v window\n\n", mapdv, oracleWindow)
+	fmt.Fprintf(out, "jitter: trace %s, %g minutes, %d Hz frames through the lockstep room and client\n", *trace, *minutes, jitterHz)
+	fmt.Fprintf(out, "downlink: MAPDV2 %.1f ms, %.2f%% of %d packets lost, %.1f frames repeated per packet on average, %d frames retransmitted\n",
+		run.mapdv2, 100*float64(run.lost)/float64(max(run.packets, 1)), run.packets, run.redundancy, run.retransmits)
+	fmt.Fprintf(out, "oracle: the smallest fixed delay with no stall in each %v window\n\n", oracleWindow)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "playout\texcess mean ms\texcess p95 ms\tstalls/10 min\tfast or slow\t")
 	for _, r := range results {
 		fmt.Fprintf(tw, "%s\t%.1f\t%.1f\t%.1f\t%v\t\n", r.name, r.excessMean, r.excess95, per10(r.stalls), r.fastSlow.Round(time.Second))
 	}
-	fmt.Fprintf(tw, "oracle\t0.0\t0.0\t0.0\t\t\n")
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	t, fx, qu := results[0], results[1], results[3]
+	t, fx, qu, or := results[0], results[1], results[3], results[4]
 	fmt.Fprintln(out, resultLine("jitter",
 		"trace", *trace,
 		"excess_mean_ms", t.excessMean,
 		"excess_p95_ms", t.excess95,
 		"stalls_per_10min", per10(t.stalls),
-		"oracle_stalls_per_10min", 0.0,
+		"oracle_stalls_per_10min", per10(or.stalls),
 		"quantile_excess_mean_ms", qu.excessMean,
 		"quantile_stalls_per_10min", per10(qu.stalls),
 		"fixed2_stalls_per_10min", per10(fx.stalls),
