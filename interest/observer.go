@@ -286,25 +286,25 @@ func requestErr(w *World, reason int, id ID) error {
 }
 
 func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
-	o.w.Reset(o.buf[:0])
-	o.w.WriteBits(kindDisplay, kindBits)
-	var list [maxDisplayBatch]displayEntry
+	var list [maxDisplayBatch]*entity
 	n := 0
 	for _, raw := range ids {
 		if reason := o.request(w, ID(raw)); reason != 0 {
 			fail(reason, ID(raw))
 			continue
 		}
-		t := w.ents[raw]
-		list[n] = displayEntry{id: t.id, ver: t.dver, d: t.disp}
+		list[n] = w.ents[raw]
 		n++
 	}
 	if n == 0 {
 		return
 	}
+	o.w.Reset(o.buf[:0])
+	o.w.WriteBits(kindDisplay, kindBits)
 	o.w.WriteUint(uint64(n), maxDisplayBatch)
-	for i := range n {
-		w.lay.writeDisplay(&o.w, &list[i])
+	for _, t := range list[:n] {
+		w.display(t)
+		o.w.WriteBitString(t.dispEnc.b, t.dispEnc.n)
 	}
 	b := o.w.Bytes()
 	o.buf = b[:0]

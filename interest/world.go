@@ -89,6 +89,8 @@ type entity struct {
 	dirtyAt  int32 // index in World.dirty, -1 when clean
 	obs      *observer
 	disp     Display
+	dispEnc  bitString // its display entry, encoded once per version
+	dispOK   bool      // dispEnc is current
 }
 
 // bitString is an encoded message part, spliced into many packets.
@@ -313,7 +315,7 @@ func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
 	default:
 		return 0, ErrFull
 	}
-	e.kind, e.lg, e.disp, e.alive = kind, lg, d, true
+	e.kind, e.lg, e.disp, e.alive, e.dispOK = kind, lg, d, true, false
 	e.mover, e.dirtyAt, e.absFrame, e.relFrame, e.crossed = -1, -1, -1, -1, -1
 	e.lastBc, e.lastSyn = w.frame, w.frame
 	e.reg = w.regionOfPos(lg.Pos)
@@ -459,6 +461,18 @@ func (w *World) absolute(e *entity) {
 	e.abs.n, e.abs.b = w.w.Len(), w.w.Bytes()
 }
 
+// display encodes e's display entry, once per version: every client that
+// asks for it gets the same bits.
+func (w *World) display(e *entity) {
+	if e.dispOK {
+		return
+	}
+	e.dispOK = true
+	w.w.Reset(e.dispEnc.b[:0])
+	w.lay.writeDisplay(&w.w, &displayEntry{id: e.id, ver: e.dver, d: e.disp})
+	e.dispEnc.n, e.dispEnc.b = w.w.Len(), w.w.Bytes()
+}
+
 // relative encodes e's logic with its position inside its region, for
 // region lists, once a frame.
 func (w *World) relative(e *entity) {
@@ -595,7 +609,7 @@ func (w *World) SetDisplay(id ID, d Display) error {
 	if len(d.Name) > MaxName {
 		return fmt.Errorf("%w: name over %d bytes", ErrConfig, MaxName)
 	}
-	e.disp = d
+	e.disp, e.dispOK = d, false
 	e.dver++
 	w.invalidate(e)
 	w.markDirty(e)
