@@ -27,6 +27,10 @@ const (
 	maxFile = 1 << 30
 )
 
+// syncFile flushes a file to stable storage. Tests that simulate process
+// restarts, which keep the page cache, replace it to run fast.
+var syncFile = (*os.File).Sync
+
 // writeFileAtomic writes data to path so that a crash leaves either the old
 // file or the new one: a temporary file in the same directory, fsync,
 // rename, then an fsync of the directory.
@@ -42,7 +46,7 @@ func writeFileAtomic(path string, data []byte) error {
 		os.Remove(tmp)
 		return err
 	}
-	if err := f.Sync(); err != nil {
+	if err := syncFile(f); err != nil {
 		f.Close()
 		os.Remove(tmp)
 		return err
@@ -56,7 +60,7 @@ func writeFileAtomic(path string, data []byte) error {
 		return err
 	}
 	if d, err := os.Open(dir); err == nil { // best effort: not every system syncs directories
-		d.Sync()
+		syncFile(d)
 		d.Close()
 	}
 	return nil
