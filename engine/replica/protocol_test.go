@@ -309,7 +309,7 @@ func TestSubscriberReportsGap(t *testing.T) {
 	commitGuilds(t, w, 2)
 	live := b.take(".data")
 	g.sub.Tick(t0.Add(DefaultReportTimeout)) // the start report is old enough
-	b.deliver(live[1])                        // delta 5 before delta 4
+	b.deliver(live[1])                       // delta 5 before delta 4
 	if g.guilds.Version() != 3 {
 		t.Fatalf("version %d", g.guilds.Version())
 	}
