@@ -51,3 +51,26 @@ func TestBenchReconnect(t *testing.T) {
 type discard struct{}
 
 func (discard) Write(b []byte) (int, error) { return len(b), nil }
+
+func TestBenchReplica(t *testing.T) {
+	kv := lastResult(t, "replica", "-quick")
+	bytes, err1 := strconv.Atoi(kv["bytes_per_s"])
+	resyncs, err2 := strconv.Atoi(kv["full_resyncs"])
+	p99, err3 := strconv.Atoi(kv["converge_p99_ms"])
+	diverged, err4 := strconv.Atoi(kv["diverged"])
+	for _, err := range []error{err1, err2, err3, err4} {
+		if err != nil {
+			t.Fatalf("RESULT %v: %v", kv, err)
+		}
+	}
+	if kv["subscribers"] != "8" || diverged != 0 || bytes <= 0 || p99 <= 0 {
+		t.Errorf("RESULT %v", kv)
+	}
+	// Every restarted subscriber's gap is inside the ring: no snapshot.
+	if resyncs != 0 {
+		t.Errorf("%d full resyncs", resyncs)
+	}
+	if code := run([]string{"bench", "replica", "-loss", "0.7"}, new(discard), new(discard)); code != 1 {
+		t.Errorf("-loss 0.7: exit %d", code)
+	}
+}

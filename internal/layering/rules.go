@@ -30,7 +30,8 @@ var (
 	heavy    = []string{"github.com/hajimehoshi/ebiten", "github.com/chromedp"}
 )
 
-// rules maps a top-level directory to its rule. A package under a directory
+// rules maps a directory to its rule; a package takes the rule of the
+// longest directory it lies under. A package under a top-level directory
 // with no rule is itself a violation: a new layer must be placed.
 var rules = map[string]rule{
 	// codec: the standard library and snappy only.
@@ -51,6 +52,12 @@ var rules = map[string]rule{
 	},
 	// engine wires everything below it; nothing above.
 	"engine": {denyLocal: append([]string{"wasm"}, programs...), denyExternal: heavy},
+	// engine/replica (seed 004) sits beside the modes: codec and its own
+	// packages, snappy; no transport, no modes, nothing else of engine.
+	"engine/replica": {
+		allowLocal:    []string{"engine/replica", "codec"},
+		allowExternal: []string{"github.com/golang/snappy"},
+	},
 	// wasm is the browser glue over engine.
 	"wasm": {denyLocal: programs, denyExternal: []string{"github.com/chromedp"}},
 	// internal helpers may not reach the programs.
@@ -67,7 +74,7 @@ func Check(pkg string, deps []string, isStd func(string) bool) []string {
 		return nil
 	}
 	top, _, _ := strings.Cut(rel, "/")
-	r, ok := rules[top]
+	r, ok := ruleFor(rel)
 	if !ok {
 		return []string{fmt.Sprintf("%s: no layering rule for top-level directory %q (add it to internal/layering)", pkg, top)}
 	}
@@ -88,6 +95,21 @@ func Check(pkg string, deps []string, isStd func(string) bool) []string {
 	}
 	sort.Strings(bad)
 	return bad
+}
+
+// ruleFor returns the rule of the longest directory in rules that rel lies
+// under.
+func ruleFor(rel string) (rule, bool) {
+	for dir := rel; ; {
+		if r, ok := rules[dir]; ok {
+			return r, true
+		}
+		i := strings.LastIndex(dir, "/")
+		if i < 0 {
+			return rule{}, false
+		}
+		dir = dir[:i]
+	}
 }
 
 func local(path string) (string, bool) {

@@ -1,0 +1,21 @@
+// Package replicatest holds the records that engine/replica's tests,
+// fuzz targets and example replicate: the seed's guilds and teams.
+package replicatest
+
+// Guild is a guild as the world server shares it (seed 004: 帮会).
+//
+//go:generate go run github.com/tongbu/tongbu/cmd/codecgen -type Guild,Team
+type Guild struct {
+	Name    string `codec:"string,max=24"`
+	Level   uint8  `codec:"uint,max=100"`
+	Members uint16 `codec:"uint,max=500,delta=5"`
+	Funds   uint32 `codec:"uvarint"`
+	Leader  uint64 `codec:"uvarint"`
+}
+
+// Team is a team as the world server shares it (seed 004: 队伍).
+type Team struct {
+	Leader  uint64 `codec:"uvarint"`
+	Size    uint8  `codec:"uint,max=5"`
+	Dungeon uint16 `codec:"uint,max=4095,opt"`
+}
