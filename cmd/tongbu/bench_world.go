@@ -905,6 +905,8 @@ func (s *worldSim) report(out io.Writer, in reportIn) error {
 		"discover_p99_ms", int64(ms(quantile(oursEp, .99))+0.5),
 		"baseline_client_bps_mean", int64(mean(base)+0.5),
 		"baseline_discover_p99_ms", int64(ms(quantile(baseEp, .99))+0.5),
+		// Like for like with the baseline, which carries no display data.
+		"sync_bps_mean", int64(mean(ours)-d(st0.ReliableOut, st.ReliableOut)+0.5),
 	))
 	return nil
 }

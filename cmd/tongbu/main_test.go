@@ -167,6 +167,9 @@ func TestBenchWorld(t *testing.T) {
 	if num("client_bps_p99") < num("client_bps_mean") {
 		t.Errorf("p99 below the mean: %v", kv)
 	}
+	if s := num("sync_bps_mean"); s <= 0 || s >= num("client_bps_mean") {
+		t.Errorf("bytes without display data %v, with %v", s, num("client_bps_mean"))
+	}
 	if b := num("baseline_client_bps_mean"); b < 100 || b > 17*8*9+2000 {
 		t.Errorf("baseline bytes %v out of what its state sync allows", b)
 	}
