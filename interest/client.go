@@ -92,13 +92,17 @@ type ask struct {
 }
 
 const (
-	maxEvents   = 1024
-	retryAfter  = 500 * time.Millisecond
-	maxTries    = 4
-	ackEvery    = 8 // frames between acknowledgements when nothing else is sent
-	dispEvery   = 4 // frames between display requests when nothing else is sent
-	removeGrace = 500 * time.Millisecond
-	maxDisplays = 4096 // display entries cached before the least recently wanted are dropped
+	maxEvents  = 1024
+	retryAfter = 500 * time.Millisecond
+	maxTries   = 4
+	ackEvery   = 8 // frames between acknowledgements when nothing else is sent
+	// fastAckPackets is how many packets after a gap are acknowledged at
+	// once: enough for the world to count three newer ones (its reorder
+	// allowance) and declare the missing one lost.
+	fastAckPackets = 4
+	dispEvery      = 4 // frames between display requests when nothing else is sent
+	removeGrace    = 500 * time.Millisecond
+	maxDisplays    = 4096 // display entries cached before the least recently wanted are dropped
 )
 
 // Client is the player's half of interest mode, native or in the browser:
@@ -140,6 +144,7 @@ type Client struct {
 	haveRecv bool
 	ackDue   bool
 	lastAck  int
+	fastAcks int // acknowledgements still to send at once after a gap
 	lastDisp int // frame of the last display request
 
 	up    uplink
@@ -604,6 +609,10 @@ func (c *Client) received(seq int) {
 	case d > 0:
 		if d > 1 {
 			c.stats.LostPackets += int64(d - 1)
+			// A gap: acknowledge the next few packets at once, so the
+			// world sees the missing one behind three newer ones and
+			// repairs it in a round trip rather than an ack period.
+			c.fastAcks = fastAckPackets
 		}
 		if d > ackMaskBits {
 			c.recvMask = 0
@@ -690,7 +699,7 @@ func (c *Client) Packet(now time.Time) []byte {
 			c.lastDisp = c.frame
 		}
 	}
-	ack := c.ackDue && (len(u.cmds) > 0 || len(u.discover) > 0 || len(u.display) > 0 || c.frame-c.lastAck >= ackEvery)
+	ack := c.ackDue && (len(u.cmds) > 0 || len(u.discover) > 0 || len(u.display) > 0 || c.fastAcks > 0 || c.frame-c.lastAck >= ackEvery)
 	if !ack && len(u.cmds) == 0 && len(u.discover) == 0 && len(u.display) == 0 {
 		return nil
 	}
@@ -698,6 +707,7 @@ func (c *Client) Packet(now time.Time) []byte {
 	u.ackSeq, u.ackMask = c.recvSeq&seqMask, c.recvMask
 	if ack {
 		c.ackDue, c.lastAck = false, c.frame
+		c.fastAcks = max(c.fastAcks-1, 0)
 	}
 	c.w.Reset(c.buf[:0])
 	u.encode(&c.lay, &c.w)

@@ -88,3 +88,70 @@ func playerIDs(h *harness) []ID {
 	}
 	return ids
 }
+
+// TestZigzagMissedMove covers a client that steps out of an entity's range
+// and straight back: it keeps the entity through the removal grace, but
+// misses the move the entity made while it was out. The world repairs it:
+// the client ends up with the entity where it is, or without it when it
+// is out of range, never with a stale copy.
+func TestZigzagMissedMove(t *testing.T) {
+	cfg := Config{Width: 8, Height: 8}.WithDefaults()
+	rs := int32(cfg.RegionSize)
+	start := time.Unix(0, 0)
+	out := &direct{}
+	w, err := NewWorld(cfg, start, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	home := Vec{5*rs - 20, rs + rs/2} // region {4,1}, near its east border
+	player, _ := w.Spawn(Player, Logic{Pos: home, Life: 100}, Display{Name: "you"})
+	npc, _ := w.Spawn(NPC, Logic{Pos: Vec{3*rs + 100, 100}, Life: 100}, Display{Name: "wolf"}) // region {3,0}
+	if err := w.Join(player); err != nil {
+		t.Fatal(err)
+	}
+	out.c, _ = NewClient(cfg, player)
+	frame := 0
+	run := func(frames int) {
+		for range frames {
+			frame++
+			now := start.Add(time.Duration(frame) * cfg.Period())
+			w.Tick(now)
+			out.c.Advance(now)
+			if pkt := out.c.Packet(now); pkt != nil {
+				if err := w.Deliver(player, pkt); err != nil {
+					t.Fatalf("frame %d: %v", frame, err)
+				}
+			}
+		}
+	}
+	run(48) // the client learns its range
+	if _, ok := out.c.Entity(npc); !ok {
+		t.Fatal("the client never learned the NPC in its range")
+	}
+	// Step east into {5,1}, out of range of {3,0}.
+	if err := out.c.Move(Vec{5*rs + 40, home.Y}, 64); err != nil {
+		t.Fatal(err)
+	}
+	run(3)
+	if w.InRange(player, npc) {
+		t.Fatal("the player did not leave the NPC's range")
+	}
+	// The NPC walks west into {2,0} while the player is out of range.
+	if err := w.Move(npc, Vec{2*rs + 100, 100}, 64); err != nil {
+		t.Fatal(err)
+	}
+	run(1)
+	// Back west into {4,1}: the NPC is now out of range ({2,0}).
+	if err := out.c.Move(home, 64); err != nil {
+		t.Fatal(err)
+	}
+	run(48)
+	truth, _ := w.Logic(npc)
+	v, known := out.c.Entity(npc)
+	switch {
+	case w.InRange(player, npc) && (!known || v.Logic.Pos != truth.Pos):
+		t.Errorf("the NPC is in range at %v; the client knows %v at %v", truth.Pos, known, v.Logic.Pos)
+	case !w.InRange(player, npc) && known:
+		t.Errorf("the NPC is out of range at %v; the client still holds it at %v", truth.Pos, v.Logic.Pos)
+	}
+}

@@ -53,11 +53,16 @@ type item struct {
 
 // sentPacket is what a downlink packet carried, for repair if it is lost.
 type sentPacket struct {
-	seq  int
-	done bool
-	corr bool
-	ids  []ID
+	seq   int
+	frame int // the frame it was sent in
+	done  bool
+	corr  bool
+	ids   []ID
 }
+
+// reorderFrames is how much later a packet must have been sent than an
+// unacknowledged one for its acknowledgement to mean the older was lost.
+const reorderFrames = 2
 
 // observer is the world's state for one client (the seed's per-character
 // m_nEnterRegionFrame[9], plus what a lossy network needs).
@@ -374,6 +379,7 @@ func (o *observer) ack(w *World, low, mask uint32) error {
 	if hs >= o.seq || hs < o.seq-ringSize {
 		return fmt.Errorf("interest: acknowledgement of packet %d, newest sent %d", hs, o.seq-1)
 	}
+	newest := o.ring[hs%ringSize].frame
 	for s := max(o.settled, o.seq-ringSize); s <= hs; s++ {
 		p := &o.ring[s%ringSize]
 		if p.seq != s || p.done {
@@ -384,7 +390,9 @@ func (o *observer) ack(w *World, low, mask uint32) error {
 			p.done = true
 			continue
 		}
-		if d >= 3 {
+		// Lost: three newer packets arrived, or one sent reorderFrames
+		// later did (the world sends rarely to a quiet client).
+		if d >= 3 || newest-p.frame >= reorderFrames {
 			p.done = true
 			o.lost(w, p)
 		}
@@ -523,7 +531,7 @@ func (o *observer) begin(w *World) {
 	h.encode(&o.w)
 	o.ackDue = false
 	p := &o.ring[o.seq%ringSize]
-	p.seq, p.done, p.corr, p.ids = o.seq, false, false, p.ids[:0]
+	p.seq, p.frame, p.done, p.corr, p.ids = o.seq, w.frame, false, false, p.ids[:0]
 	o.pkt = p
 	o.seq++
 }

@@ -48,7 +48,15 @@ type tplayer struct {
 	conn *transport.MemConn
 	b    behaviour
 	next time.Time
-	diff map[ID]time.Time
+	diff map[ID]difference
+}
+
+// difference is a client's open disagreement with the truth about one
+// entity: since when, and whether the entity is missing (in range, not
+// known) or stale (known, out of range).
+type difference struct {
+	since time.Time
+	what  string
 }
 
 type harnessOptions struct {
@@ -89,7 +97,7 @@ func newHarness(t testing.TB, o harnessOptions) *harness {
 		}
 		cc, sc := h.net.Pipe(o.link, o.link)
 		h.srv[id] = sc
-		h.players = append(h.players, &tplayer{id: id, c: c, conn: cc, b: behaviour(i % 3), diff: map[ID]time.Time{}})
+		h.players = append(h.players, &tplayer{id: id, c: c, conn: cc, b: behaviour(i % 3), diff: map[ID]difference{}})
 	}
 	return h
 }
@@ -261,8 +269,8 @@ func (h *harness) compare(now time.Time) {
 // resolve ends a difference between a client and the truth, recording how
 // long it lasted.
 func (h *harness) resolve(p *tplayer, id ID, now time.Time) {
-	if since, ok := p.diff[id]; ok {
-		h.episodes = append(h.episodes, now.Sub(since))
+	if d, ok := p.diff[id]; ok {
+		h.episodes = append(h.episodes, now.Sub(d.since))
 		delete(p.diff, id)
 	}
 }
@@ -272,8 +280,8 @@ func (h *harness) resolve(p *tplayer, id ID, now time.Time) {
 func (h *harness) episodeQuantile(q float64, now time.Time) time.Duration {
 	all := slices.Clone(h.episodes)
 	for _, p := range h.players {
-		for _, since := range p.diff {
-			all = append(all, now.Sub(since))
+		for _, d := range p.diff {
+			all = append(all, now.Sub(d.since))
 		}
 	}
 	if len(all) == 0 {
@@ -283,14 +291,23 @@ func (h *harness) episodeQuantile(q float64, now time.Time) time.Duration {
 	return all[min(len(all)-1, int(q*float64(len(all))))]
 }
 
+// mark records that a client differs from the truth about an entity. A
+// difference that changes kind (a missing entity that the client learns
+// just as its player's move takes the entity out of range, which makes it
+// stale) is a new difference, caused by a new change of the truth: the old
+// one is resolved.
 func (h *harness) mark(p *tplayer, id ID, now time.Time, what string) {
-	since, ok := p.diff[id]
+	d, ok := p.diff[id]
+	if ok && d.what != what {
+		h.resolve(p, id, now)
+		ok = false
+	}
 	if !ok {
-		p.diff[id] = now
+		p.diff[id] = difference{since: now, what: what}
 		return
 	}
-	if d := now.Sub(since); d > h.maxDiff {
-		h.maxDiff = d
-		h.maxDiffWho = fmt.Sprintf("client %d (%v), entity %d %s since %v", p.id, p.b, id, what, since.Sub(h.w.start))
+	if dur := now.Sub(d.since); dur > h.maxDiff {
+		h.maxDiff = dur
+		h.maxDiffWho = fmt.Sprintf("client %d (%v), entity %d %s since %v", p.id, p.b, id, what, d.since.Sub(h.w.start))
 	}
 }

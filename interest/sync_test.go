@@ -40,13 +40,26 @@ func TestKnownSetMatchesTruth(t *testing.T) {
 				h.run(30*time.Second, true) // the slowest NPC walk is under 25 s
 				now := time.Now()
 				p99 := h.episodeQuantile(0.99, now)
-				t.Logf("packets %d, differences %d, p99 %v, max %v (%s)", h.packets, len(h.episodes), p99, h.maxDiff, h.maxDiffWho)
+				t.Logf("packets %d, differences %d, p99 %v, p99.9 %v, max %v (%s)", h.packets, len(h.episodes), p99, h.episodeQuantile(0.999, now), h.maxDiff, h.maxDiffWho)
 				if p99 > 2500*time.Millisecond {
 					t.Errorf("99th percentile of the known set's differences from the truth is %v, over 2.5 s", p99)
 				}
+				// Every difference closes within 2.5 s on a clean link. Under
+				// loss a forced sync (due 2 s after the entry) that is lost is
+				// repaired about 375 ms later (the next packet shows the gap,
+				// then a round trip), and at 5% iid loss a repair is itself
+				// lost now and then: no bound holds for every episode, so
+				// allow four repairs (12 seeds gave at most 3.56 s).
+				bound := 2500 * time.Millisecond
+				if tc.loss > 0 {
+					bound += 4 * 375 * time.Millisecond
+				}
+				if h.maxDiff > bound {
+					t.Errorf("a difference lasted %v, over %v: %s", h.maxDiff, bound, h.maxDiffWho)
+				}
 				for _, p := range h.players {
-					for id, since := range p.diff {
-						t.Errorf("client %d still differs from the truth about entity %d after everything stood still (since %v)", p.id, id, since.Sub(h.w.start))
+					for id, d := range p.diff {
+						t.Errorf("client %d still differs from the truth about entity %d after everything stood still (%s since %v)", p.id, id, d.what, d.since.Sub(h.w.start))
 					}
 				}
 				if h.leaks > 0 {

@@ -123,10 +123,17 @@ type region struct {
 	ents    []ID
 	obs     []*observer
 	city    bool
-	bc      msgBuf // commands of entities here, for every observer within range
-	direct  msgBuf // announcements for observers located here
-	syncs   []ID   // entities here due for state sync this frame
+	bc      msgBuf   // commands of entities here, for every observer within range
+	direct  msgBuf   // announcements for observers located here
+	syncs   []ID     // entities here due for state sync this frame
+	leavers []leaver // observers that left this region lately, oldest first
 	touched bool
+}
+
+// leaver is an observer that left a region, and the frame it did.
+type leaver struct {
+	o  *observer
+	at int
 }
 
 // pending is a command waiting for the frame's flush, when it is encoded
@@ -771,6 +778,42 @@ func (w *World) leaves() {
 	}
 }
 
+// missed repairs the clients that have just left the range of region ri,
+// where entity id moves: such a client may still hold the entity (it
+// keeps what leaves its range for removeGrace, and comes back in range
+// along its own path) but does not hear this move. It gets the entity's
+// logic if it is back in range when its packet is built, else a removal;
+// neither says anything about an entity outside its range.
+func (w *World) missed(id ID, ri int32) {
+	a := w.regionAt(ri)
+	window := 2 * w.cfg.frames(removeGrace)
+	w.around(ri, func(from int32) {
+		for _, l := range w.regions[from].leavers {
+			if w.frame-l.at > window || l.o.id == id || w.ents[l.o.id].obs != l.o {
+				continue
+			}
+			if !near(a, w.regionAt(w.ents[l.o.id].reg)) {
+				l.o.enqueue(item{kind: itemLogic, why: whyRepair, id: id})
+			}
+		}
+	})
+}
+
+// left records that observer o left region from, forgetting the region's
+// leavers older than missed looks.
+func (w *World) left(o *observer, from int32) {
+	reg := &w.regions[from]
+	window := 2 * w.cfg.frames(removeGrace)
+	n := 0
+	for n < len(reg.leavers) && w.frame-reg.leavers[n].at > window {
+		n++
+	}
+	if n > 0 {
+		reg.leavers = append(reg.leavers[:0], reg.leavers[n:]...)
+	}
+	reg.leavers = append(reg.leavers, leaver{o: o, at: w.frame})
+}
+
 // gone tells the observers around region from that entity id, which a
 // command just took out of their range before they could hear the command,
 // is gone: the seed's step 2, for the case where the broadcast move cannot
@@ -826,8 +869,11 @@ func (w *World) flush() {
 			}
 			ri = e.reg
 			e.lastBc = w.frame
-			if p.tag == tagMove && p.reg != ri {
-				w.gone(p.id, p.reg, ri)
+			if p.tag == tagMove {
+				if p.reg != ri {
+					w.gone(p.id, p.reg, ri)
+				}
+				w.missed(p.id, ri)
 			}
 		}
 		if !w.hasObservers(ri) {
@@ -908,6 +954,7 @@ func (w *World) dropObserver(o *observer, r int32) {
 func (w *World) moveObserver(o *observer, from, to int32) {
 	w.dropObserver(o, from)
 	w.regions[to].obs = append(w.regions[to].obs, o)
+	w.left(o, from)
 	o.crossed(w, from, to)
 }
 
