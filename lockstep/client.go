@@ -335,6 +335,12 @@ type Step struct {
 	// the frames it missed: run them without rendering (or render only
 	// the last); play turns live when it is caught up.
 	CatchingUp bool
+	// Snapshot, when not nil, is a snapshot of the room's simulation
+	// (Snapshotter) taken after frames 0 .. SnapshotFrame-1: restore the
+	// game from it before running Frames, which start at SnapshotFrame.
+	// It comes once, while catching up, in a room that runs a simulation.
+	Snapshot      []byte
+	SnapshotFrame int
 }
 
 // Advance is called on every render tick of the game: it returns the frames

@@ -29,6 +29,14 @@ type clientLife struct {
 
 	lastReport time.Time
 	reported   bool
+
+	// A snapshot of the room's simulation, arriving in parts, and the
+	// decoded one waiting for Advance to hand it to the game.
+	snapBuf   []byte
+	snapFrame int
+	snapParts int
+	snapGame  []byte
+	snapAt    int // the frame the waiting snapshot is the state before
 }
 
 type pendingHash struct {
@@ -146,7 +154,7 @@ func (c *Client) lifeMessage(now time.Time, msg []byte) error {
 		if c.streamDone || c.caughtUp {
 			return fmt.Errorf("%w: catch-up after the stream ended", ErrMalformed)
 		}
-		if len(c.chunk) > 0 && c.chunk[0].Number != c.have {
+		if len(c.chunk) > 0 && c.chunk[0].Number > c.have { // frames below have are repeats
 			return fmt.Errorf("%w: catch-up from frame %d, %d held", ErrMalformed, c.chunk[0].Number, c.have)
 		}
 		if !c.catching {
@@ -160,8 +168,59 @@ func (c *Client) lifeMessage(now time.Time, msg []byte) error {
 		}
 		c.streamDone = last
 		return nil
+	case lifeSnapshot:
+		d, err := decodeSnapshotPart(r)
+		if err != nil {
+			return err
+		}
+		return c.snapshotPart(now, d)
 	}
 	return fmt.Errorf("%w: lifecycle message %d from the room", ErrMalformed, sub)
+}
+
+// snapshotPart takes one part of a snapshot; the last part restarts the
+// client's frame sequence at the snapshot's frame.
+func (c *Client) snapshotPart(now time.Time, d snapshotPart) error {
+	handed := c.have // frames the game has been given
+	if len(c.queue) > 0 {
+		handed = c.queued
+	}
+	switch {
+	case c.streamDone || c.caughtUp:
+		return fmt.Errorf("%w: snapshot after the catch-up stream ended", ErrMalformed)
+	case d.frame < handed:
+		return fmt.Errorf("%w: snapshot of frame %d, %d already run", ErrMalformed, d.frame, handed)
+	case d.part != c.snapParts || (d.part > 0 && d.frame != c.snapFrame):
+		c.snapBuf, c.snapParts = c.snapBuf[:0], 0
+		return fmt.Errorf("%w: snapshot part %d of frame %d, want part %d of %d", ErrMalformed, d.part, d.frame, c.snapParts, c.snapFrame)
+	}
+	if !c.catching {
+		c.catching, c.catchStart = true, now
+		c.jb = NewJitterBuffer(c.cfg.Hz)
+	}
+	c.snapFrame = d.frame
+	c.snapBuf = append(c.snapBuf, d.data...)
+	c.snapParts++
+	if c.snapParts < d.parts {
+		return nil
+	}
+	comp := c.snapBuf
+	c.snapBuf, c.snapParts = nil, 0
+	prev, game, err := decodeSnapshotPayload(comp, c.cfg.Players)
+	if err != nil {
+		return err
+	}
+	// The frames before the snapshot are no longer needed.
+	c.have, c.queue, c.queued = d.frame, nil, d.frame
+	for n := range c.ahead {
+		if n < d.frame {
+			delete(c.ahead, n)
+		}
+	}
+	copy(c.prevReal, prev)
+	c.snapGame, c.snapAt = game, d.frame
+	c.drain()
+	return nil
 }
 
 // catchUp is Advance while catching up: it hands out the frames held, a
@@ -169,6 +228,10 @@ func (c *Client) lifeMessage(now time.Time, msg []byte) error {
 // seen.
 func (c *Client) catchUp(now time.Time) Step {
 	s := Step{State: Fast, CatchingUp: true, Alpha: 1}
+	if c.snapGame != nil {
+		s.Snapshot, s.SnapshotFrame = c.snapGame, c.snapAt
+		c.snapGame = nil
+	}
 	for len(c.queue) > 0 && len(s.Frames) < catchUpPerAdvance {
 		s.Frames = append(s.Frames, c.queue[0])
 		c.queue = c.queue[1:]

@@ -14,6 +14,8 @@ const (
 	lifeDump        = 2 // client to room: one part of a state dump
 	lifeCatchUp     = 3 // room to client: frames from the log, byte-aligned and compressed
 	lifeDumpRequest = 4 // room to client: send a state dump for a frame
+	lifeSnapshot    = 5 // room to client: one part of a snapshot of the room's simulation
+	lifeEvents      = 6 // client to room: game events, and the frames they are complete for
 	lifeBits        = 3
 )
 

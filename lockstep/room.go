@@ -58,7 +58,14 @@ type RoomStats struct {
 	SendErrors  uint64           // sends that failed
 	Dropped     [numDrops]uint64 // by reason (DropMalformed ...)
 	MaxCutLate  time.Duration    // the latest a frame was cut after its scheduled time
-	CatchUp     uint64           // catch-up bytes sent
+	CatchUp     uint64           // catch-up bytes sent (snapshots included)
+
+	// Server-side simulation (Config.Simulation).
+	SimFrames        int    // frames the simulation ran
+	MaxSimLag        int    // the most frames it was behind the cut after a tick
+	SimBehind        uint64 // times it fell over a second of frames behind (EventSimBehind)
+	Snapshots        uint64 // snapshots taken for catch-up
+	SnapshotFailures uint64 // snapshots too big to send (the frame log went instead)
 }
 
 // Room is the relay of one lockstep match (seeds 001-003): it cuts frames
@@ -89,6 +96,8 @@ type Room struct {
 	arena    []byte
 	slotSlab []Slot
 	inSlab   [][]byte
+
+	sim *serverSim // nil without Config.Simulation
 
 	lifecycle
 }
@@ -192,6 +201,13 @@ func NewRoom(cfg Config, start time.Time, out Sender) (*Room, error) {
 		p.redundancy = cfg.Redundancy
 		p.retransAt = make(map[int]int)
 		p.initLife(start)
+	}
+	if cfg.Simulation != nil {
+		sim, err := newServerSim(cfg)
+		if err != nil {
+			return nil, err
+		}
+		r.sim = sim
 	}
 	r.now = start
 	return r, nil
@@ -376,7 +392,8 @@ func (r *Room) input(p *player, seq uint32, in upInput, now time.Time) error {
 
 // Tick cuts every frame that is due at now and sends each player its
 // packet. A room that fell behind cuts all the frames it owes at once; the
-// frames are numbered, not timed, so nothing is lost.
+// frames are numbered, not timed, so nothing is lost. Then the room's
+// simulation, if any, runs the frames cut, up to its budget per tick.
 func (r *Room) Tick(now time.Time) {
 	cut := false
 	for {
@@ -392,6 +409,7 @@ func (r *Room) Tick(now time.Time) {
 	}
 	r.now = now
 	if !cut {
+		r.stepSim() // a simulation that fell behind catches up between cuts too
 		return
 	}
 	for slot := range r.players {
@@ -399,6 +417,7 @@ func (r *Room) Tick(now time.Time) {
 			r.send(slot, p, r.next-1, now)
 		}
 	}
+	r.stepSim()
 	r.tickLife(now)
 }
 

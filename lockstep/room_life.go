@@ -52,6 +52,8 @@ type peerLife struct {
 type stream struct {
 	active    bool
 	next, end int
+	snap      []byte // a snapshot to send first (the state after frames 0 .. next-1), compressed
+	snapSent  int    // its parts sent
 }
 
 func (p *player) initLife(now time.Time) {
@@ -102,6 +104,15 @@ const (
 	// EventLive: the peer in Slot caught up after joining and plays live
 	// from Frame; After is the time from Join (or AddSpectator) to then.
 	EventLive
+	// EventSimBehind: the room's server-side simulation is Behind frames
+	// behind the cut, having run frames 0 .. Frame-1 (raised again only
+	// after it caught up).
+	EventSimBehind
+	// EventVerdict: the players in Players reported game events for Frame
+	// that differ from the agreed ones (the majority's, or the room's
+	// simulation's; with no majority every reporter). Each player is named
+	// once, at its first disagreeing frame; Room.Result has the rest.
+	EventVerdict
 )
 
 func (k EventKind) String() string {
@@ -112,6 +123,10 @@ func (k EventKind) String() string {
 		return "dump"
 	case EventLive:
 		return "live"
+	case EventSimBehind:
+		return "sim_behind"
+	case EventVerdict:
+		return "verdict"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
@@ -120,11 +135,12 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind    EventKind
 	Frame   int
-	Players []int         // EventDesync: the diverging players, ascending
+	Players []int         // EventDesync, EventVerdict: the players named, ascending
 	Slot    int           // EventDump, EventLive: the peer
 	Dump    []byte        // EventDump: the game's state dump
 	Agrees  bool          // EventDump: the peer agreed with the majority
 	After   time.Duration // EventLive: time from joining to live
+	Behind  int           // EventSimBehind: frames behind the cut
 }
 
 // Events returns and clears the events raised since the last call.
@@ -158,7 +174,9 @@ func (r *Room) Leave(slot int) error {
 // connection, streams the frame log from frame 0 on the reliable channel,
 // paced by Config.CatchUpBytes, alongside the newest frames on the
 // unreliable one; the client runs the frames without rendering and reports
-// when it is live, which raises EventLive. Checking the player's ticket is
+// when it is live, which raises EventLive. A room running a Snapshotter
+// (Config.Simulation) sends a snapshot of it instead, and streams only the
+// frames after it (Step.Snapshot on the client). Checking the player's ticket is
 // the engine's job. Joining a slot that is connected replaces the
 // connection.
 func (r *Room) Join(slot int, now time.Time) error {
@@ -191,14 +209,20 @@ func (r *Room) resetPeer(p *player, now time.Time) {
 	p.live = true
 }
 
-// startStream starts a catch-up stream of frames 0 .. end-1 (the seam for
-// snapshot-based catch-up: a snapshot would start it later).
+// startStream starts a catch-up stream of frames 0 .. end-1, or, when the
+// room's simulation can snapshot and has not run past end, of a snapshot
+// of the simulation and the frames after it.
 func (r *Room) startStream(p *player, end int) {
 	if end <= 0 {
 		return // nothing to catch up: the client starts live
 	}
 	p.live = false
 	p.stream = stream{active: true, next: 0, end: end}
+	if r.sim != nil && r.sim.frame <= end {
+		if snap, ok := r.snapshotPayload(); ok {
+			p.stream.snap, p.stream.next = snap, r.sim.frame
+		}
+	}
 }
 
 // AddSpectator adds a spectator who sees the match delay behind the cut:
@@ -267,6 +291,11 @@ func (r *Room) tickLife(now time.Time) {
 // streamTo sends catch-up messages to a peer while the budget lasts and
 // returns what is left of it.
 func (r *Room) streamTo(id int, p *player, budget int) int {
+	if p.stream.snap != nil {
+		if budget = r.streamSnapshot(id, p, budget); p.stream.snap != nil {
+			return budget
+		}
+	}
 	for p.stream.active && budget > catchUpChunkBytes {
 		first := p.stream.next
 		w := &r.cw
@@ -372,6 +401,7 @@ type hashCheck struct {
 // checkResult is a resolved comparison.
 type checkResult struct {
 	known   bool
+	ref     bool   // hash is the server-side simulation's
 	hash    uint64 // the majority's hash (when majority)
 	agree   uint32 // the players who reported it
 	support int
@@ -397,13 +427,13 @@ func (r *Room) hashReport(slot int, p *player, frame int, hash uint64) error {
 		if res.agree&(1<<slot) != 0 || p.desynced {
 			return nil
 		}
-		if res.support > 0 && hash == res.hash {
+		if (res.support > 0 || res.ref) && hash == res.hash {
 			res.agree |= 1 << slot
 			return nil
 		}
 		// A late report (a rejoined client catching up) that differs.
 		div := []int{slot}
-		if res.support*2 <= bitsCount(res.agree|1<<slot) {
+		if !res.ref && res.support*2 <= bitsCount(res.agree|1<<slot) {
 			for i := range r.players { // no majority with this report: name the others too
 				if res.agree&(1<<i) != 0 && !r.players[i].desynced {
 					div = append(div, i)
@@ -462,6 +492,9 @@ func (r *Room) resolveChecks(onlyComplete bool) {
 		if !complete && (onlyComplete || !old) {
 			return
 		}
+		if r.sim != nil && c.frame >= r.sim.frame {
+			return // the reference is not computed yet
+		}
 		r.resolve(c)
 		r.checks = slices.Delete(r.checks, 0, 1)
 	}
@@ -494,11 +527,22 @@ func (r *Room) resolve(c *hashCheck) {
 	if support*2 > reporters {
 		res.hash, res.support = best, support
 	}
+	if r.sim != nil && idx < len(r.sim.hashes) {
+		// The room's own simulation is the reference: attribution works
+		// with any number of players.
+		best = r.sim.hashes[idx]
+		res = checkResult{known: true, ref: true, hash: best}
+		for i := range r.players {
+			if c.reported&(1<<i) != 0 && c.hashes[i] == best {
+				res.support++
+			}
+		}
+	}
 	for i := range r.players {
 		if c.reported&(1<<i) == 0 {
 			continue
 		}
-		if res.support > 0 && c.hashes[i] == best {
+		if (res.support > 0 || res.ref) && c.hashes[i] == best {
 			res.agree |= 1 << i
 		} else if !r.players[i].desynced {
 			div = append(div, i)
@@ -543,5 +587,5 @@ func (r *Room) MajorityHash(frame int) (uint64, bool) {
 		return 0, false
 	}
 	res := r.results[frame/k]
-	return res.hash, res.known && res.support > 0
+	return res.hash, res.known && (res.support > 0 || res.ref)
 }
