@@ -161,6 +161,7 @@ func (c *Client) Packet(now time.Time) []byte {
 		}
 	}
 	c.maybeReport(now)
+	c.flushEvents()
 	for n := range c.ahead {
 		if off := n - c.have - 1; off >= 0 && off < maxAckMask {
 			u.mask |= 1 << off
@@ -355,6 +356,9 @@ func (c *Client) Advance(now time.Time) Step {
 		s.Frames = append(s.Frames, c.queue[0])
 		c.queue = c.queue[1:]
 		c.queued++
+	}
+	if n := len(s.Frames); n > 0 {
+		c.ran = s.Frames[n-1].Number + 1
 	}
 	return s
 }

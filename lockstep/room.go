@@ -34,11 +34,12 @@ const (
 	DropAway             // a packet from a player who left
 	DropHash             // a hash report for a frame that is not checked, not cut, or reported twice differently
 	DropLifecycle        // a lifecycle message that does not decode or was not asked for
+	DropEvent            // a game event report that does not decode, or an event for a frame not cut, already reported complete, or over the limits
 	numDrops
 )
 
 var dropNames = [numDrops]string{"malformed", "slot", "late", "future", "too_many", "size", "sequence", "ack",
-	"spectator", "away", "hash", "lifecycle"}
+	"spectator", "away", "hash", "lifecycle", "event"}
 
 // DropName returns the name of a drop reason, for logs and metrics.
 func DropName(reason int) string {
@@ -98,6 +99,7 @@ type Room struct {
 	inSlab   [][]byte
 
 	sim *serverSim // nil without Config.Simulation
+	ver *verifier  // nil without Config.VerifyEvents
 
 	lifecycle
 }
@@ -208,6 +210,13 @@ func NewRoom(cfg Config, start time.Time, out Sender) (*Room, error) {
 			return nil, err
 		}
 		r.sim = sim
+	}
+	if cfg.VerifyEvents {
+		var sim Simulation
+		if r.sim != nil {
+			sim = r.sim.sim
+		}
+		r.ver = newVerifier(cfg.Players, sim)
 	}
 	r.now = start
 	return r, nil

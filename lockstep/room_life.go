@@ -41,6 +41,8 @@ type peerLife struct {
 	connected time.Duration // time connected before the current session
 	stream    stream
 	desynced  bool
+	evFrom    int    // the first frame this client runs (after a snapshot)
+	evRerun   bool   // a rejoined client re-running frames it reported before
 	dumpWant  int    // frame of the dump asked for, or -1
 	dump      []byte // dump parts so far
 	dumpParts int
@@ -189,6 +191,10 @@ func (r *Room) Join(slot int, now time.Time) error {
 	p.q.reconnects++
 	r.resetPeer(p, now)
 	r.startStream(p, r.next)
+	p.evFrom, p.evRerun = 0, true
+	if p.stream.active {
+		p.evFrom = p.stream.next
+	}
 	if r.rec != nil {
 		r.rec.event(recJoin, slot, r.next)
 	}
@@ -286,6 +292,7 @@ func (r *Room) tickLife(now time.Time) {
 		}
 	}
 	r.resolveChecks(false)
+	r.resolveEvents(false)
 }
 
 // streamTo sends catch-up messages to a peer while the budget lasts and
@@ -356,6 +363,8 @@ func (r *Room) lifeMessage(id int, p *player, msg []byte, now time.Time) error {
 		}
 		p.q.report(rep)
 		return nil
+	case lifeEvents:
+		return r.eventMessage(id, p, rd)
 	case lifeDump:
 		d, err := decodeDumpPart(rd)
 		if err != nil || d.frame != p.dumpWant || d.part != p.dumpParts {
