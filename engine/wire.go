@@ -86,6 +86,7 @@ func appendWelcome(dst []byte, m *welcome) []byte {
 		w.WriteVarint(int64(c.HashEvery))
 		w.WriteBool(c.DumpOnDesync)
 		w.WriteBool(c.VerifyEvents)
+		w.WriteBool(c.Authoritative)
 	} else {
 		c := m.interest
 		w.WriteUvarint(uint64(m.self))
@@ -129,6 +130,7 @@ func readWelcome(msg []byte) (*welcome, error) {
 		}
 		c.DumpOnDesync = r.ReadBool()
 		c.VerifyEvents = r.ReadBool()
+		c.Authoritative = r.ReadBool()
 		if r.Err() == nil {
 			if int(c.Fill) > int(lockstep.FillAbsent) || int(c.Late) > int(lockstep.LateNextFrame) {
 				r.Fail(fmt.Errorf("%w: unknown fill or late policy", ErrMalformed))

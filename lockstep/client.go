@@ -195,7 +195,7 @@ func (c *Client) Deliver(now time.Time, msg []byte) error {
 	default:
 		return fmt.Errorf("%w: kind %d", ErrMalformed, packetKind(msg))
 	}
-	if err := decodeDownlink(msg, c.cfg.Players, &c.dl); err != nil {
+	if err := decodeDownlink(msg, c.players(), &c.dl); err != nil {
 		return err
 	}
 	d := &c.dl
@@ -361,6 +361,15 @@ func (c *Client) Advance(now time.Time) Step {
 		c.ran = s.Frames[n-1].Number + 1
 	}
 	return s
+}
+
+// players returns the player count the frame decoders take: authPlayers
+// in an authoritative room.
+func (c *Client) players() int {
+	if c.cfg.Authoritative {
+		return authPlayers
+	}
+	return c.cfg.Players
 }
 
 // Have returns how many frames, from frame 0, the client holds.

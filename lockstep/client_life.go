@@ -131,7 +131,7 @@ const (
 // uplink packets. Hash only the state that must agree (positions, health,
 // scores), never what may differ between clients (seed 001 section 6.3).
 func (c *Client) ReportHash(frame int, hash uint64) {
-	if c.cfg.HashEvery < 0 || frame < 0 || frame%c.cfg.HashEvery != 0 {
+	if c.cfg.HashEvery < 0 || c.cfg.Authoritative || frame < 0 || frame%c.cfg.HashEvery != 0 {
 		return
 	}
 	if len(c.hashes) >= maxPendingHashes {
@@ -219,7 +219,7 @@ func (c *Client) lifeMessage(now time.Time, msg []byte) error {
 		return nil
 	case lifeCatchUp:
 		var last bool
-		c.chunk, c.raw, last, err = decodeCatchUp(msg, r, c.cfg.Players, c.raw, c.chunk[:0])
+		c.chunk, c.raw, last, err = decodeCatchUp(msg, r, c.players(), c.raw, c.chunk[:0])
 		if err != nil {
 			return err
 		}

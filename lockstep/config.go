@@ -109,6 +109,13 @@ type Config struct {
 	// and the room compare every player's events frame by frame (seed 001
 	// section 6.5): see Room.Result.
 	VerifyEvents bool
+	// Authoritative makes the room send each player, instead of the
+	// inputs, the state changes its simulation (an Authority) computed
+	// for the entities the player may see (seed 002). Clients still
+	// advance frame by frame, applying Frame.Changes; they report no
+	// hashes. Spectators are refused, and a rejoining player is streamed
+	// its own view from frame 0 (a snapshot would show it everything).
+	Authoritative bool
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -176,13 +183,13 @@ type configKey struct {
 	late                                      Late
 	inputBytes, inputsPerFrame, redundancy    int
 	maxAhead, hashEvery, catchUpBytes, stepsT int
-	dump, events, sim                         bool
+	dump, events, sim, auth                   bool
 }
 
 // key returns c's comparable part (whether a simulation is set, not which).
 func (c Config) key() configKey {
 	return configKey{c.Players, c.Hz, c.Fill, c.Late, c.InputBytes, c.InputsPerFrame, c.Redundancy,
-		c.MaxAhead, c.HashEvery, c.CatchUpBytes, c.SimStepsPerTick, c.DumpOnDesync, c.VerifyEvents, c.Simulation != nil}
+		c.MaxAhead, c.HashEvery, c.CatchUpBytes, c.SimStepsPerTick, c.DumpOnDesync, c.VerifyEvents, c.Simulation != nil, c.Authoritative}
 }
 
 // Period returns the time between two frames.

@@ -67,6 +67,7 @@ type RoomStats struct {
 	SimBehind        uint64 // times it fell over a second of frames behind (EventSimBehind)
 	Snapshots        uint64 // snapshots taken for catch-up
 	SnapshotFailures uint64 // snapshots too big to send (the frame log went instead)
+	ViewOverflow     uint64 // authoritative rooms: state changes left out of a view over its size bound
 }
 
 // Room is the relay of one lockstep match (seeds 001-003): it cuts frames
@@ -98,8 +99,9 @@ type Room struct {
 	slotSlab []Slot
 	inSlab   [][]byte
 
-	sim *serverSim // nil without Config.Simulation
-	ver *verifier  // nil without Config.VerifyEvents
+	sim  *serverSim // nil without Config.Simulation
+	ver  *verifier  // nil without Config.VerifyEvents
+	auth *authState // nil without Config.Authoritative
 
 	lifecycle
 }
@@ -210,6 +212,16 @@ func NewRoom(cfg Config, start time.Time, out Sender) (*Room, error) {
 			return nil, err
 		}
 		r.sim = sim
+	}
+	if cfg.Authoritative {
+		if r.sim == nil {
+			return nil, fmt.Errorf("%w: an authoritative room needs a Simulation", ErrConfig)
+		}
+		a, err := newAuthState(cfg, r.sim.sim)
+		if err != nil {
+			return nil, err
+		}
+		r.auth = a
 	}
 	if cfg.VerifyEvents {
 		var sim Simulation
@@ -421,12 +433,17 @@ func (r *Room) Tick(now time.Time) {
 		r.stepSim() // a simulation that fell behind catches up between cuts too
 		return
 	}
+	if r.auth != nil {
+		r.stepSim() // the views are what is sent
+	}
 	for slot := range r.players {
 		if p := &r.players[slot]; !p.away {
-			r.send(slot, p, r.next-1, now)
+			r.send(slot, p, r.sendable(slot)-1, now)
 		}
 	}
-	r.stepSim()
+	if r.auth == nil {
+		r.stepSim()
+	}
 	r.tickLife(now)
 }
 
@@ -500,11 +517,7 @@ func (r *Room) send(slot int, p *player, newest int, now time.Time) {
 	w.WriteUint(0, maxRunFrames) // placeholder, rewritten below
 	run := 0
 	for n := first; n <= newest; n++ {
-		cf := &r.frames[n]
-		body, bits := cf.rel, cf.relBits
-		if run == 0 {
-			body, bits = cf.full, cf.fullBits
-		}
+		body, bits := r.body(slot, n, run == 0)
 		if w.Len()+bits+16 > packetBits {
 			break
 		}
@@ -534,12 +547,12 @@ func (r *Room) send(slot int, p *player, newest int, now time.Time) {
 	sentRetrans := 0
 	prevNum := -1
 	for _, n := range retrans {
-		cf := &r.frames[n]
-		if w.Len()+cf.fullBits+40 > packetBits {
+		body, bits := r.body(slot, n, true)
+		if w.Len()+bits+40 > packetBits {
 			break
 		}
 		w.WriteUvarint(uint64(n - prevNum - 1))
-		w.WriteBitString(cf.full, cf.fullBits)
+		w.WriteBitString(body, bits)
 		prevNum = n
 		p.retransAt[n] = r.next
 		sentRetrans++

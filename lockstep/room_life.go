@@ -190,7 +190,7 @@ func (r *Room) Join(slot int, now time.Time) error {
 	p.away = false
 	p.q.reconnects++
 	r.resetPeer(p, now)
-	r.startStream(p, r.next)
+	r.startStream(p, r.sendable(slot))
 	p.evFrom, p.evRerun = 0, true
 	if p.stream.active {
 		p.evFrom = p.stream.next
@@ -224,7 +224,7 @@ func (r *Room) startStream(p *player, end int) {
 	}
 	p.live = false
 	p.stream = stream{active: true, next: 0, end: end}
-	if r.sim != nil && r.sim.frame <= end {
+	if r.sim != nil && r.auth == nil && r.sim.frame <= end {
 		if snap, ok := r.snapshotPayload(); ok {
 			p.stream.snap, p.stream.next = snap, r.sim.frame
 		}
@@ -240,6 +240,9 @@ func (r *Room) startStream(p *player, end int) {
 func (r *Room) AddSpectator(delay time.Duration, now time.Time) (int, error) {
 	if delay < 0 {
 		return 0, fmt.Errorf("%w: spectator delay %v", ErrConfig, delay)
+	}
+	if r.auth != nil {
+		return 0, fmt.Errorf("%w: an authoritative room takes no spectators", ErrConfig)
 	}
 	if len(r.specs) >= maxSpectators {
 		return 0, fmt.Errorf("%w: %d spectators already added", ErrConfig, len(r.specs))
@@ -309,11 +312,7 @@ func (r *Room) streamTo(id int, p *player, budget int) int {
 		w.Reset(r.raw[:0])
 		n := first
 		for ; n < p.stream.end && n-first < maxChunkFrames; n++ {
-			cf := &r.frames[n]
-			body, bits := cf.rel, cf.relBits
-			if n == first {
-				body, bits = cf.full, cf.fullBits
-			}
+			body, bits := r.body(id, n, n == first)
 			if n > first && w.Len()+bits > catchUpChunkBytes*8 {
 				break
 			}
@@ -423,8 +422,8 @@ const hashWindow = 3
 // hashReport takes a player's hash of its state after frame.
 func (r *Room) hashReport(slot int, p *player, frame int, hash uint64) error {
 	k := r.cfg.HashEvery
-	if p.spectator {
-		return nil // spectators run the game too; their hashes are not compared
+	if p.spectator || r.auth != nil {
+		return nil // spectators' and authoritative rooms' hashes are not compared
 	}
 	if k < 0 || frame%k != 0 || frame >= r.next {
 		r.stats.Dropped[DropHash]++

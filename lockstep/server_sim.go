@@ -89,6 +89,9 @@ func (r *Room) stepSim() {
 		if k := r.cfg.HashEvery; k > 0 && s.frame%k == 0 {
 			s.hashes = append(s.hashes, s.sim.Hash())
 		}
+		if r.auth != nil {
+			r.authFrame()
+		}
 		if r.ver != nil && r.ver.sim != nil {
 			r.simEvents(s.frame)
 		}
