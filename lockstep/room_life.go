@@ -195,6 +195,9 @@ func (r *Room) Join(slot int, now time.Time) error {
 	if p.stream.active {
 		p.evFrom = p.stream.next
 	}
+	if r.ver != nil {
+		r.ver.joined(slot, p.evFrom)
+	}
 	if r.rec != nil {
 		r.rec.event(recJoin, slot, r.next)
 	}

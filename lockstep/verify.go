@@ -78,13 +78,14 @@ type verifier struct {
 	named      []bool
 	pend       [][]GameEvent // per player: events of frames >= done, in order
 	through    []int         // per player: frames reported complete, this session and before
+	gaps       [][][2]int    // per player: frames it never ran (skipped by a snapshot), [from, to)
 	sim        EventSource   // the reference, when the room runs one
 	simEvents  []GameEvent   // its events of frames >= done
 	keys       [MaxPlayers][]byte
 }
 
 func newVerifier(players int, sim Simulation) *verifier {
-	v := &verifier{pend: make([][]GameEvent, players), through: make([]int, players),
+	v := &verifier{pend: make([][]GameEvent, players), through: make([]int, players), gaps: make([][][2]int, players),
 		verdicts: make([]PlayerVerdict, players), named: make([]bool, players)}
 	for i := range v.verdicts {
 		v.verdicts[i].First = -1
@@ -325,7 +326,7 @@ func (r *Room) compareFrame(f int) {
 			key = append(key, e.Data...)
 		}
 		v.keys[i] = key
-		if v.through[i] > f {
+		if v.through[i] > f && !v.skipped(i, f) {
 			reporters = append(reporters, i)
 		}
 		v.pend[i] = v.pend[i][n:]
@@ -370,6 +371,26 @@ func (r *Room) compareFrame(f int) {
 	}
 	if len(div) > 0 {
 		r.disagree(f, div)
+	}
+}
+
+// skipped reports whether player i never ran frame f: a snapshot took it
+// past it.
+func (v *verifier) skipped(i, f int) bool {
+	for _, g := range v.gaps[i] {
+		if f >= g[0] && f < g[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// joined notes that a rejoining player's client starts at frame from: the
+// frames between what it reported and from it will never run.
+func (v *verifier) joined(i, from int) {
+	if from > v.through[i] && len(v.gaps[i]) < 64 {
+		v.gaps[i] = append(v.gaps[i], [2]int{v.through[i], from})
+		v.through[i] = from
 	}
 }
 
