@@ -133,7 +133,10 @@ func (r *Room) SetSpectatorDelay(d time.Duration) {
 
 // OnEvent sets a function that receives the room's events (desyncs with
 // the diverging players, state dumps, players back live after a
-// reconnect). It runs on the room's worker: keep it short.
+// reconnect, game-event verdicts, a server-side simulation falling
+// behind). It runs on the room's worker: keep it short. At the end of a
+// match that verifies events (lockstep.Config.VerifyEvents), read the
+// agreed result on the worker: r.Do(func(l *lockstep.Room) { res := l.Result(); ... }).
 func (r *Room) OnEvent(f func(lockstep.Event)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -268,8 +271,13 @@ func (r *Room) Run(now time.Time) time.Time {
 	r.s.metrics.roomDelta(&prev, &r.stats)
 	for _, e := range events {
 		r.s.metrics.event(e.Kind.String())
-		if e.Kind == lockstep.EventDesync {
+		switch e.Kind {
+		case lockstep.EventDesync:
 			r.s.log.Warn("desync", "room", r.name, "frame", e.Frame, "players", e.Players)
+		case lockstep.EventVerdict:
+			r.s.log.Warn("game events disagree", "room", r.name, "frame", e.Frame, "players", e.Players)
+		case lockstep.EventSimBehind:
+			r.s.log.Warn("room simulation behind", "room", r.name, "frame", e.Frame, "behind", e.Behind)
 		}
 		if onEvent != nil {
 			onEvent(e)

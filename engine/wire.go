@@ -85,6 +85,8 @@ func appendWelcome(dst []byte, m *welcome) []byte {
 		}
 		w.WriteVarint(int64(c.HashEvery))
 		w.WriteBool(c.DumpOnDesync)
+		w.WriteBool(c.VerifyEvents)
+		w.WriteBool(c.Authoritative)
 	} else {
 		c := m.interest
 		w.WriteUvarint(uint64(m.self))
@@ -127,6 +129,8 @@ func readWelcome(msg []byte) (*welcome, error) {
 			r.Fail(fmt.Errorf("%w: hash interval %d", ErrMalformed, h))
 		}
 		c.DumpOnDesync = r.ReadBool()
+		c.VerifyEvents = r.ReadBool()
+		c.Authoritative = r.ReadBool()
 		if r.Err() == nil {
 			if int(c.Fill) > int(lockstep.FillAbsent) || int(c.Late) > int(lockstep.LateNextFrame) {
 				r.Fail(fmt.Errorf("%w: unknown fill or late policy", ErrMalformed))

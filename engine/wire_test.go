@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 
 	"github.com/tongbu/tongbu/interest"
@@ -25,7 +26,7 @@ func TestWelcomeRoundTrip(t *testing.T) {
 			t.Fatalf("%v welcome: %v", in.mode, err)
 		}
 		if out.mode != in.mode || out.target != in.target || out.role != in.role || out.slot != in.slot ||
-			out.self != in.self || out.lockstep != in.lockstep {
+			out.self != in.self || !reflect.DeepEqual(out.lockstep, in.lockstep) {
 			t.Fatalf("got %+v, want %+v", out, in)
 		}
 		if in.mode == Interest {

@@ -162,6 +162,7 @@ func (c *Client) Packet(now time.Time) []byte {
 		}
 	}
 	c.maybeReport(now)
+	c.flushEvents()
 	for n := range c.ahead {
 		if off := n - c.have - 1; off >= 0 && off < maxAckMask {
 			u.mask |= 1 << off
@@ -196,7 +197,7 @@ func (c *Client) Deliver(now time.Time, msg []byte) error {
 	default:
 		return fmt.Errorf("%w: kind %d", ErrMalformed, packetKind(msg))
 	}
-	if err := decodeDownlink(msg, c.cfg.Players, &c.dl); err != nil {
+	if err := decodeDownlink(msg, c.players(), &c.dl); err != nil {
 		return err
 	}
 	d := &c.dl
@@ -338,6 +339,12 @@ type Step struct {
 	// the frames it missed: run them without rendering (or render only
 	// the last); play turns live when it is caught up.
 	CatchingUp bool
+	// Snapshot, when not nil, is a snapshot of the room's simulation
+	// (Snapshotter) taken after frames 0 .. SnapshotFrame-1: restore the
+	// game from it before running Frames, which start at SnapshotFrame.
+	// It comes once, while catching up, in a room that runs a simulation.
+	Snapshot      []byte
+	SnapshotFrame int
 }
 
 // Advance is called on every render tick of the game: it returns the frames
@@ -353,6 +360,9 @@ func (c *Client) Advance(now time.Time) Step {
 		c.queue = c.queue[1:]
 		c.queued++
 	}
+	if n := len(s.Frames); n > 0 {
+		c.ran = s.Frames[n-1].Number + 1
+	}
 	return s
 }
 
@@ -360,6 +370,15 @@ func (c *Client) Advance(now time.Time) Step {
 // Deliver took, in the order they were taken: the arrivals the jitter
 // buffer was told of. The slice is valid until the next Deliver.
 func (c *Client) Received() []int { return c.received }
+
+// players returns the player count the frame decoders take: authPlayers
+// in an authoritative room.
+func (c *Client) players() int {
+	if c.cfg.Authoritative {
+		return authPlayers
+	}
+	return c.cfg.Players
+}
 
 // Have returns how many frames, from frame 0, the client holds.
 func (c *Client) Have() int { return c.have }

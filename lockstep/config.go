@@ -89,6 +89,33 @@ type Config struct {
 	// over all its catch-up streams (default 32 KiB: about 480 KB/s at
 	// 15 Hz).
 	CatchUpBytes int
+
+	// Simulation, when set, makes the room run the game itself
+	// (server-side simulation): NewRoom calls it once, and the room steps
+	// the simulation through every frame it cuts, after sending the frame,
+	// at most SimStepsPerTick frames per Tick, so a slow simulation falls
+	// behind (EventSimBehind) rather than delaying a cut. Its hash is the
+	// reference for desync detection: a client whose hash differs from it
+	// is named even with two players. When it also implements Snapshotter,
+	// a rejoining player is sent a snapshot of it and the frames after,
+	// instead of the whole frame log. Server-side only: the client half
+	// ignores it.
+	Simulation func() Simulation
+	// SimStepsPerTick bounds the frames the server-side simulation runs in
+	// one Tick (0 means 8; a room cuts one frame per tick when on time).
+	// Server-side only, like Simulation.
+	SimStepsPerTick int
+	// VerifyEvents makes clients report game events (Client.ReportEvent)
+	// and the room compare every player's events frame by frame (seed 001
+	// section 6.5): see Room.Result.
+	VerifyEvents bool
+	// Authoritative makes the room send each player, instead of the
+	// inputs, the state changes its simulation (an Authority) computed
+	// for the entities the player may see (seed 002). Clients still
+	// advance frame by frame, applying Frame.Changes; they report no
+	// hashes. Spectators are refused, and a rejoining player is streamed
+	// its own view from frame 0 (a snapshot would show it everything).
+	Authoritative bool
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -143,8 +170,26 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: hash every %d frames, want 1 to %d or -1", ErrConfig, c.HashEvery, maxHashEvery)
 	case c.CatchUpBytes < catchUpChunkBytes+1024:
 		return fmt.Errorf("%w: catch-up bytes %d per tick, want at least %d", ErrConfig, c.CatchUpBytes, catchUpChunkBytes+1024)
+	case c.SimStepsPerTick < 0 || c.SimStepsPerTick > 1<<16:
+		return fmt.Errorf("%w: %d simulation steps per tick, want 1 to %d", ErrConfig, c.SimStepsPerTick, 1<<16)
 	}
 	return nil
+}
+
+// configKey is a Config's comparable part: all but Simulation.
+type configKey struct {
+	players, hz                               int
+	fill                                      Fill
+	late                                      Late
+	inputBytes, inputsPerFrame, redundancy    int
+	maxAhead, hashEvery, catchUpBytes, stepsT int
+	dump, events, sim, auth                   bool
+}
+
+// key returns c's comparable part (whether a simulation is set, not which).
+func (c Config) key() configKey {
+	return configKey{c.Players, c.Hz, c.Fill, c.Late, c.InputBytes, c.InputsPerFrame, c.Redundancy,
+		c.MaxAhead, c.HashEvery, c.CatchUpBytes, c.SimStepsPerTick, c.DumpOnDesync, c.VerifyEvents, c.Simulation != nil, c.Authoritative}
 }
 
 // Period returns the time between two frames.

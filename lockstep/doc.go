@@ -18,6 +18,15 @@
 // calls Client.Advance on every render tick and runs the frames it returns,
 // interpolating by Alpha, at its own frame rate.
 //
+// A room can also run the game itself (Config.Simulation): its hash is
+// then the reference for desync detection, and a Snapshotter lets a
+// rejoining player catch up from a snapshot instead of the frame log.
+// With Config.VerifyEvents clients report the game events they see
+// (Client.ReportEvent); the room compares them frame by frame, names who
+// disagrees (EventVerdict) and gives the agreed result (Room.Result). In
+// an authoritative room (Config.Authoritative) the room sends each player
+// only the state changes its Authority lets it see, frame by frame.
+//
 // Both halves are driven by explicit calls with the time, so tests and
 // simulations run them with no network and no real clock. The package
 // depends on codec only; it reaches players through the small Sender

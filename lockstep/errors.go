@@ -31,6 +31,11 @@ var (
 	// record: the match did not finish, or the file was cut.
 	ErrReplayTruncated = errors.New("lockstep: replay truncated")
 
+	// ErrEvent is returned by Client.ReportEvent for an event the room
+	// would refuse: too big, for a frame not being run, or in a room that
+	// does not verify events.
+	ErrEvent = errors.New("lockstep: bad game event")
+
 	// ErrSpectator is returned by Client.Input on a spectator's client.
 	ErrSpectator = errors.New("lockstep: spectators send no input")
 )

@@ -56,3 +56,55 @@ func Example() {
 	// frame 2: player 1 duck
 	// frames played: 15 of 15
 }
+
+// Example_verifiedRoom runs a three-player room that verifies game events
+// (seed 001 section 6.5): every client reports the goals its simulation
+// sees; player 2's client claims a goal of its own that never happened.
+// The room names it, and the match result holds the goals the majority
+// agreed on.
+func Example_verifiedRoom() {
+	cfg := lockstep.Config{Players: 3, Hz: 15, VerifyEvents: true}
+	start := time.Unix(0, 0)
+	now := start
+	var clients []*lockstep.Client
+	for slot := range cfg.Players {
+		c, _ := lockstep.NewClient(cfg, slot)
+		clients = append(clients, c)
+	}
+	room, _ := lockstep.NewRoom(cfg, start, wire{clients, &now})
+
+	clients[0].Input(now, []byte("shoot"))
+	for now = start; now.Before(start.Add(3 * time.Second)); now = now.Add(time.Second / 60) {
+		for slot, c := range clients {
+			room.Deliver(slot, c.Packet(now), now)
+			for _, msg := range c.Outbox() { // events ride on the reliable channel
+				room.Deliver(slot, msg, now)
+			}
+		}
+		room.Tick(now)
+		for slot, c := range clients {
+			for _, f := range c.Advance(now).Frames {
+				for shooter, s := range f.Slots {
+					if !s.MadeUp && string(s.Inputs[0]) == "shoot" {
+						c.ReportEvent(f.Number, fmt.Appendf(nil, "goal by %d", shooter))
+						if slot == 2 {
+							c.ReportEvent(f.Number, []byte("goal by 2")) // the tampered client
+						}
+					}
+				}
+			}
+		}
+	}
+	for _, e := range room.Events() {
+		fmt.Printf("%s at frame %d: players %v\n", e.Kind, e.Frame, e.Players)
+	}
+	res := room.Result()
+	for _, e := range res.Events {
+		fmt.Printf("agreed at frame %d: %s\n", e.Frame, e.Data)
+	}
+	fmt.Println("player 2 disagreed in", res.Players[2].Disagreed, "frame(s)")
+	// Output:
+	// verdict at frame 2: players [2]
+	// agreed at frame 2: goal by 0
+	// player 2 disagreed in 1 frame(s)
+}

@@ -21,6 +21,9 @@ type Slot struct {
 type Frame struct {
 	Number int
 	Slots  []Slot
+	// Changes, in an authoritative room (Config.Authoritative), are the
+	// state changes of the frame that the player may see; Slots is nil.
+	Changes []StateChange
 }
 
 // sameInputs reports whether two slots carry the same real inputs.

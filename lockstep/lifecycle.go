@@ -14,6 +14,8 @@ const (
 	lifeDump        = 2 // client to room: one part of a state dump
 	lifeCatchUp     = 3 // room to client: frames from the log, byte-aligned and compressed
 	lifeDumpRequest = 4 // room to client: send a state dump for a frame
+	lifeSnapshot    = 5 // room to client: one part of a snapshot of the room's simulation
+	lifeEvents      = 6 // client to room: game events, and the frames they are complete for
 	lifeBits        = 3
 )
 
@@ -167,7 +169,7 @@ func decodeCatchUp(msg []byte, r *codec.Reader, players int, raw []byte, dst []F
 	var prev *Frame
 	start := len(dst)
 	for i := range count {
-		f, err := decodeFrameBody(fr, int(first)+i, players, prev)
+		f, err := decodeBody(fr, int(first)+i, players, prev)
 		if err != nil {
 			return dst[:start], raw, false, err
 		}

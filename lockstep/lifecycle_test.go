@@ -32,7 +32,7 @@ func (m *match) rejoin(slot int) {
 		m.t.Fatal(err)
 	}
 	m.clients[slot] = cl
-	m.sims[slot], m.hashes[slot], m.played[slot] = &chainSim{}, map[int]uint64{}, nil
+	m.sims[slot], m.hashes[slot], m.played[slot], m.snapAt[slot] = &chainSim{}, map[int]uint64{}, nil, 0
 	m.away[slot] = false
 	if err := m.room.Join(slot, time.Now()); err != nil {
 		m.t.Fatal(err)

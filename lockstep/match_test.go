@@ -43,10 +43,12 @@ type match struct {
 	sims     []*chainSim
 	hashes   []map[int]uint64
 	away     []bool
-	corrupt  map[int]int             // slot -> frame after which its simulation diverges
-	recvAt   []map[int]time.Duration // spectators: frame -> arrival after its cut
-	caught   []int                   // frames run while catching up
-	ids      []uint32                // the last input id of each client
+	corrupt  map[int]int                                       // slot -> frame after which its simulation diverges
+	recvAt   []map[int]time.Duration                           // spectators: frame -> arrival after its cut
+	caught   []int                                             // frames run while catching up
+	snapAt   []int                                             // the frame a client restored a snapshot at (its first frame played)
+	onFrame  func(slot int, c *Client, f Frame, sim *chainSim) // after each frame a client runs
+	ids      []uint32                                          // the last input id of each client
 }
 
 func newMatch(t *testing.T, cfg Config, seed uint64, up, down transport.LinkConfig) *match {
@@ -83,6 +85,7 @@ func (m *match) addClient(c *Client) {
 	m.away = append(m.away, false)
 	m.recvAt = append(m.recvAt, map[int]time.Duration{})
 	m.caught = append(m.caught, 0)
+	m.snapAt = append(m.snapAt, 0)
 	m.ids = append(m.ids, 0)
 }
 
@@ -179,10 +182,19 @@ func (m *match) play(slot int, end time.Time, inputRate float64, done chan<- str
 		if st.CatchingUp {
 			m.caught[slot] += len(st.Frames)
 		}
-		m.played[slot] = append(m.played[slot], st.Frames...)
 		sim := m.sims[slot]
+		if st.Snapshot != nil {
+			if err := sim.Restore(st.Snapshot); err != nil {
+				m.t.Errorf("client %d: restore: %v", slot, err)
+			}
+			m.snapAt[slot], m.played[slot] = st.SnapshotFrame, nil
+		}
+		m.played[slot] = append(m.played[slot], st.Frames...)
 		for _, f := range st.Frames {
 			sim.Step(f)
+			if m.onFrame != nil {
+				m.onFrame(slot, c, f, sim)
+			}
 			if at, ok := m.corrupt[slot]; ok && f.Number == at {
 				sim.state ^= 1 << 17 // a one-bit divergence
 			}
@@ -219,6 +231,7 @@ func (m *match) check() {
 			t.Errorf("client %d holds %d of %d frames", i, c.Have(), cut)
 		}
 		for k, f := range m.played[i] {
+			k += m.snapAt[i]
 			want, _ := m.room.Frame(k)
 			if f.Number != k || !sameFrame(f, want, m.cfg.Fill) {
 				t.Fatalf("client %d played frame %d as %+v, room cut %+v", i, k, f, want)

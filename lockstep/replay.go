@@ -362,7 +362,7 @@ func (rw *ReplayWriter) Close() error {
 // once, then each frame as it is cut, the hash comparisons, and players
 // leaving and joining. rw's header must carry the room's configuration.
 func (r *Room) Record(rw *ReplayWriter) error {
-	if rw.h.Config != r.cfg {
+	if rw.h.Config.key() != r.cfg.key() {
 		return fmt.Errorf("%w: the replay's configuration %+v is not the room's %+v", ErrReplay, rw.h.Config, r.cfg)
 	}
 	if rw.total != 0 {

@@ -34,11 +34,12 @@ const (
 	DropAway             // a packet from a player who left
 	DropHash             // a hash report for a frame that is not checked, not cut, or reported twice differently
 	DropLifecycle        // a lifecycle message that does not decode or was not asked for
+	DropEvent            // a game event report that does not decode, or an event for a frame not cut, already reported complete, or over the limits
 	numDrops
 )
 
 var dropNames = [numDrops]string{"malformed", "slot", "late", "future", "too_many", "size", "sequence", "ack",
-	"spectator", "away", "hash", "lifecycle"}
+	"spectator", "away", "hash", "lifecycle", "event"}
 
 // DropName returns the name of a drop reason, for logs and metrics.
 func DropName(reason int) string {
@@ -58,7 +59,15 @@ type RoomStats struct {
 	SendErrors  uint64           // sends that failed
 	Dropped     [numDrops]uint64 // by reason (DropMalformed ...)
 	MaxCutLate  time.Duration    // the latest a frame was cut after its scheduled time
-	CatchUp     uint64           // catch-up bytes sent
+	CatchUp     uint64           // catch-up bytes sent (snapshots included)
+
+	// Server-side simulation (Config.Simulation).
+	SimFrames        int    // frames the simulation ran
+	MaxSimLag        int    // the most frames it was behind the cut after a tick
+	SimBehind        uint64 // times it fell over a second of frames behind (EventSimBehind)
+	Snapshots        uint64 // snapshots taken for catch-up
+	SnapshotFailures uint64 // snapshots too big to send (the frame log went instead)
+	ViewOverflow     uint64 // authoritative rooms: state changes left out of a view over its size bound
 }
 
 // Room is the relay of one lockstep match (seeds 001-003): it cuts frames
@@ -89,6 +98,10 @@ type Room struct {
 	arena    []byte
 	slotSlab []Slot
 	inSlab   [][]byte
+
+	sim  *serverSim // nil without Config.Simulation
+	ver  *verifier  // nil without Config.VerifyEvents
+	auth *authState // nil without Config.Authoritative
 
 	lifecycle
 }
@@ -192,6 +205,30 @@ func NewRoom(cfg Config, start time.Time, out Sender) (*Room, error) {
 		p.redundancy = cfg.Redundancy
 		p.retransAt = make(map[int]int)
 		p.initLife(start)
+	}
+	if cfg.Simulation != nil {
+		sim, err := newServerSim(cfg)
+		if err != nil {
+			return nil, err
+		}
+		r.sim = sim
+	}
+	if cfg.Authoritative {
+		if r.sim == nil {
+			return nil, fmt.Errorf("%w: an authoritative room needs a Simulation", ErrConfig)
+		}
+		a, err := newAuthState(cfg, r.sim.sim)
+		if err != nil {
+			return nil, err
+		}
+		r.auth = a
+	}
+	if cfg.VerifyEvents {
+		var sim Simulation
+		if r.sim != nil {
+			sim = r.sim.sim
+		}
+		r.ver = newVerifier(cfg.Players, sim)
 	}
 	r.now = start
 	return r, nil
@@ -376,7 +413,8 @@ func (r *Room) input(p *player, seq uint32, in upInput, now time.Time) error {
 
 // Tick cuts every frame that is due at now and sends each player its
 // packet. A room that fell behind cuts all the frames it owes at once; the
-// frames are numbered, not timed, so nothing is lost.
+// frames are numbered, not timed, so nothing is lost. Then the room's
+// simulation, if any, runs the frames cut, up to its budget per tick.
 func (r *Room) Tick(now time.Time) {
 	cut := false
 	for {
@@ -392,12 +430,19 @@ func (r *Room) Tick(now time.Time) {
 	}
 	r.now = now
 	if !cut {
+		r.stepSim() // a simulation that fell behind catches up between cuts too
 		return
+	}
+	if r.auth != nil {
+		r.stepSim() // the views are what is sent
 	}
 	for slot := range r.players {
 		if p := &r.players[slot]; !p.away {
-			r.send(slot, p, r.next-1, now)
+			r.send(slot, p, r.sendable(slot)-1, now)
 		}
+	}
+	if r.auth == nil {
+		r.stepSim()
 	}
 	r.tickLife(now)
 }
@@ -472,11 +517,7 @@ func (r *Room) send(slot int, p *player, newest int, now time.Time) {
 	w.WriteUint(0, maxRunFrames) // placeholder, rewritten below
 	run := 0
 	for n := first; n <= newest; n++ {
-		cf := &r.frames[n]
-		body, bits := cf.rel, cf.relBits
-		if run == 0 {
-			body, bits = cf.full, cf.fullBits
-		}
+		body, bits := r.body(slot, n, run == 0)
 		if w.Len()+bits+16 > packetBits {
 			break
 		}
@@ -506,12 +547,12 @@ func (r *Room) send(slot int, p *player, newest int, now time.Time) {
 	sentRetrans := 0
 	prevNum := -1
 	for _, n := range retrans {
-		cf := &r.frames[n]
-		if w.Len()+cf.fullBits+40 > packetBits {
+		body, bits := r.body(slot, n, true)
+		if w.Len()+bits+40 > packetBits {
 			break
 		}
 		w.WriteUvarint(uint64(n - prevNum - 1))
-		w.WriteBitString(cf.full, cf.fullBits)
+		w.WriteBitString(body, bits)
 		prevNum = n
 		p.retransAt[n] = r.next
 		sentRetrans++

@@ -41,6 +41,8 @@ type peerLife struct {
 	connected time.Duration // time connected before the current session
 	stream    stream
 	desynced  bool
+	evFrom    int    // the first frame this client runs (after a snapshot)
+	evRerun   bool   // a rejoined client re-running frames it reported before
 	dumpWant  int    // frame of the dump asked for, or -1
 	dump      []byte // dump parts so far
 	dumpParts int
@@ -52,6 +54,8 @@ type peerLife struct {
 type stream struct {
 	active    bool
 	next, end int
+	snap      []byte // a snapshot to send first (the state after frames 0 .. next-1), compressed
+	snapSent  int    // its parts sent
 }
 
 func (p *player) initLife(now time.Time) {
@@ -102,6 +106,15 @@ const (
 	// EventLive: the peer in Slot caught up after joining and plays live
 	// from Frame; After is the time from Join (or AddSpectator) to then.
 	EventLive
+	// EventSimBehind: the room's server-side simulation is Behind frames
+	// behind the cut, having run frames 0 .. Frame-1 (raised again only
+	// after it caught up).
+	EventSimBehind
+	// EventVerdict: the players in Players reported game events for Frame
+	// that differ from the agreed ones (the majority's, or the room's
+	// simulation's; with no majority every reporter). Each player is named
+	// once, at its first disagreeing frame; Room.Result has the rest.
+	EventVerdict
 )
 
 func (k EventKind) String() string {
@@ -112,6 +125,10 @@ func (k EventKind) String() string {
 		return "dump"
 	case EventLive:
 		return "live"
+	case EventSimBehind:
+		return "sim_behind"
+	case EventVerdict:
+		return "verdict"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
@@ -120,11 +137,12 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind    EventKind
 	Frame   int
-	Players []int         // EventDesync: the diverging players, ascending
+	Players []int         // EventDesync, EventVerdict: the players named, ascending
 	Slot    int           // EventDump, EventLive: the peer
 	Dump    []byte        // EventDump: the game's state dump
 	Agrees  bool          // EventDump: the peer agreed with the majority
 	After   time.Duration // EventLive: time from joining to live
+	Behind  int           // EventSimBehind: frames behind the cut
 }
 
 // Events returns and clears the events raised since the last call.
@@ -158,7 +176,9 @@ func (r *Room) Leave(slot int) error {
 // connection, streams the frame log from frame 0 on the reliable channel,
 // paced by Config.CatchUpBytes, alongside the newest frames on the
 // unreliable one; the client runs the frames without rendering and reports
-// when it is live, which raises EventLive. Checking the player's ticket is
+// when it is live, which raises EventLive. A room running a Snapshotter
+// (Config.Simulation) sends a snapshot of it instead, and streams only the
+// frames after it (Step.Snapshot on the client). Checking the player's ticket is
 // the engine's job. Joining a slot that is connected replaces the
 // connection.
 func (r *Room) Join(slot int, now time.Time) error {
@@ -170,7 +190,14 @@ func (r *Room) Join(slot int, now time.Time) error {
 	p.away = false
 	p.q.reconnects++
 	r.resetPeer(p, now)
-	r.startStream(p, r.next)
+	r.startStream(p, r.sendable(slot))
+	p.evFrom, p.evRerun = 0, true
+	if p.stream.active {
+		p.evFrom = p.stream.next
+	}
+	if r.ver != nil {
+		r.ver.joined(slot, p.evFrom)
+	}
 	if r.rec != nil {
 		r.rec.event(recJoin, slot, r.next)
 	}
@@ -191,14 +218,20 @@ func (r *Room) resetPeer(p *player, now time.Time) {
 	p.live = true
 }
 
-// startStream starts a catch-up stream of frames 0 .. end-1 (the seam for
-// snapshot-based catch-up: a snapshot would start it later).
+// startStream starts a catch-up stream of frames 0 .. end-1, or, when the
+// room's simulation can snapshot and has not run past end, of a snapshot
+// of the simulation and the frames after it.
 func (r *Room) startStream(p *player, end int) {
 	if end <= 0 {
 		return // nothing to catch up: the client starts live
 	}
 	p.live = false
 	p.stream = stream{active: true, next: 0, end: end}
+	if r.sim != nil && r.auth == nil && r.sim.frame <= end {
+		if snap, ok := r.snapshotPayload(); ok {
+			p.stream.snap, p.stream.next = snap, r.sim.frame
+		}
+	}
 }
 
 // AddSpectator adds a spectator who sees the match delay behind the cut:
@@ -210,6 +243,9 @@ func (r *Room) startStream(p *player, end int) {
 func (r *Room) AddSpectator(delay time.Duration, now time.Time) (int, error) {
 	if delay < 0 {
 		return 0, fmt.Errorf("%w: spectator delay %v", ErrConfig, delay)
+	}
+	if r.auth != nil {
+		return 0, fmt.Errorf("%w: an authoritative room takes no spectators", ErrConfig)
 	}
 	if len(r.specs) >= maxSpectators {
 		return 0, fmt.Errorf("%w: %d spectators already added", ErrConfig, len(r.specs))
@@ -262,22 +298,24 @@ func (r *Room) tickLife(now time.Time) {
 		}
 	}
 	r.resolveChecks(false)
+	r.resolveEvents(false)
 }
 
 // streamTo sends catch-up messages to a peer while the budget lasts and
 // returns what is left of it.
 func (r *Room) streamTo(id int, p *player, budget int) int {
+	if p.stream.snap != nil {
+		if budget = r.streamSnapshot(id, p, budget); p.stream.snap != nil {
+			return budget
+		}
+	}
 	for p.stream.active && budget > catchUpChunkBytes {
 		first := p.stream.next
 		w := &r.cw
 		w.Reset(r.raw[:0])
 		n := first
 		for ; n < p.stream.end && n-first < maxChunkFrames; n++ {
-			cf := &r.frames[n]
-			body, bits := cf.rel, cf.relBits
-			if n == first {
-				body, bits = cf.full, cf.fullBits
-			}
+			body, bits := r.body(id, n, n == first)
 			if n > first && w.Len()+bits > catchUpChunkBytes*8 {
 				break
 			}
@@ -327,6 +365,8 @@ func (r *Room) lifeMessage(id int, p *player, msg []byte, now time.Time) error {
 		}
 		p.q.report(rep)
 		return nil
+	case lifeEvents:
+		return r.eventMessage(id, p, rd)
 	case lifeDump:
 		d, err := decodeDumpPart(rd)
 		if err != nil || d.frame != p.dumpWant || d.part != p.dumpParts {
@@ -372,6 +412,7 @@ type hashCheck struct {
 // checkResult is a resolved comparison.
 type checkResult struct {
 	known   bool
+	ref     bool   // hash is the server-side simulation's
 	hash    uint64 // the majority's hash (when majority)
 	agree   uint32 // the players who reported it
 	support int
@@ -384,8 +425,8 @@ const hashWindow = 3
 // hashReport takes a player's hash of its state after frame.
 func (r *Room) hashReport(slot int, p *player, frame int, hash uint64) error {
 	k := r.cfg.HashEvery
-	if p.spectator {
-		return nil // spectators run the game too; their hashes are not compared
+	if p.spectator || r.auth != nil {
+		return nil // spectators' and authoritative rooms' hashes are not compared
 	}
 	if k < 0 || frame%k != 0 || frame >= r.next {
 		r.stats.Dropped[DropHash]++
@@ -397,13 +438,13 @@ func (r *Room) hashReport(slot int, p *player, frame int, hash uint64) error {
 		if res.agree&(1<<slot) != 0 || p.desynced {
 			return nil
 		}
-		if res.support > 0 && hash == res.hash {
+		if (res.support > 0 || res.ref) && hash == res.hash {
 			res.agree |= 1 << slot
 			return nil
 		}
 		// A late report (a rejoined client catching up) that differs.
 		div := []int{slot}
-		if res.support*2 <= bitsCount(res.agree|1<<slot) {
+		if !res.ref && res.support*2 <= bitsCount(res.agree|1<<slot) {
 			for i := range r.players { // no majority with this report: name the others too
 				if res.agree&(1<<i) != 0 && !r.players[i].desynced {
 					div = append(div, i)
@@ -462,6 +503,9 @@ func (r *Room) resolveChecks(onlyComplete bool) {
 		if !complete && (onlyComplete || !old) {
 			return
 		}
+		if r.sim != nil && c.frame >= r.sim.frame {
+			return // the reference is not computed yet
+		}
 		r.resolve(c)
 		r.checks = slices.Delete(r.checks, 0, 1)
 	}
@@ -494,11 +538,22 @@ func (r *Room) resolve(c *hashCheck) {
 	if support*2 > reporters {
 		res.hash, res.support = best, support
 	}
+	if r.sim != nil && idx < len(r.sim.hashes) {
+		// The room's own simulation is the reference: attribution works
+		// with any number of players.
+		best = r.sim.hashes[idx]
+		res = checkResult{known: true, ref: true, hash: best}
+		for i := range r.players {
+			if c.reported&(1<<i) != 0 && c.hashes[i] == best {
+				res.support++
+			}
+		}
+	}
 	for i := range r.players {
 		if c.reported&(1<<i) == 0 {
 			continue
 		}
-		if res.support > 0 && c.hashes[i] == best {
+		if (res.support > 0 || res.ref) && c.hashes[i] == best {
 			res.agree |= 1 << i
 		} else if !r.players[i].desynced {
 			div = append(div, i)
@@ -543,5 +598,5 @@ func (r *Room) MajorityHash(frame int) (uint64, bool) {
 		return 0, false
 	}
 	res := r.results[frame/k]
-	return res.hash, res.known && res.support > 0
+	return res.hash, res.known && (res.support > 0 || res.ref)
 }

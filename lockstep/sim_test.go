@@ -1,6 +1,11 @@
 package lockstep
 
-import "github.com/tongbu/tongbu/lockstep/fixed"
+import (
+	"encoding/binary"
+	"errors"
+
+	"github.com/tongbu/tongbu/lockstep/fixed"
+)
 
 // chainSim is the test simulation: its state is a running hash of every
 // input of every frame (made-up slots included), so any difference in the
@@ -29,4 +34,17 @@ func (s *chainSim) Step(f Frame) {
 
 func (s *chainSim) Hash() uint64 { return s.state ^ uint64(s.frames) }
 
-var _ Simulation = (*chainSim)(nil)
+func (s *chainSim) Snapshot() []byte {
+	b := binary.LittleEndian.AppendUint64(nil, uint64(s.frames))
+	return binary.LittleEndian.AppendUint64(b, s.state)
+}
+
+func (s *chainSim) Restore(b []byte) error {
+	if len(b) != 16 {
+		return errors.New("chainSim: not a snapshot")
+	}
+	s.frames, s.state = int(binary.LittleEndian.Uint64(b)), binary.LittleEndian.Uint64(b[8:])
+	return nil
+}
+
+var _ Snapshotter = (*chainSim)(nil)

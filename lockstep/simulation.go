@@ -19,6 +19,21 @@ type Simulation interface {
 	Hash() uint64
 }
 
+// Snapshotter is a Simulation whose state can be saved and restored: a
+// room running one (Config.Simulation) catches a rejoining player up with
+// a snapshot and the frames after it instead of the whole frame log, and
+// the client restores its game from the snapshot (Step.Snapshot).
+// Restore(Snapshot()) must give a simulation that steps and hashes the
+// same as the original, on every platform.
+type Snapshotter interface {
+	Simulation
+	// Snapshot returns the whole state, at most MaxSnapshotBytes.
+	Snapshot() []byte
+	// Restore replaces the state with a snapshot; it returns an error, and
+	// leaves the state as it was, for bytes that are not a snapshot.
+	Restore(snapshot []byte) error
+}
+
 // VerifyResult is the outcome of re-running a replay.
 type VerifyResult struct {
 	Frames   int // frames run

@@ -232,7 +232,7 @@ func decodeDownlink(msg []byte, players int, d *downlink) error {
 		if i > 0 {
 			prev = &d.frames[i-1]
 		}
-		f, err := decodeFrameBody(r, int(first)+i, players, prev)
+		f, err := decodeBody(r, int(first)+i, players, prev)
 		if err != nil {
 			return err
 		}
@@ -249,7 +249,7 @@ func decodeDownlink(msg []byte, players int, d *downlink) error {
 		if r.Err() != nil || num > maxFrame {
 			return fmt.Errorf("%w: retransmitted frame number: %v", ErrMalformed, r.Err())
 		}
-		f, err := decodeFrameBody(r, int(num), players, nil)
+		f, err := decodeBody(r, int(num), players, nil)
 		if err != nil {
 			return err
 		}

@@ -48,6 +48,25 @@ func TestBenchReconnect(t *testing.T) {
 	}
 }
 
+func TestBenchReconnectSnapshot(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs about 5 s of real time")
+	}
+	kv := lastResult(t, "reconnect", "-snapshot", "-compare=false", "-drop", "1m", "-rooms", "2", "-baseline", "1s")
+	frames, err1 := strconv.Atoi(kv["frames"])
+	toLive, err2 := strconv.Atoi(kv["to_live_ms"])
+	bytes, err3 := strconv.Atoi(kv["bytes"])
+	for _, err := range []error{err1, err2, err3} {
+		if err != nil {
+			t.Fatalf("RESULT %v: %v", kv, err)
+		}
+	}
+	// A snapshot of 10 movers and a few frames: far less than the log.
+	if kv["mode"] != "snapshot" || frames < 900 || toLive <= 0 || bytes <= 0 || bytes > 10_000 {
+		t.Errorf("RESULT %v", kv)
+	}
+}
+
 type discard struct{}
 
 func (discard) Write(b []byte) (int, error) { return len(b), nil }

@@ -139,6 +139,9 @@ type liveClient struct {
 	conn *transport.MemConn
 	game *movers.Game
 	slot int
+
+	snapAt     int   // the frame a snapshot was restored at
+	restoreErr error // restoring it failed
 }
 
 // tick is one render tick of a client: take the room's messages, act,
@@ -156,6 +159,12 @@ func (lc *liveClient) tick(now time.Time, model *mobaModel, every int) lockstep.
 	}
 	lc.conn.SendUnreliable(lc.c.Packet(now))
 	st := lc.c.Advance(now)
+	if st.Snapshot != nil {
+		lc.snapAt = st.SnapshotFrame
+		if err := lc.game.Restore(st.Snapshot); err != nil {
+			lc.restoreErr = err
+		}
+	}
 	playFrames(lc.c, lc.game, st.Frames, every)
 	for _, msg := range lc.c.Outbox() {
 		lc.conn.SendReliable(msg)
@@ -163,21 +172,97 @@ func (lc *liveClient) tick(now time.Time, model *mobaModel, every int) lockstep.
 	return st
 }
 
+// reconnectOpts are the scenario's flags.
+type reconnectOpts struct {
+	dropAt, latency, baseline time.Duration
+	others                    int
+	seed                      uint64
+}
+
+// reconnectFigures are one run's figures for the RESULT line.
+type reconnectFigures struct {
+	frames, toLiveMs int
+	bytes            uint64
+	lateMs           float64
+}
+
 func benchReconnect(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("reconnect", flag.ContinueOnError)
-	dropAt := fs.Duration("drop", 19*time.Minute, "match time at which the player drops (simulated up to then)")
-	others := fs.Int("rooms", 20, "other rooms of 10 players on the same scheduler")
-	latency := fs.Duration("latency", 25*time.Millisecond, "one-way latency of every link")
-	baseline := fs.Duration("baseline", 10*time.Second, "baseline window, the player away, before it rejoins")
-	seed := fs.Uint64("seed", 1, "input model seed")
+	var o reconnectOpts
+	fs.DurationVar(&o.dropAt, "drop", 19*time.Minute, "match time at which the player drops (simulated up to then)")
+	fs.IntVar(&o.others, "rooms", 20, "other rooms of 10 players on the same scheduler")
+	fs.DurationVar(&o.latency, "latency", 25*time.Millisecond, "one-way latency of every link")
+	fs.DurationVar(&o.baseline, "baseline", 10*time.Second, "baseline window, the player away, before it rejoins")
+	fs.Uint64Var(&o.seed, "seed", 1, "input model seed")
+	snapshot := fs.Bool("snapshot", false, "the room runs the game (movers) and catches the player up from a snapshot of it")
+	compare := fs.Bool("compare", true, "with -snapshot: run the full-log mode first and print it beside")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *dropAt < 10*time.Second || *others < 0 || *latency < 0 || *baseline < time.Second {
+	if o.dropAt < 10*time.Second || o.others < 0 || o.latency < 0 || o.baseline < time.Second {
 		return errors.New("want -drop >= 10s, -rooms >= 0, -latency >= 0, -baseline >= 1s")
 	}
+	if !*snapshot {
+		f, err := reconnectRun(o, false, out)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintln(out, resultLine("reconnect",
+			"frames", f.frames,
+			"to_live_ms", f.toLiveMs,
+			"bytes", f.bytes,
+			"other_rooms_p99_late_ms", f.lateMs,
+		))
+		return nil
+	}
+	var full reconnectFigures
+	if *compare {
+		fmt.Fprintf(out, "=== full frame log (the room keeps no simulation)\n")
+		var err error
+		if full, err = reconnectRun(o, false, out); err != nil {
+			return err
+		}
+		fmt.Fprintf(out, "\n=== snapshot (the room runs movers and sends a snapshot of it)\n")
+	}
+	f, err := reconnectRun(o, true, out)
+	if err != nil {
+		return err
+	}
+	if *compare {
+		fmt.Fprintf(out, "\n%-10s %10s %12s %12s %24s\n", "mode", "frames", "to live ms", "bytes", "other rooms p99 late ms")
+		for _, r := range []struct {
+			name string
+			f    reconnectFigures
+		}{{"full log", full}, {"snapshot", f}} {
+			fmt.Fprintf(out, "%-10s %10d %12d %12d %24.2f\n", r.name, r.f.frames, r.f.toLiveMs, r.f.bytes, r.f.lateMs)
+		}
+		fmt.Fprintf(out, "snapshot / full log: %.2fx the time to live, %.4fx the bytes\n",
+			float64(f.toLiveMs)/float64(max(full.toLiveMs, 1)), float64(f.bytes)/float64(max(full.bytes, 1)))
+	}
+	fmt.Fprintln(out, resultLine("reconnect",
+		"mode", "snapshot",
+		"frames", f.frames,
+		"to_live_ms", f.toLiveMs,
+		"bytes", f.bytes,
+		"other_rooms_p99_late_ms", f.lateMs,
+	))
+	return nil
+}
+
+// reconnectRun runs the scenario once and prints its report; with
+// snapshot the reconnect room runs movers and catches the player up from
+// a snapshot.
+func reconnectRun(o reconnectOpts, snapshot bool, out io.Writer) (reconnectFigures, error) {
+	var fig reconnectFigures
+	dropAt, others, latency, baseline, seed := &o.dropAt, &o.others, &o.latency, &o.baseline, &o.seed
 	const slot = 4 // the player who drops
 	cfg := lockstep.Config{Players: 10, Hz: 15}.WithDefaults()
+	if snapshot {
+		cfg.Simulation = func() lockstep.Simulation {
+			g, _ := movers.New(cfg.Players, nil) // 10 players and no params: never fails
+			return g
+		}
+	}
 	link := transport.LinkConfig{Latency: *latency}
 
 	// The match up to the drop, on a simulated clock that ends now.
@@ -185,11 +270,11 @@ func benchReconnect(args []string, out io.Writer) error {
 	start := t0.Add(-*dropAt)
 	m, err := newSimMatch(cfg, start, *seed)
 	if err != nil {
-		return err
+		return fig, err
 	}
 	for dropFrame := int(dropAt.Seconds() * float64(cfg.Hz)); m.n < dropFrame; {
 		if err := m.step(); err != nil {
-			return err
+			return fig, err
 		}
 	}
 	simulated := time.Since(t0)
@@ -209,7 +294,7 @@ func benchReconnect(args []string, out io.Writer) error {
 	}
 	m.out.real = jobSender{rj}
 	if err := m.room.Leave(slot); err != nil {
-		return err
+		return fig, err
 	}
 	liveCh := make(chan lockstep.Event, 1)
 	var evMu sync.Mutex
@@ -239,7 +324,7 @@ func benchReconnect(args []string, out io.Writer) error {
 		j := &roomJob{conns: make([]*transport.MemConn, cfg.Players), late: lr}
 		j.room, err = lockstep.NewRoom(cfg, otherStart, jobSender{j})
 		if err != nil {
-			return err
+			return fig, err
 		}
 		models = append(models, newMobaModel(cfg.Players, *seed+uint64(r)+1, otherStart))
 		for i := range cfg.Players {
@@ -247,11 +332,11 @@ func benchReconnect(args []string, out io.Writer) error {
 			j.conns[i] = sc
 			c, err := lockstep.NewClient(cfg, i)
 			if err != nil {
-				return err
+				return fig, err
 			}
 			g, err := movers.New(cfg.Players, nil)
 			if err != nil {
-				return err
+				return fig, err
 			}
 			bots = append(bots, &liveClient{c: c, conn: cc, game: g, slot: i})
 		}
@@ -321,11 +406,11 @@ func benchReconnect(args []string, out io.Writer) error {
 	cc, sc := net.Pipe(link, link)
 	c, err := lockstep.NewClient(cfg, slot)
 	if err != nil {
-		return err
+		return fig, err
 	}
 	g, err := movers.New(cfg.Players, nil)
 	if err != nil {
-		return err
+		return fig, err
 	}
 	streamed := make(chan int, 1)
 	lr.set(phaseCatchUp)
@@ -345,7 +430,7 @@ func benchReconnect(args []string, out io.Writer) error {
 	case <-time.After(60 * time.Second):
 		close(stop)
 		wg.Wait()
-		return errors.New("the rejoining player was not live after 60 s")
+		return fig, errors.New("the rejoining player was not live after 60 s")
 	}
 	lr.set(phaseAfter)
 	spent.set(phaseAfter)
@@ -358,6 +443,8 @@ func benchReconnect(args []string, out io.Writer) error {
 	q := m.room.Quality().Peers[slot]
 	rjMu.Lock()
 	bytes, ran := liveBytes, caughtFrames
+	snapAt, restoreErr := rejoiner.snapAt, rejoiner.restoreErr
+	rejoiner.restoreErr = nil
 	rjMu.Unlock()
 	if bytes == 0 {
 		bytes = cc.Stats().RecvBytes
@@ -376,7 +463,11 @@ func benchReconnect(args []string, out io.Writer) error {
 		cfg.Hz, slot, *dropAt, 2**latency, *others)
 	fmt.Fprintf(out, "input model (seed %d): %s\n", *seed, mobaModelDoc)
 	fmt.Fprintf(out, "(the first %v simulated in %v, then real time; catch-up budget %d bytes per tick)\n\n", *dropAt, simulated.Round(time.Millisecond), cfg.CatchUpBytes)
-	fmt.Fprintf(out, "frames streamed        %d (the client ran %d while catching up, live from frame %d)\n", frames, ran, live.Frame)
+	if snapshot {
+		fmt.Fprintf(out, "frames missed          %d (a snapshot at frame %d, then the client ran %d while catching up, live from frame %d)\n", frames, snapAt, ran, live.Frame)
+	} else {
+		fmt.Fprintf(out, "frames streamed        %d (the client ran %d while catching up, live from frame %d)\n", frames, ran, live.Frame)
+	}
 	fmt.Fprintf(out, "time to live           %d ms (Join to the client's live message at the room; the client runs at most 600 frames per 30 Hz render tick)\n", live.After/time.Millisecond)
 	fmt.Fprintf(out, "bytes to the client    %d until live (%d catch-up bytes, %.1f bytes per frame)\n", bytes, q.CatchUpBytes, float64(q.CatchUpBytes)/float64(max(frames, 1)))
 	fmt.Fprintf(out, "desync events          %d (the rejoined client's hashes are compared as it catches up)\n", nDesync)
@@ -391,14 +482,19 @@ func benchReconnect(args []string, out io.Writer) error {
 	maxDuring, _ := spent.quantile(phaseCatchUp, 1)
 	fmt.Fprintf(out, "the reconnect room's run (drain, tick, catch-up): p99 %v, max %v in the baseline; p99 %v, max %v during catch-up\n",
 		p99Base, maxBase, p99During, maxDuring)
-	if nDesync > 0 {
-		return fmt.Errorf("%d desync events: %+v", nDesync, desyncs)
+	if snapshot {
+		st := m.room.Stats()
+		fmt.Fprintf(out, "snapshot               %d taken, restored at frame %d; the room's simulation ran %d frames, at most %d behind the cut\n",
+			st.Snapshots, snapAt, st.SimFrames, st.MaxSimLag)
+		if restoreErr != nil {
+			return fig, fmt.Errorf("restoring the snapshot: %w", restoreErr)
+		}
+		if st.Snapshots == 0 || snapAt == 0 {
+			return fig, errors.New("the room sent no snapshot")
+		}
 	}
-	fmt.Fprintln(out, resultLine("reconnect",
-		"frames", frames,
-		"to_live_ms", int(live.After/time.Millisecond),
-		"bytes", bytes,
-		"other_rooms_p99_late_ms", ms(during),
-	))
-	return nil
+	if nDesync > 0 {
+		return fig, fmt.Errorf("%d desync events: %+v", nDesync, desyncs)
+	}
+	return reconnectFigures{frames: frames, toLiveMs: int(live.After / time.Millisecond), bytes: bytes, lateMs: ms(during)}, nil
 }

@@ -128,4 +128,46 @@ func (g *Game) Dump() []byte {
 	return b
 }
 
-var _ lockstep.Simulation = (*Game)(nil)
+// snapshotVersion starts every snapshot.
+const snapshotVersion = 1
+
+// Snapshot returns the whole state: a version byte, the frame count, the
+// number of dots, and per dot its position, velocity and score, each a
+// little-endian int64.
+func (g *Game) Snapshot() []byte {
+	b := make([]byte, 0, 1+8+8+len(g.dots)*5*8)
+	b = append(b, snapshotVersion)
+	b = binary.LittleEndian.AppendUint64(b, uint64(g.frame))
+	b = binary.LittleEndian.AppendUint64(b, uint64(len(g.dots)))
+	for _, d := range g.dots {
+		for _, v := range [...]int64{d.pos.X.Raw(), d.pos.Y.Raw(), d.vel.X.Raw(), d.vel.Y.Raw(), d.score} {
+			b = binary.LittleEndian.AppendUint64(b, uint64(v))
+		}
+	}
+	return b
+}
+
+// Restore replaces the state with a snapshot of a game with as many
+// players; anything else is an error and leaves the state as it was.
+func (g *Game) Restore(b []byte) error {
+	if len(b) < 17 || b[0] != snapshotVersion {
+		return fmt.Errorf("movers: not a snapshot (%d bytes)", len(b))
+	}
+	frame := binary.LittleEndian.Uint64(b[1:])
+	n := binary.LittleEndian.Uint64(b[9:])
+	if n != uint64(len(g.dots)) || uint64(len(b)) != 17+n*40 || frame > 1<<40 {
+		return fmt.Errorf("movers: snapshot of %d dots at frame %d in %d bytes, game has %d dots", n, frame, len(b), len(g.dots))
+	}
+	b = b[17:]
+	at := func(i int) int64 { return int64(binary.LittleEndian.Uint64(b[i*8:])) }
+	for i := range g.dots {
+		d := &g.dots[i]
+		d.pos = fixed.V(fixed.FromRaw(at(5*i)), fixed.FromRaw(at(5*i+1)))
+		d.vel = fixed.V(fixed.FromRaw(at(5*i+2)), fixed.FromRaw(at(5*i+3)))
+		d.score = at(5*i + 4)
+	}
+	g.frame = int(frame)
+	return nil
+}
+
+var _ lockstep.Snapshotter = (*Game)(nil)

@@ -53,3 +53,59 @@ func TestNewRejects(t *testing.T) {
 		t.Fatal("1-byte params accepted")
 	}
 }
+
+// TestSnapshotRestore: a game restored from a snapshot mid-match steps and
+// hashes as the original from there on; garbage is refused and changes
+// nothing.
+func TestSnapshotRestore(t *testing.T) {
+	a, _ := New(4, []byte{9, 9, 9, 9, 1, 2, 3, 4})
+	in := func(n int) lockstep.Frame {
+		return frame(n, []byte{byte(n), 30}, nil, []byte{byte(5 * n), 50}, []byte{byte(n / 3), byte(n % 40)})
+	}
+	for n := range 700 {
+		a.Step(in(n))
+	}
+	snap := a.Snapshot()
+	b, _ := New(4, nil)
+	if err := b.Restore(snap); err != nil {
+		t.Fatal(err)
+	}
+	if a.Hash() != b.Hash() {
+		t.Fatal("restored hash differs")
+	}
+	for n := 700; n < 1500; n++ {
+		a.Step(in(n))
+		b.Step(in(n))
+		if a.Hash() != b.Hash() {
+			t.Fatalf("frame %d: restored game diverged", n)
+		}
+	}
+	before := b.Hash()
+	for _, bad := range [][]byte{nil, {1}, snap[:len(snap)-1], append([]byte{2}, snap[1:]...)} {
+		if err := b.Restore(bad); err == nil {
+			t.Fatalf("restored from %d bytes of garbage", len(bad))
+		}
+	}
+	other, _ := New(3, nil)
+	if err := other.Restore(snap); err == nil {
+		t.Fatal("a 4-player snapshot restored into a 3-player game")
+	}
+	if b.Hash() != before {
+		t.Fatal("a refused restore changed the state")
+	}
+}
+
+func FuzzRestore(f *testing.F) {
+	g, _ := New(2, nil)
+	f.Add(g.Snapshot())
+	f.Add([]byte{1, 0, 0})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		g, _ := New(2, nil)
+		if err := g.Restore(b); err != nil {
+			return
+		}
+		if again := g.Snapshot(); string(again) != string(b) {
+			t.Fatalf("snapshot of a restored game differs")
+		}
+	})
+}

@@ -1,0 +1,156 @@
+package lockstep
+
+import (
+	"fmt"
+
+	"github.com/tongbu/tongbu/codec"
+)
+
+// Authoritative state bounds (SPEC.md section 7.2, view bodies).
+const (
+	// MaxChangeBytes bounds one state change.
+	MaxChangeBytes = 255
+	// MaxViewBytes bounds one player's view of one frame on the wire, so
+	// that a frame fits a packet; changes beyond it are left out and
+	// counted (RoomStats.ViewOverflow).
+	MaxViewBytes   = 960
+	maxViewChanges = 1023
+	maxEntity      = 1<<32 - 1
+)
+
+// authPlayers, passed to the frame decoders as the player count, selects
+// view bodies: the frames of an authoritative room.
+const authPlayers = -1
+
+// StateChange is one entity's change in one frame of an authoritative
+// room: the entity and bytes the game encodes (a new state or a delta;
+// the client applies a frame's changes in order).
+type StateChange struct {
+	Entity uint32
+	Data   []byte
+}
+
+// Authority is the Simulation of an authoritative room
+// (Config.Authoritative, seed 002): the room runs it, and sends each
+// player, instead of the inputs, the state changes of the entities the
+// player may see. Only the room knows the whole state, which ends
+// fog-of-war cheating.
+type Authority interface {
+	Simulation
+	// Changes returns the state changes the last Step made, valid until
+	// the next Step.
+	Changes() []StateChange
+	// Visible reports whether player may see entity after the last Step:
+	// the room sends the player a change of the entity only then. When an
+	// entity comes into a player's sight, the game puts its whole state
+	// in that frame's changes.
+	Visible(player int, entity uint32) bool
+}
+
+// viewFrame is one player's view of one frame, encoded once.
+type viewFrame struct {
+	body []byte
+	bits int
+}
+
+// authState is an authoritative room's per-player view log.
+type authState struct {
+	sim   Authority
+	views [][]viewFrame // by player, by frame
+	w     codec.Writer
+	buf   []byte
+}
+
+func newAuthState(cfg Config, sim Simulation) (*authState, error) {
+	a, ok := sim.(Authority)
+	if !ok {
+		return nil, fmt.Errorf("%w: an authoritative room's simulation (%T) must implement Authority", ErrConfig, sim)
+	}
+	return &authState{sim: a, views: make([][]viewFrame, cfg.Players)}, nil
+}
+
+// authFrame encodes every player's view of the frame the simulation just
+// ran.
+func (r *Room) authFrame() {
+	a := r.auth
+	changes := a.sim.Changes()
+	for p := range a.views {
+		w := &a.w
+		w.Reset(a.buf[:0])
+		w.WriteUint(0, maxViewChanges) // the count, patched below
+		sent := 0
+		for _, ch := range changes {
+			if !a.sim.Visible(p, ch.Entity) {
+				continue // what the player may not see never leaves the room
+			}
+			if sent == maxViewChanges || len(ch.Data) > MaxChangeBytes || w.Len()+8*(len(ch.Data)+7) > MaxViewBytes*8 {
+				r.stats.ViewOverflow++
+				continue
+			}
+			w.WriteUvarint(uint64(ch.Entity))
+			w.WriteBytes(ch.Data, MaxChangeBytes)
+			sent++
+		}
+		b := w.Bytes()
+		patchUint(b, 0, uint64(sent), maxViewChanges)
+		a.views[p] = append(a.views[p], viewFrame{body: r.keep(b), bits: w.Len()})
+		a.buf = b[:0]
+	}
+}
+
+// decodeViewBody reads one frame of an authoritative room: its changes.
+func decodeViewBody(r *codec.Reader, n int) (Frame, error) {
+	f := Frame{Number: n}
+	k := int(r.ReadUint(maxViewChanges))
+	if err := r.Err(); err != nil {
+		return f, fmt.Errorf("%w: frame %d view: %w", ErrMalformed, n, err)
+	}
+	if k > 0 {
+		f.Changes = make([]StateChange, 0, k) // k is at most maxViewChanges
+	}
+	for i := range k {
+		e := r.ReadUvarint()
+		data := r.ReadBytes(nil, MaxChangeBytes)
+		if err := r.Err(); err != nil {
+			return f, fmt.Errorf("%w: frame %d change %d: %w", ErrMalformed, n, i, err)
+		}
+		if e > maxEntity {
+			return f, fmt.Errorf("%w: frame %d change %d: entity %d", ErrMalformed, n, i, e)
+		}
+		f.Changes = append(f.Changes, StateChange{Entity: uint32(e), Data: data})
+	}
+	return f, nil
+}
+
+// decodeBody reads a frame body: inputs for players slots, or a view
+// when players is authPlayers.
+func decodeBody(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
+	if players == authPlayers {
+		return decodeViewBody(r, n)
+	}
+	return decodeFrameBody(r, n, players, prev)
+}
+
+// body returns what frame n looks like on the wire to peer: its inputs
+// (in full, or relative to the frame before), or in an authoritative room
+// the player's view.
+func (r *Room) body(id, n int, full bool) ([]byte, int) {
+	if r.auth != nil {
+		v := &r.auth.views[id][n]
+		return v.body, v.bits
+	}
+	cf := &r.frames[n]
+	if full {
+		return cf.full, cf.fullBits
+	}
+	return cf.rel, cf.relBits
+}
+
+// sendable returns how many frames, from frame 0, can be sent to peer id:
+// the frames cut, or in an authoritative room the views computed.
+func (r *Room) sendable(id int) int {
+	if r.auth != nil {
+		return len(r.auth.views[id])
+	}
+	return r.next
+}

@@ -1,0 +1,252 @@
+package lockstep
+
+import (
+	"fmt"
+
+	"github.com/tongbu/tongbu/codec"
+)
+
+// Snapshot bounds (SPEC.md section 7.4, sub-kind 5).
+const (
+	// MaxSnapshotBytes bounds the game's part of a snapshot
+	// (Snapshotter.Snapshot); a larger one is not sent, and the player
+	// is streamed the whole frame log instead.
+	MaxSnapshotBytes = 4 << 20
+	// SnapshotPartBytes is the most compressed snapshot bytes one
+	// snapshot message carries.
+	SnapshotPartBytes = 12 << 10
+	maxSnapshotParts  = 256
+	// maxSnapshotFill bounds the fill state ahead of the game's bytes: a
+	// bit and an input per slot.
+	maxSnapshotFill = MaxPlayers * (MaxInputBytes + 3)
+)
+
+// defaultSimSteps is the simulation's frame budget per Tick when
+// Config.SimStepsPerTick is 0.
+const defaultSimSteps = 8
+
+// serverSim is a room's server-side simulation (Config.Simulation).
+type serverSim struct {
+	sim    Simulation
+	snap   Snapshotter // sim, when it can snapshot
+	frame  int         // frames run: 0 .. frame-1
+	prev   [][]byte    // each slot's last real input, for FillRepeat
+	rep    [][1][]byte // scratch for repeated inputs
+	slots  []Slot      // scratch frame
+	hashes []uint64    // the hash after frame k*HashEvery, by k
+	behind bool        // reported as behind, not yet caught up
+
+	cache      []byte // the last snapshot message payload (compressed)
+	cacheFrame int
+}
+
+func newServerSim(cfg Config) (*serverSim, error) {
+	sim := cfg.Simulation()
+	if sim == nil {
+		return nil, fmt.Errorf("%w: Config.Simulation returned nil", ErrConfig)
+	}
+	s := &serverSim{sim: sim, prev: make([][]byte, cfg.Players), rep: make([][1][]byte, cfg.Players), cacheFrame: -1}
+	s.snap, _ = sim.(Snapshotter)
+	return s, nil
+}
+
+// resolve returns f with the room's Fill applied to made-up slots, as a
+// client's resolve does. The result is valid until the next call.
+func (s *serverSim) resolve(f *Frame, fill Fill) Frame {
+	s.slots = append(s.slots[:0], f.Slots...)
+	for i := range s.slots {
+		sl := &s.slots[i]
+		if !sl.MadeUp {
+			s.prev[i] = nil
+			if n := len(sl.Inputs); n > 0 {
+				s.prev[i] = sl.Inputs[n-1]
+			}
+			continue
+		}
+		if fill == FillRepeat && s.prev[i] != nil {
+			s.rep[i][0] = s.prev[i]
+			sl.Inputs = s.rep[i][:]
+		}
+	}
+	return Frame{Number: f.Number, Slots: s.slots}
+}
+
+// stepSim runs the server-side simulation through the frames cut, at most
+// the configured steps per tick, and reports a simulation that fell more
+// than a second of frames behind the cut.
+func (r *Room) stepSim() {
+	s := r.sim
+	if s == nil {
+		return
+	}
+	steps := r.cfg.SimStepsPerTick
+	if steps == 0 {
+		steps = defaultSimSteps
+	}
+	for i := 0; i < steps && s.frame < r.next; i++ {
+		f := r.resolvedFrame(s.frame)
+		s.sim.Step(f)
+		if k := r.cfg.HashEvery; k > 0 && s.frame%k == 0 {
+			s.hashes = append(s.hashes, s.sim.Hash())
+		}
+		if r.auth != nil {
+			r.authFrame()
+		}
+		if r.ver != nil && r.ver.sim != nil {
+			r.simEvents(s.frame)
+		}
+		s.frame++
+		r.stats.SimFrames++
+	}
+	lag := r.next - s.frame
+	r.stats.MaxSimLag = max(r.stats.MaxSimLag, lag)
+	switch {
+	case !s.behind && lag > r.cfg.Hz:
+		s.behind = true
+		r.stats.SimBehind++
+		r.events = append(r.events, Event{Kind: EventSimBehind, Frame: s.frame, Behind: lag})
+	case s.behind && lag <= steps:
+		s.behind = false
+	}
+}
+
+// resolvedFrame returns cut frame n with the Fill applied, for the
+// server-side simulation; n must be the simulation's next frame.
+func (r *Room) resolvedFrame(n int) Frame {
+	return r.sim.resolve(&r.frames[n].Frame, r.cfg.Fill)
+}
+
+// SimFrame returns how many frames the server-side simulation has run
+// (0 without one).
+func (r *Room) SimFrame() int {
+	if r.sim == nil {
+		return 0
+	}
+	return r.sim.frame
+}
+
+// SimHash returns the server-side simulation's hash after frame, for a
+// frame it has run whose number is a multiple of HashEvery.
+func (r *Room) SimHash(frame int) (uint64, bool) {
+	k := r.cfg.HashEvery
+	if r.sim == nil || k < 0 || frame < 0 || frame%k != 0 || frame/k >= len(r.sim.hashes) {
+		return 0, false
+	}
+	return r.sim.hashes[frame/k], true
+}
+
+// snapshotPayload returns the compressed snapshot of the simulation as it
+// is now (the state after frames 0 .. frame-1), cached for joins at the
+// same frame, or false when it cannot be sent (no Snapshotter, too big).
+func (r *Room) snapshotPayload() ([]byte, bool) {
+	s := r.sim
+	if s == nil || s.snap == nil || s.frame == 0 {
+		return nil, false
+	}
+	if s.cacheFrame == s.frame {
+		return s.cache, true
+	}
+	game := s.snap.Snapshot()
+	if len(game) > MaxSnapshotBytes {
+		r.stats.SnapshotFailures++
+		return nil, false
+	}
+	var w codec.Writer
+	for _, in := range s.prev {
+		w.WriteBool(in != nil)
+		if in != nil {
+			w.WriteBytes(in, MaxInputBytes)
+		}
+	}
+	w.AlignByte()
+	raw := append(w.Bytes(), game...)
+	comp := codec.Compress(nil, raw)
+	if len(comp) > maxSnapshotParts*SnapshotPartBytes {
+		r.stats.SnapshotFailures++
+		return nil, false
+	}
+	s.cache, s.cacheFrame = comp, s.frame
+	r.stats.Snapshots++
+	return comp, true
+}
+
+// snapshotPart is one message of a snapshot (lifeSnapshot).
+type snapshotPart struct {
+	frame       int // the snapshot is the state after frames 0 .. frame-1
+	part, parts int
+	data        []byte // a piece of the compressed payload
+}
+
+func (d *snapshotPart) encode(w *codec.Writer) {
+	writeLife(w, lifeSnapshot)
+	w.WriteUvarint(uint64(d.frame))
+	w.WriteUint(uint64(d.parts-1), maxSnapshotParts-1)
+	w.WriteUint(uint64(d.part), maxSnapshotParts-1)
+	w.WriteBytes(d.data, SnapshotPartBytes)
+}
+
+func decodeSnapshotPart(r *codec.Reader) (snapshotPart, error) {
+	var d snapshotPart
+	f := r.ReadUvarint()
+	d.parts = int(r.ReadUint(maxSnapshotParts-1)) + 1
+	d.part = int(r.ReadUint(maxSnapshotParts - 1))
+	d.data = r.ReadBytes(nil, SnapshotPartBytes)
+	if err := r.Done(); err != nil {
+		return d, fmt.Errorf("%w: snapshot part: %w", ErrMalformed, err)
+	}
+	if f > maxFrame || f == 0 || d.part >= d.parts {
+		return d, fmt.Errorf("%w: snapshot of frame %d, part %d of %d", ErrMalformed, f, d.part, d.parts)
+	}
+	d.frame = int(f)
+	return d, nil
+}
+
+// decodeSnapshotPayload decompresses a whole snapshot payload: the fill
+// state of every slot, then the game's bytes.
+func decodeSnapshotPayload(comp []byte, players int) (prev [][]byte, game []byte, err error) {
+	raw, err := codec.Decompress(nil, comp, MaxSnapshotBytes+maxSnapshotFill)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: snapshot payload: %w", ErrMalformed, err)
+	}
+	r := codec.NewReader(raw)
+	prev = make([][]byte, players)
+	for i := range prev {
+		if r.ReadBool() {
+			prev[i] = r.ReadBytes(nil, MaxInputBytes)
+		}
+	}
+	r.AlignByte()
+	if err := r.Err(); err != nil {
+		return nil, nil, fmt.Errorf("%w: snapshot fill state: %w", ErrMalformed, err)
+	}
+	game = raw[r.Pos()/8:]
+	if len(game) > MaxSnapshotBytes {
+		return nil, nil, fmt.Errorf("%w: snapshot of %d bytes", ErrMalformed, len(game))
+	}
+	return prev, game, nil
+}
+
+// streamSnapshot sends the parts of a stream's snapshot while the budget
+// lasts and returns what is left of it.
+func (r *Room) streamSnapshot(id int, p *player, budget int) int {
+	st := &p.stream
+	parts := max(1, (len(st.snap)+SnapshotPartBytes-1)/SnapshotPartBytes)
+	for st.snapSent < parts && budget > catchUpChunkBytes {
+		i := st.snapSent
+		d := snapshotPart{frame: st.next, part: i, parts: parts,
+			data: st.snap[i*SnapshotPartBytes : min(len(st.snap), (i+1)*SnapshotPartBytes)]}
+		w := &r.cw
+		w.Reset(r.comp[:0])
+		d.encode(w)
+		r.comp = w.Bytes()
+		r.sendReliable(id, p, r.comp)
+		r.stats.CatchUp += uint64(len(r.comp))
+		p.q.catchUpBytes += uint64(len(r.comp))
+		budget -= len(r.comp)
+		st.snapSent++
+	}
+	if st.snapSent == parts {
+		st.snap = nil
+	}
+	return budget
+}
