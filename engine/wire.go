@@ -20,7 +20,7 @@ const (
 	typeBits     = 3
 	typeWelcome  = 0
 	typeBye      = 1
-	wireVersion  = 1
+	wireVersion  = 2
 	maxByeText   = 200
 	maxWireUvint = 1 << 30
 )
