@@ -15,7 +15,10 @@
 // closes (Node.Closed). The node's Host creates the room and signs
 // tickets with the secret all processes share; the Placement names the
 // node's public URL, so the ticket leads the client to the process that
-// holds its room.
+// holds its room. Room names are unique in the cluster: a node refuses a
+// name it holds or that its directory places on another node (the
+// directory learns of a new room within a round trip, so two requests
+// for one name at the same instant may still both succeed).
 //
 // Loss: a node whose heartbeats stop for Options.Misses of its intervals
 // is declared dead: its rooms are reported lost (Options.OnLoss, a

@@ -211,6 +211,10 @@ func (n *Node) onCreate(m *nats.Msg) {
 		n.respond(m, createReply{Error: err.Error()})
 		return
 	}
+	if other, ok := n.dir.Locate(req.Room); ok && other.ID != n.info.ID {
+		n.respond(m, createReply{Error: fmt.Sprintf("room %q exists on node %s", req.Room, other.ID)})
+		return
+	}
 	n.mu.Lock()
 	switch _, dup := n.rooms[req.Room]; {
 	case n.left:
