@@ -77,7 +77,7 @@ func (o *Options) withDefaults() Options {
 	return c
 }
 
-// The subjects of SPEC.md §10, under the prefix.
+// The subjects of SPEC.md §11, under the prefix.
 func (o *Options) subjEvents() string        { return o.Prefix + ".ev.*" }
 func (o *Options) subjHeartbeat() string     { return o.Prefix + ".ev.hb" }
 func (o *Options) subjRoom() string          { return o.Prefix + ".ev.room" }

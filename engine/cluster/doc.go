@@ -27,5 +27,5 @@
 // the others. A node that Leaves on purpose has its rooms closed, not
 // lost.
 //
-// The subjects and message formats are in SPEC.md §10.
+// The subjects and message formats are in SPEC.md §11.
 package cluster

@@ -13,7 +13,7 @@ var (
 	// ErrRefused: the node that took the request refused it (a name in
 	// use, a configuration its Host rejects).
 	ErrRefused = errors.New("cluster: room refused")
-	// ErrInvalid: a message or argument breaks the formats of SPEC.md §10.
+	// ErrInvalid: a message or argument breaks the formats of SPEC.md §11.
 	ErrInvalid = errors.New("cluster: invalid")
 	// ErrClosed: the node has left or the directory is closed.
 	ErrClosed = errors.New("cluster: closed")

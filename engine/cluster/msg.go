@@ -8,7 +8,7 @@ import (
 	"unicode/utf8"
 )
 
-// Bounds on what the cluster's messages may carry (SPEC.md §10).
+// Bounds on what the cluster's messages may carry (SPEC.md §11).
 const (
 	// MaxIDLen bounds a node id: 1..64 bytes of [A-Za-z0-9_-], so that it
 	// is one NATS subject token.
