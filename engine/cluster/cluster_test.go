@@ -46,6 +46,9 @@ func (h *fakeHost) create(req cluster.RoomRequest) (map[string]string, error) {
 	if req.Room == h.refuse {
 		return nil, errors.New("bad config")
 	}
+	if req.Room == "no-room-here" {
+		return nil, fmt.Errorf("%w: out of memory", cluster.ErrFull)
+	}
 	h.rooms = append(h.rooms, req.Room)
 	t := map[string]string{}
 	for _, p := range req.Players {
@@ -224,6 +227,18 @@ func TestRefusals(t *testing.T) {
 	}
 	if got := n.node.Rooms(); !slices.Equal(got, []string{"ok"}) {
 		t.Fatalf("rooms %v", got)
+	}
+	// The host says it is full: the node leaves the queue until a room
+	// closes.
+	if _, err := cluster.CreateRoom(ctx, lobby, cluster.RoomRequest{Room: "no-room-here"}, fast); !errors.Is(err, cluster.ErrNoCapacity) {
+		t.Fatalf("host full: %v", err)
+	}
+	if _, err := cluster.CreateRoom(ctx, lobby, cluster.RoomRequest{Room: "later"}, fast); !errors.Is(err, cluster.ErrNoCapacity) {
+		t.Fatalf("after the host was full: %v", err)
+	}
+	n.node.Closed("ok")
+	if _, err := cluster.CreateRoom(ctx, lobby, cluster.RoomRequest{Room: "later"}, fast); err != nil {
+		t.Fatalf("after a room closed: %v", err)
 	}
 	for _, req := range []cluster.RoomRequest{
 		{Room: string(make([]byte, 65))},

@@ -39,6 +39,7 @@ type Node struct {
 	rooms  map[string]struct{}
 	gen    uint64
 	create *nats.Subscription // nil while full
+	full   bool               // the host said ErrFull: out of the queue until a room closes
 	left   bool
 }
 
@@ -114,6 +115,7 @@ func (n *Node) Closed(room string) {
 		return
 	}
 	delete(n.rooms, room)
+	n.full = false
 	n.gen++
 	n.publish(n.opts.subjRoom(), roomEvent{ID: n.info.ID, Instance: n.instance, Gen: n.gen, Op: "close", Room: room})
 	if err := n.member(true); err != nil {
@@ -166,7 +168,7 @@ func (n *Node) publish(subject string, v any) {
 // leaves it while full, so that NATS sends requests only to nodes with
 // capacity; requests already queued are answered "full" (Drain).
 func (n *Node) member(in bool) error {
-	in = in && !n.left && len(n.rooms) < n.info.Capacity
+	in = in && !n.left && !n.full && len(n.rooms) < n.info.Capacity
 	switch {
 	case in && n.create == nil:
 		sub, err := n.nc.QueueSubscribe(n.opts.subjCreate(), createQueue, n.onCreate)
@@ -221,7 +223,7 @@ func (n *Node) onCreate(m *nats.Msg) {
 		n.mu.Unlock()
 		n.respond(m, createReply{Error: ErrClosed.Error(), Full: true})
 		return
-	case len(n.rooms) >= n.info.Capacity:
+	case n.full || len(n.rooms) >= n.info.Capacity:
 		n.member(false)
 		n.mu.Unlock()
 		n.respond(m, createReply{Error: ErrFull.Error(), Full: true})
@@ -239,6 +241,10 @@ func (n *Node) onCreate(m *nats.Msg) {
 	n.mu.Lock()
 	if err != nil || n.left {
 		delete(n.rooms, req.Room)
+		if errors.Is(err, ErrFull) {
+			n.full = true
+			n.member(false)
+		}
 		n.mu.Unlock()
 		if err == nil {
 			err = ErrClosed
