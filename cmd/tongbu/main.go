@@ -5,6 +5,7 @@
 //
 //	tongbu demo                 start the demo server (both modes, with bots)
 //	tongbu serve [-config f]    run the server alone, as a relay
+//	tongbu serve -nats url      ... as one node of a cluster (engine/cluster)
 //	tongbu ticket -player p -target t
 //	                            print a ticket signed with $TONGBU_SECRET
 //	tongbu bench [-benchtime d] [scenario [flags]]
@@ -76,8 +77,10 @@ func usage(w io.Writer) {
 commands:
   demo                         start the demo server (both modes, with bots)
   serve [-config f] [-http a] [-udp p] [-public-ip ips] [-rooms n]
+        [-nats url -node id -public-url u -capacity n]
                                run the server alone (rooms and worlds from the config;
-                               ticket secret from $TONGBU_SECRET or -secret-file)
+                               ticket secret from $TONGBU_SECRET or -secret-file); with
+                               -nats, one node of a cluster that places rooms over NATS
   ticket -player p -target t   print a ticket signed with the same secret
   bench [-benchtime d] [name [flags]]
                                run a benchmark scenario; with no name, list them

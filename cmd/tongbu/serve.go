@@ -26,26 +26,55 @@ import (
 // serveConfig is the file `tongbu serve -config` reads (JSON). Flags
 // override its addresses.
 type serveConfig struct {
-	HTTP      string   `json:"http"`       // HTTP address, default ":8080"
-	UDP       int      `json:"udp"`        // UDP port, default 3478
-	PublicIPs []string `json:"public_ips"` // addresses to advertise behind a 1:1 NAT
-	Origins   []string `json:"origins"`    // browser origins allowed ("*" for any)
-	MaxConns  int      `json:"max_conns"`
-	MaxRooms  int      `json:"max_rooms"`
-	Rooms     []struct {
-		Name    string `json:"name"`
-		Players int    `json:"players"`
-		Hz      int    `json:"hz"`
-		Fill    string `json:"fill"` // idle, repeat or absent
-		Late    string `json:"late"` // drop or next
-	} `json:"rooms"`
-	Worlds []struct {
+	HTTP      string       `json:"http"`       // HTTP address, default ":8080"
+	UDP       int          `json:"udp"`        // UDP port, default 3478
+	PublicIPs []string     `json:"public_ips"` // addresses to advertise behind a 1:1 NAT
+	Origins   []string     `json:"origins"`    // browser origins allowed ("*" for any)
+	MaxConns  int          `json:"max_conns"`
+	MaxRooms  int          `json:"max_rooms"`
+	Loopback  bool         `json:"loopback"` // offer loopback candidates (local tests and demos)
+	Rooms     []roomConfig `json:"rooms"`
+	Worlds    []struct {
 		Name       string `json:"name"`
 		RegionSize int    `json:"region_size"`
 		Width      int    `json:"width"`
 		Height     int    `json:"height"`
 		Hz         int    `json:"hz"`
 	} `json:"worlds"`
+	// Cluster joins several serve processes through NATS (serve_cluster.go).
+	Cluster clusterConfig `json:"cluster"`
+}
+
+// roomConfig is a lockstep room of the config file, and the configuration
+// a cluster's create request carries.
+type roomConfig struct {
+	Name    string `json:"name"`
+	Players int    `json:"players"`
+	Hz      int    `json:"hz"`
+	Fill    string `json:"fill"` // idle, repeat or absent
+	Late    string `json:"late"` // drop or next
+}
+
+// lockstep returns the room's lockstep configuration.
+func (r roomConfig) lockstep() (lockstep.Config, error) {
+	lc := lockstep.Config{Players: r.Players, Hz: r.Hz}
+	switch r.Fill {
+	case "", "idle":
+	case "repeat":
+		lc.Fill = lockstep.FillRepeat
+	case "absent":
+		lc.Fill = lockstep.FillAbsent
+	default:
+		return lc, fmt.Errorf("room %q: fill %q: want idle, repeat or absent", r.Name, r.Fill)
+	}
+	switch r.Late {
+	case "", "drop":
+	case "next":
+		lc.Late = lockstep.LateNextFrame
+	default:
+		return lc, fmt.Errorf("room %q: late %q: want drop or next", r.Name, r.Late)
+	}
+	return lc, nil
 }
 
 // serveCommand runs tongbu as a stand-alone relay: the rooms and worlds of
@@ -60,6 +89,8 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	publicIP := fs.String("public-ip", "", "comma-separated addresses to advertise (behind a 1:1 NAT)")
 	secretFile := fs.String("secret-file", "", "file holding the ticket secret (default $TONGBU_SECRET)")
 	rooms := fs.Int("rooms", 0, "also create this many lockstep rooms room-1..room-N with default settings")
+	loopback := fs.Bool("loopback", false, "offer loopback candidates too (local tests and demos)")
+	cf := clusterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -85,6 +116,11 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	if *publicIP != "" {
 		cfg.PublicIPs = strings.Split(*publicIP, ",")
 	}
+	cfg.Loopback = cfg.Loopback || *loopback
+	if err := cf.apply(&cfg.Cluster); err != nil {
+		fmt.Fprintln(stderr, "tongbu serve:", err)
+		return 2
+	}
 	secret, err := readSecret(*secretFile)
 	if err != nil {
 		fmt.Fprintln(stderr, "tongbu serve:", err)
@@ -94,6 +130,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	srv, err := engine.NewServer(engine.Config{
 		Secret: secret, UDPAddr: fmt.Sprintf(":%d", cfg.UDP), PublicIPs: cfg.PublicIPs,
 		AllowedOrigins: cfg.Origins, MaxConns: cfg.MaxConns, MaxRooms: cfg.MaxRooms, Logger: log,
+		IncludeLoopback: cfg.Loopback,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "tongbu serve:", err)
@@ -108,16 +145,43 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tongbu serve:", err)
 		return 1
 	}
+	handler, leave := srv.Handler(), func() {}
+	if cfg.Cluster.NATS != "" {
+		cl, err := joinCluster(srv, &cfg.Cluster, ln.Addr(), log)
+		if err != nil {
+			ln.Close()
+			srv.Shutdown(context.Background())
+			fmt.Fprintln(stderr, "tongbu serve:", err)
+			return 1
+		}
+		handler, leave = cl.handler(handler), cl.leave
+		fmt.Fprintf(stdout, "tongbu serve: cluster node %s at %s (NATS %s); status at %s\n", cl.node.Info().ID, cl.node.Info().URL, cfg.Cluster.NATS, clusterStatusPath)
+	}
 	fmt.Fprintf(stdout, "tongbu serve: http://%s (UDP %s); metrics at %s\n", ln.Addr(), srv.UDPAddr(), engine.MetricsPath)
-	return runServer(srv, ln, stderr)
+	return runServerWith(srv, handler, ln, stderr, leave)
 }
 
 // runServer serves srv's handler on ln until SIGINT or SIGTERM, then shuts
 // down gracefully.
 func runServer(srv *engine.Server, ln net.Listener, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	return runServerWith(srv, srv.Handler(), ln, stderr, nil)
+}
+
+// runServerWith serves h on ln until SIGINT or SIGTERM; then it calls
+// leave (if not nil) before it shuts srv down gracefully.
+func runServerWith(srv *engine.Server, h http.Handler, ln net.Listener, stderr io.Writer, leave func()) int {
+	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-sig.Done()
+		if leave != nil {
+			leave()
+		}
+		cancel()
+	}()
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
 	go hs.Serve(ln)
 	err := srv.Serve(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -132,22 +196,9 @@ func runServer(srv *engine.Server, ln net.Listener, stderr io.Writer) int {
 
 func createFromConfig(srv *engine.Server, cfg *serveConfig, extraRooms int) error {
 	for _, r := range cfg.Rooms {
-		lc := lockstep.Config{Players: r.Players, Hz: r.Hz}
-		switch r.Fill {
-		case "", "idle":
-		case "repeat":
-			lc.Fill = lockstep.FillRepeat
-		case "absent":
-			lc.Fill = lockstep.FillAbsent
-		default:
-			return fmt.Errorf("room %q: fill %q: want idle, repeat or absent", r.Name, r.Fill)
-		}
-		switch r.Late {
-		case "", "drop":
-		case "next":
-			lc.Late = lockstep.LateNextFrame
-		default:
-			return fmt.Errorf("room %q: late %q: want drop or next", r.Name, r.Late)
+		lc, err := r.lockstep()
+		if err != nil {
+			return err
 		}
 		if _, err := srv.CreateRoom(r.Name, lc); err != nil {
 			return err

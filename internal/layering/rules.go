@@ -28,6 +28,12 @@ var (
 	modes    = []string{"lockstep", "interest"}
 	programs = []string{"cmd", "examples"}
 	heavy    = []string{"github.com/hajimehoshi/ebiten", "github.com/chromedp"}
+	// nats is for the packages that carry messages between processes
+	// (engine/natsbus, engine/cluster) and the programs: nothing below
+	// engine, nor what the browser client imports (engine itself, wasm).
+	nats = "github.com/nats-io/"
+	// natsServer is a test dependency: only the test helper may import it.
+	natsServer = "github.com/nats-io/nats-server"
 )
 
 // rules maps a directory to its rule; a package takes the rule of the
@@ -39,7 +45,7 @@ var rules = map[string]rule{
 	// transport: codec for framing, pion; nothing of the modes.
 	"transport": {
 		denyLocal:    append(append([]string{"engine", "wasm"}, modes...), programs...),
-		denyExternal: heavy,
+		denyExternal: append([]string{nats}, heavy...),
 	},
 	// the modes: codec and their own packages; no transport, not each other.
 	"lockstep": {
@@ -59,11 +65,19 @@ var rules = map[string]rule{
 		allowExternal: []string{"github.com/golang/snappy"},
 	},
 	// wasm is the browser glue over engine.
-	"wasm": {denyLocal: programs, denyExternal: []string{"github.com/chromedp"}},
+	"wasm": {denyLocal: programs, denyExternal: []string{"github.com/chromedp", nats}},
 	// internal helpers may not reach the programs.
 	"internal": {denyLocal: programs},
 	"cmd":      {},
 	"examples": {},
+}
+
+// packageRules add to the rule of the top-level directory for single
+// packages (relative paths), checked besides it.
+var packageRules = map[string]rule{
+	// engine itself builds for js/wasm and every client imports it: NATS
+	// stays in its own packages beside it.
+	"engine": {denyExternal: []string{nats}},
 }
 
 // Check returns the violations of package pkg (a full import path) with
@@ -78,18 +92,20 @@ func Check(pkg string, deps []string, isStd func(string) bool) []string {
 	if !ok {
 		return []string{fmt.Sprintf("%s: no layering rule for top-level directory %q (add it to internal/layering)", pkg, top)}
 	}
+	pr, hasPR := packageRules[rel]
 	var bad []string
 	for _, d := range deps {
 		if isStd(d) {
 			continue
 		}
 		if dl, ok := local(d); ok {
-			if !r.allowsLocal(dl) {
+			if !r.allowsLocal(dl) || hasPR && !pr.allowsLocal(dl) {
 				bad = append(bad, fmt.Sprintf("%s must not depend on %s", pkg, d))
 			}
 			continue
 		}
-		if !r.allowsExternal(d) {
+		if !r.allowsExternal(d) || hasPR && !pr.allowsExternal(d) ||
+			strings.HasPrefix(d, natsServer) && rel != "internal/natstest" {
 			bad = append(bad, fmt.Sprintf("%s must not depend on %s", pkg, d))
 		}
 	}

@@ -1,0 +1,189 @@
+//go:build !js
+
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/tongbu/tongbu/engine"
+	"github.com/tongbu/tongbu/engine/cluster"
+)
+
+// clusterConfig is the "cluster" object of the serve config: several serve
+// processes that share one NATS server place rooms on whichever has
+// capacity (package engine/cluster).
+type clusterConfig struct {
+	NATS      string `json:"nats"`       // NATS URL; empty: no cluster
+	Node      string `json:"node"`       // node id, default the host name and HTTP port
+	PublicURL string `json:"public_url"` // the URL clients dial, default http://<HTTP address>
+	Capacity  int    `json:"capacity"`   // rooms placed here at most, default 100
+	Heartbeat string `json:"heartbeat"`  // heartbeat interval (Go duration), default 1s
+	Prefix    string `json:"prefix"`     // subject prefix, default tongbu.cluster
+}
+
+// clusterStatusPath serves the node's directory as JSON: the nodes, their
+// rooms and the rooms lost.
+const clusterStatusPath = "/cluster"
+
+// defaultTicketTTL is how long the tickets of a placed room are valid when
+// the request does not say.
+const defaultTicketTTL = 10 * time.Minute
+
+type clusterFlagSet struct {
+	nats, node, url, heartbeat *string
+	capacity                   *int
+}
+
+func clusterFlags(fs *flag.FlagSet) *clusterFlagSet {
+	return &clusterFlagSet{
+		nats:      fs.String("nats", "", "NATS URL: join the serve processes that share it (rooms placed where there is capacity)"),
+		node:      fs.String("node", "", "cluster node id (default: host name and HTTP port)"),
+		url:       fs.String("public-url", "", "the URL clients dial for rooms placed here (default http://<-http address>)"),
+		capacity:  fs.Int("capacity", 0, "rooms the cluster may place here (default 100)"),
+		heartbeat: fs.String("heartbeat", "", "cluster heartbeat interval (default 1s)"),
+	}
+}
+
+// apply lets the flags override the config file.
+func (f *clusterFlagSet) apply(c *clusterConfig) error {
+	c.NATS = firstNonEmpty(*f.nats, c.NATS)
+	c.Node = firstNonEmpty(*f.node, c.Node)
+	c.PublicURL = firstNonEmpty(*f.url, c.PublicURL)
+	c.Heartbeat = firstNonEmpty(*f.heartbeat, c.Heartbeat)
+	if *f.capacity > 0 {
+		c.Capacity = *f.capacity
+	}
+	if c.Capacity == 0 {
+		c.Capacity = 100
+	}
+	if c.Heartbeat != "" {
+		if _, err := time.ParseDuration(c.Heartbeat); err != nil {
+			return fmt.Errorf("cluster heartbeat %q: %v", c.Heartbeat, err)
+		}
+	}
+	return nil
+}
+
+// clusterNode is this process's membership of the cluster.
+type clusterNode struct {
+	nc   *nats.Conn
+	node *cluster.Node
+}
+
+// joinCluster connects to NATS and joins the cluster as the node serving
+// on addr: rooms placed here are created on srv with tickets it signs.
+func joinCluster(srv *engine.Server, c *clusterConfig, addr net.Addr, log *slog.Logger) (*clusterNode, error) {
+	info := cluster.NodeInfo{ID: c.Node, URL: c.PublicURL, Capacity: c.Capacity}
+	host, port, err := net.SplitHostPort(addr.String())
+	if err != nil {
+		return nil, err
+	}
+	if info.URL == "" {
+		if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+			return nil, fmt.Errorf("cluster: -http %s listens on every interface: say which URL clients dial with -public-url", addr)
+		}
+		info.URL = "http://" + addr.String()
+	}
+	if info.ID == "" {
+		h, _ := os.Hostname()
+		info.ID = sanitizeID(h + "-" + port)
+	}
+	opts := &cluster.Options{Prefix: c.Prefix, Logger: log}
+	if c.Heartbeat != "" {
+		opts.Heartbeat, _ = time.ParseDuration(c.Heartbeat)
+	}
+	nc, err := nats.Connect(c.NATS, nats.Name("tongbu serve "+info.ID), nats.MaxReconnects(-1),
+		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("cluster: NATS disconnected", "err", err) }),
+		nats.ReconnectHandler(func(*nats.Conn) { log.Info("cluster: NATS reconnected") }))
+	if err != nil {
+		return nil, fmt.Errorf("cluster: NATS %s: %w", c.NATS, err)
+	}
+	node, err := cluster.Join(nc, info, roomHost(srv), opts)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	log.Info("cluster: joined", "node", info.ID, "url", info.URL, "capacity", info.Capacity)
+	return &clusterNode{nc: nc, node: node}, nil
+}
+
+// roomHost creates the rooms the cluster places here: the request's config
+// is a room entry of the config file (players, hz, fill, late).
+func roomHost(srv *engine.Server) cluster.Host {
+	return func(req cluster.RoomRequest) (map[string]string, error) {
+		var rc roomConfig
+		if len(req.Config) > 0 {
+			dec := json.NewDecoder(bytes.NewReader(req.Config))
+			dec.DisallowUnknownFields()
+			if err := dec.Decode(&rc); err != nil {
+				return nil, fmt.Errorf("room config: %v", err)
+			}
+		}
+		rc.Name = req.Room
+		lc, err := rc.lockstep()
+		if err != nil {
+			return nil, err
+		}
+		if _, err := srv.CreateRoom(req.Room, lc); err != nil {
+			if errors.Is(err, engine.ErrFull) {
+				return nil, fmt.Errorf("%w: %v", cluster.ErrFull, err)
+			}
+			return nil, err
+		}
+		ttl := req.TicketTTL
+		if ttl <= 0 {
+			ttl = defaultTicketTTL
+		}
+		tickets := make(map[string]string, len(req.Players))
+		for _, p := range req.Players {
+			t, err := srv.Ticket(p, req.Room, engine.RolePlayer, ttl)
+			if err != nil {
+				if r, ok := srv.Room(req.Room); ok {
+					r.Close()
+				}
+				return nil, err
+			}
+			tickets[p] = t
+		}
+		return tickets, nil
+	}
+}
+
+// handler serves the cluster status beside next.
+func (c *clusterNode) handler(next http.Handler) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle(clusterStatusPath, c.node.Directory())
+	mux.Handle("/", next)
+	return mux
+}
+
+// leave leaves the cluster on purpose (the rooms here are about to close,
+// not to be lost) and closes the NATS connection.
+func (c *clusterNode) leave() {
+	c.node.Leave()
+	c.nc.Close()
+}
+
+// sanitizeID keeps the characters a node id may have.
+func sanitizeID(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_') {
+			b[i] = '_'
+		}
+	}
+	if len(b) > cluster.MaxIDLen {
+		b = b[len(b)-cluster.MaxIDLen:]
+	}
+	return string(b)
+}

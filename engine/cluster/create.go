@@ -1,0 +1,65 @@
+package cluster
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+)
+
+// CreateRoom asks the cluster on nc for a room: the request goes to the
+// create queue, where NATS hands it to one of the nodes that have
+// capacity; a node that turns out full sends it back and the next attempt
+// goes to another (at most opts.Attempts tries, each bounded by
+// opts.RequestTimeout and ctx). An empty req.Room is given a random name.
+//
+// The Placement names the node and the public URL that hold the room, and
+// the tickets for req.Players: a client dials that URL with its ticket.
+func CreateRoom(ctx context.Context, nc *nats.Conn, req RoomRequest, opts *Options) (Placement, error) {
+	o := opts.withDefaults()
+	if req.Room == "" {
+		var b [8]byte
+		rand.Read(b[:])
+		req.Room = "room-" + hex.EncodeToString(b[:])
+	}
+	if err := req.validate(); err != nil {
+		return Placement{}, err
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return Placement{}, fmt.Errorf("%w: %v", ErrInvalid, err)
+	}
+	var last error
+	for range o.Attempts {
+		actx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
+		msg, err := nc.RequestWithContext(actx, o.subjCreate(), data)
+		cancel()
+		switch {
+		case errors.Is(err, nats.ErrNoResponders):
+			return Placement{}, fmt.Errorf("%w: room %q: no node in the create queue", ErrNoCapacity, req.Room)
+		case ctx.Err() != nil:
+			return Placement{}, fmt.Errorf("cluster: create room %q: %w", req.Room, ctx.Err())
+		case err != nil: // this try timed out: the node may have died; try another
+			last = err
+			continue
+		}
+		rep, err := decode[createReply](msg.Data)
+		switch {
+		case err != nil:
+			return Placement{}, fmt.Errorf("cluster: create room %q: reply: %w", req.Room, err)
+		case rep.Full:
+			last = errors.New(rep.Error)
+			continue
+		case rep.Error != "":
+			return Placement{}, fmt.Errorf("%w: room %q: %s", ErrRefused, req.Room, rep.Error)
+		case rep.Room != req.Room:
+			return Placement{}, fmt.Errorf("%w: asked for room %q, placed %q", ErrInvalid, req.Room, rep.Room)
+		}
+		return rep.Placement, nil
+	}
+	return Placement{}, fmt.Errorf("%w: room %q after %d attempts: %v", ErrNoCapacity, req.Room, o.Attempts, last)
+}

@@ -1,0 +1,303 @@
+package cluster
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+)
+
+// Options tune a node, a directory and CreateRoom. The zero value (or nil)
+// is the default; every process of a cluster must use the same Prefix.
+type Options struct {
+	// Prefix starts every subject of the cluster (default "tongbu.cluster"),
+	// so that several clusters can share one NATS.
+	Prefix string
+	// Heartbeat is how often a node announces itself (default 1 s, at
+	// least 10 ms).
+	Heartbeat time.Duration
+	// Misses is how many of a node's heartbeat intervals may pass without
+	// one before the node is declared dead and its rooms lost (default 3).
+	Misses int
+	// RequestTimeout bounds one try of CreateRoom and one room-list
+	// request (default 2 s).
+	RequestTimeout time.Duration
+	// Attempts bounds the nodes CreateRoom tries (default 3).
+	Attempts int
+	// MaxNodes bounds the nodes a directory tracks (default 1000).
+	MaxNodes int
+	// MaxLost bounds the lost rooms a directory remembers (default 10,000);
+	// the oldest are forgotten first.
+	MaxLost int
+	// OnLoss is called, from the directory's goroutine, for every node
+	// declared dead with the rooms it held. It must not block.
+	OnLoss func(Loss)
+	// Logger receives the cluster's logs (default: discarded).
+	Logger *slog.Logger
+}
+
+func (o *Options) withDefaults() Options {
+	var c Options
+	if o != nil {
+		c = *o
+	}
+	if c.Prefix == "" {
+		c.Prefix = "tongbu.cluster"
+	}
+	if c.Heartbeat <= 0 {
+		c.Heartbeat = time.Second
+	}
+	c.Heartbeat = max(c.Heartbeat, minInterval)
+	c.Heartbeat = min(c.Heartbeat, maxInterval)
+	if c.Misses <= 0 {
+		c.Misses = 3
+	}
+	if c.RequestTimeout <= 0 {
+		c.RequestTimeout = 2 * time.Second
+	}
+	if c.Attempts <= 0 {
+		c.Attempts = 3
+	}
+	if c.MaxNodes <= 0 {
+		c.MaxNodes = 1000
+	}
+	if c.MaxLost <= 0 {
+		c.MaxLost = 10000
+	}
+	if c.Logger == nil {
+		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return c
+}
+
+// The subjects of SPEC.md §11, under the prefix.
+func (o *Options) subjEvents() string        { return o.Prefix + ".ev.*" }
+func (o *Options) subjHeartbeat() string     { return o.Prefix + ".ev.hb" }
+func (o *Options) subjRoom() string          { return o.Prefix + ".ev.room" }
+func (o *Options) subjLeave() string         { return o.Prefix + ".ev.leave" }
+func (o *Options) subjProbe() string         { return o.Prefix + ".probe" }
+func (o *Options) subjCreate() string        { return o.Prefix + ".create" }
+func (o *Options) subjList(id string) string { return o.Prefix + ".list." + id }
+
+// createQueue is the queue group of the nodes that have capacity.
+const createQueue = "create"
+
+// Directory follows the nodes of a cluster from their heartbeats and room
+// events: which are alive, which rooms each holds, and which rooms were
+// lost with a node that died. Every Node has one; a process that only
+// places rooms (a lobby) can Watch. Its methods are safe for concurrent
+// use.
+type Directory struct {
+	nc   *nats.Conn
+	opts Options
+	sub  *nats.Subscription
+
+	mu     sync.Mutex
+	st     *state
+	closed bool
+	stop   chan struct{}
+	done   chan struct{}
+}
+
+// Watch follows the cluster whose nodes publish on nc with opts.Prefix.
+// Close stops it; nc stays open.
+func Watch(nc *nats.Conn, opts *Options) (*Directory, error) {
+	o := opts.withDefaults()
+	d := &Directory{nc: nc, opts: o, st: newState(o.Misses, o.MaxNodes, o.MaxLost),
+		stop: make(chan struct{}), done: make(chan struct{})}
+	sub, err := nc.Subscribe(o.subjEvents(), d.onEvent)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: subscribe %s: %w", o.subjEvents(), err)
+	}
+	if err := nc.Flush(); err != nil {
+		sub.Unsubscribe()
+		return nil, fmt.Errorf("cluster: subscribe %s: %w", o.subjEvents(), err)
+	}
+	d.sub = sub
+	// Ask every node for a heartbeat now, rather than within an interval.
+	if err := nc.Publish(o.subjProbe(), nil); err != nil {
+		sub.Unsubscribe()
+		return nil, fmt.Errorf("cluster: probe: %w", err)
+	}
+	go d.run()
+	return d, nil
+}
+
+// run declares lost the nodes whose heartbeats stopped.
+func (d *Directory) run() {
+	defer close(d.done)
+	t := time.NewTicker(d.opts.Heartbeat / 2)
+	defer t.Stop()
+	for {
+		select {
+		case <-d.stop:
+			return
+		case now := <-t.C:
+			d.mu.Lock()
+			losses := d.st.expire(now)
+			d.mu.Unlock()
+			for _, l := range losses {
+				d.report(l)
+			}
+		}
+	}
+}
+
+func (d *Directory) report(l Loss) {
+	names := strings.Join(l.Rooms, ",")
+	if len(names) > 2000 {
+		names = names[:2000] + "..."
+	}
+	d.opts.Logger.Warn("cluster: node lost", "node", l.Node, "url", l.URL, "restarted", l.Restarted,
+		"lost_rooms", len(l.Rooms), "rooms", names)
+	if d.opts.OnLoss != nil {
+		d.opts.OnLoss(l)
+	}
+}
+
+// onEvent handles a heartbeat, room event or leave. One subscription takes
+// all three, so that a node's messages arrive in the order it sent them.
+func (d *Directory) onEvent(m *nats.Msg) {
+	now := time.Now()
+	var err error
+	switch m.Subject {
+	case d.opts.subjHeartbeat():
+		var h *heartbeat
+		if h, err = decode[heartbeat](m.Data); err == nil {
+			d.mu.Lock()
+			fetch, loss := d.st.heartbeat(h, now)
+			d.mu.Unlock()
+			if loss != nil {
+				d.report(*loss)
+			}
+			if fetch {
+				go d.fetch(h.ID)
+			}
+		}
+	case d.opts.subjRoom():
+		var e *roomEvent
+		if e, err = decode[roomEvent](m.Data); err == nil {
+			d.mu.Lock()
+			fetch := d.st.event(e)
+			d.mu.Unlock()
+			if fetch {
+				go d.fetch(e.ID)
+			}
+		}
+	case d.opts.subjLeave():
+		var l *leave
+		if l, err = decode[leave](m.Data); err == nil {
+			d.mu.Lock()
+			left := d.st.leave(l)
+			d.mu.Unlock()
+			if left {
+				d.opts.Logger.Info("cluster: node left", "node", l.ID)
+			}
+		}
+	default:
+		err = fmt.Errorf("%w: unknown subject %s", ErrInvalid, m.Subject)
+	}
+	if err != nil {
+		d.opts.Logger.Debug("cluster: message dropped", "subject", m.Subject, "err", err)
+	}
+}
+
+// fetch asks node id for its room list.
+func (d *Directory) fetch(id string) {
+	var l *roomList
+	msg, err := d.nc.Request(d.opts.subjList(id), nil, d.opts.RequestTimeout)
+	if err == nil {
+		l, err = decode[roomList](msg.Data)
+	}
+	if err != nil {
+		d.opts.Logger.Debug("cluster: room list", "node", id, "err", err)
+		l = nil
+	}
+	d.mu.Lock()
+	d.st.listed(id, l)
+	d.mu.Unlock()
+}
+
+// Nodes returns the nodes known, alive or lost, sorted by id.
+func (d *Directory) Nodes() []NodeStatus {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := make([]NodeStatus, 0, len(d.st.nodes))
+	for _, n := range d.st.nodes {
+		out = append(out, d.st.status(n))
+	}
+	slices.SortFunc(out, func(a, b NodeStatus) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Rooms returns the rooms node id holds, as far as the directory knows,
+// sorted.
+func (d *Directory) Rooms(id string) []string {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := d.st.nodes[id]
+	if n == nil {
+		return nil
+	}
+	out := make([]string, 0, len(n.rooms))
+	for r := range n.rooms {
+		out = append(out, r)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// Locate returns the live node that holds room.
+func (d *Directory) Locate(room string) (NodeStatus, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.st.locate(room)
+}
+
+// Lost returns the rooms lost with nodes that died, oldest first (at most
+// Options.MaxLost).
+func (d *Directory) Lost() []LostRoom {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return slices.Clone(d.st.lost)
+}
+
+// Status is the JSON a directory serves (ServeHTTP).
+type Status struct {
+	Nodes []NodeStatus        `json:"nodes"`
+	Rooms map[string][]string `json:"rooms"` // by node id
+	Lost  []LostRoom          `json:"lost"`
+}
+
+// ServeHTTP answers with the directory's Status as JSON: the nodes, the
+// rooms each holds, and the rooms lost.
+func (d *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	st := Status{Nodes: d.Nodes(), Rooms: map[string][]string{}, Lost: d.Lost()}
+	for _, n := range st.Nodes {
+		st.Rooms[n.ID] = d.Rooms(n.ID)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(st)
+}
+
+// Close stops following the cluster. It leaves the NATS connection open.
+func (d *Directory) Close() error {
+	d.mu.Lock()
+	if d.closed {
+		d.mu.Unlock()
+		return nil
+	}
+	d.closed = true
+	d.mu.Unlock()
+	d.sub.Unsubscribe()
+	close(d.stop)
+	<-d.done
+	return nil
+}

@@ -1,0 +1,31 @@
+// Package cluster spreads rooms over several tongbu server processes that
+// share one NATS server (core NATS, no JetStream).
+//
+// Each process Joins as a Node with its public URL and a capacity. Nodes
+// announce themselves with heartbeats and announce every room they open
+// or close; each follows the others in a Directory (a process that only
+// places rooms can Watch one). A new directory probes, and every node
+// answers with a heartbeat at once.
+//
+// Placement: CreateRoom sends a request to the create subject, on which
+// every node with capacity holds a queue subscription; NATS hands each
+// request to one member of the queue group, chosen at random. A node
+// that fills up leaves the group, and answers requests already queued
+// "full", which sends them to another node; it rejoins when a room
+// closes (Node.Closed). The node's Host creates the room and signs
+// tickets with the secret all processes share; the Placement names the
+// node's public URL, so the ticket leads the client to the process that
+// holds its room. Room names are unique in the cluster: a node refuses a
+// name it holds or that its directory places on another node (the
+// directory learns of a new room within a round trip, so two requests
+// for one name at the same instant may still both succeed).
+//
+// Loss: a node whose heartbeats stop for Options.Misses of its intervals
+// is declared dead: its rooms are reported lost (Options.OnLoss, a
+// warning in the log, Directory.Lost and the JSON of Directory.ServeHTTP).
+// Its queue subscription is gone with its connection, so new rooms go to
+// the others. A node that Leaves on purpose has its rooms closed, not
+// lost.
+//
+// The subjects and message formats are in SPEC.md §11.
+package cluster
