@@ -28,7 +28,7 @@ func (s PlayState) String() string {
 const (
 	fastMax       = 2.0    // the most a backlog is sped up
 	slowMin       = 0.5    // the most play is stretched
-	jitterWindow  = 100    // frames of delay history (6.7 s at 15 Hz)
+	jitterWindow  = 150    // frames of delay history (10 s at 15 Hz)
 	eventGap      = 1000.0 // ms: frames this close in arrival belong to one delay event
 	mapdvGain     = 1.0 / 16
 	delayMinDecay = 0.02 // ms the windowless minimum relaxes per frame, for route changes
