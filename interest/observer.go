@@ -84,6 +84,7 @@ type observer struct {
 	ackDue   bool
 	corr     bool // a correction is to be sent
 	lastCorr int  // frame of the last correction; older commands are void
+	probe    int  // frame to send a packet at even with nothing to say
 	lastSend int
 	target   ID
 	tgtSync  int
@@ -509,7 +510,7 @@ func (o *observer) send(w *World) {
 	})
 	direct := &w.regions[me.reg].direct
 	bc += direct.w.Len()
-	if bc == 0 && len(o.queue) == 0 && !o.ackDue && !o.corr && w.frame-o.lastSend < keepaliveFrames {
+	if bc == 0 && len(o.queue) == 0 && !o.ackDue && !o.corr && w.frame != o.probe && w.frame-o.lastSend < keepaliveFrames {
 		return
 	}
 	o.begin(w)
@@ -618,11 +619,18 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 	})
 	center := w.regionAt(me.reg)
 	keep := o.queue[:0]
+	before := o.w.Len()
 	for _, it := range o.queue {
 		if !o.emit(w, me, center, &it, &budget) {
 			keep = append(keep, it)
 			w.stats.Deferred++
 		}
+	}
+	if o.w.Len() > before {
+		// Logic went out: send a packet reorderFrames later even if there
+		// is nothing to say, so that if this one is lost the client sees
+		// the gap and its acknowledgement shows the loss at once.
+		o.probe = w.frame + reorderFrames
 	}
 	clear(o.queue[len(keep):])
 	o.queue = keep
