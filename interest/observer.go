@@ -309,8 +309,8 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 	o.w.WriteBits(kindDisplay, kindBits)
 	o.w.WriteUint(uint64(n), maxDisplayBatch)
 	for _, t := range list[:n] {
-		w.display(t)
-		o.w.WriteBitString(t.dispEnc.b, t.dispEnc.n)
+		d := w.display(t)
+		o.w.WriteBitString(d.b, d.n)
 	}
 	b := o.w.Bytes()
 	o.buf = b[:0]
@@ -619,18 +619,19 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 	})
 	center := w.regionAt(me.reg)
 	keep := o.queue[:0]
-	before := o.w.Len()
 	for _, it := range o.queue {
+		before := o.w.Len()
 		if !o.emit(w, me, center, &it, &budget) {
 			keep = append(keep, it)
 			w.stats.Deferred++
+		} else if (it.why == whyForced || it.why == whyForcedAhead) && o.w.Len() > before {
+			// A forced sync went out: send a packet reorderFrames later
+			// even if there is nothing to say, so that if this one is
+			// lost the client sees the gap and its acknowledgement shows
+			// the loss at once, well within the time a client may go
+			// without knowing what is in its range.
+			o.probe = w.frame + reorderFrames
 		}
-	}
-	if o.w.Len() > before {
-		// Logic went out: send a packet reorderFrames later even if there
-		// is nothing to say, so that if this one is lost the client sees
-		// the gap and its acknowledgement shows the loss at once.
-		o.probe = w.frame + reorderFrames
 	}
 	clear(o.queue[len(keep):])
 	o.queue = keep

@@ -89,8 +89,6 @@ type entity struct {
 	dirtyAt  int32 // index in World.dirty, -1 when clean
 	obs      *observer
 	disp     Display
-	dispEnc  bitString // its display entry, encoded once per version
-	dispOK   bool      // dispEnc is current
 }
 
 // bitString is an encoded message part, spliced into many packets.
@@ -157,7 +155,8 @@ type World struct {
 	frame int
 
 	ents    []*entity
-	free    []ID // freed IDs, oldest first
+	disps   []dispCache // display entries encoded, by ID
+	free    []ID        // freed IDs, oldest first
 	freeAt  int
 	regions []region
 	movers  []ID
@@ -322,7 +321,8 @@ func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
 	default:
 		return 0, ErrFull
 	}
-	e.kind, e.lg, e.disp, e.alive, e.dispOK = kind, lg, d, true, false
+	e.kind, e.lg, e.disp, e.alive = kind, lg, d, true
+	w.dispEnc(e.id).ok = false
 	e.mover, e.dirtyAt, e.absFrame, e.relFrame, e.crossed = -1, -1, -1, -1, -1
 	e.lastBc, e.lastSyn = w.frame, w.frame
 	e.reg = w.regionOfPos(lg.Pos)
@@ -468,16 +468,32 @@ func (w *World) absolute(e *entity) {
 	e.abs.n, e.abs.b = w.w.Len(), w.w.Bytes()
 }
 
-// display encodes e's display entry, once per version: every client that
-// asks for it gets the same bits.
-func (w *World) display(e *entity) {
-	if e.dispOK {
-		return
+// dispCache is an entity's display entry, encoded once per version: every
+// client that asks for it gets the same bits. It lives beside the entities,
+// not in them, to keep what every frame's loops read small.
+type dispCache struct {
+	bitString
+	ok bool // current
+}
+
+// dispEnc returns the display cache of entity id.
+func (w *World) dispEnc(id ID) *dispCache {
+	for int(id) >= len(w.disps) {
+		w.disps = append(w.disps, dispCache{})
 	}
-	e.dispOK = true
-	w.w.Reset(e.dispEnc.b[:0])
-	w.lay.writeDisplay(&w.w, &displayEntry{id: e.id, ver: e.dver, d: e.disp})
-	e.dispEnc.n, e.dispEnc.b = w.w.Len(), w.w.Bytes()
+	return &w.disps[id]
+}
+
+// display returns e's encoded display entry.
+func (w *World) display(e *entity) *dispCache {
+	c := w.dispEnc(e.id)
+	if !c.ok {
+		c.ok = true
+		w.w.Reset(c.b[:0])
+		w.lay.writeDisplay(&w.w, &displayEntry{id: e.id, ver: e.dver, d: e.disp})
+		c.n, c.b = w.w.Len(), w.w.Bytes()
+	}
+	return c
 }
 
 // relative encodes e's logic with its position inside its region, for
@@ -616,7 +632,8 @@ func (w *World) SetDisplay(id ID, d Display) error {
 	if len(d.Name) > MaxName {
 		return fmt.Errorf("%w: name over %d bytes", ErrConfig, MaxName)
 	}
-	e.disp, e.dispOK = d, false
+	e.disp = d
+	w.dispEnc(e.id).ok = false
 	e.dver++
 	w.invalidate(e)
 	w.markDirty(e)
