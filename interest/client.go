@@ -131,6 +131,7 @@ type Client struct {
 	active   []activeEntry
 	full     bool // the next frame checks every entity, not only the active ones
 	displays map[ID]cachedDisplay
+	names    names // the connection's name dictionary
 	discover map[ID]ask
 	wantDisp map[ID]ask
 	events   []Event
@@ -557,10 +558,12 @@ func (c *Client) wantDisplay(now time.Time, id ID, ver uint8) {
 func (c *Client) display(r *codec.Reader) error {
 	n := int(r.ReadUint(maxDisplayBatch))
 	var list [maxDisplayBatch]displayEntry
+	had := len(c.names.list)
 	for i := 0; i < n && r.Err() == nil; i++ {
-		c.lay.readDisplay(r, &list[i])
+		c.lay.readDisplay(r, &list[i], &c.names)
 	}
 	if err := r.Done(); err != nil {
+		c.names.list = c.names.list[:had] // the names of a message dropped are not added
 		return fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	for _, e := range list[:n] {

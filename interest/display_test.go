@@ -1,8 +1,11 @@
 package interest
 
 import (
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/tongbu/tongbu/codec"
 )
 
 // direct hands the world's packets straight to one client.
@@ -73,4 +76,61 @@ func TestDisplayVersions(t *testing.T) {
 	}
 	run(48) // forced sync, then display
 	want(again, "bear", 3)
+}
+
+// TestNameDictionary checks the connection's name dictionary: a name
+// sent once is referred to by index after, so the second wolf's display
+// entry is smaller than the first's, and both read back right; a display
+// message that refers to a name the client does not have is dropped whole,
+// adding none of its names.
+func TestNameDictionary(t *testing.T) {
+	cfg := Config{Width: 8, Height: 8}.WithDefaults()
+	l := newLayout(cfg)
+	var world names
+	var wr codec.Writer
+	entries := []displayEntry{
+		{id: 5, d: Display{Name: "grey wolf", Appearance: 1}},
+		{id: 6, d: Display{Name: "grey wolf", Appearance: 2}},
+		{id: 7, ver: 3, d: Display{Name: "", Camp: 2}},
+	}
+	var sizes []int
+	for i := range entries {
+		before := wr.Len()
+		l.writeDisplayHead(&wr, &entries[i])
+		world.writeName(&wr, entries[i].d.Name)
+		sizes = append(sizes, wr.Len()-before)
+	}
+	if sizes[1] >= sizes[0] {
+		t.Errorf("the repeated name cost %d bits against %d the first time", sizes[1], sizes[0])
+	}
+	var client names
+	r := codec.NewReader(wr.Bytes())
+	for _, want := range entries {
+		var got displayEntry
+		l.readDisplay(r, &got, &client)
+		if got != want {
+			t.Fatalf("read %+v, want %+v", got, want)
+		}
+	}
+	if len(client.list) != 1 || client.list[0] != "grey wolf" {
+		t.Errorf("dictionary %q, want the one non-empty name", client.list)
+	}
+
+	// A hostile message: a new name, then a reference past the dictionary.
+	c, _ := NewClient(cfg, 1)
+	var bad codec.Writer
+	bad.WriteBits(kindDisplay, kindBits)
+	bad.WriteUint(2, maxDisplayBatch)
+	var fresh names
+	l.writeDisplayHead(&bad, &displayEntry{id: 9})
+	fresh.writeName(&bad, "bear")
+	l.writeDisplayHead(&bad, &displayEntry{id: 10})
+	bad.WriteBool(true)
+	bad.WriteUint(7, maxNames-1)
+	if err := c.Deliver(time.Unix(0, 0), bad.Bytes()); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a reference past the dictionary: %v, want ErrMalformed", err)
+	}
+	if len(c.names.list) != 0 || len(c.displays) != 0 {
+		t.Errorf("a dropped message left names %q and %d display entries", c.names.list, len(c.displays))
+	}
 }

@@ -184,6 +184,10 @@ func FuzzDownlink(f *testing.F) {
 	for n := 1; n <= 40; n++ {
 		w.Tick(time.Unix(0, 0).Add(time.Duration(n) * w.cfg.Period()))
 	}
+	// Display replies, the second referring to names the first sent.
+	for _, ids := range [][]uint32{{2, 3}, {4, 5, 6}} {
+		_ = w.Deliver(me, uplinkBytes(f, w, &uplink{display: ids}))
+	}
 	for _, m := range rec.msgs {
 		f.Add(m)
 	}

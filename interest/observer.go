@@ -82,9 +82,10 @@ type observer struct {
 	cmdSeq   uint16
 	haveCmd  bool
 	ackDue   bool
-	corr     bool // a correction is to be sent
-	lastCorr int  // frame of the last correction; older commands are void
-	probe    int  // frame to send a packet at even with nothing to say
+	corr     bool  // a correction is to be sent
+	lastCorr int   // frame of the last correction; older commands are void
+	probe    int   // frame to send a packet at even with nothing to say
+	names    names // the name dictionary shared with the client
 	lastSend int
 	target   ID
 	tgtSync  int
@@ -311,6 +312,7 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 	for _, t := range list[:n] {
 		d := w.display(t)
 		o.w.WriteBitString(d.b, d.n)
+		o.names.writeName(&o.w, t.disp.Name)
 	}
 	b := o.w.Bytes()
 	o.buf = b[:0]

@@ -158,7 +158,7 @@ func (l *layout) readRawPath(r *codec.Reader, pos Vec) (Vec, int32) {
 // G2C_ALL_CHARACTER_IN_REGION); without, absolute.
 func (l *layout) writeLogic(w *codec.Writer, kind Kind, lg *Logic, dver uint8, rel *Region) {
 	w.WriteBits(uint64(kind), 2)
-	w.WriteBits(uint64(lg.State), 5)
+	writeUsual(w, uint64(lg.State), 0, 31)
 	w.WriteBool(lg.Combat)
 	writeUsual(w, uint64(min(lg.Life, 100)), 100, 100)
 	writeUsual(w, uint64(min(lg.Mana, 100)), 100, 100)
@@ -201,7 +201,7 @@ func readUsual(r *codec.Reader, usual, max uint64) uint64 {
 
 func (l *layout) readLogic(r *codec.Reader, lg *Logic, rel *Region) (Kind, uint8) {
 	kind := Kind(r.ReadBits(2))
-	lg.State = uint8(r.ReadBits(5))
+	lg.State = uint8(readUsual(r, 0, 31))
 	lg.Combat = r.ReadBool()
 	lg.Life = uint8(readUsual(r, 100, 100))
 	lg.Mana = uint8(readUsual(r, 100, 100))
@@ -434,18 +434,69 @@ type displayEntry struct {
 	d   Display
 }
 
-func (l *layout) writeDisplay(w *codec.Writer, e *displayEntry) {
+// maxNames bounds a connection's name dictionary (display data, SPEC
+// 8.3): the names a world has sent a client, which later display entries
+// refer to by index.
+const maxNames = 1024
+
+// writeDisplayHead writes a display entry up to its name: the part every
+// client gets the same bits of.
+func (l *layout) writeDisplayHead(w *codec.Writer, e *displayEntry) {
 	l.writeID(w, e.id)
-	w.WriteBits(uint64(e.ver), 8)
+	writeUsual(w, uint64(e.ver), 0, 255)
 	w.WriteBits(uint64(e.d.Appearance), 32)
 	w.WriteBits(uint64(e.d.Camp), 8)
-	w.WriteString(e.d.Name, MaxName)
 }
 
-func (l *layout) readDisplay(r *codec.Reader, e *displayEntry) {
+// names is one side's copy of a connection's name dictionary. Both sides
+// add every non-empty name sent in full while it holds fewer than
+// maxNames, in the order sent, so they agree: display data travels on the
+// reliable, ordered channel.
+type names struct {
+	index map[string]int // the world's side
+	list  []string       // the client's side
+}
+
+// writeName writes a display entry's name: a reference to the dictionary
+// when the client has it, else the name in full, which joins the
+// dictionary.
+func (n *names) writeName(w *codec.Writer, name string) {
+	if i, ok := n.index[name]; ok {
+		w.WriteBool(true)
+		w.WriteUint(uint64(i), maxNames-1)
+		return
+	}
+	w.WriteBool(false)
+	w.WriteString(name, MaxName)
+	if name != "" && len(n.index) < maxNames {
+		if n.index == nil {
+			n.index = map[string]int{}
+		}
+		n.index[name] = len(n.index)
+	}
+}
+
+// readDisplay reads a display entry, resolving its name against the
+// client's dictionary (adding a name sent in full). The caller truncates
+// the dictionary back if the message as a whole does not decode.
+func (l *layout) readDisplay(r *codec.Reader, e *displayEntry, n *names) {
 	e.id = l.readID(r)
-	e.ver = uint8(r.ReadBits(8))
+	e.ver = uint8(readUsual(r, 0, 255))
 	e.d.Appearance = uint32(r.ReadBits(32))
 	e.d.Camp = uint8(r.ReadBits(8))
+	if r.ReadBool() {
+		i := r.ReadUint(maxNames - 1)
+		if r.Err() == nil && i >= uint64(len(n.list)) {
+			r.Fail(fmt.Errorf("%w: name %d of a dictionary of %d", ErrMalformed, i, len(n.list)))
+			return
+		}
+		if r.Err() == nil {
+			e.d.Name = n.list[i]
+		}
+		return
+	}
 	e.d.Name = r.ReadString(MaxName)
+	if r.Err() == nil && e.d.Name != "" && len(n.list) < maxNames {
+		n.list = append(n.list, e.d.Name)
+	}
 }

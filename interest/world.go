@@ -468,7 +468,8 @@ func (w *World) absolute(e *entity) {
 	e.abs.n, e.abs.b = w.w.Len(), w.w.Bytes()
 }
 
-// dispCache is an entity's display entry, encoded once per version: every
+// dispCache is an entity's display entry up to its name (which goes by the
+// client's dictionary), encoded once per version: every
 // client that asks for it gets the same bits. It lives beside the entities,
 // not in them, to keep what every frame's loops read small.
 type dispCache struct {
@@ -490,7 +491,7 @@ func (w *World) display(e *entity) *dispCache {
 	if !c.ok {
 		c.ok = true
 		w.w.Reset(c.b[:0])
-		w.lay.writeDisplay(&w.w, &displayEntry{id: e.id, ver: e.dver, d: e.disp})
+		w.lay.writeDisplayHead(&w.w, &displayEntry{id: e.id, ver: e.dver, d: e.disp})
 		c.n, c.b = w.w.Len(), w.w.Bytes()
 	}
 	return c
