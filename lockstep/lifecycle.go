@@ -104,35 +104,61 @@ func decodeFrameNumber(r *codec.Reader) (int, error) {
 	return int(f), nil
 }
 
-// dumpPart is one part of a state dump.
-type dumpPart struct {
+// payloadPart is one part of a payload split over lifecycle messages: the
+// frame the payload is of, the part's index and the count of parts.
+type payloadPart struct {
 	frame       int
 	part, parts int
 	data        []byte
 }
 
-func (d *dumpPart) encode(w *codec.Writer) {
-	writeLife(w, lifeDump)
-	w.WriteUvarint(uint64(d.frame))
-	w.WriteUint(uint64(d.parts-1), maxDumpParts-1)
-	w.WriteUint(uint64(d.part), maxDumpParts-1)
-	w.WriteBytes(d.data, DumpPartBytes)
+// partSpec is the shape of one kind of split payload: its lifecycle
+// sub-kind, bounds, and the first frame it may be of.
+type partSpec struct {
+	life      int
+	what      string
+	maxParts  int
+	partBytes int
+	minFrame  uint64
 }
 
-func decodeDumpPart(r *codec.Reader) (dumpPart, error) {
-	var d dumpPart
+var (
+	dumpSpec     = partSpec{life: lifeDump, what: "dump", maxParts: maxDumpParts, partBytes: DumpPartBytes}
+	snapshotSpec = partSpec{life: lifeSnapshot, what: "snapshot", maxParts: maxSnapshotParts, partBytes: SnapshotPartBytes, minFrame: 1}
+)
+
+func (s *partSpec) encode(w *codec.Writer, d *payloadPart) {
+	writeLife(w, s.life)
+	w.WriteUvarint(uint64(d.frame))
+	w.WriteUint(uint64(d.parts-1), uint64(s.maxParts-1))
+	w.WriteUint(uint64(d.part), uint64(s.maxParts-1))
+	w.WriteBytes(d.data, s.partBytes)
+}
+
+func (s *partSpec) decode(r *codec.Reader) (payloadPart, error) {
+	var d payloadPart
 	f := r.ReadUvarint()
-	d.parts = int(r.ReadUint(maxDumpParts-1)) + 1
-	d.part = int(r.ReadUint(maxDumpParts - 1))
-	d.data = r.ReadBytes(nil, DumpPartBytes)
+	d.parts = int(r.ReadUint(uint64(s.maxParts-1))) + 1
+	d.part = int(r.ReadUint(uint64(s.maxParts - 1)))
+	d.data = r.ReadBytes(nil, s.partBytes)
 	if err := r.Done(); err != nil {
-		return d, fmt.Errorf("%w: dump part: %w", ErrMalformed, err)
+		return d, fmt.Errorf("%w: %s part: %w", ErrMalformed, s.what, err)
 	}
-	if f > maxFrame || d.part >= d.parts {
-		return d, fmt.Errorf("%w: dump of frame %d, part %d of %d", ErrMalformed, f, d.part, d.parts)
+	if f > maxFrame || f < s.minFrame || d.part >= d.parts {
+		return d, fmt.Errorf("%w: %s of frame %d, part %d of %d", ErrMalformed, s.what, f, d.part, d.parts)
 	}
 	d.frame = int(f)
 	return d, nil
+}
+
+// dumpPart is one part of a state dump.
+type dumpPart payloadPart
+
+func (d *dumpPart) encode(w *codec.Writer) { dumpSpec.encode(w, (*payloadPart)(d)) }
+
+func decodeDumpPart(r *codec.Reader) (dumpPart, error) {
+	d, err := dumpSpec.decode(r)
+	return dumpPart(d), err
 }
 
 // catchUpHeader writes the header of a catch-up message holding frames

@@ -170,35 +170,16 @@ func (r *Room) snapshotPayload() ([]byte, bool) {
 	return comp, true
 }
 
-// snapshotPart is one message of a snapshot (lifeSnapshot).
-type snapshotPart struct {
-	frame       int // the snapshot is the state after frames 0 .. frame-1
-	part, parts int
-	data        []byte // a piece of the compressed payload
-}
+// snapshotPart is one message of a snapshot (lifeSnapshot): the snapshot
+// is the state after frames 0 .. frame-1, data a piece of its compressed
+// payload.
+type snapshotPart payloadPart
 
-func (d *snapshotPart) encode(w *codec.Writer) {
-	writeLife(w, lifeSnapshot)
-	w.WriteUvarint(uint64(d.frame))
-	w.WriteUint(uint64(d.parts-1), maxSnapshotParts-1)
-	w.WriteUint(uint64(d.part), maxSnapshotParts-1)
-	w.WriteBytes(d.data, SnapshotPartBytes)
-}
+func (d *snapshotPart) encode(w *codec.Writer) { snapshotSpec.encode(w, (*payloadPart)(d)) }
 
 func decodeSnapshotPart(r *codec.Reader) (snapshotPart, error) {
-	var d snapshotPart
-	f := r.ReadUvarint()
-	d.parts = int(r.ReadUint(maxSnapshotParts-1)) + 1
-	d.part = int(r.ReadUint(maxSnapshotParts - 1))
-	d.data = r.ReadBytes(nil, SnapshotPartBytes)
-	if err := r.Done(); err != nil {
-		return d, fmt.Errorf("%w: snapshot part: %w", ErrMalformed, err)
-	}
-	if f > maxFrame || f == 0 || d.part >= d.parts {
-		return d, fmt.Errorf("%w: snapshot of frame %d, part %d of %d", ErrMalformed, f, d.part, d.parts)
-	}
-	d.frame = int(f)
-	return d, nil
+	d, err := snapshotSpec.decode(r)
+	return snapshotPart(d), err
 }
 
 // decodeSnapshotPayload decompresses a whole snapshot payload: the fill
