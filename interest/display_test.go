@@ -14,6 +14,34 @@ type direct struct{ c *Client }
 func (d *direct) SendUnreliable(_ ID, msg []byte) error { return d.c.Deliver(time.Unix(0, 0), msg) }
 func (d *direct) SendReliable(id ID, msg []byte) error  { return d.SendUnreliable(id, msg) }
 
+// stepper runs a world and one player's client, connected directly, frame
+// by frame.
+type stepper struct {
+	t      *testing.T
+	w      *World
+	out    *direct
+	player ID
+	start  time.Time
+	frame  int
+}
+
+// run plays n frames: the world's tick, then the client's, whose packet
+// goes straight back.
+func (s *stepper) run(n int) {
+	s.t.Helper()
+	for range n {
+		s.frame++
+		now := s.start.Add(time.Duration(s.frame) * s.w.Config().Period())
+		s.w.Tick(now)
+		s.out.c.Advance(now)
+		if pkt := s.out.c.Packet(now); pkt != nil {
+			if err := s.w.Deliver(s.player, pkt); err != nil {
+				s.t.Fatalf("frame %d: %v", s.frame, err)
+			}
+		}
+	}
+}
+
 // TestDisplayVersions checks that display data is fetched once per
 // version: a client holds the first version, and after SetDisplay it
 // fetches and holds the second, whatever the world cached in between; a
@@ -32,20 +60,7 @@ func TestDisplayVersions(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.c, _ = NewClient(cfg, player)
-	frame := 0
-	run := func(frames int) {
-		for range frames {
-			frame++
-			now := start.Add(time.Duration(frame) * w.Config().Period())
-			w.Tick(now)
-			out.c.Advance(now)
-			if pkt := out.c.Packet(now); pkt != nil {
-				if err := w.Deliver(player, pkt); err != nil {
-					t.Fatalf("frame %d: %v", frame, err)
-				}
-			}
-		}
-	}
+	run := (&stepper{t: t, w: w, out: out, player: player, start: start}).run
 	want := func(id ID, name string, app uint32) {
 		t.Helper()
 		v, ok := out.c.Entity(id)

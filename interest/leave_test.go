@@ -110,20 +110,7 @@ func TestZigzagMissedMove(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.c, _ = NewClient(cfg, player)
-	frame := 0
-	run := func(frames int) {
-		for range frames {
-			frame++
-			now := start.Add(time.Duration(frame) * cfg.Period())
-			w.Tick(now)
-			out.c.Advance(now)
-			if pkt := out.c.Packet(now); pkt != nil {
-				if err := w.Deliver(player, pkt); err != nil {
-					t.Fatalf("frame %d: %v", frame, err)
-				}
-			}
-		}
-	}
+	run := (&stepper{t: t, w: w, out: out, player: player, start: start}).run
 	run(48) // the client learns its range
 	if _, ok := out.c.Entity(npc); !ok {
 		t.Fatal("the client never learned the NPC in its range")
