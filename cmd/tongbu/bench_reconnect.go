@@ -319,7 +319,6 @@ func reconnectRun(o reconnectOpts, snapshot bool, out io.Writer) (reconnectFigur
 	var bots []*liveClient
 	var models []*mobaModel
 	otherStart := time.Now().Add(100 * time.Millisecond)
-	var otherJobs []*roomJob
 	for r := range *others {
 		j := &roomJob{conns: make([]*transport.MemConn, cfg.Players), late: lr}
 		j.room, err = lockstep.NewRoom(cfg, otherStart, jobSender{j})
@@ -340,7 +339,6 @@ func reconnectRun(o reconnectOpts, snapshot bool, out io.Writer) (reconnectFigur
 			}
 			bots = append(bots, &liveClient{c: c, conn: cc, game: g, slot: i})
 		}
-		otherJobs = append(otherJobs, j)
 		sched.Add(j, j.room.NextCut())
 	}
 	sched.Add(rj, m.room.NextCut())

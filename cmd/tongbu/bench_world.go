@@ -193,13 +193,12 @@ type worldSim struct {
 	byPlayer []*wplayer // by entity ID
 	byNPC    []*wnpc
 
-	down, up       *link
-	measuring      bool
-	pending        []jxCmd // player commands on their way up, for the baseline
-	playerCross    int64
-	episodes       []*episode
-	epOpen, epEmpt int
-	scratch        []interest.ID
+	down, up    *link
+	measuring   bool
+	pending     []jxCmd // player commands on their way up, for the baseline
+	playerCross int64
+	episodes    []*episode
+	epEmpt      int
 }
 
 // SendUnreliable and SendReliable are the world's Sender: the packet is
