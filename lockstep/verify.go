@@ -72,7 +72,6 @@ type MatchResult struct {
 type verifier struct {
 	done       int // frames 0 .. done-1 compared
 	agreed     []GameEvent
-	agreedAt   []int // frames with agreed events, ascending (index into agreed by search)
 	noMajority []int
 	verdicts   []PlayerVerdict
 	named      []bool
