@@ -497,8 +497,21 @@ func (o *observer) send(w *World) {
 		o.tgtSync = w.frame
 		o.enqueue(item{kind: itemLogic, why: whyTarget, id: t.id})
 	}
+	// The regions of the range with anything this frame, found in the
+	// dense w.busy rather than in the region structs.
+	var act [9]int32
+	na := 0
+	c := w.regionAt(me.reg)
+	for y := max(c.Y-1, 0); y <= min(c.Y+1, w.cfg.Height-1); y++ {
+		for x := max(c.X-1, 0); x <= min(c.X+1, w.cfg.Width-1); x++ {
+			if ri := int32(y*w.cfg.Width + x); w.busy[ri] {
+				act[na] = ri
+				na++
+			}
+		}
+	}
 	bc := 0
-	w.around(me.reg, func(ri int32) {
+	for _, ri := range act[:na] {
 		reg := &w.regions[ri]
 		bc += reg.bc.w.Len()
 		for _, id := range reg.syncs {
@@ -509,18 +522,23 @@ func (o *observer) send(w *World) {
 			o.enqueue(item{kind: itemLogic, why: why, id: id})
 			w.stats.StateSyncs++
 		}
-	})
-	direct := &w.regions[me.reg].direct
-	bc += direct.w.Len()
+	}
+	var direct *msgBuf
+	if w.busy[me.reg] {
+		direct = &w.regions[me.reg].direct
+		bc += direct.w.Len()
+	}
 	if bc == 0 && len(o.queue) == 0 && !o.ackDue && !o.corr && w.frame != o.probe && w.frame-o.lastSend < keepaliveFrames {
 		return
 	}
 	o.begin(w)
 	used := 0
-	w.around(me.reg, func(ri int32) {
+	for _, ri := range act[:na] {
 		used += o.splice(w, &w.regions[ri].bc)
-	})
-	used += o.splice(w, direct)
+	}
+	if direct != nil {
+		used += o.splice(w, direct)
+	}
 	if o.corr {
 		o.correction(w, me)
 	}

@@ -125,7 +125,6 @@ type region struct {
 	direct  msgBuf   // announcements for observers located here
 	syncs   []ID     // entities here due for state sync this frame
 	leavers []leaver // observers that left this region lately, oldest first
-	touched bool
 }
 
 // leaver is an observer that left a region, and the frame it did.
@@ -162,6 +161,7 @@ type World struct {
 	movers  []ID
 	dirty   []ID
 	touched []int32
+	busy    []bool // by region: touched this frame (a dense copy, cheap to scan)
 	pend    []pending
 	obs     []*observer
 	cross   []ID // entities that crossed a border this frame
@@ -179,6 +179,7 @@ func NewWorld(cfg Config, start time.Time, out Sender) (*World, error) {
 	}
 	w := &World{cfg: cfg, lay: newLayout(cfg), out: out, start: start}
 	w.regions = make([]region, cfg.Width*cfg.Height)
+	w.busy = make([]bool, len(w.regions))
 	if cfg.City != nil {
 		for i := range w.regions {
 			w.regions[i].city = cfg.City(w.regionAt(int32(i)))
@@ -436,8 +437,8 @@ func (w *World) announce(e *entity, from, to int32) {
 }
 
 func (w *World) touch(ri int32) {
-	if !w.regions[ri].touched {
-		w.regions[ri].touched = true
+	if !w.busy[ri] {
+		w.busy[ri] = true
 		w.touched = append(w.touched, ri)
 	}
 }
@@ -728,7 +729,7 @@ func (w *World) step() {
 		reg.bc.reset()
 		reg.direct.reset()
 		reg.syncs = reg.syncs[:0]
-		reg.touched = false
+		w.busy[ri] = false
 	}
 	w.touched = w.touched[:0]
 }
