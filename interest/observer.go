@@ -312,7 +312,7 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 	for _, t := range list[:n] {
 		d := w.display(t)
 		o.w.WriteBitString(d.b, d.n)
-		o.names.writeName(&o.w, t.disp.Name)
+		o.names.writeName(&o.w, d.d.Name)
 	}
 	b := o.w.Bytes()
 	o.buf = b[:0]

@@ -67,29 +67,40 @@ type Stats struct {
 }
 
 type entity struct {
-	// The fields every frame's loops read come first, in one cache line.
-	id      ID
-	kind    Kind
-	alive   bool
-	dver    uint8
-	dirty   bool
-	reg     int32 // region index
-	mover   int32 // index in World.movers, -1 when standing
-	lastBc  int   // frame of the last broadcast carrying its position (seed m_nLastBroadcastFrame)
-	lg      Logic
-	slot    int32 // index in the region's entity list
-	crossed int32 // region it was in when it first crossed a border this frame, -1 if it did not
-	start   int   // frame its path starts: it stands at the source until then (a move stamped ahead)
+	// The first cache line holds what every frame's loops read: the
+	// movement loop, forced-sync scans, range checks.
+	id     ID
+	kind   Kind
+	alive  bool
+	dver   uint8
+	dirty  bool
+	reg    int32 // region index
+	mover  int32 // index in World.movers, -1 when standing
+	lg     Logic
+	start  int // frame its path starts: it stands at the source until then (a move stamped ahead)
+	lastBc int // frame of the last broadcast carrying its position (seed m_nLastBroadcastFrame)
 
-	absFrame int // frame the cached absolute encoding is for
+	// The second: the region-relative encoding (forced sync), and what a
+	// crossing or a state change touches.
 	relFrame int // frame the cached region-relative encoding is for
-	abs      bitString
+	absFrame int // frame the cached absolute encoding is for
 	rel      bitString
-	lastSyn  int   // frame of its last state sync
+	slot     int32 // index in the region's entity list
+	crossed  int32 // region it was in when it first crossed a border this frame, -1 if it did not
 	dirtyAt  int32 // index in World.dirty, -1 when clean
-	obs      *observer
-	disp     Display
+
+	abs     bitString
+	lastSyn int // frame of its last state sync
+	obs     *observer
+	_       [16]byte // to entitySize, so that entities in a slab keep to cache lines
 }
+
+// entitySize is the size of an entity: three cache lines. Entities are
+// allocated in slabs of entitySlab, in ID order.
+const (
+	entitySize = 192
+	entitySlab = 256
+)
 
 // bitString is an encoded message part, spliced into many packets.
 type bitString struct {
@@ -154,6 +165,7 @@ type World struct {
 	frame int
 
 	ents    []*entity
+	slab    []entity    // entities allocated, not yet used
 	disps   []dispCache // display entries encoded, by ID
 	free    []ID        // freed IDs, oldest first
 	freeAt  int
@@ -317,13 +329,19 @@ func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
 		e = w.ents[id]
 		*e = entity{id: id, dver: e.dver + 1, abs: e.abs, rel: e.rel}
 	case len(w.ents) < w.cfg.MaxEntities:
-		e = &entity{id: ID(len(w.ents))}
+		if len(w.slab) == 0 {
+			w.slab = make([]entity, entitySlab)
+		}
+		e = &w.slab[0]
+		w.slab = w.slab[1:]
+		e.id = ID(len(w.ents))
 		w.ents = append(w.ents, e)
 	default:
 		return 0, ErrFull
 	}
-	e.kind, e.lg, e.disp, e.alive = kind, lg, d, true
-	w.dispEnc(e.id).ok = false
+	e.kind, e.lg, e.alive = kind, lg, true
+	dc := w.dispEnc(e.id)
+	dc.d, dc.ok = d, false
 	e.mover, e.dirtyAt, e.absFrame, e.relFrame, e.crossed = -1, -1, -1, -1, -1
 	e.lastBc, e.lastSyn = w.frame, w.frame
 	e.reg = w.regionOfPos(lg.Pos)
@@ -476,6 +494,7 @@ func (w *World) absolute(e *entity) {
 type dispCache struct {
 	bitString
 	ok bool // current
+	d  Display
 }
 
 // dispEnc returns the display cache of entity id.
@@ -492,7 +511,7 @@ func (w *World) display(e *entity) *dispCache {
 	if !c.ok {
 		c.ok = true
 		w.w.Reset(c.b[:0])
-		w.lay.writeDisplayHead(&w.w, &displayEntry{id: e.id, ver: e.dver, d: e.disp})
+		w.lay.writeDisplayHead(&w.w, &displayEntry{id: e.id, ver: e.dver, d: c.d})
 		c.n, c.b = w.w.Len(), w.w.Bytes()
 	}
 	return c
@@ -634,8 +653,8 @@ func (w *World) SetDisplay(id ID, d Display) error {
 	if len(d.Name) > MaxName {
 		return fmt.Errorf("%w: name over %d bytes", ErrConfig, MaxName)
 	}
-	e.disp = d
-	w.dispEnc(e.id).ok = false
+	dc := w.dispEnc(e.id)
+	dc.d, dc.ok = d, false
 	e.dver++
 	w.invalidate(e)
 	w.markDirty(e)
@@ -705,8 +724,8 @@ func (w *World) step() {
 			i++
 			continue
 		}
+		// No invalidate: the encodings cached are for earlier frames.
 		e.lg.Pos = Step(e.lg.Pos, e.lg.Dest, e.lg.Speed)
-		w.invalidate(e)
 		w.reregion(e)
 		if !e.lg.Moving() {
 			e.lg.Speed = 0
