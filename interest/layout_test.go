@@ -1,6 +1,10 @@
 package interest
 
 import (
+	"fmt"
+	"hash/maphash"
+
+	"github.com/tongbu/tongbu/codec"
 	"testing"
 	"unsafe"
 )
@@ -25,5 +29,41 @@ func TestEntityLayout(t *testing.T) {
 	}
 	if n := entitySize * entitySlab; n <= 32<<10 {
 		t.Errorf("a slab of %d bytes is a small object, not page-aligned", n)
+	}
+}
+
+// TestNameIndex checks the world's side of the name dictionary
+// against a map: every name sent in full gets the next index until the
+// dictionary is full, and a name sent again is found under its index.
+func TestNameIndex(t *testing.T) {
+	var n names
+	ref := map[string]int{}
+	var w codec.Writer
+	for i := range 3 * maxNames {
+		name := fmt.Sprintf("n%d", i*7919%(2*maxNames)) // repeats, and more names than fit
+		if i%5 == 0 {
+			name = ""
+		}
+		h := maphash.String(nameSeed, name)
+		want, ok := ref[name]
+		if !ok {
+			want = -1
+		}
+		if got := n.find(name, h); got != want {
+			t.Fatalf("step %d: find(%q) = %d, want %d", i, name, got, want)
+		}
+		w.Reset(nil)
+		n.writeName(&w, name)
+		if !ok && name != "" && len(ref) < maxNames {
+			ref[name] = len(ref)
+		}
+	}
+	if len(n.list) != maxNames || len(ref) != maxNames {
+		t.Errorf("dictionary holds %d names, reference %d, want %d", len(n.list), len(ref), maxNames)
+	}
+	for name, i := range ref {
+		if got := n.find(name, maphash.String(nameSeed, name)); got != i || n.list[i] != name {
+			t.Errorf("%q: index %d, want %d", name, got, i)
+		}
 	}
 }
