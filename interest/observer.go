@@ -67,37 +67,40 @@ const reorderFrames = 2
 // observer is the world's state for one client (the seed's per-character
 // m_nEnterRegionFrame[9], plus what a lossy network needs).
 type observer struct {
-	id      ID
-	hist    []Vec // position by frame, ring of history frames
-	enter   [9]int
-	due     [9]int
-	open    [9]bool // forced sync not yet queued
-	queue   []item
-	later   []item // queued while draining
-	owed    []owed
-	seq     int
-	settled int // packets before it are acknowledged or repaired
-	tokens  float64
-
-	cmdSeq   uint16
-	haveCmd  bool
+	// The first cache lines hold what every frame reads, for a client
+	// with nothing to hear as much as for one with a packet to build.
+	id       ID
 	ackDue   bool
-	corr     bool  // a correction is to be sent
-	lastCorr int   // frame of the last correction; older commands are void
-	probe    int   // frame to send a packet at even with nothing to say
-	names    names // the name dictionary shared with the client
-	lastSend int
+	corr     bool // a correction is to be sent
+	haveCmd  bool
+	open     [9]bool // forced sync not yet queued
+	cmdSeq   uint16
 	target   ID
+	tokens   float64
+	probe    int // frame to send a packet at even with nothing to say
+	lastSend int
 	tgtSync  int
+	seq      int
 
+	queue   []item
+	owed    []owed
+	hist    []Vec // position by frame, ring of history frames
+	pkt     *sentPacket
+	settled int // packets before it are acknowledged or repaired
+
+	later    []item // queued while draining
+	lastCorr int    // frame of the last correction; older commands are void
+	enter    [9]int
+	due      [9]int
+
+	names       names // the name dictionary shared with the client
 	up          uplink
 	buf         []byte
 	w           codec.Writer
-	pkt         *sentPacket
 	sent        int64 // bytes
 	corrections int64
 
-	ring [ringSize]sentPacket // last: the fields above, used every frame, share cache lines
+	ring [ringSize]sentPacket
 }
 
 func newObserver(w *World, e *entity) *observer {

@@ -734,13 +734,11 @@ func (w *World) step() {
 		}
 		i++
 	}
-	for _, o := range w.obs {
-		o.record(w)
-	}
 	w.crossings()
 	w.stateSync()
 	w.flush()
 	for _, o := range w.obs {
+		o.record(w) // here, not in a pass of its own: nothing before reads this frame's
 		o.send(w)
 	}
 	for _, ri := range w.touched {
