@@ -82,8 +82,8 @@ type entity struct {
 
 	// The second: the region-relative encoding (forced sync), and what a
 	// crossing or a state change touches.
-	relFrame int // frame the cached region-relative encoding is for
-	absFrame int // frame the cached absolute encoding is for
+	relFrame int // frame the cached region-relative encoding was made, -1 if invalidated
+	absFrame int // frame the cached absolute encoding was made, -1 if invalidated
 	rel      bitString
 	slot     int32 // index in the region's entity list
 	crossed  int32 // region it was in when it first crossed a border this frame, -1 if it did not
@@ -478,7 +478,7 @@ func (w *World) writeRemoveMsg(wr *codec.Writer, id ID) {
 // absolute encodes e's logic with its absolute position for this frame,
 // once however many packets carry it.
 func (w *World) absolute(e *entity) {
-	if e.absFrame == w.frame {
+	if w.cached(e, e.absFrame) {
 		return
 	}
 	e.absFrame = w.frame
@@ -520,7 +520,7 @@ func (w *World) display(e *entity) *dispCache {
 // relative encodes e's logic with its position inside its region, for
 // region lists, once a frame.
 func (w *World) relative(e *entity) {
-	if e.relFrame == w.frame {
+	if w.cached(e, e.relFrame) {
 		return
 	}
 	e.relFrame = w.frame
@@ -531,6 +531,17 @@ func (w *World) relative(e *entity) {
 }
 
 func (w *World) invalidate(e *entity) { e.absFrame, e.relFrame = -1, -1 }
+
+// cached reports whether an encoding of e made at frame f (-1: since
+// invalidated) is current. The encoding depends only on e's logic, display
+// version and region: every change to those invalidates but the movement
+// loop's step along a path, so an encoding of a moving entity is current
+// only in the frame it was made, and one of an entity standing since
+// until something changes. (The movement loop invalidates an entity it
+// stops.)
+func (w *World) cached(e *entity, f int) bool {
+	return f == w.frame || (f >= 0 && e.mover < 0)
+}
 
 // Move sends an entity toward dest at speed units per frame, starting now,
 // and broadcasts the move to every client in range. It is how the game
@@ -724,11 +735,13 @@ func (w *World) step() {
 			i++
 			continue
 		}
-		// No invalidate: the encodings cached are for earlier frames.
+		// No invalidate: the encodings of a mover are current only in the
+		// frame they were made (cached).
 		e.lg.Pos = Step(e.lg.Pos, e.lg.Dest, e.lg.Speed)
 		w.reregion(e)
 		if !e.lg.Moving() {
 			e.lg.Speed = 0
+			w.invalidate(e) // its last step: standing, its encodings would be kept
 			w.stopMoving(e) // swaps the last mover into i
 			continue
 		}
