@@ -67,37 +67,40 @@ const reorderFrames = 2
 // observer is the world's state for one client (the seed's per-character
 // m_nEnterRegionFrame[9], plus what a lossy network needs).
 type observer struct {
-	id      ID
-	hist    []Vec // position by frame, ring of history frames
-	enter   [9]int
-	due     [9]int
-	open    [9]bool // forced sync not yet queued
-	queue   []item
-	later   []item // queued while draining
-	owed    []owed
-	seq     int
-	settled int // packets before it are acknowledged or repaired
-	tokens  float64
-
-	cmdSeq   uint16
-	haveCmd  bool
+	// The first cache lines hold what every frame reads, for a client
+	// with nothing to hear as much as for one with a packet to build.
+	id       ID
 	ackDue   bool
-	corr     bool  // a correction is to be sent
-	lastCorr int   // frame of the last correction; older commands are void
-	probe    int   // frame to send a packet at even with nothing to say
-	names    names // the name dictionary shared with the client
-	lastSend int
+	corr     bool // a correction is to be sent
+	haveCmd  bool
+	open     [9]bool // forced sync not yet queued
+	cmdSeq   uint16
 	target   ID
+	tokens   float64
+	probe    int // frame to send a packet at even with nothing to say
+	lastSend int
 	tgtSync  int
+	seq      int
 
+	queue   []item
+	owed    []owed
+	hist    []Vec // position by frame, ring of history frames
+	pkt     *sentPacket
+	settled int // packets before it are acknowledged or repaired
+
+	later    []item // queued while draining
+	lastCorr int    // frame of the last correction; older commands are void
+	enter    [9]int
+	due      [9]int
+
+	names       names // the name dictionary shared with the client
 	up          uplink
 	buf         []byte
 	w           codec.Writer
-	pkt         *sentPacket
 	sent        int64 // bytes
 	corrections int64
 
-	ring [ringSize]sentPacket // last: the fields above, used every frame, share cache lines
+	ring [ringSize]sentPacket
 }
 
 func newObserver(w *World, e *entity) *observer {
@@ -312,7 +315,7 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 	for _, t := range list[:n] {
 		d := w.display(t)
 		o.w.WriteBitString(d.b, d.n)
-		o.names.writeName(&o.w, t.disp.Name)
+		o.names.writeName(&o.w, d.d.Name)
 	}
 	b := o.w.Bytes()
 	o.buf = b[:0]
@@ -497,8 +500,21 @@ func (o *observer) send(w *World) {
 		o.tgtSync = w.frame
 		o.enqueue(item{kind: itemLogic, why: whyTarget, id: t.id})
 	}
+	// The regions of the range with anything this frame, found in the
+	// dense w.busy rather than in the region structs.
+	var act [9]int32
+	na := 0
+	c := w.regionAt(me.reg)
+	for y := max(c.Y-1, 0); y <= min(c.Y+1, w.cfg.Height-1); y++ {
+		for x := max(c.X-1, 0); x <= min(c.X+1, w.cfg.Width-1); x++ {
+			if ri := int32(y*w.cfg.Width + x); w.busy[ri] {
+				act[na] = ri
+				na++
+			}
+		}
+	}
 	bc := 0
-	w.around(me.reg, func(ri int32) {
+	for _, ri := range act[:na] {
 		reg := &w.regions[ri]
 		bc += reg.bc.w.Len()
 		for _, id := range reg.syncs {
@@ -509,18 +525,23 @@ func (o *observer) send(w *World) {
 			o.enqueue(item{kind: itemLogic, why: why, id: id})
 			w.stats.StateSyncs++
 		}
-	})
-	direct := &w.regions[me.reg].direct
-	bc += direct.w.Len()
+	}
+	var direct *msgBuf
+	if w.busy[me.reg] {
+		direct = &w.regions[me.reg].direct
+		bc += direct.w.Len()
+	}
 	if bc == 0 && len(o.queue) == 0 && !o.ackDue && !o.corr && w.frame != o.probe && w.frame-o.lastSend < keepaliveFrames {
 		return
 	}
 	o.begin(w)
 	used := 0
-	w.around(me.reg, func(ri int32) {
+	for _, ri := range act[:na] {
 		used += o.splice(w, &w.regions[ri].bc)
-	})
-	used += o.splice(w, direct)
+	}
+	if direct != nil {
+		used += o.splice(w, direct)
+	}
 	if o.corr {
 		o.correction(w, me)
 	}

@@ -2,6 +2,7 @@ package interest
 
 import (
 	"fmt"
+	"hash/maphash"
 	"math/bits"
 
 	"github.com/tongbu/tongbu/codec"
@@ -453,26 +454,72 @@ func (l *layout) writeDisplayHead(w *codec.Writer, e *displayEntry) {
 // maxNames, in the order sent, so they agree: display data travels on the
 // reliable, ordered channel.
 type names struct {
-	index map[string]int // the world's side
-	list  []string       // the client's side
+	list []string // the names by index
+	// The world's side finds a name's index by an open-addressing table
+	// over list: each slot is 0 (empty) or the top 16 bits of the name's
+	// hash above its index+1. A Go map of strings costs a few cache misses
+	// a lookup, and a world looks up thousands a frame.
+	slots []uint32
+}
+
+// nameSeed hashes names for the world's side of the dictionaries.
+var nameSeed = maphash.MakeSeed()
+
+const nameIndexMask = 1<<16 - 1 // maxNames fits below
+
+// find returns the index of name, hashed h, or -1.
+func (n *names) find(name string, h uint64) int {
+	if len(n.slots) == 0 {
+		return -1
+	}
+	mask := len(n.slots) - 1
+	tag := uint32(h>>32) &^ nameIndexMask
+	for i := int(h) & mask; ; i = (i + 1) & mask {
+		s := n.slots[i]
+		if s == 0 {
+			return -1
+		}
+		if s&^nameIndexMask == tag && n.list[s&nameIndexMask-1] == name {
+			return int(s&nameIndexMask) - 1
+		}
+	}
+}
+
+// insert adds name, hashed h, to the world's side, under the next index.
+func (n *names) insert(name string, h uint64) {
+	n.list = append(n.list, name)
+	if 2*len(n.list) > len(n.slots) { // at most half full: short probes
+		n.slots = make([]uint32, max(64, 2*len(n.slots)))
+		for i, s := range n.list[:len(n.list)-1] {
+			n.place(maphash.String(nameSeed, s), i)
+		}
+	}
+	n.place(h, len(n.list)-1)
+}
+
+func (n *names) place(h uint64, i int) {
+	mask := len(n.slots) - 1
+	j := int(h) & mask
+	for n.slots[j] != 0 {
+		j = (j + 1) & mask
+	}
+	n.slots[j] = uint32(h>>32)&^nameIndexMask | uint32(i+1)
 }
 
 // writeName writes a display entry's name: a reference to the dictionary
 // when the client has it, else the name in full, which joins the
 // dictionary.
 func (n *names) writeName(w *codec.Writer, name string) {
-	if i, ok := n.index[name]; ok {
+	h := maphash.String(nameSeed, name)
+	if i := n.find(name, h); i >= 0 {
 		w.WriteBool(true)
 		w.WriteUint(uint64(i), maxNames-1)
 		return
 	}
 	w.WriteBool(false)
 	w.WriteString(name, MaxName)
-	if name != "" && len(n.index) < maxNames {
-		if n.index == nil {
-			n.index = map[string]int{}
-		}
-		n.index[name] = len(n.index)
+	if name != "" && len(n.list) < maxNames {
+		n.insert(name, h)
 	}
 }
 

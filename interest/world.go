@@ -67,29 +67,40 @@ type Stats struct {
 }
 
 type entity struct {
-	// The fields every frame's loops read come first, in one cache line.
-	id      ID
-	kind    Kind
-	alive   bool
-	dver    uint8
-	dirty   bool
-	reg     int32 // region index
-	mover   int32 // index in World.movers, -1 when standing
-	lastBc  int   // frame of the last broadcast carrying its position (seed m_nLastBroadcastFrame)
-	lg      Logic
-	slot    int32 // index in the region's entity list
-	crossed int32 // region it was in when it first crossed a border this frame, -1 if it did not
-	start   int   // frame its path starts: it stands at the source until then (a move stamped ahead)
+	// The first cache line holds what every frame's loops read: the
+	// movement loop, forced-sync scans, range checks.
+	id     ID
+	kind   Kind
+	alive  bool
+	dver   uint8
+	dirty  bool
+	reg    int32 // region index
+	mover  int32 // index in World.movers, -1 when standing
+	lg     Logic
+	start  int // frame its path starts: it stands at the source until then (a move stamped ahead)
+	lastBc int // frame of the last broadcast carrying its position (seed m_nLastBroadcastFrame)
 
-	absFrame int // frame the cached absolute encoding is for
-	relFrame int // frame the cached region-relative encoding is for
-	abs      bitString
+	// The second: the region-relative encoding (forced sync), and what a
+	// crossing or a state change touches.
+	relFrame int // frame the cached region-relative encoding was made, -1 if invalidated
+	absFrame int // frame the cached absolute encoding was made, -1 if invalidated
 	rel      bitString
-	lastSyn  int   // frame of its last state sync
+	slot     int32 // index in the region's entity list
+	crossed  int32 // region it was in when it first crossed a border this frame, -1 if it did not
 	dirtyAt  int32 // index in World.dirty, -1 when clean
-	obs      *observer
-	disp     Display
+
+	abs     bitString
+	lastSyn int // frame of its last state sync
+	obs     *observer
+	_       [16]byte // to entitySize, so that entities in a slab keep to cache lines
 }
+
+// entitySize is the size of an entity: three cache lines. Entities are
+// allocated in slabs of entitySlab, in ID order.
+const (
+	entitySize = 192
+	entitySlab = 256
+)
 
 // bitString is an encoded message part, spliced into many packets.
 type bitString struct {
@@ -125,7 +136,6 @@ type region struct {
 	direct  msgBuf   // announcements for observers located here
 	syncs   []ID     // entities here due for state sync this frame
 	leavers []leaver // observers that left this region lately, oldest first
-	touched bool
 }
 
 // leaver is an observer that left a region, and the frame it did.
@@ -155,6 +165,7 @@ type World struct {
 	frame int
 
 	ents    []*entity
+	slab    []entity    // entities allocated, not yet used
 	disps   []dispCache // display entries encoded, by ID
 	free    []ID        // freed IDs, oldest first
 	freeAt  int
@@ -162,6 +173,7 @@ type World struct {
 	movers  []ID
 	dirty   []ID
 	touched []int32
+	busy    []bool // by region: touched this frame (a dense copy, cheap to scan)
 	pend    []pending
 	obs     []*observer
 	cross   []ID // entities that crossed a border this frame
@@ -179,6 +191,7 @@ func NewWorld(cfg Config, start time.Time, out Sender) (*World, error) {
 	}
 	w := &World{cfg: cfg, lay: newLayout(cfg), out: out, start: start}
 	w.regions = make([]region, cfg.Width*cfg.Height)
+	w.busy = make([]bool, len(w.regions))
 	if cfg.City != nil {
 		for i := range w.regions {
 			w.regions[i].city = cfg.City(w.regionAt(int32(i)))
@@ -316,13 +329,19 @@ func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
 		e = w.ents[id]
 		*e = entity{id: id, dver: e.dver + 1, abs: e.abs, rel: e.rel}
 	case len(w.ents) < w.cfg.MaxEntities:
-		e = &entity{id: ID(len(w.ents))}
+		if len(w.slab) == 0 {
+			w.slab = make([]entity, entitySlab)
+		}
+		e = &w.slab[0]
+		w.slab = w.slab[1:]
+		e.id = ID(len(w.ents))
 		w.ents = append(w.ents, e)
 	default:
 		return 0, ErrFull
 	}
-	e.kind, e.lg, e.disp, e.alive = kind, lg, d, true
-	w.dispEnc(e.id).ok = false
+	e.kind, e.lg, e.alive = kind, lg, true
+	dc := w.dispEnc(e.id)
+	dc.d, dc.ok = d, false
 	e.mover, e.dirtyAt, e.absFrame, e.relFrame, e.crossed = -1, -1, -1, -1, -1
 	e.lastBc, e.lastSyn = w.frame, w.frame
 	e.reg = w.regionOfPos(lg.Pos)
@@ -436,8 +455,8 @@ func (w *World) announce(e *entity, from, to int32) {
 }
 
 func (w *World) touch(ri int32) {
-	if !w.regions[ri].touched {
-		w.regions[ri].touched = true
+	if !w.busy[ri] {
+		w.busy[ri] = true
 		w.touched = append(w.touched, ri)
 	}
 }
@@ -459,7 +478,7 @@ func (w *World) writeRemoveMsg(wr *codec.Writer, id ID) {
 // absolute encodes e's logic with its absolute position for this frame,
 // once however many packets carry it.
 func (w *World) absolute(e *entity) {
-	if e.absFrame == w.frame {
+	if w.cached(e, e.absFrame) {
 		return
 	}
 	e.absFrame = w.frame
@@ -475,6 +494,7 @@ func (w *World) absolute(e *entity) {
 type dispCache struct {
 	bitString
 	ok bool // current
+	d  Display
 }
 
 // dispEnc returns the display cache of entity id.
@@ -491,7 +511,7 @@ func (w *World) display(e *entity) *dispCache {
 	if !c.ok {
 		c.ok = true
 		w.w.Reset(c.b[:0])
-		w.lay.writeDisplayHead(&w.w, &displayEntry{id: e.id, ver: e.dver, d: e.disp})
+		w.lay.writeDisplayHead(&w.w, &displayEntry{id: e.id, ver: e.dver, d: c.d})
 		c.n, c.b = w.w.Len(), w.w.Bytes()
 	}
 	return c
@@ -500,7 +520,7 @@ func (w *World) display(e *entity) *dispCache {
 // relative encodes e's logic with its position inside its region, for
 // region lists, once a frame.
 func (w *World) relative(e *entity) {
-	if e.relFrame == w.frame {
+	if w.cached(e, e.relFrame) {
 		return
 	}
 	e.relFrame = w.frame
@@ -511,6 +531,17 @@ func (w *World) relative(e *entity) {
 }
 
 func (w *World) invalidate(e *entity) { e.absFrame, e.relFrame = -1, -1 }
+
+// cached reports whether an encoding of e made at frame f (-1: since
+// invalidated) is current. The encoding depends only on e's logic, display
+// version and region: every change to those invalidates but the movement
+// loop's step along a path, so an encoding of a moving entity is current
+// only in the frame it was made, and one of an entity standing since
+// until something changes. (The movement loop invalidates an entity it
+// stops.)
+func (w *World) cached(e *entity, f int) bool {
+	return f == w.frame || (f >= 0 && e.mover < 0)
+}
 
 // Move sends an entity toward dest at speed units per frame, starting now,
 // and broadcasts the move to every client in range. It is how the game
@@ -633,8 +664,8 @@ func (w *World) SetDisplay(id ID, d Display) error {
 	if len(d.Name) > MaxName {
 		return fmt.Errorf("%w: name over %d bytes", ErrConfig, MaxName)
 	}
-	e.disp = d
-	w.dispEnc(e.id).ok = false
+	dc := w.dispEnc(e.id)
+	dc.d, dc.ok = d, false
 	e.dver++
 	w.invalidate(e)
 	w.markDirty(e)
@@ -704,23 +735,23 @@ func (w *World) step() {
 			i++
 			continue
 		}
+		// No invalidate: the encodings of a mover are current only in the
+		// frame they were made (cached).
 		e.lg.Pos = Step(e.lg.Pos, e.lg.Dest, e.lg.Speed)
-		w.invalidate(e)
 		w.reregion(e)
 		if !e.lg.Moving() {
 			e.lg.Speed = 0
+			w.invalidate(e) // its last step: standing, its encodings would be kept
 			w.stopMoving(e) // swaps the last mover into i
 			continue
 		}
 		i++
 	}
-	for _, o := range w.obs {
-		o.record(w)
-	}
 	w.crossings()
 	w.stateSync()
 	w.flush()
 	for _, o := range w.obs {
+		o.record(w) // here, not in a pass of its own: nothing before reads this frame's
 		o.send(w)
 	}
 	for _, ri := range w.touched {
@@ -728,7 +759,7 @@ func (w *World) step() {
 		reg.bc.reset()
 		reg.direct.reset()
 		reg.syncs = reg.syncs[:0]
-		reg.touched = false
+		w.busy[ri] = false
 	}
 	w.touched = w.touched[:0]
 }

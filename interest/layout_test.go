@@ -1,0 +1,69 @@
+package interest
+
+import (
+	"fmt"
+	"hash/maphash"
+
+	"github.com/tongbu/tongbu/codec"
+	"testing"
+	"unsafe"
+)
+
+// TestEntityLayout checks what the entity's field order is for: the
+// fields every frame's loops read share its first cache line, and a slab
+// of entities keeps each to whole cache lines.
+func TestEntityLayout(t *testing.T) {
+	var e entity
+	if got := unsafe.Sizeof(e); got != entitySize || entitySize%64 != 0 {
+		t.Fatalf("entity is %d bytes, want entitySize %d, a multiple of 64", got, entitySize)
+	}
+	for name, off := range map[string]uintptr{
+		"reg":    unsafe.Offsetof(e.reg),
+		"lg":     unsafe.Offsetof(e.lg) + unsafe.Sizeof(e.lg) - 1,
+		"start":  unsafe.Offsetof(e.start),
+		"lastBc": unsafe.Offsetof(e.lastBc) + unsafe.Sizeof(e.lastBc) - 1,
+	} {
+		if off >= 64 {
+			t.Errorf("%s ends at byte %d, past the first cache line", name, off)
+		}
+	}
+	if n := entitySize * entitySlab; n <= 32<<10 {
+		t.Errorf("a slab of %d bytes is a small object, not page-aligned", n)
+	}
+}
+
+// TestNameIndex checks the world's side of the name dictionary
+// against a map: every name sent in full gets the next index until the
+// dictionary is full, and a name sent again is found under its index.
+func TestNameIndex(t *testing.T) {
+	var n names
+	ref := map[string]int{}
+	var w codec.Writer
+	for i := range 3 * maxNames {
+		name := fmt.Sprintf("n%d", i*7919%(2*maxNames)) // repeats, and more names than fit
+		if i%5 == 0 {
+			name = ""
+		}
+		h := maphash.String(nameSeed, name)
+		want, ok := ref[name]
+		if !ok {
+			want = -1
+		}
+		if got := n.find(name, h); got != want {
+			t.Fatalf("step %d: find(%q) = %d, want %d", i, name, got, want)
+		}
+		w.Reset(nil)
+		n.writeName(&w, name)
+		if !ok && name != "" && len(ref) < maxNames {
+			ref[name] = len(ref)
+		}
+	}
+	if len(n.list) != maxNames || len(ref) != maxNames {
+		t.Errorf("dictionary holds %d names, reference %d, want %d", len(n.list), len(ref), maxNames)
+	}
+	for name, i := range ref {
+		if got := n.find(name, maphash.String(nameSeed, name)); got != i || n.list[i] != name {
+			t.Errorf("%q: index %d, want %d", name, got, i)
+		}
+	}
+}
