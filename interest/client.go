@@ -291,13 +291,20 @@ func (c *Client) check(id ID, k *known, me Region, moved bool, grace int) bool {
 	}
 	if k.doom > 0 {
 		if k.doom++; k.doom > grace {
-			delete(c.ents, id)
-			c.stats.Removed++
+			c.forget(id)
 			return false
 		}
 		return true
 	}
 	return k.lg.Moving()
+}
+
+// forget drops an entity that left the range, and any request for its
+// display data: the world answers only for entities in range.
+func (c *Client) forget(id ID) {
+	delete(c.ents, id)
+	delete(c.wantDisp, id)
+	c.stats.Removed++
 }
 
 // activate puts an entity the world just spoke of on the list checked
@@ -478,8 +485,7 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 		return
 	case tagRemove:
 		if _, ok := c.ents[m.id]; ok {
-			delete(c.ents, m.id)
-			c.stats.Removed++
+			c.forget(m.id)
 		}
 		delete(c.discover, m.id)
 		return
