@@ -6,30 +6,38 @@ import (
 
 // peerQuality is what the room measures and hears of one peer's link.
 type peerQuality struct {
-	sentAt  [echoRing]time.Time // when downlink packet seq was sent, by seq % echoRing
-	sentSeq [echoRing]uint16
-
+	// Touched by every packet.
+	upSeen                 bool
+	upLast                 uint16
+	maxRedundancy          int
+	upExpected, upGot      uint64
+	bytesUp, bytesDown     uint64
 	rttN                   uint64
 	rttSum, rttMin, rttMax time.Duration
+	downSent, downGot      uint64
 
-	upSeen            bool
-	upLast            uint16
-	upExpected, upGot uint64
-	downSent, downGot uint64
-
-	bytesUp, bytesDown, catchUpBytes uint64
+	catchUpBytes uint64
 
 	jitN           uint64
 	jitSum, jitMax float64    // ms
 	cur, past      playReport // this session's last report, and earlier sessions' sums
-	maxRedundancy  int
 	reconnects     int
 	toLive         time.Duration
 	desyncAt       int
+
+	echo [echoRing]echoEntry // downlink packets sent, by seq % echoRing
+}
+
+// echoEntry is when a downlink packet was sent, for the RTT.
+type echoEntry struct {
+	at  time.Duration // from the room's start
+	seq uint16
+	ok  bool
 }
 
 // uplinkQuality takes the uplink's packet counter and echo.
-func (r *Room) uplinkQuality(p *player, u *uplink, now time.Time) {
+// at is the packet's arrival, from the room's start.
+func (r *Room) uplinkQuality(p *player, u *uplink, at time.Duration) {
 	q := &p.q
 	switch d := u.sent - q.upLast; {
 	case !q.upSeen:
@@ -46,14 +54,14 @@ func (r *Room) uplinkQuality(p *player, u *uplink, now time.Time) {
 		}
 	}
 	q.maxRedundancy = max(q.maxRedundancy, p.redundancy)
-	if !u.hasEcho || q.sentSeq[u.echoSeq%echoRing] != u.echoSeq {
+	if !u.hasEcho {
 		return
 	}
-	at := q.sentAt[u.echoSeq%echoRing]
-	if at.IsZero() {
+	e := q.echo[u.echoSeq%echoRing]
+	if !e.ok || e.seq != u.echoSeq {
 		return
 	}
-	rtt := now.Sub(at) - time.Duration(u.echoHold)*time.Millisecond
+	rtt := at - e.at - time.Duration(u.echoHold)*time.Millisecond
 	if rtt < 0 || rtt > 30*time.Second {
 		return
 	}
@@ -82,8 +90,7 @@ func (q *peerQuality) newSession() {
 	q.past.catchUpMs += q.cur.catchUpMs
 	q.cur = playReport{}
 	q.upSeen = false
-	q.sentSeq = [echoRing]uint16{}
-	q.sentAt = [echoRing]time.Time{}
+	q.echo = [echoRing]echoEntry{}
 }
 
 // PeerQuality is the quality of one peer's link and play over the match

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
@@ -94,10 +95,13 @@ type Room struct {
 	period time.Duration
 
 	// The match's frames live in slabs, allocated a few thousand frames at
-	// a time, so cutting a frame allocates nothing in the steady state.
+	// a time (fewer at first, doubling), so cutting a frame allocates
+	// nothing in the steady state and a short match holds little memory.
 	arena    []byte
 	slotSlab []Slot
 	inSlab   [][]byte
+	w2       codec.Writer // the second encoding of a frame being cut
+	buf2     []byte
 
 	sim  *serverSim // nil without Config.Simulation
 	ver  *verifier  // nil without Config.VerifyEvents
@@ -106,24 +110,45 @@ type Room struct {
 	lifecycle
 }
 
-// arenaChunk is the size of the byte slabs inputs and frame encodings are
-// kept in.
-const arenaChunk = 64 << 10
+// arenaChunk is the largest of the byte slabs inputs and frame encodings
+// are kept in; the first is firstArenaChunk, and each after it twice the
+// one before.
+const (
+	arenaChunk      = 64 << 10
+	firstArenaChunk = 2 << 10
+)
+
+// Slab sizes, in frames: the first, and the largest (each slab after the
+// first is twice the one before).
+const (
+	firstSlabFrames = 64
+	maxSlabFrames   = 1024
+)
 
 // keep copies b into the room's arena and returns the copy.
 func (r *Room) keep(b []byte) []byte {
 	if cap(r.arena)-len(r.arena) < len(b) {
-		r.arena = make([]byte, 0, max(arenaChunk, len(b)))
+		size := firstArenaChunk
+		if r.arena != nil {
+			size = min(2*cap(r.arena), arenaChunk)
+		}
+		r.arena = make([]byte, 0, max(size, len(b)))
 	}
 	start := len(r.arena)
 	r.arena = append(r.arena, b...)
 	return r.arena[start:len(r.arena):len(r.arena)]
 }
 
+// slabFrames returns how many frames the next slab holds: firstSlabFrames
+// at first, twice as many with each slab, at most maxSlabFrames.
+func (r *Room) slabFrames() int {
+	return min(max(firstSlabFrames, r.next), maxSlabFrames)
+}
+
 // slots returns n zeroed slots from the slab.
 func (r *Room) slots(n int) []Slot {
 	if len(r.slotSlab) < n {
-		r.slotSlab = make([]Slot, max(1024*n, n))
+		r.slotSlab = make([]Slot, r.slabFrames()*n)
 	}
 	s := r.slotSlab[:n:n]
 	r.slotSlab = r.slotSlab[n:]
@@ -133,7 +158,7 @@ func (r *Room) slots(n int) []Slot {
 // inputSlice returns a slice for n inputs from the slab.
 func (r *Room) inputSlice(n int) [][]byte {
 	if len(r.inSlab) < n {
-		r.inSlab = make([][]byte, max(4096, n))
+		r.inSlab = make([][]byte, max(4*r.slabFrames(), n))
 	}
 	s := r.inSlab[:n:n]
 	r.inSlab = r.inSlab[n:]
@@ -147,37 +172,45 @@ type cutFrame struct {
 	fullBits, relBits int
 }
 
-// player is the room's state for one slot.
+// player is the room's state for one slot. The fields every packet
+// touches come first, so that a room's turn reads few cache lines of each
+// player when many rooms share a core.
 type player struct {
-	pending      [][]pendingInput // ring over frames next .. next+MaxAhead
-	pendingCount int
-
-	inAck  uint32 // inputs up to this sequence number arrived
-	inSeen uint64 // bit i: input inAck+2+i arrived
-
 	have       int    // frames 0 .. have-1 are held
 	mask       uint64 // bit i: frame have+1+i is held
 	maskLen    int
-	retransAt  map[int]int // missing frame -> the room frame when last retransmitted
 	redundancy int
 	seq        uint16 // downlink packets sent
 	lastRecv   uint16 // the client's count of downlink packets received, at its last report
 	lastSent   uint16 // our count at that report
-	loss       float64
-	lossWant   int // redundancy the loss estimate asks for
-	margin     int
-	marginSeq  uint32
 	hasMargin  bool
-	notices    []Notice
-	heard      time.Time
+	away       bool // left: nothing is sent, input is made up
+	spectator  bool
+	live       bool // playing live (false while catching up)
+
+	inAck     uint32 // inputs up to this sequence number arrived
+	marginSeq uint32
+	inSeen    uint64 // bit i: input inAck+2+i arrived
+	margin    int
+	heard     time.Duration // when the last packet arrived, from the room's start (never: neverHeard)
+	loss      float64
+	lossWant  int // redundancy the loss estimate asks for
+
+	pending   []pendingInput // by frame, then arrival; frames next .. next+MaxAhead
+	notices   []Notice
+	retransAt map[int]int // missing frame -> the room frame when last retransmitted; nil until the first
+	stream    stream
 
 	Stats PlayerStats
 	peerLife
 }
 
+// neverHeard is player.heard before the first packet.
+const neverHeard = -1 << 62
+
 type pendingInput struct {
-	seq  uint32
-	data []byte
+	frame int
+	data  []byte
 }
 
 // PlayerStats counts one player's traffic in the room.
@@ -201,9 +234,8 @@ func NewRoom(cfg Config, start time.Time, out Sender) (*Room, error) {
 	r := &Room{cfg: cfg, out: out, start: start, players: make([]player, cfg.Players), period: cfg.Period()}
 	for i := range r.players {
 		p := &r.players[i]
-		p.pending = make([][]pendingInput, cfg.MaxAhead+1)
 		p.redundancy = cfg.Redundancy
-		p.retransAt = make(map[int]int)
+		p.heard = neverHeard
 		p.initLife(start)
 	}
 	if cfg.Simulation != nil {
@@ -283,10 +315,11 @@ func (r *Room) Deliver(slot int, msg []byte, now time.Time) error {
 		r.stats.Dropped[DropMalformed]++
 		return err
 	}
-	p.heard = now
+	at := now.Sub(r.start)
+	p.heard = at
 	u := &r.up
 	var err error
-	r.uplinkQuality(p, u, now)
+	r.uplinkQuality(p, u, at)
 	if u.hasHash {
 		err = r.hashReport(slot, p, u.hashFrame, u.hash)
 	}
@@ -302,15 +335,17 @@ func (r *Room) Deliver(slot int, msg []byte, now time.Time) error {
 		err = fmt.Errorf("%w: acknowledges frame %d, only %d cut", ErrMalformed, u.have-1, r.next)
 	} else if u.have >= p.have {
 		p.have, p.mask, p.maskLen = u.have, u.mask, u.maskLen
-		for f := range p.retransAt {
-			if f < p.have {
-				delete(p.retransAt, f)
+		if len(p.retransAt) > 0 {
+			for f := range p.retransAt {
+				if f < p.have {
+					delete(p.retransAt, f)
+				}
 			}
 		}
 	}
 	r.lossReport(p, u.recv, u.lossRun)
 	for i, in := range u.inputs {
-		if e := r.input(p, u.firstSeq+uint32(i), in, now); e != nil && err == nil {
+		if e := r.input(p, u.firstSeq+uint32(i), in, at); e != nil && err == nil {
 			err = e
 		}
 	}
@@ -355,8 +390,9 @@ func (p *player) notice(n Notice) {
 	}
 }
 
-// input places one input from a player.
-func (r *Room) input(p *player, seq uint32, in upInput, now time.Time) error {
+// input places one input from a player that arrived at (from the room's
+// start).
+func (r *Room) input(p *player, seq uint32, in upInput, at time.Duration) error {
 	switch {
 	case seq <= p.inAck:
 		return nil // a repeat of an input already handled
@@ -382,8 +418,7 @@ func (r *Room) input(p *player, seq uint32, in upInput, now time.Time) error {
 		r.stats.Dropped[DropSize]++
 		return fmt.Errorf("%w: input of %d bytes, room allows %d", ErrMalformed, len(in.data), r.cfg.InputBytes)
 	}
-	cut := r.cfg.cutTime(r.start, in.frame)
-	p.margin, p.marginSeq, p.hasMargin = int(cut.Sub(now)/time.Millisecond), seq, true
+	p.margin, p.marginSeq, p.hasMargin = int((r.cfg.cutOffset(in.frame)-at)/time.Millisecond), seq, true
 	target := in.frame
 	if target < r.next {
 		if r.cfg.Late == LateDrop {
@@ -401,13 +436,21 @@ func (r *Room) input(p *player, seq uint32, in upInput, now time.Time) error {
 		p.notice(Notice{Seq: seq, Target: target, Applied: -1})
 		return fmt.Errorf("%w: input for frame %d, next cut is %d", ErrMalformed, target, r.next)
 	}
-	slot := &p.pending[target%len(p.pending)]
-	if len(*slot) >= r.cfg.InputsPerFrame {
+	// After the inputs for target and the frames before it; almost always
+	// at the end.
+	i := len(p.pending)
+	for i > 0 && p.pending[i-1].frame > target {
+		i--
+	}
+	same := 0
+	for j := i; j > 0 && p.pending[j-1].frame == target; j-- {
+		same++
+	}
+	if same >= r.cfg.InputsPerFrame {
 		r.stats.Dropped[DropTooMany]++
 		return fmt.Errorf("%w: more than %d inputs for frame %d", ErrMalformed, r.cfg.InputsPerFrame, target)
 	}
-	*slot = append(*slot, pendingInput{seq: seq, data: r.keep(in.data)})
-	p.pendingCount++
+	p.pending = slices.Insert(p.pending, i, pendingInput{frame: target, data: r.keep(in.data)})
 	return nil
 }
 
@@ -417,14 +460,13 @@ func (r *Room) input(p *player, seq uint32, in upInput, now time.Time) error {
 // simulation, if any, runs the frames cut, up to its budget per tick.
 func (r *Room) Tick(now time.Time) {
 	cut := false
+	at := now.Sub(r.start)
 	for {
-		due := r.cfg.cutTime(r.start, r.next)
-		if now.Before(due) {
+		late := at - r.cfg.cutOffset(r.next)
+		if late < 0 {
 			break
 		}
-		if late := now.Sub(due); late > r.stats.MaxCutLate {
-			r.stats.MaxCutLate = late
-		}
+		r.stats.MaxCutLate = max(r.stats.MaxCutLate, late)
 		r.cut()
 		cut = true
 	}
@@ -438,7 +480,7 @@ func (r *Room) Tick(now time.Time) {
 	}
 	for slot := range r.players {
 		if p := &r.players[slot]; !p.away {
-			r.send(slot, p, r.sendable(slot)-1, now)
+			r.send(slot, p, r.sendable(slot)-1, at)
 		}
 	}
 	if r.auth == nil {
@@ -453,36 +495,38 @@ func (r *Room) cut() {
 	f := cutFrame{Frame: Frame{Number: n, Slots: r.slots(len(r.players))}}
 	for i := range r.players {
 		p := &r.players[i]
-		ring := &p.pending[n%len(p.pending)]
-		if len(*ring) == 0 {
+		k := 0
+		for k < len(p.pending) && p.pending[k].frame == n {
+			k++
+		}
+		if k == 0 {
 			f.Slots[i].MadeUp = true
 			p.Stats.MadeUp++
 			r.stats.MadeUp++
 			continue
 		}
-		ins := r.inputSlice(len(*ring))
-		for k, in := range *ring {
-			ins[k] = in.data
+		ins := r.inputSlice(k)
+		for j := range ins {
+			ins[j] = p.pending[j].data
 		}
 		f.Slots[i].Inputs = ins
-		p.pendingCount -= len(*ring)
-		p.Stats.Inputs += uint64(len(ins))
-		r.stats.Inputs += uint64(len(ins))
-		*ring = (*ring)[:0]
+		p.Stats.Inputs += uint64(k)
+		r.stats.Inputs += uint64(k)
+		m := copy(p.pending, p.pending[k:])
+		clear(p.pending[m:]) // drop the references to the arena
+		p.pending = p.pending[:m]
 	}
 	var prev *Frame
 	if n > 0 {
 		prev = &r.frames[n-1].Frame
 	}
 	r.w.Reset(r.buf[:0])
-	encodeFrameBody(&r.w, &f.Frame, nil)
-	f.fullBits = r.w.Len()
+	r.w2.Reset(r.buf2[:0])
+	encodeFrameBodies(&r.w, &r.w2, &f.Frame, prev)
+	f.fullBits, f.relBits = r.w.Len(), r.w2.Len()
 	f.full = r.keep(r.w.Bytes())
-	r.w.Reset(r.buf[:0])
-	encodeFrameBody(&r.w, &f.Frame, prev)
-	f.relBits = r.w.Len()
-	f.rel = r.keep(r.w.Bytes())
-	r.buf = r.w.Bytes()[:0]
+	f.rel = r.keep(r.w2.Bytes())
+	r.buf, r.buf2 = r.w.Bytes()[:0], r.w2.Bytes()[:0]
 	r.frames = append(r.frames, f)
 	r.next++
 	r.stats.Frames++
@@ -498,7 +542,7 @@ const packetBits = maxPacketBytes * 8
 // the newest frames it does not hold (the newest plus its redundancy, or
 // more when several were cut at once), and retransmissions of older frames
 // it reported missing.
-func (r *Room) send(slot int, p *player, newest int, now time.Time) {
+func (r *Room) send(slot int, p *player, newest int, at time.Duration) {
 	first := max(p.have, newest-p.redundancy, 0)
 	if newest-first+1 > maxRunFrames {
 		first = newest - maxRunFrames + 1
@@ -527,7 +571,7 @@ func (r *Room) send(slot int, p *player, newest int, now time.Time) {
 	// Retransmissions: frames older than the run that the player lacks,
 	// at most once every few frames each.
 	var retrans []int
-	if now.Sub(p.heard) > retransmitSilence {
+	if at-p.heard > retransmitSilence {
 		first = newest // a player who went quiet gets the newest frame alone until it reports again
 	}
 	if p.stream.active {
@@ -554,6 +598,9 @@ func (r *Room) send(slot int, p *player, newest int, now time.Time) {
 		w.WriteUvarint(uint64(n - prevNum - 1))
 		w.WriteBitString(body, bits)
 		prevNum = n
+		if p.retransAt == nil {
+			p.retransAt = make(map[int]int)
+		}
 		p.retransAt[n] = r.next
 		sentRetrans++
 	}
@@ -563,8 +610,7 @@ func (r *Room) send(slot int, p *player, newest int, now time.Time) {
 	r.buf = msg[:0]
 	r.stats.Retransmits += uint64(sentRetrans)
 	p.hasMargin = false
-	p.q.sentAt[p.seq%echoRing] = now
-	p.q.sentSeq[p.seq%echoRing] = p.seq
+	p.q.echo[p.seq%echoRing] = echoEntry{at: at, seq: p.seq, ok: true}
 	p.seq++
 	r.stats.Packets++
 	r.sendUnreliable(slot, p, msg)
@@ -586,14 +632,16 @@ const retransmitSilence = time.Second
 // the same missing frame again.
 const retransmitEvery = 3
 
-// patchUint overwrites a field written by WriteUint(_, max) at bit pos.
+// patchUint overwrites a field written by WriteUint(_, max) at bit pos,
+// a byte at a time.
 func patchUint(b []byte, pos int, v, max uint64) {
-	for i := range bits.Len64(max) {
-		bit := pos + i
-		if v&(1<<i) != 0 {
-			b[bit/8] |= 1 << (bit % 8)
-		} else {
-			b[bit/8] &^= 1 << (bit % 8)
-		}
+	for n := bits.Len64(max); n > 0; {
+		i, s := pos/8, pos%8
+		k := min(n, 8-s)
+		m := byte((1<<k - 1) << s)
+		b[i] = b[i]&^m | byte(v<<s)&m
+		v >>= k
+		pos += k
+		n -= k
 	}
 }

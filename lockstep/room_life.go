@@ -31,22 +31,18 @@ const echoRing = 64
 
 // peerLife is a peer's lifecycle state.
 type peerLife struct {
-	away      bool // left: nothing is sent, input is made up
-	live      bool // playing live (false while catching up)
-	spectator bool
+	q         peerQuality // first: its counters are touched by every packet
 	removed   bool
 	delay     time.Duration // spectators: how far behind the cut
 	visible   int           // spectators: frames 0 .. visible-1 may be sent
 	joinedAt  time.Time
 	connected time.Duration // time connected before the current session
-	stream    stream
 	desynced  bool
 	evFrom    int    // the first frame this client runs (after a snapshot)
 	evRerun   bool   // a rejoined client re-running frames it reported before
 	dumpWant  int    // frame of the dump asked for, or -1
 	dump      []byte // dump parts so far
 	dumpParts int
-	q         peerQuality
 }
 
 // stream is a catch-up stream: frames next .. end-1 from the log on the
@@ -206,7 +202,7 @@ func (r *Room) Join(slot int, now time.Time) error {
 
 // resetPeer forgets a peer's connection state for a fresh client.
 func (r *Room) resetPeer(p *player, now time.Time) {
-	p.joinedAt, p.heard = now, now
+	p.joinedAt, p.heard = now, now.Sub(r.start)
 	p.have, p.mask, p.maskLen = 0, 0, 0
 	clear(p.retransAt)
 	p.redundancy = r.cfg.Redundancy
@@ -250,7 +246,7 @@ func (r *Room) AddSpectator(delay time.Duration, now time.Time) (int, error) {
 	if len(r.specs) >= maxSpectators {
 		return 0, fmt.Errorf("%w: %d spectators already added", ErrConfig, len(r.specs))
 	}
-	r.specs = append(r.specs, player{redundancy: r.cfg.Redundancy, retransAt: make(map[int]int)})
+	r.specs = append(r.specs, player{redundancy: r.cfg.Redundancy})
 	s := &r.specs[len(r.specs)-1]
 	s.initLife(now)
 	s.spectator, s.delay = true, delay
@@ -288,7 +284,7 @@ func (r *Room) tickLife(now time.Time) {
 		}
 		r.advanceVisible(s, now)
 		if s.visible > 0 {
-			r.send(len(r.players)+i, s, s.visible-1, now)
+			r.send(len(r.players)+i, s, s.visible-1, now.Sub(r.start))
 		}
 	}
 	budget := r.cfg.CatchUpBytes
