@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/tongbu/tongbu/codec"
 )
@@ -89,5 +90,25 @@ func TestPendingOrder(t *testing.T) {
 	}
 	if len(p.pending) != 0 {
 		t.Errorf("%d inputs still pending", len(p.pending))
+	}
+}
+
+// TestPlayerLayout keeps what every packet touches of a player in its
+// first four cache lines, and players a whole number of lines apart.
+func TestPlayerLayout(t *testing.T) {
+	var p player
+	if size := unsafe.Sizeof(p); size%64 != 0 {
+		t.Errorf("player is %d bytes, not a multiple of 64", size)
+	}
+	hot := map[string]uintptr{
+		"have": unsafe.Offsetof(p.have), "inSeen": unsafe.Offsetof(p.inSeen), "live": unsafe.Offsetof(p.live),
+		"pending": unsafe.Offsetof(p.pending), "notices": unsafe.Offsetof(p.notices), "counts": unsafe.Offsetof(p.counts),
+		"loss":      unsafe.Offsetof(p.loss),
+		"q.downGot": unsafe.Offsetof(p.q) + unsafe.Offsetof(p.q.downGot),
+	}
+	for name, off := range hot {
+		if off >= 256 {
+			t.Errorf("player.%s at byte %d, past the first four cache lines", name, off)
+		}
 	}
 }

@@ -9,7 +9,7 @@ type peerQuality struct {
 	// Touched by every packet.
 	upSeen                 bool
 	upLast                 uint16
-	maxRedundancy          int
+	maxRedundancy          uint8
 	upExpected, upGot      uint64
 	bytesUp, bytesDown     uint64
 	rttN                   uint64
@@ -24,13 +24,13 @@ type peerQuality struct {
 	reconnects     int
 	toLive         time.Duration
 	desyncAt       int
-
-	echo [echoRing]echoEntry // downlink packets sent, by seq % echoRing
 }
 
-// echoEntry is when a downlink packet was sent, for the RTT.
+// echoEntry is when a downlink packet was sent, for the RTT: microseconds
+// from the room's start, wrapping (the RTT is taken modulo 2^32 us, over
+// an hour, and an RTT over 30 s is discarded).
 type echoEntry struct {
-	at  time.Duration // from the room's start
+	at  uint32
 	seq uint16
 	ok  bool
 }
@@ -57,11 +57,11 @@ func (r *Room) uplinkQuality(p *player, u *uplink, at time.Duration) {
 	if !u.hasEcho {
 		return
 	}
-	e := q.echo[u.echoSeq%echoRing]
+	e := p.echo[u.echoSeq%echoRing]
 	if !e.ok || e.seq != u.echoSeq {
 		return
 	}
-	rtt := at - e.at - time.Duration(u.echoHold)*time.Millisecond
+	rtt := time.Duration(uint32(at/time.Microsecond)-e.at)*time.Microsecond - time.Duration(u.echoHold)*time.Millisecond
 	if rtt < 0 || rtt > 30*time.Second {
 		return
 	}
@@ -90,7 +90,6 @@ func (q *peerQuality) newSession() {
 	q.past.catchUpMs += q.cur.catchUpMs
 	q.cur = playReport{}
 	q.upSeen = false
-	q.echo = [echoRing]echoEntry{}
 }
 
 // PeerQuality is the quality of one peer's link and play over the match
@@ -171,7 +170,7 @@ func (r *Room) Quality() Quality {
 			Stalled:   msDuration(q.past.stalledMs + q.cur.stalledMs),
 			Fast:      msDuration(q.past.fastMs + q.cur.fastMs),
 			CatchUp:   msDuration(q.past.catchUpMs + q.cur.catchUpMs),
-			LateDrops: p.Stats.LateDrops, Redundancy: p.redundancy, MaxRedundancy: max(q.maxRedundancy, p.redundancy),
+			LateDrops: p.counts.lateDrops, Redundancy: int(p.redundancy), MaxRedundancy: int(max(q.maxRedundancy, p.redundancy)),
 			CatchUpBytes: q.catchUpBytes, Reconnects: q.reconnects, ToLive: q.toLive, Connected: connected,
 			DesyncFrame: -1,
 		}

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/tongbu/tongbu/codec"
 )
@@ -173,36 +174,50 @@ type cutFrame struct {
 }
 
 // player is the room's state for one slot. The fields every packet
-// touches come first, so that a room's turn reads few cache lines of each
-// player when many rooms share a core.
+// touches come first, in four cache lines (players are 64-byte multiples,
+// see TestPlayerLayout), so that a room's turn reads few cache lines of
+// each player when many rooms share a core.
 type player struct {
-	have       int    // frames 0 .. have-1 are held
-	mask       uint64 // bit i: frame have+1+i is held
-	maskLen    int
-	redundancy int
-	seq        uint16 // downlink packets sent
-	lastRecv   uint16 // the client's count of downlink packets received, at its last report
-	lastSent   uint16 // our count at that report
-	hasMargin  bool
-	away       bool // left: nothing is sent, input is made up
-	spectator  bool
-	live       bool // playing live (false while catching up)
+	peerState
+	_ [(64 - unsafe.Sizeof(peerState{})%64) % 64]byte
+}
 
-	inAck     uint32 // inputs up to this sequence number arrived
-	marginSeq uint32
-	inSeen    uint64 // bit i: input inAck+2+i arrived
-	margin    int
+// peerState is a player's (or spectator's) state in the room.
+type peerState struct {
+	have      int           // frames 0 .. have-1 are held
+	mask      uint64        // bit i: frame have+1+i is held
 	heard     time.Duration // when the last packet arrived, from the room's start (never: neverHeard)
-	loss      float64
-	lossWant  int // redundancy the loss estimate asks for
+	inSeen    uint64        // bit i: input inAck+2+i arrived
+	inAck     uint32        // inputs up to this sequence number arrived
+	marginSeq uint32
+	margin    int32
+	seq       uint16 // downlink packets sent
+	lastRecv  uint16 // the client's count of downlink packets received, at its last report
+	lastSent  uint16 // our count at that report
+	maskLen   uint8
+	// redundancy is the frames repeated per packet now, lossWant what the
+	// loss estimate asks for (both at most MaxRedundancy).
+	redundancy, lossWant uint8
+	hasMargin            bool
+	away                 bool // left: nothing is sent, input is made up
+	spectator            bool
+	live                 bool // playing live (false while catching up)
 
 	pending   []pendingInput // by frame, then arrival; frames next .. next+MaxAhead
 	notices   []Notice
 	retransAt map[int]int // missing frame -> the room frame when last retransmitted; nil until the first
-	stream    stream
+	counts    playerCounts
+	loss      float64
+	q         peerQuality // its first fields are touched by every packet
 
-	Stats PlayerStats
+	stream stream
 	peerLife
+	echo [echoRing]echoEntry // downlink packets sent, by seq % echoRing
+}
+
+// playerCounts are the counters of PlayerStats.
+type playerCounts struct {
+	inputs, lateDrops, lateMoved, madeUp uint64
 }
 
 // neverHeard is player.heard before the first packet.
@@ -234,7 +249,7 @@ func NewRoom(cfg Config, start time.Time, out Sender) (*Room, error) {
 	r := &Room{cfg: cfg, out: out, start: start, players: make([]player, cfg.Players), period: cfg.Period()}
 	for i := range r.players {
 		p := &r.players[i]
-		p.redundancy = cfg.Redundancy
+		p.redundancy = uint8(cfg.Redundancy)
 		p.heard = neverHeard
 		p.initLife(start)
 	}
@@ -275,9 +290,9 @@ func (r *Room) Stats() RoomStats { return r.stats }
 // PlayerStats returns the counters of one player.
 func (r *Room) PlayerStats(slot int) PlayerStats {
 	p := &r.players[slot]
-	s := p.Stats
-	s.Redundancy, s.Loss, s.Have = p.redundancy, p.loss, p.have
-	return s
+	c := &p.counts
+	return PlayerStats{Inputs: c.inputs, LateDrops: c.lateDrops, LateMoved: c.lateMoved, MadeUp: c.madeUp,
+		Redundancy: int(p.redundancy), Loss: p.loss, Have: p.have}
 }
 
 // NextFrame returns the number of the next frame to be cut.
@@ -334,7 +349,7 @@ func (r *Room) Deliver(slot int, msg []byte, now time.Time) error {
 		r.stats.Dropped[DropAck]++
 		err = fmt.Errorf("%w: acknowledges frame %d, only %d cut", ErrMalformed, u.have-1, r.next)
 	} else if u.have >= p.have {
-		p.have, p.mask, p.maskLen = u.have, u.mask, u.maskLen
+		p.have, p.mask, p.maskLen = u.have, u.mask, uint8(u.maskLen)
 		if len(p.retransAt) > 0 {
 			for f := range p.retransAt {
 				if f < p.have {
@@ -364,13 +379,14 @@ func (r *Room) lossReport(p *player, recv uint16, run int) {
 		p.lastSent, p.lastRecv = p.seq, recv
 		// Enough redundancy that losing every copy of a frame is rarer than
 		// 1 in 1000 (for independent loss).
-		p.lossWant = r.cfg.Redundancy
+		want := r.cfg.Redundancy
 		if p.loss > 0.001 {
-			p.lossWant = max(p.lossWant, int(math.Ceil(math.Log(1e-3)/math.Log(p.loss)))-1)
+			want = max(want, int(math.Ceil(math.Log(1e-3)/math.Log(p.loss)))-1)
 		}
+		p.lossWant = uint8(min(want, MaxRedundancy))
 	}
 	// And more than the longest loss run the player reports.
-	want := min(max(p.lossWant, run, r.cfg.Redundancy), MaxRedundancy)
+	want := uint8(min(max(int(p.lossWant), run, r.cfg.Redundancy), MaxRedundancy))
 	switch {
 	case want > p.redundancy:
 		p.redundancy = want // up at once
@@ -418,17 +434,18 @@ func (r *Room) input(p *player, seq uint32, in upInput, at time.Duration) error 
 		r.stats.Dropped[DropSize]++
 		return fmt.Errorf("%w: input of %d bytes, room allows %d", ErrMalformed, len(in.data), r.cfg.InputBytes)
 	}
-	p.margin, p.marginSeq, p.hasMargin = int((r.cfg.cutOffset(in.frame)-at)/time.Millisecond), seq, true
+	margin := (r.cfg.cutOffset(in.frame) - at) / time.Millisecond
+	p.margin, p.marginSeq, p.hasMargin = int32(max(-maxMarginMs, min(margin, maxMarginMs))), seq, true
 	target := in.frame
 	if target < r.next {
 		if r.cfg.Late == LateDrop {
 			r.stats.Dropped[DropLate]++
-			p.Stats.LateDrops++
+			p.counts.lateDrops++
 			p.notice(Notice{Seq: seq, Target: target, Applied: -1})
 			return nil
 		}
 		target = r.next
-		p.Stats.LateMoved++
+		p.counts.lateMoved++
 		p.notice(Notice{Seq: seq, Target: in.frame, Applied: target})
 	}
 	if target > r.next+r.cfg.MaxAhead {
@@ -501,7 +518,7 @@ func (r *Room) cut() {
 		}
 		if k == 0 {
 			f.Slots[i].MadeUp = true
-			p.Stats.MadeUp++
+			p.counts.madeUp++
 			r.stats.MadeUp++
 			continue
 		}
@@ -510,7 +527,7 @@ func (r *Room) cut() {
 			ins[j] = p.pending[j].data
 		}
 		f.Slots[i].Inputs = ins
-		p.Stats.Inputs += uint64(k)
+		p.counts.inputs += uint64(k)
 		r.stats.Inputs += uint64(k)
 		m := copy(p.pending, p.pending[k:])
 		clear(p.pending[m:]) // drop the references to the arena
@@ -543,7 +560,7 @@ const packetBits = maxPacketBytes * 8
 // more when several were cut at once), and retransmissions of older frames
 // it reported missing.
 func (r *Room) send(slot int, p *player, newest int, at time.Duration) {
-	first := max(p.have, newest-p.redundancy, 0)
+	first := max(p.have, newest-int(p.redundancy), 0)
 	if newest-first+1 > maxRunFrames {
 		first = newest - maxRunFrames + 1
 	}
@@ -555,7 +572,7 @@ func (r *Room) send(slot int, p *player, newest int, at time.Duration) {
 	} else {
 		p.hasMargin = false // the input is beyond the contiguous ack: report it later
 	}
-	downlinkHeader(w, p.seq, p.inAck, p.hasMargin, p.margin, back)
+	downlinkHeader(w, p.seq, p.inAck, p.hasMargin, int(p.margin), back)
 	w.WriteUvarint(uint64(first))
 	countAt := w.Len()
 	w.WriteUint(0, maxRunFrames) // placeholder, rewritten below
@@ -570,21 +587,24 @@ func (r *Room) send(slot int, p *player, newest int, at time.Duration) {
 	}
 	// Retransmissions: frames older than the run that the player lacks,
 	// at most once every few frames each.
-	var retrans []int
+	var retransBuf [maxRetransmits]int
+	retrans := retransBuf[:0]
 	if at-p.heard > retransmitSilence {
 		first = newest // a player who went quiet gets the newest frame alone until it reports again
 	}
-	if p.stream.active {
-		first = 0 // the catch-up stream brings the old frames
-	}
-	for n, looked := max(p.have, p.stream.end), 0; n < first && len(retrans) < maxRetransmits && looked < 4*maxRetransmits; n, looked = n+1, looked+1 {
-		if off := n - p.have - 1; off >= 0 && off < p.maskLen && p.mask&(1<<off) != 0 {
-			continue // held
+	if p.have < first { // else nothing older is missing, and the stream is not read
+		if p.stream.active {
+			first = 0 // the catch-up stream brings the old frames
 		}
-		if last, ok := p.retransAt[n]; ok && r.next-last < retransmitEvery {
-			continue
+		for n, looked := max(p.have, p.stream.end), 0; n < first && len(retrans) < maxRetransmits && looked < 4*maxRetransmits; n, looked = n+1, looked+1 {
+			if off := n - p.have - 1; off >= 0 && off < int(p.maskLen) && p.mask&(1<<off) != 0 {
+				continue // held
+			}
+			if last, ok := p.retransAt[n]; ok && r.next-last < retransmitEvery {
+				continue
+			}
+			retrans = append(retrans, n)
 		}
-		retrans = append(retrans, n)
 	}
 	retransAt := w.Len()
 	w.WriteUint(0, maxRetransmits)
@@ -610,7 +630,7 @@ func (r *Room) send(slot int, p *player, newest int, at time.Duration) {
 	r.buf = msg[:0]
 	r.stats.Retransmits += uint64(sentRetrans)
 	p.hasMargin = false
-	p.q.echo[p.seq%echoRing] = echoEntry{at: at, seq: p.seq, ok: true}
+	p.echo[p.seq%echoRing] = echoEntry{at: uint32(at / time.Microsecond), seq: p.seq, ok: true}
 	p.seq++
 	r.stats.Packets++
 	r.sendUnreliable(slot, p, msg)

@@ -31,7 +31,6 @@ const echoRing = 64
 
 // peerLife is a peer's lifecycle state.
 type peerLife struct {
-	q         peerQuality // first: its counters are touched by every packet
 	removed   bool
 	delay     time.Duration // spectators: how far behind the cut
 	visible   int           // spectators: frames 0 .. visible-1 may be sent
@@ -205,12 +204,13 @@ func (r *Room) resetPeer(p *player, now time.Time) {
 	p.joinedAt, p.heard = now, now.Sub(r.start)
 	p.have, p.mask, p.maskLen = 0, 0, 0
 	clear(p.retransAt)
-	p.redundancy = r.cfg.Redundancy
+	p.redundancy = uint8(r.cfg.Redundancy)
 	p.lastSent, p.lastRecv, p.loss, p.lossWant = p.seq, 0, 0, 0
 	p.inAck, p.inSeen, p.hasMargin = 0, 0, false
 	p.notices = p.notices[:0]
 	p.dumpWant, p.dump, p.dumpParts = -1, nil, 0
 	p.q.newSession()
+	p.echo = [echoRing]echoEntry{}
 	p.live = true
 }
 
@@ -246,7 +246,7 @@ func (r *Room) AddSpectator(delay time.Duration, now time.Time) (int, error) {
 	if len(r.specs) >= maxSpectators {
 		return 0, fmt.Errorf("%w: %d spectators already added", ErrConfig, len(r.specs))
 	}
-	r.specs = append(r.specs, player{redundancy: r.cfg.Redundancy})
+	r.specs = append(r.specs, player{peerState: peerState{redundancy: uint8(r.cfg.Redundancy)}})
 	s := &r.specs[len(r.specs)-1]
 	s.initLife(now)
 	s.spectator, s.delay = true, delay
