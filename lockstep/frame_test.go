@@ -102,7 +102,7 @@ func TestPlayerLayout(t *testing.T) {
 	}
 	hot := map[string]uintptr{
 		"have": unsafe.Offsetof(p.have), "inSeen": unsafe.Offsetof(p.inSeen), "live": unsafe.Offsetof(p.live),
-		"pending": unsafe.Offsetof(p.pending), "notices": unsafe.Offsetof(p.notices), "counts": unsafe.Offsetof(p.counts),
+		"pending": unsafe.Offsetof(p.pending), "notices": unsafe.Offsetof(p.notices), "madeUp": unsafe.Offsetof(p.madeUp), "recent": unsafe.Offsetof(p.recent),
 		"loss":      unsafe.Offsetof(p.loss),
 		"q.downGot": unsafe.Offsetof(p.q) + unsafe.Offsetof(p.q.downGot),
 	}

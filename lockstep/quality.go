@@ -57,7 +57,10 @@ func (r *Room) uplinkQuality(p *player, u *uplink, at time.Duration) {
 	if !u.hasEcho {
 		return
 	}
-	e := p.echo[u.echoSeq%echoRing]
+	e := p.recent[u.echoSeq%2]
+	if !e.ok || e.seq != u.echoSeq {
+		e = p.echo[u.echoSeq%echoRing]
+	}
 	if !e.ok || e.seq != u.echoSeq {
 		return
 	}
@@ -170,7 +173,7 @@ func (r *Room) Quality() Quality {
 			Stalled:   msDuration(q.past.stalledMs + q.cur.stalledMs),
 			Fast:      msDuration(q.past.fastMs + q.cur.fastMs),
 			CatchUp:   msDuration(q.past.catchUpMs + q.cur.catchUpMs),
-			LateDrops: p.counts.lateDrops, Redundancy: int(p.redundancy), MaxRedundancy: int(max(q.maxRedundancy, p.redundancy)),
+			LateDrops: p.lateDrops, Redundancy: int(p.redundancy), MaxRedundancy: int(max(q.maxRedundancy, p.redundancy)),
 			CatchUpBytes: q.catchUpBytes, Reconnects: q.reconnects, ToLive: q.toLive, Connected: connected,
 			DesyncFrame: -1,
 		}

@@ -179,7 +179,7 @@ type cutFrame struct {
 // each player when many rooms share a core.
 type player struct {
 	peerState
-	_ [(64 - unsafe.Sizeof(peerState{})%64) % 64]byte
+	_ [64 - unsafe.Sizeof(peerState{})%64]byte // never empty: a trailing empty field would add 8 bytes
 }
 
 // peerState is a player's (or spectator's) state in the room.
@@ -206,18 +206,19 @@ type peerState struct {
 	pending   []pendingInput // by frame, then arrival; frames next .. next+MaxAhead
 	notices   []Notice
 	retransAt map[int]int // missing frame -> the room frame when last retransmitted; nil until the first
-	counts    playerCounts
-	loss      float64
-	q         peerQuality // its first fields are touched by every packet
+	inputs    uint64      // inputs placed in frames
+	madeUp    uint64      // frames with made-up input
+	// recent are the last two downlink packets sent, by seq % 2: the RTT
+	// of an echo of either is taken without reading echo.
+	recent [2]echoEntry
+	loss   float64
+	q      peerQuality // its first fields are touched by every packet
 
-	stream stream
+	lateDrops uint64 // inputs dropped as late
+	lateMoved uint64 // late inputs moved to the next frame
+	stream    stream
 	peerLife
 	echo [echoRing]echoEntry // downlink packets sent, by seq % echoRing
-}
-
-// playerCounts are the counters of PlayerStats.
-type playerCounts struct {
-	inputs, lateDrops, lateMoved, madeUp uint64
 }
 
 // neverHeard is player.heard before the first packet.
@@ -290,8 +291,7 @@ func (r *Room) Stats() RoomStats { return r.stats }
 // PlayerStats returns the counters of one player.
 func (r *Room) PlayerStats(slot int) PlayerStats {
 	p := &r.players[slot]
-	c := &p.counts
-	return PlayerStats{Inputs: c.inputs, LateDrops: c.lateDrops, LateMoved: c.lateMoved, MadeUp: c.madeUp,
+	return PlayerStats{Inputs: p.inputs, LateDrops: p.lateDrops, LateMoved: p.lateMoved, MadeUp: p.madeUp,
 		Redundancy: int(p.redundancy), Loss: p.loss, Have: p.have}
 }
 
@@ -440,12 +440,12 @@ func (r *Room) input(p *player, seq uint32, in upInput, at time.Duration) error 
 	if target < r.next {
 		if r.cfg.Late == LateDrop {
 			r.stats.Dropped[DropLate]++
-			p.counts.lateDrops++
+			p.lateDrops++
 			p.notice(Notice{Seq: seq, Target: target, Applied: -1})
 			return nil
 		}
 		target = r.next
-		p.counts.lateMoved++
+		p.lateMoved++
 		p.notice(Notice{Seq: seq, Target: in.frame, Applied: target})
 	}
 	if target > r.next+r.cfg.MaxAhead {
@@ -518,7 +518,7 @@ func (r *Room) cut() {
 		}
 		if k == 0 {
 			f.Slots[i].MadeUp = true
-			p.counts.madeUp++
+			p.madeUp++
 			r.stats.MadeUp++
 			continue
 		}
@@ -527,7 +527,7 @@ func (r *Room) cut() {
 			ins[j] = p.pending[j].data
 		}
 		f.Slots[i].Inputs = ins
-		p.counts.inputs += uint64(k)
+		p.inputs += uint64(k)
 		r.stats.Inputs += uint64(k)
 		m := copy(p.pending, p.pending[k:])
 		clear(p.pending[m:]) // drop the references to the arena
@@ -630,7 +630,9 @@ func (r *Room) send(slot int, p *player, newest int, at time.Duration) {
 	r.buf = msg[:0]
 	r.stats.Retransmits += uint64(sentRetrans)
 	p.hasMargin = false
-	p.echo[p.seq%echoRing] = echoEntry{at: uint32(at / time.Microsecond), seq: p.seq, ok: true}
+	e := echoEntry{at: uint32(at / time.Microsecond), seq: p.seq, ok: true}
+	p.recent[p.seq%2] = e
+	p.echo[p.seq%echoRing] = e
 	p.seq++
 	r.stats.Packets++
 	r.sendUnreliable(slot, p, msg)

@@ -19,8 +19,11 @@ type lifecycle struct {
 	checks  []hashCheck   // pending comparisons, by frame
 	results []checkResult // resolved comparisons, by frame / HashEvery
 	raw     []byte        // catch-up scratch: frame bodies
-	comp    []byte        // catch-up scratch: the message
-	cw      codec.Writer
+	// streaming is set when a catch-up stream starts, and cleared by the
+	// first tick that finds none active.
+	streaming bool
+	comp      []byte // catch-up scratch: the message
+	cw        codec.Writer
 }
 
 // maxSpectators bounds the spectators ever added to one room.
@@ -210,7 +213,7 @@ func (r *Room) resetPeer(p *player, now time.Time) {
 	p.notices = p.notices[:0]
 	p.dumpWant, p.dump, p.dumpParts = -1, nil, 0
 	p.q.newSession()
-	p.echo = [echoRing]echoEntry{}
+	p.echo, p.recent = [echoRing]echoEntry{}, [2]echoEntry{}
 	p.live = true
 }
 
@@ -223,6 +226,7 @@ func (r *Room) startStream(p *player, end int) {
 	}
 	p.live = false
 	p.stream = stream{active: true, next: 0, end: end}
+	r.streaming = true
 	if r.sim != nil && r.auth == nil && r.sim.frame <= end {
 		if snap, ok := r.snapshotPayload(); ok {
 			p.stream.snap, p.stream.next = snap, r.sim.frame
@@ -287,11 +291,17 @@ func (r *Room) tickLife(now time.Time) {
 			r.send(len(r.players)+i, s, s.visible-1, now.Sub(r.start))
 		}
 	}
-	budget := r.cfg.CatchUpBytes
-	for id := 0; id < len(r.players)+len(r.specs) && budget > 0; id++ {
-		if p := r.peer(id); p != nil && !p.away && p.stream.active {
-			budget = r.streamTo(id, p, budget)
+	if r.streaming {
+		budget, active := r.cfg.CatchUpBytes, false
+		for id := 0; id < len(r.players)+len(r.specs); id++ {
+			if p := r.peer(id); p != nil && !p.away && p.stream.active {
+				if budget > 0 {
+					budget = r.streamTo(id, p, budget)
+				}
+				active = active || p.stream.active
+			}
 		}
+		r.streaming = active
 	}
 	r.resolveChecks(false)
 	r.resolveEvents(false)
