@@ -94,21 +94,20 @@ func TestPendingOrder(t *testing.T) {
 }
 
 // TestPlayerLayout keeps what every packet touches of a player in its
-// first four cache lines, and players a whole number of lines apart.
+// first three cache lines, and players a whole number of lines apart.
 func TestPlayerLayout(t *testing.T) {
 	var p player
 	if size := unsafe.Sizeof(p); size%64 != 0 {
 		t.Errorf("player is %d bytes, not a multiple of 64", size)
 	}
 	hot := map[string]uintptr{
-		"have": unsafe.Offsetof(p.have), "inSeen": unsafe.Offsetof(p.inSeen), "live": unsafe.Offsetof(p.live),
-		"pending": unsafe.Offsetof(p.pending), "notices": unsafe.Offsetof(p.notices), "madeUp": unsafe.Offsetof(p.madeUp), "recent": unsafe.Offsetof(p.recent),
-		"loss":      unsafe.Offsetof(p.loss),
-		"q.downGot": unsafe.Offsetof(p.q) + unsafe.Offsetof(p.q.downGot),
+		"have": unsafe.Offsetof(p.have), "inSeen": unsafe.Offsetof(p.inSeen), "retransWait": unsafe.Offsetof(p.retransWait),
+		"pending": unsafe.Offsetof(p.pending), "madeUp": unsafe.Offsetof(p.madeUp), "recent": unsafe.Offsetof(p.recent),
+		"q.rttMax": unsafe.Offsetof(p.q) + unsafe.Offsetof(p.q.rttMax),
 	}
 	for name, off := range hot {
-		if off >= 256 {
-			t.Errorf("player.%s at byte %d, past the first four cache lines", name, off)
+		if off >= 192 {
+			t.Errorf("player.%s at byte %d, past the first three cache lines", name, off)
 		}
 	}
 }

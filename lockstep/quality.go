@@ -14,9 +14,9 @@ type peerQuality struct {
 	bytesUp, bytesDown     uint64
 	rttN                   uint64
 	rttSum, rttMin, rttMax time.Duration
-	downSent, downGot      uint64
 
-	catchUpBytes uint64
+	downSent, downGot uint64 // touched once every 8 packets
+	catchUpBytes      uint64
 
 	jitN           uint64
 	jitSum, jitMax float64    // ms

@@ -202,18 +202,21 @@ type peerState struct {
 	away                 bool // left: nothing is sent, input is made up
 	spectator            bool
 	live                 bool // playing live (false while catching up)
+	noticed              bool // notices holds some
+	retransWait          bool // retransAt holds some
 
-	pending   []pendingInput // by frame, then arrival; frames next .. next+MaxAhead
-	notices   []Notice
-	retransAt map[int]int // missing frame -> the room frame when last retransmitted; nil until the first
-	inputs    uint64      // inputs placed in frames
-	madeUp    uint64      // frames with made-up input
+	pending []pendingInput // by frame, then arrival; frames next .. next+MaxAhead
+	inputs  uint64         // inputs placed in frames
+	madeUp  uint64         // frames with made-up input
 	// recent are the last two downlink packets sent, by seq % 2: the RTT
 	// of an echo of either is taken without reading echo.
 	recent [2]echoEntry
-	loss   float64
 	q      peerQuality // its first fields are touched by every packet
 
+	// Touched once every few packets, or less.
+	notices   []Notice
+	retransAt map[int]int // missing frame -> the room frame when last retransmitted; nil until the first
+	loss      float64
 	lateDrops uint64 // inputs dropped as late
 	lateMoved uint64 // late inputs moved to the next frame
 	stream    stream
@@ -350,12 +353,13 @@ func (r *Room) Deliver(slot int, msg []byte, now time.Time) error {
 		err = fmt.Errorf("%w: acknowledges frame %d, only %d cut", ErrMalformed, u.have-1, r.next)
 	} else if u.have >= p.have {
 		p.have, p.mask, p.maskLen = u.have, u.mask, uint8(u.maskLen)
-		if len(p.retransAt) > 0 {
+		if p.retransWait {
 			for f := range p.retransAt {
 				if f < p.have {
 					delete(p.retransAt, f)
 				}
 			}
+			p.retransWait = len(p.retransAt) > 0
 		}
 	}
 	r.lossReport(p, u.recv, u.lossRun)
@@ -403,6 +407,7 @@ const maxNotices = 64
 func (p *player) notice(n Notice) {
 	if len(p.notices) < maxNotices {
 		p.notices = append(p.notices, n)
+		p.noticed = true
 	}
 }
 
@@ -622,6 +627,7 @@ func (r *Room) send(slot int, p *player, newest int, at time.Duration) {
 			p.retransAt = make(map[int]int)
 		}
 		p.retransAt[n] = r.next
+		p.retransWait = true
 		sentRetrans++
 	}
 	msg := w.Bytes()
@@ -636,6 +642,9 @@ func (r *Room) send(slot int, p *player, newest int, at time.Duration) {
 	p.seq++
 	r.stats.Packets++
 	r.sendUnreliable(slot, p, msg)
+	if !p.noticed {
+		return
+	}
 	for ns := p.notices; len(ns) > 0; {
 		k := min(len(ns), 63)
 		w.Reset(r.buf[:0])
@@ -643,7 +652,7 @@ func (r *Room) send(slot int, p *player, newest int, at time.Duration) {
 		r.sendReliable(slot, p, w.Bytes())
 		ns = ns[k:]
 	}
-	p.notices = p.notices[:0]
+	p.notices, p.noticed = p.notices[:0], false
 }
 
 // retransmitSilence is how long a player may stay silent before the room

@@ -207,10 +207,11 @@ func (r *Room) resetPeer(p *player, now time.Time) {
 	p.joinedAt, p.heard = now, now.Sub(r.start)
 	p.have, p.mask, p.maskLen = 0, 0, 0
 	clear(p.retransAt)
+	p.retransWait = false
 	p.redundancy = uint8(r.cfg.Redundancy)
 	p.lastSent, p.lastRecv, p.loss, p.lossWant = p.seq, 0, 0, 0
 	p.inAck, p.inSeen, p.hasMargin = 0, 0, false
-	p.notices = p.notices[:0]
+	p.notices, p.noticed = p.notices[:0], false
 	p.dumpWant, p.dump, p.dumpParts = -1, nil, 0
 	p.q.newSession()
 	p.echo, p.recent = [echoRing]echoEntry{}, [2]echoEntry{}
