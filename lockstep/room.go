@@ -472,7 +472,12 @@ func (r *Room) input(p *player, seq uint32, in upInput, at time.Duration) error 
 		r.stats.Dropped[DropTooMany]++
 		return fmt.Errorf("%w: more than %d inputs for frame %d", ErrMalformed, r.cfg.InputsPerFrame, target)
 	}
-	p.pending = slices.Insert(p.pending, i, pendingInput{frame: target, data: r.keep(in.data)})
+	in.data = r.keep(in.data)
+	if i == len(p.pending) {
+		p.pending = append(p.pending, pendingInput{frame: target, data: in.data})
+	} else {
+		p.pending = slices.Insert(p.pending, i, pendingInput{frame: target, data: in.data})
+	}
 	return nil
 }
 
@@ -592,28 +597,55 @@ func (r *Room) send(slot int, p *player, newest int, at time.Duration) {
 	}
 	// Retransmissions: frames older than the run that the player lacks,
 	// at most once every few frames each.
-	var retransBuf [maxRetransmits]int
-	retrans := retransBuf[:0]
 	if at-p.heard > retransmitSilence {
 		first = newest // a player who went quiet gets the newest frame alone until it reports again
 	}
+	retransAt, sentRetrans := w.Len(), 0
 	if p.have < first { // else nothing older is missing, and the stream is not read
-		if p.stream.active {
-			first = 0 // the catch-up stream brings the old frames
-		}
-		for n, looked := max(p.have, p.stream.end), 0; n < first && len(retrans) < maxRetransmits && looked < 4*maxRetransmits; n, looked = n+1, looked+1 {
-			if off := n - p.have - 1; off >= 0 && off < int(p.maskLen) && p.mask&(1<<off) != 0 {
-				continue // held
-			}
-			if last, ok := p.retransAt[n]; ok && r.next-last < retransmitEvery {
-				continue
-			}
-			retrans = append(retrans, n)
-		}
+		sentRetrans = r.retransmit(slot, p, first)
+	} else {
+		w.WriteUint(0, maxRetransmits)
 	}
-	retransAt := w.Len()
-	w.WriteUint(0, maxRetransmits)
-	sentRetrans := 0
+	msg := w.Bytes()
+	patchUint(msg, countAt, uint64(run), maxRunFrames)
+	if sentRetrans > 0 {
+		patchUint(msg, retransAt, uint64(sentRetrans), maxRetransmits)
+	}
+	r.buf = msg[:0]
+	r.stats.Retransmits += uint64(sentRetrans)
+	p.hasMargin = false
+	e := echoEntry{at: uint32(at / time.Microsecond), seq: p.seq, ok: true}
+	p.recent[p.seq%2] = e
+	p.echo[p.seq%echoRing] = e
+	p.seq++
+	r.stats.Packets++
+	r.sendUnreliable(slot, p, msg)
+	if p.noticed {
+		r.sendNotices(slot, p)
+	}
+}
+
+// retransmit writes the retransmission part of a player's packet: the
+// frames before first that it lacks, each at most once every few frames,
+// as many as fit. It returns how many it wrote.
+func (r *Room) retransmit(slot int, p *player, first int) int {
+	w := &r.w
+	if p.stream.active {
+		first = 0 // the catch-up stream brings the old frames
+	}
+	var retransBuf [maxRetransmits]int
+	retrans := retransBuf[:0]
+	for n, looked := max(p.have, p.stream.end), 0; n < first && len(retrans) < maxRetransmits && looked < 4*maxRetransmits; n, looked = n+1, looked+1 {
+		if off := n - p.have - 1; off >= 0 && off < int(p.maskLen) && p.mask&(1<<off) != 0 {
+			continue // held
+		}
+		if last, ok := p.retransAt[n]; ok && r.next-last < retransmitEvery {
+			continue
+		}
+		retrans = append(retrans, n)
+	}
+	w.WriteUint(0, maxRetransmits) // the count, patched by send
+	sent := 0
 	prevNum := -1
 	for _, n := range retrans {
 		body, bits := r.body(slot, n, true)
@@ -628,23 +660,14 @@ func (r *Room) send(slot int, p *player, newest int, at time.Duration) {
 		}
 		p.retransAt[n] = r.next
 		p.retransWait = true
-		sentRetrans++
+		sent++
 	}
-	msg := w.Bytes()
-	patchUint(msg, countAt, uint64(run), maxRunFrames)
-	patchUint(msg, retransAt, uint64(sentRetrans), maxRetransmits)
-	r.buf = msg[:0]
-	r.stats.Retransmits += uint64(sentRetrans)
-	p.hasMargin = false
-	e := echoEntry{at: uint32(at / time.Microsecond), seq: p.seq, ok: true}
-	p.recent[p.seq%2] = e
-	p.echo[p.seq%echoRing] = e
-	p.seq++
-	r.stats.Packets++
-	r.sendUnreliable(slot, p, msg)
-	if !p.noticed {
-		return
-	}
+	return sent
+}
+
+// sendNotices sends a player the notices about its late inputs.
+func (r *Room) sendNotices(slot int, p *player) {
+	w := &r.w
 	for ns := p.notices; len(ns) > 0; {
 		k := min(len(ns), 63)
 		w.Reset(r.buf[:0])
