@@ -111,3 +111,64 @@ func TestPlayerLayout(t *testing.T) {
 		}
 	}
 }
+
+// TestRecordMidMatchRelativeBodies attaches a replay writer after frames
+// were cut whose relative bodies no packet needed (every player held every
+// frame but the newest): the replay still holds every frame as cut.
+func TestRecordMidMatchRelativeBodies(t *testing.T) {
+	start := time.Unix(0, 0)
+	cfg := Config{Players: 3}.WithDefaults()
+	room, err := NewRoom(cfg, start, nopSender{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	rw, err := NewReplayWriter(&buf, ReplayHeader{Game: "chain", Config: cfg, Start: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := make([]uint32, cfg.Players)
+	for n := range 120 {
+		now := cfg.cutTime(start, n)
+		for p := range cfg.Players {
+			u := uplink{have: n, sent: uint16(n)}
+			if (n/3+p)%2 == 0 { // runs of equal inputs, so that relative bodies differ from full ones
+				seq[p]++
+				u.firstSeq, u.inputs = seq[p], []upInput{{n + 1, []byte{byte(n / 6), byte(p)}}}
+			}
+			var w codec.Writer
+			u.encode(&w)
+			if err := room.Deliver(p, w.Bytes(), now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		room.Tick(now)
+		if n == 60 {
+			if err := room.Record(rw); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := rw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rr, err := NewReplayReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range room.NextFrame() {
+		got, err := rr.Next()
+		if err != nil {
+			t.Fatalf("frame %d: %v", n, err)
+		}
+		want, _ := room.Frame(n)
+		if got.Number != n || len(got.Slots) != len(want.Slots) {
+			t.Fatalf("frame %d: got frame %d with %d slots", n, got.Number, len(got.Slots))
+		}
+		for i := range want.Slots {
+			if !want.Slots[i].MadeUp && !sameInputs(&got.Slots[i], &want.Slots[i]) {
+				t.Fatalf("frame %d slot %d: %v, want %v", n, i, got.Slots[i], want.Slots[i])
+			}
+		}
+	}
+}

@@ -101,7 +101,7 @@ type Room struct {
 	arena    []byte
 	slotSlab []Slot
 	inSlab   [][]byte
-	w2       codec.Writer // the second encoding of a frame being cut
+	w2       codec.Writer // relative encodings, made while w holds a packet
 	buf2     []byte
 
 	sim  *serverSim // nil without Config.Simulation
@@ -166,11 +166,14 @@ func (r *Room) inputSlice(n int) [][]byte {
 	return s
 }
 
-// cutFrame is a frame with its body encoded once for every packet.
+// cutFrame is a frame with its body encoded once for every packet: alone
+// when cut, and relative to the frame before when first needed (a packet
+// that carries it after that frame, or the replay). A player who holds
+// every frame but the newest, the usual case, needs only the first.
 type cutFrame struct {
 	Frame
 	full, rel         []byte // body alone, and relative to the frame before
-	fullBits, relBits int
+	fullBits, relBits int    // relBits 0: rel not encoded yet (a body is at least 1 bit)
 }
 
 // player is the room's state for one slot. The fields every packet
@@ -544,16 +547,22 @@ func (r *Room) cut() {
 		p.pending = p.pending[:m]
 	}
 	var prev *Frame
-	if n > 0 {
+	if n > 0 && r.rec != nil {
 		prev = &r.frames[n-1].Frame
 	}
 	r.w.Reset(r.buf[:0])
-	r.w2.Reset(r.buf2[:0])
-	encodeFrameBodies(&r.w, &r.w2, &f.Frame, prev)
-	f.fullBits, f.relBits = r.w.Len(), r.w2.Len()
+	if r.rec != nil { // the replay takes the relative body at once
+		r.w2.Reset(r.buf2[:0])
+		encodeFrameBodies(&r.w, &r.w2, &f.Frame, prev)
+		f.relBits = r.w2.Len()
+		f.rel = r.keep(r.w2.Bytes())
+		r.buf2 = r.w2.Bytes()[:0]
+	} else {
+		encodeFrameBody(&r.w, &f.Frame, nil)
+	}
+	f.fullBits = r.w.Len()
 	f.full = r.keep(r.w.Bytes())
-	f.rel = r.keep(r.w2.Bytes())
-	r.buf, r.buf2 = r.w.Bytes()[:0], r.w2.Bytes()[:0]
+	r.buf = r.w.Bytes()[:0]
 	r.frames = append(r.frames, f)
 	r.next++
 	r.stats.Frames++
