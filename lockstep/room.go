@@ -227,6 +227,9 @@ type peerState struct {
 	echo [echoRing]echoEntry // downlink packets sent, by seq % echoRing
 }
 
+// pendingEach is the room of each player's first pending-input array.
+const pendingEach = 2
+
 // neverHeard is player.heard before the first packet.
 const neverHeard = -1 << 62
 
@@ -254,10 +257,14 @@ func NewRoom(cfg Config, start time.Time, out Sender) (*Room, error) {
 		return nil, err
 	}
 	r := &Room{cfg: cfg, out: out, start: start, players: make([]player, cfg.Players), period: cfg.Period()}
+	// The players' pending inputs start side by side in one array, a few
+	// each (a player who sends more gets an array of its own).
+	pending := make([]pendingInput, pendingEach*cfg.Players)
 	for i := range r.players {
 		p := &r.players[i]
 		p.redundancy = uint8(cfg.Redundancy)
 		p.heard = neverHeard
+		p.pending = pending[i*pendingEach : i*pendingEach : (i+1)*pendingEach]
 		p.initLife(start)
 	}
 	if cfg.Simulation != nil {
