@@ -1301,3 +1301,43 @@ func TestQuantizerRejectsGridBelowFloatPrecision(t *testing.T) {
 		t.Fatalf("a representable grid: %v", err)
 	}
 }
+
+// TestReadBitsTail reads fields at every position and width of short
+// buffers, where the last 8 bytes are read with one load, and compares
+// them bit by bit (Peek too, whose bits past the end are zero).
+func TestReadBitsTail(t *testing.T) {
+	bit := func(b []byte, i uint64) uint64 {
+		if i >= uint64(len(b))*8 {
+			return 0
+		}
+		return uint64(b[i/8]>>(i%8)) & 1
+	}
+	for l := 0; l <= 20; l++ {
+		b := make([]byte, l)
+		for i := range b {
+			b[i] = byte(i*37 + 11)
+		}
+		for pos := 0; pos <= 8*l; pos++ {
+			r := codec.NewReader(b)
+			r.Skip(pos)
+			var peek uint64
+			for k := range uint64(56) {
+				peek |= bit(b, uint64(pos)+k) << k
+			}
+			if got := r.Peek() & (1<<56 - 1); got != peek {
+				t.Fatalf("len %d pos %d: Peek %#x, want %#x", l, pos, got, peek)
+			}
+			for n := 0; n <= 64 && pos+n <= 8*l; n++ {
+				r := codec.NewReader(b)
+				r.Skip(pos)
+				var want uint64
+				for k := range uint64(n) {
+					want |= bit(b, uint64(pos)+k) << k
+				}
+				if got := r.ReadBits(n); got != want || r.Err() != nil {
+					t.Fatalf("len %d pos %d n %d: %#x (%v), want %#x", l, pos, n, got, r.Err(), want)
+				}
+			}
+		}
+	}
+}

@@ -95,8 +95,12 @@ func (r *Reader) readBitsSlow(n uint64) uint64 {
 		if s+n > 64 { // the field reaches into a ninth byte, which exists since pos+n <= end
 			v |= uint64(r.buf[i+8]) << (64 - s)
 		}
+	} else if l := uint64(len(r.buf)); l >= 8 {
+		// Fewer than 8 bytes left: the field lies in the last 8 bytes,
+		// which one load reads (pos > (l-8)*8 and pos+n <= l*8).
+		v = binary.LittleEndian.Uint64(r.buf[l-8:]) >> (r.pos - (l-8)*8)
 	} else {
-		// Fewer than 8 bytes left: s+n fits in what remains, below 64 bits.
+		// A message under 8 bytes: s+n fits in what remains, below 64 bits.
 		for k, c := range r.buf[i:] {
 			v |= uint64(c) << (8 * uint(k))
 		}
@@ -287,6 +291,9 @@ func (r *Reader) peekSlow() uint64 {
 	i := r.pos >> 3
 	if i >= uint64(len(r.buf)) {
 		return 0
+	}
+	if l := uint64(len(r.buf)); l >= 8 {
+		return binary.LittleEndian.Uint64(r.buf[l-8:]) >> (r.pos - (l-8)*8) // bits past the end shift in as zero
 	}
 	for k, c := range r.buf[i:] {
 		v |= uint64(c) << (8 * uint(k))

@@ -143,7 +143,24 @@ func (r *Room) body(id, n int, full bool) ([]byte, int) {
 	if full {
 		return cf.full, cf.fullBits
 	}
+	if cf.relBits == 0 {
+		r.encodeRel(cf)
+	}
 	return cf.rel, cf.relBits
+}
+
+// encodeRel encodes a cut frame relative to the frame before, once.
+func (r *Room) encodeRel(cf *cutFrame) {
+	var prev *Frame
+	if n := cf.Number; n > 0 {
+		prev = &r.frames[n-1].Frame
+	}
+	w := &r.w2
+	w.Reset(r.buf2[:0])
+	encodeFrameBody(w, &cf.Frame, prev)
+	cf.relBits = w.Len()
+	cf.rel = r.keep(w.Bytes())
+	r.buf2 = w.Bytes()[:0]
 }
 
 // sendable returns how many frames, from frame 0, can be sent to peer id:

@@ -198,5 +198,10 @@ func (c Config) Period() time.Duration { return time.Second / time.Duration(c.Hz
 // cutTime returns when frame n is cut, counted from start without drift:
 // start + n/Hz, computed exactly rather than by adding periods.
 func (c Config) cutTime(start time.Time, n int) time.Time {
-	return start.Add(time.Duration(int64(n) * int64(time.Second) / int64(c.Hz)))
+	return start.Add(c.cutOffset(n))
+}
+
+// cutOffset is when frame n is cut, from the room's start.
+func (c Config) cutOffset(n int) time.Duration {
+	return time.Duration(int64(n) * int64(time.Second) / int64(c.Hz))
 }

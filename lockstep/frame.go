@@ -80,6 +80,48 @@ func encodeFrameBody(w *codec.Writer, f *Frame, prev *Frame) {
 	}
 }
 
+// encodeFrameBodies writes f as encodeFrameBody does twice, alone to full
+// and relative to prev to rel, in one pass over the slots.
+func encodeFrameBodies(full, rel *codec.Writer, f *Frame, prev *Frame) {
+	real := false
+	for i := range f.Slots {
+		real = real || !f.Slots[i].MadeUp
+	}
+	full.WriteBool(real)
+	rel.WriteBool(real)
+	if !real {
+		return
+	}
+	for i := range f.Slots {
+		s := &f.Slots[i]
+		switch {
+		case s.MadeUp:
+			full.WriteBits(slotMadeUp, slotKindBits)
+			rel.WriteBits(slotMadeUp, slotKindBits)
+			continue
+		case prev != nil && sameInputs(s, &prev.Slots[i]):
+			rel.WriteBits(slotSame, slotKindBits)
+		default:
+			writeSlot(rel, s)
+		}
+		writeSlot(full, s)
+	}
+}
+
+// writeSlot writes a slot with real inputs.
+func writeSlot(w *codec.Writer, s *Slot) {
+	if len(s.Inputs) == 1 {
+		w.WriteBits(slotOne, slotKindBits)
+		w.WriteBytes(s.Inputs[0], MaxInputBytes)
+		return
+	}
+	w.WriteBits(slotSeveral, slotKindBits)
+	w.WriteUint(uint64(len(s.Inputs)-2), MaxInputsPerFrame-2)
+	for _, in := range s.Inputs {
+		w.WriteBytes(in, MaxInputBytes)
+	}
+}
+
 // decodeFrameBody reads the slots of frame number n for players players.
 func decodeFrameBody(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
 	f := Frame{Number: n, Slots: make([]Slot, players)}

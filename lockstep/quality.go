@@ -6,30 +6,38 @@ import (
 
 // peerQuality is what the room measures and hears of one peer's link.
 type peerQuality struct {
-	sentAt  [echoRing]time.Time // when downlink packet seq was sent, by seq % echoRing
-	sentSeq [echoRing]uint16
-
+	// Touched by every packet.
+	upSeen                 bool
+	upLast                 uint16
+	maxRedundancy          uint8
+	upExpected, upGot      uint64
+	bytesUp, bytesDown     uint64
 	rttN                   uint64
 	rttSum, rttMin, rttMax time.Duration
 
-	upSeen            bool
-	upLast            uint16
-	upExpected, upGot uint64
-	downSent, downGot uint64
-
-	bytesUp, bytesDown, catchUpBytes uint64
+	downSent, downGot uint64 // touched once every 8 packets
+	catchUpBytes      uint64
 
 	jitN           uint64
 	jitSum, jitMax float64    // ms
 	cur, past      playReport // this session's last report, and earlier sessions' sums
-	maxRedundancy  int
 	reconnects     int
 	toLive         time.Duration
 	desyncAt       int
 }
 
+// echoEntry is when a downlink packet was sent, for the RTT: microseconds
+// from the room's start, wrapping (the RTT is taken modulo 2^32 us, over
+// an hour, and an RTT over 30 s is discarded).
+type echoEntry struct {
+	at  uint32
+	seq uint16
+	ok  bool
+}
+
 // uplinkQuality takes the uplink's packet counter and echo.
-func (r *Room) uplinkQuality(p *player, u *uplink, now time.Time) {
+// at is the packet's arrival, from the room's start.
+func (r *Room) uplinkQuality(p *player, u *uplink, at time.Duration) {
 	q := &p.q
 	switch d := u.sent - q.upLast; {
 	case !q.upSeen:
@@ -46,14 +54,17 @@ func (r *Room) uplinkQuality(p *player, u *uplink, now time.Time) {
 		}
 	}
 	q.maxRedundancy = max(q.maxRedundancy, p.redundancy)
-	if !u.hasEcho || q.sentSeq[u.echoSeq%echoRing] != u.echoSeq {
+	if !u.hasEcho {
 		return
 	}
-	at := q.sentAt[u.echoSeq%echoRing]
-	if at.IsZero() {
+	e := p.recent[u.echoSeq%2]
+	if !e.ok || e.seq != u.echoSeq {
+		e = p.echo[u.echoSeq%echoRing]
+	}
+	if !e.ok || e.seq != u.echoSeq {
 		return
 	}
-	rtt := now.Sub(at) - time.Duration(u.echoHold)*time.Millisecond
+	rtt := time.Duration(uint32(at/time.Microsecond)-e.at)*time.Microsecond - time.Duration(u.echoHold)*time.Millisecond
 	if rtt < 0 || rtt > 30*time.Second {
 		return
 	}
@@ -82,8 +93,6 @@ func (q *peerQuality) newSession() {
 	q.past.catchUpMs += q.cur.catchUpMs
 	q.cur = playReport{}
 	q.upSeen = false
-	q.sentSeq = [echoRing]uint16{}
-	q.sentAt = [echoRing]time.Time{}
 }
 
 // PeerQuality is the quality of one peer's link and play over the match
@@ -164,7 +173,7 @@ func (r *Room) Quality() Quality {
 			Stalled:   msDuration(q.past.stalledMs + q.cur.stalledMs),
 			Fast:      msDuration(q.past.fastMs + q.cur.fastMs),
 			CatchUp:   msDuration(q.past.catchUpMs + q.cur.catchUpMs),
-			LateDrops: p.Stats.LateDrops, Redundancy: p.redundancy, MaxRedundancy: max(q.maxRedundancy, p.redundancy),
+			LateDrops: p.lateDrops, Redundancy: int(p.redundancy), MaxRedundancy: int(max(q.maxRedundancy, p.redundancy)),
 			CatchUpBytes: q.catchUpBytes, Reconnects: q.reconnects, ToLive: q.toLive, Connected: connected,
 			DesyncFrame: -1,
 		}

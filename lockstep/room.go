@@ -4,7 +4,9 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 	"time"
+	"unsafe"
 
 	"github.com/tongbu/tongbu/codec"
 )
@@ -94,10 +96,13 @@ type Room struct {
 	period time.Duration
 
 	// The match's frames live in slabs, allocated a few thousand frames at
-	// a time, so cutting a frame allocates nothing in the steady state.
+	// a time (fewer at first, doubling), so cutting a frame allocates
+	// nothing in the steady state and a short match holds little memory.
 	arena    []byte
 	slotSlab []Slot
 	inSlab   [][]byte
+	w2       codec.Writer // relative encodings, made while w holds a packet
+	buf2     []byte
 
 	sim  *serverSim // nil without Config.Simulation
 	ver  *verifier  // nil without Config.VerifyEvents
@@ -106,24 +111,45 @@ type Room struct {
 	lifecycle
 }
 
-// arenaChunk is the size of the byte slabs inputs and frame encodings are
-// kept in.
-const arenaChunk = 64 << 10
+// arenaChunk is the largest of the byte slabs inputs and frame encodings
+// are kept in; the first is firstArenaChunk, and each after it twice the
+// one before.
+const (
+	arenaChunk      = 64 << 10
+	firstArenaChunk = 2 << 10
+)
+
+// Slab sizes, in frames: the first, and the largest (each slab after the
+// first is twice the one before).
+const (
+	firstSlabFrames = 64
+	maxSlabFrames   = 1024
+)
 
 // keep copies b into the room's arena and returns the copy.
 func (r *Room) keep(b []byte) []byte {
 	if cap(r.arena)-len(r.arena) < len(b) {
-		r.arena = make([]byte, 0, max(arenaChunk, len(b)))
+		size := firstArenaChunk
+		if r.arena != nil {
+			size = min(2*cap(r.arena), arenaChunk)
+		}
+		r.arena = make([]byte, 0, max(size, len(b)))
 	}
 	start := len(r.arena)
 	r.arena = append(r.arena, b...)
 	return r.arena[start:len(r.arena):len(r.arena)]
 }
 
+// slabFrames returns how many frames the next slab holds: firstSlabFrames
+// at first, twice as many with each slab, at most maxSlabFrames.
+func (r *Room) slabFrames() int {
+	return min(max(firstSlabFrames, r.next), maxSlabFrames)
+}
+
 // slots returns n zeroed slots from the slab.
 func (r *Room) slots(n int) []Slot {
 	if len(r.slotSlab) < n {
-		r.slotSlab = make([]Slot, max(1024*n, n))
+		r.slotSlab = make([]Slot, r.slabFrames()*n)
 	}
 	s := r.slotSlab[:n:n]
 	r.slotSlab = r.slotSlab[n:]
@@ -133,51 +159,83 @@ func (r *Room) slots(n int) []Slot {
 // inputSlice returns a slice for n inputs from the slab.
 func (r *Room) inputSlice(n int) [][]byte {
 	if len(r.inSlab) < n {
-		r.inSlab = make([][]byte, max(4096, n))
+		r.inSlab = make([][]byte, max(4*r.slabFrames(), n))
 	}
 	s := r.inSlab[:n:n]
 	r.inSlab = r.inSlab[n:]
 	return s
 }
 
-// cutFrame is a frame with its body encoded once for every packet.
+// cutFrame is a frame with its body encoded once for every packet: alone
+// when cut, and relative to the frame before when first needed (a packet
+// that carries it after that frame, or the replay). A player who holds
+// every frame but the newest, the usual case, needs only the first.
 type cutFrame struct {
 	Frame
 	full, rel         []byte // body alone, and relative to the frame before
-	fullBits, relBits int
+	fullBits, relBits int    // relBits 0: rel not encoded yet (a body is at least 1 bit)
 }
 
-// player is the room's state for one slot.
+// player is the room's state for one slot. The fields every packet
+// touches come first, in four cache lines (players are 64-byte multiples,
+// see TestPlayerLayout), so that a room's turn reads few cache lines of
+// each player when many rooms share a core.
 type player struct {
-	pending      [][]pendingInput // ring over frames next .. next+MaxAhead
-	pendingCount int
-
-	inAck  uint32 // inputs up to this sequence number arrived
-	inSeen uint64 // bit i: input inAck+2+i arrived
-
-	have       int    // frames 0 .. have-1 are held
-	mask       uint64 // bit i: frame have+1+i is held
-	maskLen    int
-	retransAt  map[int]int // missing frame -> the room frame when last retransmitted
-	redundancy int
-	seq        uint16 // downlink packets sent
-	lastRecv   uint16 // the client's count of downlink packets received, at its last report
-	lastSent   uint16 // our count at that report
-	loss       float64
-	lossWant   int // redundancy the loss estimate asks for
-	margin     int
-	marginSeq  uint32
-	hasMargin  bool
-	notices    []Notice
-	heard      time.Time
-
-	Stats PlayerStats
-	peerLife
+	peerState
+	_ [64 - unsafe.Sizeof(peerState{})%64]byte // never empty: a trailing empty field would add 8 bytes
 }
+
+// peerState is a player's (or spectator's) state in the room.
+type peerState struct {
+	have      int           // frames 0 .. have-1 are held
+	mask      uint64        // bit i: frame have+1+i is held
+	heard     time.Duration // when the last packet arrived, from the room's start (never: neverHeard)
+	inSeen    uint64        // bit i: input inAck+2+i arrived
+	inAck     uint32        // inputs up to this sequence number arrived
+	marginSeq uint32
+	margin    int32
+	seq       uint16 // downlink packets sent
+	lastRecv  uint16 // the client's count of downlink packets received, at its last report
+	lastSent  uint16 // our count at that report
+	maskLen   uint8
+	// redundancy is the frames repeated per packet now, lossWant what the
+	// loss estimate asks for (both at most MaxRedundancy).
+	redundancy, lossWant uint8
+	hasMargin            bool
+	away                 bool // left: nothing is sent, input is made up
+	spectator            bool
+	live                 bool // playing live (false while catching up)
+	noticed              bool // notices holds some
+	retransWait          bool // retransAt holds some
+
+	pending []pendingInput // by frame, then arrival; frames next .. next+MaxAhead
+	inputs  uint64         // inputs placed in frames
+	madeUp  uint64         // frames with made-up input
+	// recent are the last two downlink packets sent, by seq % 2: the RTT
+	// of an echo of either is taken without reading echo.
+	recent [2]echoEntry
+	q      peerQuality // its first fields are touched by every packet
+
+	// Touched once every few packets, or less.
+	notices   []Notice
+	retransAt map[int]int // missing frame -> the room frame when last retransmitted; nil until the first
+	loss      float64
+	lateDrops uint64 // inputs dropped as late
+	lateMoved uint64 // late inputs moved to the next frame
+	stream    stream
+	peerLife
+	echo [echoRing]echoEntry // downlink packets sent, by seq % echoRing
+}
+
+// pendingEach is the room of each player's first pending-input array.
+const pendingEach = 2
+
+// neverHeard is player.heard before the first packet.
+const neverHeard = -1 << 62
 
 type pendingInput struct {
-	seq  uint32
-	data []byte
+	frame int
+	data  []byte
 }
 
 // PlayerStats counts one player's traffic in the room.
@@ -199,11 +257,14 @@ func NewRoom(cfg Config, start time.Time, out Sender) (*Room, error) {
 		return nil, err
 	}
 	r := &Room{cfg: cfg, out: out, start: start, players: make([]player, cfg.Players), period: cfg.Period()}
+	// The players' pending inputs start side by side in one array, a few
+	// each (a player who sends more gets an array of its own).
+	pending := make([]pendingInput, pendingEach*cfg.Players)
 	for i := range r.players {
 		p := &r.players[i]
-		p.pending = make([][]pendingInput, cfg.MaxAhead+1)
-		p.redundancy = cfg.Redundancy
-		p.retransAt = make(map[int]int)
+		p.redundancy = uint8(cfg.Redundancy)
+		p.heard = neverHeard
+		p.pending = pending[i*pendingEach : i*pendingEach : (i+1)*pendingEach]
 		p.initLife(start)
 	}
 	if cfg.Simulation != nil {
@@ -243,9 +304,8 @@ func (r *Room) Stats() RoomStats { return r.stats }
 // PlayerStats returns the counters of one player.
 func (r *Room) PlayerStats(slot int) PlayerStats {
 	p := &r.players[slot]
-	s := p.Stats
-	s.Redundancy, s.Loss, s.Have = p.redundancy, p.loss, p.have
-	return s
+	return PlayerStats{Inputs: p.inputs, LateDrops: p.lateDrops, LateMoved: p.lateMoved, MadeUp: p.madeUp,
+		Redundancy: int(p.redundancy), Loss: p.loss, Have: p.have}
 }
 
 // NextFrame returns the number of the next frame to be cut.
@@ -283,10 +343,11 @@ func (r *Room) Deliver(slot int, msg []byte, now time.Time) error {
 		r.stats.Dropped[DropMalformed]++
 		return err
 	}
-	p.heard = now
+	at := now.Sub(r.start)
+	p.heard = at
 	u := &r.up
 	var err error
-	r.uplinkQuality(p, u, now)
+	r.uplinkQuality(p, u, at)
 	if u.hasHash {
 		err = r.hashReport(slot, p, u.hashFrame, u.hash)
 	}
@@ -301,16 +362,19 @@ func (r *Room) Deliver(slot int, msg []byte, now time.Time) error {
 		r.stats.Dropped[DropAck]++
 		err = fmt.Errorf("%w: acknowledges frame %d, only %d cut", ErrMalformed, u.have-1, r.next)
 	} else if u.have >= p.have {
-		p.have, p.mask, p.maskLen = u.have, u.mask, u.maskLen
-		for f := range p.retransAt {
-			if f < p.have {
-				delete(p.retransAt, f)
+		p.have, p.mask, p.maskLen = u.have, u.mask, uint8(u.maskLen)
+		if p.retransWait {
+			for f := range p.retransAt {
+				if f < p.have {
+					delete(p.retransAt, f)
+				}
 			}
+			p.retransWait = len(p.retransAt) > 0
 		}
 	}
 	r.lossReport(p, u.recv, u.lossRun)
 	for i, in := range u.inputs {
-		if e := r.input(p, u.firstSeq+uint32(i), in, now); e != nil && err == nil {
+		if e := r.input(p, u.firstSeq+uint32(i), in, at); e != nil && err == nil {
 			err = e
 		}
 	}
@@ -329,13 +393,14 @@ func (r *Room) lossReport(p *player, recv uint16, run int) {
 		p.lastSent, p.lastRecv = p.seq, recv
 		// Enough redundancy that losing every copy of a frame is rarer than
 		// 1 in 1000 (for independent loss).
-		p.lossWant = r.cfg.Redundancy
+		want := r.cfg.Redundancy
 		if p.loss > 0.001 {
-			p.lossWant = max(p.lossWant, int(math.Ceil(math.Log(1e-3)/math.Log(p.loss)))-1)
+			want = max(want, int(math.Ceil(math.Log(1e-3)/math.Log(p.loss)))-1)
 		}
+		p.lossWant = uint8(min(want, MaxRedundancy))
 	}
 	// And more than the longest loss run the player reports.
-	want := min(max(p.lossWant, run, r.cfg.Redundancy), MaxRedundancy)
+	want := uint8(min(max(int(p.lossWant), run, r.cfg.Redundancy), MaxRedundancy))
 	switch {
 	case want > p.redundancy:
 		p.redundancy = want // up at once
@@ -352,11 +417,13 @@ const maxNotices = 64
 func (p *player) notice(n Notice) {
 	if len(p.notices) < maxNotices {
 		p.notices = append(p.notices, n)
+		p.noticed = true
 	}
 }
 
-// input places one input from a player.
-func (r *Room) input(p *player, seq uint32, in upInput, now time.Time) error {
+// input places one input from a player that arrived at (from the room's
+// start).
+func (r *Room) input(p *player, seq uint32, in upInput, at time.Duration) error {
 	switch {
 	case seq <= p.inAck:
 		return nil // a repeat of an input already handled
@@ -382,18 +449,18 @@ func (r *Room) input(p *player, seq uint32, in upInput, now time.Time) error {
 		r.stats.Dropped[DropSize]++
 		return fmt.Errorf("%w: input of %d bytes, room allows %d", ErrMalformed, len(in.data), r.cfg.InputBytes)
 	}
-	cut := r.cfg.cutTime(r.start, in.frame)
-	p.margin, p.marginSeq, p.hasMargin = int(cut.Sub(now)/time.Millisecond), seq, true
+	margin := (r.cfg.cutOffset(in.frame) - at) / time.Millisecond
+	p.margin, p.marginSeq, p.hasMargin = int32(max(-maxMarginMs, min(margin, maxMarginMs))), seq, true
 	target := in.frame
 	if target < r.next {
 		if r.cfg.Late == LateDrop {
 			r.stats.Dropped[DropLate]++
-			p.Stats.LateDrops++
+			p.lateDrops++
 			p.notice(Notice{Seq: seq, Target: target, Applied: -1})
 			return nil
 		}
 		target = r.next
-		p.Stats.LateMoved++
+		p.lateMoved++
 		p.notice(Notice{Seq: seq, Target: in.frame, Applied: target})
 	}
 	if target > r.next+r.cfg.MaxAhead {
@@ -401,13 +468,26 @@ func (r *Room) input(p *player, seq uint32, in upInput, now time.Time) error {
 		p.notice(Notice{Seq: seq, Target: target, Applied: -1})
 		return fmt.Errorf("%w: input for frame %d, next cut is %d", ErrMalformed, target, r.next)
 	}
-	slot := &p.pending[target%len(p.pending)]
-	if len(*slot) >= r.cfg.InputsPerFrame {
+	// After the inputs for target and the frames before it; almost always
+	// at the end.
+	i := len(p.pending)
+	for i > 0 && p.pending[i-1].frame > target {
+		i--
+	}
+	same := 0
+	for j := i; j > 0 && p.pending[j-1].frame == target; j-- {
+		same++
+	}
+	if same >= r.cfg.InputsPerFrame {
 		r.stats.Dropped[DropTooMany]++
 		return fmt.Errorf("%w: more than %d inputs for frame %d", ErrMalformed, r.cfg.InputsPerFrame, target)
 	}
-	*slot = append(*slot, pendingInput{seq: seq, data: r.keep(in.data)})
-	p.pendingCount++
+	in.data = r.keep(in.data)
+	if i == len(p.pending) {
+		p.pending = append(p.pending, pendingInput{frame: target, data: in.data})
+	} else {
+		p.pending = slices.Insert(p.pending, i, pendingInput{frame: target, data: in.data})
+	}
 	return nil
 }
 
@@ -417,14 +497,13 @@ func (r *Room) input(p *player, seq uint32, in upInput, now time.Time) error {
 // simulation, if any, runs the frames cut, up to its budget per tick.
 func (r *Room) Tick(now time.Time) {
 	cut := false
+	at := now.Sub(r.start)
 	for {
-		due := r.cfg.cutTime(r.start, r.next)
-		if now.Before(due) {
+		late := at - r.cfg.cutOffset(r.next)
+		if late < 0 {
 			break
 		}
-		if late := now.Sub(due); late > r.stats.MaxCutLate {
-			r.stats.MaxCutLate = late
-		}
+		r.stats.MaxCutLate = max(r.stats.MaxCutLate, late)
 		r.cut()
 		cut = true
 	}
@@ -438,7 +517,7 @@ func (r *Room) Tick(now time.Time) {
 	}
 	for slot := range r.players {
 		if p := &r.players[slot]; !p.away {
-			r.send(slot, p, r.sendable(slot)-1, now)
+			r.send(slot, p, r.sendable(slot)-1, at)
 		}
 	}
 	if r.auth == nil {
@@ -453,35 +532,43 @@ func (r *Room) cut() {
 	f := cutFrame{Frame: Frame{Number: n, Slots: r.slots(len(r.players))}}
 	for i := range r.players {
 		p := &r.players[i]
-		ring := &p.pending[n%len(p.pending)]
-		if len(*ring) == 0 {
+		k := 0
+		for k < len(p.pending) && p.pending[k].frame == n {
+			k++
+		}
+		if k == 0 {
 			f.Slots[i].MadeUp = true
-			p.Stats.MadeUp++
+			p.madeUp++
 			r.stats.MadeUp++
 			continue
 		}
-		ins := r.inputSlice(len(*ring))
-		for k, in := range *ring {
-			ins[k] = in.data
+		ins := r.inputSlice(k)
+		for j := range ins {
+			ins[j] = p.pending[j].data
 		}
 		f.Slots[i].Inputs = ins
-		p.pendingCount -= len(*ring)
-		p.Stats.Inputs += uint64(len(ins))
-		r.stats.Inputs += uint64(len(ins))
-		*ring = (*ring)[:0]
+		p.inputs += uint64(k)
+		r.stats.Inputs += uint64(k)
+		m := copy(p.pending, p.pending[k:])
+		clear(p.pending[m:]) // drop the references to the arena
+		p.pending = p.pending[:m]
 	}
 	var prev *Frame
-	if n > 0 {
+	if n > 0 && r.rec != nil {
 		prev = &r.frames[n-1].Frame
 	}
 	r.w.Reset(r.buf[:0])
-	encodeFrameBody(&r.w, &f.Frame, nil)
+	if r.rec != nil { // the replay takes the relative body at once
+		r.w2.Reset(r.buf2[:0])
+		encodeFrameBodies(&r.w, &r.w2, &f.Frame, prev)
+		f.relBits = r.w2.Len()
+		f.rel = r.keep(r.w2.Bytes())
+		r.buf2 = r.w2.Bytes()[:0]
+	} else {
+		encodeFrameBody(&r.w, &f.Frame, nil)
+	}
 	f.fullBits = r.w.Len()
 	f.full = r.keep(r.w.Bytes())
-	r.w.Reset(r.buf[:0])
-	encodeFrameBody(&r.w, &f.Frame, prev)
-	f.relBits = r.w.Len()
-	f.rel = r.keep(r.w.Bytes())
 	r.buf = r.w.Bytes()[:0]
 	r.frames = append(r.frames, f)
 	r.next++
@@ -498,8 +585,8 @@ const packetBits = maxPacketBytes * 8
 // the newest frames it does not hold (the newest plus its redundancy, or
 // more when several were cut at once), and retransmissions of older frames
 // it reported missing.
-func (r *Room) send(slot int, p *player, newest int, now time.Time) {
-	first := max(p.have, newest-p.redundancy, 0)
+func (r *Room) send(slot int, p *player, newest int, at time.Duration) {
+	first := max(p.have, newest-int(p.redundancy), 0)
 	if newest-first+1 > maxRunFrames {
 		first = newest - maxRunFrames + 1
 	}
@@ -511,7 +598,7 @@ func (r *Room) send(slot int, p *player, newest int, now time.Time) {
 	} else {
 		p.hasMargin = false // the input is beyond the contiguous ack: report it later
 	}
-	downlinkHeader(w, p.seq, p.inAck, p.hasMargin, p.margin, back)
+	downlinkHeader(w, p.seq, p.inAck, p.hasMargin, int(p.margin), back)
 	w.WriteUvarint(uint64(first))
 	countAt := w.Len()
 	w.WriteUint(0, maxRunFrames) // placeholder, rewritten below
@@ -526,15 +613,46 @@ func (r *Room) send(slot int, p *player, newest int, now time.Time) {
 	}
 	// Retransmissions: frames older than the run that the player lacks,
 	// at most once every few frames each.
-	var retrans []int
-	if now.Sub(p.heard) > retransmitSilence {
+	if at-p.heard > retransmitSilence {
 		first = newest // a player who went quiet gets the newest frame alone until it reports again
 	}
+	retransAt, sentRetrans := w.Len(), 0
+	if p.have < first { // else nothing older is missing, and the stream is not read
+		sentRetrans = r.retransmit(slot, p, first)
+	} else {
+		w.WriteUint(0, maxRetransmits)
+	}
+	msg := w.Bytes()
+	patchUint(msg, countAt, uint64(run), maxRunFrames)
+	if sentRetrans > 0 {
+		patchUint(msg, retransAt, uint64(sentRetrans), maxRetransmits)
+	}
+	r.buf = msg[:0]
+	r.stats.Retransmits += uint64(sentRetrans)
+	p.hasMargin = false
+	e := echoEntry{at: uint32(at / time.Microsecond), seq: p.seq, ok: true}
+	p.recent[p.seq%2] = e
+	p.echo[p.seq%echoRing] = e
+	p.seq++
+	r.stats.Packets++
+	r.sendUnreliable(slot, p, msg)
+	if p.noticed {
+		r.sendNotices(slot, p)
+	}
+}
+
+// retransmit writes the retransmission part of a player's packet: the
+// frames before first that it lacks, each at most once every few frames,
+// as many as fit. It returns how many it wrote.
+func (r *Room) retransmit(slot int, p *player, first int) int {
+	w := &r.w
 	if p.stream.active {
 		first = 0 // the catch-up stream brings the old frames
 	}
+	var retransBuf [maxRetransmits]int
+	retrans := retransBuf[:0]
 	for n, looked := max(p.have, p.stream.end), 0; n < first && len(retrans) < maxRetransmits && looked < 4*maxRetransmits; n, looked = n+1, looked+1 {
-		if off := n - p.have - 1; off >= 0 && off < p.maskLen && p.mask&(1<<off) != 0 {
+		if off := n - p.have - 1; off >= 0 && off < int(p.maskLen) && p.mask&(1<<off) != 0 {
 			continue // held
 		}
 		if last, ok := p.retransAt[n]; ok && r.next-last < retransmitEvery {
@@ -542,9 +660,8 @@ func (r *Room) send(slot int, p *player, newest int, now time.Time) {
 		}
 		retrans = append(retrans, n)
 	}
-	retransAt := w.Len()
-	w.WriteUint(0, maxRetransmits)
-	sentRetrans := 0
+	w.WriteUint(0, maxRetransmits) // the count, patched by send
+	sent := 0
 	prevNum := -1
 	for _, n := range retrans {
 		body, bits := r.body(slot, n, true)
@@ -554,20 +671,19 @@ func (r *Room) send(slot int, p *player, newest int, now time.Time) {
 		w.WriteUvarint(uint64(n - prevNum - 1))
 		w.WriteBitString(body, bits)
 		prevNum = n
+		if p.retransAt == nil {
+			p.retransAt = make(map[int]int)
+		}
 		p.retransAt[n] = r.next
-		sentRetrans++
+		p.retransWait = true
+		sent++
 	}
-	msg := w.Bytes()
-	patchUint(msg, countAt, uint64(run), maxRunFrames)
-	patchUint(msg, retransAt, uint64(sentRetrans), maxRetransmits)
-	r.buf = msg[:0]
-	r.stats.Retransmits += uint64(sentRetrans)
-	p.hasMargin = false
-	p.q.sentAt[p.seq%echoRing] = now
-	p.q.sentSeq[p.seq%echoRing] = p.seq
-	p.seq++
-	r.stats.Packets++
-	r.sendUnreliable(slot, p, msg)
+	return sent
+}
+
+// sendNotices sends a player the notices about its late inputs.
+func (r *Room) sendNotices(slot int, p *player) {
+	w := &r.w
 	for ns := p.notices; len(ns) > 0; {
 		k := min(len(ns), 63)
 		w.Reset(r.buf[:0])
@@ -575,7 +691,7 @@ func (r *Room) send(slot int, p *player, newest int, now time.Time) {
 		r.sendReliable(slot, p, w.Bytes())
 		ns = ns[k:]
 	}
-	p.notices = p.notices[:0]
+	p.notices, p.noticed = p.notices[:0], false
 }
 
 // retransmitSilence is how long a player may stay silent before the room
@@ -586,14 +702,16 @@ const retransmitSilence = time.Second
 // the same missing frame again.
 const retransmitEvery = 3
 
-// patchUint overwrites a field written by WriteUint(_, max) at bit pos.
+// patchUint overwrites a field written by WriteUint(_, max) at bit pos,
+// a byte at a time.
 func patchUint(b []byte, pos int, v, max uint64) {
-	for i := range bits.Len64(max) {
-		bit := pos + i
-		if v&(1<<i) != 0 {
-			b[bit/8] |= 1 << (bit % 8)
-		} else {
-			b[bit/8] &^= 1 << (bit % 8)
-		}
+	for n := bits.Len64(max); n > 0; {
+		i, s := pos/8, pos%8
+		k := min(n, 8-s)
+		m := byte((1<<k - 1) << s)
+		b[i] = b[i]&^m | byte(v<<s)&m
+		v >>= k
+		pos += k
+		n -= k
 	}
 }

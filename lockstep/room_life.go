@@ -19,8 +19,11 @@ type lifecycle struct {
 	checks  []hashCheck   // pending comparisons, by frame
 	results []checkResult // resolved comparisons, by frame / HashEvery
 	raw     []byte        // catch-up scratch: frame bodies
-	comp    []byte        // catch-up scratch: the message
-	cw      codec.Writer
+	// streaming is set when a catch-up stream starts, and cleared by the
+	// first tick that finds none active.
+	streaming bool
+	comp      []byte // catch-up scratch: the message
+	cw        codec.Writer
 }
 
 // maxSpectators bounds the spectators ever added to one room.
@@ -31,22 +34,17 @@ const echoRing = 64
 
 // peerLife is a peer's lifecycle state.
 type peerLife struct {
-	away      bool // left: nothing is sent, input is made up
-	live      bool // playing live (false while catching up)
-	spectator bool
 	removed   bool
 	delay     time.Duration // spectators: how far behind the cut
 	visible   int           // spectators: frames 0 .. visible-1 may be sent
 	joinedAt  time.Time
 	connected time.Duration // time connected before the current session
-	stream    stream
 	desynced  bool
 	evFrom    int    // the first frame this client runs (after a snapshot)
 	evRerun   bool   // a rejoined client re-running frames it reported before
 	dumpWant  int    // frame of the dump asked for, or -1
 	dump      []byte // dump parts so far
 	dumpParts int
-	q         peerQuality
 }
 
 // stream is a catch-up stream: frames next .. end-1 from the log on the
@@ -206,15 +204,17 @@ func (r *Room) Join(slot int, now time.Time) error {
 
 // resetPeer forgets a peer's connection state for a fresh client.
 func (r *Room) resetPeer(p *player, now time.Time) {
-	p.joinedAt, p.heard = now, now
+	p.joinedAt, p.heard = now, now.Sub(r.start)
 	p.have, p.mask, p.maskLen = 0, 0, 0
 	clear(p.retransAt)
-	p.redundancy = r.cfg.Redundancy
+	p.retransWait = false
+	p.redundancy = uint8(r.cfg.Redundancy)
 	p.lastSent, p.lastRecv, p.loss, p.lossWant = p.seq, 0, 0, 0
 	p.inAck, p.inSeen, p.hasMargin = 0, 0, false
-	p.notices = p.notices[:0]
+	p.notices, p.noticed = p.notices[:0], false
 	p.dumpWant, p.dump, p.dumpParts = -1, nil, 0
 	p.q.newSession()
+	p.echo, p.recent = [echoRing]echoEntry{}, [2]echoEntry{}
 	p.live = true
 }
 
@@ -227,6 +227,7 @@ func (r *Room) startStream(p *player, end int) {
 	}
 	p.live = false
 	p.stream = stream{active: true, next: 0, end: end}
+	r.streaming = true
 	if r.sim != nil && r.auth == nil && r.sim.frame <= end {
 		if snap, ok := r.snapshotPayload(); ok {
 			p.stream.snap, p.stream.next = snap, r.sim.frame
@@ -250,7 +251,7 @@ func (r *Room) AddSpectator(delay time.Duration, now time.Time) (int, error) {
 	if len(r.specs) >= maxSpectators {
 		return 0, fmt.Errorf("%w: %d spectators already added", ErrConfig, len(r.specs))
 	}
-	r.specs = append(r.specs, player{redundancy: r.cfg.Redundancy, retransAt: make(map[int]int)})
+	r.specs = append(r.specs, player{peerState: peerState{redundancy: uint8(r.cfg.Redundancy)}})
 	s := &r.specs[len(r.specs)-1]
 	s.initLife(now)
 	s.spectator, s.delay = true, delay
@@ -288,14 +289,20 @@ func (r *Room) tickLife(now time.Time) {
 		}
 		r.advanceVisible(s, now)
 		if s.visible > 0 {
-			r.send(len(r.players)+i, s, s.visible-1, now)
+			r.send(len(r.players)+i, s, s.visible-1, now.Sub(r.start))
 		}
 	}
-	budget := r.cfg.CatchUpBytes
-	for id := 0; id < len(r.players)+len(r.specs) && budget > 0; id++ {
-		if p := r.peer(id); p != nil && !p.away && p.stream.active {
-			budget = r.streamTo(id, p, budget)
+	if r.streaming {
+		budget, active := r.cfg.CatchUpBytes, false
+		for id := 0; id < len(r.players)+len(r.specs); id++ {
+			if p := r.peer(id); p != nil && !p.away && p.stream.active {
+				if budget > 0 {
+					budget = r.streamTo(id, p, budget)
+				}
+				active = active || p.stream.active
+			}
 		}
+		r.streaming = active
 	}
 	r.resolveChecks(false)
 	r.resolveEvents(false)

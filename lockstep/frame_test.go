@@ -1,0 +1,174 @@
+package lockstep
+
+import (
+	"bytes"
+	"math/rand/v2"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/tongbu/tongbu/codec"
+)
+
+// TestEncodeFrameBodies checks that the one-pass encoding of a cut frame
+// is bit for bit the two encodings of encodeFrameBody.
+func TestEncodeFrameBodies(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	inputs := [][]byte{{1}, {2}, {1, 2}, {}}
+	frame := func(n int) Frame {
+		f := Frame{Number: n, Slots: make([]Slot, 1+rng.IntN(10))}
+		return f
+	}
+	for trial := range 2000 {
+		prev := frame(trial)
+		cur := Frame{Number: trial + 1, Slots: make([]Slot, len(prev.Slots))}
+		for _, f := range []*Frame{&prev, &cur} {
+			for i := range f.Slots {
+				switch k := rng.IntN(4); k {
+				case 0:
+					f.Slots[i].MadeUp = true
+				default:
+					for range k {
+						f.Slots[i].Inputs = append(f.Slots[i].Inputs, inputs[rng.IntN(len(inputs))])
+					}
+				}
+			}
+		}
+		if rng.IntN(3) == 0 {
+			copy(cur.Slots, prev.Slots) // more slots the same
+		}
+		var p *Frame
+		if trial%5 != 0 {
+			p = &prev
+		}
+		var wantFull, wantRel, full, rel codec.Writer
+		encodeFrameBody(&wantFull, &cur, nil)
+		encodeFrameBody(&wantRel, &cur, p)
+		encodeFrameBodies(&full, &rel, &cur, p)
+		if full.Len() != wantFull.Len() || !bytes.Equal(full.Bytes(), wantFull.Bytes()) {
+			t.Fatalf("trial %d: full body differs", trial)
+		}
+		if rel.Len() != wantRel.Len() || !bytes.Equal(rel.Bytes(), wantRel.Bytes()) {
+			t.Fatalf("trial %d: relative body differs", trial)
+		}
+	}
+}
+
+// TestPendingOrder checks that a frame holds a player's inputs in the order
+// they arrived, whatever the order of the frames they target, and that
+// the bound on inputs per frame holds.
+func TestPendingOrder(t *testing.T) {
+	start := time.Unix(0, 0)
+	r, err := NewRoom(Config{Players: 1, InputsPerFrame: 2}, start, nopSender{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &r.players[0]
+	for i, in := range []struct {
+		frame int
+		data  byte
+	}{{3, 1}, {1, 2}, {3, 3}, {2, 4}, {1, 5}, {3, 6}} {
+		err := r.input(p, uint32(i+1), upInput{frame: in.frame, data: []byte{in.data}}, 0)
+		if want := in.data == 6; (err != nil) != want {
+			t.Fatalf("input %d: error %v, want one: %v", i, err, want)
+		}
+	}
+	r.Tick(r.cfg.cutTime(start, 3))
+	want := [][]byte{nil, {2, 5}, {4}, {1, 3}}
+	for n, w := range want {
+		f, ok := r.Frame(n)
+		if !ok {
+			t.Fatalf("frame %d not cut", n)
+		}
+		var got []byte
+		for _, in := range f.Slots[0].Inputs {
+			got = append(got, in...)
+		}
+		if !bytes.Equal(got, w) || f.Slots[0].MadeUp != (w == nil) {
+			t.Errorf("frame %d: inputs %v (made up %v), want %v", n, got, f.Slots[0].MadeUp, w)
+		}
+	}
+	if len(p.pending) != 0 {
+		t.Errorf("%d inputs still pending", len(p.pending))
+	}
+}
+
+// TestPlayerLayout keeps what every packet touches of a player in its
+// first three cache lines, and players a whole number of lines apart.
+func TestPlayerLayout(t *testing.T) {
+	var p player
+	if size := unsafe.Sizeof(p); size%64 != 0 {
+		t.Errorf("player is %d bytes, not a multiple of 64", size)
+	}
+	hot := map[string]uintptr{
+		"have": unsafe.Offsetof(p.have), "inSeen": unsafe.Offsetof(p.inSeen), "retransWait": unsafe.Offsetof(p.retransWait),
+		"pending": unsafe.Offsetof(p.pending), "madeUp": unsafe.Offsetof(p.madeUp), "recent": unsafe.Offsetof(p.recent),
+		"q.rttMax": unsafe.Offsetof(p.q) + unsafe.Offsetof(p.q.rttMax),
+	}
+	for name, off := range hot {
+		if off >= 192 {
+			t.Errorf("player.%s at byte %d, past the first three cache lines", name, off)
+		}
+	}
+}
+
+// TestRecordMidMatchRelativeBodies attaches a replay writer after frames
+// were cut whose relative bodies no packet needed (every player held every
+// frame but the newest): the replay still holds every frame as cut.
+func TestRecordMidMatchRelativeBodies(t *testing.T) {
+	start := time.Unix(0, 0)
+	cfg := Config{Players: 3}.WithDefaults()
+	room, err := NewRoom(cfg, start, nopSender{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	rw, err := NewReplayWriter(&buf, ReplayHeader{Game: "chain", Config: cfg, Start: start})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seq := make([]uint32, cfg.Players)
+	for n := range 120 {
+		now := cfg.cutTime(start, n)
+		for p := range cfg.Players {
+			u := uplink{have: n, sent: uint16(n)}
+			if (n/3+p)%2 == 0 { // runs of equal inputs, so that relative bodies differ from full ones
+				seq[p]++
+				u.firstSeq, u.inputs = seq[p], []upInput{{n + 1, []byte{byte(n / 6), byte(p)}}}
+			}
+			var w codec.Writer
+			u.encode(&w)
+			if err := room.Deliver(p, w.Bytes(), now); err != nil {
+				t.Fatal(err)
+			}
+		}
+		room.Tick(now)
+		if n == 60 {
+			if err := room.Record(rw); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := rw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	rr, err := NewReplayReader(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for n := range room.NextFrame() {
+		got, err := rr.Next()
+		if err != nil {
+			t.Fatalf("frame %d: %v", n, err)
+		}
+		want, _ := room.Frame(n)
+		if got.Number != n || len(got.Slots) != len(want.Slots) {
+			t.Fatalf("frame %d: got frame %d with %d slots", n, got.Number, len(got.Slots))
+		}
+		for i := range want.Slots {
+			if !want.Slots[i].MadeUp && !sameInputs(&got.Slots[i], &want.Slots[i]) {
+				t.Fatalf("frame %d slot %d: %v, want %v", n, i, got.Slots[i], want.Slots[i])
+			}
+		}
+	}
+}
