@@ -253,7 +253,11 @@ func (d *demo) arenaTicket(player string) (string, error) {
 	if ar == nil {
 		d.nextID++
 		name := fmt.Sprintf("arena-%d", d.nextID)
-		room, err := d.srv.CreateRoom(name, arena.RoomConfig(arenaPlayers))
+		cfg := arena.RoomConfig(arenaPlayers)
+		// The room runs the game too: its hash names the player who
+		// diverges, and a player who reloads is caught up from its snapshot.
+		cfg.Simulation = arena.Simulation(arenaPlayers, arena.RoomSeed(name))
+		room, err := d.srv.CreateRoom(name, cfg)
 		if err != nil {
 			return "", err
 		}
@@ -317,7 +321,13 @@ func (d *demo) playArenaBot(ctx context.Context, cl *engine.Client) error {
 			if err := cl.Update(now); err != nil {
 				return err
 			}
-			for _, f := range cl.Lockstep().Advance(now).Frames {
+			step := cl.Lockstep().Advance(now)
+			if step.Snapshot != nil { // a late join, caught up from the room's game
+				if err := p.Game().Restore(step.Snapshot); err != nil {
+					return err
+				}
+			}
+			for _, f := range step.Frames {
 				if err := p.Step(f); err != nil {
 					return err
 				}

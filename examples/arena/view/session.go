@@ -28,6 +28,7 @@ type session struct {
 	sent   []byte // the last input sent
 	sentAt int    // the game frame when it was sent
 	hashes [hashHistory]uint64
+	from   int // the first frame this session ran (after a snapshot, its frame)
 }
 
 func newSession(net Net, seed uint64) (*session, error) {
@@ -48,6 +49,15 @@ func (s *session) tick(now time.Time, in game.Input) bool {
 	step, err := s.net.Update(now)
 	s.fail(now, err)
 	s.step = step
+	if step.Snapshot != nil {
+		// A room that runs the game catches a rejoining player up from
+		// its state after SnapshotFrame-1; the frames after follow.
+		if err := s.g.Restore(step.Snapshot); err != nil {
+			s.fail(now, err)
+			return false
+		}
+		s.from = s.g.Frame()
+	}
 	for _, f := range step.Frames {
 		if err := s.g.Step(f); err != nil {
 			s.fail(now, err)
@@ -80,7 +90,7 @@ func (s *session) fail(now time.Time, err error) {
 // n+1), if n is among the recent frames.
 func (s *session) hashAt(n int) (uint64, bool) {
 	last := s.g.Frame() - 1
-	if n < 0 || n > last || n <= last-hashHistory {
+	if n < s.from || n > last || n <= last-hashHistory {
 		return 0, false
 	}
 	return s.hashes[n%hashHistory], true

@@ -14,6 +14,8 @@ import (
 type scripted struct {
 	players, slot int
 	queue         [][]lockstep.Frame // frames for each coming Update
+	snap          []byte             // a snapshot for the next Update, with snapFrame
+	snapFrame     int
 	sent          [][]byte
 	updateErr     error
 }
@@ -29,6 +31,7 @@ func (n *scripted) Update(time.Time) (lockstep.Step, error) {
 	if len(n.queue) > 0 {
 		s.Frames, n.queue = n.queue[0], n.queue[1:]
 	}
+	s.Snapshot, s.SnapshotFrame, n.snap = n.snap, n.snapFrame, nil
 	return s, n.updateErr
 }
 func (n *scripted) Stats() NetStats { return NetStats{} }
@@ -133,5 +136,52 @@ func TestSessionErrors(t *testing.T) {
 	s.tick(time.Unix(1, 0), game.Input{})
 	if !errors.Is(s.err, boom) {
 		t.Errorf("err %v, want the Update error", s.err)
+	}
+}
+
+// TestSessionSnapshot checks that a session caught up from the room's
+// snapshot restores it before running the frames after it, and ends in the
+// state of a game that ran every frame.
+func TestSessionSnapshot(t *testing.T) {
+	const players = 2
+	ref, err := game.New(players, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range idleFrames(0, 20, players) {
+		if err := ref.Step(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	n := &scripted{players: players, snap: ref.Snapshot(), snapFrame: 20, queue: [][]lockstep.Frame{idleFrames(20, 5, players)}}
+	s, err := newSession(n, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range idleFrames(20, 5, players) {
+		if err := ref.Step(f); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.tick(time.Unix(0, 0), game.Input{})
+	if s.err != nil {
+		t.Fatal(s.err)
+	}
+	if s.g.Frame() != 25 || s.g.Hash() != ref.Hash() {
+		t.Errorf("after the snapshot and 5 frames: frame %d hash %x, want 25 %x", s.g.Frame(), s.g.Hash(), ref.Hash())
+	}
+	if _, ok := s.hashAt(19); ok {
+		t.Error("a hash for a frame before the snapshot, which the session never ran")
+	}
+	if h, ok := s.hashAt(24); !ok || h != ref.Hash() {
+		t.Errorf("hashAt(24) = %x, %v; want %x", h, ok, ref.Hash())
+	}
+
+	// A snapshot that does not restore is an error, and no frame runs.
+	n2 := &scripted{players: players, snap: []byte{9, 9}, snapFrame: 20, queue: [][]lockstep.Frame{idleFrames(20, 5, players)}}
+	s2, _ := newSession(n2, 7)
+	s2.tick(time.Unix(0, 0), game.Input{})
+	if !errors.Is(s2.err, game.ErrSnapshot) || s2.g.Frame() != 0 {
+		t.Errorf("a bad snapshot: err %v, frame %d", s2.err, s2.g.Frame())
 	}
 }

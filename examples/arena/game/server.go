@@ -1,0 +1,48 @@
+package game
+
+import "github.com/tongbu/tongbu/lockstep"
+
+// ServerSim is the arena as a room runs it server-side
+// (lockstep.Config.Simulation): its hash is the reference for desync
+// detection, so a two-player room can name the player who diverged, and its
+// snapshot catches a rejoining player up in one message instead of the
+// whole frame log. It implements lockstep.Simulation and
+// lockstep.Snapshotter.
+type ServerSim struct {
+	g   *Game
+	err error // the first frame the game refused, for the logs
+}
+
+// Simulation returns the factory a room's Config.Simulation takes for a
+// game of players seeded with seed (RoomSeed of the room's name, as the
+// clients seed theirs).
+func Simulation(players int, seed uint64) func() lockstep.Simulation {
+	return func() lockstep.Simulation {
+		g, err := New(players, seed)
+		if err != nil {
+			g, _ = New(MinPlayers, seed)
+		}
+		return &ServerSim{g: g, err: err}
+	}
+}
+
+// Step runs one frame. A frame the game refuses (the wrong number or slot
+// count, which a room never cuts) leaves the state as it was; Err reports
+// it.
+func (s *ServerSim) Step(f lockstep.Frame) {
+	if err := s.g.Step(f); err != nil && s.err == nil {
+		s.err = err
+	}
+}
+
+// Hash is the game's state hash, as every client computes it.
+func (s *ServerSim) Hash() uint64 { return s.g.Hash() }
+
+// Snapshot returns the game's state (see Game.Snapshot).
+func (s *ServerSim) Snapshot() []byte { return s.g.Snapshot() }
+
+// Restore replaces the game's state with a snapshot.
+func (s *ServerSim) Restore(b []byte) error { return s.g.Restore(b) }
+
+// Err returns the first error the game returned, if any.
+func (s *ServerSim) Err() error { return s.err }
