@@ -255,8 +255,10 @@ func (d *demo) arenaTicket(player string) (string, error) {
 		name := fmt.Sprintf("arena-%d", d.nextID)
 		cfg := arena.RoomConfig(arenaPlayers)
 		// The room runs the game too: its hash names the player who
-		// diverges, and a player who reloads is caught up from its snapshot.
+		// diverges, its kills are the reference for the players' reports,
+		// and a player who reloads is caught up from its snapshot.
 		cfg.Simulation = arena.Simulation(arenaPlayers, arena.RoomSeed(name))
+		cfg.VerifyEvents = true // every client reports its kills; the room names one that differs
 		room, err := d.srv.CreateRoom(name, cfg)
 		if err != nil {
 			return "", err
@@ -333,6 +335,13 @@ func (d *demo) playArenaBot(ctx context.Context, cl *engine.Client) error {
 				}
 				if every := cl.LockstepConfig().HashEvery; every > 0 && f.Number%every == 0 {
 					cl.Lockstep().ReportHash(f.Number, p.Game().Hash()) // desync detection
+				}
+				if cl.LockstepConfig().VerifyEvents {
+					for _, e := range p.Game().Events() { // the kills, for event verification
+						if err := cl.Lockstep().ReportEvent(f.Number, e); err != nil {
+							return err
+						}
+					}
 				}
 				if d.botFrame != nil {
 					d.botFrame(cl.Target(), cl.Slot(), f.Number, p.Game().Hash())

@@ -189,6 +189,13 @@ func TestArenaInBrowser(t *testing.T) {
 		t.Fatalf("after a minute: frame %d, %d hashes compared", frame, compared)
 	}
 	t.Logf("arena: frame %d, %d page hashes equal to the bots'", frame, compared)
+	// The room runs the game and verifies events: pages and bots agree
+	// with it on every state hash and every kill.
+	for _, kind := range []string{"desync", "verdict", "sim_behind"} {
+		if v := u.metric(t, `tongbu_lockstep_events_total{kind="`+kind+`"}`); v != "" && v != "0" {
+			t.Errorf("%s %s events in the arena room", v, kind)
+		}
+	}
 	notBlank(t, a, "arena page")
 
 	// Closing the pages releases their connections: the bots' two remain.

@@ -54,6 +54,8 @@ type Game struct {
 	rand    fixed.Rand
 	players []Player
 	shots   []Shot
+	events  [][]byte // the last Step's events (not state: not hashed or saved)
+	evBuf   []byte
 }
 
 // New returns a game for players players (MinPlayers to MaxPlayers) whose
@@ -115,6 +117,7 @@ func (g *Game) Step(f lockstep.Frame) error {
 	if len(f.Slots) != len(g.players) {
 		return fmt.Errorf("%w: frame %d has %d slots, game has %d players", ErrFrame, f.Number, len(f.Slots), len(g.players))
 	}
+	g.events, g.evBuf = g.events[:0], g.evBuf[:0]
 	for i := range f.Slots {
 		g.applyInputs(&g.players[i], f.Slots[i].Inputs)
 	}
@@ -260,8 +263,26 @@ func (g *Game) hit(from, to int) {
 		v.Alive, v.RespawnIn, v.Shield = false, RespawnDelay, 0
 		v.Deaths++
 		g.players[from].Kills++
+		g.event(EventKill, byte(from), byte(to))
 	}
 }
+
+// EventKill is the first byte of a kill event: EventKill, the shooter's
+// slot, the victim's slot.
+const EventKill = 1
+
+// event records one of this frame's events.
+func (g *Game) event(b ...byte) {
+	n := len(g.evBuf)
+	g.evBuf = append(g.evBuf, b...)
+	g.events = append(g.events, g.evBuf[n:len(g.evBuf):len(g.evBuf)])
+}
+
+// Events returns the events of the last Step, in order: the kills (see
+// EventKill). Every client reports them to a room that verifies events
+// (lockstep.Config.VerifyEvents), which names a player whose account of
+// the match differs. The slices are valid until the next Step.
+func (g *Game) Events() [][]byte { return g.events }
 
 // fire launches a shot for every living player whose trigger is held and
 // whose weapon is ready, from just outside its circle.

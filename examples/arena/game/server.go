@@ -6,8 +6,9 @@ import "github.com/tongbu/tongbu/lockstep"
 // (lockstep.Config.Simulation): its hash is the reference for desync
 // detection, so a two-player room can name the player who diverged, and its
 // snapshot catches a rejoining player up in one message instead of the
-// whole frame log. It implements lockstep.Simulation and
-// lockstep.Snapshotter.
+// whole frame log; its kills are the reference for event verification. It
+// implements lockstep.Simulation, lockstep.Snapshotter and
+// lockstep.EventSource.
 type ServerSim struct {
 	g   *Game
 	err error // the first frame the game refused, for the logs
@@ -34,6 +35,9 @@ func (s *ServerSim) Step(f lockstep.Frame) {
 		s.err = err
 	}
 }
+
+// StepEvents returns the last frame's events (Game.Events).
+func (s *ServerSim) StepEvents() [][]byte { return s.g.Events() }
 
 // Hash is the game's state hash, as every client computes it.
 func (s *ServerSim) Hash() uint64 { return s.g.Hash() }

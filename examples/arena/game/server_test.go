@@ -27,12 +27,17 @@ type seat struct {
 // itself (Config.Simulation): the room's hash agrees with both pilots'
 // frame by frame, and a player who crashes and rejoins is caught up from
 // the room's snapshot (not the frame log) and ends with the same state as
-// the other.
+// the other. Both report their kills; the room's game agrees with them,
+// so event verification names nobody, and then names a player that
+// claims a kill that did not happen.
 func TestServerSimulation(t *testing.T) {
 	const players = 2
 	seed := RoomSeed("arena-test")
 	cfg := RoomConfig(players)
 	cfg.Simulation = Simulation(players, seed)
+	cfg.VerifyEvents = true
+	cheat := -1 // the slot that reports a kill of its own invention, from cheatFrom
+	cheatFrom := 0
 	start := time.Unix(0, 0)
 	out := &router{q: make([][][]byte, players)}
 	room, err := lockstep.NewRoom(cfg, start, out)
@@ -77,6 +82,16 @@ func TestServerSimulation(t *testing.T) {
 				for _, f := range step.Frames {
 					if err := s.p.Step(f); err != nil {
 						t.Fatalf("slot %d: %v", slot, err)
+					}
+					for _, e := range s.p.Game().Events() {
+						if err := s.c.ReportEvent(f.Number, e); err != nil {
+							t.Fatalf("slot %d: %v", slot, err)
+						}
+					}
+					if slot == cheat && f.Number >= cheatFrom && f.Number%15 == 0 {
+						if err := s.c.ReportEvent(f.Number, []byte{EventKill, byte(slot), byte(1 - slot)}); err != nil {
+							t.Fatal(err)
+						}
 					}
 					if h, ok := room.SimHash(f.Number); ok {
 						compared++
@@ -131,8 +146,44 @@ func TestServerSimulation(t *testing.T) {
 		t.Errorf("room stats: %d snapshots sent", st.Snapshots)
 	}
 	for _, e := range room.Events() {
-		if e.Kind == lockstep.EventDesync {
-			t.Errorf("desync: %+v", e)
+		if e.Kind == lockstep.EventDesync || e.Kind == lockstep.EventVerdict {
+			t.Errorf("%v: %+v", e.Kind, e)
 		}
+	}
+	res := room.Result()
+	kills := 0
+	for _, e := range res.Events {
+		if len(e.Data) > 0 && e.Data[0] == EventKill {
+			kills++
+		}
+	}
+	for slot, v := range res.Players {
+		if v.Disagreed != 0 {
+			t.Errorf("honest slot %d disagreed on %d frames", slot, v.Disagreed)
+		}
+	}
+	if kills == 0 {
+		t.Errorf("no kills agreed in %d frames: the pilots never fought", res.Frames)
+	}
+	t.Logf("%d kills agreed over %d frames", kills, res.Frames)
+
+	// Slot 0 now claims kills that never happened.
+	cheat, cheatFrom = 0, seats[0].p.Game().Frame()
+	play(60 * 5)
+	named := false
+	for _, e := range room.Events() {
+		if e.Kind != lockstep.EventVerdict {
+			continue
+		}
+		for _, p := range e.Players {
+			if p == 0 {
+				named = true
+			} else {
+				t.Errorf("honest slot %d named at frame %d", p, e.Frame)
+			}
+		}
+	}
+	if !named {
+		t.Error("the cheating slot was not named")
 	}
 }

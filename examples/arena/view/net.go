@@ -57,3 +57,10 @@ type NetStats struct {
 type HashReporter interface {
 	ReportHash(frame int, hash uint64)
 }
+
+// EventReporter is implemented by a Net that passes the game's events on
+// to the room for event verification (lockstep.Client.ReportEvent): the
+// view hands it every event of every frame it runs.
+type EventReporter interface {
+	ReportEvent(frame int, data []byte)
+}

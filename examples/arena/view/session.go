@@ -67,6 +67,11 @@ func (s *session) tick(now time.Time, in game.Input) bool {
 		if r, ok := s.net.(HashReporter); ok {
 			r.ReportHash(f.Number, s.hashes[f.Number%hashHistory])
 		}
+		if r, ok := s.net.(EventReporter); ok {
+			for _, e := range s.g.Events() {
+				r.ReportEvent(f.Number, e)
+			}
+		}
 	}
 	b := in.Append(nil)
 	if bytes.Equal(b, s.sent) || (s.sent != nil && s.g.Frame() <= s.sentAt) {

@@ -58,6 +58,13 @@ func (s *session) ReportHash(frame int, hash uint64) {
 	}
 }
 
+// ReportEvent passes a game event on to a room that verifies events.
+func (s *session) ReportEvent(frame int, data []byte) {
+	if s.c.LockstepConfig().VerifyEvents {
+		s.c.Lockstep().ReportEvent(frame, data)
+	}
+}
+
 func (s *session) Stats() view.NetStats {
 	st := s.c.Stats()
 	return view.NetStats{RTT: st.RTT, Status: demoweb.Status(s.err)}
