@@ -149,3 +149,106 @@ func TestNameDictionary(t *testing.T) {
 		t.Errorf("a dropped message left names %q and %d display entries", c.names.list, len(c.displays))
 	}
 }
+
+// TestFastAcks checks the client's acknowledgements: with nothing else to
+// say it acknowledges every ackEvery frames, but after a gap in the
+// world's sequence numbers it acknowledges the next fastAckPackets packets
+// at once, so the world learns of the loss in a round trip.
+func TestFastAcks(t *testing.T) {
+	cfg := Config{Width: 8, Height: 8}.WithDefaults()
+	l := newLayout(cfg)
+	c, _ := NewClient(cfg, 1)
+	start := time.Unix(0, 0)
+	pkt := func(seq, frame int) []byte {
+		var w codec.Writer
+		(&downHeader{seq: seq & seqMask, frame: frame & frameMask}).encode(&w)
+		return append([]byte(nil), w.Bytes()...)
+	}
+	// acks plays n frames, each bringing the world's next packet unless its
+	// sequence number is in lost, and counts the uplinks that acknowledge.
+	frame, seq := 0, 0
+	acks := func(n int, lost map[int]bool) int {
+		count := 0
+		for range n {
+			frame++
+			now := start.Add(time.Duration(frame) * cfg.Period())
+			if !lost[seq] {
+				if err := c.Deliver(now, pkt(seq, frame)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			seq++
+			c.Advance(now)
+			if b := c.Packet(now); b != nil {
+				var u uplink
+				if err := u.decode(&l, b, frame); err != nil {
+					t.Fatal(err)
+				}
+				if u.hasAck {
+					count++
+				}
+			}
+		}
+		return count
+	}
+	if n := acks(32, nil); n > 32/ackEvery+1 {
+		t.Errorf("a clean link: %d acknowledgements in 32 frames, want about %d", n, 32/ackEvery)
+	}
+	if n := acks(6, map[int]bool{seq: true}); n < fastAckPackets {
+		t.Errorf("after a gap: %d acknowledgements in the next 5 packets, want at least %d", n, fastAckPackets)
+	}
+}
+
+// TestLossByLaterPacket checks the world's loss detection for a quiet
+// client: a packet is lost once one sent two frames after it is
+// acknowledged without it, and what it carried is repaired, without
+// waiting for three newer packets.
+func TestLossByLaterPacket(t *testing.T) {
+	cfg := Config{Width: 8, Height: 8}
+	rec := &recorder{}
+	start := time.Unix(0, 0)
+	w, err := NewWorld(cfg, start, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	player, _ := w.Spawn(Player, Logic{Pos: Vec{1000, 1000}, Life: 100}, Display{Name: "you"})
+	if _, err := w.Spawn(NPC, Logic{Pos: Vec{1500, 900}, Life: 100}, Display{Name: "wolf"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Join(player); err != nil {
+		t.Fatal(err)
+	}
+	type sent struct{ seq, frame int }
+	var pkts []sent
+	for f := 1; f <= 12; f++ {
+		rec.msgs = rec.msgs[:0]
+		w.Tick(start.Add(time.Duration(f) * w.Config().Period()))
+		for _, m := range rec.msgs {
+			var h downHeader
+			if err := decodeDown(&w.lay, m, w.Frame(), &h, func(*downMsg) {}); err == nil {
+				pkts = append(pkts, sent{h.seq, h.frame})
+			}
+		}
+	}
+	// The first packet (the join's logic) was lost; the first one sent at
+	// least two frames after it, but fewer than three packets after it,
+	// arrived alone.
+	j := 1
+	for j < len(pkts) && pkts[j].frame-pkts[0].frame < reorderFrames {
+		j++
+	}
+	if j >= 3 || j >= len(pkts) {
+		t.Fatalf("no packet two frames after the first and within three packets: %v", pkts)
+	}
+	last := pkts[j]
+	before := w.Stats().Repairs
+	up := uplinkBytes(t, w, &uplink{hasAck: true, ackSeq: last.seq})
+	if err := w.Deliver(player, up); err != nil {
+		t.Fatal(err)
+	}
+	w.Tick(start.Add(13 * w.Config().Period()))
+	t.Logf("packets %v, acked %v, repairs %d -> %d", pkts, last, before, w.Stats().Repairs)
+	if w.Stats().Repairs == before {
+		t.Errorf("no repair after packet %d was acknowledged without packet %d (%d frames earlier)", last.seq, pkts[0].seq, last.frame-pkts[0].frame)
+	}
+}
