@@ -36,6 +36,9 @@ type netLink struct {
 	rng   *rand.Rand
 	start time.Time
 	bad   bool // Gilbert-Elliott state (wifi)
+	// onePacket reads a 4g spike as one packet 300 ms late, which later
+	// packets overtake, instead of the link holding everything for 300 ms.
+	onePacket bool
 }
 
 // spikeEvery is how often a 4g trace's delay spikes: twice a minute.
@@ -68,7 +71,16 @@ func (l *netLink) fate(t time.Time) (delay time.Duration, lost bool) {
 		// packet sent meanwhile comes out when it resumes, the first
 		// spikeHeight late, the later ones less.
 		since := t.Sub(l.start) % spikeEvery
-		if onset := spikeEvery / 2; since >= onset && since < onset+spikeHeight {
+		onset := spikeEvery / 2
+		switch {
+		case l.onePacket:
+			// The other reading: the packets sent in the first frame
+			// period after the onset come spikeHeight late; later ones
+			// overtake them.
+			if since >= onset && since < onset+time.Second/jitterHz {
+				delay += spikeHeight
+			}
+		case since >= onset && since < onset+spikeHeight:
 			delay += onset + spikeHeight - since
 		}
 		return delay, lost
@@ -335,8 +347,12 @@ func benchJitter(args []string, out io.Writer) error {
 	trace := fs.String("trace", "4g", "network: clean, 4g or wifi")
 	minutes := fs.Float64("minutes", 30, "trace length")
 	seed := fs.Uint64("seed", 1, "random seed")
+	spike := fs.String("spike", "hold", "4g: a spike holds the link for 300 ms (hold), or delays one frame period's packets by 300 ms while later ones overtake them (packet)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *spike != "hold" && *spike != "packet" {
+		return fmt.Errorf("-spike %q: want hold or packet", *spike)
 	}
 	if *minutes <= 0 {
 		return errors.New("want -minutes > 0")
@@ -352,6 +368,7 @@ func benchJitter(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
+	down.onePacket, up.onePacket = *spike == "packet", *spike == "packet"
 	run, err := runLink(down, up, start, int(d/period))
 	if err != nil {
 		return err
@@ -461,8 +478,12 @@ func benchJitter(args []string, out io.Writer) error {
 		return err
 	}
 	t, fx, qu, or := results[0], results[1], results[3], results[4]
+	label := *trace
+	if *trace == "4g" && *spike == "packet" {
+		label = "4g-packet-spikes"
+	}
 	fmt.Fprintln(out, resultLine("jitter",
-		"trace", *trace,
+		"trace", label,
 		"excess_mean_ms", t.excessMean,
 		"excess_p95_ms", t.excess95,
 		"stalls_per_10min", per10(t.stalls),

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"regexp"
 	"strconv"
 	"strings"
@@ -129,8 +130,18 @@ func TestBenchLoss(t *testing.T) {
 }
 
 func TestBenchJitter(t *testing.T) {
-	for _, trace := range []string{"clean", "4g", "wifi"} {
-		kv := lastResult(t, "jitter", "-trace", trace, "-minutes", "2")
+	if code := run([]string{"bench", "jitter", "-spike", "late"}, io.Discard, io.Discard); code == 0 {
+		t.Error("-spike late accepted")
+	}
+	for _, trace := range []string{"clean", "4g", "wifi", "4g-packet-spikes"} {
+		args := []string{"-trace", trace, "-minutes", "2"}
+		if trace == "4g-packet-spikes" {
+			args = []string{"-trace", "4g", "-spike", "packet", "-minutes", "2"}
+		}
+		kv := lastResult(t, append([]string{"jitter"}, args...)...)
+		if kv["trace"] != trace {
+			t.Errorf("trace %q, want %q", kv["trace"], trace)
+		}
 		for _, k := range []string{"trace", "excess_mean_ms", "excess_p95_ms", "stalls_per_10min", "oracle_stalls_per_10min",
 			"quantile_excess_mean_ms", "quantile_stalls_per_10min", "fixed2_stalls_per_10min"} {
 			if kv[k] == "" {
