@@ -52,10 +52,7 @@ const (
 // before f in the same packet: a slot that repeats it costs two bits. A
 // frame in which every input is made up costs one bit.
 func encodeFrameBody(w *codec.Writer, f *Frame, prev *Frame) {
-	real := false
-	for i := range f.Slots {
-		real = real || !f.Slots[i].MadeUp
-	}
+	real := hasReal(f)
 	w.WriteBool(real)
 	if !real {
 		return
@@ -67,15 +64,8 @@ func encodeFrameBody(w *codec.Writer, f *Frame, prev *Frame) {
 			w.WriteBits(slotMadeUp, slotKindBits)
 		case prev != nil && sameInputs(s, &prev.Slots[i]):
 			w.WriteBits(slotSame, slotKindBits)
-		case len(s.Inputs) == 1:
-			w.WriteBits(slotOne, slotKindBits)
-			w.WriteBytes(s.Inputs[0], MaxInputBytes)
 		default:
-			w.WriteBits(slotSeveral, slotKindBits)
-			w.WriteUint(uint64(len(s.Inputs)-2), MaxInputsPerFrame-2)
-			for _, in := range s.Inputs {
-				w.WriteBytes(in, MaxInputBytes)
-			}
+			writeSlot(w, s)
 		}
 	}
 }
@@ -83,10 +73,7 @@ func encodeFrameBody(w *codec.Writer, f *Frame, prev *Frame) {
 // encodeFrameBodies writes f as encodeFrameBody does twice, alone to full
 // and relative to prev to rel, in one pass over the slots.
 func encodeFrameBodies(full, rel *codec.Writer, f *Frame, prev *Frame) {
-	real := false
-	for i := range f.Slots {
-		real = real || !f.Slots[i].MadeUp
-	}
+	real := hasReal(f)
 	full.WriteBool(real)
 	rel.WriteBool(real)
 	if !real {
@@ -106,6 +93,16 @@ func encodeFrameBodies(full, rel *codec.Writer, f *Frame, prev *Frame) {
 		}
 		writeSlot(full, s)
 	}
+}
+
+// hasReal reports whether any slot of f holds real inputs.
+func hasReal(f *Frame) bool {
+	for i := range f.Slots {
+		if !f.Slots[i].MadeUp {
+			return true
+		}
+	}
+	return false
 }
 
 // writeSlot writes a slot with real inputs.

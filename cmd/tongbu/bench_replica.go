@@ -17,6 +17,7 @@ import (
 
 	"github.com/tongbu/tongbu/codec"
 	"github.com/tongbu/tongbu/engine/replica"
+	"github.com/tongbu/tongbu/internal/replicatest"
 )
 
 func init() {
@@ -123,14 +124,14 @@ type replicaOutcome struct {
 // changer makes the scenario's seeded changes to a set of guilds.
 type changer struct {
 	rng    *rand.Rand
-	guilds []replicaGuild
+	guilds []replicatest.Guild
 	carry  float64
 }
 
 func newChanger(p replicaParams) *changer {
-	c := &changer{rng: rand.New(rand.NewPCG(p.seed, 4)), guilds: make([]replicaGuild, p.guilds)}
+	c := &changer{rng: rand.New(rand.NewPCG(p.seed, 4)), guilds: make([]replicatest.Guild, p.guilds)}
 	for i := range c.guilds {
-		c.guilds[i] = replicaGuild{Name: fmt.Sprintf("guild-%d", i), Level: uint8(1 + i%100), Members: uint16(10 + i%400), Funds: uint32(i * 37), Leader: uint64(1_000_000 + i), Notice: "recruiting"}
+		c.guilds[i] = replicatest.Guild{Name: fmt.Sprintf("guild-%d", i), Level: uint8(1 + i%100), Members: uint16(10 + i%400), Funds: uint32(i * 37), Leader: uint64(1_000_000 + i), Notice: "recruiting"}
 	}
 	return c
 }
@@ -166,7 +167,7 @@ func p99(d []time.Duration) time.Duration {
 type engineSub struct {
 	cfg       replica.SubscriberConfig
 	sub       *replica.Subscriber
-	guilds    *replica.Mirror[replicaGuild, *replicaGuild]
+	guilds    *replica.Mirror[replicatest.Guild, *replicatest.Guild]
 	seen      int64 // highest version whose latency is recorded
 	restarted bool  // this instance replaced a crashed one
 }
@@ -180,7 +181,7 @@ func runReplicaEngine(p replicaParams, dir string) (replicaOutcome, error) {
 	if err != nil {
 		return replicaOutcome{}, err
 	}
-	src, err := replica.NewSource[replicaGuild](pub, "guilds")
+	src, err := replica.NewSource[replicatest.Guild](pub, "guilds")
 	if err != nil {
 		return replicaOutcome{}, err
 	}
@@ -201,7 +202,7 @@ func runReplicaEngine(p replicaParams, dir string) (replicaOutcome, error) {
 		if err != nil {
 			return err
 		}
-		m, err := replica.NewMirror[replicaGuild](sub, "guilds")
+		m, err := replica.NewMirror[replicatest.Guild](sub, "guilds")
 		if err != nil {
 			return err
 		}
@@ -319,9 +320,9 @@ func runReplicaEngine(p replicaParams, dir string) (replicaOutcome, error) {
 	return out, nil
 }
 
-func sameGuilds(src *replica.Source[replicaGuild, *replicaGuild], m *replica.Mirror[replicaGuild, *replicaGuild]) bool {
+func sameGuilds(src *replica.Source[replicatest.Guild, *replicatest.Guild], m *replica.Mirror[replicatest.Guild, *replicatest.Guild]) bool {
 	ok := true
-	src.Range(func(id uint64, v replicaGuild) bool {
+	src.Range(func(id uint64, v replicatest.Guild) bool {
 		got, found := m.Get(id)
 		ok = found && got == v
 		return ok
@@ -340,7 +341,7 @@ func runReplicaBaseline(p replicaParams) (replicaOutcome, error) {
 	type baseSub struct {
 		mu     sync.Mutex
 		reasm  *codec.Reassembler
-		guilds []replicaGuild
+		guilds []replicatest.Guild
 		period int // the period of the snapshot it holds
 		loads  int
 	}
@@ -374,7 +375,7 @@ func runReplicaBaseline(p replicaParams) (replicaOutcome, error) {
 			if r.Err() != nil || n > len(raw) || period <= s.period {
 				return
 			}
-			guilds := make([]replicaGuild, n)
+			guilds := make([]replicatest.Guild, n)
 			for j := range guilds {
 				if err := guilds[j].DecodeFull(r); err != nil {
 					return

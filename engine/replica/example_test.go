@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/engine/replica"
-	"github.com/tongbu/tongbu/engine/replica/internal/replicatest"
+	"github.com/tongbu/tongbu/internal/replicatest"
 )
 
 // A world server shares its guilds with a game server over the in-process

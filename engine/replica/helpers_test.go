@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
-	"github.com/tongbu/tongbu/engine/replica/internal/replicatest"
+	"github.com/tongbu/tongbu/internal/replicatest"
 )
 
 type guild = replicatest.Guild

@@ -9,8 +9,8 @@ import (
 
 	"github.com/tongbu/tongbu/engine/natsbus"
 	"github.com/tongbu/tongbu/engine/replica"
-	"github.com/tongbu/tongbu/engine/replica/internal/replicatest"
 	"github.com/tongbu/tongbu/internal/natstest"
+	"github.com/tongbu/tongbu/internal/replicatest"
 )
 
 var _ replica.Bus = (*natsbus.Bus)(nil)

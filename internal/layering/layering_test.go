@@ -124,7 +124,7 @@ func TestCheck(t *testing.T) {
 		{"engine on a program", m("engine"), []string{m("cmd/tongbu")}, 1},
 		{"engine on wasm", m("engine"), []string{m("wasm")}, 1},
 		{"replica on codec and snappy", m("engine/replica"), []string{m("codec"), "github.com/golang/snappy"}, 0},
-		{"replica test records on replica", m("engine/replica/internal/replicatest"), []string{m("engine/replica"), m("codec")}, 0},
+		{"replica test records on replica", m("internal/replicatest"), []string{m("engine/replica"), m("codec")}, 0},
 		{"replica on transport", m("engine/replica"), []string{m("transport")}, 1},
 		{"replica on lockstep", m("engine/replica"), []string{m("lockstep")}, 1},
 		{"replica on interest", m("engine/replica"), []string{m("interest")}, 1},

@@ -1,5 +1,6 @@
 // Package replicatest holds the records that engine/replica's tests,
-// fuzz targets and example replicate: the seed's guilds and teams.
+// fuzz targets and example, and tongbu bench replica, replicate: the
+// seed's guilds and teams.
 package replicatest
 
 // Guild is a guild as the world server shares it (seed 004: 帮会).
@@ -11,6 +12,7 @@ type Guild struct {
 	Members uint16 `codec:"uint,max=500,delta=5"`
 	Funds   uint32 `codec:"uvarint"`
 	Leader  uint64 `codec:"uvarint"`
+	Notice  string `codec:"string,max=64"`
 }
 
 // Team is a team as the world server shares it (seed 004: 队伍).

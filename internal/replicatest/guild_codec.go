@@ -6,7 +6,7 @@ import (
 	"github.com/tongbu/tongbu/codec"
 )
 
-// EncodeFull writes every field of v (5 fields).
+// EncodeFull writes every field of v (6 fields).
 func (v *Guild) EncodeFull(w *codec.Writer) {
 	w.WriteString(string(v.Name), 24)
 	{
@@ -34,6 +34,7 @@ func (v *Guild) EncodeFull(w *codec.Writer) {
 	}
 	w.WriteUvarint(uint64(v.Funds))
 	w.WriteUvarint(uint64(v.Leader))
+	w.WriteString(string(v.Notice), 64)
 }
 
 // DecodeFull reads a record written by EncodeFull into v. On error v is unchanged.
@@ -92,6 +93,10 @@ func (v *Guild) DecodeFull(r *codec.Reader) error {
 	if err := r.Err(); err != nil {
 		return codec.FieldError("Guild.Leader", err)
 	}
+	t.Notice = string(r.ReadString(64))
+	if err := r.Err(); err != nil {
+		return codec.FieldError("Guild.Notice", err)
+	}
 	*v = t
 	return nil
 }
@@ -104,6 +109,7 @@ func (v *Guild) FullBits() int {
 	n += 9
 	n += codec.UvarintBits(uint64(v.Funds))
 	n += codec.UvarintBits(uint64(v.Leader))
+	n += 7 + 8*len(v.Notice)
 	return n
 }
 
@@ -125,17 +131,20 @@ func (v *Guild) DirtyMask(base *Guild) uint64 {
 	if v.Leader != base.Leader {
 		m |= 1 << 4
 	}
+	if v.Notice != base.Notice {
+		m |= 1 << 5
+	}
 	return m
 }
 
-// EncodeDelta writes the dirty mask of v against base (5 bits), then the fields that changed.
+// EncodeDelta writes the dirty mask of v against base (6 bits), then the fields that changed.
 func (v *Guild) EncodeDelta(w *codec.Writer, base *Guild) {
 	m := v.DirtyMask(base)
 	{
 		var a uint64
 		var n uint
 		a |= m << n
-		n += 5
+		n += 6
 		w.WriteBits(a, int(n))
 	}
 	if m&(1<<0) != 0 {
@@ -180,6 +189,9 @@ func (v *Guild) EncodeDelta(w *codec.Writer, base *Guild) {
 	if m&(1<<4) != 0 {
 		w.WriteUvarint(uint64(v.Leader))
 	}
+	if m&(1<<5) != 0 {
+		w.WriteString(string(v.Notice), 64)
+	}
 }
 
 // DecodeDelta reads a delta written by EncodeDelta and applies it to base, storing the result in v.
@@ -191,8 +203,8 @@ func (v *Guild) DecodeDelta(r *codec.Reader, base *Guild) error {
 	{
 		a := r.Peek()
 		var n uint
-		m = a & 0x1f
-		n += 5
+		m = a & 0x3f
+		n += 6
 		r.Skip(int(n))
 	}
 	if err := r.Err(); err != nil {
@@ -274,6 +286,12 @@ func (v *Guild) DecodeDelta(r *codec.Reader, base *Guild) error {
 			return codec.FieldError("Guild.Leader", err)
 		}
 	}
+	if m&(1<<5) != 0 {
+		t.Notice = string(r.ReadString(64))
+		if err := r.Err(); err != nil {
+			return codec.FieldError("Guild.Notice", err)
+		}
+	}
 	*v = t
 	return nil
 }
@@ -281,7 +299,7 @@ func (v *Guild) DecodeDelta(r *codec.Reader, base *Guild) error {
 // DeltaBits returns the number of bits EncodeDelta writes for v against base.
 func (v *Guild) DeltaBits(base *Guild) int {
 	m := v.DirtyMask(base)
-	n := 5
+	n := 6
 	if m&(1<<0) != 0 {
 		n += 5 + 8*len(v.Name)
 	}
@@ -301,6 +319,9 @@ func (v *Guild) DeltaBits(base *Guild) int {
 	}
 	if m&(1<<4) != 0 {
 		n += codec.UvarintBits(uint64(v.Leader))
+	}
+	if m&(1<<5) != 0 {
+		n += 7 + 8*len(v.Notice)
 	}
 	return n
 }
