@@ -306,19 +306,7 @@ func (c *Client) drain() {
 
 // resolve applies the room's Fill to made-up slots, in frame order.
 func (c *Client) resolve(f Frame) Frame {
-	for i := range f.Slots {
-		s := &f.Slots[i]
-		if !s.MadeUp {
-			c.prevReal[i] = nil
-			if n := len(s.Inputs); n > 0 {
-				c.prevReal[i] = s.Inputs[n-1]
-			}
-			continue
-		}
-		if c.cfg.Fill == FillRepeat && c.prevReal[i] != nil {
-			s.Inputs = [][]byte{c.prevReal[i]}
-		}
-	}
+	applyFill(f.Slots, c.prevReal, c.cfg.Fill, nil) // frames wait in the queue: fresh slices
 	return f
 }
 

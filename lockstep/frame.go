@@ -95,6 +95,33 @@ func encodeFrameBodies(full, rel *codec.Writer, f *Frame, prev *Frame) {
 	}
 }
 
+// applyFill applies a room's Fill to the made-up slots of one frame, as
+// every side that runs frames must, in frame order: prev holds each slot's
+// last real input and is kept up to date; a made-up slot under FillRepeat
+// gets that input. With rep the input goes in rep's array for the slot
+// (valid until the next frame), else in a new slice.
+func applyFill(slots []Slot, prev [][]byte, fill Fill, rep [][1][]byte) {
+	for i := range slots {
+		s := &slots[i]
+		if !s.MadeUp {
+			prev[i] = nil
+			if n := len(s.Inputs); n > 0 {
+				prev[i] = s.Inputs[n-1]
+			}
+			continue
+		}
+		if fill != FillRepeat || prev[i] == nil {
+			continue
+		}
+		if rep != nil {
+			rep[i][0] = prev[i]
+			s.Inputs = rep[i][:]
+		} else {
+			s.Inputs = [][]byte{prev[i]}
+		}
+	}
+}
+
 // hasReal reports whether any slot of f holds real inputs.
 func hasReal(f *Frame) bool {
 	for i := range f.Slots {

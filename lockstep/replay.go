@@ -583,19 +583,7 @@ func (rr *ReplayReader) decodeBlock(payload []byte) error {
 }
 
 func (rr *ReplayReader) resolve(f *Frame) {
-	for i := range f.Slots {
-		s := &f.Slots[i]
-		if !s.MadeUp {
-			rr.prevIn[i] = nil
-			if k := len(s.Inputs); k > 0 {
-				rr.prevIn[i] = s.Inputs[k-1]
-			}
-			continue
-		}
-		if rr.h.Config.Fill == FillRepeat && rr.prevIn[i] != nil {
-			s.Inputs = [][]byte{rr.prevIn[i]}
-		}
-	}
+	applyFill(f.Slots, rr.prevIn, rr.h.Config.Fill, nil)
 }
 
 // decodeRecord reads one lifecycle record of a block ending at frame end.

@@ -54,20 +54,7 @@ func newServerSim(cfg Config) (*serverSim, error) {
 // client's resolve does. The result is valid until the next call.
 func (s *serverSim) resolve(f *Frame, fill Fill) Frame {
 	s.slots = append(s.slots[:0], f.Slots...)
-	for i := range s.slots {
-		sl := &s.slots[i]
-		if !sl.MadeUp {
-			s.prev[i] = nil
-			if n := len(sl.Inputs); n > 0 {
-				s.prev[i] = sl.Inputs[n-1]
-			}
-			continue
-		}
-		if fill == FillRepeat && s.prev[i] != nil {
-			s.rep[i][0] = s.prev[i]
-			sl.Inputs = s.rep[i][:]
-		}
-	}
+	applyFill(s.slots, s.prev, fill, s.rep) // stepped at once: reuse
 	return Frame{Number: f.Number, Slots: s.slots}
 }
 
