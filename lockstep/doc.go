@@ -14,7 +14,8 @@
 // arrive; repeats them until acknowledged; reassembles the frame sequence;
 // and plays it out through a JitterBuffer, which keeps the playout just
 // behind the earliest arrivals by the delay variation it measures (MAPDV2
-// and the recent maximum) and plays normal, fast, slow or pauses. The game
+// and the third-highest recent delay event, plus a margin) and plays
+// normal, fast, slow (never under SlowestPlay, 0.75x) or pauses. The game
 // calls Client.Advance on every render tick and runs the frames it returns,
 // interpolating by Alpha, at its own frame rate.
 //

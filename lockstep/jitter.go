@@ -24,12 +24,18 @@ func (s PlayState) String() string {
 	return [...]string{"paused", "normal", "fast", "slow"}[s]
 }
 
+// SlowestPlay is the slowest the playout plays when the buffer runs low:
+// 0.75 of the room's rate, a stretch a game can show without looking
+// frozen. Below it play pauses, and the pause counts as a stall.
+const SlowestPlay = 0.75
+
 // Playout limits.
 const (
 	fastMax       = 2.0    // the most a backlog is sped up
-	slowMin       = 0.5    // the most play is stretched
 	jitterWindow  = 150    // frames of delay history (10 s at 15 Hz)
 	eventGap      = 1000.0 // ms: frames this close in arrival belong to one delay event
+	eventRank     = 3      // the depth covers the third-highest delay event of the window
+	depthMargin   = 30.0   // ms above that event, at least; MAPDV2/2 on a jittery link
 	mapdvGain     = 1.0 / 16
 	delayMinDecay = 0.02 // ms the windowless minimum relaxes per frame, for route changes
 	brakeFrames   = 2.0  // start slowing this far before running out of frames
@@ -41,13 +47,13 @@ const (
 // JitterBuffer decides when frames are played. It watches when each frame
 // arrives against when the room cut it, estimates the downlink's delay
 // variation two ways, MAPDV2 (ITU-T G.1020: the mean absolute deviation of
-// each delay from the running mean delay) and the highest delay above the
-// minimum that recent frames reached twice (a lone spike or loss burst is
+// each delay from the running mean delay) and the third-highest delay
+// event above the minimum in the last 10 s (a lone spike or loss burst is
 // a transient it does not hold), and keeps the playout that far behind
-// the earliest arrivals: no buffer on a clean link, more on a jittery
-// one. Each render tick it plays normal, fast (a backlog), slow (running
-// low, from two frames before the last one that has arrived) or pauses
-// (nothing to play).
+// the earliest arrivals, plus a margin: no buffer on a clean link, more
+// on a jittery one. Each render tick it plays normal, fast (a backlog),
+// slow (running low, from two frames before the last one that has
+// arrived, never slower than SlowestPlay) or pauses (nothing to play).
 //
 // Time is a parameter: the Client feeds it, and `tongbu bench jitter` feeds
 // it recorded traces.
@@ -128,29 +134,49 @@ func (j *JitterBuffer) Arrive(n int, t time.Time) {
 	j.updateTarget()
 }
 
-// updateTarget sets the buffer depth: the larger of twice MAPDV2 and the
-// highest delay above the minimum that the window's frames reached twice,
-// in two events at least eventGap apart. A delay reached once, by one
-// spike or one loss burst, is a transient: play pauses for it once and
-// then drains the backlog, and the depth does not hold it for the whole
-// window; a delay that recurs is the link's character, and the depth
-// covers it (the smallest fixed buffer that would have stalled at most
-// once in the window). A depth under a millisecond is rounded away: a
-// clean link plays at once.
+// updateTarget sets the buffer depth: the window's third-highest delay
+// event above the minimum (events are at least eventGap apart in
+// arrival), plus a margin of depthMargin or MAPDV2/2, whichever is more,
+// and at least twice MAPDV2. One or two high events in 10 s, a spike or a
+// loss burst, are transients: play slows or pauses for them once and then
+// drains the backlog, and the depth does not hold them for the whole
+// window. A delay that recurs is the link's character, and the depth
+// covers it. On a link with independent heavy-tailed delays, the next
+// event above the window's third comes within the margin more often than
+// not; a deeper rank or margin buys fewer stalls with more delay in the
+// calm windows (`tongbu bench jitter` prints both). A depth under half a
+// period gets no margin and under a millisecond is rounded away: a clean
+// link plays at once.
 func (j *JitterBuffer) updateTarget() {
-	top := 0
-	for i, s := range j.history {
-		if s.d > j.history[top].d {
-			top = i
+	// The eventRank-th highest event: pick the highest delay, set aside the
+	// samples within eventGap of it, and again.
+	var picked [eventRank]float64 // arrival times of the events picked
+	kth := math.Inf(-1)
+	for e := range picked {
+		best := -1
+		for i, s := range j.history {
+			near := false
+			for _, at := range picked[:e] {
+				if math.Abs(s.at-at) < eventGap {
+					near = true
+					break
+				}
+			}
+			if !near && (best < 0 || s.d > j.history[best].d) {
+				best = i
+			}
 		}
-	}
-	second := math.Inf(-1)
-	for _, s := range j.history {
-		if math.Abs(s.at-j.history[top].at) >= eventGap {
-			second = max(second, s.d)
+		if best < 0 {
+			kth = math.Inf(-1)
+			break
 		}
+		picked[e], kth = j.history[best].at, j.history[best].d
 	}
-	t := max(second-j.minDelay, 2*j.mapdv2)
+	t := kth - j.minDelay
+	if t >= j.period/2 {
+		t += max(depthMargin, j.mapdv2/2)
+	}
+	t = max(t, 2*j.mapdv2)
 	if t < 1 {
 		t = 0
 	}
@@ -189,7 +215,7 @@ func (j *JitterBuffer) Advance(t time.Time) (from, to int, alpha float64, state 
 	// would leave up to its width of delay behind.
 	step := dt / j.period            // frames the ideal moved since the last tick
 	lag := ideal - step - j.playhead // frames behind the ideal, at the last tick
-	speed := max(slowMin, min(fastMax, 1+lag*speedGain))
+	speed := max(SlowestPlay, min(fastMax, 1+lag*speedGain))
 	st := Normal
 	switch {
 	case speed > 1+visibleSpeed:
@@ -204,8 +230,8 @@ func (j *JitterBuffer) Advance(t time.Time) (from, to int, alpha float64, state 
 	// Only within the target's slack: with no target, frames are due as
 	// they arrive and there is nothing to brake with.
 	if brake := min(brakeFrames, j.Target()); brake > 0 {
-		if room := limit - j.playhead; room < brake && speed > slowMin {
-			speed, st = max(slowMin, speed*room/brake), Slow
+		if room := limit - j.playhead; room < brake && speed > SlowestPlay {
+			speed, st = max(SlowestPlay, speed*room/brake), Slow
 		}
 	}
 	next := j.playhead + step*speed

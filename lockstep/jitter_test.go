@@ -200,7 +200,7 @@ func TestJitterBufferSpikeIsTransient(t *testing.T) {
 }
 
 // Delay peaks that recur are the link's character: the depth covers them,
-// and after the first two play no longer pauses for them.
+// and after the first eventRank play no longer pauses for them.
 func TestJitterBufferCoversRecurringPeaks(t *testing.T) {
 	const period = time.Second / 15
 	arrive := func(n int) time.Duration {
@@ -216,11 +216,71 @@ func TestJitterBufferCoversRecurringPeaks(t *testing.T) {
 		}
 	})
 	st := jb.Stats()
-	if stallsAt < 0 || st.Stalls != stallsAt || stallsAt > 2 {
+	if stallsAt < 0 || st.Stalls != stallsAt || stallsAt > eventRank {
 		t.Errorf("%d stalls in the first 5 s, %d in all: recurring peaks not covered", stallsAt, st.Stalls)
 	}
-	if tgt := st.TargetMs; tgt < 140 || tgt > 200 {
+	// The peaks are 150 ms above the rest; the margin adds depthMargin.
+	if tgt := st.TargetMs; tgt < 150+depthMargin-10 || tgt > 150+depthMargin+20 {
 		t.Errorf("target %.1f ms for peaks 150 ms above the rest", tgt)
+	}
+}
+
+// Two spikes in a window are transients like one: the depth does not hold
+// them, and each costs one pause.
+func TestJitterBufferTwoSpikesAreTransient(t *testing.T) {
+	const period = time.Second / 15
+	spikes := []time.Duration{20 * time.Second, 23 * time.Second}
+	arrive := func(n int) time.Duration {
+		sent := time.Duration(n) * period
+		d := 30 * time.Millisecond
+		for _, at := range spikes {
+			if sent >= at && sent < at+300*time.Millisecond {
+				d += at + 300*time.Millisecond - sent
+			}
+		}
+		return d
+	}
+	after := -1.0
+	jb := playArrivals(int(40*time.Second/period), arrive, func(jb *JitterBuffer, k int, _ PlayState) {
+		if k == 60*27 { // 4 s after the second spike, within the window of both
+			after = jb.Target()
+		}
+	})
+	if after < 0 || after > 1 {
+		t.Errorf("target %.2f frames after two spikes: they were held", after)
+	}
+	if st := jb.Stats(); st.Stalls != len(spikes) {
+		t.Errorf("%d stalls for %d spikes", st.Stalls, len(spikes))
+	}
+}
+
+// Slow play stretches at most to SlowestPlay: between two ticks that are
+// not a pause, the playhead moves at least SlowestPlay of the frames the
+// room's clock moved, and a frame that has not come is a pause, not a
+// near-freeze.
+func TestJitterBufferSlowestPlay(t *testing.T) {
+	const period = time.Second / 15
+	rng := rand.New(rand.NewPCG(3, 4))
+	late := make(map[int]time.Duration)
+	for n := range 1200 {
+		if rng.Float64() < 0.05 {
+			late[n] = time.Duration(rng.Float64() * 250e6)
+		}
+	}
+	sawSlow := false
+	prev := math.Inf(-1)
+	playArrivals(1200, func(n int) time.Duration { return 30*time.Millisecond + late[n] }, func(jb *JitterBuffer, k int, st PlayState) {
+		step := float64(time.Second/60) / float64(period) // frames a render tick is worth
+		if st == Slow {
+			sawSlow = true
+			if moved := jb.playhead - prev; moved < SlowestPlay*step-1e-6 {
+				t.Fatalf("tick %d: slow play moved %.6f frames (from %.6f), under %.2f of %.3f; have %d", k, moved, prev, SlowestPlay, step, jb.have)
+			}
+		}
+		prev = jb.playhead
+	})
+	if !sawSlow {
+		t.Fatal("no slow play on a link with late frames")
 	}
 }
 
