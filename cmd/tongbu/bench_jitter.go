@@ -26,6 +26,9 @@ const (
 	jitterHz       = 15
 	jitterRenderHz = 60
 	oracleWindow   = 10 * time.Second
+	// excessP95Target is the bound on the p95 of the delay a buffer
+	// adds above the oracle, in ms.
+	excessP95Target = 33.4
 )
 
 // netLink generates one direction's seeded packet fates for a named
@@ -111,6 +114,10 @@ type linkRun struct {
 	lost        int         // of those, lost
 	retransmits uint64
 	redundancy  float64 // mean frames repeated per packet, sampled every frame
+	// stream is, for each frame, when the first copy of it in the room's
+	// regular packets (the newest frame and its redundant predecessors,
+	// not retransmissions) arrived; zero if every such copy was lost.
+	stream []time.Time
 }
 
 // runLink plays frames 0 .. frames-1 of a one-player room at jitterHz
@@ -139,12 +146,21 @@ func runLink(down, up *netLink, start time.Time, frames int) (linkRun, error) {
 		q[i] = d
 	}
 	var res linkRun
+	var room *lockstep.Room
 	var mean float64
 	now := start
 	out := senderFunc(func(msg []byte, reliable bool) {
 		delay, lost := down.fate(now)
 		if !reliable {
 			res.packets++
+			if newest := room.NextFrame() - 1; !lost && newest >= 0 {
+				ps := room.PlayerStats(0)
+				for n := max(ps.Have, newest-ps.Redundancy, 0); n <= newest && n < len(res.stream); n++ {
+					if a := now.Add(delay); res.stream[n].IsZero() || a.Before(res.stream[n]) {
+						res.stream[n] = a
+					}
+				}
+			}
 			if lost {
 				res.lost++
 				return
@@ -162,6 +178,7 @@ func runLink(down, up *netLink, start time.Time, frames int) (linkRun, error) {
 		}
 		push(delivery{at: now.Add(delay), toRoom: false, msg: slices.Clone(msg)})
 	})
+	res.stream = make([]time.Time, frames)
 	cfg := lockstep.Config{Players: 1, Hz: jitterHz}
 	room, err := lockstep.NewRoom(cfg, start, out)
 	if err != nil {
@@ -348,6 +365,7 @@ func benchJitter(args []string, out io.Writer) error {
 	minutes := fs.Float64("minutes", 30, "trace length")
 	seed := fs.Uint64("seed", 1, "random seed")
 	spike := fs.String("spike", "hold", "4g: a spike holds the link for 300 ms (hold), or delays one frame period's packets by 300 ms while later ones overtake them (packet)")
+	frontier := fs.Bool("frontier", false, "print the stalls and excess of every fixed delay up to 1 s")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -410,7 +428,7 @@ func benchJitter(args []string, out io.Writer) error {
 		p    playout
 		jb   *lockstep.JitterBuffer
 	}{
-		{name: "tongbu (MAPDV2 + twice-reached delay, fast/slow play)"},
+		{name: "tongbu (MAPDV2 + third-highest event + margin, fast/slow play)"},
 		{name: "fixed 2-frame buffer", p: newScheduled(fixed2)},
 		{name: "RFC 3550 jitter x3", p: newScheduled(rfc)},
 		{name: "0.95 quantile, exponential forgetting", p: newScheduled(quant)},
@@ -429,6 +447,7 @@ func benchJitter(args []string, out io.Writer) error {
 	}
 	sort.SliceStable(order, func(i, j int) bool { return arr[order[i]].Before(arr[order[j]]) })
 	var results []policyResult
+	var onsets []stallOnset // the engine's
 	for _, pol := range policies {
 		var excess []float64
 		k, played := 0, 0
@@ -441,6 +460,9 @@ func benchJitter(args []string, out io.Writer) error {
 			_, to, _, st := pol.p.Advance(now)
 			if st == lockstep.Paused && !stalled && played > 0 && played < len(arr) && to == played {
 				stalls++
+				if pol.jb != nil {
+					onsets = append(onsets, stallOnset{tick: tick, frame: played, targetMs: pol.jb.Stats().TargetMs})
+				}
 			}
 			stalled = st == lockstep.Paused && to == played
 			for ; played < to && played < len(arr); played++ {
@@ -476,6 +498,34 @@ func benchJitter(args []string, out io.Writer) error {
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	tr := &jitterTrace{run: run, start: start, seen: seen, delay: make([]int64, len(seen)), oracle: oracle}
+	for n := range seen {
+		tr.delay[n] = sched[n] - minD
+	}
+	causes := stallCauses(tr, onsets)
+	fmt.Fprintf(out, "\nthe engine's %d stalls, by what made the frame it waited for late:\n", len(onsets))
+	for c, k := range causes {
+		fmt.Fprintf(out, "  %5d  %s\n", k, causeNames[c])
+	}
+	if *frontier {
+		fmt.Fprintln(out, "fixed delays (above the earliest arrivals):")
+		for dl := int64(0); dl <= 60; dl++ {
+			s, m, p := fixedPlay(tr, dl)
+			fmt.Fprintf(out, "  %4.0f ms: %6.1f stalls/10 min, excess mean %6.1f ms, p95 %6.1f ms\n", float64(dl)*tickMs, per10(s), m, p)
+		}
+	}
+	fd, fst, fm, fp := bestFixed(tr, excessP95Target)
+	fmt.Fprintf(out, "the fixed delay with the fewest stalls within the p95 target (%.0f ms): %.0f ms, %.1f stalls per 10 min, excess mean %.1f ms, p95 %.1f ms\n",
+		excessP95Target, float64(fd)*tickMs, per10(fst), fm, fp)
+	if *trace == "4g" {
+		var spikes []int
+		for o := spikeEvery / 2; o < d; o += spikeEvery {
+			spikes = append(spikes, int(o/period))
+		}
+		if *spike == "hold" {
+			spikeBound(out, tr, spikes, excessP95Target, lockstep.SlowestPlay)
+		}
 	}
 	t, fx, qu, or := results[0], results[1], results[3], results[4]
 	label := *trace

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"io"
+	"testing"
+	"time"
+)
+
+// flatTrace is a trace of frames all seen at the earliest delay but for
+// the late ones, late[n] render ticks later; the oracle is computed as the
+// bench does, per 10 s window.
+func flatTrace(frames int, late map[int]int64) *jitterTrace {
+	const perFrame = jitterRenderHz / jitterHz
+	start := time.Unix(0, 0)
+	tr := &jitterTrace{start: start, seen: make([]int64, frames), delay: make([]int64, frames), oracle: make([]int64, frames)}
+	tr.run.stream = make([]time.Time, frames)
+	for n := range frames {
+		tr.delay[n] = late[n]
+		tr.seen[n] = int64(n)*perFrame + late[n]
+		tr.run.stream[n] = at(start, tr.seen[n], jitterRenderHz)
+	}
+	per := int(oracleWindow / (time.Second / jitterHz))
+	for w := 0; w < frames; w += per {
+		hi := int64(0)
+		for n := w; n < min(w+per, frames); n++ {
+			hi = max(hi, tr.delay[n])
+		}
+		for n := w; n < min(w+per, frames); n++ {
+			tr.oracle[n] = hi
+		}
+	}
+	return tr
+}
+
+func TestFixedPlay(t *testing.T) {
+	// One frame 6 ticks late in window 0; window 1 is calm.
+	tr := flatTrace(300, map[int]int64{40: 6})
+	for _, c := range []struct {
+		delay  int64
+		stalls int
+	}{{0, 1}, {5, 1}, {6, 0}, {10, 0}} {
+		if s, _, _ := fixedPlay(tr, c.delay); s != c.stalls {
+			t.Errorf("delay %d ticks: %d stalls, want %d", c.delay, s, c.stalls)
+		}
+	}
+	// Six ticks of delay: window 1's frames (half of all) are 100 ms above
+	// its oracle of 0, so the p95 is 100 ms; none is below.
+	if _, mean, p95 := fixedPlay(tr, 6); p95 != 100 || mean != 50 {
+		t.Errorf("delay 6 ticks: excess mean %.1f, p95 %.1f", mean, p95)
+	}
+	// Within a 33 ms p95 the best fixed delay is 0, with its stall.
+	if d, s, _, _ := bestFixed(tr, excessP95Target); d != 0 || s != 1 {
+		t.Errorf("best fixed delay %d ticks with %d stalls", d, s)
+	}
+}
+
+func TestStallCauses(t *testing.T) {
+	tr := flatTrace(600, map[int]int64{200: 8, 210: 4, 300: 6})
+	tr.run.stream[300] = time.Time{} // every copy of 300 lost
+	got := stallCauses(tr, []stallOnset{{frame: 200}, {frame: 210}, {frame: 300}})
+	want := [causeCount]int{causeRetransmit: 1, causeNewHigh: 1, causeHeldLow: 1}
+	if got != want {
+		t.Errorf("causes %v, want %v", got, want)
+	}
+}
+
+func TestSpikeBound(t *testing.T) {
+	// Three minutes of calm frames with a 300 ms spike twice a minute: the
+	// oracle is 0 in the calm windows, so nearly every spike stalls any
+	// buffer within the p95 target.
+	const perMinute = 60 * jitterHz
+	late := map[int]int64{}
+	var spikes []int
+	for n := perMinute / 4; n < 3*perMinute; n += perMinute / 2 {
+		spikes = append(spikes, n)
+		late[n] = 18
+	}
+	tr := flatTrace(3*perMinute, late)
+	got := spikeBound(io.Discard, tr, spikes, excessP95Target, 0.75)
+	if got < float64(len(spikes))*0.9 || got > float64(len(spikes)) {
+		t.Errorf("at least %.1f of %d spikes stall", got, len(spikes))
+	}
+	// Spikes no higher than the margin the p95 allows cost nothing.
+	for _, n := range spikes {
+		late[n] = 2
+	}
+	if got := spikeBound(io.Discard, flatTrace(3*perMinute, late), spikes, excessP95Target, 0.75); got != 0 {
+		t.Errorf("spikes of 33 ms: %.1f stall", got)
+	}
+}
