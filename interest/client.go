@@ -131,7 +131,8 @@ type Client struct {
 	active   []activeEntry
 	full     bool // the next frame checks every entity, not only the active ones
 	displays map[ID]cachedDisplay
-	names    names // the connection's name dictionary
+	names    names     // the connection's name dictionary
+	looks    []Display // the connection's look dictionary
 	discover map[ID]ask
 	wantDisp map[ID]ask
 	events   []Event
@@ -359,13 +360,7 @@ type downMsg struct {
 func decodeDown(l *layout, msg []byte, ref int, hdr *downHeader, f func(m *downMsg)) error {
 	for pass := 0; pass < 2; pass++ {
 		r := codec.NewReader(msg)
-		r.Skip(kindBits)
-		hdr.seq = int(r.ReadBits(seqBits))
-		hdr.frame = unwrap(r.ReadBits(frameBits), ref)
-		hdr.hasAck = r.ReadBool()
-		if hdr.hasAck {
-			hdr.cmdAck = uint16(r.ReadBits(16))
-		}
+		hdr.decode(r, ref)
 		var m downMsg
 		for r.Err() == nil && r.Remaining() >= tagBits {
 			m.tag = int(r.ReadBits(tagBits))
@@ -410,6 +405,10 @@ func readDown(l *layout, r *codec.Reader, hf int, m *downMsg, apply bool, f func
 		m.id = l.readID(r)
 		m.frame = hf
 		m.kind, m.dver = l.readLogic(r, &m.lg, nil)
+	case tagVitals:
+		m.id = l.readID(r)
+		m.frame = hf
+		m.dver = l.readVitals(r, &m.lg)
 	case tagRegion:
 		rg := Region{int(r.ReadUint(l.rxMax)), int(r.ReadUint(l.ryMax))}
 		n := int(r.ReadBits(8))
@@ -442,13 +441,13 @@ func readDown(l *layout, r *codec.Reader, hf int, m *downMsg, apply bool, f func
 }
 
 func (c *Client) down(now time.Time, r *codec.Reader, msg []byte) error {
-	ref := c.frame
-	if !c.synced {
-		// The first packet's frame is taken as is; its low bits are the
-		// frame modulo 2^frameBits, so unwrap against them.
-		ref = int(r.ReadBits(seqBits+frameBits) >> seqBits)
+	if r.Skip(seqBits); !c.synced && !r.ReadBool() {
+		// The world sends the frame in full until the client acknowledges
+		// a packet: a short one before any is not from it.
+		return fmt.Errorf("%w: a short frame before the first full one", ErrMalformed)
 	}
 	var h downHeader
+	ref := c.frame
 	err := decodeDown(&c.lay, msg, ref, &h, func(m *downMsg) { c.apply(now, m) })
 	if err != nil {
 		return err
@@ -488,6 +487,24 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 			c.forget(m.id)
 		}
 		delete(c.discover, m.id)
+		return
+	case tagVitals:
+		lg := &c.me
+		if m.id != c.self {
+			k := c.ents[m.id]
+			if k == nil {
+				// In range but unknown: ask for the whole logic.
+				if _, asked := c.discover[m.id]; !asked {
+					c.discover[m.id] = ask{}
+				}
+				return
+			}
+			lg, k.dver = &k.lg, m.dver
+		} else if !c.haveMe {
+			return
+		}
+		lg.State, lg.Combat, lg.Life, lg.Mana, lg.Rage, lg.Magic = m.lg.State, m.lg.Combat, m.lg.Life, m.lg.Mana, m.lg.Rage, m.lg.Magic
+		c.wantDisplay(now, m.id, m.dver)
 		return
 	case tagLogic:
 		c.toNow(&m.lg, m.frame)
@@ -564,12 +581,13 @@ func (c *Client) wantDisplay(now time.Time, id ID, ver uint8) {
 func (c *Client) display(r *codec.Reader) error {
 	n := int(r.ReadUint(maxDisplayBatch))
 	var list [maxDisplayBatch]displayEntry
-	had := len(c.names.list)
+	hadNames, hadLooks := len(c.names.list), len(c.looks)
 	for i := 0; i < n && r.Err() == nil; i++ {
-		c.lay.readDisplay(r, &list[i], &c.names)
+		c.lay.readDisplay(r, &list[i], &c.names, &c.looks)
 	}
 	if err := r.Done(); err != nil {
-		c.names.list = c.names.list[:had] // the names of a message dropped are not added
+		// What a message dropped would have added is not kept.
+		c.names.list, c.looks = c.names.list[:hadNames], c.looks[:hadLooks]
 		return fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	for _, e := range list[:n] {
@@ -636,7 +654,9 @@ func (c *Client) received(seq int) {
 }
 
 func (c *Client) acked(seq uint16) {
-	n := int(int16(seq - c.firstCmd + 1))
+	// The world sends the low 8 bits: the client has at most
+	// maxUpCommands unacknowledged.
+	n := int(int8(uint8(seq) - uint8(c.firstCmd) + 1))
 	if n <= 0 || n > len(c.unacked) {
 		return
 	}

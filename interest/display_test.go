@@ -93,60 +93,98 @@ func TestDisplayVersions(t *testing.T) {
 	want(again, "bear", 3)
 }
 
-// TestNameDictionary checks the connection's name dictionary: a name
-// sent once is referred to by index after, so the second wolf's display
-// entry is smaller than the first's, and both read back right; a display
-// message that refers to a name the client does not have is dropped whole,
-// adding none of its names.
-func TestNameDictionary(t *testing.T) {
+// TestDisplayDictionaries checks the connection's look and name
+// dictionaries: a look shared by several entities (every grey wolf) is
+// sent once and referred to by index after; a variant with the same name
+// refers to the name; a look only one entity has (a player's) is sent in
+// full and kept by neither side. Everything reads back right, and a
+// display message that refers past a dictionary is dropped whole, adding
+// none of its looks or names.
+func TestDisplayDictionaries(t *testing.T) {
 	cfg := Config{Width: 8, Height: 8}.WithDefaults()
 	l := newLayout(cfg)
-	var world names
-	var wr codec.Writer
-	entries := []displayEntry{
-		{id: 5, d: Display{Name: "grey wolf", Appearance: 1}},
-		{id: 6, d: Display{Name: "grey wolf", Appearance: 2}},
-		{id: 7, ver: 3, d: Display{Name: "", Camp: 2}},
+	var (
+		wnames names
+		wlooks lookDict
+		wr     codec.Writer
+	)
+	wolf := Display{Name: "grey wolf", Appearance: 1}
+	entries := []struct {
+		e      displayEntry
+		look   uint32
+		shared bool
+	}{
+		{displayEntry{id: 5, d: wolf}, 1, true},
+		{displayEntry{id: 6, d: wolf}, 1, true},
+		{displayEntry{id: 7, d: Display{Name: "grey wolf", Appearance: 2}}, 2, true},
+		{displayEntry{id: 8, ver: 3, d: Display{Name: "Ayla", Appearance: 77, Camp: 2}}, 3, false},
+		{displayEntry{id: 9, d: Display{Camp: 1}}, 4, true},
 	}
 	var sizes []int
-	for i := range entries {
+	for _, en := range entries {
 		before := wr.Len()
-		l.writeDisplayHead(&wr, &entries[i])
-		world.writeName(&wr, entries[i].d.Name)
+		l.writeID(&wr, en.e.id)
+		writeUsual(&wr, uint64(en.e.ver), 0, 255)
+		writeLook(&wr, &wlooks, &wnames, en.look, en.shared, &en.e.d)
 		sizes = append(sizes, wr.Len()-before)
 	}
-	if sizes[1] >= sizes[0] {
-		t.Errorf("the repeated name cost %d bits against %d the first time", sizes[1], sizes[0])
+	if sizes[1] >= sizes[0]/2 {
+		t.Errorf("the repeated look cost %d bits against %d the first time", sizes[1], sizes[0])
 	}
-	var client names
+	if sizes[2] >= sizes[0] {
+		t.Errorf("a look with a known name cost %d bits against %d", sizes[2], sizes[0])
+	}
+	var (
+		client names
+		looks  []Display
+	)
 	r := codec.NewReader(wr.Bytes())
 	for _, want := range entries {
 		var got displayEntry
-		l.readDisplay(r, &got, &client)
-		if got != want {
-			t.Fatalf("read %+v, want %+v", got, want)
+		l.readDisplay(r, &got, &client, &looks)
+		if got != want.e {
+			t.Fatalf("read %+v, want %+v", got, want.e)
 		}
 	}
 	if len(client.list) != 1 || client.list[0] != "grey wolf" {
-		t.Errorf("dictionary %q, want the one non-empty name", client.list)
+		t.Errorf("names %q, want only the shared looks' non-empty name", client.list)
+	}
+	if len(looks) != 3 || wlooks.n != 3 || looks[0] != wolf {
+		t.Errorf("looks %+v (world side holds %d), want the three shared ones", looks, wlooks.n)
 	}
 
-	// A hostile message: a new name, then a reference past the dictionary.
-	c, _ := NewClient(cfg, 1)
-	var bad codec.Writer
-	bad.WriteBits(kindDisplay, kindBits)
-	bad.WriteUint(2, maxDisplayBatch)
-	var fresh names
-	l.writeDisplayHead(&bad, &displayEntry{id: 9})
-	fresh.writeName(&bad, "bear")
-	l.writeDisplayHead(&bad, &displayEntry{id: 10})
-	bad.WriteBool(true)
-	bad.WriteUint(7, maxNames-1)
-	if err := c.Deliver(time.Unix(0, 0), bad.Bytes()); !errors.Is(err, ErrMalformed) {
-		t.Fatalf("a reference past the dictionary: %v, want ErrMalformed", err)
-	}
-	if len(c.names.list) != 0 || len(c.displays) != 0 {
-		t.Errorf("a dropped message left names %q and %d display entries", c.names.list, len(c.displays))
+	// Hostile messages: a new shared look, then a reference past the look
+	// dictionary (or past the name dictionary).
+	for _, past := range []string{"look", "name"} {
+		c, _ := NewClient(cfg, 1)
+		var bad codec.Writer
+		bad.WriteBits(kindDisplay, kindBits)
+		bad.WriteUint(2, maxDisplayBatch)
+		var (
+			fn names
+			fl lookDict
+		)
+		l.writeID(&bad, 9)
+		writeUsual(&bad, 0, 0, 255)
+		writeLook(&bad, &fl, &fn, 1, true, &Display{Name: "bear"})
+		l.writeID(&bad, 10)
+		writeUsual(&bad, 0, 0, 255)
+		if past == "look" {
+			bad.WriteBool(true)
+			bad.WriteUint(7, maxLooks-1)
+		} else {
+			bad.WriteBool(false)
+			bad.WriteBits(0, 32+8)
+			bad.WriteBool(true)
+			bad.WriteBool(true)
+			bad.WriteUint(7, maxNames-1)
+		}
+		if err := c.Deliver(time.Unix(0, 0), bad.Bytes()); !errors.Is(err, ErrMalformed) {
+			t.Fatalf("a reference past the %s dictionary: %v, want ErrMalformed", past, err)
+		}
+		if len(c.names.list) != 0 || len(c.looks) != 0 || len(c.displays) != 0 {
+			t.Errorf("a dropped message left names %q, looks %v and %d display entries", c.names.list, c.looks, len(c.displays))
+		}
 	}
 }
 
@@ -161,7 +199,7 @@ func TestFastAcks(t *testing.T) {
 	start := time.Unix(0, 0)
 	pkt := func(seq, frame int) []byte {
 		var w codec.Writer
-		(&downHeader{seq: seq & seqMask, frame: frame & frameMask}).encode(&w)
+		(&downHeader{seq: seq & seqMask, full: true, frame: frame}).encode(&w)
 		return append([]byte(nil), w.Bytes()...)
 	}
 	// acks plays n frames, each bringing the world's next packet unless its

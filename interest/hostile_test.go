@@ -184,6 +184,13 @@ func FuzzDownlink(f *testing.F) {
 	for n := 1; n <= 40; n++ {
 		w.Tick(time.Unix(0, 0).Add(time.Duration(n) * w.cfg.Period()))
 	}
+	// Fights, whose state syncs are vitals messages.
+	for id := ID(2); id < 6; id++ {
+		_ = w.Update(id, func(lg *Logic) { lg.Life, lg.Combat = 20, true })
+	}
+	for n := 41; n <= 80; n++ {
+		w.Tick(time.Unix(0, 0).Add(time.Duration(n) * w.cfg.Period()))
+	}
 	// Display replies, the second referring to names the first sent.
 	for _, ids := range [][]uint32{{2, 3}, {4, 5, 6}} {
 		_ = w.Deliver(me, uplinkBytes(f, w, &uplink{display: ids}))

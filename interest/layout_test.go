@@ -53,7 +53,7 @@ func TestNameIndex(t *testing.T) {
 			t.Fatalf("step %d: find(%q) = %d, want %d", i, name, got, want)
 		}
 		w.Reset(nil)
-		n.writeName(&w, name)
+		n.writeName(&w, name, true)
 		if !ok && name != "" && len(ref) < maxNames {
 			ref[name] = len(ref)
 		}
@@ -65,5 +65,35 @@ func TestNameIndex(t *testing.T) {
 		if got := n.find(name, maphash.String(nameSeed, name)); got != i || n.list[i] != name {
 			t.Errorf("%q: index %d, want %d", name, got, i)
 		}
+	}
+}
+
+// TestLookDict checks the world's side of the look dictionary against a
+// map: indexes in the order inserted, every look found after the table
+// grows, absent ones not.
+func TestLookDict(t *testing.T) {
+	var d lookDict
+	ref := map[uint32]int{}
+	for i := range 3 * maxLooks {
+		id := uint32(i*7919%(2*maxLooks)) + 1 // repeats, in no order
+		want, ok := ref[id]
+		if !ok {
+			want = -1
+		}
+		if got := d.find(id); got != want {
+			t.Fatalf("step %d: find(%d) = %d, want %d", i, id, got, want)
+		}
+		if !ok && d.n < maxLooks {
+			ref[id] = d.n
+			d.insert(id)
+		}
+	}
+	for id, i := range ref {
+		if got := d.find(id); got != i {
+			t.Errorf("look %d: index %d, want %d", id, got, i)
+		}
+	}
+	if d.n != maxLooks {
+		t.Errorf("holds %d looks, want %d", d.n, maxLooks)
 	}
 }

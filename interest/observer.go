@@ -93,7 +93,9 @@ type observer struct {
 	enter    [9]int
 	due      [9]int
 
-	names       names // the name dictionary shared with the client
+	heard       bool     // the client has acknowledged a packet
+	names       names    // the name dictionary shared with the client
+	looks       lookDict // the look dictionary shared with the client
 	up          uplink
 	buf         []byte
 	w           codec.Writer
@@ -313,9 +315,10 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 	o.w.WriteBits(kindDisplay, kindBits)
 	o.w.WriteUint(uint64(n), maxDisplayBatch)
 	for _, t := range list[:n] {
-		d := w.display(t)
-		o.w.WriteBitString(d.b, d.n)
-		o.names.writeName(&o.w, d.d.Name)
+		d := w.dispEnc(t.id)
+		w.lay.writeID(&o.w, t.id)
+		writeUsual(&o.w, uint64(t.dver), 0, 255)
+		writeLook(&o.w, &o.looks, &o.names, d.lk.id, d.lk.refs > 1, &d.d)
 	}
 	b := o.w.Bytes()
 	o.buf = b[:0]
@@ -386,6 +389,7 @@ func (o *observer) ack(w *World, low, mask uint32) error {
 		return fmt.Errorf("interest: acknowledgement of packet %d, newest sent %d", hs, o.seq-1)
 	}
 	newest := o.ring[hs%ringSize].frame
+	o.heard = true // the client has a frame in full: short ones from now on
 	for s := max(o.settled, o.seq-ringSize); s <= hs; s++ {
 		p := &o.ring[s%ringSize]
 		if p.seq != s || p.done {
@@ -551,7 +555,7 @@ func (o *observer) send(w *World) {
 
 func (o *observer) begin(w *World) {
 	o.w.Reset(o.buf[:0])
-	h := downHeader{seq: o.seq & seqMask, frame: w.frame & frameMask, hasAck: o.ackDue, cmdAck: o.cmdSeq}
+	h := downHeader{seq: o.seq & seqMask, full: !o.heard, frame: w.frame, hasAck: o.ackDue, cmdAck: o.cmdSeq}
 	h.encode(&o.w)
 	o.ackDue = false
 	p := &o.ring[o.seq%ringSize]
@@ -734,6 +738,17 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 				it.kind = itemRemove
 				return o.emit(w, me, center, it, budget)
 			}
+			return true
+		}
+		if it.why == whyState || it.why == whyCombat || it.why == whyTarget {
+			// A state sync: the vitals alone.
+			size := tagBits + idBits + w.lay.vitalsLen(&e.lg, e.dver)
+			if size > *budget || size > o.room() {
+				return false
+			}
+			w.writeVitalsMsg(&o.w, e)
+			*budget -= size
+			o.pkt.ids = append(o.pkt.ids, e.id)
 			return true
 		}
 		w.absolute(e)

@@ -28,6 +28,7 @@ const (
 	tagRegion     = 6
 	tagRemove     = 7
 	tagCorrection = 8
+	tagVitals     = 9
 	tagBits       = 4
 )
 
@@ -159,6 +160,21 @@ func (l *layout) readRawPath(r *codec.Reader, pos Vec) (Vec, int32) {
 // G2C_ALL_CHARACTER_IN_REGION); without, absolute.
 func (l *layout) writeLogic(w *codec.Writer, kind Kind, lg *Logic, dver uint8, rel *Region) {
 	w.WriteBits(uint64(kind), 2)
+	l.writeVitals(w, lg, dver)
+	if rel != nil {
+		s := int32(l.cfg.RegionSize)
+		w.WriteUint(uint64(lg.Pos.X-int32(rel.X)*s), l.offMax)
+		w.WriteUint(uint64(lg.Pos.Y-int32(rel.Y)*s), l.offMax)
+	} else {
+		l.writePos(w, lg.Pos)
+	}
+	l.writePath(w, lg.Pos, lg.Dest, lg.Speed)
+}
+
+// writeVitals writes the part of an entity's logic data that changes
+// without a broadcast (state, combat, life, mana, rage, magic state) and
+// its display version: what a state sync corrects.
+func (l *layout) writeVitals(w *codec.Writer, lg *Logic, dver uint8) {
 	writeUsual(w, uint64(lg.State), 0, 31)
 	w.WriteBool(lg.Combat)
 	writeUsual(w, uint64(min(lg.Life, 100)), 100, 100)
@@ -174,14 +190,47 @@ func (l *layout) writeLogic(w *codec.Writer, kind Kind, lg *Logic, dver uint8, r
 	if dver != 0 {
 		w.WriteBits(uint64(dver), 8)
 	}
-	if rel != nil {
-		s := int32(l.cfg.RegionSize)
-		w.WriteUint(uint64(lg.Pos.X-int32(rel.X)*s), l.offMax)
-		w.WriteUint(uint64(lg.Pos.Y-int32(rel.Y)*s), l.offMax)
-	} else {
-		l.writePos(w, lg.Pos)
+}
+
+// vitalsLen returns the bits writeVitals takes.
+func (l *layout) vitalsLen(lg *Logic, dver uint8) int {
+	usual := func(v, usual, max uint64) int {
+		if v == usual {
+			return 1
+		}
+		return 1 + bits.Len64(max)
 	}
-	l.writePath(w, lg.Pos, lg.Dest, lg.Speed)
+	n := usual(uint64(lg.State), 0, 31) + 1 + usual(uint64(min(lg.Life, 100)), 100, 100) +
+		usual(uint64(min(lg.Mana, 100)), 100, 100) + usual(uint64(min(lg.Rage, 100)), 0, 100) + 1
+	if l.cfg.MagicBits > 0 {
+		n++
+		if lg.Magic != 0 {
+			n += l.cfg.MagicBits
+		}
+	}
+	if dver != 0 {
+		n += 8
+	}
+	return n
+}
+
+// readVitals reads what writeVitals wrote into lg, and returns the
+// display version.
+func (l *layout) readVitals(r *codec.Reader, lg *Logic) uint8 {
+	lg.State = uint8(readUsual(r, 0, 31))
+	lg.Combat = r.ReadBool()
+	lg.Life = uint8(readUsual(r, 100, 100))
+	lg.Mana = uint8(readUsual(r, 100, 100))
+	lg.Rage = uint8(readUsual(r, 0, 100))
+	lg.Magic = 0
+	if l.cfg.MagicBits > 0 && r.ReadBool() {
+		lg.Magic = uint32(r.ReadBits(l.cfg.MagicBits))
+	}
+	var dver uint8
+	if r.ReadBool() {
+		dver = uint8(r.ReadBits(8))
+	}
+	return dver
 }
 
 // writeUsual writes v in 0..max as one bit when it is the usual value (a
@@ -202,19 +251,7 @@ func readUsual(r *codec.Reader, usual, max uint64) uint64 {
 
 func (l *layout) readLogic(r *codec.Reader, lg *Logic, rel *Region) (Kind, uint8) {
 	kind := Kind(r.ReadBits(2))
-	lg.State = uint8(readUsual(r, 0, 31))
-	lg.Combat = r.ReadBool()
-	lg.Life = uint8(readUsual(r, 100, 100))
-	lg.Mana = uint8(readUsual(r, 100, 100))
-	lg.Rage = uint8(readUsual(r, 0, 100))
-	lg.Magic = 0
-	if l.cfg.MagicBits > 0 && r.ReadBool() {
-		lg.Magic = uint32(r.ReadBits(l.cfg.MagicBits))
-	}
-	var dver uint8
-	if r.ReadBool() {
-		dver = uint8(r.ReadBits(8))
-	}
+	dver := l.readVitals(r, lg)
 	if rel != nil {
 		s := int32(l.cfg.RegionSize)
 		lg.Pos = Vec{int32(rel.X)*s + int32(r.ReadUint(l.offMax)), int32(rel.Y)*s + int32(r.ReadUint(l.offMax))}
@@ -284,19 +321,53 @@ func unwrapSeq(low uint64, ref int) int {
 
 // downHeader starts a downlink packet.
 type downHeader struct {
-	seq    int // packet sequence number (low seqBits on the wire)
-	frame  int // the world's frame (low frameBits on the wire)
+	seq    int  // packet sequence number (low seqBits on the wire)
+	full   bool // the frame goes in full (32 bits), not its low shortFrameBits
+	frame  int  // the world's frame
 	hasAck bool
-	cmdAck uint16 // highest command sequence number applied
+	cmdAck uint16 // highest command sequence number applied (low 8 bits on the wire)
 }
+
+// shortFrameBits is how many low bits of the frame a downlink packet
+// carries once the client has one in full: 16 s at 16 Hz, so a client
+// whose estimate is within 8 s unwraps it right.
+const shortFrameBits = 8
 
 func (h *downHeader) encode(w *codec.Writer) {
 	w.WriteBits(kindDown, kindBits)
 	w.WriteBits(uint64(h.seq), seqBits)
-	w.WriteBits(uint64(h.frame), frameBits)
+	w.WriteBool(h.full)
+	if h.full {
+		w.WriteBits(uint64(uint32(h.frame)), 32)
+	} else {
+		w.WriteBits(uint64(h.frame)&(1<<shortFrameBits-1), shortFrameBits)
+	}
 	w.WriteBool(h.hasAck)
 	if h.hasAck {
-		w.WriteBits(uint64(h.cmdAck), 16)
+		w.WriteBits(uint64(h.cmdAck&0xff), 8)
+	}
+}
+
+// decode reads a header; a short frame is unwrapped against ref.
+func (h *downHeader) decode(r *codec.Reader, ref int) {
+	if k := r.ReadBits(kindBits); k != kindDown && r.Err() == nil {
+		r.Fail(fmt.Errorf("%w: packet kind %d, want world packet", ErrMalformed, k))
+	}
+	h.seq = int(r.ReadBits(seqBits))
+	h.full = r.ReadBool()
+	if h.full {
+		h.frame = int(r.ReadBits(32))
+	} else {
+		low := int(r.ReadBits(shortFrameBits))
+		d := (low - ref) & (1<<shortFrameBits - 1)
+		if d >= 1<<(shortFrameBits-1) {
+			d -= 1 << shortFrameBits
+		}
+		h.frame = ref + d
+	}
+	h.hasAck = r.ReadBool()
+	if h.hasAck {
+		h.cmdAck = uint16(r.ReadBits(8))
 	}
 }
 
@@ -435,18 +506,83 @@ type displayEntry struct {
 	d   Display
 }
 
-// maxNames bounds a connection's name dictionary (display data, SPEC
-// 8.3): the names a world has sent a client, which later display entries
-// refer to by index.
-const maxNames = 1024
+// maxNames and maxLooks bound a connection's name and look dictionaries
+// (display data, SPEC 8.3): the names and whole looks a world has sent a
+// client to keep, which later display entries refer to by index.
+const (
+	maxNames = 1024
+	maxLooks = 1024
+)
 
-// writeDisplayHead writes a display entry up to its name: the part every
-// client gets the same bits of.
-func (l *layout) writeDisplayHead(w *codec.Writer, e *displayEntry) {
-	l.writeID(w, e.id)
-	writeUsual(w, uint64(e.ver), 0, 255)
-	w.WriteBits(uint64(e.d.Appearance), 32)
-	w.WriteBits(uint64(e.d.Camp), 8)
+// writeLook writes a display entry's look: a reference to the connection's
+// look dictionary when the client holds it, else the look in full, kept
+// by both sides when it is shared (another entity in the world looks the
+// same), as long as the dictionaries have room.
+func writeLook(w *codec.Writer, ld *lookDict, nd *names, id uint32, shared bool, d *Display) {
+	if i := ld.find(id); i >= 0 {
+		w.WriteBool(true)
+		w.WriteUint(uint64(i), maxLooks-1)
+		return
+	}
+	w.WriteBool(false)
+	w.WriteBits(uint64(d.Appearance), 32)
+	w.WriteBits(uint64(d.Camp), 8)
+	keep := shared && ld.n < maxLooks
+	w.WriteBool(keep)
+	nd.writeName(w, d.Name, keep)
+	if keep {
+		ld.insert(id)
+	}
+}
+
+// lookDict is the world's side of a connection's look dictionary: the
+// world's look numbers it holds, found by open addressing.
+type lookDict struct {
+	n     int      // looks held, indexes 0..n-1
+	slots []uint64 // 0 (empty), or a look number << 32 | its index+1
+}
+
+func lookHash(id uint32) int { return int((uint64(id) * 0x9E3779B97F4A7C15) >> 40) }
+
+// find returns the index of look id, or -1.
+func (d *lookDict) find(id uint32) int {
+	if len(d.slots) == 0 {
+		return -1
+	}
+	mask := len(d.slots) - 1
+	for i := lookHash(id) & mask; ; i = (i + 1) & mask {
+		s := d.slots[i]
+		if s == 0 {
+			return -1
+		}
+		if uint32(s>>32) == id {
+			return int(uint32(s)) - 1
+		}
+	}
+}
+
+// insert adds look id under the next index.
+func (d *lookDict) insert(id uint32) {
+	d.n++
+	if 2*d.n > len(d.slots) { // at most half full: short probes
+		old := d.slots
+		d.slots = make([]uint64, max(64, 2*len(d.slots)))
+		for _, s := range old {
+			if s != 0 {
+				d.place(s)
+			}
+		}
+	}
+	d.place(uint64(id)<<32 | uint64(d.n))
+}
+
+func (d *lookDict) place(s uint64) {
+	mask := len(d.slots) - 1
+	j := lookHash(uint32(s>>32)) & mask
+	for d.slots[j] != 0 {
+		j = (j + 1) & mask
+	}
+	d.slots[j] = s
 }
 
 // names is one side's copy of a connection's name dictionary. Both sides
@@ -508,8 +644,8 @@ func (n *names) place(h uint64, i int) {
 
 // writeName writes a display entry's name: a reference to the dictionary
 // when the client has it, else the name in full, which joins the
-// dictionary.
-func (n *names) writeName(w *codec.Writer, name string) {
+// dictionary if kept.
+func (n *names) writeName(w *codec.Writer, name string, keep bool) {
 	h := maphash.String(nameSeed, name)
 	if i := n.find(name, h); i >= 0 {
 		w.WriteBool(true)
@@ -518,19 +654,32 @@ func (n *names) writeName(w *codec.Writer, name string) {
 	}
 	w.WriteBool(false)
 	w.WriteString(name, MaxName)
-	if name != "" && len(n.list) < maxNames {
+	if keep && name != "" && len(n.list) < maxNames {
 		n.insert(name, h)
 	}
 }
 
-// readDisplay reads a display entry, resolving its name against the
-// client's dictionary (adding a name sent in full). The caller truncates
-// the dictionary back if the message as a whole does not decode.
-func (l *layout) readDisplay(r *codec.Reader, e *displayEntry, n *names) {
+// readDisplay reads a display entry, resolving its look and name against
+// the client's dictionaries (adding what the entry keeps). The caller
+// truncates the dictionaries back if the message as a whole does not
+// decode.
+func (l *layout) readDisplay(r *codec.Reader, e *displayEntry, n *names, looks *[]Display) {
 	e.id = l.readID(r)
 	e.ver = uint8(readUsual(r, 0, 255))
+	if r.ReadBool() {
+		i := r.ReadUint(maxLooks - 1)
+		if r.Err() == nil && i >= uint64(len(*looks)) {
+			r.Fail(fmt.Errorf("%w: look %d of a dictionary of %d", ErrMalformed, i, len(*looks)))
+			return
+		}
+		if r.Err() == nil {
+			e.d = (*looks)[i]
+		}
+		return
+	}
 	e.d.Appearance = uint32(r.ReadBits(32))
 	e.d.Camp = uint8(r.ReadBits(8))
+	keep := r.ReadBool()
 	if r.ReadBool() {
 		i := r.ReadUint(maxNames - 1)
 		if r.Err() == nil && i >= uint64(len(n.list)) {
@@ -540,10 +689,13 @@ func (l *layout) readDisplay(r *codec.Reader, e *displayEntry, n *names) {
 		if r.Err() == nil {
 			e.d.Name = n.list[i]
 		}
-		return
+	} else {
+		e.d.Name = r.ReadString(MaxName)
+		if r.Err() == nil && keep && e.d.Name != "" && len(n.list) < maxNames {
+			n.list = append(n.list, e.d.Name)
+		}
 	}
-	e.d.Name = r.ReadString(MaxName)
-	if r.Err() == nil && e.d.Name != "" && len(n.list) < maxNames {
-		n.list = append(n.list, e.d.Name)
+	if r.Err() == nil && keep && len(*looks) < maxLooks {
+		*looks = append(*looks, e.d)
 	}
 }

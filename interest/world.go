@@ -164,19 +164,21 @@ type World struct {
 	start time.Time
 	frame int
 
-	ents    []*entity
-	slab    []entity    // entities allocated, not yet used
-	disps   []dispCache // display entries encoded, by ID
-	free    []ID        // freed IDs, oldest first
-	freeAt  int
-	regions []region
-	movers  []ID
-	dirty   []ID
-	touched []int32
-	busy    []bool // by region: touched this frame (a dense copy, cheap to scan)
-	pend    []pending
-	obs     []*observer
-	cross   []ID // entities that crossed a border this frame
+	ents     []*entity
+	slab     []entity    // entities allocated, not yet used
+	disps    []dispCache // display data, by ID
+	looks    map[Display]*look
+	nextLook uint32
+	free     []ID // freed IDs, oldest first
+	freeAt   int
+	regions  []region
+	movers   []ID
+	dirty    []ID
+	touched  []int32
+	busy     []bool // by region: touched this frame (a dense copy, cheap to scan)
+	pend     []pending
+	obs      []*observer
+	cross    []ID // entities that crossed a border this frame
 
 	w     codec.Writer
 	stats Stats
@@ -340,8 +342,7 @@ func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
 		return 0, ErrFull
 	}
 	e.kind, e.lg, e.alive = kind, lg, true
-	dc := w.dispEnc(e.id)
-	dc.d, dc.ok = d, false
+	w.setDisplay(e.id, d)
 	e.mover, e.dirtyAt, e.absFrame, e.relFrame, e.crossed = -1, -1, -1, -1, -1
 	e.lastBc, e.lastSyn = w.frame, w.frame
 	e.reg = w.regionOfPos(lg.Pos)
@@ -366,6 +367,7 @@ func (w *World) Despawn(id ID) error {
 	w.removeFrom(e, e.reg)
 	w.stopMoving(e)
 	w.clean(e)
+	w.dropLook(w.dispEnc(id))
 	e.alive = false
 	w.free = append(w.free, id)
 	return nil
@@ -469,6 +471,15 @@ func (w *World) writeLogicMsg(wr *codec.Writer, e *entity) {
 	wr.WriteBitString(e.abs.b, e.abs.n)
 }
 
+// writeVitalsMsg writes e's vitals: a state sync, which corrects what
+// changes without a broadcast. Positions and paths need none: every change
+// to them is broadcast, and a broadcast lost is repaired.
+func (w *World) writeVitalsMsg(wr *codec.Writer, e *entity) {
+	wr.WriteBits(tagVitals, tagBits)
+	w.lay.writeID(wr, e.id)
+	w.lay.writeVitals(wr, &e.lg, e.dver)
+}
+
 // writeRemoveMsg writes a removal of id.
 func (w *World) writeRemoveMsg(wr *codec.Writer, id ID) {
 	wr.WriteBits(tagRemove, tagBits)
@@ -487,14 +498,19 @@ func (w *World) absolute(e *entity) {
 	e.abs.n, e.abs.b = w.w.Len(), w.w.Bytes()
 }
 
-// dispCache is an entity's display entry up to its name (which goes by the
-// client's dictionary), encoded once per version: every
-// client that asks for it gets the same bits. It lives beside the entities,
-// not in them, to keep what every frame's loops read small.
+// dispCache is an entity's display data and its look, kept beside the
+// entities, not in them, to keep what every frame's loops read small.
 type dispCache struct {
-	bitString
-	ok bool // current
 	d  Display
+	lk *look
+}
+
+// look is a distinct Display in the world, shared by every entity that
+// looks the same (every wolf of a template): connections' look
+// dictionaries refer to it by id.
+type look struct {
+	id   uint32
+	refs int // entities with this look now
 }
 
 // dispEnc returns the display cache of entity id.
@@ -505,16 +521,32 @@ func (w *World) dispEnc(id ID) *dispCache {
 	return &w.disps[id]
 }
 
-// display returns e's encoded display entry.
-func (w *World) display(e *entity) *dispCache {
-	c := w.dispEnc(e.id)
-	if !c.ok {
-		c.ok = true
-		w.w.Reset(c.b[:0])
-		w.lay.writeDisplayHead(&w.w, &displayEntry{id: e.id, ver: e.dver, d: c.d})
-		c.n, c.b = w.w.Len(), w.w.Bytes()
+// setDisplay gives entity id display d, counting its look's users.
+func (w *World) setDisplay(id ID, d Display) {
+	dc := w.dispEnc(id)
+	w.dropLook(dc)
+	lk := w.looks[d]
+	if lk == nil {
+		if w.looks == nil {
+			w.looks = make(map[Display]*look)
+		}
+		w.nextLook++
+		lk = &look{id: w.nextLook}
+		w.looks[d] = lk
 	}
-	return c
+	lk.refs++
+	dc.d, dc.lk = d, lk
+}
+
+// dropLook releases an entity's look.
+func (w *World) dropLook(dc *dispCache) {
+	if dc.lk == nil {
+		return
+	}
+	if dc.lk.refs--; dc.lk.refs == 0 {
+		delete(w.looks, dc.d)
+	}
+	dc.lk = nil
 }
 
 // relative encodes e's logic with its position inside its region, for
@@ -664,8 +696,7 @@ func (w *World) SetDisplay(id ID, d Display) error {
 	if len(d.Name) > MaxName {
 		return fmt.Errorf("%w: name over %d bytes", ErrConfig, MaxName)
 	}
-	dc := w.dispEnc(e.id)
-	dc.d, dc.ok = d, false
+	w.setDisplay(e.id, d)
 	e.dver++
 	w.invalidate(e)
 	w.markDirty(e)

@@ -29,7 +29,10 @@ func init() {
 // Four cities of 12 x 12 regions, one in each quarter of the map, are city
 // regions (Config.City); the rest is field.
 //
-// NPCs (28,800): placed uniformly over the whole map, each with a home.
+// NPCs (28,800): placed uniformly over the whole map, each with a home,
+// spawned from templates as an MMO's are: 64 looks (8 names, 8 looks
+// each, a camp each), each 8x8-region zone using 4 of them. Players each
+// have a look and a name of their own.
 // Every 5-20 s an NPC not in a fight walks to a random point within 1.5
 // regions of its home at 12-24 units a frame (3-6 m/s). An NPC a player
 // fights stands, strikes back every 2 s (a skill broadcast, 3-8 life off
@@ -57,13 +60,17 @@ func init() {
 // about 0.1 (seed: 0.1); the scenario prints the measured rates.
 var worldModel = []string{
 	"map: 64x64 regions of 16 m (1024 units); four 12x12-region cities (Config.City), the rest field",
-	"NPCs: uniform over the map; every 5-20 s walk within 1.5 regions of home at 3-6 m/s; fight back every 2 s; die at 0 life, rise after 20 s",
+	"NPCs: uniform over the map, from 64 templates (each 8x8-region zone uses 4); players each look unique",
+	"  NPCs every 5-20 s walk within 1.5 regions of home at 3-6 m/s; fight back every 2 s; die at 0 life, rise after 20 s",
 	"players: 40% in cities (4.4 a region), 60% in the field in parties of 5; each drives its own interest.Client",
 	"  city: idle 1-4 s; 10%: jump or 2-byte emote; else walk within 4 regions (in town) at 6 m/s, half at 16 m/s; no fighting",
 	"  field: idle 0.5-2.5 s; 30%: run to the nearest free NPC in range, target it, skill every 1.5 s (20-35 life) until it dies",
 	"         (rest 8 s if below 40 life); else run within 3 regions of the party spot at 16 m/s (1/5 at 6 m/s); the spot moves",
 	"         up to 3 regions 1 trip in 5",
 }
+
+// npcZone is the side, in regions, of a zone of NPC templates.
+const npcZone = 8
 
 // citySide is a city's side in regions: 2,560 city players over four
 // cities of 12 x 12 regions is the seed's 4-6 players a region.
@@ -283,11 +290,27 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 	s.base.sampled = make([]bool, n)
 	s.base.heard = s.heard
 
+	// NPC templates: each of the 8 names in 8 looks, a camp each; every
+	// 8x8-region zone of the map spawns from 4 of them.
 	names := []string{"野狼", "山贼", "巡逻卫兵", "药铺掌柜", "毒蛇", "恶霸", "流寇头目", "黑熊"}
+	var templates []interest.Display
+	for _, name := range names {
+		for range 8 {
+			templates = append(templates, interest.Display{Appearance: s.rng.Uint32(), Name: name, Camp: uint8(s.rng.IntN(4))})
+		}
+	}
+	zoneW := (s.cfg.Width + npcZone - 1) / npcZone
+	zones := make([][4]int, zoneW*((s.cfg.Height+npcZone-1)/npcZone))
+	for i := range zones {
+		for j := range zones[i] {
+			zones[i][j] = s.rng.IntN(len(templates))
+		}
+	}
 	for range o.npcs {
 		pos := s.randIn(interest.Region{}, interest.Region{X: s.cfg.Width - 1, Y: s.cfg.Height - 1})
 		lg := interest.Logic{Pos: pos, Life: 100, Mana: 100}
-		d := interest.Display{Appearance: s.rng.Uint32(), Name: names[s.rng.IntN(len(names))], Camp: uint8(s.rng.IntN(4))}
+		r := s.w.RegionOf(pos)
+		d := templates[zones[r.Y/npcZone*zoneW+r.X/npcZone][s.rng.IntN(4)]]
 		id, err := w.Spawn(interest.NPC, lg, d)
 		if err != nil {
 			return nil, err

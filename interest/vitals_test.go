@@ -1,0 +1,119 @@
+package interest
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/tongbu/tongbu/codec"
+)
+
+// TestVitalsLen checks that vitalsLen is the bits writeVitals takes, for
+// usual and unusual values of every field.
+func TestVitalsLen(t *testing.T) {
+	l := newLayout(Config{Width: 8, Height: 8}.WithDefaults())
+	for _, tc := range []struct {
+		lg   Logic
+		dver uint8
+	}{
+		{Logic{Life: 100, Mana: 100}, 0},
+		{Logic{Life: 37, Mana: 100, Combat: true}, 0},
+		{Logic{State: 9, Life: 0, Mana: 3, Rage: 100, Magic: 0xa5}, 200},
+		{Logic{Life: 100, Mana: 100, Rage: 1}, 1},
+	} {
+		var w codec.Writer
+		l.writeVitals(&w, &tc.lg, tc.dver)
+		if got := l.vitalsLen(&tc.lg, tc.dver); got != w.Len() {
+			t.Errorf("%+v version %d: vitalsLen %d, written %d", tc.lg, tc.dver, got, w.Len())
+		}
+		var back Logic
+		if dver := l.readVitals(codec.NewReader(w.Bytes()), &back); dver != tc.dver ||
+			back.State != tc.lg.State || back.Combat != tc.lg.Combat || back.Life != tc.lg.Life ||
+			back.Mana != tc.lg.Mana || back.Rage != tc.lg.Rage || back.Magic != tc.lg.Magic {
+			t.Errorf("read back %+v version %d, want %+v version %d", back, dver, tc.lg, tc.dver)
+		}
+	}
+}
+
+// TestVitalsMessage checks the state sync's message on the client: it
+// changes a known entity's vitals and display version but not where it
+// is or goes, and for an entity the client does not know it asks for the
+// whole logic (discovery).
+func TestVitalsMessage(t *testing.T) {
+	cfg := Config{Width: 8, Height: 8}.WithDefaults()
+	l := newLayout(cfg)
+	c, _ := NewClient(cfg, 1)
+	now := time.Unix(0, 0)
+	wolf := Logic{Pos: Vec{1500, 900}, Dest: Vec{1600, 900}, Speed: 4, Life: 100, Mana: 100}
+	seq := 0
+	send := func(frame int, msgs func(w *codec.Writer)) {
+		t.Helper()
+		var w codec.Writer
+		(&downHeader{seq: seq, full: true, frame: frame}).encode(&w)
+		seq++
+		msgs(&w)
+		if err := c.Deliver(now, w.Bytes()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(10, func(w *codec.Writer) {
+		w.WriteBits(tagLogic, tagBits)
+		l.writeID(w, 7)
+		l.writeLogic(w, NPC, &wolf, 0, nil)
+	})
+	hurt := wolf
+	hurt.Life, hurt.Combat = 40, true
+	send(10, func(w *codec.Writer) {
+		w.WriteBits(tagVitals, tagBits)
+		l.writeID(w, 7)
+		l.writeVitals(w, &hurt, 2)
+		w.WriteBits(tagVitals, tagBits)
+		l.writeID(w, 8)
+		l.writeVitals(w, &hurt, 0)
+	})
+	v, ok := c.Entity(7)
+	if !ok {
+		t.Fatal("the wolf is not known")
+	}
+	if v.Logic.Life != 40 || !v.Logic.Combat || v.Logic.Pos != wolf.Pos || v.Logic.Dest != wolf.Dest || v.Logic.Speed != wolf.Speed {
+		t.Errorf("after a vitals message the wolf is %+v, want life 40 in combat at %v heading to %v", v.Logic, wolf.Pos, wolf.Dest)
+	}
+	if _, ok := c.Entity(8); ok {
+		t.Error("a vitals message made an entity known without its position")
+	}
+	if _, asked := c.discover[8]; !asked {
+		t.Error("a vitals message for an unknown entity did not ask for it")
+	}
+	if _, want := c.wantDisp[7]; !want {
+		t.Error("a new display version did not ask for the display data")
+	}
+}
+
+// TestShortFrames checks the world packet's frame: in full until the
+// client acknowledges a packet, then its low bits unwrapped against the
+// client's estimate; a short frame before any full one is dropped.
+func TestShortFrames(t *testing.T) {
+	cfg := Config{Width: 8, Height: 8}.WithDefaults()
+	c, _ := NewClient(cfg, 1)
+	now := time.Unix(0, 0)
+	pkt := func(seq, frame int, full bool) []byte {
+		var w codec.Writer
+		(&downHeader{seq: seq, full: full, frame: frame}).encode(&w)
+		return append([]byte(nil), w.Bytes()...)
+	}
+	if err := c.Deliver(now, pkt(0, 5000, false)); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("a short frame first: %v, want ErrMalformed", err)
+	}
+	if err := c.Deliver(now, pkt(1, 5000, true)); err != nil || c.Frame() != 5000 {
+		t.Fatalf("a full frame: %v, frame %d, want 5000", err, c.Frame())
+	}
+	for _, f := range []int{5001, 5100, 5127, 5220} {
+		if err := c.Deliver(now, pkt(2, f, false)); err != nil || c.Frame() != f {
+			t.Fatalf("short frame %d: %v, client frame %d", f, err, c.Frame())
+		}
+	}
+	// An older packet, reordered, keeps the client's frame.
+	if err := c.Deliver(now, pkt(3, 5200, false)); err != nil || c.Frame() != 5220 {
+		t.Fatalf("an older short frame: %v, client frame %d, want 5220", err, c.Frame())
+	}
+}
