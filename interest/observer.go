@@ -93,7 +93,9 @@ type observer struct {
 	enter    [9]int
 	due      [9]int
 
-	heard       bool     // the client has acknowledged a packet
+	heard       bool              // the client has acknowledged a packet
+	told        [toldSize]toldRec // the entities lately sent to the client whole, a ring
+	toldAt      int
 	names       names    // the name dictionary shared with the client
 	looks       lookDict // the look dictionary shared with the client
 	up          uplink
@@ -545,6 +547,9 @@ func (o *observer) send(w *World) {
 	}
 	if direct != nil {
 		used += o.splice(w, direct)
+		for _, id := range direct.ids {
+			o.tell(w, id)
+		}
 	}
 	if o.corr {
 		o.correction(w, me)
@@ -758,6 +763,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		}
 		*budget -= size
 		w.writeLogicMsg(&o.w, e)
+		o.tell(w, e.id)
 		o.pkt.ids = append(o.pkt.ids, e.id)
 		if it.why == whyForced || it.why == whyForcedAhead {
 			w.stats.ForcedSyncs++
@@ -774,8 +780,8 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 	n, size := 0, 0
 	for n < len(it.rest) && n < maxRegionList {
 		e := w.get(it.rest[n])
-		if e == nil || e.reg != it.reg || e.lastBc > it.enter {
-			if e != nil && e.lastBc <= it.enter && near(center, w.regionAt(e.reg)) {
+		if e == nil || e.reg != it.reg || e.lastBc > it.enter || o.toldSince(e.id, it.enter) {
+			if e != nil && e.lastBc <= it.enter && near(center, w.regionAt(e.reg)) && !o.toldSince(e.id, it.enter) {
 				// It moved on, without a broadcast, to a region whose
 				// forced sync may be over: send it on its own.
 				o.later = append(o.later, item{kind: itemLogic, why: it.why, id: e.id})
@@ -808,4 +814,33 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 	w.stats.ForcedSyncs += int64(n)
 	it.rest = it.rest[n:]
 	return len(it.rest) == 0
+}
+
+// toldSize is how many of the entities lately sent whole (announced,
+// discovered, repaired) an observer remembers: at a few a second, those
+// of the last several seconds, longer than any forced sync waits.
+const toldSize = 32
+
+// toldRec is an entity sent whole to a client, and the frame.
+type toldRec struct {
+	id    ID
+	frame int32
+}
+
+// tell records that the client was sent e whole this frame.
+func (o *observer) tell(w *World, id ID) {
+	o.told[o.toldAt] = toldRec{id: id, frame: int32(w.frame)}
+	o.toldAt = (o.toldAt + 1) % toldSize
+}
+
+// toldSince reports whether the client was sent entity id whole after
+// frame f: a forced sync need not send it again. (If that packet was
+// lost, its entities are repaired.)
+func (o *observer) toldSince(id ID, f int) bool {
+	for _, t := range o.told {
+		if t.id == id && int(t.frame) > f {
+			return true
+		}
+	}
+	return false
 }

@@ -129,7 +129,7 @@ func (l *layout) writePath(w *codec.Writer, pos, dest Vec, speed int32) {
 	m := int64(l.cfg.MaxMove)
 	w.WriteInt(min(max(int64(dest.X)-int64(pos.X), -m), m), -m, m)
 	w.WriteInt(min(max(int64(dest.Y)-int64(pos.Y), -m), m), -m, m)
-	w.WriteUint(uint64(min(max(speed, 1), int32(l.cfg.MaxSpeed))), uint64(l.cfg.MaxSpeed))
+	w.WriteUint(uint64(min(max(speed, 1), int32(l.cfg.MaxSpeed))-1), uint64(l.cfg.MaxSpeed-1))
 }
 
 func (l *layout) readPath(r *codec.Reader, pos Vec) (Vec, int32) {
@@ -148,7 +148,7 @@ func (l *layout) readRawPath(r *codec.Reader, pos Vec) (Vec, int32) {
 	}
 	m := int64(l.cfg.MaxMove)
 	dest := Vec{pos.X + int32(r.ReadInt(-m, m)), pos.Y + int32(r.ReadInt(-m, m))}
-	speed := int32(r.ReadUint(uint64(l.cfg.MaxSpeed)))
+	speed := int32(r.ReadUint(uint64(l.cfg.MaxSpeed-1))) + 1
 	if speed == 0 {
 		r.Fail(fmt.Errorf("%w: destination %v speed %d", ErrMalformed, dest, speed))
 	}
@@ -175,15 +175,19 @@ func (l *layout) writeLogic(w *codec.Writer, kind Kind, lg *Logic, dver uint8, r
 // without a broadcast (state, combat, life, mana, rage, magic state) and
 // its display version: what a state sync corrects.
 func (l *layout) writeVitals(w *codec.Writer, lg *Logic, dver uint8) {
-	writeUsual(w, uint64(lg.State), 0, 31)
-	w.WriteBool(lg.Combat)
-	writeUsual(w, uint64(min(lg.Life, 100)), 100, 100)
-	writeUsual(w, uint64(min(lg.Mana, 100)), 100, 100)
-	writeUsual(w, uint64(min(lg.Rage, 100)), 0, 100)
-	if l.cfg.MagicBits > 0 {
-		w.WriteBool(lg.Magic != 0)
-		if lg.Magic != 0 {
-			w.WriteBits(uint64(lg.Magic), l.cfg.MagicBits)
+	usual := usualVitals(lg)
+	w.WriteBool(!usual)
+	if !usual {
+		writeUsual(w, uint64(lg.State), 0, 31)
+		w.WriteBool(lg.Combat)
+		writeUsual(w, uint64(min(lg.Life, 100)), 100, 100)
+		writeUsual(w, uint64(min(lg.Mana, 100)), 100, 100)
+		writeUsual(w, uint64(min(lg.Rage, 100)), 0, 100)
+		if l.cfg.MagicBits > 0 {
+			w.WriteBool(lg.Magic != 0)
+			if lg.Magic != 0 {
+				w.WriteBits(uint64(lg.Magic), l.cfg.MagicBits)
+			}
 		}
 	}
 	w.WriteBool(dver != 0)
@@ -192,24 +196,35 @@ func (l *layout) writeVitals(w *codec.Writer, lg *Logic, dver uint8) {
 	}
 }
 
+// usualVitals reports whether an entity's vitals are the usual ones (state
+// 0, out of combat, full life and mana, no rage, no magic state), as most
+// are: they then take one bit.
+func usualVitals(lg *Logic) bool {
+	return lg.State == 0 && !lg.Combat && lg.Life >= 100 && lg.Mana >= 100 && lg.Rage == 0 && lg.Magic == 0
+}
+
 // vitalsLen returns the bits writeVitals takes.
 func (l *layout) vitalsLen(lg *Logic, dver uint8) int {
+	n := 2
+	if dver != 0 {
+		n += 8
+	}
+	if usualVitals(lg) {
+		return n
+	}
 	usual := func(v, usual, max uint64) int {
 		if v == usual {
 			return 1
 		}
 		return 1 + bits.Len64(max)
 	}
-	n := usual(uint64(lg.State), 0, 31) + 1 + usual(uint64(min(lg.Life, 100)), 100, 100) +
-		usual(uint64(min(lg.Mana, 100)), 100, 100) + usual(uint64(min(lg.Rage, 100)), 0, 100) + 1
+	n += usual(uint64(lg.State), 0, 31) + 1 + usual(uint64(min(lg.Life, 100)), 100, 100) +
+		usual(uint64(min(lg.Mana, 100)), 100, 100) + usual(uint64(min(lg.Rage, 100)), 0, 100)
 	if l.cfg.MagicBits > 0 {
 		n++
 		if lg.Magic != 0 {
 			n += l.cfg.MagicBits
 		}
-	}
-	if dver != 0 {
-		n += 8
 	}
 	return n
 }
@@ -217,14 +232,16 @@ func (l *layout) vitalsLen(lg *Logic, dver uint8) int {
 // readVitals reads what writeVitals wrote into lg, and returns the
 // display version.
 func (l *layout) readVitals(r *codec.Reader, lg *Logic) uint8 {
-	lg.State = uint8(readUsual(r, 0, 31))
-	lg.Combat = r.ReadBool()
-	lg.Life = uint8(readUsual(r, 100, 100))
-	lg.Mana = uint8(readUsual(r, 100, 100))
-	lg.Rage = uint8(readUsual(r, 0, 100))
-	lg.Magic = 0
-	if l.cfg.MagicBits > 0 && r.ReadBool() {
-		lg.Magic = uint32(r.ReadBits(l.cfg.MagicBits))
+	lg.State, lg.Combat, lg.Life, lg.Mana, lg.Rage, lg.Magic = 0, false, 100, 100, 0, 0
+	if r.ReadBool() {
+		lg.State = uint8(readUsual(r, 0, 31))
+		lg.Combat = r.ReadBool()
+		lg.Life = uint8(readUsual(r, 100, 100))
+		lg.Mana = uint8(readUsual(r, 100, 100))
+		lg.Rage = uint8(readUsual(r, 0, 100))
+		if l.cfg.MagicBits > 0 && r.ReadBool() {
+			lg.Magic = uint32(r.ReadBits(l.cfg.MagicBits))
+		}
 	}
 	var dver uint8
 	if r.ReadBool() {

@@ -48,9 +48,9 @@ func TestLogicRoundTrip(t *testing.T) {
 			if kind != NPC || dver != tt.dver || got != want {
 				t.Fatalf("got %v %d %+v, want %v %d %+v", kind, dver, got, NPC, tt.dver, want)
 			}
-			// kind, state (usual 0), combat, three vitals, magic, version, position, path
+			// kind, usual vitals (one bit), version, position, path
 			if tt.name == "usual" {
-				if want := 2 + 1 + 1 + 3 + 1 + 1 + 2*l.xBits + 1; n != want {
+				if want := 2 + 1 + 1 + 2*l.xBits + 1; n != want {
 					t.Errorf("usual logic took %d bits, want %d", n, want)
 				}
 			}
