@@ -21,7 +21,7 @@ func BenchmarkMoveUpdate(b *testing.B) {
 	for i := 0; b.Loop(); i++ {
 		wr.Reset(buf)
 		src := Vec{int32(10000 + i%1000), 20000}
-		wr.WriteBits(tagMove, tagBits)
+		writeTag(&wr, tagMove)
 		l.writeID(&wr, ID(1+i%60000))
 		l.writeStamp(&wr, 100, 101)
 		l.writePos(&wr, src)
@@ -43,7 +43,7 @@ func BenchmarkLogicUpdate(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		wr.Reset(buf)
-		wr.WriteBits(tagLogic, tagBits)
+		writeTag(&wr, tagLogic)
 		l.writeID(&wr, 1234)
 		l.writeLogic(&wr, Player, &lg, 1, nil)
 		bitsPer = wr.Len()

@@ -362,8 +362,8 @@ func decodeDown(l *layout, msg []byte, ref int, hdr *downHeader, f func(m *downM
 		r := codec.NewReader(msg)
 		hdr.decode(r, ref)
 		var m downMsg
-		for r.Err() == nil && r.Remaining() >= tagBits {
-			m.tag = int(r.ReadBits(tagBits))
+		for r.Err() == nil && r.Remaining() > 0 {
+			m.tag = readTag(r)
 			if m.tag == tagEnd {
 				break
 			}

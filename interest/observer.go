@@ -623,7 +623,7 @@ func copyBits(w *codec.Writer, b []byte, from, to int) {
 }
 
 func (o *observer) correction(w *World, me *entity) {
-	o.w.WriteBits(tagCorrection, tagBits)
+	writeTag(&o.w, tagCorrection)
 	w.lay.writePos(&o.w, me.lg.Pos)
 	w.lay.writePath(&o.w, me.lg.Pos, me.lg.Dest, me.lg.Speed)
 	o.corr = false
@@ -724,7 +724,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		if e := w.get(it.id); e != nil && near(center, w.regionAt(e.reg)) {
 			return true // back in range: nothing to remove
 		}
-		size := tagBits + idBits
+		size := tagLen(tagRemove) + idBits
 		if size > *budget || size > o.room() {
 			return false
 		}
@@ -747,7 +747,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		}
 		if it.why == whyState || it.why == whyCombat || it.why == whyTarget {
 			// A state sync: the vitals alone.
-			size := tagBits + idBits + w.lay.vitalsLen(&e.lg, e.dver)
+			size := tagLen(tagVitals) + idBits + w.lay.vitalsLen(&e.lg, e.dver)
 			if size > *budget || size > o.room() {
 				return false
 			}
@@ -757,7 +757,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 			return true
 		}
 		w.absolute(e)
-		size := tagBits + idBits + e.abs.n
+		size := tagLen(tagLogic) + idBits + e.abs.n
 		if size > *budget || size > o.room() {
 			return false
 		}
@@ -775,7 +775,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 	if !near(center, r) {
 		return true
 	}
-	head := tagBits + bits.Len64(w.lay.rxMax) + bits.Len64(w.lay.ryMax) + 8
+	head := tagLen(tagRegion) + bits.Len64(w.lay.rxMax) + bits.Len64(w.lay.ryMax) + 8
 	room := min(*budget, o.room()) - head
 	n, size := 0, 0
 	for n < len(it.rest) && n < maxRegionList {
@@ -801,7 +801,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		return len(it.rest) == 0
 	}
 	*budget -= head + size
-	o.w.WriteBits(tagRegion, tagBits)
+	writeTag(&o.w, tagRegion)
 	o.w.WriteUint(uint64(r.X), w.lay.rxMax)
 	o.w.WriteUint(uint64(r.Y), w.lay.ryMax)
 	o.w.WriteBits(uint64(n), 8)

@@ -57,17 +57,17 @@ func TestVitalsMessage(t *testing.T) {
 		}
 	}
 	send(10, func(w *codec.Writer) {
-		w.WriteBits(tagLogic, tagBits)
+		writeTag(w, tagLogic)
 		l.writeID(w, 7)
 		l.writeLogic(w, NPC, &wolf, 0, nil)
 	})
 	hurt := wolf
 	hurt.Life, hurt.Combat = 40, true
 	send(10, func(w *codec.Writer) {
-		w.WriteBits(tagVitals, tagBits)
+		writeTag(w, tagVitals)
 		l.writeID(w, 7)
 		l.writeVitals(w, &hurt, 2)
-		w.WriteBits(tagVitals, tagBits)
+		writeTag(w, tagVitals)
 		l.writeID(w, 8)
 		l.writeVitals(w, &hurt, 0)
 	})

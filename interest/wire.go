@@ -29,8 +29,61 @@ const (
 	tagRemove     = 7
 	tagCorrection = 8
 	tagVitals     = 9
-	tagBits       = 4
 )
+
+// tagCodes is each message tag's prefix code, first bit first: the most
+// common messages (moves, whole logic) take two bits, state syncs and
+// region lists three, the rest four or five. Every code but the end's
+// has a 1 in its first four bits, so zero padding reads as the end.
+var tagCodes = [...]string{
+	tagEnd:        "0000",
+	tagMove:       "10",
+	tagLogic:      "11",
+	tagVitals:     "010",
+	tagRegion:     "011",
+	tagSkill:      "00100",
+	tagJump:       "00101",
+	tagCustom:     "00110",
+	tagRemove:     "00111",
+	tagCorrection: "0001",
+}
+
+// tagLen returns the bits of tag's code.
+func tagLen(tag int) int { return len(tagCodes[tag]) }
+
+// writeTag writes tag's code.
+func writeTag(w *codec.Writer, tag int) {
+	for _, c := range tagCodes[tag] {
+		w.WriteBool(c == '1')
+	}
+}
+
+// readTag reads a message tag; a packet's last bits, fewer than a byte
+// and all zero, are padding and read as the end.
+func readTag(r *codec.Reader) int {
+	if n := r.Remaining(); n < 8 {
+		if rest := *r; rest.ReadBits(n) == 0 {
+			return tagEnd
+		}
+	}
+	switch {
+	case r.ReadBool():
+		if r.ReadBool() {
+			return tagLogic
+		}
+		return tagMove
+	case r.ReadBool():
+		if r.ReadBool() {
+			return tagRegion
+		}
+		return tagVitals
+	case r.ReadBool():
+		return [...]int{tagSkill, tagJump, tagCustom, tagRemove}[r.ReadBits(1)<<1|r.ReadBits(1)]
+	case r.ReadBool():
+		return tagCorrection
+	}
+	return tagEnd
+}
 
 // Uplink command tags, 3 bits.
 const (

@@ -1,6 +1,7 @@
 package interest
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/tongbu/tongbu/codec"
@@ -83,6 +84,41 @@ func TestDisplayEviction(t *testing.T) {
 	for id := ID(3); id < 13; id++ {
 		if _, ok := c.displays[id]; ok {
 			t.Errorf("entry %d, among the oldest, kept", id)
+		}
+	}
+}
+
+// TestTagCodes checks the message tags' prefix code: every tag reads
+// back, no code is a prefix of another, and zero padding of up to seven
+// bits after a message reads as the end while leftovers with a 1 in their
+// first four bits do not.
+func TestTagCodes(t *testing.T) {
+	for tag, code := range tagCodes {
+		if code == "" {
+			continue
+		}
+		for other, c := range tagCodes {
+			if other != tag && c != "" && strings.HasPrefix(c, code) {
+				t.Errorf("code %q of tag %d is a prefix of %q (tag %d)", code, tag, c, other)
+			}
+		}
+		var w codec.Writer
+		writeTag(&w, tag)
+		w.WriteBits(0x5a5a, 16) // a body, so the tag is not mistaken for padding
+		if got := readTag(codec.NewReader(w.Bytes())); got != tag || tagLen(tag) != len(code) {
+			t.Errorf("tag %d read back as %d", tag, got)
+		}
+	}
+	for pad := 1; pad < 8; pad++ {
+		r := codec.NewReader([]byte{0xff, 0})
+		r.Skip(16 - pad)
+		if got := readTag(r); got != tagEnd {
+			t.Errorf("%d bits of padding read as tag %d", pad, got)
+		}
+		r = codec.NewReader([]byte{0xff, 0x80})
+		r.Skip(16 - pad)
+		if got := readTag(r); got == tagEnd && pad <= 4 { // five or more start with the end's code
+			t.Errorf("%d non-zero leftover bits read as the end", pad)
 		}
 	}
 }

@@ -466,7 +466,7 @@ func (w *World) touch(ri int32) {
 // writeLogicMsg writes a logic message for e, whose absolute encoding is
 // current.
 func (w *World) writeLogicMsg(wr *codec.Writer, e *entity) {
-	wr.WriteBits(tagLogic, tagBits)
+	writeTag(wr, tagLogic)
 	w.lay.writeID(wr, e.id)
 	wr.WriteBitString(e.abs.b, e.abs.n)
 }
@@ -475,14 +475,14 @@ func (w *World) writeLogicMsg(wr *codec.Writer, e *entity) {
 // changes without a broadcast. Positions and paths need none: every change
 // to them is broadcast, and a broadcast lost is repaired.
 func (w *World) writeVitalsMsg(wr *codec.Writer, e *entity) {
-	wr.WriteBits(tagVitals, tagBits)
+	writeTag(wr, tagVitals)
 	w.lay.writeID(wr, e.id)
 	w.lay.writeVitals(wr, &e.lg, e.dver)
 }
 
 // writeRemoveMsg writes a removal of id.
 func (w *World) writeRemoveMsg(wr *codec.Writer, id ID) {
-	wr.WriteBits(tagRemove, tagBits)
+	writeTag(wr, tagRemove)
 	w.lay.writeID(wr, id)
 }
 
@@ -961,7 +961,7 @@ func (w *World) flush() {
 		}
 		w.touch(ri)
 		m := &w.regions[ri].bc
-		m.w.WriteBits(uint64(p.tag), tagBits)
+		writeTag(&m.w, p.tag)
 		w.lay.writeID(&m.w, p.id)
 		if p.tag != tagRemove {
 			w.lay.writeStamp(&m.w, p.frame, w.frame)
