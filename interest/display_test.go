@@ -149,8 +149,8 @@ func TestDisplayDictionaries(t *testing.T) {
 	if len(client.list) != 1 || client.list[0] != "grey wolf" {
 		t.Errorf("names %q, want only the shared looks' non-empty name", client.list)
 	}
-	if len(looks) != 3 || wlooks.n != 3 || looks[0] != wolf {
-		t.Errorf("looks %+v (world side holds %d), want the three shared ones", looks, wlooks.n)
+	if len(looks) != 3 || len(wlooks.ids) != 3 || looks[0] != wolf {
+		t.Errorf("looks %+v (world side holds %d), want the three shared ones", looks, len(wlooks.ids))
 	}
 
 	// Hostile messages: a new shared look, then a reference past the look

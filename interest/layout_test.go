@@ -83,8 +83,8 @@ func TestLookDict(t *testing.T) {
 		if got := d.find(id); got != want {
 			t.Fatalf("step %d: find(%d) = %d, want %d", i, id, got, want)
 		}
-		if !ok && d.n < maxLooks {
-			ref[id] = d.n
+		if !ok && len(d.ids) < maxLooks {
+			ref[id] = len(d.ids)
 			d.insert(id)
 		}
 	}
@@ -93,7 +93,7 @@ func TestLookDict(t *testing.T) {
 			t.Errorf("look %d: index %d, want %d", id, got, i)
 		}
 	}
-	if d.n != maxLooks {
-		t.Errorf("holds %d looks, want %d", d.n, maxLooks)
+	if len(d.ids) != maxLooks {
+		t.Errorf("holds %d looks, want %d", len(d.ids), maxLooks)
 	}
 }

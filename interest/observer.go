@@ -547,9 +547,6 @@ func (o *observer) send(w *World) {
 	}
 	if direct != nil {
 		used += o.splice(w, direct)
-		for _, id := range direct.ids {
-			o.tell(w, id)
-		}
 	}
 	if o.corr {
 		o.correction(w, me)
@@ -780,8 +777,9 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 	n, size := 0, 0
 	for n < len(it.rest) && n < maxRegionList {
 		e := w.get(it.rest[n])
-		if e == nil || e.reg != it.reg || e.lastBc > it.enter || o.toldSince(e.id, it.enter) {
-			if e != nil && e.lastBc <= it.enter && near(center, w.regionAt(e.reg)) && !o.toldSince(e.id, it.enter) {
+		told := e != nil && o.toldSince(e.id, it.enter)
+		if e == nil || e.reg != it.reg || e.lastBc > it.enter || told {
+			if e != nil && !told && e.lastBc <= it.enter && near(center, w.regionAt(e.reg)) {
 				// It moved on, without a broadcast, to a region whose
 				// forced sync may be over: send it on its own.
 				o.later = append(o.later, item{kind: itemLogic, why: it.why, id: e.id})

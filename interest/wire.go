@@ -17,7 +17,7 @@ const (
 	kindBits    = 3
 )
 
-// Downlink message tags, 4 bits.
+// Downlink message tags; on the wire, the prefix codes of tagCodes.
 const (
 	tagEnd        = 0
 	tagMove       = 1
@@ -48,15 +48,24 @@ var tagCodes = [...]string{
 	tagCorrection: "0001",
 }
 
+// tagWords is tagCodes as WriteBits takes them: the code's first bit
+// lowest, as the Writer sends its bits.
+var tagWords = func() (t [len(tagCodes)]uint64) {
+	for tag, code := range tagCodes {
+		for i, c := range code {
+			if c == '1' {
+				t[tag] |= 1 << i
+			}
+		}
+	}
+	return t
+}()
+
 // tagLen returns the bits of tag's code.
 func tagLen(tag int) int { return len(tagCodes[tag]) }
 
 // writeTag writes tag's code.
-func writeTag(w *codec.Writer, tag int) {
-	for _, c := range tagCodes[tag] {
-		w.WriteBool(c == '1')
-	}
-}
+func writeTag(w *codec.Writer, tag int) { w.WriteBits(tagWords[tag], len(tagCodes[tag])) }
 
 // readTag reads a message tag; a packet's last bits, fewer than a byte
 // and all zero, are padding and read as the end.
@@ -258,28 +267,10 @@ func usualVitals(lg *Logic) bool {
 
 // vitalsLen returns the bits writeVitals takes.
 func (l *layout) vitalsLen(lg *Logic, dver uint8) int {
-	n := 2
-	if dver != 0 {
-		n += 8
-	}
-	if usualVitals(lg) {
-		return n
-	}
-	usual := func(v, usual, max uint64) int {
-		if v == usual {
-			return 1
-		}
-		return 1 + bits.Len64(max)
-	}
-	n += usual(uint64(lg.State), 0, 31) + 1 + usual(uint64(min(lg.Life, 100)), 100, 100) +
-		usual(uint64(min(lg.Mana, 100)), 100, 100) + usual(uint64(min(lg.Rage, 100)), 0, 100)
-	if l.cfg.MagicBits > 0 {
-		n++
-		if lg.Magic != 0 {
-			n += l.cfg.MagicBits
-		}
-	}
-	return n
+	var w codec.Writer
+	w.Measure()
+	l.writeVitals(&w, lg, dver)
+	return w.Len()
 }
 
 // readVitals reads what writeVitals wrote into lg, and returns the
@@ -371,20 +362,17 @@ func (l *layout) readStamp(r *codec.Reader, ref int) int {
 }
 
 // unwrap returns the frame nearest ref whose low frameBits bits are low.
-func unwrap(low uint64, ref int) int {
-	d := (int(low) - ref) & frameMask
-	if d >= 1<<(frameBits-1) {
-		d -= 1 << frameBits
-	}
-	return ref + d
-}
+func unwrap(low uint64, ref int) int { return unwrapBits(low, frameBits, ref) }
 
 // unwrapSeq returns the sequence number nearest ref with the given low
 // seqBits bits.
-func unwrapSeq(low uint64, ref int) int {
-	d := (int(low) - ref) & seqMask
-	if d >= 1<<(seqBits-1) {
-		d -= 1 << seqBits
+func unwrapSeq(low uint64, ref int) int { return unwrapBits(low, seqBits, ref) }
+
+// unwrapBits returns the number nearest ref whose low n bits are low.
+func unwrapBits(low uint64, n int, ref int) int {
+	d := (int(low) - ref) & (1<<n - 1)
+	if d >= 1<<(n-1) {
+		d -= 1 << n
 	}
 	return ref + d
 }
@@ -428,12 +416,7 @@ func (h *downHeader) decode(r *codec.Reader, ref int) {
 	if h.full {
 		h.frame = int(r.ReadBits(32))
 	} else {
-		low := int(r.ReadBits(shortFrameBits))
-		d := (low - ref) & (1<<shortFrameBits - 1)
-		if d >= 1<<(shortFrameBits-1) {
-			d -= 1 << shortFrameBits
-		}
-		h.frame = ref + d
+		h.frame = unwrapBits(r.ReadBits(shortFrameBits), shortFrameBits, ref)
 	}
 	h.hasAck = r.ReadBool()
 	if h.hasAck {
@@ -597,7 +580,7 @@ func writeLook(w *codec.Writer, ld *lookDict, nd *names, id uint32, shared bool,
 	w.WriteBool(false)
 	w.WriteBits(uint64(d.Appearance), 32)
 	w.WriteBits(uint64(d.Camp), 8)
-	keep := shared && ld.n < maxLooks
+	keep := shared && len(ld.ids) < maxLooks
 	w.WriteBool(keep)
 	nd.writeName(w, d.Name, keep)
 	if keep {
@@ -606,110 +589,94 @@ func writeLook(w *codec.Writer, ld *lookDict, nd *names, id uint32, shared bool,
 }
 
 // lookDict is the world's side of a connection's look dictionary: the
-// world's look numbers it holds, found by open addressing.
+// world's look numbers it holds, by index.
 type lookDict struct {
-	n     int      // looks held, indexes 0..n-1
-	slots []uint64 // 0 (empty), or a look number << 32 | its index+1
+	ids []uint32
+	tbl indexTable
 }
 
-func lookHash(id uint32) int { return int((uint64(id) * 0x9E3779B97F4A7C15) >> 40) }
+func lookHash(id uint32) uint64 { return uint64(id) * 0x9E3779B97F4A7C15 }
 
 // find returns the index of look id, or -1.
 func (d *lookDict) find(id uint32) int {
-	if len(d.slots) == 0 {
-		return -1
-	}
-	mask := len(d.slots) - 1
-	for i := lookHash(id) & mask; ; i = (i + 1) & mask {
-		s := d.slots[i]
-		if s == 0 {
-			return -1
-		}
-		if uint32(s>>32) == id {
-			return int(uint32(s)) - 1
-		}
-	}
+	return d.tbl.find(lookHash(id), func(i int) bool { return d.ids[i] == id })
 }
 
 // insert adds look id under the next index.
 func (d *lookDict) insert(id uint32) {
-	d.n++
-	if 2*d.n > len(d.slots) { // at most half full: short probes
-		old := d.slots
-		d.slots = make([]uint64, max(64, 2*len(d.slots)))
-		for _, s := range old {
-			if s != 0 {
-				d.place(s)
-			}
-		}
-	}
-	d.place(uint64(id)<<32 | uint64(d.n))
-}
-
-func (d *lookDict) place(s uint64) {
-	mask := len(d.slots) - 1
-	j := lookHash(uint32(s>>32)) & mask
-	for d.slots[j] != 0 {
-		j = (j + 1) & mask
-	}
-	d.slots[j] = s
+	d.ids = append(d.ids, id)
+	d.tbl.add(lookHash(id))
 }
 
 // names is one side's copy of a connection's name dictionary. Both sides
-// add every non-empty name sent in full while it holds fewer than
-// maxNames, in the order sent, so they agree: display data travels on the
-// reliable, ordered channel.
+// add every non-empty name sent in full and kept while it holds fewer
+// than maxNames, in the order sent, so they agree: display data travels
+// on the reliable, ordered channel.
 type names struct {
-	list []string // the names by index
-	// The world's side finds a name's index by an open-addressing table
-	// over list: each slot is 0 (empty) or the top 16 bits of the name's
-	// hash above its index+1. A Go map of strings costs a few cache misses
-	// a lookup, and a world looks up thousands a frame.
-	slots []uint32
+	list []string   // the names by index
+	tbl  indexTable // the world's side: index by name
 }
 
 // nameSeed hashes names for the world's side of the dictionaries.
 var nameSeed = maphash.MakeSeed()
 
-const nameIndexMask = 1<<16 - 1 // maxNames fits below
-
 // find returns the index of name, hashed h, or -1.
 func (n *names) find(name string, h uint64) int {
-	if len(n.slots) == 0 {
-		return -1
-	}
-	mask := len(n.slots) - 1
-	tag := uint32(h>>32) &^ nameIndexMask
-	for i := int(h) & mask; ; i = (i + 1) & mask {
-		s := n.slots[i]
-		if s == 0 {
-			return -1
-		}
-		if s&^nameIndexMask == tag && n.list[s&nameIndexMask-1] == name {
-			return int(s&nameIndexMask) - 1
-		}
-	}
+	return n.tbl.find(h, func(i int) bool { return n.list[i] == name })
 }
 
 // insert adds name, hashed h, to the world's side, under the next index.
 func (n *names) insert(name string, h uint64) {
 	n.list = append(n.list, name)
-	if 2*len(n.list) > len(n.slots) { // at most half full: short probes
-		n.slots = make([]uint32, max(64, 2*len(n.slots)))
-		for i, s := range n.list[:len(n.list)-1] {
-			n.place(maphash.String(nameSeed, s), i)
-		}
-	}
-	n.place(h, len(n.list)-1)
+	n.tbl.add(h)
 }
 
-func (n *names) place(h uint64, i int) {
-	mask := len(n.slots) - 1
+// indexTable finds a dictionary's entries by hash, by open addressing:
+// each slot is 0 (empty) or the top 32 bits of an entry's hash above its
+// index+1. A Go map costs a few cache misses a lookup, and a world looks
+// up thousands a frame.
+type indexTable struct {
+	slots  []uint64
+	hashes []uint64 // by index, to place them again when the table grows
+}
+
+// find returns the index of the entry hashed h for which same holds, or
+// -1.
+func (t *indexTable) find(h uint64, same func(i int) bool) int {
+	if len(t.slots) == 0 {
+		return -1
+	}
+	mask := len(t.slots) - 1
+	for j := int(h) & mask; ; j = (j + 1) & mask {
+		s := t.slots[j]
+		if s == 0 {
+			return -1
+		}
+		if s>>32 == h>>32 && same(int(uint32(s))-1) {
+			return int(uint32(s)) - 1
+		}
+	}
+}
+
+// add records the next index under hash h.
+func (t *indexTable) add(h uint64) {
+	t.hashes = append(t.hashes, h)
+	if 2*len(t.hashes) > len(t.slots) { // at most half full: short probes
+		t.slots = make([]uint64, max(64, 2*len(t.slots)))
+		for i, h := range t.hashes[:len(t.hashes)-1] {
+			t.place(h, i)
+		}
+	}
+	t.place(h, len(t.hashes)-1)
+}
+
+func (t *indexTable) place(h uint64, i int) {
+	mask := len(t.slots) - 1
 	j := int(h) & mask
-	for n.slots[j] != 0 {
+	for t.slots[j] != 0 {
 		j = (j + 1) & mask
 	}
-	n.slots[j] = uint32(h>>32)&^nameIndexMask | uint32(i+1)
+	t.slots[j] = h>>32<<32 | uint64(i+1)
 }
 
 // writeName writes a display entry's name: a reference to the dictionary

@@ -445,6 +445,9 @@ func (w *World) announce(e *entity, from, to int32) {
 		w.touch(ri)
 		w.writeLogicMsg(&reg.direct.w, e)
 		reg.direct.mark(e.id)
+		for _, o := range reg.obs {
+			o.tell(w, e.id)
+		}
 		w.stats.Enters += int64(len(reg.obs))
 	})
 	if from < 0 {

@@ -474,12 +474,7 @@ func benchJitter(args []string, out io.Writer) error {
 			}
 		}
 		r := policyResult{name: pol.name, stalls: stalls}
-		sort.Float64s(excess)
-		for _, e := range excess {
-			r.excessMean += e
-		}
-		r.excessMean /= float64(max(len(excess), 1))
-		r.excess95 = excess[int(0.95*float64(len(excess)-1))]
+		r.excessMean, r.excess95 = meanP95(excess)
 		if pol.jb != nil {
 			st := pol.jb.Stats()
 			r.fastSlow = st.Fast + st.Slow
@@ -575,4 +570,17 @@ func ewQuantile(q, a float64) func(d float64) float64 {
 		est = math.Max(est, 0)
 		return est
 	}
+}
+
+// meanP95 returns the mean of the excess delays and their 95th
+// percentile; it sorts xs.
+func meanP95(xs []float64) (mean, p95 float64) {
+	if len(xs) == 0 {
+		return 0, 0
+	}
+	sort.Float64s(xs)
+	for _, x := range xs {
+		mean += x
+	}
+	return mean / float64(len(xs)), xs[int(0.95*float64(len(xs)-1))]
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"sort"
 	"time"
 )
 
@@ -98,11 +97,9 @@ func fixedPlay(tr *jitterTrace, delay int64) (stalls int, excessMean, excess95 f
 		}
 		last = play
 		excess[n] = float64(play-int64(n)*perFrame-tr.oracle[n]) * tickMs
-		excessMean += excess[n]
 	}
-	excessMean /= float64(max(len(excess), 1))
-	sort.Float64s(excess)
-	return stalls, excessMean, excess[int(0.95*float64(len(excess)-1))]
+	excessMean, excess95 = meanP95(excess)
+	return stalls, excessMean, excess95
 }
 
 // bestFixed returns the fixed delay with the fewest stalls whose p95
