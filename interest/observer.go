@@ -99,9 +99,6 @@ type observer struct {
 	names       names    // the name dictionary shared with the client
 	looks       lookDict // the look dictionary shared with the client
 	up          uplink
-	buf         []byte
-	w           codec.Writer
-	sent        int64 // bytes
 	corrections int64
 
 	ring [ringSize]sentPacket
@@ -313,19 +310,18 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 	if n == 0 {
 		return
 	}
-	o.w.Reset(o.buf[:0])
-	o.w.WriteBits(kindDisplay, kindBits)
-	o.w.WriteUint(uint64(n), maxDisplayBatch)
+	w.pw.Reset(w.pbuf[:0])
+	w.pw.WriteBits(kindDisplay, kindBits)
+	w.pw.WriteUint(uint64(n), maxDisplayBatch)
 	for _, t := range list[:n] {
 		d := w.dispEnc(t.id)
-		w.lay.writeID(&o.w, t.id)
-		writeUsual(&o.w, uint64(t.dver), 0, 255)
-		writeLook(&o.w, &o.looks, &o.names, d.lk.id, d.lk.refs > 1, &d.d)
+		w.lay.writeID(&w.pw, t.id)
+		writeUsual(&w.pw, uint64(t.dver), 0, 255)
+		writeLook(&w.pw, &o.looks, &o.names, d.lk.id, d.lk.refs > 1, &d.d)
 	}
-	b := o.w.Bytes()
-	o.buf = b[:0]
+	b := w.pw.Bytes()
+	w.pbuf = b[:0]
 	w.stats.ReliableOut += int64(len(b))
-	o.sent += int64(len(b))
 	if err := w.out.SendReliable(o.id, b); err != nil {
 		w.stats.Dropped[DropSendFailed]++
 	}
@@ -556,9 +552,9 @@ func (o *observer) send(w *World) {
 }
 
 func (o *observer) begin(w *World) {
-	o.w.Reset(o.buf[:0])
+	w.pw.Reset(w.pbuf[:0])
 	h := downHeader{seq: o.seq & seqMask, full: !o.heard, frame: w.frame, hasAck: o.ackDue, cmdAck: o.cmdSeq}
-	h.encode(&o.w)
+	h.encode(&w.pw)
 	o.ackDue = false
 	p := &o.ring[o.seq%ringSize]
 	p.seq, p.frame, p.done, p.corr, p.ids = o.seq, w.frame, false, false, p.ids[:0]
@@ -567,10 +563,9 @@ func (o *observer) begin(w *World) {
 }
 
 func (o *observer) end(w *World) {
-	b := o.w.Bytes()
-	o.buf = b[:0]
+	b := w.pw.Bytes()
+	w.pbuf = b[:0]
 	o.lastSend = w.frame
-	o.sent += int64(len(b))
 	w.stats.PacketsOut++
 	w.stats.BytesOut += int64(len(b))
 	if err := w.out.SendUnreliable(o.id, b); err != nil {
@@ -579,7 +574,7 @@ func (o *observer) end(w *World) {
 }
 
 // room returns the bits left in the packet being built.
-func (o *observer) room() int { return MaxPacket*8 - o.w.Len() }
+func (w *World) room() int { return MaxPacket*8 - w.pw.Len() }
 
 // splice copies a region buffer's messages into the packet, starting a new
 // packet when one is full, and returns the bits it copied.
@@ -589,19 +584,19 @@ func (o *observer) splice(w *World, m *msgBuf) int {
 		return 0
 	}
 	b := m.w.Bytes()
-	if n <= o.room() {
-		o.w.WriteBitString(b, n)
+	if n <= w.room() {
+		w.pw.WriteBitString(b, n)
 		o.pkt.ids = append(o.pkt.ids, m.ids...)
 		return n
 	}
 	from := 0
 	for i, end := range m.ends {
 		size := int(end) - from
-		if size > o.room() {
+		if size > w.room() {
 			o.end(w)
 			o.begin(w)
 		}
-		copyBits(&o.w, b, from, int(end))
+		copyBits(&w.pw, b, from, int(end))
 		o.pkt.ids = append(o.pkt.ids, m.ids[i])
 		from = int(end)
 	}
@@ -620,9 +615,9 @@ func copyBits(w *codec.Writer, b []byte, from, to int) {
 }
 
 func (o *observer) correction(w *World, me *entity) {
-	writeTag(&o.w, tagCorrection)
-	w.lay.writePos(&o.w, me.lg.Pos)
-	w.lay.writePath(&o.w, me.lg.Pos, me.lg.Dest, me.lg.Speed)
+	writeTag(&w.pw, tagCorrection)
+	w.lay.writePos(&w.pw, me.lg.Pos)
+	w.lay.writePath(&w.pw, me.lg.Pos, me.lg.Dest, me.lg.Speed)
 	o.corr = false
 	o.pkt.corr = true
 }
@@ -649,11 +644,11 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 	center := w.regionAt(me.reg)
 	keep := o.queue[:0]
 	for _, it := range o.queue {
-		before := o.w.Len()
+		before := w.pw.Len()
 		if !o.emit(w, me, center, &it, &budget) {
 			keep = append(keep, it)
 			w.stats.Deferred++
-		} else if (it.why == whyForced || it.why == whyForcedAhead) && o.w.Len() > before {
+		} else if (it.why == whyForced || it.why == whyForcedAhead) && w.pw.Len() > before {
 			// A forced sync went out: send a packet reorderFrames later
 			// even if there is nothing to say, so that if this one is
 			// lost the client sees the gap and its acknowledgement shows
@@ -722,11 +717,11 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 			return true // back in range: nothing to remove
 		}
 		size := tagLen(tagRemove) + idBits
-		if size > *budget || size > o.room() {
+		if size > *budget || size > w.room() {
 			return false
 		}
 		*budget -= size
-		w.writeRemoveMsg(&o.w, it.id)
+		w.writeRemoveMsg(&w.pw, it.id)
 		o.pkt.ids = append(o.pkt.ids, it.id) // lost, it is repaired like the rest
 		w.stats.Leaves++
 		return true
@@ -745,21 +740,21 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		if it.why == whyState || it.why == whyCombat || it.why == whyTarget {
 			// A state sync: the vitals alone.
 			size := tagLen(tagVitals) + idBits + w.lay.vitalsLen(&e.lg, e.dver)
-			if size > *budget || size > o.room() {
+			if size > *budget || size > w.room() {
 				return false
 			}
-			w.writeVitalsMsg(&o.w, e)
+			w.writeVitalsMsg(&w.pw, e)
 			*budget -= size
 			o.pkt.ids = append(o.pkt.ids, e.id)
 			return true
 		}
 		w.absolute(e)
 		size := tagLen(tagLogic) + idBits + e.abs.n
-		if size > *budget || size > o.room() {
+		if size > *budget || size > w.room() {
 			return false
 		}
 		*budget -= size
-		w.writeLogicMsg(&o.w, e)
+		w.writeLogicMsg(&w.pw, e)
 		o.tell(w, e.id)
 		o.pkt.ids = append(o.pkt.ids, e.id)
 		if it.why == whyForced || it.why == whyForcedAhead {
@@ -773,7 +768,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		return true
 	}
 	head := tagLen(tagRegion) + bits.Len64(w.lay.rxMax) + bits.Len64(w.lay.ryMax) + 8
-	room := min(*budget, o.room()) - head
+	room := min(*budget, w.room()) - head
 	n, size := 0, 0
 	for n < len(it.rest) && n < maxRegionList {
 		e := w.get(it.rest[n])
@@ -799,14 +794,14 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		return len(it.rest) == 0
 	}
 	*budget -= head + size
-	writeTag(&o.w, tagRegion)
-	o.w.WriteUint(uint64(r.X), w.lay.rxMax)
-	o.w.WriteUint(uint64(r.Y), w.lay.ryMax)
-	o.w.WriteBits(uint64(n), 8)
+	writeTag(&w.pw, tagRegion)
+	w.pw.WriteUint(uint64(r.X), w.lay.rxMax)
+	w.pw.WriteUint(uint64(r.Y), w.lay.ryMax)
+	w.pw.WriteBits(uint64(n), 8)
 	for _, id := range it.rest[:n] {
 		e := w.ents[id]
-		w.lay.writeID(&o.w, id)
-		o.w.WriteBitString(e.rel.b, e.rel.n)
+		w.lay.writeID(&w.pw, id)
+		w.pw.WriteBitString(e.rel.b, e.rel.n)
 		o.pkt.ids = append(o.pkt.ids, id)
 	}
 	w.stats.ForcedSyncs += int64(n)

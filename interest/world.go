@@ -180,7 +180,13 @@ type World struct {
 	obs      []*observer
 	cross    []ID // entities that crossed a border this frame
 
-	w     codec.Writer
+	w codec.Writer // entity encodings
+	// The packet being built, for one observer at a time: a packet is
+	// built and handed to the Sender (which does not keep it) in one
+	// call, so one writer and buffer serve every observer and stay in
+	// cache.
+	pw    codec.Writer
+	pbuf  []byte
 	stats Stats
 }
 
