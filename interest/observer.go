@@ -157,6 +157,13 @@ func (o *observer) crossed(w *World, from, to int32) {
 	}
 }
 
+// touch reads what every frame's record and send read first: the
+// observer's first lines, its entity, this frame's history slot and the
+// next packet's ring entry.
+func (o *observer) touch(w *World) int {
+	return int(o.id) + len(o.queue) + w.ents[o.id].start + int(o.hist[w.frame%len(o.hist)].X) + o.ring[o.seq%ringSize].seq
+}
+
 // record stores the entity's position for this frame.
 func (o *observer) record(w *World) {
 	o.hist[w.frame%len(o.hist)] = w.ents[o.id].lg.Pos

@@ -187,6 +187,7 @@ type World struct {
 	// cache.
 	pw    codec.Writer
 	pbuf  []byte
+	sink  int // what step's loops read ahead, kept so that the reads stay
 	stats Stats
 }
 
@@ -764,12 +765,26 @@ func (w *World) NextFrame() time.Time {
 	return w.start.Add(time.Duration(w.frame+1) * w.cfg.Period())
 }
 
+// How far ahead step's loops touch the entities and observers they will
+// work on.
+const (
+	moverAhead    = 8
+	observerAhead = 4
+)
+
 // step runs one frame: movement, crossings, forced and state sync, and
 // one packet per client.
 func (w *World) step() {
 	w.frame++
 	w.stats.Frames++
+	// The loops below read the entity or observer a few places ahead
+	// (touch): its cache lines load while this one is worked on, where
+	// the processor on its own would wait for each in turn.
+	touch := 0
 	for i := 0; i < len(w.movers); {
+		if j := i + moverAhead; j < len(w.movers) {
+			touch += w.ents[w.movers[j]].start
+		}
 		e := w.ents[w.movers[i]]
 		if e.start >= w.frame { // its path starts at a later frame: it stands at the source
 			i++
@@ -790,10 +805,14 @@ func (w *World) step() {
 	w.crossings()
 	w.stateSync()
 	w.flush()
-	for _, o := range w.obs {
+	for i, o := range w.obs {
+		if j := i + observerAhead; j < len(w.obs) {
+			touch += w.obs[j].touch(w)
+		}
 		o.record(w) // here, not in a pass of its own: nothing before reads this frame's
 		o.send(w)
 	}
+	w.sink = touch
 	for _, ri := range w.touched {
 		reg := &w.regions[ri]
 		reg.bc.reset()
