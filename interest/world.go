@@ -187,7 +187,7 @@ type World struct {
 	// cache.
 	pw    codec.Writer
 	pbuf  []byte
-	sink  int // what step's loops read ahead, kept so that the reads stay
+	sink  int // what step's loops read ahead, stored so that the reads are not optimized away
 	stats Stats
 }
 
