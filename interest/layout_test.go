@@ -18,10 +18,10 @@ func TestEntityLayout(t *testing.T) {
 		t.Fatalf("entity is %d bytes, want entitySize %d, a multiple of 64", got, entitySize)
 	}
 	for name, off := range map[string]uintptr{
-		"reg":    unsafe.Offsetof(e.reg),
-		"lg":     unsafe.Offsetof(e.lg) + unsafe.Sizeof(e.lg) - 1,
-		"start":  unsafe.Offsetof(e.start),
-		"lastBc": unsafe.Offsetof(e.lastBc) + unsafe.Sizeof(e.lastBc) - 1,
+		"reg":     unsafe.Offsetof(e.reg),
+		"lg":      unsafe.Offsetof(e.lg) + unsafe.Sizeof(e.lg) - 1,
+		"start":   unsafe.Offsetof(e.start),
+		"lastSyn": unsafe.Offsetof(e.lastSyn) + unsafe.Sizeof(e.lastSyn) - 1,
 	} {
 		if off >= 64 {
 			t.Errorf("%s ends at byte %d, past the first cache line", name, off)

@@ -431,7 +431,7 @@ func (o *observer) lost(w *World, p *sentPacket) {
 			o.enqueue(item{kind: itemLogic, why: whyRepair, id: id})
 			continue
 		}
-		if e := w.get(id); e != nil && near(w.regionAt(me.reg), w.regionAt(e.reg)) {
+		if r := w.regionOfID(id); r >= 0 && near(w.regionAt(me.reg), w.regionAt(r)) {
 			o.enqueue(item{kind: itemLogic, why: whyRepair, id: id})
 		} else {
 			o.enqueue(item{kind: itemRemove, why: whyRepair, id: id})
@@ -466,7 +466,7 @@ func (o *observer) forced(w *World, me *entity) {
 			ri := w.regionIndex(r)
 			it := item{kind: itemRegion, why: why, reg: ri, enter: o.enter[s]}
 			for _, id := range w.regions[ri].ents {
-				if id != o.id && w.ents[id].lastBc <= it.enter {
+				if id != o.id && w.lastBc[id] <= it.enter {
 					it.rest = append(it.rest, id)
 				}
 			}
@@ -505,7 +505,7 @@ func (o *observer) send(w *World) {
 	o.forced(w, me)
 	o.settle(w)
 	o.tokens = min(o.tokens+float64(w.cfg.DiscoveryRate)/float64(w.cfg.Hz), float64(w.cfg.DiscoveryRate))
-	if t := w.get(o.target); t != nil && t.dirty && w.frame-o.tgtSync >= w.cfg.period(true, t.lg.Combat, w.regions[t.reg].city) {
+	if t := w.get(o.target); t != nil && t.dirty && w.frame-o.tgtSync >= w.period(true, t.lg.Combat, t.reg) {
 		o.tgtSync = w.frame
 		o.enqueue(item{kind: itemLogic, why: whyTarget, id: t.id})
 	}
@@ -680,10 +680,11 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 func (o *observer) moved(w *World, e *entity, from, to int32) {
 	c := w.regionAt(w.ents[o.id].reg)
 	sf, st := slotOf(c, w.regionAt(from)), slotOf(c, w.regionAt(to))
-	if sf < 0 || st < 0 || !o.open[sf] || e.lastBc > o.enter[sf] || e.id == o.id {
+	lastBc := w.lastBc[e.id]
+	if sf < 0 || st < 0 || !o.open[sf] || lastBc > o.enter[sf] || e.id == o.id {
 		return // not waiting for from's forced sync: the client has it or will
 	}
-	if o.open[st] && e.lastBc <= o.enter[st] && o.due[st] <= o.due[sf] {
+	if o.open[st] && lastBc <= o.enter[st] && o.due[st] <= o.due[sf] {
 		return // to's forced sync will carry it, as early
 	}
 	if len(o.owed) < maxQueue {
@@ -707,7 +708,7 @@ func (o *observer) settle(w *World) {
 			keep = append(keep, ow)
 			continue
 		}
-		if e := w.get(ow.id); e != nil && e.lastBc <= ow.enter {
+		if w.regionOfID(ow.id) >= 0 && w.lastBc[ow.id] <= ow.enter {
 			o.enqueue(item{kind: itemLogic, why: whyForced, id: ow.id})
 		}
 	}
@@ -720,7 +721,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 	idBits := w.lay.idBits
 	switch it.kind {
 	case itemRemove:
-		if e := w.get(it.id); e != nil && near(center, w.regionAt(e.reg)) {
+		if r := w.regionOfID(it.id); r >= 0 && near(center, w.regionAt(r)) {
 			return true // back in range: nothing to remove
 		}
 		size := tagLen(tagRemove) + idBits
@@ -778,17 +779,19 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 	room := min(*budget, w.room()) - head
 	n, size := 0, 0
 	for n < len(it.rest) && n < maxRegionList {
-		e := w.get(it.rest[n])
-		told := e != nil && o.toldSince(e.id, it.enter)
-		if e == nil || e.reg != it.reg || e.lastBc > it.enter || told {
-			if e != nil && !told && e.lastBc <= it.enter && near(center, w.regionAt(e.reg)) {
+		id := it.rest[n]
+		er := w.regionOfID(id)
+		told := er >= 0 && o.toldSince(id, it.enter)
+		if er != it.reg || w.lastBc[id] > it.enter || told {
+			if er >= 0 && !told && w.lastBc[id] <= it.enter && near(center, w.regionAt(er)) {
 				// It moved on, without a broadcast, to a region whose
 				// forced sync may be over: send it on its own.
-				o.later = append(o.later, item{kind: itemLogic, why: it.why, id: e.id})
+				o.later = append(o.later, item{kind: itemLogic, why: it.why, id: id})
 			}
 			it.rest = slices.Delete(it.rest, n, n+1)
 			continue
 		}
+		e := w.ents[id]
 		w.relative(e)
 		s := idBits + e.rel.n
 		if size+s > room {

@@ -69,16 +69,16 @@ type Stats struct {
 type entity struct {
 	// The first cache line holds what every frame's loops read: the
 	// movement loop, forced-sync scans, range checks.
-	id     ID
-	kind   Kind
-	alive  bool
-	dver   uint8
-	dirty  bool
-	reg    int32 // region index
-	mover  int32 // index in World.movers, -1 when standing
-	lg     Logic
-	start  int // frame its path starts: it stands at the source until then (a move stamped ahead)
-	lastBc int // frame of the last broadcast carrying its position (seed m_nLastBroadcastFrame)
+	id      ID
+	kind    Kind
+	alive   bool
+	dver    uint8
+	dirty   bool
+	reg     int32 // region index (World.where holds a dense copy)
+	mover   int32 // index in World.movers, -1 when standing
+	lg      Logic
+	start   int // frame its path starts: it stands at the source until then (a move stamped ahead)
+	lastSyn int // frame of its last state sync
 
 	// The second: the region-relative encoding (forced sync), and what a
 	// crossing or a state change touches.
@@ -89,10 +89,9 @@ type entity struct {
 	crossed  int32 // region it was in when it first crossed a border this frame, -1 if it did not
 	dirtyAt  int32 // index in World.dirty, -1 when clean
 
-	abs     bitString
-	lastSyn int // frame of its last state sync
-	obs     *observer
-	_       [16]byte // to entitySize, so that entities in a slab keep to cache lines
+	abs bitString
+	obs *observer
+	_   [24]byte // to entitySize, so that entities in a slab keep to cache lines
 }
 
 // entitySize is the size of an entity: three cache lines. Entities are
@@ -131,7 +130,6 @@ func (m *msgBuf) mark(id ID) {
 type region struct {
 	ents    []ID
 	obs     []*observer
-	city    bool
 	bc      msgBuf   // commands of entities here, for every observer within range
 	direct  msgBuf   // announcements for observers located here
 	syncs   []ID     // entities here due for state sync this frame
@@ -176,9 +174,17 @@ type World struct {
 	dirty    []ID
 	touched  []int32
 	busy     []bool // by region: touched this frame (a dense copy, cheap to scan)
-	pend     []pending
-	obs      []*observer
-	cross    []ID // entities that crossed a border this frame
+	city     []bool // by region: a city (a dense copy)
+	periods  [8]int // state-sync periods in frames, by periodTarget|periodCombat|periodCity
+	// Dense copies by ID of what scans over many entities read, so that a
+	// scan reads a few cache lines rather than one per entity: the region
+	// of each live entity (-1: none), and the frame of the last broadcast
+	// carrying its position (seed m_nLastBroadcastFrame).
+	where  []int32
+	lastBc []int
+	pend   []pending
+	obs    []*observer
+	cross  []ID // entities that crossed a border this frame
 
 	w codec.Writer // entity encodings
 	// The packet being built, for one observer at a time: a packet is
@@ -201,12 +207,17 @@ func NewWorld(cfg Config, start time.Time, out Sender) (*World, error) {
 	w := &World{cfg: cfg, lay: newLayout(cfg), out: out, start: start}
 	w.regions = make([]region, cfg.Width*cfg.Height)
 	w.busy = make([]bool, len(w.regions))
+	w.city = make([]bool, len(w.regions))
 	if cfg.City != nil {
 		for i := range w.regions {
-			w.regions[i].city = cfg.City(w.regionAt(int32(i)))
+			w.city[i] = cfg.City(w.regionAt(int32(i)))
 		}
 	}
+	for c := range w.periods {
+		w.periods[c] = cfg.period(c&periodTarget != 0, c&periodCombat != 0, c&periodCity != 0)
+	}
 	w.ents = []*entity{nil} // ID 0 is no entity
+	w.where, w.lastBc = []int32{-1}, []int{0}
 	return w, nil
 }
 
@@ -238,6 +249,15 @@ func (w *World) around(r int32, f func(int32)) {
 			f(int32(y*w.cfg.Width + x))
 		}
 	}
+}
+
+// regionOfID returns the region of live entity id, or -1, from the dense
+// copy: without reading the entity.
+func (w *World) regionOfID(id ID) int32 {
+	if int(id) >= len(w.where) {
+		return -1
+	}
+	return w.where[id]
 }
 
 func (w *World) get(id ID) *entity {
@@ -345,14 +365,16 @@ func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
 		w.slab = w.slab[1:]
 		e.id = ID(len(w.ents))
 		w.ents = append(w.ents, e)
+		w.where, w.lastBc = append(w.where, -1), append(w.lastBc, 0)
 	default:
 		return 0, ErrFull
 	}
 	e.kind, e.lg, e.alive = kind, lg, true
 	w.setDisplay(e.id, d)
 	e.mover, e.dirtyAt, e.absFrame, e.relFrame, e.crossed = -1, -1, -1, -1, -1
-	e.lastBc, e.lastSyn = w.frame, w.frame
+	w.lastBc[e.id], e.lastSyn = w.frame, w.frame
 	e.reg = w.regionOfPos(lg.Pos)
+	w.where[e.id] = e.reg
 	w.addTo(e, e.reg)
 	if lg.Moving() {
 		w.startMoving(e)
@@ -376,6 +398,7 @@ func (w *World) Despawn(id ID) error {
 	w.clean(e)
 	w.dropLook(w.dispEnc(id))
 	e.alive = false
+	w.where[id] = -1
 	w.free = append(w.free, id)
 	return nil
 }
@@ -462,7 +485,7 @@ func (w *World) announce(e *entity, from, to int32) {
 		// crossing reaches only the newly covering regions, so it is not
 		// one: an observer that had the entity in range before heard
 		// nothing, and its forced sync must still include it.
-		e.lastBc = w.frame
+		w.lastBc[e.id] = w.frame
 	}
 }
 
@@ -740,6 +763,7 @@ func (w *World) reregion(e *entity) {
 		w.moveObserver(e.obs, e.reg, r)
 	}
 	e.reg = r
+	w.where[e.id] = r
 	w.invalidate(e)
 }
 
@@ -944,7 +968,7 @@ func (w *World) gone(id ID, from, to int32) {
 func (w *World) stateSync() {
 	for i := 0; i < len(w.dirty); {
 		e := w.ents[w.dirty[i]]
-		if w.frame-e.lastSyn < w.cfg.period(false, e.lg.Combat, w.regions[e.reg].city) {
+		if w.frame-e.lastSyn < w.period(false, e.lg.Combat, e.reg) {
 			i++
 			continue
 		}
@@ -956,6 +980,29 @@ func (w *World) stateSync() {
 		}
 		w.clean(e) // swaps the last dirty entity into i
 	}
+}
+
+// The bits of an index into World.periods.
+const (
+	periodCity = 1 << iota
+	periodCombat
+	periodTarget
+)
+
+// period returns the state-sync period in frames of an entity in region
+// reg, from the table filled from the policy at NewWorld.
+func (w *World) period(target, combat bool, reg int32) int {
+	c := 0
+	if target {
+		c |= periodTarget
+	}
+	if combat {
+		c |= periodCombat
+	}
+	if w.city[reg] {
+		c |= periodCity
+	}
+	return w.periods[c]
 }
 
 func (w *World) hasObservers(r int32) bool {
@@ -976,7 +1023,7 @@ func (w *World) flush() {
 				continue
 			}
 			ri = e.reg
-			e.lastBc = w.frame
+			w.lastBc[p.id] = w.frame
 			if p.tag == tagMove {
 				if p.reg != ri {
 					w.gone(p.id, p.reg, ri)
