@@ -6,6 +6,7 @@ import (
 
 	"github.com/tongbu/tongbu/codec"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -29,6 +30,52 @@ func TestEntityLayout(t *testing.T) {
 	}
 	if n := entitySize * entitySlab; n <= 32<<10 {
 		t.Errorf("a slab of %d bytes is a small object, not page-aligned", n)
+	}
+}
+
+// TestEncodingsInline checks that the default configuration's largest
+// logic encodings, region-relative and absolute, stay in the entity's own
+// buffers, in the cache lines that hold their headers.
+func TestEncodingsInline(t *testing.T) {
+	w, err := NewWorld(Config{}, time.Unix(0, 0), discard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := w.Config()
+	edge := int32(cfg.Width*cfg.RegionSize) - 1
+	far := edge - int32(cfg.MaxMove)
+	lg := Logic{Pos: Vec{edge, edge}, Dest: Vec{far, far}, Speed: int32(cfg.MaxSpeed), State: 31, Combat: true,
+		Life: 7, Mana: 99, Rage: 33, Magic: uint32(1<<min(cfg.MagicBits, 32) - 1)}
+	var ids []ID
+	for range 300 { // past a slab, and through a reused ID
+		id, err := w.Spawn(NPC, lg, Display{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	if err := w.Despawn(ids[7]); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.Spawn(Player, lg, Display{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []ID{ids[0], ids[7], ids[299]} {
+		e := w.ents[id]
+		w.relative(e)
+		w.absolute(e)
+		if unsafe.SliceData(e.rel.b) != &e.relBuf[0] || unsafe.SliceData(e.abs.b) != &e.absBuf[0] {
+			t.Errorf("entity %d: encodings of %d and %d bits left the entity", id, e.rel.n, e.abs.n)
+		}
+	}
+	var e entity
+	for name, r := range map[string][2]uintptr{
+		"rel": {unsafe.Offsetof(e.relFrame), unsafe.Offsetof(e.relBuf) + encInline - 1},
+		"abs": {unsafe.Offsetof(e.absFrame), unsafe.Offsetof(e.absBuf) + encInline - 1},
+	} {
+		if r[0]/64 != r[1]/64 {
+			t.Errorf("%s encoding spans bytes %d-%d, more than one cache line", name, r[0], r[1])
+		}
 	}
 }
 

@@ -715,6 +715,9 @@ func (o *observer) settle(w *World) {
 	o.owed = keep
 }
 
+// listAhead is how far ahead a region list's entities are read.
+const listAhead = 4
+
 // emit sends one item if it fits in the budget and returns whether it is
 // done with (sent, or no longer worth sending).
 func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *int) bool {
@@ -777,8 +780,15 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 	}
 	head := tagLen(tagRegion) + bits.Len64(w.lay.rxMax) + bits.Len64(w.lay.ryMax) + 8
 	room := min(*budget, w.room()) - head
-	n, size := 0, 0
+	n, size, touch := 0, 0, 0
 	for n < len(it.rest) && n < maxRegionList {
+		if j := n + listAhead; j < len(it.rest) {
+			// Read ahead (see World.step): the entity's lines that
+			// relative reads.
+			if e := w.ents[it.rest[j]]; e != nil {
+				touch += int(e.mover) + e.relFrame
+			}
+		}
 		id := it.rest[n]
 		er := w.regionOfID(id)
 		told := er >= 0 && o.toldSince(id, it.enter)
@@ -800,6 +810,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		size += s
 		n++
 	}
+	w.sink += touch
 	if n == 0 {
 		return len(it.rest) == 0
 	}

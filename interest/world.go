@@ -80,26 +80,37 @@ type entity struct {
 	start   int // frame its path starts: it stands at the source until then (a move stamped ahead)
 	lastSyn int // frame of its last state sync
 
-	// The second: the region-relative encoding (forced sync), and what a
-	// crossing or a state change touches.
+	// The second: the region-relative encoding (forced sync), its bits
+	// held in the line itself, and what a crossing touches.
 	relFrame int // frame the cached region-relative encoding was made, -1 if invalidated
-	absFrame int // frame the cached absolute encoding was made, -1 if invalidated
 	rel      bitString
-	slot     int32 // index in the region's entity list
-	crossed  int32 // region it was in when it first crossed a border this frame, -1 if it did not
+	relBuf   [encInline]byte // rel.b's storage while the encoding fits
+	slot     int32           // index in the region's entity list
+	crossed  int32           // region it was in when it first crossed a border this frame, -1 if it did not
+
+	// The third: the absolute encoding (announcements, discovery, repairs),
+	// likewise, and what a state change touches.
+	absFrame int // frame the cached absolute encoding was made, -1 if invalidated
+	abs      bitString
+	absBuf   [encInline]byte
 	dirtyAt  int32 // index in World.dirty, -1 when clean
 
-	abs bitString
 	obs *observer
-	_   [24]byte // to entitySize, so that entities in a slab keep to cache lines
+	_   [56]byte // to entitySize, so that entities in a slab keep to cache lines
 }
 
-// entitySize is the size of an entity: three cache lines. Entities are
-// allocated in slabs of entitySlab, in ID order.
+// entitySize is the size of an entity: four cache lines. Entities are
+// allocated in slabs of entitySlab, in ID order, and never move, so an
+// encoding's slice may point into its own entity.
 const (
-	entitySize = 192
+	entitySize = 256
 	entitySlab = 256
 )
+
+// encInline is the room for an encoding inside the entity: logic data in
+// the default configuration takes at most 15 bytes (TestEncodingsInline).
+// A longer encoding grows past it, to the heap, and stays there.
+const encInline = 16
 
 // bitString is an encoded message part, spliced into many packets.
 type bitString struct {
@@ -364,6 +375,7 @@ func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
 		e = &w.slab[0]
 		w.slab = w.slab[1:]
 		e.id = ID(len(w.ents))
+		e.rel.b, e.abs.b = e.relBuf[:0], e.absBuf[:0]
 		w.ents = append(w.ents, e)
 		w.where, w.lastBc = append(w.where, -1), append(w.lastBc, 0)
 	default:
