@@ -234,6 +234,7 @@ func benchWorld(args []string, out io.Writer) error {
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed")
 	fs.DurationVar(&o.forced, "forced", 625*time.Millisecond, "the world's Config.ForcedSync (the engine's default is 2s)")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -267,7 +268,15 @@ func benchWorld(args []string, out io.Writer) error {
 	for _, l := range worldModel {
 		fmt.Fprintln(out, "  "+l)
 	}
-	return s.run(out)
+	if err := s.run(out); err != nil {
+		return err
+	}
+	if *memProfile != "" {
+		err := writeHeapProfile(*memProfile)
+		runtime.KeepAlive(s) // the world and its clients are what the profile is for
+		return err
+	}
+	return nil
 }
 
 func newWorldSim(o worldOpts) (*worldSim, error) {
