@@ -89,6 +89,7 @@ type observer struct {
 	settled int // packets before it are acknowledged or repaired
 
 	later    []item // queued while draining
+	spare    [][]ID // region lists' storage, for the next forced syncs
 	lastCorr int    // frame of the last correction; older commands are void
 	enter    [9]int
 	due      [9]int
@@ -464,7 +465,7 @@ func (o *observer) forced(w *World, me *entity) {
 		if w.frame >= due {
 			o.open[s] = false
 			ri := w.regionIndex(r)
-			it := item{kind: itemRegion, why: why, reg: ri, enter: o.enter[s]}
+			it := item{kind: itemRegion, why: why, reg: ri, enter: o.enter[s], rest: o.spareList()}
 			for _, id := range w.regions[ri].ents {
 				if id != o.id && w.lastBc[id] <= it.enter {
 					it.rest = append(it.rest, id)
@@ -472,6 +473,8 @@ func (o *observer) forced(w *World, me *entity) {
 			}
 			if len(it.rest) > 0 {
 				o.enqueue(it)
+			} else if it.rest != nil {
+				o.spare = append(o.spare, it.rest)
 			}
 		}
 	}
@@ -655,7 +658,12 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 		if !o.emit(w, me, center, &it, &budget) {
 			keep = append(keep, it)
 			w.stats.Deferred++
-		} else if (it.why == whyForced || it.why == whyForcedAhead) && w.pw.Len() > before {
+			continue
+		}
+		if it.rest != nil && len(o.spare) < maxSpare {
+			o.spare = append(o.spare, it.rest[:0])
+		}
+		if (it.why == whyForced || it.why == whyForcedAhead) && w.pw.Len() > before {
 			// A forced sync went out: send a packet reorderFrames later
 			// even if there is nothing to say, so that if this one is
 			// lost the client sees the gap and its acknowledgement shows
@@ -670,6 +678,21 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 		o.enqueue(it)
 	}
 	o.later = o.later[:0]
+}
+
+// maxSpare bounds the region lists' storage an observer keeps: one
+// crossing opens at most 5 regions.
+const maxSpare = 9
+
+// spareList returns empty storage for a region list.
+func (o *observer) spareList() []ID {
+	n := len(o.spare)
+	if n == 0 {
+		return nil
+	}
+	l := o.spare[n-1]
+	o.spare = o.spare[:n-1]
+	return l
 }
 
 // moved handles entity e crossing from region from to region to inside the
