@@ -473,8 +473,8 @@ func (o *observer) forced(w *World, me *entity) {
 			}
 			if len(it.rest) > 0 {
 				o.enqueue(it)
-			} else if it.rest != nil {
-				o.spare = append(o.spare, it.rest)
+			} else {
+				o.keepList(it.rest)
 			}
 		}
 	}
@@ -660,9 +660,7 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 			w.stats.Deferred++
 			continue
 		}
-		if it.rest != nil && len(o.spare) < maxSpare {
-			o.spare = append(o.spare, it.rest[:0])
-		}
+		o.keepList(it.rest)
 		if (it.why == whyForced || it.why == whyForcedAhead) && w.pw.Len() > before {
 			// A forced sync went out: send a packet reorderFrames later
 			// even if there is nothing to say, so that if this one is
@@ -683,6 +681,13 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 // maxSpare bounds the region lists' storage an observer keeps: one
 // crossing opens at most 5 regions.
 const maxSpare = 9
+
+// keepList keeps a finished region list's storage for spareList.
+func (o *observer) keepList(l []ID) {
+	if l != nil && len(o.spare) < maxSpare {
+		o.spare = append(o.spare, l[:0])
+	}
+}
 
 // spareList returns empty storage for a region list.
 func (o *observer) spareList() []ID {

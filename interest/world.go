@@ -271,6 +271,13 @@ func (w *World) regionOfID(id ID) int32 {
 	return w.where[id]
 }
 
+// setRegion records live entity e in region r, in the entity and its
+// dense copy.
+func (w *World) setRegion(e *entity, r int32) {
+	e.reg = r
+	w.where[e.id] = r
+}
+
 func (w *World) get(id ID) *entity {
 	if id == 0 || int(id) >= len(w.ents) {
 		return nil
@@ -385,8 +392,7 @@ func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
 	w.setDisplay(e.id, d)
 	e.mover, e.dirtyAt, e.absFrame, e.relFrame, e.crossed = -1, -1, -1, -1, -1
 	w.lastBc[e.id], e.lastSyn = w.frame, w.frame
-	e.reg = w.regionOfPos(lg.Pos)
-	w.where[e.id] = e.reg
+	w.setRegion(e, w.regionOfPos(lg.Pos))
 	w.addTo(e, e.reg)
 	if lg.Moving() {
 		w.startMoving(e)
@@ -774,8 +780,7 @@ func (w *World) reregion(e *entity) {
 	if e.obs != nil {
 		w.moveObserver(e.obs, e.reg, r)
 	}
-	e.reg = r
-	w.where[e.id] = r
+	w.setRegion(e, r)
 	w.invalidate(e)
 }
 
