@@ -128,6 +128,7 @@ type Client struct {
 	region Region // the player's region, as of the last frame
 
 	ents     map[ID]*known
+	msg      downMsg // a downlink message being decoded (decodeDown)
 	active   []activeEntry
 	full     bool // the next frame checks every entity, not only the active ones
 	displays map[ID]cachedDisplay
@@ -356,18 +357,20 @@ type downMsg struct {
 }
 
 // decodeDown validates a whole downlink packet, calling f for each message
-// only once all of it has decoded: a bad packet changes nothing.
-func decodeDown(l *layout, msg []byte, ref int, hdr *downHeader, f func(m *downMsg)) error {
+// only once all of it has decoded: a bad packet changes nothing. m is the
+// storage each message is decoded into in turn (f must not keep it), so
+// that a packet costs no allocation.
+func decodeDown(l *layout, msg []byte, ref int, hdr *downHeader, m *downMsg, f func(m *downMsg)) error {
 	for pass := 0; pass < 2; pass++ {
 		r := codec.NewReader(msg)
 		hdr.decode(r, ref)
-		var m downMsg
+		*m = downMsg{}
 		for r.Err() == nil && r.Remaining() > 0 {
 			m.tag = readTag(r)
 			if m.tag == tagEnd {
 				break
 			}
-			if !readDown(l, r, hdr.frame, &m, pass == 1, f) {
+			if !readDown(l, r, hdr.frame, m, pass == 1, f) {
 				break
 			}
 		}
@@ -448,7 +451,7 @@ func (c *Client) down(now time.Time, r *codec.Reader, msg []byte) error {
 	}
 	var h downHeader
 	ref := c.frame
-	err := decodeDown(&c.lay, msg, ref, &h, func(m *downMsg) { c.apply(now, m) })
+	err := decodeDown(&c.lay, msg, ref, &h, &c.msg, func(m *downMsg) { c.apply(now, m) })
 	if err != nil {
 		return err
 	}

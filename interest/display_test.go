@@ -263,7 +263,7 @@ func TestLossByLaterPacket(t *testing.T) {
 		w.Tick(start.Add(time.Duration(f) * w.Config().Period()))
 		for _, m := range rec.msgs {
 			var h downHeader
-			if err := decodeDown(&w.lay, m, w.Frame(), &h, func(*downMsg) {}); err == nil {
+			if err := decodeDown(&w.lay, m, w.Frame(), &h, new(downMsg), func(*downMsg) {}); err == nil {
 				pkts = append(pkts, sent{h.seq, h.frame})
 			}
 		}

@@ -284,11 +284,13 @@ func (o *observer) request(w *World, id ID) int {
 		return DropRate
 	}
 	o.tokens--
-	t := w.get(id)
-	if t == nil {
+	// From the dense copy of the regions: a flood of requests reads no
+	// entity.
+	r := w.regionOfID(id)
+	if r < 0 {
 		return DropUnknown
 	}
-	if !near(w.regionAt(w.ents[o.id].reg), w.regionAt(t.reg)) {
+	if !near(w.regionAt(w.where[o.id]), w.regionAt(r)) {
 		return DropOutOfRange
 	}
 	return 0

@@ -132,7 +132,7 @@ func (h *harness) inspect(to ID, msg []byte) {
 		h.t.Errorf("packet of %d bytes over %d", len(msg), MaxPacket)
 	}
 	var hdr downHeader
-	err := decodeDown(&h.w.lay, msg, h.w.Frame(), &hdr, func(m *downMsg) {
+	err := decodeDown(&h.w.lay, msg, h.w.Frame(), &hdr, new(downMsg), func(m *downMsg) {
 		if h.trace != nil {
 			h.trace(to, m)
 		}

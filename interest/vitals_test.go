@@ -153,7 +153,7 @@ func TestForcedSyncSkipsTold(t *testing.T) {
 	whole := 0
 	for _, b := range rec.msgs {
 		var h downHeader
-		if err := decodeDown(&w.lay, b, w.Frame(), &h, func(m *downMsg) {
+		if err := decodeDown(&w.lay, b, w.Frame(), &h, new(downMsg), func(m *downMsg) {
 			if m.tag == tagLogic && m.id == wolf {
 				whole++
 			}

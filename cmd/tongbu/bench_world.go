@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"os"
 	"runtime"
 	"runtime/metrics"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/tongbu/tongbu/interest"
@@ -92,6 +94,7 @@ type worldOpts struct {
 	sample          int // every sample-th player is followed for discovery
 	forced          time.Duration
 	seed            uint64
+	ticks           string // file for each measured frame's times
 }
 
 // link carries one direction's packets for every player with a fixed
@@ -198,6 +201,7 @@ type worldSim struct {
 	players  []*wplayer
 	npcs     []*wnpc
 	byPlayer []*wplayer // by entity ID
+	slot     []int32    // by entity ID: the player's index in players
 	byNPC    []*wnpc
 
 	down, up    *link
@@ -209,13 +213,10 @@ type worldSim struct {
 }
 
 // SendUnreliable and SendReliable are the world's Sender: the packet is
-// counted against its player and put on the player's downlink.
+// put on the player's downlink (and counted against the player after the
+// tick, which the transport's work does not include).
 func (s *worldSim) SendUnreliable(id interest.ID, msg []byte) error {
-	p := s.byPlayer[id]
-	if s.measuring {
-		p.bytes += int64(len(msg))
-	}
-	s.down.push(s.frame, p.index, msg)
+	s.down.push(s.frame, s.slot[id], msg)
 	return nil
 }
 
@@ -235,6 +236,7 @@ func benchWorld(args []string, out io.Writer) error {
 	fs.DurationVar(&o.forced, "forced", 625*time.Millisecond, "the world's Config.ForcedSync (the engine's default is 2s)")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to this file")
+	fs.StringVar(&o.ticks, "ticks", "", "write each measured frame's server times (frame, uplink ms, tick ms, baseline ms) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -295,7 +297,7 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 	s.down, s.up = newLink(o.delay), newLink(max(o.delay, 1))
 	s.base = newJX1(s.cfg)
 	n := o.players + o.npcs + 1
-	s.byPlayer, s.byNPC = make([]*wplayer, n), make([]*wnpc, n)
+	s.byPlayer, s.byNPC, s.slot = make([]*wplayer, n), make([]*wnpc, n), make([]int32, n)
 	s.base.sampled = make([]bool, n)
 	s.base.heard = s.heard
 
@@ -363,7 +365,7 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 			s.base.sampled[id] = true
 		}
 		s.players = append(s.players, p)
-		s.byPlayer[id] = p
+		s.byPlayer[id], s.slot[id] = p, p.index
 	}
 	return s, nil
 }
@@ -426,12 +428,15 @@ func (s *worldSim) run(out io.Writer) error {
 	total := warm + int(s.o.seconds*float64(hz))
 	lastEpisode := total - 4*hz // episodes start early enough to be followed to the end
 	var tick, tickWall, baseTick []time.Duration
+	var frames []frameRec // for -ticks
 	var upCPU time.Duration
 	var worldAlloc uint64
 	var st0 interest.Stats
 	var cross0 int64
 	alloc := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
 	readAlloc := func() uint64 { metrics.Read(alloc); return alloc[0].Value.Uint64() }
+	gcs := []metrics.Sample{{Name: "/gc/cycles/total:gc-cycles"}}
+	readGCs := func() uint64 { metrics.Read(gcs); return gcs[0].Value.Uint64() }
 	wall0 := time.Now()
 	for f := 1; f <= total; f++ {
 		s.frame = f
@@ -467,8 +472,12 @@ func (s *worldSim) run(out io.Writer) error {
 		b1 := threadCPU()
 
 		if s.measuring {
+			s.down.sent(f, func(i int32, b []byte) { s.players[i].bytes += int64(len(b)) })
 			tick = append(tick, c1-c0+c3-c2)
 			upCPU += c1 - c0
+			if s.o.ticks != "" {
+				frames = append(frames, frameRec{frame: f, up: c1 - c0, tick: c1 - c0 + c3 - c2, base: b1 - b0, st: s.w.Stats(), gc: readGCs()})
+			}
 			tickWall = append(tickWall, w1.Sub(w0)+w3.Sub(w2))
 			baseTick = append(baseTick, b1-b0)
 			worldAlloc += a1 - a0
@@ -493,8 +502,40 @@ func (s *worldSim) run(out io.Writer) error {
 	}
 	wall := time.Since(wall0)
 	st := s.w.Stats()
+	if s.o.ticks != "" {
+		if err := writeTicks(s.o.ticks, st0, frames); err != nil {
+			return err
+		}
+	}
 	return s.report(out, reportIn{tick: tick, tickWall: tickWall, baseTick: baseTick, worldAlloc: worldAlloc, upCPU: upCPU,
 		st0: st0, st: st, cross: s.playerCross - cross0, wall: wall})
+}
+
+// frameRec is one measured frame, for -ticks: the interest server's
+// uplink and whole tick CPU times, the baseline's, and the world's
+// counters after the frame.
+type frameRec struct {
+	frame          int
+	up, tick, base time.Duration
+	st             interest.Stats
+	gc             uint64 // garbage collections begun by the end of the frame
+}
+
+// writeTicks writes one line per measured frame: its times in
+// milliseconds and what the world did in it (from the counters' change
+// since the frame before; st0 is before the first).
+func writeTicks(name string, st0 interest.Stats, frames []frameRec) error {
+	var b strings.Builder
+	b.WriteString("frame up_ms tick_ms baseline_ms packets_in bytes_in packets_out bytes_out reliable_out crossings forced discoveries gc\n")
+	prev := st0
+	for _, r := range frames {
+		st := r.st
+		fmt.Fprintf(&b, "%d %.3f %.3f %.3f %d %d %d %d %d %d %d %d %d\n", r.frame, ms(r.up), ms(r.tick), ms(r.base),
+			st.PacketsIn-prev.PacketsIn, st.BytesIn-prev.BytesIn, st.PacketsOut-prev.PacketsOut, st.BytesOut-prev.BytesOut,
+			st.ReliableOut-prev.ReliableOut, st.Crossings-prev.Crossings, st.ForcedSyncs-prev.ForcedSyncs, st.Discoveries-prev.Discoveries, r.gc)
+		prev = st
+	}
+	return os.WriteFile(name, []byte(b.String()), 0o644)
 }
 
 // issue records a player's command for the baseline, which applies it when
