@@ -117,7 +117,14 @@ func newObserver(w *World, e *entity) *observer {
 	for s := range o.enter {
 		o.enter[s], o.due[s], o.open[s] = w.frame, w.frame, true
 	}
+	w.waiting[e.id] = true
 	return o
+}
+
+// opened records in World.waiting whether the observer waits for any
+// region's forced sync, after o.open changed.
+func (o *observer) opened(w *World) {
+	w.waiting[o.id] = o.open != [9]bool{}
 }
 
 // slot returns the index of region r in the 3x3 range centred on c, or -1.
@@ -146,6 +153,7 @@ func (o *observer) crossed(w *World, from, to int32) {
 		enter[s], due[s], open[s] = w.frame, w.frame+forced, true
 	}
 	o.enter, o.due, o.open = enter, due, open
+	o.opened(w)
 	if w.cfg.LeaveMessages {
 		w.around(from, func(ri int32) {
 			if near(b, w.regionAt(ri)) {
@@ -315,6 +323,7 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 			continue
 		}
 		list[n] = w.ents[raw]
+		w.sink += int(list[n].dver) // load it now, beside the other requests' (see World.step)
 		n++
 	}
 	if n == 0 {
@@ -447,6 +456,9 @@ func (o *observer) lost(w *World, p *sentPacket) {
 // 5.2.2). A region ahead of a moving player is due earlier: Lead before
 // the player would reach it (seed 5.1.3).
 func (o *observer) forced(w *World, me *entity) {
+	if !w.waiting[o.id] {
+		return
+	}
 	c := w.regionAt(me.reg)
 	lead := w.cfg.frames(w.cfg.Lead)
 	for s := range 9 {
@@ -480,6 +492,7 @@ func (o *observer) forced(w *World, me *entity) {
 			}
 		}
 	}
+	o.opened(w)
 }
 
 // eta returns in how many frames a moving entity reaches region r, or -1

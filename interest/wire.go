@@ -572,10 +572,14 @@ const (
 // by both sides when it is shared (another entity in the world looks the
 // same), as long as the dictionaries have room.
 func writeLook(w *codec.Writer, ld *lookDict, nd *names, id uint32, shared bool, d *Display) {
-	if i := ld.find(id); i >= 0 {
-		w.WriteBool(true)
-		w.WriteUint(uint64(i), maxLooks-1)
-		return
+	// Only a shared look is kept, so only one is looked for. (One kept
+	// while shared and alone now goes in full: longer, still right.)
+	if shared {
+		if i := ld.find(id); i >= 0 {
+			w.WriteBool(true)
+			w.WriteUint(uint64(i), maxLooks-1)
+			return
+		}
 	}
 	w.WriteBool(false)
 	w.WriteBits(uint64(d.Appearance), 32)

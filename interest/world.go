@@ -141,6 +141,7 @@ func (m *msgBuf) mark(id ID) {
 type region struct {
 	ents    []ID
 	obs     []*observer
+	obsIDs  []ID     // obs's entities, in the same order: read without reading the observers
 	bc      msgBuf   // commands of entities here, for every observer within range
 	direct  msgBuf   // announcements for observers located here
 	syncs   []ID     // entities here due for state sync this frame
@@ -193,9 +194,13 @@ type World struct {
 	// carrying its position (seed m_nLastBroadcastFrame).
 	where  []int32
 	lastBc []int
-	pend   []pending
-	obs    []*observer
-	cross  []ID // entities that crossed a border this frame
+	// By ID: the entity's observer waits for some region's forced sync
+	// (observer.open), so that a crossing passes over the observers
+	// around it that wait for none without reading them.
+	waiting []bool
+	pend    []pending
+	obs     []*observer
+	cross   []ID // entities that crossed a border this frame
 
 	w codec.Writer // entity encodings
 	// The packet being built, for one observer at a time: a packet is
@@ -228,7 +233,7 @@ func NewWorld(cfg Config, start time.Time, out Sender) (*World, error) {
 		w.periods[c] = cfg.period(c&periodTarget != 0, c&periodCombat != 0, c&periodCity != 0)
 	}
 	w.ents = []*entity{nil} // ID 0 is no entity
-	w.where, w.lastBc = []int32{-1}, []int{0}
+	w.where, w.lastBc, w.waiting = []int32{-1}, []int{0}, []bool{false}
 	return w, nil
 }
 
@@ -384,7 +389,7 @@ func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
 		e.id = ID(len(w.ents))
 		e.rel.b, e.abs.b = e.relBuf[:0], e.absBuf[:0]
 		w.ents = append(w.ents, e)
-		w.where, w.lastBc = append(w.where, -1), append(w.lastBc, 0)
+		w.where, w.lastBc, w.waiting = append(w.where, -1), append(w.lastBc, 0), append(w.waiting, false)
 	default:
 		return 0, ErrFull
 	}
@@ -885,8 +890,11 @@ func (w *World) crossings() {
 				if !near(to, w.regionAt(ri)) {
 					return
 				}
-				for _, o := range w.regions[ri].obs {
-					o.moved(w, e, e.crossed, e.reg)
+				reg := &w.regions[ri]
+				for k, id := range reg.obsIDs {
+					if w.waiting[id] {
+						reg.obs[k].moved(w, e, e.crossed, e.reg)
+					}
 				}
 			})
 		}
@@ -1092,7 +1100,7 @@ func (w *World) Join(id ID) error {
 	o := newObserver(w, e)
 	e.obs = o
 	w.obs = append(w.obs, o)
-	w.regions[e.reg].obs = append(w.regions[e.reg].obs, o)
+	w.regions[e.reg].addObserver(o)
 	return nil
 }
 
@@ -1110,14 +1118,21 @@ func (w *World) Leave(id ID) {
 		}
 	}
 	e.obs = nil
+	w.waiting[id] = false
+}
+
+func (reg *region) addObserver(o *observer) {
+	reg.obs = append(reg.obs, o)
+	reg.obsIDs = append(reg.obsIDs, o.id)
 }
 
 func (w *World) dropObserver(o *observer, r int32) {
-	list := w.regions[r].obs
-	for i, x := range list {
+	reg := &w.regions[r]
+	for i, x := range reg.obs {
 		if x == o {
-			list[i] = list[len(list)-1]
-			w.regions[r].obs = list[:len(list)-1]
+			last := len(reg.obs) - 1
+			reg.obs[i], reg.obsIDs[i] = reg.obs[last], reg.obsIDs[last]
+			reg.obs, reg.obsIDs = reg.obs[:last], reg.obsIDs[:last]
 			return
 		}
 	}
@@ -1125,7 +1140,7 @@ func (w *World) dropObserver(o *observer, r int32) {
 
 func (w *World) moveObserver(o *observer, from, to int32) {
 	w.dropObserver(o, from)
-	w.regions[to].obs = append(w.regions[to].obs, o)
+	w.regions[to].addObserver(o)
 	w.left(o, from)
 	o.crossed(w, from, to)
 }
