@@ -201,7 +201,6 @@ type worldSim struct {
 	players  []*wplayer
 	npcs     []*wnpc
 	byPlayer []*wplayer // by entity ID
-	slot     []int32    // by entity ID: the player's index in players
 	byNPC    []*wnpc
 
 	down, up    *link
@@ -216,7 +215,7 @@ type worldSim struct {
 // put on the player's downlink (and counted against the player after the
 // tick, which the transport's work does not include).
 func (s *worldSim) SendUnreliable(id interest.ID, msg []byte) error {
-	s.down.push(s.frame, s.slot[id], msg)
+	s.down.push(s.frame, s.byPlayer[id].index, msg)
 	return nil
 }
 
@@ -236,7 +235,7 @@ func benchWorld(args []string, out io.Writer) error {
 	fs.DurationVar(&o.forced, "forced", 625*time.Millisecond, "the world's Config.ForcedSync (the engine's default is 2s)")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to this file")
-	fs.StringVar(&o.ticks, "ticks", "", "write each measured frame's server times (frame, uplink ms, tick ms, baseline ms) to this file")
+	fs.StringVar(&o.ticks, "ticks", "", "write a line for each measured frame to this file: its server times (uplinks, whole tick, baseline) and what the world did in it")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -297,7 +296,7 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 	s.down, s.up = newLink(o.delay), newLink(max(o.delay, 1))
 	s.base = newJX1(s.cfg)
 	n := o.players + o.npcs + 1
-	s.byPlayer, s.byNPC, s.slot = make([]*wplayer, n), make([]*wnpc, n), make([]int32, n)
+	s.byPlayer, s.byNPC = make([]*wplayer, n), make([]*wnpc, n)
 	s.base.sampled = make([]bool, n)
 	s.base.heard = s.heard
 
@@ -365,7 +364,7 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 			s.base.sampled[id] = true
 		}
 		s.players = append(s.players, p)
-		s.byPlayer[id], s.slot[id] = p, p.index
+		s.byPlayer[id] = p
 	}
 	return s, nil
 }
@@ -523,10 +522,11 @@ type frameRec struct {
 
 // writeTicks writes one line per measured frame: its times in
 // milliseconds and what the world did in it (from the counters' change
-// since the frame before; st0 is before the first).
+// since the frame before; st0 is before the first), and the garbage
+// collections begun since the process started.
 func writeTicks(name string, st0 interest.Stats, frames []frameRec) error {
 	var b strings.Builder
-	b.WriteString("frame up_ms tick_ms baseline_ms packets_in bytes_in packets_out bytes_out reliable_out crossings forced discoveries gc\n")
+	b.WriteString("frame up_ms tick_ms baseline_ms packets_in bytes_in packets_out bytes_out reliable_out crossings forced discoveries gc_total\n")
 	prev := st0
 	for _, r := range frames {
 		st := r.st
