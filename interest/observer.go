@@ -869,7 +869,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		o.pkt.ids = append(o.pkt.ids, id)
 	}
 	w.stats.ForcedSyncs += int64(n)
-	it.rest = it.rest[n:]
+	it.rest = it.rest[:copy(it.rest, it.rest[n:])] // the start stays, for keepList's storage
 	return len(it.rest) == 0
 }
 

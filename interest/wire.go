@@ -107,7 +107,6 @@ const (
 	seqBits         = 10 // downlink packet sequence numbers
 	seqMask         = 1<<seqBits - 1
 	frameBits       = 12 // frame numbers on the wire: low bits, unwrapped by the receiver
-	frameMask       = 1<<frameBits - 1
 	ackMaskBits     = 32
 	maxUpCommands   = 8  // commands an uplink packet repeats
 	maxUpDiscover   = 32 // discovery requests per uplink packet

@@ -106,7 +106,9 @@ func decodeViewBody(r *codec.Reader, n int) (Frame, error) {
 		return f, fmt.Errorf("%w: frame %d view: %w", ErrMalformed, n, err)
 	}
 	if k > 0 {
-		f.Changes = make([]StateChange, 0, k) // k is at most maxViewChanges
+		// Room for what the packet can hold (a change takes a byte or
+		// more), not for what the count claims.
+		f.Changes = make([]StateChange, 0, min(k, 1+r.Remaining()/8))
 	}
 	for i := range k {
 		e := r.ReadUvarint()

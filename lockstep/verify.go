@@ -122,14 +122,17 @@ func decodeEventReport(r *codec.Reader) (eventReport, error) {
 	e.through = int(through)
 	frame := uint64(0)
 	for i := range n {
-		frame += r.ReadUvarint()
+		d := r.ReadUvarint()
 		data := r.ReadBytes(nil, MaxEventBytes)
 		if err := r.Err(); err != nil {
 			return e, fmt.Errorf("%w: event %d: %w", ErrMalformed, i, err)
 		}
-		if frame >= through {
-			return e, fmt.Errorf("%w: event for frame %d in a report through %d", ErrMalformed, frame, through)
+		// frame < through holds, so this also refuses a delta that would
+		// wrap frame around to an earlier one.
+		if d >= through-frame {
+			return e, fmt.Errorf("%w: event for frame %d+%d in a report through %d", ErrMalformed, frame, d, through)
 		}
+		frame += d
 		e.events = append(e.events, GameEvent{Frame: int(frame), Data: data})
 	}
 	if err := r.Done(); err != nil {

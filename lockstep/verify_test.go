@@ -232,6 +232,16 @@ func FuzzDecodeEventReport(f *testing.F) {
 		e.encode(&w)
 		f.Add(w.Bytes())
 	}
+	// A delta that wraps the frame around to an earlier one (10, then 5).
+	var w codec.Writer
+	writeLife(&w, lifeEvents)
+	w.WriteUvarint(90)
+	w.WriteUint(2, maxEventsPerMsg)
+	w.WriteUvarint(10)
+	w.WriteBytes(nil, MaxEventBytes)
+	w.WriteUvarint(1<<64 - 5)
+	w.WriteBytes(nil, MaxEventBytes)
+	f.Add(w.Bytes())
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		if sub, r, err := lifeKind(msg); err == nil && sub == lifeEvents {
 			if e, err := decodeEventReport(r); err == nil {

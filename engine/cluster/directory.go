@@ -104,6 +104,8 @@ type Directory struct {
 	closed bool
 	stop   chan struct{}
 	done   chan struct{}
+
+	fetches sync.WaitGroup // room-list requests under way
 }
 
 // Watch follows the cluster whose nodes publish on nc with opts.Prefix.
@@ -178,7 +180,7 @@ func (d *Directory) onEvent(m *nats.Msg) {
 				d.report(*loss)
 			}
 			if fetch {
-				go d.fetch(h.ID)
+				d.fetches.Go(func() { d.fetch(h.ID) })
 			}
 		}
 	case d.opts.subjRoom():
@@ -188,7 +190,7 @@ func (d *Directory) onEvent(m *nats.Msg) {
 			fetch := d.st.event(e)
 			d.mu.Unlock()
 			if fetch {
-				go d.fetch(e.ID)
+				d.fetches.Go(func() { d.fetch(e.ID) })
 			}
 		}
 	case d.opts.subjLeave():
@@ -299,5 +301,6 @@ func (d *Directory) Close() error {
 	d.sub.Unsubscribe()
 	close(d.stop)
 	<-d.done
+	d.fetches.Wait() // at most RequestTimeout
 	return nil
 }

@@ -34,6 +34,7 @@ type Node struct {
 	probeSub *nats.Subscription
 	stop     chan struct{}
 	done     chan struct{}
+	hostMu   sync.Mutex // held while host runs
 
 	mu     sync.Mutex
 	rooms  map[string]struct{}
@@ -81,6 +82,9 @@ func Join(nc *nats.Conn, info NodeInfo, host Host, opts *Options) (*Node, error)
 	if err != nil {
 		n.listSub.Unsubscribe()
 		n.probeSub.Unsubscribe()
+		if n.create != nil {
+			n.create.Unsubscribe()
+		}
 		dir.Close()
 		return nil, fmt.Errorf("cluster: join: %w", err)
 	}
@@ -236,7 +240,11 @@ func (n *Node) onCreate(m *nats.Msg) {
 	n.rooms[req.Room] = struct{}{} // reserved while the host creates it
 	n.mu.Unlock()
 
+	// A drained subscription may still deliver its queued requests while
+	// a new one takes others: the host is still called by one at a time.
+	n.hostMu.Lock()
 	tickets, err := n.host(*req)
+	n.hostMu.Unlock()
 
 	n.mu.Lock()
 	if err != nil || n.left {

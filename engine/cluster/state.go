@@ -79,9 +79,8 @@ func (s *state) heartbeat(h *heartbeat, now time.Time) (fetch bool, loss *Loss) 
 		}
 		n.rooms, n.gen, n.synced, n.fetching = map[string]struct{}{}, 0, h.Gen == 0, false
 	}
-	if !n.alive && n.hb.Instance == h.Instance && n.last != (time.Time{}) {
-		n.synced = false // back from the dead (a partition healed): ask again
-	}
+	// A node back from the dead (a partition healed) is asked again: lose
+	// cleared synced.
 	n.hb, n.last, n.alive = *h, now, true
 	return s.wantList(n), loss
 }
