@@ -3,11 +3,15 @@
 package engine
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http/httptest"
+	"runtime"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -438,4 +442,51 @@ func TestSpectatorAndRejoin(t *testing.T) {
 		}
 		h.shutdown()
 	})
+}
+
+// TestHugePages: a server asked for huge pages advises the heap at start,
+// says so in its log (or why it cannot), and stops advising on Shutdown.
+func TestHugePages(t *testing.T) {
+	var logs syncBuffer
+	s, err := NewServer(Config{Secret: testSecret, NoWebRTC: true, HugePages: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(logs.String(), "huge pages for the heap") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err := s.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-s.advised:
+	default:
+		t.Fatal("the advice goes on after Shutdown")
+	}
+	out := logs.String()
+	if runtime.GOOS == "linux" && !strings.Contains(out, "advised_bytes=") {
+		t.Fatalf("log %q: want the heap's advised bytes", out)
+	}
+	if !strings.Contains(out, "huge pages for the heap") {
+		t.Fatalf("log %q: want a line on huge pages", out)
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/tongbu/tongbu/internal/hugepage"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -95,6 +96,7 @@ type worldOpts struct {
 	forced          time.Duration
 	seed            uint64
 	ticks           string // file for each measured frame's times
+	hugePages       bool   // advise the heap to use transparent huge pages
 }
 
 // link carries one direction's packets for every player with a fixed
@@ -209,6 +211,7 @@ type worldSim struct {
 	playerCross int64
 	episodes    []*episode
 	epEmpt      int
+	huge        hugepage.Advisor
 }
 
 // SendUnreliable and SendReliable are the world's Sender: the packet is
@@ -236,6 +239,7 @@ func benchWorld(args []string, out io.Writer) error {
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to this file")
 	fs.StringVar(&o.ticks, "ticks", "", "write a line for each measured frame to this file: its server times (uplinks, whole tick, baseline) and what the world did in it")
+	fs.BoolVar(&o.hugePages, "hugepages", true, "ask Linux for transparent huge pages for the heap (both servers' and the clients'), after setup and again after warm-up, as tongbu serve does")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -269,6 +273,7 @@ func benchWorld(args []string, out io.Writer) error {
 	for _, l := range worldModel {
 		fmt.Fprintln(out, "  "+l)
 	}
+	s.advise(out, "after setup")
 	if err := s.run(out); err != nil {
 		return err
 	}
@@ -441,6 +446,7 @@ func (s *worldSim) run(out io.Writer) error {
 		s.frame = f
 		if f == warm+1 {
 			s.measuring = true
+			s.advise(out, "after warm-up")
 			st0, cross0 = s.w.Stats(), s.playerCross
 		}
 		now := s.start.Add(time.Duration(f) * s.period)
@@ -508,6 +514,24 @@ func (s *worldSim) run(out io.Writer) error {
 	}
 	return s.report(out, reportIn{tick: tick, tickWall: tickWall, baseTick: baseTick, worldAlloc: worldAlloc, upCPU: upCPU,
 		st0: st0, st: st, cross: s.playerCross - cross0, wall: wall})
+}
+
+// advise asks for huge pages for the heap's new mappings (-hugepages)
+// and says what it got.
+func (s *worldSim) advise(out io.Writer, when string) {
+	if !s.o.hugePages {
+		if when == "after setup" {
+			fmt.Fprintln(out, "heap: huge pages not asked for (-hugepages=false): the system's setting decides")
+		}
+		return
+	}
+	rep, err := s.huge.Advise()
+	if err != nil {
+		fmt.Fprintf(out, "heap: huge pages %s: %v\n", when, err)
+		return
+	}
+	fmt.Fprintf(out, "heap: huge pages %s: THP mode %q, %.0f MB of new mappings advised, %.0f MB of the process on huge pages\n",
+		when, rep.Mode, float64(rep.Advised)/(1<<20), float64(rep.Huge)/(1<<20))
 }
 
 // frameRec is one measured frame, for -ticks: the interest server's

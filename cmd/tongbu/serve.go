@@ -90,6 +90,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	secretFile := fs.String("secret-file", "", "file holding the ticket secret (default $TONGBU_SECRET)")
 	rooms := fs.Int("rooms", 0, "also create this many lockstep rooms room-1..room-N with default settings")
 	loopback := fs.Bool("loopback", false, "offer loopback candidates too (local tests and demos)")
+	huge := fs.Bool("hugepages", true, "ask Linux for transparent huge pages for the heap (engine.Config.HugePages)")
 	cf := clusterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -130,7 +131,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	srv, err := engine.NewServer(engine.Config{
 		Secret: secret, UDPAddr: fmt.Sprintf(":%d", cfg.UDP), PublicIPs: cfg.PublicIPs,
 		AllowedOrigins: cfg.Origins, MaxConns: cfg.MaxConns, MaxRooms: cfg.MaxRooms, Logger: log,
-		IncludeLoopback: cfg.Loopback,
+		IncludeLoopback: cfg.Loopback, HugePages: *huge,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "tongbu serve:", err)

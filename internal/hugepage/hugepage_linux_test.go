@@ -1,0 +1,87 @@
+//go:build linux
+
+package hugepage
+
+import (
+	"testing"
+	"unsafe"
+)
+
+func TestParseMapping(t *testing.T) {
+	for _, tc := range []struct {
+		line string
+		want mapping
+		ok   bool
+	}{
+		{"c000000000-c004000000 rw-p 00000000 00:00 0 ", mapping{0xc000000000, 0xc004000000, true, true}, true},
+		{"c004000000-c008000000 ---p 00000000 00:00 0", mapping{0xc004000000, 0xc008000000, false, true}, true},
+		{"7f00-8f00 rw-p 00000000 00:00 0   [anon: Go: heap]", mapping{0x7f00, 0x8f00, true, true}, true},
+		{"38ae9000-38b0a000 rw-p 00000000 00:00 0  [heap]", mapping{0x38ae9000, 0x38b0a000, true, false}, true},
+		{"00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/dbus-daemon", mapping{0x400000, 0x452000, false, false}, true},
+		{"7fff-8fff rw-s 00000000 00:05 123 /dev/zero", mapping{0x7fff, 0x8fff, true, false}, true},
+		{"", mapping{}, false},
+		{"zz-10 rw-p 0 00:00 0", mapping{}, false},
+		{"20-10 rw-p 0 00:00 0", mapping{}, false},
+		{"10 rw-p 0 00:00 0", mapping{}, false},
+		{"10-20 rw 0 00:00 0", mapping{}, false},
+	} {
+		got, ok := parseMapping(tc.line)
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("parseMapping(%q) = %+v, %v; want %+v, %v", tc.line, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestHeapMappings(t *testing.T) {
+	maps := []mapping{
+		{0x1000, 0x2000, true, false}, // a file
+		{0x2000, 0x3000, false, true}, // reserved, adjacent to the file
+		{0x5000, 0x6000, false, true}, // reserved
+		{0x6000, 0x9000, true, true},  // in use: holds the probe
+		{0x9000, 0xa000, false, true}, // reserved
+		{0xb000, 0xc000, true, true},  // a gap before it: another mapping
+		{0xc000, 0xd000, true, false}, // named
+	}
+	got := heapMappings(maps, 0x7000)
+	if len(got) != 3 || got[0].start != 0x5000 || got[2].end != 0xa000 {
+		t.Errorf("heapMappings = %+v, want the three from 0x5000 to 0xa000", got)
+	}
+	if got := heapMappings(maps, 0x1800); got != nil {
+		t.Errorf("heapMappings of a file's address = %+v, want none", got)
+	}
+	if got := heapMappings(maps, 0x4000); got != nil {
+		t.Errorf("heapMappings of an unmapped address = %+v, want none", got)
+	}
+}
+
+func FuzzParseMapping(f *testing.F) {
+	f.Add("c000000000-c004000000 rw-p 00000000 00:00 0")
+	f.Add("7f00-8f00 rw-p 00000000 00:00 0   [anon: Go: heap]")
+	f.Add("1-")
+	f.Fuzz(func(t *testing.T, line string) {
+		if m, ok := parseMapping(line); ok && m.start >= m.end {
+			t.Fatalf("parseMapping(%q) = %+v: empty range accepted", line, m)
+		}
+	})
+}
+
+// TestAdvise advises this test's own heap: the probe's mapping is found
+// and advised once; collapsing is up to the kernel (Report.Huge).
+func TestAdvise(t *testing.T) {
+	var a Advisor
+	rep, err := a.Advise()
+	if err != nil {
+		t.Fatalf("Advise: %v", err)
+	}
+	if rep.Mode == "" || rep.Advised <= 0 {
+		t.Fatalf("Advise = %+v, want the mode and the heap's bytes advised", rep)
+	}
+	for s := range a.done {
+		p := uintptr(unsafe.Pointer(probe))
+		if s.start <= p && p < s.end {
+			t.Logf("mode %q: %d bytes advised, %d on huge pages", rep.Mode, rep.Advised, rep.Huge)
+			return
+		}
+	}
+	t.Fatalf("the probe's mapping was not advised: %+v", a.done)
+}

@@ -1,0 +1,5 @@
+//go:build !linux
+
+package hugepage
+
+func (a *Advisor) advise() (Report, error) { return Report{}, ErrUnsupported }
