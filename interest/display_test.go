@@ -2,6 +2,7 @@ package interest
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -288,5 +289,168 @@ func TestLossByLaterPacket(t *testing.T) {
 	t.Logf("packets %v, acked %v, repairs %d -> %d", pkts, last, before, w.Stats().Repairs)
 	if w.Stats().Repairs == before {
 		t.Errorf("no repair after packet %d was acknowledged without packet %d (%d frames earlier)", last.seq, pkts[0].seq, last.frame-pkts[0].frame)
+	}
+}
+
+// TestIndexTableTruncate: forgetting the last entries of a dictionary's
+// table leaves every other entry found, whatever the collisions and
+// growth in between, and the table takes new entries after it.
+func TestIndexTableTruncate(t *testing.T) {
+	// Hashes that collide on their low bits make long probes.
+	hash := func(i int) uint64 { return uint64(i%7)<<32 | uint64(i%5)*64 | uint64(i)<<40 }
+	var tb indexTable
+	n := 0
+	add := func() { tb.add(hash(n)); n++ }
+	check := func(when string) {
+		t.Helper()
+		for i := 0; i < n+40; i++ {
+			got := tb.find(hash(i), func(j int) bool { return j == i })
+			if want := map[bool]int{true: i, false: -1}[i < n]; got != want {
+				t.Fatalf("%s: find(%d) = %d, want %d", when, i, got, want)
+			}
+		}
+	}
+	for _, step := range []struct{ add, keep int }{{10, 7}, {100, 60}, {3, 60}, {200, 1}, {50, 0}, {80, 80}} {
+		for range step.add {
+			add()
+		}
+		check("after adding")
+		tb.truncate(step.keep)
+		n = step.keep
+		check("after truncating")
+	}
+}
+
+// failing hands a world's packets to a client but for the reliable sends
+// it is told to fail, which the client never gets.
+type failing struct {
+	c    *Client
+	fail func() bool
+}
+
+func (f *failing) SendUnreliable(_ ID, msg []byte) error { return f.c.Deliver(time.Unix(0, 0), msg) }
+func (f *failing) SendReliable(id ID, msg []byte) error {
+	if f.fail() {
+		return errors.New("queue full")
+	}
+	return f.SendUnreliable(id, msg)
+}
+
+// TestDisplayDictionariesSendFailed: display messages whose send fails
+// take back what they added to the connection's dictionaries, so the
+// later ones, referring to the dictionaries, read back right.
+func TestDisplayDictionariesSendFailed(t *testing.T) {
+	cfg := Config{Width: 8, Height: 8}
+	start := time.Unix(0, 0)
+	sends := 0
+	out := &failing{fail: func() bool { sends++; return sends%2 == 1 }}
+	w, err := NewWorld(cfg, start, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	player, _ := w.Spawn(Player, Logic{Pos: Vec{1000, 1000}, Life: 100}, Display{Name: "you"})
+	// Templates: each look shared by four entities, names shared by two looks.
+	var npcs []ID
+	for i := range 32 {
+		d := Display{Name: fmt.Sprintf("beast %d", i/8), Appearance: uint32(i / 4)}
+		id, _ := w.Spawn(NPC, Logic{Pos: Vec{600 + int32(i)*40, 700 + int32(i%5)*90}, Life: 100}, d)
+		npcs = append(npcs, id)
+	}
+	if err := w.Join(player); err != nil {
+		t.Fatal(err)
+	}
+	out.c, _ = NewClient(cfg, player)
+	(&stepper{t: t, w: w, out: &direct{c: out.c}, player: player, start: start}).run(160)
+	if w.Stats().Dropped[DropSendFailed] == 0 {
+		t.Fatal("no send failed: the test tests nothing")
+	}
+	if m := out.c.Stats().Malformed; m != 0 {
+		t.Fatalf("the client dropped %d packets as malformed", m)
+	}
+	for i, id := range npcs {
+		v, ok := out.c.Entity(id)
+		want := Display{Name: fmt.Sprintf("beast %d", i/8), Appearance: uint32(i / 4)}
+		if !ok || !v.HasDisplay || v.Display != want {
+			t.Errorf("entity %d: known %v, display %+v (has %v), want %+v", id, ok, v.Display, v.HasDisplay, want)
+		}
+	}
+}
+
+// TestLookComesBack: a shared look whose entities all go keeps its id, so
+// a pack that rises again is told by the connection's dictionary, not in
+// full under a new id; looks never shared, and dormant ones past
+// maxDormantLooks, are forgotten.
+func TestLookComesBack(t *testing.T) {
+	cfg := Config{Width: 8, Height: 8}
+	start := time.Unix(0, 0)
+	out := &direct{}
+	w, err := NewWorld(cfg, start, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	player, _ := w.Spawn(Player, Logic{Pos: Vec{1000, 1000}, Life: 100}, Display{Name: "you"})
+	if err := w.Join(player); err != nil {
+		t.Fatal(err)
+	}
+	out.c, _ = NewClient(cfg, player)
+	s := &stepper{t: t, w: w, out: out, player: player, start: start}
+	wolf := Display{Name: "grey wolf", Appearance: 9}
+	spawnPack := func() []ID {
+		var ids []ID
+		for i := range 4 {
+			id, _ := w.Spawn(NPC, Logic{Pos: Vec{900 + int32(i)*50, 1100}, Life: 100}, wolf)
+			ids = append(ids, id)
+		}
+		return ids
+	}
+	for _, id := range spawnPack() {
+		_ = w.Despawn(id)
+	}
+	pack := spawnPack()
+	s.run(48)
+	o := w.get(player).obs
+	id := w.looks[wolf].id
+	if len(o.looks.ids) != 1 || o.looks.ids[0] != id {
+		t.Fatalf("the connection holds looks %v, want the wolves' %d", o.looks.ids, id)
+	}
+	for _, id := range pack {
+		_ = w.Despawn(id)
+	}
+	s.run(48)
+	if lk := w.looks[wolf]; lk == nil || lk.id != id || lk.refs != 0 {
+		t.Fatalf("the pack's look after it went: %+v, want id %d kept with no entity", lk, id)
+	}
+	before := w.Stats().ReliableOut
+	pack = spawnPack()
+	s.run(48)
+	for _, e := range pack {
+		if v, ok := out.c.Entity(e); !ok || v.Display != wolf {
+			t.Fatalf("risen wolf %d: known %v, display %+v", e, ok, v.Display)
+		}
+	}
+	if len(o.looks.ids) != 1 {
+		t.Errorf("the connection holds %d looks after the pack rose, want the one", len(o.looks.ids))
+	}
+	if sent := w.Stats().ReliableOut - before; sent > 4*8 {
+		t.Errorf("the risen pack's display data took %d bytes, want references to the dictionary", sent)
+	}
+
+	// A look never shared goes with its entity; dormant ones past the bound
+	// are forgotten.
+	lone, _ := w.Spawn(NPC, Logic{Pos: Vec{5000, 5000}, Life: 100}, Display{Name: "hermit"})
+	_ = w.Despawn(lone)
+	if w.looks[Display{Name: "hermit"}] != nil {
+		t.Error("a look one entity had was kept after it went")
+	}
+	for i := range maxDormantLooks + 1 {
+		d := Display{Appearance: uint32(1000 + i)}
+		a, _ := w.Spawn(NPC, Logic{Pos: Vec{5000, 5000}}, d)
+		b, _ := w.Spawn(NPC, Logic{Pos: Vec{5000, 5000}}, d)
+		_ = w.Despawn(a)
+		_ = w.Despawn(b)
+		s.run(1)
+	}
+	if n := len(w.looks); n > maxDormantLooks/2 {
+		t.Errorf("%d looks remembered after %d went dormant, want the dormant ones forgotten", n, maxDormantLooks+1)
 	}
 }

@@ -329,6 +329,9 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 	if n == 0 {
 		return
 	}
+	// What the message adds to the dictionaries is taken back if it is
+	// not sent: the client would never hold it.
+	nLooks, nNames := len(o.looks.ids), len(o.names.list)
 	w.pw.Reset(w.pbuf[:0])
 	w.pw.WriteBits(kindDisplay, kindBits)
 	w.pw.WriteUint(uint64(n), maxDisplayBatch)
@@ -336,13 +339,15 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 		d := w.dispEnc(t.id)
 		w.lay.writeID(&w.pw, t.id)
 		writeUsual(&w.pw, uint64(t.dver), 0, 255)
-		writeLook(&w.pw, &o.looks, &o.names, d.lk.id, d.lk.refs > 1, &d.d)
+		writeLook(&w.pw, &o.looks, &o.names, d.lk.id, d.lk.shared, &d.d)
 	}
 	b := w.pw.Bytes()
 	w.pbuf = b[:0]
 	w.stats.ReliableOut += int64(len(b))
 	if err := w.out.SendReliable(o.id, b); err != nil {
 		w.stats.Dropped[DropSendFailed]++
+		o.looks.truncate(nLooks)
+		o.names.truncate(nNames)
 	}
 }
 

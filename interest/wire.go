@@ -568,11 +568,11 @@ const (
 
 // writeLook writes a display entry's look: a reference to the connection's
 // look dictionary when the client holds it, else the look in full, kept
-// by both sides when it is shared (another entity in the world looks the
-// same), as long as the dictionaries have room.
+// by both sides when it is shared (another entity in the world looks, or
+// looked, the same), as long as the dictionaries have room.
 func writeLook(w *codec.Writer, ld *lookDict, nd *names, id uint32, shared bool, d *Display) {
-	// Only a shared look is kept, so only one is looked for. (One kept
-	// while shared and alone now goes in full: longer, still right.)
+	// Only a shared look is kept, so only one is looked for (a look stays
+	// shared once it is).
 	if shared {
 		if i := ld.find(id); i >= 0 {
 			w.WriteBool(true)
@@ -609,6 +609,12 @@ func (d *lookDict) find(id uint32) int {
 func (d *lookDict) insert(id uint32) {
 	d.ids = append(d.ids, id)
 	d.tbl.add(lookHash(id))
+}
+
+// truncate forgets the looks from index n on, the last added.
+func (d *lookDict) truncate(n int) {
+	d.ids = d.ids[:n]
+	d.tbl.truncate(n)
 }
 
 // names is one side's copy of a connection's name dictionary. Both sides
@@ -673,6 +679,22 @@ func (t *indexTable) add(h uint64) {
 	t.place(h, len(t.hashes)-1)
 }
 
+// truncate forgets the entries from index n on. Removing the last added
+// leaves every other entry's probe intact: the slots an entry's probe
+// passes over were filled, when it was placed, by entries added before it.
+func (t *indexTable) truncate(n int) {
+	for i := len(t.hashes) - 1; i >= n; i-- {
+		mask := len(t.slots) - 1
+		for j := int(t.hashes[i]) & mask; ; j = (j + 1) & mask {
+			if int(uint32(t.slots[j])) == i+1 {
+				t.slots[j] = 0
+				break
+			}
+		}
+	}
+	t.hashes = t.hashes[:n]
+}
+
 func (t *indexTable) place(h uint64, i int) {
 	mask := len(t.slots) - 1
 	j := int(h) & mask
@@ -680,6 +702,13 @@ func (t *indexTable) place(h uint64, i int) {
 		j = (j + 1) & mask
 	}
 	t.slots[j] = h>>32<<32 | uint64(i+1)
+}
+
+// truncate forgets the names from index n on, the last added.
+func (n *names) truncate(k int) {
+	clear(n.list[k:])
+	n.list = n.list[:k]
+	n.tbl.truncate(k)
 }
 
 // writeName writes a display entry's name: a reference to the dictionary

@@ -179,7 +179,8 @@ type World struct {
 	disps    []dispCache // display data, by ID
 	looks    map[Display]*look
 	nextLook uint32
-	free     []ID // freed IDs, oldest first
+	dormant  []Display // shared looks left with no entity (maxDormantLooks)
+	free     []ID      // freed IDs, oldest first
 	freeAt   int
 	regions  []region
 	movers   []ID
@@ -565,9 +566,16 @@ type dispCache struct {
 // looks the same (every wolf of a template): connections' look
 // dictionaries refer to it by id.
 type look struct {
-	id   uint32
-	refs int // entities with this look now
+	id     uint32
+	refs   int  // entities with this look now
+	shared bool // two entities or more have had it at once: connections keep it
 }
+
+// maxDormantLooks bounds the shared looks the world remembers with no
+// entity left (a pack all killed, to rise again): they keep their ids,
+// which the connections' dictionaries hold. Past the bound, all of them
+// are forgotten at once.
+const maxDormantLooks = 4096
 
 // dispEnc returns the display cache of entity id.
 func (w *World) dispEnc(id ID) *dispCache {
@@ -590,17 +598,31 @@ func (w *World) setDisplay(id ID, d Display) {
 		lk = &look{id: w.nextLook}
 		w.looks[d] = lk
 	}
-	lk.refs++
+	if lk.refs++; lk.refs > 1 {
+		lk.shared = true
+	}
 	dc.d, dc.lk = d, lk
 }
 
-// dropLook releases an entity's look.
+// dropLook releases an entity's look. A look no entity has any more is
+// forgotten, unless it was shared: that one stays, dormant, so that its
+// entities coming back (a respawn) keep the id the connections hold.
 func (w *World) dropLook(dc *dispCache) {
 	if dc.lk == nil {
 		return
 	}
 	if dc.lk.refs--; dc.lk.refs == 0 {
-		delete(w.looks, dc.d)
+		if !dc.lk.shared {
+			delete(w.looks, dc.d)
+		} else if w.dormant = append(w.dormant, dc.d); len(w.dormant) > maxDormantLooks {
+			for _, d := range w.dormant {
+				if lk := w.looks[d]; lk != nil && lk.refs == 0 {
+					delete(w.looks, d)
+				}
+			}
+			clear(w.dormant)
+			w.dormant = w.dormant[:0]
+		}
 	}
 	dc.lk = nil
 }
