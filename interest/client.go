@@ -102,7 +102,17 @@ const (
 	fastAckPackets = 4
 	dispEvery      = 4 // frames between display requests when nothing else is sent
 	removeGrace    = 500 * time.Millisecond
-	maxDisplays    = 4096 // display entries cached before the least recently wanted are dropped
+	// catchUpGraces is how many removal graces' worth of frames a client
+	// steps one by one before it catches up in bulk (Client.stepTo): 4 s,
+	// 64 frames at 16 Hz. Jitter and late ticks are stepped exactly, frame
+	// by frame; a longer gap means the client stalled (a background tab)
+	// or was sent a hostile frame, and the world's forced sync and state
+	// sync correct it within seconds anyway. It must be at least 2, so
+	// that the gap outlasts the grace of whatever was doomed before it
+	// (catchUp relies on it) and a client lagging by about a grace, where
+	// what the grace keeps matters, is stepped exactly.
+	catchUpGraces = 8
+	maxDisplays   = 4096 // display entries cached before the least recently wanted are dropped
 )
 
 // Client is the player's half of interest mode, native or in the browser:
@@ -223,7 +233,8 @@ func (c *Client) Events() []Event {
 func (c *Client) Stats() ClientStats { return c.stats }
 
 // Advance moves the client's clock to now: entities step along their
-// paths frame by frame, and entities outside the 3x3 range are dropped.
+// paths frame by frame (in bulk after a long pause, see stepTo), and
+// entities outside the 3x3 range are dropped.
 func (c *Client) Advance(now time.Time) {
 	if !c.synced {
 		return
@@ -240,8 +251,23 @@ func (c *Client) Advance(now time.Time) {
 // few frames ahead of the client's; coming back in range along its own
 // path does not save a doomed entity, since the world may have moved it
 // elsewhere with a command the client, out of range, never heard.
+//
+// A jump of more than catchUpGraces graces (a stalled client, or a hostile
+// header's frame) is caught up in bulk, at a cost in entities rather than
+// frames x entities: the player and every entity go straight to the frame
+// before target (StepN), the doomed ones' counters advance by the frames
+// skipped, and the last frame is stepped as usual, checking every entity.
+// What was doomed before the gap is dropped (unless the player's move has
+// brought it back in range), as frame by frame; what is out of range at
+// the gap's end is doomed then, and dropped a grace later. The one
+// approximation: an entity that leaves the range and comes back within the
+// gap is kept, where stepping frame by frame would have dropped it; the
+// world's forced sync and state sync correct the client after such a gap.
 func (c *Client) stepTo(target int) {
 	grace := max(1, int(removeGrace/c.lay.cfg.Period()))
+	if skip := target - 1 - c.frame; skip >= catchUpGraces*grace {
+		c.catchUp(skip, grace)
+	}
 	for ; c.frame < target; c.frame++ {
 		if c.haveMe {
 			c.me.Pos = Step(c.me.Pos, c.me.Dest, c.me.Speed)
@@ -275,6 +301,27 @@ func (c *Client) stepTo(target int) {
 		clear(c.active[len(keep):])
 		c.active = keep
 	}
+}
+
+// catchUp steps the player and every entity skip frames at once, for
+// stepTo, leaving the next frame to check every entity. The player's
+// region is left as it was before the gap, so that the next frame sees the
+// player's move across it.
+func (c *Client) catchUp(skip, grace int) {
+	if c.haveMe {
+		c.me.Pos = StepN(c.me.Pos, c.me.Dest, c.me.Speed, skip)
+	}
+	for _, k := range c.ents {
+		k.lg.Pos = StepN(k.lg.Pos, k.lg.Dest, k.lg.Speed, skip)
+		if k.doom > 0 {
+			// The gap outlasts the grace: past it, the entity is dropped
+			// next frame. Capped, so that a gap of 2^32 frames cannot
+			// overflow the counter.
+			k.doom += min(skip, grace)
+		}
+	}
+	c.frame += skip
+	c.full = true
 }
 
 // check steps one entity a frame and applies the removal rules; it

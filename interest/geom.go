@@ -64,8 +64,13 @@ func Step(pos, dest Vec, speed int32) Vec {
 	}
 }
 
-// StepN applies Step n times, stopping early at dest.
+// StepN applies Step n times, stopping early at dest. It costs at most
+// the path's length in units, whatever n: with a speed of 0 or less it
+// returns pos at once, and otherwise every Step makes progress.
 func StepN(pos, dest Vec, speed int32, n int) Vec {
+	if speed <= 0 {
+		return pos
+	}
 	for ; n > 0 && pos != dest; n-- {
 		pos = Step(pos, dest, speed)
 	}
