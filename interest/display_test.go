@@ -26,6 +26,25 @@ type stepper struct {
 	frame  int
 }
 
+// newStepper makes an 8x8-region world with a player at (1000, 1000)
+// whose client the world's packets go to directly.
+func newStepper(t *testing.T) *stepper {
+	t.Helper()
+	cfg := Config{Width: 8, Height: 8}
+	start := time.Unix(0, 0)
+	out := &direct{}
+	w, err := NewWorld(cfg, start, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	player, _ := w.Spawn(Player, Logic{Pos: Vec{1000, 1000}, Life: 100}, Display{Name: "you"})
+	if err := w.Join(player); err != nil {
+		t.Fatal(err)
+	}
+	out.c, _ = NewClient(cfg, player)
+	return &stepper{t: t, w: w, out: out, player: player, start: start}
+}
+
 // run plays n frames: the world's tick, then the client's, whose packet
 // goes straight back.
 func (s *stepper) run(n int) {
@@ -48,20 +67,10 @@ func (s *stepper) run(n int) {
 // fetches and holds the second, whatever the world cached in between; a
 // spawn that reuses a removed entity's ID is fetched afresh.
 func TestDisplayVersions(t *testing.T) {
-	cfg := Config{Width: 8, Height: 8}
-	start := time.Unix(0, 0)
-	out := &direct{}
-	w, err := NewWorld(cfg, start, out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	player, _ := w.Spawn(Player, Logic{Pos: Vec{1000, 1000}, Life: 100}, Display{Name: "you"})
+	s := newStepper(t)
+	w, out := s.w, s.out
 	npc, _ := w.Spawn(NPC, Logic{Pos: Vec{1500, 900}, Life: 100}, Display{Name: "wolf", Appearance: 1})
-	if err := w.Join(player); err != nil {
-		t.Fatal(err)
-	}
-	out.c, _ = NewClient(cfg, player)
-	run := (&stepper{t: t, w: w, out: out, player: player, start: start}).run
+	run := s.run
 	want := func(id ID, name string, app uint32) {
 		t.Helper()
 		v, ok := out.c.Entity(id)
@@ -381,19 +390,8 @@ func TestDisplayDictionariesSendFailed(t *testing.T) {
 // full under a new id; looks never shared, and dormant ones past
 // maxDormantLooks, are forgotten.
 func TestLookComesBack(t *testing.T) {
-	cfg := Config{Width: 8, Height: 8}
-	start := time.Unix(0, 0)
-	out := &direct{}
-	w, err := NewWorld(cfg, start, out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	player, _ := w.Spawn(Player, Logic{Pos: Vec{1000, 1000}, Life: 100}, Display{Name: "you"})
-	if err := w.Join(player); err != nil {
-		t.Fatal(err)
-	}
-	out.c, _ = NewClient(cfg, player)
-	s := &stepper{t: t, w: w, out: out, player: player, start: start}
+	s := newStepper(t)
+	w, out, player := s.w, s.out, s.player
 	wolf := Display{Name: "grey wolf", Appearance: 9}
 	spawnPack := func() []ID {
 		var ids []ID
