@@ -65,8 +65,10 @@ type Config struct {
 	// then every minute for the heap's new mappings, until Shutdown. A
 	// large interest world reads tens of megabytes scattered over the heap
 	// every tick, and runs its ticks about a tenth faster on huge pages
-	// (README, bench world). It acts on the whole process; elsewhere it
-	// does nothing but log that it cannot.
+	// (README, bench world), at the cost of a larger resident heap (a
+	// huge page is resident whole). It acts on the whole process; where
+	// there are no huge pages to ask for (other systems, mode "never",
+	// GODEBUG=disablethp=1) it logs so once and stops.
 	HugePages bool
 }
 
@@ -83,14 +85,15 @@ type Server struct {
 	mux     *http.ServeMux
 	metrics *metrics
 
-	mu       sync.Mutex
-	rooms    map[string]*Room
-	worlds   map[string]*World
-	peers    map[*peer]struct{}
-	closing  bool
-	shutdown chan struct{}
-	served   chan struct{}
-	advised  chan struct{} // closed when Config.HugePages' advice stops
+	mu         sync.Mutex
+	rooms      map[string]*Room
+	worlds     map[string]*World
+	peers      map[*peer]struct{}
+	closing    bool
+	shutdown   chan struct{}
+	served     chan struct{}
+	advised    chan struct{} // closed when Config.HugePages' advice stops
+	stopAdvice context.CancelFunc
 }
 
 // NewServer starts a server's UDP port and workers. Serve it with Handler
@@ -139,23 +142,22 @@ func NewServer(cfg Config) (*Server, error) {
 		s.mux.Handle("/", cfg.Assets)
 	}
 	if cfg.HugePages {
+		var ctx context.Context
+		ctx, s.stopAdvice = context.WithCancel(context.Background())
 		s.advised = make(chan struct{})
-		go s.adviseHugePages()
+		go s.adviseHugePages(ctx)
 	}
 	return s, nil
 }
 
-// adviseHugePages runs Config.HugePages' advice until Shutdown, logging
-// what each call that found new heap mappings got.
-func (s *Server) adviseHugePages() {
+// adviseHugePages runs Config.HugePages' advice until ctx is done
+// (Shutdown), logging what each call that advised anything got.
+func (s *Server) adviseHugePages(ctx context.Context) {
 	defer close(s.advised)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		<-s.shutdown
-		cancel()
-	}()
 	hugepage.Keep(ctx, time.Minute, func(r hugepage.Report, err error) {
 		switch {
+		case errors.Is(err, hugepage.ErrUnsupported):
+			s.log.Info("huge pages for the heap: none to ask for", "err", err)
 		case err != nil:
 			s.log.Warn("huge pages for the heap", "err", err)
 		case r.Advised > 0:
@@ -494,7 +496,12 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	}
 	s.sched.Close()
 	if s.advised != nil {
-		<-s.advised
+		s.stopAdvice()
+		select {
+		case <-s.advised:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
 	}
 	return err
 }

@@ -341,3 +341,39 @@ func TestStepNBounded(t *testing.T) {
 		}
 	}
 }
+
+// TestCatchUpDropsDoomed: an entity doomed before a long gap is dropped by
+// the bulk catch-up even when the player's own walk reaches its region
+// within the gap, as stepping frame by frame drops it once its grace is
+// over, long before the player arrives.
+func TestCatchUpDropsDoomed(t *testing.T) {
+	cfg := testConfig()
+	period := cfg.WithDefaults().Period()
+	start := time.Unix(0, 0)
+	size := int32(cfg.WithDefaults().RegionSize)
+	ents := []ent{
+		{1, Player, Logic{Pos: Vec{size / 2, size / 2}, Dest: Vec{size / 2, size / 2}, Life: 100}},
+		{2, NPC, Logic{Pos: Vec{3*size + size/2, size / 2}, Dest: Vec{3*size + size/2, size / 2}, Life: 100}}, // two regions out
+	}
+	jump := catchUpFrames(cfg) + 40
+	bulk := syncedClient(t, cfg, start, 100, ents...)
+	each := syncedClient(t, cfg, start, 100, ents...)
+	for _, c := range []*Client{bulk, each} {
+		// Into the NPC's range in jump/2 frames: after its grace.
+		if err := c.Move(Vec{3*size + size/2, size / 2}, 2*size/int32(jump/2)+1); err != nil {
+			t.Fatal(err)
+		}
+		c.Advance(start.Add(period))
+	}
+	if bulk.ents[2] == nil || bulk.ents[2].doom == 0 {
+		t.Fatal("the NPC is not doomed before the gap")
+	}
+	for f := 2; f <= jump+1; f++ {
+		each.Advance(start.Add(time.Duration(f) * period))
+	}
+	bulk.Advance(start.Add(time.Duration(jump+1) * period))
+	if _, ok := bulk.Entity(2); ok {
+		t.Error("the doomed NPC is kept after the gap")
+	}
+	sameView(t, "after the gap", bulk, each)
+}

@@ -254,19 +254,19 @@ func (c *Client) Advance(now time.Time) {
 //
 // A jump of more than catchUpGraces graces (a stalled client, or a hostile
 // header's frame) is caught up in bulk, at a cost in entities rather than
-// frames x entities: the player and every entity go straight to the frame
-// before target (StepN), the doomed ones' counters advance by the frames
-// skipped, and the last frame is stepped as usual, checking every entity.
-// What was doomed before the gap is dropped (unless the player's move has
-// brought it back in range), as frame by frame; what is out of range at
-// the gap's end is doomed then, and dropped a grace later. The one
-// approximation: an entity that leaves the range and comes back within the
-// gap is kept, where stepping frame by frame would have dropped it; the
-// world's forced sync and state sync correct the client after such a gap.
+// frames x entities: what was doomed before the gap is dropped, the
+// player and every other entity go straight to the frame before target
+// (StepN), and the last frame is stepped as usual, checking every entity:
+// what is out of range at the gap's end is doomed then, and dropped a
+// grace later. Two approximations: an entity doomed before the gap is
+// dropped even if the player's move brought it back in range within its
+// grace, and one that leaves the range and comes back within the gap is
+// kept; both are what the world's forced sync and state sync correct
+// after a gap.
 func (c *Client) stepTo(target int) {
 	grace := max(1, int(removeGrace/c.lay.cfg.Period()))
 	if skip := target - 1 - c.frame; skip >= catchUpGraces*grace {
-		c.catchUp(skip, grace)
+		c.catchUp(skip)
 	}
 	for ; c.frame < target; c.frame++ {
 		if c.haveMe {
@@ -303,22 +303,21 @@ func (c *Client) stepTo(target int) {
 	}
 }
 
-// catchUp steps the player and every entity skip frames at once, for
+// catchUp drops the doomed entities, whose grace the gap outlasts, and
+// steps the player and every other entity skip frames at once, for
 // stepTo, leaving the next frame to check every entity. The player's
 // region is left as it was before the gap, so that the next frame sees the
 // player's move across it.
-func (c *Client) catchUp(skip, grace int) {
+func (c *Client) catchUp(skip int) {
 	if c.haveMe {
 		c.me.Pos = StepN(c.me.Pos, c.me.Dest, c.me.Speed, skip)
 	}
-	for _, k := range c.ents {
-		k.lg.Pos = StepN(k.lg.Pos, k.lg.Dest, k.lg.Speed, skip)
+	for id, k := range c.ents {
 		if k.doom > 0 {
-			// The gap outlasts the grace: past it, the entity is dropped
-			// next frame. Capped, so that a gap of 2^32 frames cannot
-			// overflow the counter.
-			k.doom += min(skip, grace)
+			c.forget(id)
+			continue
 		}
+		k.lg.Pos = StepN(k.lg.Pos, k.lg.Dest, k.lg.Speed, skip)
 	}
 	c.frame += skip
 	c.full = true

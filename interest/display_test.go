@@ -451,4 +451,25 @@ func TestLookComesBack(t *testing.T) {
 	if n := len(w.looks); n > maxDormantLooks/2 {
 		t.Errorf("%d looks remembered after %d went dormant, want the dormant ones forgotten", n, maxDormantLooks+1)
 	}
+
+	// One pack dying and rising again and again counts once toward the
+	// bound: another dormant look stays.
+	bear := Display{Name: "bear", Appearance: 10}
+	b1, _ := w.Spawn(NPC, Logic{Pos: Vec{5000, 5000}}, bear)
+	b2, _ := w.Spawn(NPC, Logic{Pos: Vec{5000, 5000}}, bear)
+	_, _ = w.Despawn(b1), w.Despawn(b2)
+	for _, id := range pack {
+		_ = w.Despawn(id)
+	}
+	listed := len(w.dormant)
+	for range maxDormantLooks + 1 {
+		pack = spawnPack()
+		for _, id := range pack {
+			_ = w.Despawn(id)
+		}
+	}
+	if w.looks[bear] == nil || w.looks[wolf] == nil || len(w.dormant) != listed {
+		t.Fatalf("after the pack died %d times: bear %v, wolf %v, %d listed dormant (%d before); want both kept, the wolves listed once",
+			maxDormantLooks+1, w.looks[bear], w.looks[wolf], len(w.dormant), listed)
+	}
 }

@@ -179,7 +179,7 @@ type World struct {
 	disps    []dispCache // display data, by ID
 	looks    map[Display]*look
 	nextLook uint32
-	dormant  []Display // shared looks left with no entity (maxDormantLooks)
+	dormant  []Display // shared looks left with no entity, once each (maxDormantLooks)
 	free     []ID      // freed IDs, oldest first
 	freeAt   int
 	regions  []region
@@ -566,9 +566,11 @@ type dispCache struct {
 // looks the same (every wolf of a template): connections' look
 // dictionaries refer to it by id.
 type look struct {
-	id     uint32
-	refs   int  // entities with this look now
-	shared bool // two entities or more have had it at once: connections keep it
+	id      uint32
+	refs    int  // entities with this look now
+	shared  bool // two entities or more have had it at once: connections keep it
+	dormant bool // shared, and no entity has it now
+	listed  bool // on World.dormant
 }
 
 // maxDormantLooks bounds the shared looks the world remembers with no
@@ -601,6 +603,7 @@ func (w *World) setDisplay(id ID, d Display) {
 	if lk.refs++; lk.refs > 1 {
 		lk.shared = true
 	}
+	lk.dormant = false // (it stays on World.dormant until the next purge)
 	dc.d, dc.lk = d, lk
 }
 
@@ -611,20 +614,31 @@ func (w *World) dropLook(dc *dispCache) {
 	if dc.lk == nil {
 		return
 	}
-	if dc.lk.refs--; dc.lk.refs == 0 {
-		if !dc.lk.shared {
+	lk := dc.lk
+	if lk.refs--; lk.refs == 0 {
+		if !lk.shared {
 			delete(w.looks, dc.d)
-		} else if w.dormant = append(w.dormant, dc.d); len(w.dormant) > maxDormantLooks {
-			for _, d := range w.dormant {
-				if lk := w.looks[d]; lk != nil && lk.refs == 0 {
-					delete(w.looks, d)
-				}
+		} else if lk.dormant = true; !lk.listed {
+			lk.listed = true
+			if w.dormant = append(w.dormant, dc.d); len(w.dormant) > maxDormantLooks {
+				w.purgeDormant()
 			}
-			clear(w.dormant)
-			w.dormant = w.dormant[:0]
 		}
 	}
 	dc.lk = nil
+}
+
+// purgeDormant forgets the dormant looks. World.dormant also names the
+// looks that have had entities again since they were listed, which stay.
+func (w *World) purgeDormant() {
+	for _, d := range w.dormant {
+		lk := w.looks[d]
+		if lk.listed = false; lk.dormant {
+			delete(w.looks, d)
+		}
+	}
+	clear(w.dormant)
+	w.dormant = w.dormant[:0]
 }
 
 // relative encodes e's logic with its position inside its region, for

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"github.com/tongbu/tongbu/internal/hugepage"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/internal/hugepage"
 )
 
 func init() {
@@ -530,8 +530,12 @@ func (s *worldSim) advise(out io.Writer, when string) {
 		fmt.Fprintf(out, "heap: huge pages %s: %v\n", when, err)
 		return
 	}
-	fmt.Fprintf(out, "heap: huge pages %s: THP mode %q, %.0f MB of new mappings advised, %.0f MB of the process on huge pages\n",
-		when, rep.Mode, float64(rep.Advised)/(1<<20), float64(rep.Huge)/(1<<20))
+	huge := "the kernel does not say how much of the process is on huge pages"
+	if rep.Huge >= 0 {
+		huge = fmt.Sprintf("%.0f MB of the process on huge pages", float64(rep.Huge)/(1<<20))
+	}
+	fmt.Fprintf(out, "heap: huge pages %s: THP mode %q, %.0f MB of the heap advised, %s\n",
+		when, rep.Mode, float64(rep.Advised)/(1<<20), huge)
 }
 
 // frameRec is one measured frame, for -ticks: the interest server's

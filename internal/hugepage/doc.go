@@ -9,10 +9,15 @@
 // "madvise" mode has to ask, as a JVM does with
 // -XX:+UseTransparentHugePages. An Advisor finds the heap's mappings in
 // /proc/self/maps (those around the address of a heap object), advises
-// each new one with MADV_HUGEPAGE, so that its later page faults take huge
-// pages, and collapses what is already there with MADV_COLLAPSE. Mappings
-// the heap adds later need another call: Keep makes one every interval.
+// the address space not advised before with MADV_HUGEPAGE, so that its
+// later page faults take huge pages, and collapses what is already there
+// with MADV_COLLAPSE. Mappings the heap adds later need another call: Keep
+// makes one every interval.
 //
-// It does nothing useful when the system mode is "never", and on other
-// systems Advise returns ErrUnsupported.
+// The trade: the heap's resident size can grow, since a huge page is
+// resident whole while the Go scavenger returns free memory 4 KiB at a
+// time; the Go runtime leaves the heap to the system's setting for that
+// reason. A server whose tick reads a large heap every frame gains more
+// than it pays. Advise returns ErrUnsupported on systems other than Linux,
+// where the mode is "never", and under GODEBUG=disablethp=1.
 package hugepage

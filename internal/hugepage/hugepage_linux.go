@@ -6,8 +6,13 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
+	"io/fs"
 	"os"
+	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 )
@@ -16,19 +21,31 @@ const (
 	madvHugepage = 14 // MADV_HUGEPAGE
 	madvCollapse = 25 // MADV_COLLAPSE (Linux 6.1)
 
-	hugeSize = 2 << 20 // a huge page on x86-64 and arm64 (4 KiB base pages)
+	thpEnabled = "/sys/kernel/mm/transparent_hugepage/enabled"
+	thpSize    = "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size"
+
+	// probeSize is over the largest variable the compiler puts on the
+	// stack, so the probe is on the heap.
+	probeSize = 128 << 10
 )
 
-// probe is a heap object: the mappings around its address are the heap's.
-var probe = new([1 << 12]byte)
-
 func (a *Advisor) advise() (Report, error) {
-	var rep Report
-	mode, err := os.ReadFile("/sys/kernel/mm/transparent_hugepage/enabled")
+	rep := Report{Huge: -1}
+	if thpDisabled(os.Getenv("GODEBUG")) {
+		return rep, fmt.Errorf("%w: GODEBUG has disablethp=1", ErrUnsupported)
+	}
+	mode, err := os.ReadFile(thpEnabled)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rep, fmt.Errorf("%w: %v", ErrUnsupported, err)
+	}
 	if err != nil {
 		return rep, err
 	}
 	rep.Mode = string(bytes.TrimSpace(mode))
+	if strings.Contains(rep.Mode, "[never]") {
+		return rep, fmt.Errorf("%w: the system's mode is %q", ErrUnsupported, rep.Mode)
+	}
+	huge := hugePageSize()
 	f, err := os.Open("/proc/self/maps")
 	if err != nil {
 		return rep, err
@@ -38,34 +55,94 @@ func (a *Advisor) advise() (Report, error) {
 	if err != nil {
 		return rep, err
 	}
-	heap := heapMappings(maps, uintptr(unsafe.Pointer(probe)))
+	probe := make([]byte, probeSize)
+	heap := heapMappings(maps, uintptr(unsafe.Pointer(&probe[0])))
+	runtime.KeepAlive(probe)
 	if heap == nil {
 		return rep, errors.New("hugepage: no mapping holds the heap's probe")
 	}
-	if a.done == nil {
-		a.done = map[span]bool{}
-	}
 	for _, m := range heap {
-		s := span{m.start, m.end}
-		if !m.rw || a.done[s] {
+		if !m.rw {
 			continue
 		}
-		n := m.end - m.start
-		if err := madvise(m.start, n, madvHugepage); err != nil {
-			return rep, err
+		for _, s := range a.uncovered(span{m.start, m.end}) {
+			n := s.end - s.start
+			if err := madvise(s.start, n, madvHugepage); err != nil {
+				return rep, err
+			}
+			// Collapse what is there, a huge page at a time: a range at
+			// once stops at the first that fails (unpopulated, or one the
+			// kernel will not move), and an older kernel has no
+			// MADV_COLLAPSE. It is best effort: Report.Huge says what it
+			// gave.
+			for p := (s.start + huge - 1) &^ (huge - 1); p+huge <= s.end; p += huge {
+				_ = madvise(p, huge, madvCollapse)
+			}
+			a.add(s)
+			rep.Advised += int64(n)
 		}
-		// Collapse what is there, a huge page at a time: a range at once
-		// stops at the first that fails (unpopulated, or one the kernel
-		// will not move), and an older kernel has no MADV_COLLAPSE. It is
-		// best effort: Report.Huge says what it gave.
-		for p := (m.start + hugeSize - 1) &^ (hugeSize - 1); p+hugeSize <= m.end; p += hugeSize {
-			_ = madvise(p, hugeSize, madvCollapse)
-		}
-		a.done[s] = true
-		rep.Advised += int64(n)
 	}
 	rep.Huge = anonHuge()
 	return rep, nil
+}
+
+// thpDisabled reports whether godebug (GODEBUG's value) sets disablethp=1;
+// the last setting of a key counts, as in the runtime.
+func thpDisabled(godebug string) bool {
+	off := false
+	for kv := range strings.SplitSeq(godebug, ",") {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == "disablethp" {
+			off = v == "1"
+		}
+	}
+	return off
+}
+
+// hugePageSize returns the size of the system's transparent huge pages (2
+// MiB on x86-64 and on arm64 with 4 KiB pages).
+func hugePageSize() uintptr {
+	b, err := os.ReadFile(thpSize)
+	if err == nil {
+		if n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64); err == nil && n > 0 && n&(n-1) == 0 {
+			return uintptr(n)
+		}
+	}
+	return 2 << 20
+}
+
+// uncovered returns the parts of s that no advised range covers.
+func (a *Advisor) uncovered(s span) []span {
+	var out []span
+	for _, d := range a.done {
+		if d.end <= s.start {
+			continue
+		}
+		if d.start >= s.end {
+			break
+		}
+		if d.start > s.start {
+			out = append(out, span{s.start, d.start})
+		}
+		s.start = max(s.start, d.end)
+		if s.start >= s.end {
+			return out
+		}
+	}
+	return append(out, s)
+}
+
+// add records s as advised, merging it with the ranges it touches.
+func (a *Advisor) add(s span) {
+	i := 0
+	for i < len(a.done) && a.done[i].end < s.start {
+		i++
+	}
+	j := i
+	for j < len(a.done) && a.done[j].start <= s.end {
+		s.start, s.end = min(s.start, a.done[j].start), max(s.end, a.done[j].end)
+		j++
+	}
+	a.done = slices.Replace(a.done, i, j, s)
 }
 
 func madvise(p, n uintptr, advice int) error {

@@ -3,8 +3,9 @@
 package hugepage
 
 import (
+	"errors"
+	"slices"
 	"testing"
-	"unsafe"
 )
 
 func TestParseMapping(t *testing.T) {
@@ -65,23 +66,72 @@ func FuzzParseMapping(f *testing.F) {
 	})
 }
 
-// TestAdvise advises this test's own heap: the probe's mapping is found
-// and advised once; collapsing is up to the kernel (Report.Huge).
+// TestAdvise advises this test's own heap: mappings are found and advised,
+// and a second call advises only what the heap added since (collapsing is
+// up to the kernel: Report.Huge).
 func TestAdvise(t *testing.T) {
 	var a Advisor
 	rep, err := a.Advise()
+	if errors.Is(err, ErrUnsupported) {
+		t.Skip(err)
+	}
 	if err != nil {
 		t.Fatalf("Advise: %v", err)
 	}
-	if rep.Mode == "" || rep.Advised <= 0 {
+	if rep.Mode == "" || rep.Advised <= 0 || len(a.done) == 0 {
 		t.Fatalf("Advise = %+v, want the mode and the heap's bytes advised", rep)
 	}
-	for s := range a.done {
-		p := uintptr(unsafe.Pointer(probe))
-		if s.start <= p && p < s.end {
-			t.Logf("mode %q: %d bytes advised, %d on huge pages", rep.Mode, rep.Advised, rep.Huge)
-			return
+	t.Logf("mode %q: %d bytes advised, %d on huge pages", rep.Mode, rep.Advised, rep.Huge)
+	again, err := a.Advise()
+	if err != nil {
+		t.Fatalf("Advise again: %v", err)
+	}
+	if again.Advised >= rep.Advised {
+		t.Errorf("the second call advised %d bytes, the first %d: want only what the heap added", again.Advised, rep.Advised)
+	}
+}
+
+func TestSpans(t *testing.T) {
+	var a Advisor
+	for _, s := range []span{{10, 20}, {30, 40}, {20, 25}, {50, 60}, {5, 8}} {
+		a.add(s)
+	}
+	if want := []span{{5, 8}, {10, 25}, {30, 40}, {50, 60}}; !slices.Equal(a.done, want) {
+		t.Fatalf("advised %v, want %v", a.done, want)
+	}
+	for _, tc := range []struct {
+		s    span
+		want []span
+	}{
+		{span{0, 5}, []span{{0, 5}}},
+		{span{0, 100}, []span{{0, 5}, {8, 10}, {25, 30}, {40, 50}, {60, 100}}},
+		{span{12, 18}, nil},
+		{span{22, 33}, []span{{25, 30}}},
+		{span{60, 70}, []span{{60, 70}}},
+		{span{55, 70}, []span{{60, 70}}},
+	} {
+		if got := a.uncovered(tc.s); !slices.Equal(got, tc.want) {
+			t.Errorf("uncovered(%v) = %v, want %v", tc.s, got, tc.want)
 		}
 	}
-	t.Fatalf("the probe's mapping was not advised: %+v", a.done)
+	a.add(span{8, 50})
+	if want := []span{{5, 60}}; !slices.Equal(a.done, want) {
+		t.Fatalf("after filling the gaps: %v, want %v", a.done, want)
+	}
+}
+
+func TestThpDisabled(t *testing.T) {
+	for in, want := range map[string]bool{
+		"":                           false,
+		"disablethp=1":               true,
+		"gctrace=1,disablethp=1":     true,
+		"disablethp=1,disablethp=0":  false,
+		"disablethp=0":               false,
+		"xdisablethp=1":              false,
+		"madvdontneed=1,disablethp=": false,
+	} {
+		if got := thpDisabled(in); got != want {
+			t.Errorf("thpDisabled(%q) = %v, want %v", in, got, want)
+		}
+	}
 }
