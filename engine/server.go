@@ -60,15 +60,20 @@ type Config struct {
 	Assets http.Handler
 	// Logger receives the server's logs (default: discarded).
 	Logger *slog.Logger
-	// HugePages asks Linux, when its transparent huge pages are in
-	// "madvise" mode, to back the Go heap with huge pages: at start and
-	// then every minute for the heap's new mappings, until Shutdown. A
+	// HugePages asks Linux to back the Go heap with transparent huge
+	// pages, unless the system's mode for them is "never": at start and
+	// then every minute for the heap's new mappings, until Shutdown. In
+	// "madvise" mode (most distributions' default) that is what puts the
+	// heap on huge pages; in "always" mode it changes nothing the system
+	// would not do, but for collapsing the pages already there now. A
 	// large interest world reads tens of megabytes scattered over the heap
-	// every tick, and runs its ticks about a tenth faster on huge pages
-	// (README, bench world), at the cost of a larger resident heap (a
-	// huge page is resident whole). It acts on the whole process; where
-	// there are no huge pages to ask for (other systems, mode "never",
-	// GODEBUG=disablethp=1) it logs so once and stops.
+	// every tick: in one paired run of bench world its ticks were about a
+	// tenth faster on huge pages (README), at the cost of a larger
+	// resident heap (a huge page is resident whole). It acts on the whole
+	// process, and the servers of a process share one record of what was
+	// advised (hugepage.Keep); where there are no huge pages to ask for
+	// (other systems, mode "never", GODEBUG=disablethp=1) it logs so once
+	// and stops.
 	HugePages bool
 }
 
@@ -151,18 +156,22 @@ func NewServer(cfg Config) (*Server, error) {
 }
 
 // adviseHugePages runs Config.HugePages' advice until ctx is done
-// (Shutdown), logging what each call that advised anything got.
+// (Shutdown), logging what the first call got (which advises nothing
+// when another server of the process has advised the heap already) and
+// then what each call that advised anything got.
 func (s *Server) adviseHugePages(ctx context.Context) {
 	defer close(s.advised)
+	first := true
 	hugepage.Keep(ctx, time.Minute, func(r hugepage.Report, err error) {
 		switch {
 		case errors.Is(err, hugepage.ErrUnsupported):
 			s.log.Info("huge pages for the heap: none to ask for", "err", err)
 		case err != nil:
 			s.log.Warn("huge pages for the heap", "err", err)
-		case r.Advised > 0:
+		case r.Advised > 0 || first:
 			s.log.Info("huge pages for the heap", "thp", r.Mode, "advised_bytes", r.Advised, "huge_bytes", r.Huge)
 		}
+		first = false
 	})
 }
 

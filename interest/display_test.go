@@ -133,9 +133,7 @@ func TestDisplayDictionaries(t *testing.T) {
 	var sizes []int
 	for _, en := range entries {
 		before := wr.Len()
-		l.writeID(&wr, en.e.id)
-		writeUsual(&wr, uint64(en.e.ver), 0, 255)
-		writeLook(&wr, &wlooks, &wnames, en.look, en.shared, &en.e.d)
+		l.writeDisplay(&wr, en.e.id, en.e.ver, &wlooks, &wnames, en.look, en.shared, &en.e.d)
 		sizes = append(sizes, wr.Len()-before)
 	}
 	if sizes[1] >= sizes[0]/2 {
@@ -174,9 +172,7 @@ func TestDisplayDictionaries(t *testing.T) {
 			fn names
 			fl lookDict
 		)
-		l.writeID(&bad, 9)
-		writeUsual(&bad, 0, 0, 255)
-		writeLook(&bad, &fl, &fn, 1, true, &Display{Name: "bear"})
+		l.writeDisplay(&bad, 9, 0, &fl, &fn, 1, true, &Display{Name: "bear"})
 		l.writeID(&bad, 10)
 		writeUsual(&bad, 0, 0, 255)
 		if past == "look" {
@@ -433,9 +429,32 @@ func TestLookComesBack(t *testing.T) {
 		t.Errorf("the risen pack's display data took %d bytes, want references to the dictionary", sent)
 	}
 
+	// Setting the display an entity has keeps its look as it is: a shared
+	// look its last entity has is not listed dormant, and a look one
+	// entity has keeps its id and is not made shared.
+	fox := Display{Name: "fox", Appearance: 11}
+	f1, _ := w.Spawn(NPC, Logic{Pos: Vec{5000, 5000}, Life: 100}, fox)
+	f2, _ := w.Spawn(NPC, Logic{Pos: Vec{5000, 5000}, Life: 100}, fox)
+	_ = w.Despawn(f1)
+	foxID := w.looks[fox].id
+	if err := w.SetDisplay(f2, fox); err != nil {
+		t.Fatal(err)
+	}
+	if lk := w.looks[fox]; lk == nil || lk.id != foxID || lk.refs != 1 || lk.listed {
+		t.Errorf("the last fox's look after SetDisplay with its own display: %+v, want id %d, one entity, not listed dormant", lk, foxID)
+	}
+	_ = w.Despawn(f2)
+
 	// A look never shared goes with its entity; dormant ones past the bound
 	// are forgotten.
 	lone, _ := w.Spawn(NPC, Logic{Pos: Vec{5000, 5000}, Life: 100}, Display{Name: "hermit"})
+	loneID := w.looks[Display{Name: "hermit"}].id
+	if err := w.SetDisplay(lone, Display{Name: "hermit"}); err != nil {
+		t.Fatal(err)
+	}
+	if lk := w.looks[Display{Name: "hermit"}]; lk == nil || lk.id != loneID || lk.shared {
+		t.Errorf("a lone look after SetDisplay with its own display: %+v, want id %d, not shared", lk, loneID)
+	}
 	_ = w.Despawn(lone)
 	if w.looks[Display{Name: "hermit"}] != nil {
 		t.Error("a look one entity had was kept after it went")

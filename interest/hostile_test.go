@@ -241,3 +241,30 @@ func (r *recorder) SendUnreliable(_ ID, b []byte) error {
 	return nil
 }
 func (r *recorder) SendReliable(_ ID, b []byte) error { return r.SendUnreliable(0, b) }
+
+// TestAckBeforeAnyWrap: early in a connection, an acknowledgement whose
+// sequence number unwraps to before the first packet (1023 after one
+// packet: -1) is dropped as one of a packet never sent, not looked up.
+func TestAckBeforeAnyWrap(t *testing.T) {
+	w, err := NewWorld(testConfig(), time.Unix(0, 0), discard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := w.Spawn(Player, Logic{Pos: Vec{1000, 1000}, Life: 100}, Display{Name: "p"})
+	if err := w.Join(p); err != nil {
+		t.Fatal(err)
+	}
+	w.Tick(time.Unix(0, 0).Add(w.Config().Period()))
+	if seq := w.get(p).obs.seq; seq < 1 || seq > 8 {
+		t.Fatalf("the world sent %d packets in its first frame, want a few", seq)
+	}
+	for _, ack := range []int{1023, 1000, 1024 - ringSize} {
+		before := w.Stats().Dropped[DropAck]
+		if err := w.Deliver(p, uplinkBytes(t, w, &uplink{hasAck: true, ackSeq: ack})); err == nil {
+			t.Errorf("ack of %d accepted", ack)
+		}
+		if w.Stats().Dropped[DropAck] != before+1 {
+			t.Errorf("ack of %d: not counted as a bad acknowledgement", ack)
+		}
+	}
+}

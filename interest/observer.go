@@ -117,7 +117,7 @@ func newObserver(w *World, e *entity) *observer {
 	for s := range o.enter {
 		o.enter[s], o.due[s], o.open[s] = w.frame, w.frame, true
 	}
-	w.waiting[e.id] = true
+	o.opened(w)
 	return o
 }
 
@@ -337,9 +337,7 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 	w.pw.WriteUint(uint64(n), maxDisplayBatch)
 	for _, t := range list[:n] {
 		d := w.dispEnc(t.id)
-		w.lay.writeID(&w.pw, t.id)
-		writeUsual(&w.pw, uint64(t.dver), 0, 255)
-		writeLook(&w.pw, &o.looks, &o.names, d.lk.id, d.lk.shared, &d.d)
+		w.lay.writeDisplay(&w.pw, t.id, t.dver, &o.looks, &o.names, d.lk.id, d.lk.shared, &d.d)
 	}
 	b := w.pw.Bytes()
 	w.pbuf = b[:0]
@@ -407,7 +405,7 @@ func (o *observer) command(w *World, e *entity, c *command) (int, error) {
 // are out of range now.
 func (o *observer) ack(w *World, low, mask uint32) error {
 	hs := unwrapSeq(uint64(low), o.seq-1)
-	if hs >= o.seq || hs < o.seq-ringSize {
+	if hs < 0 || hs >= o.seq || hs < o.seq-ringSize { // (it unwraps below 0 before the world has sent a packet a sequence long)
 		return fmt.Errorf("interest: acknowledgement of packet %d, newest sent %d", hs, o.seq-1)
 	}
 	newest := o.ring[hs%ringSize].frame
@@ -698,8 +696,9 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 	o.later = o.later[:0]
 }
 
-// maxSpare bounds the region lists' storage an observer keeps: one
-// crossing opens at most 5 regions.
+// maxSpare bounds the region lists' storage an observer keeps: a join (or
+// a teleport out of the range, Place) opens all 9 regions of the range at
+// once; a step over a border opens at most 5.
 const maxSpare = 9
 
 // keepList keeps a finished region list's storage for spareList.
@@ -797,8 +796,10 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 			return true
 		}
 		if it.why == whyState || it.why == whyCombat || it.why == whyTarget {
-			// A state sync: the vitals alone.
-			size := tagLen(tagVitals) + idBits + w.lay.vitalsLen(&e.lg, e.dver)
+			// A state sync: the vitals alone, spliced from the absolute
+			// encoding, made once a frame.
+			w.absolute(e)
+			size := tagLen(tagVitals) + idBits + e.vitalsBits()
 			if size > *budget || size > w.room() {
 				return false
 			}
@@ -828,16 +829,18 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 	}
 	head := tagLen(tagRegion) + bits.Len64(w.lay.rxMax) + bits.Len64(w.lay.ryMax) + 8
 	room := min(*budget, w.room()) - head
-	n, size, touch := 0, 0, 0
-	for n < len(it.rest) && n < maxRegionList {
-		if j := n + listAhead; j < len(it.rest) {
+	// One pass over the list: it.rest[:n] are the entries kept for this
+	// message, it.rest[i] the next to read; the dropped ones are skipped.
+	n, i, size, touch := 0, 0, 0, 0
+	for i < len(it.rest) && n < maxRegionList {
+		if j := i + listAhead; j < len(it.rest) {
 			// Read ahead (see World.step): the entity's lines that
 			// relative reads.
 			if e := w.ents[it.rest[j]]; e != nil {
 				touch += int(e.mover) + e.relFrame
 			}
 		}
-		id := it.rest[n]
+		id := it.rest[i]
 		er := w.regionOfID(id)
 		told := er >= 0 && o.toldSince(id, it.enter)
 		if er != it.reg || w.lastBc[id] > it.enter || told {
@@ -846,7 +849,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 				// forced sync may be over: send it on its own.
 				o.later = append(o.later, item{kind: itemLogic, why: it.why, id: id})
 			}
-			it.rest = slices.Delete(it.rest, n, n+1)
+			i++
 			continue
 		}
 		e := w.ents[id]
@@ -856,7 +859,14 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 			break
 		}
 		size += s
+		it.rest[n] = id
 		n++
+		i++
+	}
+	if i > n {
+		// Close the gap the dropped entries left: the unread tail follows
+		// the kept ones, in order.
+		it.rest = it.rest[:n+copy(it.rest[n:], it.rest[i:])]
 	}
 	w.sink += touch
 	if n == 0 {
@@ -879,8 +889,9 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 }
 
 // toldSize is how many of the entities lately sent whole (announced,
-// discovered, repaired) an observer remembers: at a few a second, those
-// of the last several seconds, longer than any forced sync waits.
+// discovered, repaired) an observer remembers, in a ring. When the ring
+// wraps, the oldest are forgotten: a forced sync may then send such an
+// entity again, a duplicate send, never a missed one.
 const toldSize = 32
 
 // toldRec is an entity sent whole to a client, and the frame.

@@ -8,26 +8,81 @@ import (
 	"github.com/tongbu/tongbu/codec"
 )
 
-// TestVitalsLen checks that vitalsLen is the bits writeVitals takes, for
-// usual and unusual values of every field.
+// TestVitalsLen checks the vitals' encoding against SPEC 8 ("vitals")
+// in the default configuration (MagicBits 8): the bits writeVitals takes
+// for usual and unusual values of every field; that writeLogic reports
+// where they end in logic data and they are those bits there, after the
+// kind; that a state sync spliced from an entity's absolute encoding is
+// the message written out in full; and that they read back.
 func TestVitalsLen(t *testing.T) {
-	l := newLayout(Config{Width: 8, Height: 8}.WithDefaults())
+	cfg := Config{Width: 8, Height: 8}.WithDefaults()
+	l := newLayout(cfg)
+	w, err := NewWorld(cfg, time.Unix(0, 0), discard{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, tc := range []struct {
 		lg   Logic
 		dver uint8
+		bits int
 	}{
-		{Logic{Life: 100, Mana: 100}, 0},
-		{Logic{Life: 37, Mana: 100, Combat: true}, 0},
-		{Logic{State: 9, Life: 0, Mana: 3, Rage: 100, Magic: 0xa5}, 200},
-		{Logic{Life: 100, Mana: 100, Rage: 1}, 1},
+		// usual: unusual 0, version nonzero 0.
+		{Logic{Life: 100, Mana: 100}, 0, 1 + 1},
+		// usual, version 5: unusual 0, version nonzero 1 and 8 bits.
+		{Logic{Life: 100, Mana: 100}, 5, 1 + 1 + 8},
+		// unusual 1; state 0 (1); combat (1); life 37 (1+7); mana and
+		// rage usual (1 each); magic 0 (1); version 0 (1).
+		{Logic{Life: 37, Mana: 100, Combat: true}, 0, 1 + 1 + 1 + 8 + 1 + 1 + 1 + 1},
+		// unusual 1; state 9 (1+5); combat (1); life, mana, rage other
+		// (1+7 each); magic (1+8); version 200 (1+8).
+		{Logic{State: 9, Life: 0, Mana: 3, Rage: 100, Magic: 0xa5}, 200, 1 + 6 + 1 + 3*8 + 9 + 9},
+		// unusual 1; state, combat, life, mana (1 each); rage 1 (1+7);
+		// magic 0 (1); version 1 (1+8).
+		{Logic{Life: 100, Mana: 100, Rage: 1}, 1, 1 + 4 + 8 + 1 + 9},
 	} {
-		var w codec.Writer
-		l.writeVitals(&w, &tc.lg, tc.dver)
-		if got := l.vitalsLen(&tc.lg, tc.dver); got != w.Len() {
-			t.Errorf("%+v version %d: vitalsLen %d, written %d", tc.lg, tc.dver, got, w.Len())
+		var vw codec.Writer
+		l.writeVitals(&vw, &tc.lg, tc.dver)
+		if vw.Len() != tc.bits {
+			t.Errorf("%+v version %d: writeVitals took %d bits, want %d", tc.lg, tc.dver, vw.Len(), tc.bits)
 		}
+
+		var lw codec.Writer
+		lw.WriteBits(0b101, 3) // not at the writer's start
+		lg := tc.lg
+		lg.Pos, lg.Dest = Vec{1500, 900}, Vec{1600, 900}
+		lg.Speed = 4
+		if end := l.writeLogic(&lw, NPC, &lg, tc.dver, nil); end != logicKindBits+tc.bits {
+			t.Errorf("%+v version %d: writeLogic's vitals end at %d, want %d", tc.lg, tc.dver, end, logicKindBits+tc.bits)
+		}
+		var spliced codec.Writer
+		copyBits(&spliced, lw.Bytes(), 3+logicKindBits, 3+logicKindBits+tc.bits)
+		if spliced.Len() != vw.Len() || string(spliced.Bytes()) != string(vw.Bytes()) {
+			t.Errorf("%+v version %d: the vitals in logic data differ from writeVitals'", tc.lg, tc.dver)
+		}
+
+		id, err := w.Spawn(NPC, lg, Display{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		e := w.ents[id]
+		e.dver = tc.dver
+		w.invalidate(e)
+		w.absolute(e)
+		if e.vitalsBits() != tc.bits {
+			t.Errorf("%+v version %d: the absolute encoding's vitals take %d bits, want %d", tc.lg, tc.dver, e.vitalsBits(), tc.bits)
+		}
+		var msg, want codec.Writer
+		w.writeVitalsMsg(&msg, e)
+		writeTag(&want, tagVitals)
+		l.writeID(&want, id)
+		l.writeVitals(&want, &tc.lg, tc.dver)
+		if msg.Len() != want.Len() || string(msg.Bytes()) != string(want.Bytes()) {
+			t.Errorf("%+v version %d: spliced state sync %x (%d bits), written in full %x (%d bits)",
+				tc.lg, tc.dver, msg.Bytes(), msg.Len(), want.Bytes(), want.Len())
+		}
+
 		var back Logic
-		if dver := l.readVitals(codec.NewReader(w.Bytes()), &back); dver != tc.dver ||
+		if dver := l.readVitals(codec.NewReader(vw.Bytes()), &back); dver != tc.dver ||
 			back.State != tc.lg.State || back.Combat != tc.lg.Combat || back.Life != tc.lg.Life ||
 			back.Mana != tc.lg.Mana || back.Rage != tc.lg.Rage || back.Magic != tc.lg.Magic {
 			t.Errorf("read back %+v version %d, want %+v version %d", back, dver, tc.lg, tc.dver)

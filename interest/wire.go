@@ -201,8 +201,9 @@ func (l *layout) readPath(r *codec.Reader, pos Vec) (Vec, int32) {
 	return dest, speed
 }
 
-// readRawPath reads a path whose destination may be off the map. A speed
-// over the maximum cannot be written: it fails as out of range.
+// readRawPath reads a path whose destination may be off the map. The
+// speed goes as speed-1, so a moving path's is at least 1; one over the
+// maximum cannot be written: it fails as out of range.
 func (l *layout) readRawPath(r *codec.Reader, pos Vec) (Vec, int32) {
 	if !r.ReadBool() {
 		return pos, 0
@@ -210,18 +211,24 @@ func (l *layout) readRawPath(r *codec.Reader, pos Vec) (Vec, int32) {
 	m := int64(l.cfg.MaxMove)
 	dest := Vec{pos.X + int32(r.ReadInt(-m, m)), pos.Y + int32(r.ReadInt(-m, m))}
 	speed := int32(r.ReadUint(uint64(l.cfg.MaxSpeed-1))) + 1
-	if speed == 0 {
-		r.Fail(fmt.Errorf("%w: destination %v speed %d", ErrMalformed, dest, speed))
-	}
 	return dest, speed
 }
 
+// logicKindBits is the kind's width at the start of logic data; the
+// vitals follow it.
+const logicKindBits = 2
+
 // writeLogic writes an entity's kind, logic data and display version. With
 // a region, the position is an offset in it (the seed's
-// G2C_ALL_CHARACTER_IN_REGION); without, absolute.
-func (l *layout) writeLogic(w *codec.Writer, kind Kind, lg *Logic, dver uint8, rel *Region) {
-	w.WriteBits(uint64(kind), 2)
+// G2C_ALL_CHARACTER_IN_REGION); without, absolute. It returns where the
+// vitals end, in bits from where it began: they are bits
+// [logicKindBits, end) of what it wrote, exactly what writeVitals writes,
+// so a state sync can splice them from a logic encoding.
+func (l *layout) writeLogic(w *codec.Writer, kind Kind, lg *Logic, dver uint8, rel *Region) (vitalsEnd int) {
+	start := w.Len()
+	w.WriteBits(uint64(kind), logicKindBits)
 	l.writeVitals(w, lg, dver)
+	vitalsEnd = w.Len() - start
 	if rel != nil {
 		s := int32(l.cfg.RegionSize)
 		w.WriteUint(uint64(lg.Pos.X-int32(rel.X)*s), l.offMax)
@@ -230,6 +237,7 @@ func (l *layout) writeLogic(w *codec.Writer, kind Kind, lg *Logic, dver uint8, r
 		l.writePos(w, lg.Pos)
 	}
 	l.writePath(w, lg.Pos, lg.Dest, lg.Speed)
+	return vitalsEnd
 }
 
 // writeVitals writes the part of an entity's logic data that changes
@@ -262,14 +270,6 @@ func (l *layout) writeVitals(w *codec.Writer, lg *Logic, dver uint8) {
 // are: they then take one bit.
 func usualVitals(lg *Logic) bool {
 	return lg.State == 0 && !lg.Combat && lg.Life >= 100 && lg.Mana >= 100 && lg.Rage == 0 && lg.Magic == 0
-}
-
-// vitalsLen returns the bits writeVitals takes.
-func (l *layout) vitalsLen(lg *Logic, dver uint8) int {
-	var w codec.Writer
-	w.Measure()
-	l.writeVitals(&w, lg, dver)
-	return w.Len()
 }
 
 // readVitals reads what writeVitals wrote into lg, and returns the
@@ -310,7 +310,7 @@ func readUsual(r *codec.Reader, usual, max uint64) uint64 {
 }
 
 func (l *layout) readLogic(r *codec.Reader, lg *Logic, rel *Region) (Kind, uint8) {
-	kind := Kind(r.ReadBits(2))
+	kind := Kind(r.ReadBits(logicKindBits))
 	dver := l.readVitals(r, lg)
 	if rel != nil {
 		s := int32(l.cfg.RegionSize)
@@ -726,6 +726,16 @@ func (n *names) writeName(w *codec.Writer, name string, keep bool) {
 	if keep && name != "" && len(n.list) < maxNames {
 		n.insert(name, h)
 	}
+}
+
+// writeDisplay writes a display entry: entity id's display version ver
+// and display d, whose look is the world's look number look, shared or
+// not, against the connection's dictionaries ld and nd (writeLook).
+// readDisplay reads it.
+func (l *layout) writeDisplay(w *codec.Writer, id ID, ver uint8, ld *lookDict, nd *names, look uint32, shared bool, d *Display) {
+	l.writeID(w, id)
+	writeUsual(w, uint64(ver), 0, 255)
+	writeLook(w, ld, nd, look, shared, d)
 }
 
 // readDisplay reads a display entry, resolving its look and name against

@@ -94,6 +94,7 @@ type entity struct {
 	abs      bitString
 	absBuf   [encInline]byte
 	dirtyAt  int32 // index in World.dirty, -1 when clean
+	absVit   uint8 // the bit where abs's vitals end; they start after its kind (writeLogic)
 
 	obs *observer
 	_   [56]byte // to entitySize, so that entities in a slab keep to cache lines
@@ -530,12 +531,18 @@ func (w *World) writeLogicMsg(wr *codec.Writer, e *entity) {
 
 // writeVitalsMsg writes e's vitals: a state sync, which corrects what
 // changes without a broadcast. Positions and paths need none: every change
-// to them is broadcast, and a broadcast lost is repaired.
+// to them is broadcast, and a broadcast lost is repaired. The vitals are
+// spliced from e's absolute encoding, which must be current: encoded once
+// a frame however many packets carry them.
 func (w *World) writeVitalsMsg(wr *codec.Writer, e *entity) {
 	writeTag(wr, tagVitals)
 	w.lay.writeID(wr, e.id)
-	w.lay.writeVitals(wr, &e.lg, e.dver)
+	copyBits(wr, e.abs.b, logicKindBits, int(e.absVit))
 }
+
+// vitalsBits returns the bits of e's vitals, from its absolute encoding,
+// which must be current.
+func (e *entity) vitalsBits() int { return int(e.absVit) - logicKindBits }
 
 // writeRemoveMsg writes a removal of id.
 func (w *World) writeRemoveMsg(wr *codec.Writer, id ID) {
@@ -551,7 +558,7 @@ func (w *World) absolute(e *entity) {
 	}
 	e.absFrame = w.frame
 	w.w.Reset(e.abs.b[:0])
-	w.lay.writeLogic(&w.w, e.kind, &e.lg, e.dver, nil)
+	e.absVit = uint8(w.lay.writeLogic(&w.w, e.kind, &e.lg, e.dver, nil))
 	e.abs.n, e.abs.b = w.w.Len(), w.w.Bytes()
 }
 
@@ -566,11 +573,10 @@ type dispCache struct {
 // looks the same (every wolf of a template): connections' look
 // dictionaries refer to it by id.
 type look struct {
-	id      uint32
-	refs    int  // entities with this look now
-	shared  bool // two entities or more have had it at once: connections keep it
-	dormant bool // shared, and no entity has it now
-	listed  bool // on World.dormant
+	id     uint32
+	refs   int  // entities with this look now
+	shared bool // two entities or more have had it at once: connections keep it
+	listed bool // on World.dormant; dormant (shared, with no entity) while refs is 0
 }
 
 // maxDormantLooks bounds the shared looks the world remembers with no
@@ -587,10 +593,15 @@ func (w *World) dispEnc(id ID) *dispCache {
 	return &w.disps[id]
 }
 
-// setDisplay gives entity id display d, counting its look's users.
+// setDisplay gives entity id display d, counting its look's users. The
+// new look is taken before the old one is let go, so that a purge the
+// letting go sets off keeps it; an entity given the display it has keeps
+// its look as it is.
 func (w *World) setDisplay(id ID, d Display) {
 	dc := w.dispEnc(id)
-	w.dropLook(dc)
+	if dc.lk != nil && dc.d == d {
+		return
+	}
 	lk := w.looks[d]
 	if lk == nil {
 		if w.looks == nil {
@@ -603,7 +614,9 @@ func (w *World) setDisplay(id ID, d Display) {
 	if lk.refs++; lk.refs > 1 {
 		lk.shared = true
 	}
-	lk.dormant = false // (it stays on World.dormant until the next purge)
+	// A dormant look taken again stays on World.dormant until the next
+	// purge, which keeps it: it has an entity.
+	w.dropLook(dc)
 	dc.d, dc.lk = d, lk
 }
 
@@ -618,7 +631,7 @@ func (w *World) dropLook(dc *dispCache) {
 	if lk.refs--; lk.refs == 0 {
 		if !lk.shared {
 			delete(w.looks, dc.d)
-		} else if lk.dormant = true; !lk.listed {
+		} else if !lk.listed {
 			lk.listed = true
 			if w.dormant = append(w.dormant, dc.d); len(w.dormant) > maxDormantLooks {
 				w.purgeDormant()
@@ -628,12 +641,13 @@ func (w *World) dropLook(dc *dispCache) {
 	dc.lk = nil
 }
 
-// purgeDormant forgets the dormant looks. World.dormant also names the
-// looks that have had entities again since they were listed, which stay.
+// purgeDormant forgets the dormant looks: those on World.dormant with no
+// entity. It also names the looks that have had entities again since they
+// were listed, which stay.
 func (w *World) purgeDormant() {
 	for _, d := range w.dormant {
 		lk := w.looks[d]
-		if lk.listed = false; lk.dormant {
+		if lk.listed = false; lk.refs == 0 {
 			delete(w.looks, d)
 		}
 	}

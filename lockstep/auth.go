@@ -145,14 +145,16 @@ func (r *Room) body(id, n int, full bool) ([]byte, int) {
 	if full {
 		return cf.full, cf.fullBits
 	}
-	if cf.relBits == 0 {
-		r.encodeRel(cf)
-	}
+	r.ensureRel(cf)
 	return cf.rel, cf.relBits
 }
 
-// encodeRel encodes a cut frame relative to the frame before, once.
-func (r *Room) encodeRel(cf *cutFrame) {
+// ensureRel encodes a cut frame relative to the frame before, unless that
+// is done already.
+func (r *Room) ensureRel(cf *cutFrame) {
+	if cf.relBits != 0 {
+		return
+	}
 	var prev *Frame
 	if n := cf.Number; n > 0 {
 		prev = &r.frames[n-1].Frame

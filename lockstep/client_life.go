@@ -165,9 +165,9 @@ func (c *Client) Dump(frame int, data []byte) error {
 	if len(data) > MaxDumpBytes {
 		return fmt.Errorf("%w: dump of %d bytes, at most %d", ErrInputTooLarge, len(data), MaxDumpBytes)
 	}
-	parts := max(1, (len(data)+DumpPartBytes-1)/DumpPartBytes)
+	parts := dumpSpec.count(len(data))
 	for i := range parts {
-		d := dumpPart{frame: frame, part: i, parts: parts, data: data[i*DumpPartBytes : min(len(data), (i+1)*DumpPartBytes)]}
+		d := dumpPart{frame: frame, part: i, parts: parts, data: dumpSpec.piece(data, i)}
 		var w codec.Writer
 		d.encode(&w)
 		c.outbox = append(c.outbox, w.Bytes())

@@ -70,31 +70,6 @@ func encodeFrameBody(w *codec.Writer, f *Frame, prev *Frame) {
 	}
 }
 
-// encodeFrameBodies writes f as encodeFrameBody does twice, alone to full
-// and relative to prev to rel, in one pass over the slots.
-func encodeFrameBodies(full, rel *codec.Writer, f *Frame, prev *Frame) {
-	real := hasReal(f)
-	full.WriteBool(real)
-	rel.WriteBool(real)
-	if !real {
-		return
-	}
-	for i := range f.Slots {
-		s := &f.Slots[i]
-		switch {
-		case s.MadeUp:
-			full.WriteBits(slotMadeUp, slotKindBits)
-			rel.WriteBits(slotMadeUp, slotKindBits)
-			continue
-		case prev != nil && sameInputs(s, &prev.Slots[i]):
-			rel.WriteBits(slotSame, slotKindBits)
-		default:
-			writeSlot(rel, s)
-		}
-		writeSlot(full, s)
-	}
-}
-
 // applyFill applies a room's Fill to the made-up slots of one frame, as
 // every side that runs frames must, in frame order: prev holds each slot's
 // last real input and is kept up to date; a made-up slot under FillRepeat

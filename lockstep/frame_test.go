@@ -2,57 +2,12 @@ package lockstep
 
 import (
 	"bytes"
-	"math/rand/v2"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/tongbu/tongbu/codec"
 )
-
-// TestEncodeFrameBodies checks that the one-pass encoding of a cut frame
-// is bit for bit the two encodings of encodeFrameBody.
-func TestEncodeFrameBodies(t *testing.T) {
-	rng := rand.New(rand.NewPCG(3, 4))
-	inputs := [][]byte{{1}, {2}, {1, 2}, {}}
-	frame := func(n int) Frame {
-		f := Frame{Number: n, Slots: make([]Slot, 1+rng.IntN(10))}
-		return f
-	}
-	for trial := range 2000 {
-		prev := frame(trial)
-		cur := Frame{Number: trial + 1, Slots: make([]Slot, len(prev.Slots))}
-		for _, f := range []*Frame{&prev, &cur} {
-			for i := range f.Slots {
-				switch k := rng.IntN(4); k {
-				case 0:
-					f.Slots[i].MadeUp = true
-				default:
-					for range k {
-						f.Slots[i].Inputs = append(f.Slots[i].Inputs, inputs[rng.IntN(len(inputs))])
-					}
-				}
-			}
-		}
-		if rng.IntN(3) == 0 {
-			copy(cur.Slots, prev.Slots) // more slots the same
-		}
-		var p *Frame
-		if trial%5 != 0 {
-			p = &prev
-		}
-		var wantFull, wantRel, full, rel codec.Writer
-		encodeFrameBody(&wantFull, &cur, nil)
-		encodeFrameBody(&wantRel, &cur, p)
-		encodeFrameBodies(&full, &rel, &cur, p)
-		if full.Len() != wantFull.Len() || !bytes.Equal(full.Bytes(), wantFull.Bytes()) {
-			t.Fatalf("trial %d: full body differs", trial)
-		}
-		if rel.Len() != wantRel.Len() || !bytes.Equal(rel.Bytes(), wantRel.Bytes()) {
-			t.Fatalf("trial %d: relative body differs", trial)
-		}
-	}
-}
 
 // TestPendingOrder checks that a frame holds a player's inputs in the order
 // they arrived, whatever the order of the frames they target, and that

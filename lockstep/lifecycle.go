@@ -127,6 +127,17 @@ var (
 	snapshotSpec = partSpec{life: lifeSnapshot, what: "snapshot", maxParts: maxSnapshotParts, partBytes: SnapshotPartBytes, minFrame: 1}
 )
 
+// count returns how many parts a payload of n bytes takes: at least one,
+// so that an empty payload is still sent.
+func (s *partSpec) count(n int) int {
+	return max(1, (n+s.partBytes-1)/s.partBytes)
+}
+
+// piece returns part i of data.
+func (s *partSpec) piece(data []byte, i int) []byte {
+	return data[i*s.partBytes : min(len(data), (i+1)*s.partBytes)]
+}
+
 func (s *partSpec) encode(w *codec.Writer, d *payloadPart) {
 	writeLife(w, s.life)
 	w.WriteUvarint(uint64(d.frame))

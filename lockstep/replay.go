@@ -369,10 +369,9 @@ func (r *Room) Record(rw *ReplayWriter) error {
 		return fmt.Errorf("%w: the writer already holds %d frames", ErrReplay, rw.total)
 	}
 	for i := range r.frames {
-		if cf := &r.frames[i]; cf.relBits == 0 {
-			r.encodeRel(cf) // frames cut before the replay was attached
-		}
-		rw.frame(&r.frames[i])
+		cf := &r.frames[i]
+		r.ensureRel(cf) // frames cut before the replay was attached
+		rw.frame(cf)
 	}
 	for i, res := range r.results { // comparisons made so far, without the dissenting hashes
 		if res.known {

@@ -177,12 +177,15 @@ type cutFrame struct {
 }
 
 // player is the room's state for one slot. The fields every packet
-// touches come first, in four cache lines (players are 64-byte multiples,
-// see TestPlayerLayout), so that a room's turn reads few cache lines of
-// each player when many rooms share a core.
+// touches come first, in the first three cache lines (players are 64-byte
+// multiples, see TestPlayerLayout), so that a room's turn reads few cache
+// lines of each player when many rooms share a core.
 type player struct {
 	peerState
-	_ [64 - unsafe.Sizeof(peerState{})%64]byte // never empty: a trailing empty field would add 8 bytes
+	// The pad rounds player up to a multiple of 64 bytes. It is never empty,
+	// since a trailing empty field would add 8 bytes: when peerState is
+	// itself a multiple of 64 bytes, the pad is a whole 64-byte line.
+	_ [64 - unsafe.Sizeof(peerState{})%64]byte
 }
 
 // peerState is a player's (or spectator's) state in the room.
@@ -553,20 +556,8 @@ func (r *Room) cut() {
 		clear(p.pending[m:]) // drop the references to the arena
 		p.pending = p.pending[:m]
 	}
-	var prev *Frame
-	if n > 0 && r.rec != nil {
-		prev = &r.frames[n-1].Frame
-	}
 	r.w.Reset(r.buf[:0])
-	if r.rec != nil { // the replay takes the relative body at once
-		r.w2.Reset(r.buf2[:0])
-		encodeFrameBodies(&r.w, &r.w2, &f.Frame, prev)
-		f.relBits = r.w2.Len()
-		f.rel = r.keep(r.w2.Bytes())
-		r.buf2 = r.w2.Bytes()[:0]
-	} else {
-		encodeFrameBody(&r.w, &f.Frame, nil)
-	}
+	encodeFrameBody(&r.w, &f.Frame, nil)
 	f.fullBits = r.w.Len()
 	f.full = r.keep(r.w.Bytes())
 	r.buf = r.w.Bytes()[:0]
@@ -574,7 +565,9 @@ func (r *Room) cut() {
 	r.next++
 	r.stats.Frames++
 	if r.rec != nil {
-		r.rec.frame(&r.frames[n])
+		cf := &r.frames[n]
+		r.ensureRel(cf) // the replay takes the relative body at once
+		r.rec.frame(cf)
 	}
 }
 

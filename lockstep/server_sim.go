@@ -198,11 +198,10 @@ func decodeSnapshotPayload(comp []byte, players int) (prev [][]byte, game []byte
 // lasts and returns what is left of it.
 func (r *Room) streamSnapshot(id int, p *player, budget int) int {
 	st := &p.stream
-	parts := max(1, (len(st.snap)+SnapshotPartBytes-1)/SnapshotPartBytes)
+	parts := snapshotSpec.count(len(st.snap))
 	for st.snapSent < parts && budget > catchUpChunkBytes {
 		i := st.snapSent
-		d := snapshotPart{frame: st.next, part: i, parts: parts,
-			data: st.snap[i*SnapshotPartBytes : min(len(st.snap), (i+1)*SnapshotPartBytes)]}
+		d := snapshotPart{frame: st.next, part: i, parts: parts, data: snapshotSpec.piece(st.snap, i)}
 		w := &r.cw
 		w.Reset(r.comp[:0])
 		d.encode(w)

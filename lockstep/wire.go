@@ -192,13 +192,14 @@ type downlink struct {
 }
 
 // downlinkHeader writes the part of a frames packet before the frames.
+// The caller passes marginMs already clamped to ±maxMarginMs.
 func downlinkHeader(w *codec.Writer, seq uint16, inputAck uint32, hasMargin bool, marginMs int, marginBack uint32) {
 	w.WriteBits(kindFrames, kindBits)
 	w.WriteBits(uint64(seq), 16)
 	w.WriteUvarint(uint64(inputAck))
 	w.WriteBool(hasMargin)
 	if hasMargin {
-		w.WriteInt(int64(max(-maxMarginMs, min(marginMs, maxMarginMs))), -maxMarginMs, maxMarginMs)
+		w.WriteInt(int64(marginMs), -maxMarginMs, maxMarginMs)
 		w.WriteUvarint(uint64(marginBack))
 	}
 }

@@ -26,6 +26,14 @@ const (
 	jitterHz       = 15
 	jitterRenderHz = 60
 	oracleWindow   = 10 * time.Second
+
+	// ticksPerFrame is the render ticks a frame period lasts.
+	ticksPerFrame = jitterRenderHz / jitterHz
+	// tickMs is a render tick's length in ms.
+	tickMs = 1000.0 / jitterRenderHz
+	// framesPerWindow is the frames an oracle window holds.
+	framesPerWindow = int(oracleWindow / (time.Second / jitterHz))
+
 	// excessP95Target is the bound on the p95 of the delay a buffer
 	// adds above the oracle, in ms.
 	excessP95Target = 33.4
@@ -397,29 +405,7 @@ func benchJitter(args []string, out io.Writer) error {
 		arr[n] = at(start, k, jitterRenderHz)
 	}
 
-	// The oracle: per 10 s window, the smallest fixed delay (above the
-	// earliest arrival schedule) with no stall: the window's largest delay.
-	// Counted in render ticks, on which frames are cut and seen, so that
-	// nothing is rounded.
-	const perFrame = jitterRenderHz / jitterHz
-	sched := make([]int64, len(arr)) // ticks after the frame's cut
-	minD := int64(math.MaxInt64)
-	for n, k := range seen {
-		sched[n] = k - int64(n)*perFrame
-		minD = min(minD, sched[n])
-	}
-	perWindow := int(oracleWindow / period)
-	oracle := make([]int64, len(arr))
-	for w := 0; w < len(arr); w += perWindow {
-		hi := int64(0)
-		for n := w; n < min(w+perWindow, len(arr)); n++ {
-			hi = max(hi, sched[n]-minD)
-		}
-		for n := w; n < min(w+perWindow, len(arr)); n++ {
-			oracle[n] = hi
-		}
-	}
-	tickMs := 1000.0 / jitterRenderHz
+	delay, minD, oracle := oracleOf(seen)
 	fixed2 := func(float64) float64 { return 2 * 1000.0 / jitterHz }
 	rfc := rfc3550(3)
 	quant := ewQuantile(0.95, 0.01)
@@ -435,7 +421,7 @@ func benchJitter(args []string, out io.Writer) error {
 		// The oracle played out and measured like the others: it shows what
 		// the measurement itself adds (nothing, and no stalls).
 		{name: "oracle (hindsight, per window)", p: &oraclePlayout{frames: len(arr), due: func(n int) time.Time {
-			return at(start, int64(n)*perFrame+minD+oracle[n], jitterRenderHz)
+			return at(start, int64(n)*ticksPerFrame+minD+oracle[n], jitterRenderHz)
 		}, arrived: map[int]bool{}}},
 	}
 	policies[0].jb = lockstep.NewJitterBuffer(jitterHz)
@@ -466,7 +452,7 @@ func benchJitter(args []string, out io.Writer) error {
 			}
 			stalled = st == lockstep.Paused && to == played
 			for ; played < to && played < len(arr); played++ {
-				delay := tick - int64(played)*perFrame - minD
+				delay := tick - int64(played)*ticksPerFrame - minD
 				excess = append(excess, float64(delay-oracle[played])*tickMs)
 			}
 			if now.Sub(start) > d+time.Minute {
@@ -494,10 +480,7 @@ func benchJitter(args []string, out io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	tr := &jitterTrace{run: run, start: start, seen: seen, delay: make([]int64, len(seen)), oracle: oracle}
-	for n := range seen {
-		tr.delay[n] = sched[n] - minD
-	}
+	tr := &jitterTrace{run: run, start: start, seen: seen, delay: delay, oracle: oracle}
 	causes := stallCauses(tr, onsets)
 	fmt.Fprintf(out, "\nthe engine's %d stalls, by what made the frame it waited for late:\n", len(onsets))
 	for c, k := range causes {
@@ -540,6 +523,35 @@ func benchJitter(args []string, out io.Writer) error {
 		"rfc3550_stalls_per_10min", per10(results[2].stalls),
 	))
 	return nil
+}
+
+// oracleOf returns, for frames seen at render ticks seen, each frame's
+// delay above the earliest arrival schedule (the render ticks after its
+// cut, less the least of them, minD) and the oracle's delay for it: per
+// oracle window, the smallest fixed delay (above that schedule) with no
+// stall, the window's largest delay. Counted in render ticks, on which
+// frames are cut and seen, so that nothing is rounded.
+func oracleOf(seen []int64) (delay []int64, minD int64, oracle []int64) {
+	delay = make([]int64, len(seen))
+	minD = int64(math.MaxInt64)
+	for n, k := range seen {
+		delay[n] = k - int64(n)*ticksPerFrame // ticks after the frame's cut, for now
+		minD = min(minD, delay[n])
+	}
+	for n := range delay {
+		delay[n] -= minD
+	}
+	oracle = make([]int64, len(seen))
+	for w := 0; w < len(seen); w += framesPerWindow {
+		hi := int64(0)
+		for n := w; n < min(w+framesPerWindow, len(seen)); n++ {
+			hi = max(hi, delay[n])
+		}
+		for n := w; n < min(w+framesPerWindow, len(seen)); n++ {
+			oracle[n] = hi
+		}
+	}
+	return delay, minD, oracle
 }
 
 // rfc3550 returns a target of k times the RFC 3550 interarrival jitter

@@ -44,7 +44,6 @@ var causeNames = [causeCount]string{
 // stallCauses sorts a playout's stalls by what made the frame it waited
 // for late.
 func stallCauses(tr *jitterTrace, onsets []stallOnset) [causeCount]int {
-	const window = int(oracleWindow / (time.Second / jitterHz))
 	var out [causeCount]int
 	for _, s := range onsets {
 		n := s.frame
@@ -57,7 +56,7 @@ func stallCauses(tr *jitterTrace, onsets []stallOnset) [causeCount]int {
 			continue
 		}
 		prev := int64(math.MinInt64)
-		for k := max(0, n-window); k < n; k++ {
+		for k := max(0, n-framesPerWindow); k < n; k++ {
 			prev = max(prev, tr.delay[k])
 		}
 		if tr.delay[n] > prev {
@@ -78,14 +77,12 @@ func ticksAt(start, t time.Time) int64 {
 // schedule) after its cut, or when it arrives if later, never before the
 // frame before it: the stalls and the excess over the oracle.
 func fixedPlay(tr *jitterTrace, delay int64) (stalls int, excessMean, excess95 float64) {
-	const perFrame = jitterRenderHz / jitterHz
-	tickMs := 1000.0 / jitterRenderHz
 	excess := make([]float64, len(tr.delay))
 	last := int64(math.MinInt64)
 	waiting := false
 	for n := range tr.delay {
-		due := int64(n)*perFrame + delay // relative to minD, as tr.delay is
-		arrive := tr.delay[n] + int64(n)*perFrame
+		due := int64(n)*ticksPerFrame + delay // relative to minD, as tr.delay is
+		arrive := tr.delay[n] + int64(n)*ticksPerFrame
 		play := max(due, last)
 		if arrive > play {
 			if !waiting {
@@ -96,7 +93,7 @@ func fixedPlay(tr *jitterTrace, delay int64) (stalls int, excessMean, excess95 f
 			waiting = false
 		}
 		last = play
-		excess[n] = float64(play-int64(n)*perFrame-tr.oracle[n]) * tickMs
+		excess[n] = float64(play-int64(n)*ticksPerFrame-tr.oracle[n]) * tickMs
 	}
 	excessMean, excess95 = meanP95(excess)
 	return stalls, excessMean, excess95
@@ -125,15 +122,13 @@ func bestFixed(tr *jitterTrace, limit float64) (delay int64, stalls int, mean, p
 // it only if it happens to be deep at that moment. It prints the figures
 // and returns the fewest stalls such a buffer could expect.
 func spikeBound(out io.Writer, tr *jitterTrace, spikes []int, limit float64, slowest float64) float64 {
-	const perWindow = int(oracleWindow / (time.Second / jitterHz))
-	tickMs := 1000.0 / jitterRenderHz
 	spiky := map[int]bool{}
 	for _, n := range spikes {
-		spiky[n/perWindow] = true
+		spiky[n/framesPerWindow] = true
 	}
 	var calm []float64
 	for n, o := range tr.oracle {
-		if !spiky[n/perWindow] {
+		if !spiky[n/framesPerWindow] {
 			calm = append(calm, float64(o)*tickMs)
 		}
 	}
@@ -149,7 +144,7 @@ func spikeBound(out io.Writer, tr *jitterTrace, spikes []int, limit float64, slo
 		// The depth needed at the onset: the spike's highest delay, less
 		// what play stretched to the slowest speed gains while it lasts.
 		hi := 0.0
-		for k := n; k < min(n+perWindow/2, len(tr.delay)); k++ {
+		for k := n; k < min(n+framesPerWindow/2, len(tr.delay)); k++ {
 			hi = max(hi, float64(tr.delay[k])*tickMs)
 		}
 		need := hi * slowest

@@ -2,31 +2,31 @@ package main
 
 import (
 	"io"
+	"slices"
 	"testing"
 	"time"
 )
 
 // flatTrace is a trace of frames all seen at the earliest delay but for
-// the late ones, late[n] render ticks later; the oracle is computed as the
-// bench does, per 10 s window.
-func flatTrace(frames int, late map[int]int64) *jitterTrace {
-	const perFrame = jitterRenderHz / jitterHz
+// the late ones, late[n] render ticks later (some frame must be on time);
+// the delays and the oracle are the bench's own, from oracleOf.
+func flatTrace(t *testing.T, frames int, late map[int]int64) *jitterTrace {
+	t.Helper()
 	start := time.Unix(0, 0)
-	tr := &jitterTrace{start: start, seen: make([]int64, frames), delay: make([]int64, frames), oracle: make([]int64, frames)}
+	tr := &jitterTrace{start: start, seen: make([]int64, frames)}
 	tr.run.stream = make([]time.Time, frames)
 	for n := range frames {
-		tr.delay[n] = late[n]
-		tr.seen[n] = int64(n)*perFrame + late[n]
+		tr.seen[n] = int64(n)*ticksPerFrame + late[n]
 		tr.run.stream[n] = at(start, tr.seen[n], jitterRenderHz)
 	}
-	per := int(oracleWindow / (time.Second / jitterHz))
-	for w := 0; w < frames; w += per {
-		hi := int64(0)
-		for n := w; n < min(w+per, frames); n++ {
-			hi = max(hi, tr.delay[n])
-		}
-		for n := w; n < min(w+per, frames); n++ {
-			tr.oracle[n] = hi
+	var minD int64
+	tr.delay, minD, tr.oracle = oracleOf(tr.seen)
+	if minD != 0 {
+		t.Fatalf("earliest delay %d ticks, want 0", minD)
+	}
+	for n, d := range tr.delay {
+		if d != late[n] {
+			t.Fatalf("frame %d: delay %d ticks, want %d", n, d, late[n])
 		}
 	}
 	return tr
@@ -34,7 +34,12 @@ func flatTrace(frames int, late map[int]int64) *jitterTrace {
 
 func TestFixedPlay(t *testing.T) {
 	// One frame 6 ticks late in window 0; window 1 is calm.
-	tr := flatTrace(300, map[int]int64{40: 6})
+	tr := flatTrace(t, 300, map[int]int64{40: 6})
+	// The oracle holds window 0 at its latest frame's delay, window 1 at 0.
+	w0, w1 := tr.oracle[:framesPerWindow], tr.oracle[framesPerWindow:]
+	if slices.Max(w0) != 6 || slices.Min(w0) != 6 || slices.Max(w1) != 0 || slices.Min(w1) != 0 {
+		t.Fatalf("oracle %v to %v ticks in window 0, %v to %v in window 1; want 6 and 0", slices.Min(w0), slices.Max(w0), slices.Min(w1), slices.Max(w1))
+	}
 	for _, c := range []struct {
 		delay  int64
 		stalls int
@@ -55,7 +60,7 @@ func TestFixedPlay(t *testing.T) {
 }
 
 func TestStallCauses(t *testing.T) {
-	tr := flatTrace(600, map[int]int64{200: 8, 210: 4, 300: 6})
+	tr := flatTrace(t, 600, map[int]int64{200: 8, 210: 4, 300: 6})
 	tr.run.stream[300] = time.Time{} // every copy of 300 lost
 	got := stallCauses(tr, []stallOnset{{frame: 200}, {frame: 210}, {frame: 300}})
 	want := [causeCount]int{causeRetransmit: 1, causeNewHigh: 1, causeHeldLow: 1}
@@ -75,7 +80,7 @@ func TestSpikeBound(t *testing.T) {
 		spikes = append(spikes, n)
 		late[n] = 18
 	}
-	tr := flatTrace(3*perMinute, late)
+	tr := flatTrace(t, 3*perMinute, late)
 	got := spikeBound(io.Discard, tr, spikes, excessP95Target, 0.75)
 	if got < float64(len(spikes))*0.9 || got > float64(len(spikes)) {
 		t.Errorf("at least %.1f of %d spikes stall", got, len(spikes))
@@ -84,7 +89,7 @@ func TestSpikeBound(t *testing.T) {
 	for _, n := range spikes {
 		late[n] = 2
 	}
-	if got := spikeBound(io.Discard, flatTrace(3*perMinute, late), spikes, excessP95Target, 0.75); got != 0 {
+	if got := spikeBound(io.Discard, flatTrace(t, 3*perMinute, late), spikes, excessP95Target, 0.75); got != 0 {
 		t.Errorf("spikes of 33 ms: %.1f stall", got)
 	}
 }

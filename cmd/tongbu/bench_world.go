@@ -273,6 +273,9 @@ func benchWorld(args []string, out io.Writer) error {
 	for _, l := range worldModel {
 		fmt.Fprintln(out, "  "+l)
 	}
+	if !o.hugePages {
+		fmt.Fprintln(out, "heap: huge pages not asked for (-hugepages=false): the system's setting decides")
+	}
 	s.advise(out, "after setup")
 	if err := s.run(out); err != nil {
 		return err
@@ -433,6 +436,9 @@ func (s *worldSim) run(out io.Writer) error {
 	lastEpisode := total - 4*hz // episodes start early enough to be followed to the end
 	var tick, tickWall, baseTick []time.Duration
 	var frames []frameRec // for -ticks
+	if s.o.ticks != "" {
+		frames = make([]frameRec, 0, total-warm)
+	}
 	var upCPU time.Duration
 	var worldAlloc uint64
 	var st0 interest.Stats
@@ -478,10 +484,11 @@ func (s *worldSim) run(out io.Writer) error {
 
 		if s.measuring {
 			s.down.sent(f, func(i int32, b []byte) { s.players[i].bytes += int64(len(b)) })
-			tick = append(tick, c1-c0+c3-c2)
+			t := c1 - c0 + c3 - c2
+			tick = append(tick, t)
 			upCPU += c1 - c0
 			if s.o.ticks != "" {
-				frames = append(frames, frameRec{frame: f, up: c1 - c0, tick: c1 - c0 + c3 - c2, base: b1 - b0, st: s.w.Stats(), gc: readGCs()})
+				frames = append(frames, frameRec{frame: f, up: c1 - c0, tick: t, base: b1 - b0, st: s.w.Stats(), gc: readGCs()})
 			}
 			tickWall = append(tickWall, w1.Sub(w0)+w3.Sub(w2))
 			baseTick = append(baseTick, b1-b0)
@@ -517,12 +524,10 @@ func (s *worldSim) run(out io.Writer) error {
 }
 
 // advise asks for huge pages for the heap's new mappings (-hugepages)
-// and says what it got.
+// and says what it got; without -hugepages it does nothing (benchWorld
+// says so once).
 func (s *worldSim) advise(out io.Writer, when string) {
 	if !s.o.hugePages {
-		if when == "after setup" {
-			fmt.Fprintln(out, "heap: huge pages not asked for (-hugepages=false): the system's setting decides")
-		}
 		return
 	}
 	rep, err := s.huge.Advise()
@@ -531,6 +536,9 @@ func (s *worldSim) advise(out io.Writer, when string) {
 		return
 	}
 	huge := "the kernel does not say how much of the process is on huge pages"
+	if rep.Advised == 0 {
+		huge = "how much of the process is on huge pages not read (nothing advised)"
+	}
 	if rep.Huge >= 0 {
 		huge = fmt.Sprintf("%.0f MB of the process on huge pages", float64(rep.Huge)/(1<<20))
 	}

@@ -19,38 +19,31 @@ var games = map[string]func(players int, params []byte) (lockstep.Simulation, er
 	"arena":     newArenaSim,
 }
 
-// arenaSim is the arena example's game as a lockstep.Simulation; its
-// params are the game seed, 8 bytes little-endian (arena.RoomSeed of the
-// room's name in the demo).
+// arenaSim is the arena example's server-side simulation (arena.ServerSim)
+// for replay verify; its params are the game seed, 8 bytes little-endian
+// (arena.RoomSeed of the room's name in the demo).
 type arenaSim struct {
-	*arena.Game
-	err error
+	*arena.ServerSim
 }
 
 func newArenaSim(players int, params []byte) (lockstep.Simulation, error) {
 	if len(params) != 8 {
 		return nil, fmt.Errorf("arena: params are an 8-byte seed, got %d bytes", len(params))
 	}
-	g, err := arena.New(players, binary.LittleEndian.Uint64(params))
-	if err != nil {
+	s := arena.Simulation(players, binary.LittleEndian.Uint64(params))().(*arena.ServerSim)
+	if err := s.Err(); err != nil { // the wrong number of players
 		return nil, err
 	}
-	return &arenaSim{Game: g}, nil
+	return &arenaSim{s}, nil
 }
 
-// Step runs a frame; a frame the game refuses is remembered and spoils the
-// hash from then on, so that verification fails.
-func (s *arenaSim) Step(f lockstep.Frame) {
-	if s.err == nil {
-		s.err = s.Game.Step(f)
-	}
-}
-
+// Hash is the game's hash until the game refuses a frame (ServerSim.Err),
+// and 0 from then on, so that verification fails.
 func (s *arenaSim) Hash() uint64 {
-	if s.err != nil {
+	if s.Err() != nil {
 		return 0
 	}
-	return s.Game.Hash()
+	return s.ServerSim.Hash()
 }
 
 // replayCommand runs `tongbu replay info|verify FILE`.

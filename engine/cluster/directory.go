@@ -175,23 +175,22 @@ func (d *Directory) onEvent(m *nats.Msg) {
 		if h, err = decode[heartbeat](m.Data); err == nil {
 			d.mu.Lock()
 			fetch, loss := d.st.heartbeat(h, now)
+			if fetch {
+				d.startFetch(h.ID)
+			}
 			d.mu.Unlock()
 			if loss != nil {
 				d.report(*loss)
-			}
-			if fetch {
-				d.fetches.Go(func() { d.fetch(h.ID) })
 			}
 		}
 	case d.opts.subjRoom():
 		var e *roomEvent
 		if e, err = decode[roomEvent](m.Data); err == nil {
 			d.mu.Lock()
-			fetch := d.st.event(e)
-			d.mu.Unlock()
-			if fetch {
-				d.fetches.Go(func() { d.fetch(e.ID) })
+			if d.st.event(e) {
+				d.startFetch(e.ID)
 			}
+			d.mu.Unlock()
 		}
 	case d.opts.subjLeave():
 		var l *leave
@@ -209,6 +208,21 @@ func (d *Directory) onEvent(m *nats.Msg) {
 	if err != nil {
 		d.opts.Logger.Debug("cluster: message dropped", "subject", m.Subject, "err", err)
 	}
+}
+
+// startFetch, called with d.mu held, starts fetch(id) unless the directory
+// is closed. A callback may still run after Close unsubscribed, but Close
+// sets closed under d.mu before it waits, so no fetch is added to the
+// wait group during or after the Wait.
+func (d *Directory) startFetch(id string) {
+	if d.closed {
+		return
+	}
+	d.fetches.Add(1)
+	go func() {
+		defer d.fetches.Done()
+		d.fetch(id)
+	}()
 }
 
 // fetch asks node id for its room list.

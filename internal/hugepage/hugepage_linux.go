@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"unsafe"
 )
@@ -82,7 +83,9 @@ func (a *Advisor) advise() (Report, error) {
 			rep.Advised += int64(n)
 		}
 	}
-	rep.Huge = anonHuge()
+	if rep.Advised > 0 {
+		rep.Huge = anonHuge() // reading it walks the page tables: only after advising something
+	}
 	return rep, nil
 }
 
@@ -99,8 +102,9 @@ func thpDisabled(godebug string) bool {
 }
 
 // hugePageSize returns the size of the system's transparent huge pages (2
-// MiB on x86-64 and on arm64 with 4 KiB pages).
-func hugePageSize() uintptr {
+// MiB on x86-64 and on arm64 with 4 KiB pages), read once: it is fixed at
+// boot.
+var hugePageSize = sync.OnceValue(func() uintptr {
 	b, err := os.ReadFile(thpSize)
 	if err == nil {
 		if n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64); err == nil && n > 0 && n&(n-1) == 0 {
@@ -108,7 +112,7 @@ func hugePageSize() uintptr {
 		}
 	}
 	return 2 << 20
-}
+})
 
 // uncovered returns the parts of s that no advised range covers.
 func (a *Advisor) uncovered(s span) []span {
@@ -165,20 +169,21 @@ func parseMaps(f *os.File) ([]mapping, error) {
 	var out []mapping
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
-		if m, ok := parseMapping(sc.Text()); ok {
+		if m, ok := parseMapping(sc.Bytes()); ok {
 			out = append(out, m)
 		}
 	}
 	return out, sc.Err()
 }
 
-// parseMapping parses "start-end perms offset dev inode [path]".
-func parseMapping(line string) (mapping, bool) {
-	fs := bytes.Fields([]byte(line))
-	if len(fs) < 5 || len(fs[1]) < 4 {
+// parseMapping parses "start-end perms offset dev inode [path]". It keeps
+// nothing of line.
+func parseMapping(line []byte) (mapping, bool) {
+	fields := bytes.Fields(line)
+	if len(fields) < 5 || len(fields[1]) < 4 {
 		return mapping{}, false
 	}
-	lo, hi, ok := bytes.Cut(fs[0], []byte("-"))
+	lo, hi, ok := bytes.Cut(fields[0], []byte("-"))
 	if !ok {
 		return mapping{}, false
 	}
@@ -187,12 +192,12 @@ func parseMapping(line string) (mapping, bool) {
 	if err1 != nil || err2 != nil || b <= a {
 		return mapping{}, false
 	}
-	perms := fs[1]
-	named := len(fs) > 5 && !bytes.HasPrefix(fs[5], []byte("[anon"))
+	perms := fields[1]
+	named := len(fields) > 5 && !bytes.HasPrefix(fields[5], []byte("[anon"))
 	return mapping{
 		start: uintptr(a), end: uintptr(b),
 		rw:   perms[0] == 'r' && perms[1] == 'w',
-		anon: perms[3] == 'p' && string(fs[4]) == "0" && !named,
+		anon: perms[3] == 'p' && string(fields[4]) == "0" && !named,
 	}, true
 }
 
@@ -226,8 +231,8 @@ func anonHuge() int64 {
 	}
 	for l := range bytes.Lines(b) {
 		if v, ok := bytes.CutPrefix(l, []byte("AnonHugePages:")); ok {
-			if fs := bytes.Fields(v); len(fs) > 0 {
-				if n, err := strconv.ParseInt(string(fs[0]), 10, 64); err == nil {
+			if fields := bytes.Fields(v); len(fields) > 0 {
+				if n, err := strconv.ParseInt(string(fields[0]), 10, 64); err == nil {
 					return n << 10
 				}
 			}

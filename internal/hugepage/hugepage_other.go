@@ -2,4 +2,4 @@
 
 package hugepage
 
-func (a *Advisor) advise() (Report, error) { return Report{}, ErrUnsupported }
+func (a *Advisor) advise() (Report, error) { return Report{Huge: -1}, ErrUnsupported }
