@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"math/bits"
 	"slices"
+	"unsafe"
 
 	"github.com/tongbu/tongbu/codec"
+	"github.com/tongbu/tongbu/interest/internal/prefetch"
 )
 
 // ringSize is how many recent downlink packets an observer remembers, to
@@ -166,11 +168,27 @@ func (o *observer) crossed(w *World, from, to int32) {
 	}
 }
 
-// touch reads what every frame's record and send read first: the
-// observer's first lines, its entity, this frame's history slot and the
-// next packet's ring entry.
-func (o *observer) touch(w *World) int {
-	return int(o.id) + len(o.queue) + w.ents[o.id].start + int(o.hist[w.frame%len(o.hist)].X) + o.ring[o.seq%ringSize].seq
+// prefetch starts loading the observer's first lines, which every frame's
+// record and send read.
+func (o *observer) prefetch() {
+	p := unsafe.Pointer(o)
+	prefetch.Line(p)
+	prefetch.Line(unsafe.Add(p, 64))
+	prefetch.Line(unsafe.Add(p, 128))
+}
+
+// prefetchNext starts loading what the observer's first lines point to and
+// this frame reads: its entity, this frame's history slot, the next
+// packet's ring entry and its list of IDs, and the head of its queue.
+func (o *observer) prefetchNext(w *World) {
+	prefetch.Line(unsafe.Pointer(w.ents[o.id]))
+	prefetch.Line(unsafe.Pointer(&o.hist[w.frame%len(o.hist)]))
+	p := &o.ring[o.seq%ringSize]
+	prefetch.Line(unsafe.Pointer(p))
+	prefetch.Line(unsafe.Pointer(unsafe.SliceData(p.ids)))
+	if len(o.queue) > 0 {
+		prefetch.Line(unsafe.Pointer(&o.queue[0]))
+	}
 }
 
 // record stores the entity's position for this frame.
@@ -323,11 +341,24 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 			continue
 		}
 		list[n] = w.ents[raw]
-		w.sink += int(list[n].dver) // load it now, beside the other requests' (see World.step)
+		// Start loading each entity's version and display while the next
+		// requests are checked (see World.step), and then the looks they
+		// point to, rather than wait for each in turn as the message is
+		// written.
+		prefetch.Line(unsafe.Pointer(list[n]))
+		if int(raw) < len(w.disps) {
+			prefetch.Line(unsafe.Pointer(&w.disps[raw]))
+		}
 		n++
 	}
 	if n == 0 {
 		return
+	}
+	for _, t := range list[:n] {
+		if d := w.dispEnc(t.id); d.lk != nil {
+			prefetch.Line(unsafe.Pointer(d.lk))
+			prefetch.Line(unsafe.Pointer(unsafe.StringData(d.d.Name)))
+		}
 	}
 	// What the message adds to the dictionaries is taken back if it is
 	// not sent: the client would never hold it.
@@ -658,7 +689,17 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 		return
 	}
 	for i := range o.queue {
-		o.queue[i].acc += whyWeight[o.queue[i].why]
+		it := &o.queue[i]
+		it.acc += whyWeight[it.why]
+		if it.kind == itemLogic {
+			// Start loading the lines emit reads: the entity's first,
+			// and its absolute encoding's.
+			if int(it.id) < len(w.ents) && w.ents[it.id] != nil {
+				e := w.ents[it.id]
+				prefetch.Line(unsafe.Pointer(e))
+				prefetch.Line(unsafe.Add(unsafe.Pointer(e), 128))
+			}
+		}
 	}
 	slices.SortStableFunc(o.queue, func(a, b item) int {
 		switch {
@@ -762,7 +803,7 @@ func (o *observer) settle(w *World) {
 	o.owed = keep
 }
 
-// listAhead is how far ahead a region list's entities are read.
+// listAhead is how far ahead a region list's entities are prefetched.
 const listAhead = 4
 
 // emit sends one item if it fits in the budget and returns whether it is
@@ -831,13 +872,14 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 	room := min(*budget, w.room()) - head
 	// One pass over the list: it.rest[:n] are the entries kept for this
 	// message, it.rest[i] the next to read; the dropped ones are skipped.
-	n, i, size, touch := 0, 0, 0, 0
+	n, i, size := 0, 0, 0
 	for i < len(it.rest) && n < maxRegionList {
 		if j := i + listAhead; j < len(it.rest) {
-			// Read ahead (see World.step): the entity's lines that
-			// relative reads.
+			// Prefetch (see World.step) the entity's lines that relative
+			// reads.
 			if e := w.ents[it.rest[j]]; e != nil {
-				touch += int(e.mover) + e.relFrame
+				prefetch.Line(unsafe.Pointer(e))
+				prefetch.Line(unsafe.Add(unsafe.Pointer(e), 64))
 			}
 		}
 		id := it.rest[i]
@@ -868,7 +910,6 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		// the kept ones, in order.
 		it.rest = it.rest[:n+copy(it.rest[n:], it.rest[i:])]
 	}
-	w.sink += touch
 	if n == 0 {
 		return len(it.rest) == 0
 	}

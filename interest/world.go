@@ -3,8 +3,10 @@ package interest
 import (
 	"fmt"
 	"time"
+	"unsafe"
 
 	"github.com/tongbu/tongbu/codec"
+	"github.com/tongbu/tongbu/interest/internal/prefetch"
 )
 
 // Sender is how a world reaches its clients: the engine implements it over
@@ -211,7 +213,6 @@ type World struct {
 	// cache.
 	pw    codec.Writer
 	pbuf  []byte
-	sink  int // what step's loops read ahead, stored so that the reads are not optimized away
 	stats Stats
 }
 
@@ -861,11 +862,13 @@ func (w *World) NextFrame() time.Time {
 	return w.start.Add(time.Duration(w.frame+1) * w.cfg.Period())
 }
 
-// How far ahead step's loops touch the entities and observers they will
-// work on.
+// How far ahead step's loops prefetch the entities and observers they will
+// work on. An observer is fetched in two stages: its own lines first, then,
+// once they are in, what they point to.
 const (
 	moverAhead    = 8
-	observerAhead = 4
+	observerAhead = 8
+	observerNext  = 4
 )
 
 // step runs one frame: movement, crossings, forced and state sync, and
@@ -873,13 +876,12 @@ const (
 func (w *World) step() {
 	w.frame++
 	w.stats.Frames++
-	// The loops below read the entity or observer a few places ahead
-	// (touch): its cache lines load while this one is worked on, where
-	// the processor on its own would wait for each in turn.
-	touch := 0
+	// The loops below prefetch the entity or observer a few places ahead:
+	// its cache lines load while this one is worked on, where the
+	// processor on its own would wait for each in turn.
 	for i := 0; i < len(w.movers); {
 		if j := i + moverAhead; j < len(w.movers) {
-			touch += w.ents[w.movers[j]].start
+			prefetch.Line(unsafe.Pointer(w.ents[w.movers[j]]))
 		}
 		e := w.ents[w.movers[i]]
 		if e.start >= w.frame { // its path starts at a later frame: it stands at the source
@@ -903,12 +905,14 @@ func (w *World) step() {
 	w.flush()
 	for i, o := range w.obs {
 		if j := i + observerAhead; j < len(w.obs) {
-			touch += w.obs[j].touch(w)
+			w.obs[j].prefetch()
+		}
+		if j := i + observerNext; j < len(w.obs) {
+			w.obs[j].prefetchNext(w)
 		}
 		o.record(w) // here, not in a pass of its own: nothing before reads this frame's
 		o.send(w)
 	}
-	w.sink = touch
 	for _, ri := range w.touched {
 		reg := &w.regions[ri]
 		reg.bc.reset()
