@@ -3,11 +3,11 @@ package interest
 import (
 	"fmt"
 	"hash/maphash"
-
-	"github.com/tongbu/tongbu/codec"
 	"testing"
 	"time"
 	"unsafe"
+
+	"github.com/tongbu/tongbu/codec"
 )
 
 // TestEntityLayout checks what the entity's field order is for: the
@@ -30,6 +30,38 @@ func TestEntityLayout(t *testing.T) {
 	}
 	if n := entitySize * entitySlab; n <= 32<<10 {
 		t.Errorf("a slab of %d bytes is a small object, not page-aligned", n)
+	}
+}
+
+// TestEntityAddr checks the address prefetchEntity works out from the
+// slabs against World.ents, over several slabs and a reused ID, and that
+// IDs with no storage have none.
+func TestEntityAddr(t *testing.T) {
+	w, err := NewWorld(Config{}, time.Unix(0, 0), discard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2*entitySlab + 3 {
+		if _, err := w.Spawn(NPC, Logic{Pos: Vec{int32(i), 5}}, Display{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Despawn(300); err != nil {
+		t.Fatal(err)
+	}
+	if id, err := w.Spawn(Player, Logic{}, Display{}); err != nil || id != 300 {
+		t.Fatalf("respawn: ID %d, %v; want the freed 300", id, err)
+	}
+	for id := 1; id < len(w.ents); id++ {
+		if got, want := w.entityAddr(ID(id)), unsafe.Pointer(w.ents[id]); got != want {
+			t.Fatalf("entity %d: address %p, stored at %p", id, got, want)
+		}
+	}
+	for _, id := range []ID{0, ID(3*entitySlab + 1), ID(1 << 20)} {
+		if p := w.entityAddr(id); p != nil {
+			t.Errorf("entity %d, never stored: address %p", id, p)
+		}
+		w.prefetchEntity(id, 0, 4) // ignored
 	}
 }
 

@@ -179,16 +179,20 @@ func (o *observer) prefetch() {
 
 // prefetchNext starts loading what the observer's first lines point to and
 // this frame reads: its entity, this frame's history slot, the next
-// packet's ring entry and its list of IDs, and the head of its queue.
+// packet's ring entry and the head of its queue.
 func (o *observer) prefetchNext(w *World) {
-	prefetch.Line(unsafe.Pointer(w.ents[o.id]))
+	w.prefetchEntity(o.id, 0, 1)
 	prefetch.Line(unsafe.Pointer(&o.hist[w.frame%len(o.hist)]))
-	p := &o.ring[o.seq%ringSize]
-	prefetch.Line(unsafe.Pointer(p))
-	prefetch.Line(unsafe.Pointer(unsafe.SliceData(p.ids)))
+	prefetch.Line(unsafe.Pointer(&o.ring[o.seq%ringSize]))
 	if len(o.queue) > 0 {
 		prefetch.Line(unsafe.Pointer(&o.queue[0]))
 	}
+}
+
+// prefetchLast starts loading what the lines prefetchNext loaded point to:
+// the list of IDs of the next packet's ring entry.
+func (o *observer) prefetchLast() {
+	prefetch.Line(unsafe.Pointer(unsafe.SliceData(o.ring[o.seq%ringSize].ids)))
 }
 
 // record stores the entity's position for this frame.
@@ -345,7 +349,7 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 		// requests are checked (see World.step), and then the looks they
 		// point to, rather than wait for each in turn as the message is
 		// written.
-		prefetch.Line(unsafe.Pointer(list[n]))
+		w.prefetchEntity(ID(raw), 0, 1)
 		if int(raw) < len(w.disps) {
 			prefetch.Line(unsafe.Pointer(&w.disps[raw]))
 		}
@@ -691,13 +695,16 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 	for i := range o.queue {
 		it := &o.queue[i]
 		it.acc += whyWeight[it.why]
-		if it.kind == itemLogic {
-			// Start loading the lines emit reads: the entity's first,
-			// and its absolute encoding's.
-			if int(it.id) < len(w.ents) && w.ents[it.id] != nil {
-				e := w.ents[it.id]
-				prefetch.Line(unsafe.Pointer(e))
-				prefetch.Line(unsafe.Add(unsafe.Pointer(e), 128))
+		// Start loading the lines emit reads: an entity's first and
+		// its absolute encoding's; a region list's first entities' first
+		// and relative encoding's.
+		switch it.kind {
+		case itemLogic:
+			w.prefetchEntity(it.id, 0, 1)
+			w.prefetchEntity(it.id, 2, 1)
+		case itemRegion:
+			for _, id := range it.rest[:min(len(it.rest), listAhead)] {
+				w.prefetchEntity(id, 0, 2)
 			}
 		}
 	}
@@ -877,10 +884,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		if j := i + listAhead; j < len(it.rest) {
 			// Prefetch (see World.step) the entity's lines that relative
 			// reads.
-			if e := w.ents[it.rest[j]]; e != nil {
-				prefetch.Line(unsafe.Pointer(e))
-				prefetch.Line(unsafe.Add(unsafe.Pointer(e), 64))
-			}
+			w.prefetchEntity(it.rest[j], 0, 2)
 		}
 		id := it.rest[i]
 		er := w.regionOfID(id)

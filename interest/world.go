@@ -186,7 +186,8 @@ type World struct {
 	free     []ID      // freed IDs, oldest first
 	freeAt   int
 	regions  []region
-	movers   []ID
+	movers   []*entity // the moving entities, each at its index mover
+	slabs    []*entity // the first entity of each slab, for prefetchEntity
 	dirty    []ID
 	touched  []int32
 	busy     []bool // by region: touched this frame (a dense copy, cheap to scan)
@@ -296,6 +297,27 @@ func (w *World) get(id ID) *entity {
 	return nil
 }
 
+// prefetchEntity starts loading lines of entity id's storage: n lines
+// from line first (of 4).
+func (w *World) prefetchEntity(id ID, first, n int) {
+	if p := w.entityAddr(id); p != nil {
+		for i := range n {
+			prefetch.Line(unsafe.Add(p, (first+i)*64))
+		}
+	}
+}
+
+// entityAddr returns where entity id is stored, or nil if it never was.
+// It comes from the entity's slab, which the processor keeps in cache,
+// not from World.ents, which a loop over scattered IDs would wait for.
+func (w *World) entityAddr(id ID) unsafe.Pointer {
+	k := int(id) - 1 // ID 1 is the first of the first slab
+	if k < 0 || k/entitySlab >= len(w.slabs) {
+		return nil
+	}
+	return unsafe.Add(unsafe.Pointer(w.slabs[k/entitySlab]), (k%entitySlab)*entitySize)
+}
+
 // lookup returns the live entity id, or ErrUnknown.
 func (w *World) lookup(id ID) (*entity, error) {
 	if e := w.get(id); e != nil {
@@ -386,6 +408,7 @@ func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
 	case len(w.ents) < w.cfg.MaxEntities:
 		if len(w.slab) == 0 {
 			w.slab = make([]entity, entitySlab)
+			w.slabs = append(w.slabs, &w.slab[0])
 		}
 		e = &w.slab[0]
 		w.slab = w.slab[1:]
@@ -446,7 +469,7 @@ func (w *World) removeFrom(e *entity, r int32) {
 func (w *World) startMoving(e *entity) {
 	if e.mover < 0 {
 		e.mover = int32(len(w.movers))
-		w.movers = append(w.movers, e.id)
+		w.movers = append(w.movers, e)
 	}
 }
 
@@ -456,7 +479,8 @@ func (w *World) stopMoving(e *entity) {
 	}
 	last := w.movers[len(w.movers)-1]
 	w.movers[e.mover] = last
-	w.ents[last].mover = e.mover
+	last.mover = e.mover
+	w.movers[len(w.movers)-1] = nil
 	w.movers = w.movers[:len(w.movers)-1]
 	e.mover = -1
 }
@@ -863,12 +887,13 @@ func (w *World) NextFrame() time.Time {
 }
 
 // How far ahead step's loops prefetch the entities and observers they will
-// work on. An observer is fetched in two stages: its own lines first, then,
-// once they are in, what they point to.
+// work on. An observer is fetched in stages: its own lines first, then,
+// once they are in, what they point to, and so on.
 const (
 	moverAhead    = 8
 	observerAhead = 8
 	observerNext  = 4
+	observerLast  = 2
 )
 
 // step runs one frame: movement, crossings, forced and state sync, and
@@ -881,9 +906,9 @@ func (w *World) step() {
 	// processor on its own would wait for each in turn.
 	for i := 0; i < len(w.movers); {
 		if j := i + moverAhead; j < len(w.movers) {
-			prefetch.Line(unsafe.Pointer(w.ents[w.movers[j]]))
+			prefetch.Line(unsafe.Pointer(w.movers[j]))
 		}
-		e := w.ents[w.movers[i]]
+		e := w.movers[i]
 		if e.start >= w.frame { // its path starts at a later frame: it stands at the source
 			i++
 			continue
@@ -909,6 +934,9 @@ func (w *World) step() {
 		}
 		if j := i + observerNext; j < len(w.obs) {
 			w.obs[j].prefetchNext(w)
+		}
+		if j := i + observerLast; j < len(w.obs) {
+			w.obs[j].prefetchLast()
 		}
 		o.record(w) // here, not in a pass of its own: nothing before reads this frame's
 		o.send(w)
