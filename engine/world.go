@@ -48,6 +48,7 @@ type World struct {
 	// Owned by the worker.
 	peers   map[interest.ID]*worldPeer
 	players map[string]*worldPeer
+	batch   []interest.Uplink // the inbox's packets from current peers
 }
 
 type worldPeer struct {
@@ -188,13 +189,16 @@ func (w *World) Run(now time.Time) time.Time {
 	for _, f := range ctl {
 		f()
 	}
+	batch := w.batch[:0]
 	for i, pk := range in {
 		if w.peers[pk.from.id] == pk.from {
-			w.world.Deliver(pk.from.id, pk.msg) // a bad packet is counted by the world
+			batch = append(batch, interest.Uplink{Player: pk.from.id, Msg: pk.msg})
 		}
 		in[i] = worldPacket{}
 	}
-	w.spare = in
+	w.world.DeliverAll(batch) // a bad packet is counted by the world
+	clear(batch)
+	w.batch, w.spare = batch[:0], in
 	if w.cfg.Tick != nil {
 		w.cfg.Tick(w.world, now)
 	}

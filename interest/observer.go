@@ -101,7 +101,6 @@ type observer struct {
 	toldAt      int
 	names       names    // the name dictionary shared with the client
 	looks       lookDict // the look dictionary shared with the client
-	up          uplink
 	corrections int64
 
 	ring [ringSize]sentPacket
@@ -259,7 +258,7 @@ func (o *observer) enqueue(it item) {
 
 // deliver handles an uplink packet.
 func (o *observer) deliver(w *World, e *entity, msg []byte) error {
-	u := &o.up
+	u := &w.up
 	if err := u.decode(&w.lay, msg, w.frame); err != nil {
 		w.stats.Dropped[DropMalformed]++
 		return err

@@ -213,6 +213,7 @@ type World struct {
 	// call, so one writer and buffer serve every observer and stay in
 	// cache.
 	pw    codec.Writer
+	up    uplink // the uplink packet being handled, decoded
 	pbuf  []byte
 	stats Stats
 }
@@ -1238,4 +1239,58 @@ func (w *World) Deliver(player ID, msg []byte) error {
 	w.stats.PacketsIn++
 	w.stats.BytesIn += int64(len(msg))
 	return e.obs.deliver(w, e, msg)
+}
+
+// Uplink is a packet from a client, for DeliverAll.
+type Uplink struct {
+	Player ID
+	Msg    []byte
+}
+
+// How far ahead of the packet it hands on DeliverAll starts loading a
+// client's state, in stages: the entity, then its observer, then the
+// packets an acknowledgement marks.
+const (
+	uplinkAhead = 8
+	uplinkNext  = 4
+	uplinkLast  = 2
+	obsLine     = 3 // the entity's cache line that holds obs
+)
+
+// DeliverAll hands the world a batch of packets, as Deliver would one by
+// one, in order, and returns how many it refused in whole or in part
+// (Stats counts why). A server that collects a frame's packets should use
+// it: it starts loading each client's state a few packets ahead, while
+// Deliver has to wait for it, and handles thousands of packets a frame
+// in less time.
+func (w *World) DeliverAll(batch []Uplink) (refused int) {
+	for i := range batch {
+		if j := i + uplinkAhead; j < len(batch) {
+			w.prefetchEntity(batch[j].Player, 0, 1)
+			w.prefetchEntity(batch[j].Player, obsLine, 1)
+		}
+		if j := i + uplinkNext; j < len(batch) {
+			if o := w.observerAt(batch[j].Player); o != nil {
+				o.prefetch()
+			}
+		}
+		if j := i + uplinkLast; j < len(batch) {
+			if o := w.observerAt(batch[j].Player); o != nil {
+				prefetch.Line(unsafe.Pointer(&o.ring[(o.seq+ringSize-1)%ringSize]))
+			}
+		}
+		if w.Deliver(batch[i].Player, batch[i].Msg) != nil {
+			refused++
+		}
+	}
+	return refused
+}
+
+// observerAt returns the observer of entity id, read from its storage
+// (entityAddr) for a prefetch: it may be a dead entity's, or nil.
+func (w *World) observerAt(id ID) *observer {
+	if p := w.entityAddr(id); p != nil {
+		return (*entity)(p).obs
+	}
+	return nil
 }

@@ -206,6 +206,7 @@ type worldSim struct {
 	byNPC    []*wnpc
 
 	down, up    *link
+	batch       []interest.Uplink // a frame's uplinks, for World.DeliverAll
 	measuring   bool
 	pending     []jxCmd // player commands on their way up, for the baseline
 	playerCross int64
@@ -461,7 +462,12 @@ func (s *worldSim) run(out io.Writer) error {
 		// between (which NPC walks, who hits whom) calls the world's API
 		// but is not timed.
 		a0, w0, c0 := readAlloc(), time.Now(), threadCPU()
-		s.up.sent(f-max(s.o.delay, 1), func(i int32, b []byte) { _ = s.w.Deliver(s.players[i].id, b) })
+		batch := s.batch[:0]
+		s.up.sent(f-max(s.o.delay, 1), func(i int32, b []byte) {
+			batch = append(batch, interest.Uplink{Player: s.players[i].id, Msg: b})
+		})
+		s.w.DeliverAll(batch)
+		s.batch = batch
 		c1, w1 := threadCPU(), time.Now()
 		s.npcLogic()
 		c2, w2 := threadCPU(), time.Now()
