@@ -43,6 +43,8 @@
 //
 // The package depends on codec only and is driven by explicit calls
 // (World.Tick, World.Deliver, Client.Deliver, Client.Advance,
-// Client.Packet), so tests run it with no network and no real clock. The
-// wire is in SPEC.md, section 8.
+// Client.Packet), so tests run it with no network and no real clock. A
+// server that collects a frame's uplinks hands them over together with
+// World.DeliverAll, which loads each client's state a few packets ahead.
+// The wire is in SPEC.md, section 8.
 package interest

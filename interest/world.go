@@ -523,6 +523,9 @@ func (w *World) announce(e *entity, from, to int32) {
 		if len(reg.obs) == 0 {
 			return
 		}
+		for _, o := range reg.obs {
+			o.prefetchTold() // loads while the message is written
+		}
 		w.touch(ri)
 		w.writeLogicMsg(&reg.direct.w, e)
 		reg.direct.mark(e.id)
