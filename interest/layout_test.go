@@ -36,6 +36,26 @@ func TestEntityLayout(t *testing.T) {
 	}
 }
 
+// TestObserverLayout checks that what every frame's send reads of an
+// observer, and begin of one with a packet to build, lies in the lines
+// observer.prefetch loads.
+func TestObserverLayout(t *testing.T) {
+	var o observer
+	for name, end := range map[string]uintptr{
+		"heard":   unsafe.Offsetof(o.heard),
+		"seq":     unsafe.Offsetof(o.seq) + unsafe.Sizeof(o.seq),
+		"queue":   unsafe.Offsetof(o.queue) + unsafe.Sizeof(o.queue),
+		"hist":    unsafe.Offsetof(o.hist) + unsafe.Sizeof(o.hist),
+		"pkt":     unsafe.Offsetof(o.pkt) + unsafe.Sizeof(o.pkt),
+		"settled": unsafe.Offsetof(o.settled) + unsafe.Sizeof(o.settled),
+		"later":   unsafe.Offsetof(o.later) + unsafe.Sizeof(o.later),
+	} {
+		if end > observerLines*64 {
+			t.Errorf("observer.%s ends at byte %d, past the %d lines prefetched", name, end, observerLines)
+		}
+	}
+}
+
 // TestEntityAddr checks the address prefetchEntity works out from the
 // slabs against World.ents, over several slabs and a reused ID, and that
 // IDs with no storage have none.

@@ -75,6 +75,7 @@ type observer struct {
 	ackDue   bool
 	corr     bool // a correction is to be sent
 	haveCmd  bool
+	heard    bool    // the client has acknowledged a packet
 	open     [9]bool // forced sync not yet queued
 	cmdSeq   uint16
 	target   ID
@@ -96,7 +97,6 @@ type observer struct {
 	enter    [9]int
 	due      [9]int
 
-	heard       bool              // the client has acknowledged a packet
 	told        [toldSize]toldRec // the entities lately sent to the client whole, a ring
 	toldAt      int
 	names       names    // the name dictionary shared with the client
@@ -167,13 +167,16 @@ func (o *observer) crossed(w *World, from, to int32) {
 	}
 }
 
+// observerLines is how many of an observer's first cache lines every
+// frame reads (TestObserverLayout).
+const observerLines = 3
+
 // prefetch starts loading the observer's first lines, which every frame's
 // record and send read.
 func (o *observer) prefetch() {
-	p := unsafe.Pointer(o)
-	prefetch.Line(p)
-	prefetch.Line(unsafe.Add(p, 64))
-	prefetch.Line(unsafe.Add(p, 128))
+	for i := range observerLines {
+		prefetch.Line(unsafe.Add(unsafe.Pointer(o), i*64))
+	}
 }
 
 // prefetchNext starts loading what the observer's first lines point to and
