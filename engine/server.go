@@ -67,13 +67,13 @@ type Config struct {
 	// heap on huge pages; in "always" mode it changes nothing the system
 	// would not do, but for collapsing the pages already there now. A
 	// large interest world reads tens of megabytes scattered over the heap
-	// every tick: in one paired run of bench world its ticks were about a
-	// tenth faster on huge pages (README), at the cost of a larger
-	// resident heap (a huge page is resident whole). It acts on the whole
-	// process, and the servers of a process share one record of what was
-	// advised (hugepage.Keep); where there are no huge pages to ask for
-	// (other systems, mode "never", GODEBUG=disablethp=1) it logs so once
-	// and stops.
+	// every tick: in one paired run of bench world (before the tick's
+	// prefetching) its ticks were about a tenth faster on huge pages
+	// (README), at the cost of a larger resident heap (a huge page is
+	// resident whole). It acts on the whole process, and the servers of a
+	// process share one record of what was advised (hugepage.Keep); where
+	// there are no huge pages to ask for (other systems, mode "never",
+	// GODEBUG=disablethp=1) it logs so once and stops.
 	HugePages bool
 }
 

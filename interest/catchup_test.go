@@ -52,13 +52,8 @@ func syncedClient(t *testing.T, cfg Config, start time.Time, frame int, ents ...
 	return c
 }
 
-// graceFrames is the removal grace in frames, as Client.stepTo counts it.
-func graceFrames(cfg Config) int {
-	return max(1, int(removeGrace/cfg.WithDefaults().Period()))
-}
-
 // catchUpFrames is the longest jump Client.stepTo steps frame by frame.
-func catchUpFrames(cfg Config) int { return catchUpGraces * graceFrames(cfg) }
+func catchUpFrames(cfg Config) int { return catchUpGraces * graceFrames(cfg.WithDefaults()) }
 
 // sameView requires two clients to agree on their own position and on
 // every entity they know, and on which they know.
@@ -141,7 +136,7 @@ func TestHostileFrameAhead(t *testing.T) {
 		}
 		// The client plays on: the one that left is dropped after the
 		// grace, the others kept.
-		c.Advance(start.Add(time.Duration(graceFrames(cfg)+1) * cfg.WithDefaults().Period()))
+		c.Advance(start.Add(time.Duration(graceFrames(cfg.WithDefaults())+1) * cfg.WithDefaults().Period()))
 		_ = c.Packet(start)
 		if got, want := c.Known(nil), []ID{2, 4}; !slices.Equal(got, want) {
 			t.Errorf("frame %d: a grace after the jump the client knows %v, want %v", frame, got, want)
@@ -245,7 +240,7 @@ func TestLongPause(t *testing.T) {
 			}
 			// Once the grace has run, the same known set as frame by frame:
 			// exactly the entities in range.
-			for f := 1; f <= graceFrames(cfg)+1; f++ {
+			for f := 1; f <= graceFrames(cfg.WithDefaults())+1; f++ {
 				now := end.Add(time.Duration(f) * period)
 				bulk.Advance(now)
 				each.Advance(now)
@@ -301,7 +296,7 @@ func TestCatchUpThreshold(t *testing.T) {
 		}
 		// In bulk: what left the range at some point in the jump is
 		// doomed at its end, and dropped a grace later.
-		for f := 1; f <= graceFrames(cfg)+1; f++ {
+		for f := 1; f <= graceFrames(cfg.WithDefaults())+1; f++ {
 			now := start.Add(time.Duration(jump+f) * period)
 			bulk.Advance(now)
 			each.Advance(now)

@@ -264,7 +264,7 @@ func (c *Client) Advance(now time.Time) {
 // kept; both are what the world's forced sync and state sync correct
 // after a gap.
 func (c *Client) stepTo(target int) {
-	grace := max(1, int(removeGrace/c.lay.cfg.Period()))
+	grace := graceFrames(c.lay.cfg)
 	if skip := target - 1 - c.frame; skip >= catchUpGraces*grace {
 		c.catchUp(skip)
 	}
@@ -302,6 +302,9 @@ func (c *Client) stepTo(target int) {
 		c.active = keep
 	}
 }
+
+// graceFrames is removeGrace in frames, at least one.
+func graceFrames(cfg Config) int { return max(1, int(removeGrace/cfg.Period())) }
 
 // catchUp drops the doomed entities, whose grace the gap outlasts, and
 // steps the player and every other entity skip frames at once, for
@@ -490,14 +493,13 @@ func readDown(l *layout, r *codec.Reader, hf int, m *downMsg, apply bool, f func
 }
 
 func (c *Client) down(now time.Time, r *codec.Reader, msg []byte) error {
-	if r.Skip(seqBits); !c.synced && !r.ReadBool() {
+	if r.Skip(seqBits); !c.synced && !r.ReadBool() && r.Err() == nil {
 		// The world sends the frame in full until the client acknowledges
 		// a packet: a short one before any is not from it.
 		return fmt.Errorf("%w: a short frame before the first full one", ErrMalformed)
 	}
 	var h downHeader
-	ref := c.frame
-	err := decodeDown(&c.lay, msg, ref, &h, &c.msg, func(m *downMsg) { c.apply(now, m) })
+	err := decodeDown(&c.lay, msg, c.frame, &h, &c.msg, func(m *downMsg) { c.apply(now, m) })
 	if err != nil {
 		return err
 	}
@@ -542,10 +544,7 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 		if m.id != c.self {
 			k := c.ents[m.id]
 			if k == nil {
-				// In range but unknown: ask for the whole logic.
-				if _, asked := c.discover[m.id]; !asked {
-					c.discover[m.id] = ask{}
-				}
+				request(c.discover, m.id) // in range but unknown: ask for the whole logic
 				return
 			}
 			lg, k.dver = &k.lg, m.dver
@@ -595,9 +594,7 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 				return // leaving: nothing to ask for
 			}
 		}
-		if _, asked := c.discover[m.id]; !asked {
-			c.discover[m.id] = ask{}
-		}
+		request(c.discover, m.id)
 		if m.tag == tagMove {
 			return
 		}
@@ -622,8 +619,14 @@ func (c *Client) wantDisplay(now time.Time, id ID, ver uint8) {
 		c.displays[id] = d
 		return
 	}
-	if _, ok := c.wantDisp[id]; !ok {
-		c.wantDisp[id] = ask{}
+	request(c.wantDisp, id)
+}
+
+// request adds a request for id to asks (discovery or display data),
+// keeping the retry state of one already there.
+func request(asks map[ID]ask, id ID) {
+	if _, ok := asks[id]; !ok {
+		asks[id] = ask{}
 	}
 }
 

@@ -28,9 +28,6 @@ func TestEntityLayout(t *testing.T) {
 			t.Errorf("%s ends at byte %d, past the first cache line", name, off)
 		}
 	}
-	if l := unsafe.Offsetof(e.obs) / 64; l != obsLine {
-		t.Errorf("obs is in cache line %d, DeliverAll prefetches line %d", l, obsLine)
-	}
 	if n := entitySize * entitySlab; n <= 32<<10 {
 		t.Errorf("a slab of %d bytes is a small object, not page-aligned", n)
 	}

@@ -67,31 +67,32 @@ func tagLen(tag int) int { return len(tagCodes[tag]) }
 // writeTag writes tag's code.
 func writeTag(w *codec.Writer, tag int) { w.WriteBits(tagWords[tag], len(tagCodes[tag])) }
 
+// maxTagBits is the longest tag code's length.
+const maxTagBits = 5
+
+// tagDecode is tagCodes for readTag: indexed by the next maxTagBits bits
+// of a packet, first bit lowest, the tag whose code they begin with and
+// the code's length. The code is complete: every index begins with one.
+var tagDecode = func() (t [1 << maxTagBits]struct{ tag, n uint8 }) {
+	for tag, code := range tagCodes {
+		for rest := uint64(0); rest < 1<<(maxTagBits-len(code)); rest++ {
+			t[tagWords[tag]|rest<<len(code)] = struct{ tag, n uint8 }{uint8(tag), uint8(len(code))}
+		}
+	}
+	return t
+}()
+
 // readTag reads a message tag; a packet's last bits, fewer than a byte
-// and all zero, are padding and read as the end.
+// and all zero, are padding and read as the end. A code cut short by the
+// packet's end fails as truncated.
 func readTag(r *codec.Reader) int {
-	if n := r.Remaining(); n < 8 {
-		if rest := *r; rest.ReadBits(n) == 0 {
-			return tagEnd
-		}
+	next := r.Peek() // bits past the end read as zero
+	if n := r.Remaining(); n < 8 && next&(1<<n-1) == 0 {
+		return tagEnd
 	}
-	switch {
-	case r.ReadBool():
-		if r.ReadBool() {
-			return tagLogic
-		}
-		return tagMove
-	case r.ReadBool():
-		if r.ReadBool() {
-			return tagRegion
-		}
-		return tagVitals
-	case r.ReadBool():
-		return [...]int{tagSkill, tagJump, tagCustom, tagRemove}[r.ReadBits(1)<<1|r.ReadBits(1)]
-	case r.ReadBool():
-		return tagCorrection
-	}
-	return tagEnd
+	d := tagDecode[next&(1<<maxTagBits-1)]
+	r.Skip(int(d.n))
+	return int(d.tag)
 }
 
 // Uplink command tags, 3 bits.
@@ -683,8 +684,8 @@ func (t *indexTable) add(h uint64) {
 // leaves every other entry's probe intact: the slots an entry's probe
 // passes over were filled, when it was placed, by entries added before it.
 func (t *indexTable) truncate(n int) {
+	mask := len(t.slots) - 1
 	for i := len(t.hashes) - 1; i >= n; i-- {
-		mask := len(t.slots) - 1
 		for j := int(t.hashes[i]) & mask; ; j = (j + 1) & mask {
 			if int(uint32(t.slots[j])) == i+1 {
 				t.slots[j] = 0
@@ -704,7 +705,8 @@ func (t *indexTable) place(h uint64, i int) {
 	t.slots[j] = h>>32<<32 | uint64(i+1)
 }
 
-// truncate forgets the names from index n on, the last added.
+// truncate forgets the names from index k on, the last added (the
+// world's side: the client's holds no table).
 func (n *names) truncate(k int) {
 	clear(n.list[k:])
 	n.list = n.list[:k]
@@ -746,12 +748,7 @@ func (l *layout) readDisplay(r *codec.Reader, e *displayEntry, n *names, looks *
 	e.id = l.readID(r)
 	e.ver = uint8(readUsual(r, 0, 255))
 	if r.ReadBool() {
-		i := r.ReadUint(maxLooks - 1)
-		if r.Err() == nil && i >= uint64(len(*looks)) {
-			r.Fail(fmt.Errorf("%w: look %d of a dictionary of %d", ErrMalformed, i, len(*looks)))
-			return
-		}
-		if r.Err() == nil {
+		if i, ok := readRef(r, maxLooks, len(*looks), "look"); ok {
 			e.d = (*looks)[i]
 		}
 		return
@@ -760,12 +757,7 @@ func (l *layout) readDisplay(r *codec.Reader, e *displayEntry, n *names, looks *
 	e.d.Camp = uint8(r.ReadBits(8))
 	keep := r.ReadBool()
 	if r.ReadBool() {
-		i := r.ReadUint(maxNames - 1)
-		if r.Err() == nil && i >= uint64(len(n.list)) {
-			r.Fail(fmt.Errorf("%w: name %d of a dictionary of %d", ErrMalformed, i, len(n.list)))
-			return
-		}
-		if r.Err() == nil {
+		if i, ok := readRef(r, maxNames, len(n.list), "name"); ok {
 			e.d.Name = n.list[i]
 		}
 	} else {
@@ -777,4 +769,18 @@ func (l *layout) readDisplay(r *codec.Reader, e *displayEntry, n *names, looks *
 	if r.Err() == nil && keep && len(*looks) < maxLooks {
 		*looks = append(*looks, e.d)
 	}
+}
+
+// readRef reads a reference to one of the n entries a dictionary of at
+// most max holds; ok is false, and r failed, when it is not one of them.
+func readRef(r *codec.Reader, max, n int, what string) (i int, ok bool) {
+	v := r.ReadUint(uint64(max - 1))
+	if r.Err() != nil {
+		return 0, false
+	}
+	if v >= uint64(n) {
+		r.Fail(fmt.Errorf("%w: %s %d of a dictionary of %d", ErrMalformed, what, v, n))
+		return 0, false
+	}
+	return int(v), true
 }

@@ -104,9 +104,27 @@ func TestTagCodes(t *testing.T) {
 		}
 		var w codec.Writer
 		writeTag(&w, tag)
+		if w.Len() != len(code) || tagLen(tag) != len(code) {
+			t.Errorf("tag %d: wrote %d bits, tagLen %d, want %d", tag, w.Len(), tagLen(tag), len(code))
+		}
 		w.WriteBits(0x5a5a, 16) // a body, so the tag is not mistaken for padding
-		if got := readTag(codec.NewReader(w.Bytes())); got != tag || tagLen(tag) != len(code) {
-			t.Errorf("tag %d read back as %d", tag, got)
+		r := codec.NewReader(w.Bytes())
+		if got := readTag(r); got != tag || r.Pos() != len(code) || r.Err() != nil {
+			t.Errorf("tag %d read back as %d, taking %d bits (%v)", tag, got, r.Pos(), r.Err())
+		}
+	}
+	// The code is complete: whatever bits follow, one code begins them,
+	// and readTag takes exactly its bits.
+	for next := 0; next < 1<<maxTagBits; next++ {
+		r := codec.NewReader([]byte{byte(next), 0xff}) // the 1s keep it from being padding
+		tag := readTag(r)
+		code := tagCodes[tag]
+		var bits strings.Builder
+		for i := range len(code) {
+			bits.WriteByte('0' + byte(next>>i&1))
+		}
+		if r.Err() != nil || bits.String() != code || r.Pos() != len(code) {
+			t.Errorf("bits %05b (first lowest) read as tag %d (code %q) taking %d bits (%v)", next, tag, code, r.Pos(), r.Err())
 		}
 	}
 	for pad := 1; pad < 8; pad++ {

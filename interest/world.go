@@ -1257,7 +1257,7 @@ const (
 	uplinkAhead = 8
 	uplinkNext  = 4
 	uplinkLast  = 2
-	obsLine     = 3 // the entity's cache line that holds obs
+	obsLine     = int(unsafe.Offsetof(entity{}.obs) / 64) // the entity's cache line that holds obs
 )
 
 // DeliverAll hands the world a batch of packets, as Deliver would one by

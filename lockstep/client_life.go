@@ -119,7 +119,7 @@ type pendingHash struct {
 
 // Client lifecycle bounds.
 const (
-	hashRepeats       = 3  // uplink packets each hash report rides in (the uplink is lossy: at 10% loss, 1 report in 1000 is lost)
+	hashRepeats       = 3  // uplink packets each hash report rides in (the uplink is lossy: at 10% independent loss, 1 report in 1000 is lost)
 	maxPendingHashes  = 16 // hash reports queued; older ones are dropped
 	reportEvery       = 5 * time.Second
 	catchUpPerAdvance = 600 // frames one Advance hands out while catching up

@@ -48,12 +48,13 @@ const (
 // arrives against when the room cut it, estimates the downlink's delay
 // variation two ways, MAPDV2 (ITU-T G.1020: the mean absolute deviation of
 // each delay from the running mean delay) and the third-highest delay
-// event above the minimum in the last 10 s (a lone spike or loss burst is
-// a transient it does not hold), and keeps the playout that far behind
-// the earliest arrivals, plus a margin: no buffer on a clean link, more
-// on a jittery one. Each render tick it plays normal, fast (a backlog),
-// slow (running low, from two frames before the last one that has
-// arrived, never slower than SlowestPlay) or pauses (nothing to play).
+// event above the minimum in the last 150 frames (10 s at 15 Hz; a lone
+// spike or loss burst is a transient it does not hold), and keeps the
+// playout that far behind the earliest arrivals, plus a margin: no
+// buffer on a clean link, more on a jittery one. Each render tick it
+// plays normal, fast (a backlog), slow (running low, from two frames
+// before the last one that has arrived, never slower than SlowestPlay) or
+// pauses (nothing to play).
 //
 // Time is a parameter: the Client feeds it, and `tongbu bench jitter` feeds
 // it recorded traces.
@@ -141,10 +142,8 @@ func (j *JitterBuffer) Arrive(n int, t time.Time) {
 // loss burst, are transients: play slows or pauses for them once and then
 // drains the backlog, and the depth does not hold them for the whole
 // window. A delay that recurs is the link's character, and the depth
-// covers it. On a link with independent heavy-tailed delays, the next
-// event above the window's third comes within the margin more often than
-// not; a deeper rank or margin buys fewer stalls with more delay in the
-// calm windows (`tongbu bench jitter` prints both). A depth under half a
+// covers it. A deeper rank or margin buys fewer stalls with more delay in
+// the calm windows (`tongbu bench jitter` prints both). A depth under half a
 // period gets no margin and under a millisecond is rounded away: a clean
 // link plays at once.
 func (j *JitterBuffer) updateTarget() {
@@ -155,18 +154,11 @@ func (j *JitterBuffer) updateTarget() {
 	for e := range picked {
 		best := -1
 		for i, s := range j.history {
-			near := false
-			for _, at := range picked[:e] {
-				if math.Abs(s.at-at) < eventGap {
-					near = true
-					break
-				}
-			}
-			if !near && (best < 0 || s.d > j.history[best].d) {
+			if (best < 0 || s.d > j.history[best].d) && !nearAny(s.at, picked[:e]) {
 				best = i
 			}
 		}
-		if best < 0 {
+		if best < 0 { // fewer than eventRank events
 			kth = math.Inf(-1)
 			break
 		}
@@ -181,6 +173,16 @@ func (j *JitterBuffer) updateTarget() {
 		t = 0
 	}
 	j.targetMs = t
+}
+
+// nearAny reports whether at is within eventGap of one of events.
+func nearAny(at float64, events []float64) bool {
+	for _, e := range events {
+		if math.Abs(at-e) < eventGap {
+			return true
+		}
+	}
+	return false
 }
 
 // Target returns the depth the buffer aims for, in frames.

@@ -52,8 +52,12 @@ type netLink struct {
 	onePacket bool
 }
 
-// spikeEvery is how often a 4g trace's delay spikes: twice a minute.
-const spikeEvery = 30 * time.Second
+// spikeEvery is how often a 4g trace's delay spikes: twice a minute,
+// spikeOnset into each spikeEvery.
+const (
+	spikeEvery = 30 * time.Second
+	spikeOnset = spikeEvery / 2
+)
 
 // spikeHeight is the extra delay at a spike's onset.
 const spikeHeight = 300 * time.Millisecond
@@ -82,17 +86,16 @@ func (l *netLink) fate(t time.Time) (delay time.Duration, lost bool) {
 		// packet sent meanwhile comes out when it resumes, the first
 		// spikeHeight late, the later ones less.
 		since := t.Sub(l.start) % spikeEvery
-		onset := spikeEvery / 2
 		switch {
 		case l.onePacket:
 			// The other reading: the packets sent in the first frame
 			// period after the onset come spikeHeight late; later ones
 			// overtake them.
-			if since >= onset && since < onset+time.Second/jitterHz {
+			if since >= spikeOnset && since < spikeOnset+time.Second/jitterHz {
 				delay += spikeHeight
 			}
-		case since >= onset && since < onset+spikeHeight:
-			delay += onset + spikeHeight - since
+		case since >= spikeOnset && since < spikeOnset+spikeHeight:
+			delay += spikeOnset + spikeHeight - since
 		}
 		return delay, lost
 	default: // wifi: heavy-tailed jitter (about 40 ms MAPDV2), 5% loss in bursts
@@ -259,7 +262,7 @@ func (f senderFunc) SendReliable(_ int, msg []byte) error   { f(msg, true); retu
 func frameTicks(run linkRun, start time.Time) []int64 {
 	out := make([]int64, len(run.arrivals))
 	for n, t := range run.arrivals {
-		out[n] = (int64(t.Sub(start))*jitterRenderHz + int64(time.Second) - 1) / int64(time.Second)
+		out[n] = ticksAt(start, t)
 	}
 	return out
 }
@@ -433,7 +436,7 @@ func benchJitter(args []string, out io.Writer) error {
 	}
 	sort.SliceStable(order, func(i, j int) bool { return arr[order[i]].Before(arr[order[j]]) })
 	var results []policyResult
-	var onsets []stallOnset // the engine's
+	var onsets []int // the frames the engine's stalls waited for
 	for _, pol := range policies {
 		var excess []float64
 		k, played := 0, 0
@@ -447,7 +450,7 @@ func benchJitter(args []string, out io.Writer) error {
 			if st == lockstep.Paused && !stalled && played > 0 && played < len(arr) && to == played {
 				stalls++
 				if pol.jb != nil {
-					onsets = append(onsets, stallOnset{tick: tick, frame: played, targetMs: pol.jb.Stats().TargetMs})
+					onsets = append(onsets, played)
 				}
 			}
 			stalled = st == lockstep.Paused && to == played
@@ -486,24 +489,25 @@ func benchJitter(args []string, out io.Writer) error {
 	for c, k := range causes {
 		fmt.Fprintf(out, "  %5d  %s\n", k, causeNames[c])
 	}
+	fixed := fixedDelays(tr)
 	if *frontier {
 		fmt.Fprintln(out, "fixed delays (above the earliest arrivals):")
-		for dl := int64(0); dl <= 60; dl++ {
-			s, m, p := fixedPlay(tr, dl)
-			fmt.Fprintf(out, "  %4.0f ms: %6.1f stalls/10 min, excess mean %6.1f ms, p95 %6.1f ms\n", float64(dl)*tickMs, per10(s), m, p)
+		for _, f := range fixed {
+			fmt.Fprintf(out, "  %4.0f ms: %6.1f stalls/10 min, excess mean %6.1f ms, p95 %6.1f ms\n", float64(f.delay)*tickMs, per10(f.stalls), f.mean, f.p95)
 		}
 	}
-	fd, fst, fm, fp := bestFixed(tr, excessP95Target)
-	fmt.Fprintf(out, "the fixed delay with the fewest stalls within the p95 target (%.0f ms): %.0f ms, %.1f stalls per 10 min, excess mean %.1f ms, p95 %.1f ms\n",
-		excessP95Target, float64(fd)*tickMs, per10(fst), fm, fp)
-	if *trace == "4g" {
+	if f, ok := bestFixed(fixed, excessP95Target); ok {
+		fmt.Fprintf(out, "the fixed delay with the fewest stalls within the p95 target (%.0f ms): %.0f ms, %.1f stalls per 10 min, excess mean %.1f ms, p95 %.1f ms\n",
+			excessP95Target, float64(f.delay)*tickMs, per10(f.stalls), f.mean, f.p95)
+	} else {
+		fmt.Fprintf(out, "no fixed delay up to 1 s keeps the p95 within the target (%.0f ms)\n", excessP95Target)
+	}
+	if *trace == "4g" && *spike == "hold" {
 		var spikes []int
-		for o := spikeEvery / 2; o < d; o += spikeEvery {
+		for o := spikeOnset; o < d; o += spikeEvery {
 			spikes = append(spikes, int(o/period))
 		}
-		if *spike == "hold" {
-			spikeBound(out, tr, spikes, excessP95Target, lockstep.SlowestPlay)
-		}
+		spikeBound(out, tr, spikes, excessP95Target, lockstep.SlowestPlay)
 	}
 	t, fx, qu, or := results[0], results[1], results[3], results[4]
 	label := *trace

@@ -8,14 +8,6 @@ import (
 	"time"
 )
 
-// stallOnset is where a playout began to pause: the render tick, the frame
-// it waited for, and the buffer's target depth then (ms).
-type stallOnset struct {
-	tick     int64
-	frame    int
-	targetMs float64
-}
-
 // jitterTrace is one trace's frame schedule, in render ticks: when each
 // frame was seen, its delay above the earliest (sched - minD), and the
 // oracle's delay for it.
@@ -41,12 +33,11 @@ var causeNames = [causeCount]string{
 	"no later than a frame in the 10 s before, but the depth was below it",
 }
 
-// stallCauses sorts a playout's stalls by what made the frame it waited
-// for late.
-func stallCauses(tr *jitterTrace, onsets []stallOnset) [causeCount]int {
+// stallCauses sorts a playout's stalls, given by the frame each waited
+// for, by what made that frame late.
+func stallCauses(tr *jitterTrace, stalls []int) [causeCount]int {
 	var out [causeCount]int
-	for _, s := range onsets {
-		n := s.frame
+	for _, n := range stalls {
 		if n >= len(tr.seen) {
 			continue
 		}
@@ -99,17 +90,33 @@ func fixedPlay(tr *jitterTrace, delay int64) (stalls int, excessMean, excess95 f
 	return stalls, excessMean, excess95
 }
 
-// bestFixed returns the fixed delay with the fewest stalls whose p95
-// excess is within limit ms, and its figures.
-func bestFixed(tr *jitterTrace, limit float64) (delay int64, stalls int, mean, p95 float64) {
-	stalls = math.MaxInt
-	for d := int64(0); d <= 60; d++ { // up to 1 s
+// fixedResult is how a fixed delay (ticks above the earliest schedule)
+// plays a trace (fixedPlay).
+type fixedResult struct {
+	delay     int64
+	stalls    int
+	mean, p95 float64 // excess over the oracle, ms
+}
+
+// fixedDelays plays the trace at every fixed delay up to 1 s.
+func fixedDelays(tr *jitterTrace) []fixedResult {
+	out := make([]fixedResult, 0, jitterRenderHz+1)
+	for d := int64(0); d <= jitterRenderHz; d++ {
 		s, m, p := fixedPlay(tr, d)
-		if p <= limit && s < stalls {
-			delay, stalls, mean, p95 = d, s, m, p
+		out = append(out, fixedResult{delay: d, stalls: s, mean: m, p95: p})
+	}
+	return out
+}
+
+// bestFixed returns the result with the fewest stalls (the least delay
+// among equals) whose p95 excess is within limit ms; false if none is.
+func bestFixed(fixed []fixedResult, limit float64) (best fixedResult, ok bool) {
+	for _, f := range fixed {
+		if f.p95 <= limit && (!ok || f.stalls < best.stalls) {
+			best, ok = f, true
 		}
 	}
-	return delay, stalls, mean, p95
+	return best, ok
 }
 
 // spikeBound measures, for a trace with delay spikes (4g, held), why every

@@ -541,12 +541,14 @@ func (s *worldSim) advise(out io.Writer, when string) {
 		fmt.Fprintf(out, "heap: huge pages %s: %v\n", when, err)
 		return
 	}
-	huge := "the kernel does not say how much of the process is on huge pages"
-	if rep.Advised == 0 {
-		huge = "how much of the process is on huge pages not read (nothing advised)"
-	}
-	if rep.Huge >= 0 {
+	var huge string
+	switch {
+	case rep.Huge >= 0:
 		huge = fmt.Sprintf("%.0f MB of the process on huge pages", float64(rep.Huge)/(1<<20))
+	case rep.Advised == 0:
+		huge = "how much of the process is on huge pages not read (nothing advised)"
+	default:
+		huge = "the kernel does not say how much of the process is on huge pages"
 	}
 	fmt.Fprintf(out, "heap: huge pages %s: THP mode %q, %.0f MB of the heap advised, %s\n",
 		when, rep.Mode, float64(rep.Advised)/(1<<20), huge)

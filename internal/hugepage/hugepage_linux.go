@@ -28,6 +28,8 @@ const (
 	// probeSize is over the largest variable the compiler puts on the
 	// stack, so the probe is on the heap.
 	probeSize = 128 << 10
+
+	uintptrBits = 32 << (^uintptr(0) >> 63)
 )
 
 func (a *Advisor) advise() (Report, error) {
@@ -54,7 +56,7 @@ func (a *Advisor) advise() (Report, error) {
 	maps, err := parseMaps(f)
 	f.Close()
 	if err != nil {
-		return rep, err
+		return rep, fmt.Errorf("hugepage: reading /proc/self/maps: %w", err)
 	}
 	probe := make([]byte, probeSize)
 	heap := heapMappings(maps, uintptr(unsafe.Pointer(&probe[0])))
@@ -69,7 +71,7 @@ func (a *Advisor) advise() (Report, error) {
 		for _, s := range a.uncovered(span{m.start, m.end}) {
 			n := s.end - s.start
 			if err := madvise(s.start, n, madvHugepage); err != nil {
-				return rep, err
+				return rep, fmt.Errorf("hugepage: MADV_HUGEPAGE on %#x-%#x: %w", s.start, s.end, err)
 			}
 			// Collapse what is there, a huge page at a time: a range at
 			// once stops at the first that fails (unpopulated, or one the
@@ -103,11 +105,13 @@ func thpDisabled(godebug string) bool {
 
 // hugePageSize returns the size of the system's transparent huge pages (2
 // MiB on x86-64 and on arm64 with 4 KiB pages), read once: it is fixed at
-// boot.
+// boot. A value that is not a power of two from a page to 1 GiB is not
+// believed: the collapse loop makes one call per huge page.
 var hugePageSize = sync.OnceValue(func() uintptr {
 	b, err := os.ReadFile(thpSize)
 	if err == nil {
-		if n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64); err == nil && n > 0 && n&(n-1) == 0 {
+		n, err := strconv.ParseUint(string(bytes.TrimSpace(b)), 10, 64)
+		if err == nil && n&(n-1) == 0 && n >= uint64(os.Getpagesize()) && n <= 1<<30 {
 			return uintptr(n)
 		}
 	}
@@ -187,8 +191,9 @@ func parseMapping(line []byte) (mapping, bool) {
 	if !ok {
 		return mapping{}, false
 	}
-	a, err1 := strconv.ParseUint(string(lo), 16, 64)
-	b, err2 := strconv.ParseUint(string(hi), 16, 64)
+	// An address wider than a uintptr is rejected, not truncated.
+	a, err1 := strconv.ParseUint(string(lo), 16, uintptrBits)
+	b, err2 := strconv.ParseUint(string(hi), 16, uintptrBits)
 	if err1 != nil || err2 != nil || b <= a {
 		return mapping{}, false
 	}

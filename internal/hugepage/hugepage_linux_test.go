@@ -14,8 +14,8 @@ func TestParseMapping(t *testing.T) {
 		want mapping
 		ok   bool
 	}{
-		{"c000000000-c004000000 rw-p 00000000 00:00 0 ", mapping{0xc000000000, 0xc004000000, true, true}, true},
-		{"c004000000-c008000000 ---p 00000000 00:00 0", mapping{0xc004000000, 0xc008000000, false, true}, true},
+		{"c0000000-c4000000 rw-p 00000000 00:00 0 ", mapping{0xc0000000, 0xc4000000, true, true}, true},
+		{"c4000000-c8000000 ---p 00000000 00:00 0", mapping{0xc4000000, 0xc8000000, false, true}, true},
 		{"7f00-8f00 rw-p 00000000 00:00 0   [anon: Go: heap]", mapping{0x7f00, 0x8f00, true, true}, true},
 		{"38ae9000-38b0a000 rw-p 00000000 00:00 0  [heap]", mapping{0x38ae9000, 0x38b0a000, true, false}, true},
 		{"00400000-00452000 r-xp 00000000 08:02 173521 /usr/bin/dbus-daemon", mapping{0x400000, 0x452000, false, false}, true},
@@ -25,6 +25,7 @@ func TestParseMapping(t *testing.T) {
 		{"20-10 rw-p 0 00:00 0", mapping{}, false},
 		{"10 rw-p 0 00:00 0", mapping{}, false},
 		{"10-20 rw 0 00:00 0", mapping{}, false},
+		{"1-10000000000000000 rw-p 0 00:00 0", mapping{}, false}, // wider than a uintptr
 	} {
 		got, ok := parseMapping([]byte(tc.line))
 		if ok != tc.ok || got != tc.want {
