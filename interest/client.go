@@ -87,8 +87,9 @@ type cachedDisplay struct {
 }
 
 type ask struct {
-	at    time.Time
-	tries int
+	at     time.Time
+	tries  int
+	echoed bool // this try was sent again (a discovery request on a lossy link)
 }
 
 const (
@@ -158,6 +159,7 @@ type Client struct {
 	ackDue   bool
 	lastAck  int
 	fastAcks int // acknowledgements still to send at once after a gap
+	lossy    int // frame until which the link counts as lossy: discovery requests are echoed
 	lastDisp int // frame of the last display request
 
 	up    uplink
@@ -692,6 +694,7 @@ func (c *Client) received(seq int) {
 			// world sees the missing one behind three newer ones and
 			// repairs it in a round trip rather than an ack period.
 			c.fastAcks = fastAckPackets
+			c.lossy = c.frame + lossMemory*c.lay.cfg.Hz
 		}
 		if d > ackMaskBits {
 			c.recvMask = 0
@@ -768,14 +771,14 @@ func (c *Client) Custom(tag uint8, data []byte) error {
 // until the next call.
 func (c *Client) Packet(now time.Time) []byte {
 	u := &c.up
-	u.discover = pick(u.discover[:0], c.discover, now, maxUpDiscover, &c.stats.Requests)
+	u.discover = pick(u.discover[:0], c.discover, now, maxUpDiscover, c.frame < c.lossy, &c.stats.Requests)
 	u.cmds, u.firstSeq = c.unacked, c.firstCmd
 	// Display requests can wait a little (the entity shows at once, its
 	// name a few frames later): they ride with anything else, or go on
 	// their own every dispEvery frames, in fewer, fuller batches.
 	u.display = u.display[:0]
 	if len(u.cmds) > 0 || len(u.discover) > 0 || c.frame-c.lastDisp >= dispEvery || len(c.wantDisp) >= maxUpDisplay {
-		u.display = pick(u.display, c.wantDisp, now, maxUpDisplay, nil)
+		u.display = pick(u.display, c.wantDisp, now, maxUpDisplay, false, nil)
 		if len(u.display) > 0 {
 			c.lastDisp = c.frame
 		}
@@ -799,14 +802,15 @@ func (c *Client) Packet(now time.Time) []byte {
 }
 
 // pick takes up to n IDs due for (re)asking, lowest first, and gives up
-// on IDs asked too often.
-func pick(dst []uint32, m map[ID]ask, now time.Time, n int, count *int64) []uint32 {
+// on IDs asked too often. With echo (a lossy link), an ask is sent again
+// the next time too: a lost request costs a frame, not retryAfter.
+func pick(dst []uint32, m map[ID]ask, now time.Time, n int, echo bool, count *int64) []uint32 {
 	for id, a := range m {
 		if a.tries >= maxTries && now.Sub(a.at) >= retryAfter {
 			delete(m, id)
 			continue
 		}
-		if a.tries == 0 || now.Sub(a.at) >= retryAfter {
+		if a.tries == 0 || now.Sub(a.at) >= retryAfter || (echo && !a.echoed && now.After(a.at)) {
 			dst = append(dst, uint32(id))
 		}
 	}
@@ -815,7 +819,13 @@ func pick(dst []uint32, m map[ID]ask, now time.Time, n int, count *int64) []uint
 		dst = dst[:n]
 	}
 	for _, id := range dst {
-		m[ID(id)] = ask{at: now, tries: m[ID(id)].tries + 1}
+		a := m[ID(id)]
+		if a.tries > 0 && now.Sub(a.at) < retryAfter {
+			a.echoed = true // the echo: the try keeps its time
+		} else {
+			a = ask{at: now, tries: a.tries + 1}
+		}
+		m[ID(id)] = a
 		if count != nil {
 			*count++
 		}

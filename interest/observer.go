@@ -2,8 +2,10 @@ package interest
 
 import (
 	"fmt"
+	"math"
 	"math/bits"
 	"slices"
+	"time"
 	"unsafe"
 
 	"github.com/tongbu/tongbu/codec"
@@ -46,6 +48,7 @@ const (
 type item struct {
 	kind  uint8
 	why   uint8
+	echo  uint8 // which copy of an echoed send this is, 0 for the first
 	id    ID
 	reg   int32 // itemRegion: the region
 	enter int   // itemRegion: the frame the range took it in
@@ -61,6 +64,26 @@ type sentPacket struct {
 	corr  bool
 	ids   []ID
 }
+
+// A send that brings a client up to date (a forced sync, a discovery
+// answer, a repair) comes late by design or after a loss, and leaves
+// little time before the client must know what is in its range: a loss
+// seen by acknowledgement and then repaired takes a round trip, and a lost
+// repair another. On a link that has lately lost packets, such a send is
+// echoed: sent again in the next frames, so that only the loss of every
+// copy leaves it to repair. The copies follow the losses seen in the last
+// lossMemory seconds: none after none, one after one, two after two or
+// more. Those bound the chance that every copy is lost at about 1e-4 on a
+// link losing a packet in a hundred (one echo) or one in twenty (two). On
+// a clean link nothing is sent twice.
+const lossMemory = 30
+
+var echoesAfter = [...]uint8{0, 0, 1, 2}
+
+// lateBroadcast is how recent a broadcast may be and still not have
+// brought a client's discovery answer: a round trip and a frame or two,
+// with room for a slow link (discovered).
+const lateBroadcast = 250 * time.Millisecond
 
 // reorderFrames is how much later a packet must have been sent than an
 // unacknowledged one for its acknowledgement to mean the older was lost.
@@ -91,9 +114,10 @@ type observer struct {
 	pkt     *sentPacket
 	settled int // packets before it are acknowledged or repaired
 
-	later    []item // queued while draining
-	spare    [][]ID // region lists' storage, for the next forced syncs
-	lastCorr int    // frame of the last correction; older commands are void
+	later    []item                    // queued while draining
+	lossAt   [len(echoesAfter) - 1]int // frames of the last packets found lost, newest first
+	spare    [][]ID                    // region lists' storage, for the next forced syncs
+	lastCorr int                       // frame of the last correction; older commands are void
 	enter    [9]int
 	due      [9]int
 
@@ -112,6 +136,9 @@ func newObserver(w *World, e *entity) *observer {
 		o.hist[i] = e.lg.Pos
 	}
 	o.lastCorr = w.frame
+	for i := range o.lossAt {
+		o.lossAt[i] = math.MinInt / 2
+	}
 	o.enqueue(item{kind: itemLogic, why: whyRepair, id: e.id}) // its own entity
 	// A client that joins learns the whole range at once: every region is
 	// due for forced sync now, spread over frames by the budget.
@@ -474,6 +501,8 @@ func (o *observer) ack(w *World, low, mask uint32) error {
 }
 
 func (o *observer) lost(w *World, p *sentPacket) {
+	copy(o.lossAt[1:], o.lossAt[:])
+	o.lossAt[0] = w.frame
 	if p.corr {
 		o.corr = true
 	}
@@ -521,7 +550,7 @@ func (o *observer) forced(w *World, me *entity) {
 			ri := w.regionIndex(r)
 			it := item{kind: itemRegion, why: why, reg: ri, enter: o.enter[s], rest: o.spareList()}
 			for _, id := range w.regions[ri].ents {
-				if id != o.id && w.lastBc[id] <= it.enter {
+				if id != o.id && !w.discovered(id, it.enter) {
 					it.rest = append(it.rest, id)
 				}
 			}
@@ -797,6 +826,18 @@ type owed struct {
 	enter int
 }
 
+// discovered reports whether the client can be counted on to have learned
+// entity id since frame enter by itself: the entity broadcast a command
+// since then, which makes the client ask for it (the seed leaves such
+// entities out of a forced sync), and did so at least lateFrames ago, long
+// enough for the client's request to be answered. A forced sync sends the
+// rest, so one broadcast just before it does not leave the client to a
+// discovery that has no time left to recover from a loss.
+func (w *World) discovered(id ID, enter int) bool {
+	bc := w.lastBc[id]
+	return bc > enter && bc <= w.frame-w.lateFrames
+}
+
 // settle queues the owed entities whose time has come.
 func (o *observer) settle(w *World) {
 	keep := o.owed[:0]
@@ -805,7 +846,7 @@ func (o *observer) settle(w *World) {
 			keep = append(keep, ow)
 			continue
 		}
-		if w.regionOfID(ow.id) >= 0 && w.lastBc[ow.id] <= ow.enter {
+		if w.regionOfID(ow.id) >= 0 && !w.discovered(ow.id, ow.enter) && !o.toldSince(ow.id, ow.enter) {
 			o.enqueue(item{kind: itemLogic, why: whyForced, id: ow.id})
 		}
 	}
@@ -822,6 +863,12 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 	switch it.kind {
 	case itemRemove:
 		if r := w.regionOfID(it.id); r >= 0 && near(center, w.regionAt(r)) {
+			if it.why == whyRepair && w.get(it.id) != nil {
+				// Back in range: what the lost packet said is still
+				// missing, so the repair sends the entity's logic.
+				it.kind = itemLogic
+				return o.emit(w, me, center, it, budget)
+			}
 			return true // back in range: nothing to remove
 		}
 		size := tagLen(tagRemove) + idBits
@@ -858,6 +905,9 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 			o.pkt.ids = append(o.pkt.ids, e.id)
 			return true
 		}
+		if it.why == whyDiscovery && it.echo == 0 && o.toldSince(e.id, w.frame-w.lateFrames) {
+			return true // sent whole lately: the request crossed it
+		}
 		w.absolute(e)
 		size := tagLen(tagLogic) + idBits + e.abs.n
 		if size > *budget || size > w.room() {
@@ -867,8 +917,8 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		w.writeLogicMsg(&w.pw, e)
 		o.tell(w, e.id)
 		o.pkt.ids = append(o.pkt.ids, e.id)
-		if it.why == whyForced || it.why == whyForcedAhead {
-			w.stats.ForcedSyncs++
+		if o.echoed(w, it, 1) {
+			o.later = append(o.later, item{kind: itemLogic, why: it.why, id: e.id, echo: it.echo + 1})
 		}
 		return true
 	}
@@ -890,12 +940,13 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		}
 		id := it.rest[i]
 		er := w.regionOfID(id)
-		told := er >= 0 && o.toldSince(id, it.enter)
-		if er != it.reg || w.lastBc[id] > it.enter || told {
-			if er >= 0 && !told && w.lastBc[id] <= it.enter && near(center, w.regionAt(er)) {
+		told := er >= 0 && it.echo == 0 && o.toldSince(id, it.enter)
+		found := w.discovered(id, it.enter)
+		if er != it.reg || found || told {
+			if er >= 0 && !told && !found && near(center, w.regionAt(er)) {
 				// It moved on, without a broadcast, to a region whose
 				// forced sync may be over: send it on its own.
-				o.later = append(o.later, item{kind: itemLogic, why: it.why, id: id})
+				o.later = append(o.later, item{kind: itemLogic, why: it.why, id: id, echo: it.echo})
 			}
 			i++
 			continue
@@ -929,10 +980,39 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		w.lay.writeID(&w.pw, id)
 		w.pw.WriteBitString(e.rel.b, e.rel.n)
 		o.pkt.ids = append(o.pkt.ids, id)
+		if w.lastBc[id] > it.enter && it.echo == 0 {
+			// It broadcast lately: the client may be asking for it, and
+			// need not be answered (see discovered).
+			o.tell(w, id)
+		}
 	}
-	w.stats.ForcedSyncs += int64(n)
+	if o.echoed(w, it, n) {
+		o.later = append(o.later, item{kind: itemRegion, why: it.why, reg: it.reg, enter: it.enter,
+			echo: it.echo + 1, rest: append(o.spareList(), it.rest[:n]...)})
+	}
 	it.rest = it.rest[:copy(it.rest, it.rest[n:])] // the start stays, for keepList's storage
 	return len(it.rest) == 0
+}
+
+// echoed counts the n entities sent by item it and reports whether they
+// are to be sent again next frame: it brings the client up to date, and
+// the link's recent losses call for more copies than were sent.
+func (o *observer) echoed(w *World, it *item, n int) bool {
+	switch {
+	case it.echo > 0:
+		w.stats.Echoes += int64(n)
+	case it.why == whyForced || it.why == whyForcedAhead:
+		w.stats.ForcedSyncs += int64(n)
+	case it.why != whyDiscovery && it.why != whyRepair:
+		return false
+	}
+	since, lost := w.frame-lossMemory*w.cfg.Hz, 0
+	for _, f := range o.lossAt {
+		if f > since {
+			lost++
+		}
+	}
+	return it.echo < echoesAfter[lost]
 }
 
 // toldSize is how many of the entities lately sent whole (announced,

@@ -59,6 +59,7 @@ type Stats struct {
 	Crossings     int64 // region borders crossed
 	Enters        int64 // entity announcements to newly covering regions
 	ForcedSyncs   int64 // entities sent by forced sync
+	Echoes        int64 // forced-sync entities sent again on a lossy link
 	Discoveries   int64 // entities sent in answer to discovery
 	StateSyncs    int64 // entities sent by state sync
 	Repairs       int64 // entities resent because a packet about them was lost
@@ -199,6 +200,9 @@ type World struct {
 	// carrying its position (seed m_nLastBroadcastFrame).
 	where  []int32
 	lastBc []int
+	// lateFrames is how long a discovery takes: a broadcast this recent
+	// may not yet have brought the client's request and its answer.
+	lateFrames int
 	// By ID: the entity's observer waits for some region's forced sync
 	// (observer.open), so that a crossing passes over the observers
 	// around it that wait for none without reading them.
@@ -225,7 +229,7 @@ func NewWorld(cfg Config, start time.Time, out Sender) (*World, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := &World{cfg: cfg, lay: newLayout(cfg), out: out, start: start}
+	w := &World{cfg: cfg, lay: newLayout(cfg), out: out, start: start, lateFrames: cfg.frames(lateBroadcast)}
 	w.regions = make([]region, cfg.Width*cfg.Height)
 	w.busy = make([]bool, len(w.regions))
 	w.city = make([]bool, len(w.regions))
@@ -1022,16 +1026,18 @@ func (w *World) leaves() {
 }
 
 // missed repairs the clients that have just left the range of region ri,
-// where entity id moves: such a client may still hold the entity (it
-// keeps what leaves its range for removeGrace, and comes back in range
-// along its own path) but does not hear this move. It gets the entity's
-// logic if it is back in range when its packet is built, else a removal;
-// neither says anything about an entity outside its range.
-func (w *World) missed(id ID, ri int32) {
+// where entity id moves, or of region from, where its move was made (the
+// same frame's step may have carried it over a border): such a client may
+// still hold the entity (it keeps what leaves its range for removeGrace,
+// and comes back in range along its own path) but does not hear this
+// move. It gets the entity's logic if it is back in range when its packet
+// is built, else a removal; neither says anything about an entity outside
+// its range.
+func (w *World) missed(id ID, from, ri int32) {
 	a := w.regionAt(ri)
 	window := 2 * w.cfg.frames(removeGrace)
-	w.around(ri, func(from int32) {
-		for _, l := range w.regions[from].leavers {
+	leavers := func(r int32) {
+		for _, l := range w.regions[r].leavers {
 			if w.frame-l.at > window || l.o.id == id || w.ents[l.o.id].obs != l.o {
 				continue
 			}
@@ -1039,7 +1045,12 @@ func (w *World) missed(id ID, ri int32) {
 				l.o.enqueue(item{kind: itemLogic, why: whyRepair, id: id})
 			}
 		}
-	})
+	}
+	w.around(ri, leavers)
+	if from != ri {
+		// Regions near both are visited twice; enqueue keeps one item.
+		w.around(from, leavers)
+	}
 }
 
 // left records that observer o left region from, forgetting the region's
@@ -1139,7 +1150,7 @@ func (w *World) flush() {
 				if p.reg != ri {
 					w.gone(p.id, p.reg, ri)
 				}
-				w.missed(p.id, ri)
+				w.missed(p.id, p.reg, ri)
 			}
 		}
 		if !w.hasObservers(ri) {
