@@ -23,7 +23,10 @@
 //   - display data, fetched by the client once per version;
 //   - repairs: packets are acknowledged, and what a lost one carried is
 //     resent as the entities' current logic (or a removal, if they have
-//     left the range); nothing stale is retransmitted.
+//     left the range); nothing stale is retransmitted. On a link that
+//     lost packets lately, forced syncs, discovery answers and repairs
+//     are echoed in the next frames and the client sends its discovery
+//     requests twice (Stats.Echoes); a clean link sends nothing twice.
 //
 // Everything but commands and announcements waits in a per-client queue
 // ordered by accumulated priority and drains under a byte budget per
