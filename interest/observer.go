@@ -71,11 +71,12 @@ type sentPacket struct {
 // seen by acknowledgement and then repaired takes a round trip, and a lost
 // repair another. On a link that has lately lost packets, such a send is
 // echoed: sent again in the next frames, so that only the loss of every
-// copy leaves it to repair. The copies follow the losses seen in the last
-// lossMemory seconds: none after none, one after one, two after two or
-// more. Those bound the chance that every copy is lost at about 1e-4 on a
-// link losing a packet in a hundred (one echo) or one in twenty (two). On
-// a clean link nothing is sent twice.
+// copy leaves it to repair. The copies follow the packets found lost in
+// the last lossMemory seconds (echoesAfter): none after none or one, one
+// after two, two after three or more. With independent losses, that puts
+// the chance of losing every copy near 1e-4 on a link losing a packet in
+// a hundred (two copies) or one in twenty (three). On a clean link
+// nothing is sent twice.
 const lossMemory = 30
 
 var echoesAfter = [...]uint8{0, 0, 1, 2}

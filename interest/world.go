@@ -59,7 +59,7 @@ type Stats struct {
 	Crossings     int64 // region borders crossed
 	Enters        int64 // entity announcements to newly covering regions
 	ForcedSyncs   int64 // entities sent by forced sync
-	Echoes        int64 // forced-sync entities sent again on a lossy link
+	Echoes        int64 // entities of forced syncs, discovery answers and repairs sent again on a lossy link
 	Discoveries   int64 // entities sent in answer to discovery
 	StateSyncs    int64 // entities sent by state sync
 	Repairs       int64 // entities resent because a packet about them was lost
