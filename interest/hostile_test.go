@@ -78,7 +78,7 @@ func TestHostileUplink(t *testing.T) {
 		if h.w.Stats().Dropped[DropRate] == before {
 			t.Error("a discovery flood was not rate-limited")
 		}
-		if q := len(h.w.ents[bad.id].obs.queue); q > maxQueue {
+		if q := len(h.w.ent(bad.id).obs.queue); q > maxQueue {
 			t.Errorf("queue of %d after a flood", q)
 		}
 		if !errors.Is(h.w.Deliver(far, nil), ErrNotObserver) {
@@ -119,12 +119,12 @@ func TestMovementValidation(t *testing.T) {
 		// Teleport: claim to be somewhere else.
 		cheat.c.me.Pos = me.Pos.Add(Vec{3000, 0})
 		cheat.c.me.Pos.X = min(cheat.c.me.Pos.X, h.w.lay.maxX)
-		before := h.w.ents[cheat.id].obs.corrections
+		before := h.w.ent(cheat.id).obs.corrections
 		if err := cheat.c.Move(cheat.c.me.Pos.Add(Vec{-10, 0}), 4); err != nil {
 			t.Fatal(err)
 		}
 		h.run(time.Second, false)
-		if h.w.ents[cheat.id].obs.corrections == before {
+		if h.w.ent(cheat.id).obs.corrections == before {
 			t.Error("a teleport was not corrected")
 		}
 		srv, _ := h.w.Logic(cheat.id)
@@ -133,14 +133,14 @@ func TestMovementValidation(t *testing.T) {
 			t.Errorf("after correction the client is at %v, the world at %v", cli.Pos, srv.Pos)
 		}
 		// Speed hack: move faster than declared.
-		before = h.w.ents[cheat.id].obs.corrections
+		before = h.w.ent(cheat.id).obs.corrections
 		for range 10 {
 			cheat.c.me.Pos = cheat.c.me.Pos.Add(Vec{200, 0})
 			cheat.c.me.Pos.X = min(cheat.c.me.Pos.X, h.w.lay.maxX)
 			_ = cheat.c.Move(cheat.c.me.Pos.Add(Vec{50, 0}), 2)
 			h.run(200*time.Millisecond, false)
 		}
-		if h.w.ents[cheat.id].obs.corrections == before {
+		if h.w.ent(cheat.id).obs.corrections == before {
 			t.Error("a speed hack was not corrected")
 		}
 	})

@@ -53,9 +53,9 @@ func TestObserverLayout(t *testing.T) {
 	}
 }
 
-// TestEntityAddr checks the address prefetchEntity works out from the
-// slabs against World.ents, over several slabs and a reused ID, and that
-// IDs with no storage have none.
+// TestEntityAddr checks the address ent and prefetchEntity work out from
+// the slabs, over several slabs and a reused ID (which keeps its storage),
+// and that IDs with no storage have none.
 func TestEntityAddr(t *testing.T) {
 	w, err := NewWorld(Config{}, time.Unix(0, 0), discard{})
 	if err != nil {
@@ -66,15 +66,26 @@ func TestEntityAddr(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	before := w.get(300)
 	if err := w.Despawn(300); err != nil {
 		t.Fatal(err)
 	}
 	if id, err := w.Spawn(Player, Logic{}, Display{}); err != nil || id != 300 {
 		t.Fatalf("respawn: ID %d, %v; want the freed 300", id, err)
 	}
-	for id := 1; id < len(w.ents); id++ {
-		if got, want := w.entityAddr(ID(id)), unsafe.Pointer(w.ents[id]); got != want {
-			t.Fatalf("entity %d: address %p, stored at %p", id, got, want)
+	if e := w.get(300); e != before || e.kind != Player {
+		t.Fatalf("respawned 300 at %p (kind %v), was at %p", e, e.kind, before)
+	}
+	if w.ids != 2*entitySlab+4 {
+		t.Fatalf("%d IDs handed out, want %d", w.ids-1, 2*entitySlab+3)
+	}
+	for id := 1; id < w.ids; id++ {
+		e := w.ent(ID(id))
+		if e.id != ID(id) || !e.alive {
+			t.Fatalf("entity %d: storage holds entity %d (alive %v)", id, e.id, e.alive)
+		}
+		if id%entitySlab != 1 && uintptr(unsafe.Pointer(e))-uintptr(unsafe.Pointer(w.ent(ID(id-1)))) != entitySize {
+			t.Fatalf("entity %d is not next to %d in its slab", id, id-1)
 		}
 	}
 	for _, id := range []ID{0, ID(3*entitySlab + 1), ID(1 << 20)} {
@@ -113,7 +124,7 @@ func TestEncodingsInline(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, id := range []ID{ids[0], ids[7], ids[299]} {
-		e := w.ents[id]
+		e := w.ent(id)
 		w.relative(e)
 		w.absolute(e)
 		if unsafe.SliceData(e.rel.b) != &e.relBuf[0] || unsafe.SliceData(e.abs.b) != &e.absBuf[0] {

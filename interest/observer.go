@@ -124,8 +124,9 @@ type observer struct {
 
 	told        [toldSize]toldRec // the entities lately sent to the client whole, a ring
 	toldAt      int
-	names       names    // the name dictionary shared with the client
-	looks       lookDict // the look dictionary shared with the client
+	toldIn      [toldBuckets]uint8 // how many of told's entries fall in each bucket (toldBucket)
+	names       names              // the name dictionary shared with the client
+	looks       lookDict           // the look dictionary shared with the client
 	corrections int64
 
 	ring [ringSize]sentPacket
@@ -227,7 +228,7 @@ func (o *observer) prefetchLast() {
 
 // record stores the entity's position for this frame.
 func (o *observer) record(w *World) {
-	o.hist[w.frame%len(o.hist)] = w.ents[o.id].lg.Pos
+	o.hist[w.frame%len(o.hist)] = w.ent(o.id).lg.Pos
 }
 
 // at returns the recorded position at frame f, which must be within the
@@ -263,7 +264,7 @@ func (o *observer) push(w *World) {
 // skip fills the history over frames the world skipped: the entity stood
 // still through them.
 func (o *observer) skip(w *World, n int) {
-	p := w.ents[o.id].lg.Pos
+	p := w.ent(o.id).lg.Pos
 	for f := w.frame + 1; f <= w.frame+min(n, len(o.hist)); f++ {
 		o.hist[f%len(o.hist)] = p
 	}
@@ -374,7 +375,7 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 			fail(reason, ID(raw))
 			continue
 		}
-		list[n] = w.ents[raw]
+		list[n] = w.ent(ID(raw))
 		// Start loading each entity's version and display while the next
 		// requests are checked (see World.step), and then the looks they
 		// point to, rather than wait for each in turn as the message is
@@ -507,7 +508,7 @@ func (o *observer) lost(w *World, p *sentPacket) {
 	if p.corr {
 		o.corr = true
 	}
-	me := w.ents[o.id]
+	me := w.ent(o.id)
 	for _, id := range p.ids {
 		if id == o.id {
 			o.enqueue(item{kind: itemLogic, why: whyRepair, id: id})
@@ -589,7 +590,7 @@ func (w *World) eta(e *entity, r Region) int {
 // then a correction if one is due; then queued sends by accumulated
 // priority under the byte budget.
 func (o *observer) send(w *World) {
-	me := w.ents[o.id]
+	me := w.ent(o.id)
 	o.forced(w, me)
 	o.settle(w)
 	o.tokens = min(o.tokens+float64(w.cfg.DiscoveryRate)/float64(w.cfg.Hz), float64(w.cfg.DiscoveryRate))
@@ -616,7 +617,7 @@ func (o *observer) send(w *World) {
 		bc += reg.bc.w.Len()
 		for _, id := range reg.syncs {
 			why := uint8(whyState)
-			if w.ents[id].lg.Combat {
+			if w.ent(id).lg.Combat {
 				why = whyCombat
 			}
 			o.enqueue(item{kind: itemLogic, why: why, id: id})
@@ -805,7 +806,7 @@ func (o *observer) spareList() []ID {
 // broadcast before the client's range took in to), e would fall between
 // the two, so it is queued on its own.
 func (o *observer) moved(w *World, e *entity, from, to int32) {
-	c := w.regionAt(w.ents[o.id].reg)
+	c := w.regionAt(w.ent(o.id).reg)
 	sf, st := slotOf(c, w.regionAt(from)), slotOf(c, w.regionAt(to))
 	lastBc := w.lastBc[e.id]
 	if sf < 0 || st < 0 || !o.open[sf] || lastBc > o.enter[sf] || e.id == o.id {
@@ -952,7 +953,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 			i++
 			continue
 		}
-		e := w.ents[id]
+		e := w.ent(id)
 		w.relative(e)
 		s := idBits + e.rel.n
 		if size+s > room {
@@ -977,7 +978,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 	w.pw.WriteUint(uint64(r.Y), w.lay.ryMax)
 	w.pw.WriteBits(uint64(n), 8)
 	for _, id := range it.rest[:n] {
-		e := w.ents[id]
+		e := w.ent(id)
 		w.lay.writeID(&w.pw, id)
 		w.pw.WriteBitString(e.rel.b, e.rel.n)
 		o.pkt.ids = append(o.pkt.ids, id)
@@ -1028,17 +1029,31 @@ type toldRec struct {
 	frame int32
 }
 
-// prefetchTold starts loading the ring of entities lately told and its
-// index, which tell writes.
+// prefetchTold starts loading the ring of entities lately told, its index
+// and its bucket counts, which tell writes and toldSince reads.
 func (o *observer) prefetchTold() {
-	for off := uintptr(0); off <= unsafe.Offsetof(o.toldAt)-unsafe.Offsetof(o.told); off += 64 {
+	size := unsafe.Offsetof(o.toldIn) + toldBuckets - unsafe.Offsetof(o.told)
+	for off := uintptr(0); off < size+63; off += 64 { // every line the span touches
+
 		prefetch.Line(unsafe.Add(unsafe.Pointer(&o.told), off))
 	}
 }
 
+// toldBuckets is how many buckets of IDs an observer counts its told
+// ring's entries in, so that toldSince skips the scan for an ID none of
+// them shares a bucket with (most of the forced syncs' entities).
+const toldBuckets = 64
+
+func toldBucket(id ID) int { return int(id % toldBuckets) }
+
 // tell records that the client was sent e whole this frame.
 func (o *observer) tell(w *World, id ID) {
-	o.told[o.toldAt] = toldRec{id: id, frame: int32(w.frame)}
+	t := &o.told[o.toldAt]
+	if t.id != 0 {
+		o.toldIn[toldBucket(t.id)]--
+	}
+	*t = toldRec{id: id, frame: int32(w.frame)}
+	o.toldIn[toldBucket(id)]++
 	o.toldAt = (o.toldAt + 1) % toldSize
 }
 
@@ -1046,6 +1061,9 @@ func (o *observer) tell(w *World, id ID) {
 // frame f: a forced sync need not send it again. (If that packet was
 // lost, its entities are repaired.)
 func (o *observer) toldSince(id ID, f int) bool {
+	if o.toldIn[toldBucket(id)] == 0 {
+		return false
+	}
 	for _, t := range o.told {
 		if t.id == id && int(t.frame) > f {
 			return true

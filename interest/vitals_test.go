@@ -64,7 +64,7 @@ func TestVitalsLen(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e := w.ents[id]
+		e := w.ent(id)
 		e.dver = tc.dver
 		w.invalidate(e)
 		w.absolute(e)

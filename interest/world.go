@@ -178,7 +178,7 @@ type World struct {
 	start time.Time
 	frame int
 
-	ents     []*entity
+	ids      int         // IDs handed out, plus one: entities 1 .. ids-1 are in the slabs (ent)
 	slab     []entity    // entities allocated, not yet used
 	disps    []dispCache // display data, by ID
 	looks    map[Display]*look
@@ -241,7 +241,7 @@ func NewWorld(cfg Config, start time.Time, out Sender) (*World, error) {
 	for c := range w.periods {
 		w.periods[c] = cfg.period(c&periodTarget != 0, c&periodCombat != 0, c&periodCity != 0)
 	}
-	w.ents = []*entity{nil} // ID 0 is no entity
+	w.ids = 1 // ID 0 is no entity
 	w.where, w.lastBc, w.waiting = []int32{-1}, []int{0}, []bool{false}
 	return w, nil
 }
@@ -255,7 +255,7 @@ func (w *World) Frame() int { return w.frame }
 // Stats returns the world's counters.
 func (w *World) Stats() Stats {
 	s := w.stats
-	s.Entities = len(w.ents) - 1 - (len(w.free) - w.freeAt)
+	s.Entities = w.ids - 1 - (len(w.free) - w.freeAt)
 	s.Observers = len(w.obs)
 	return s
 }
@@ -293,14 +293,18 @@ func (w *World) setRegion(e *entity, r int32) {
 }
 
 func (w *World) get(id ID) *entity {
-	if id == 0 || int(id) >= len(w.ents) {
+	if id == 0 || int(id) >= w.ids {
 		return nil
 	}
-	if e := w.ents[id]; e != nil && e.alive {
+	if e := w.ent(id); e.alive {
 		return e
 	}
 	return nil
 }
+
+// ent returns the storage of entity id, live or not, which must be 1 ..
+// w.ids-1 (see entityAddr).
+func (w *World) ent(id ID) *entity { return (*entity)(w.entityAddr(id)) }
 
 // prefetchEntity starts loading lines of entity id's storage: n lines
 // from line first (of 4).
@@ -313,8 +317,9 @@ func (w *World) prefetchEntity(id ID, first, n int) {
 }
 
 // entityAddr returns where entity id is stored, or nil if it never was.
-// It comes from the entity's slab, which the processor keeps in cache,
-// not from World.ents, which a loop over scattered IDs would wait for.
+// It comes from the entity's slab, whose address the processor keeps in
+// cache, not from a table of pointers by ID, a large one that a loop over
+// scattered IDs would wait for.
 func (w *World) entityAddr(id ID) unsafe.Pointer {
 	k := int(id) - 1 // ID 1 is the first of the first slab
 	if k < 0 || k/entitySlab >= len(w.slabs) {
@@ -362,7 +367,7 @@ func (w *World) Each(r Region, f func(id ID, kind Kind, lg *Logic)) {
 	}
 	w.around(w.regionIndex(r), func(ri int32) {
 		for _, id := range w.regions[ri].ents {
-			e := w.ents[id]
+			e := w.ent(id)
 			f(id, e.kind, &e.lg)
 		}
 	})
@@ -408,18 +413,18 @@ func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
 		if w.freeAt == len(w.free) {
 			w.free, w.freeAt = w.free[:0], 0
 		}
-		e = w.ents[id]
+		e = w.ent(id)
 		*e = entity{id: id, dver: e.dver + 1, abs: e.abs, rel: e.rel}
-	case len(w.ents) < w.cfg.MaxEntities:
+	case w.ids < w.cfg.MaxEntities:
 		if len(w.slab) == 0 {
 			w.slab = make([]entity, entitySlab)
 			w.slabs = append(w.slabs, &w.slab[0])
 		}
 		e = &w.slab[0]
 		w.slab = w.slab[1:]
-		e.id = ID(len(w.ents))
+		e.id = ID(w.ids)
+		w.ids++
 		e.rel.b, e.abs.b = e.relBuf[:0], e.absBuf[:0]
-		w.ents = append(w.ents, e)
 		w.where, w.lastBc, w.waiting = append(w.where, -1), append(w.lastBc, 0), append(w.waiting, false)
 	default:
 		return 0, ErrFull
@@ -467,7 +472,7 @@ func (w *World) removeFrom(e *entity, r int32) {
 	reg := &w.regions[r]
 	last := reg.ents[len(reg.ents)-1]
 	reg.ents[e.slot] = last
-	w.ents[last].slot = e.slot
+	w.ent(last).slot = e.slot
 	reg.ents = reg.ents[:len(reg.ents)-1]
 }
 
@@ -505,7 +510,7 @@ func (w *World) clean(e *entity) {
 	}
 	last := w.dirty[len(w.dirty)-1]
 	w.dirty[e.dirtyAt] = last
-	w.ents[last].dirtyAt = e.dirtyAt
+	w.ent(last).dirtyAt = e.dirtyAt
 	w.dirty = w.dirty[:len(w.dirty)-1]
 	e.dirtyAt = -1
 }
@@ -1011,7 +1016,7 @@ func (w *World) leaves() {
 		for y := max(a.Y-2, 0); y <= min(a.Y+2, w.cfg.Height-1); y++ {
 			for x := max(a.X-2, 0); x <= min(a.X+2, w.cfg.Width-1); x++ {
 				for _, o := range w.regions[y*w.cfg.Width+x].obs {
-					oe := w.ents[o.id]
+					oe := w.ent(o.id)
 					start := oe.reg
 					if oe.crossed >= 0 {
 						start = oe.crossed
@@ -1038,10 +1043,10 @@ func (w *World) missed(id ID, from, ri int32) {
 	window := 2 * w.cfg.frames(removeGrace)
 	leavers := func(r int32) {
 		for _, l := range w.regions[r].leavers {
-			if w.frame-l.at > window || l.o.id == id || w.ents[l.o.id].obs != l.o {
+			if w.frame-l.at > window || l.o.id == id || w.ent(l.o.id).obs != l.o {
 				continue
 			}
-			if !near(a, w.regionAt(w.ents[l.o.id].reg)) {
+			if !near(a, w.regionAt(w.ent(l.o.id).reg)) {
 				l.o.enqueue(item{kind: itemLogic, why: whyRepair, id: id})
 			}
 		}
@@ -1089,7 +1094,7 @@ func (w *World) gone(id ID, from, to int32) {
 // stateSync queues the entities due for a state sync in their regions.
 func (w *World) stateSync() {
 	for i := 0; i < len(w.dirty); {
-		e := w.ents[w.dirty[i]]
+		e := w.ent(w.dirty[i])
 		if w.frame-e.lastSyn < w.period(false, e.lg.Combat, e.reg) {
 			i++
 			continue

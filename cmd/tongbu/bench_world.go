@@ -204,6 +204,7 @@ type worldSim struct {
 	npcs     []*wnpc
 	byPlayer []*wplayer // by entity ID
 	byNPC    []*wnpc
+	index    []int32 // by entity ID: the player's index in players, for the Sender (no load of the player)
 
 	down, up    *link
 	batch       []interest.Uplink // a frame's uplinks, for World.DeliverAll
@@ -219,7 +220,7 @@ type worldSim struct {
 // put on the player's downlink (and counted against the player after the
 // tick, which the transport's work does not include).
 func (s *worldSim) SendUnreliable(id interest.ID, msg []byte) error {
-	s.down.push(s.frame, s.byPlayer[id].index, msg)
+	s.down.push(s.frame, s.index[id], msg)
 	return nil
 }
 
@@ -305,7 +306,7 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 	s.down, s.up = newLink(o.delay), newLink(max(o.delay, 1))
 	s.base = newJX1(s.cfg)
 	n := o.players + o.npcs + 1
-	s.byPlayer, s.byNPC = make([]*wplayer, n), make([]*wnpc, n)
+	s.byPlayer, s.byNPC, s.index = make([]*wplayer, n), make([]*wnpc, n), make([]int32, n)
 	s.base.sampled = make([]bool, n)
 	s.base.heard = s.heard
 
@@ -373,7 +374,7 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 			s.base.sampled[id] = true
 		}
 		s.players = append(s.players, p)
-		s.byPlayer[id] = p
+		s.byPlayer[id], s.index[id] = p, p.index
 	}
 	return s, nil
 }
