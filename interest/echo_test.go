@@ -257,3 +257,41 @@ func TestRequestEcho(t *testing.T) {
 		}
 	}
 }
+
+// TestToldRing checks toldSince against the ring's contents as the ring
+// wraps, with IDs that share buckets: an ID is found while one of the
+// last toldSize entries holds it, after the frame asked, and the bucket
+// counts match the ring's entries.
+func TestToldRing(t *testing.T) {
+	w := &World{}
+	o := &observer{}
+	var sent []toldRec // everything told, in order
+	for i := range 5 * toldSize {
+		w.frame = i / 3
+		id := ID(1 + i*37%(3*toldBuckets)) // three IDs to a bucket, in no order
+		if i%5 == 0 && i > 0 {
+			id = sent[i-1].id // told again
+		}
+		o.tell(w, id)
+		sent = append(sent, toldRec{id: id, frame: int32(w.frame)})
+
+		var in [toldBuckets]uint8
+		for _, r := range o.told {
+			if r.id != 0 {
+				in[toldBucket(r.id)]++
+			}
+		}
+		if in != o.toldIn {
+			t.Fatalf("after %d tells: bucket counts %v, ring holds %v", i+1, o.toldIn, in)
+		}
+		last := sent[max(0, len(sent)-toldSize):]
+		for probe := ID(1); probe <= 3*toldBuckets; probe++ {
+			for _, f := range []int{-1, w.frame - 2, w.frame - 1} {
+				want := slices.ContainsFunc(last, func(r toldRec) bool { return r.id == probe && int(r.frame) > f })
+				if got := o.toldSince(probe, f); got != want {
+					t.Fatalf("after %d tells: toldSince(%d, %d) = %v, want %v", i+1, probe, f, got, want)
+				}
+			}
+		}
+	}
+}

@@ -393,6 +393,9 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 		if d := w.dispEnc(t.id); d.lk != nil {
 			prefetch.Line(unsafe.Pointer(d.lk))
 			prefetch.Line(unsafe.Pointer(unsafe.StringData(d.d.Name)))
+			if s := o.looks.slot(d.look); s != nil {
+				prefetch.Line(unsafe.Pointer(s))
+			}
 		}
 	}
 	// What the message adds to the dictionaries is taken back if it is

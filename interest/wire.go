@@ -599,11 +599,25 @@ type lookDict struct {
 	tbl indexTable
 }
 
-func lookHash(id uint32) uint64 { return uint64(id) * 0x9E3779B97F4A7C15 }
+// lookHash is look id's hash in the table: the id itself in the top 32
+// bits, which the table keeps in the slot, and a mix of it below, which
+// places it. A slot's top bits equal to the id's are therefore the entry,
+// with no look at ids.
+func lookHash(id uint32) uint64 {
+	return uint64(id)<<32 | uint64(id)*0x9E3779B97F4A7C15>>32
+}
+
+// slot returns where look id's probe starts, for a prefetch.
+func (d *lookDict) slot(id uint32) *uint64 {
+	if len(d.tbl.slots) == 0 {
+		return nil
+	}
+	return &d.tbl.slots[int(lookHash(id))&(len(d.tbl.slots)-1)]
+}
 
 // find returns the index of look id, or -1.
 func (d *lookDict) find(id uint32) int {
-	return d.tbl.find(lookHash(id), func(i int) bool { return d.ids[i] == id })
+	return d.tbl.find(lookHash(id), func(int) bool { return true }) // the slot holds the id (lookHash)
 }
 
 // insert adds look id under the next index.

@@ -603,8 +603,9 @@ func (w *World) absolute(e *entity) {
 // dispCache is an entity's display data and its look, kept beside the
 // entities, not in them, to keep what every frame's loops read small.
 type dispCache struct {
-	d  Display
-	lk *look
+	d    Display
+	lk   *look
+	look uint32 // lk.id, read here to prefetch a connection's dictionary slot before lk arrives
 }
 
 // look is a distinct Display in the world, shared by every entity that
@@ -655,7 +656,7 @@ func (w *World) setDisplay(id ID, d Display) {
 	// A dormant look taken again stays on World.dormant until the next
 	// purge, which keeps it: it has an entity.
 	w.dropLook(dc)
-	dc.d, dc.lk = d, lk
+	dc.d, dc.lk, dc.look = d, lk, lk.id
 }
 
 // dropLook releases an entity's look. A look no entity has any more is
