@@ -119,6 +119,7 @@ type observer struct {
 	lossAt   [len(echoesAfter) - 1]int // frames of the last packets found lost, newest first
 	spare    [][]ID                    // region lists' storage, for the next forced syncs
 	lastCorr int                       // frame of the last correction; older commands are void
+	listed   int32                     // the region whose list holds it (World.addObserver), or -1
 	enter    [9]int
 	due      [9]int
 
@@ -133,7 +134,7 @@ type observer struct {
 }
 
 func newObserver(w *World, e *entity) *observer {
-	o := &observer{id: e.id, hist: make([]Vec, w.lay.history+1), tokens: float64(w.cfg.DiscoveryRate)}
+	o := &observer{id: e.id, hist: make([]Vec, w.lay.history+1), tokens: float64(w.cfg.DiscoveryRate), listed: -1}
 	for i := range o.hist {
 		o.hist[i] = e.lg.Pos
 	}
@@ -152,9 +153,21 @@ func newObserver(w *World, e *entity) *observer {
 }
 
 // opened records in World.waiting whether the observer waits for any
-// region's forced sync, after o.open changed.
+// region's forced sync, after o.open changed, and counts it in the region
+// it is listed in.
 func (o *observer) opened(w *World) {
-	w.waiting[o.id] = o.open != [9]bool{}
+	wait := o.open != [9]bool{}
+	if wait == w.waiting[o.id] {
+		return
+	}
+	w.waiting[o.id] = wait
+	if o.listed >= 0 {
+		if wait {
+			w.regions[o.listed].waiting++
+		} else {
+			w.regions[o.listed].waiting--
+		}
+	}
 }
 
 // slot returns the index of region r in the 3x3 range centred on c, or -1.

@@ -189,6 +189,28 @@ func (h *harness) run(d time.Duration, check bool) {
 		}
 		if check {
 			h.compare(now)
+			h.checkWaiting()
+		}
+	}
+}
+
+// checkWaiting checks each region's count of observers waiting for a
+// forced sync, which crossings reads instead of every observer's flag.
+func (h *harness) checkWaiting() {
+	h.t.Helper()
+	for ri := range h.w.regions {
+		reg := &h.w.regions[ri]
+		n := int32(0)
+		for _, o := range reg.obs {
+			if h.w.waiting[o.id] {
+				n++
+			}
+			if o.listed != int32(ri) {
+				h.t.Fatalf("observer %d listed in region %d says %d", o.id, ri, o.listed)
+			}
+		}
+		if n != reg.waiting {
+			h.t.Fatalf("frame %d: region %d counts %d observers waiting, %d are", h.w.frame, ri, reg.waiting, n)
 		}
 	}
 }

@@ -150,6 +150,7 @@ type region struct {
 	direct  msgBuf   // announcements for observers located here
 	syncs   []ID     // entities here due for state sync this frame
 	leavers []leaver // observers that left this region lately, oldest first
+	waiting int32    // how many of obs wait for a forced sync (World.waiting)
 }
 
 // leaver is an observer that left a region, and the frame it did.
@@ -987,6 +988,9 @@ func (w *World) crossings() {
 					return
 				}
 				reg := &w.regions[ri]
+				if reg.waiting == 0 {
+					return // most regions: nobody there waits for a forced sync
+				}
 				for k, id := range reg.obsIDs {
 					if w.waiting[id] {
 						reg.obs[k].moved(w, e, e.crossed, e.reg)
@@ -1203,7 +1207,7 @@ func (w *World) Join(id ID) error {
 	o := newObserver(w, e)
 	e.obs = o
 	w.obs = append(w.obs, o)
-	w.regions[e.reg].addObserver(o)
+	w.addObserver(o, e.reg)
 	return nil
 }
 
@@ -1224,13 +1228,24 @@ func (w *World) Leave(id ID) {
 	w.waiting[id] = false
 }
 
-func (reg *region) addObserver(o *observer) {
+// addObserver lists o in region r, where its entity now is.
+func (w *World) addObserver(o *observer, r int32) {
+	reg := &w.regions[r]
 	reg.obs = append(reg.obs, o)
 	reg.obsIDs = append(reg.obsIDs, o.id)
+	o.listed = r
+	if w.waiting[o.id] {
+		reg.waiting++
+	}
 }
 
+// dropObserver takes o off region r's list.
 func (w *World) dropObserver(o *observer, r int32) {
 	reg := &w.regions[r]
+	o.listed = -1
+	if w.waiting[o.id] {
+		reg.waiting--
+	}
 	for i, x := range reg.obs {
 		if x == o {
 			last := len(reg.obs) - 1
@@ -1243,7 +1258,7 @@ func (w *World) dropObserver(o *observer, r int32) {
 
 func (w *World) moveObserver(o *observer, from, to int32) {
 	w.dropObserver(o, from)
-	w.regions[to].addObserver(o)
+	w.addObserver(o, to)
 	w.left(o, from)
 	o.crossed(w, from, to)
 }
