@@ -223,13 +223,20 @@ func (o *observer) prefetch() {
 
 // prefetchNext starts loading what the observer's first lines point to and
 // this frame reads: its entity, this frame's history slot, the next
-// packet's ring entry and the head of its queue.
+// packet's ring entry and the head of its queue, and for an observer that
+// waits for a forced sync, its frames of entering and due.
 func (o *observer) prefetchNext(w *World) {
 	w.prefetchEntity(o.id, 0, 1)
 	prefetch.Line(unsafe.Pointer(&o.hist[w.frame%len(o.hist)]))
 	prefetch.Line(unsafe.Pointer(&o.ring[o.seq%ringSize]))
 	if len(o.queue) > 0 {
 		prefetch.Line(unsafe.Pointer(&o.queue[0]))
+	}
+	if w.waiting[o.id] { // forced reads the range's enter and due frames
+		p := unsafe.Pointer(&o.enter)
+		for off := uintptr(0); off < unsafe.Sizeof(o.enter)+unsafe.Sizeof(o.due)+63; off += 64 {
+			prefetch.Line(unsafe.Add(p, off))
+		}
 	}
 }
 
@@ -953,8 +960,9 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 	for i < len(it.rest) && n < maxRegionList {
 		if j := i + listAhead; j < len(it.rest) {
 			// Prefetch (see World.step) the entity's lines that relative
-			// reads.
+			// reads, and its entries in the tables by ID read first.
 			w.prefetchEntity(it.rest[j], 0, 2)
+			w.prefetchTables(it.rest[j])
 		}
 		id := it.rest[i]
 		er := w.regionOfID(id)

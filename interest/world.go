@@ -317,6 +317,15 @@ func (w *World) prefetchEntity(id ID, first, n int) {
 	}
 }
 
+// prefetchTables starts loading entity id's entries in World.where and
+// World.lastBc, which loops over region lists read before the entity.
+func (w *World) prefetchTables(id ID) {
+	if int(id) < len(w.where) {
+		prefetch.Line(unsafe.Pointer(&w.where[id]))
+		prefetch.Line(unsafe.Pointer(&w.lastBc[id]))
+	}
+}
+
 // entityAddr returns where entity id is stored, or nil if it never was.
 // It comes from the entity's slab, whose address the processor keeps in
 // cache, not from a table of pointers by ID, a large one that a loop over
