@@ -1058,7 +1058,6 @@ type toldRec struct {
 func (o *observer) prefetchTold() {
 	size := unsafe.Offsetof(o.toldIn) + toldBuckets - unsafe.Offsetof(o.told)
 	for off := uintptr(0); off < size+63; off += 64 { // every line the span touches
-
 		prefetch.Line(unsafe.Add(unsafe.Pointer(&o.told), off))
 	}
 }
