@@ -157,8 +157,8 @@ func TestDisplayDictionaries(t *testing.T) {
 	if len(client.list) != 1 || client.list[0] != "grey wolf" {
 		t.Errorf("names %q, want only the shared looks' non-empty name", client.list)
 	}
-	if len(looks) != 3 || len(wlooks.ids) != 3 || looks[0] != wolf {
-		t.Errorf("looks %+v (world side holds %d), want the three shared ones", looks, len(wlooks.ids))
+	if len(looks) != 3 || wlooks.len() != 3 || looks[0] != wolf {
+		t.Errorf("looks %+v (world side holds %d), want the three shared ones", looks, wlooks.len())
 	}
 
 	// Hostile messages: a new shared look, then a reference past the look
@@ -404,8 +404,8 @@ func TestLookComesBack(t *testing.T) {
 	s.run(48)
 	o := w.get(player).obs
 	id := w.looks[wolf].id
-	if len(o.looks.ids) != 1 || o.looks.ids[0] != id {
-		t.Fatalf("the connection holds looks %v, want the wolves' %d", o.looks.ids, id)
+	if o.looks.len() != 1 || o.looks.at(0) != id {
+		t.Fatalf("the connection holds looks %v, want the wolves' %d", lookIDs(&o.looks), id)
 	}
 	for _, id := range pack {
 		_ = w.Despawn(id)
@@ -422,8 +422,8 @@ func TestLookComesBack(t *testing.T) {
 			t.Fatalf("risen wolf %d: known %v, display %+v", e, ok, v.Display)
 		}
 	}
-	if len(o.looks.ids) != 1 {
-		t.Errorf("the connection holds %d looks after the pack rose, want the one", len(o.looks.ids))
+	if o.looks.len() != 1 {
+		t.Errorf("the connection holds %d looks after the pack rose, want the one", o.looks.len())
 	}
 	if sent := w.Stats().ReliableOut - before; sent > 4*8 {
 		t.Errorf("the risen pack's display data took %d bytes, want references to the dictionary", sent)
@@ -491,4 +491,13 @@ func TestLookComesBack(t *testing.T) {
 		t.Fatalf("after the pack died %d times: bear %v, wolf %v, %d listed dormant (%d before); want both kept, the wolves listed once",
 			maxDormantLooks+1, w.looks[bear], w.looks[wolf], len(w.dormant), listed)
 	}
+}
+
+// lookIDs lists the look numbers a connection's dictionary holds, by index.
+func lookIDs(d *lookDict) []uint32 {
+	ids := make([]uint32, d.len())
+	for i := range ids {
+		ids[i] = d.at(i)
+	}
+	return ids
 }

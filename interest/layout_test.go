@@ -193,8 +193,8 @@ func TestLookDict(t *testing.T) {
 		if got := d.find(id); got != want {
 			t.Fatalf("step %d: find(%d) = %d, want %d", i, id, got, want)
 		}
-		if !ok && len(d.ids) < maxLooks {
-			ref[id] = len(d.ids)
+		if !ok && d.len() < maxLooks {
+			ref[id] = d.len()
 			d.insert(id)
 		}
 	}
@@ -203,7 +203,7 @@ func TestLookDict(t *testing.T) {
 			t.Errorf("look %d: index %d, want %d", id, got, i)
 		}
 	}
-	if len(d.ids) != maxLooks {
-		t.Errorf("holds %d looks, want %d", len(d.ids), maxLooks)
+	if d.len() != maxLooks {
+		t.Errorf("holds %d looks, want %d", d.len(), maxLooks)
 	}
 }

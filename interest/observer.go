@@ -420,7 +420,7 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 	}
 	// What the message adds to the dictionaries is taken back if it is
 	// not sent: the client would never hold it.
-	nLooks, nNames := len(o.looks.ids), len(o.names.list)
+	nLooks, nNames := o.looks.len(), len(o.names.list)
 	w.pw.Reset(w.pbuf[:0])
 	w.pw.WriteBits(kindDisplay, kindBits)
 	w.pw.WriteUint(uint64(n), maxDisplayBatch)

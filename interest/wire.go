@@ -584,7 +584,7 @@ func writeLook(w *codec.Writer, ld *lookDict, nd *names, id uint32, shared bool,
 	w.WriteBool(false)
 	w.WriteBits(uint64(d.Appearance), 32)
 	w.WriteBits(uint64(d.Camp), 8)
-	keep := shared && len(ld.ids) < maxLooks
+	keep := shared && ld.len() < maxLooks
 	w.WriteBool(keep)
 	nd.writeName(w, d.Name, keep)
 	if keep {
@@ -593,19 +593,25 @@ func writeLook(w *codec.Writer, ld *lookDict, nd *names, id uint32, shared bool,
 }
 
 // lookDict is the world's side of a connection's look dictionary: the
-// world's look numbers it holds, by index.
+// world's look numbers it holds, by index, kept in the table alone (each
+// entry's hash holds its number, lookHash).
 type lookDict struct {
-	ids []uint32
 	tbl indexTable
 }
 
 // lookHash is look id's hash in the table: the id itself in the top 32
 // bits, which the table keeps in the slot, and a mix of it below, which
 // places it. A slot's top bits equal to the id's are therefore the entry,
-// with no look at ids.
+// with no other look.
 func lookHash(id uint32) uint64 {
 	return uint64(id)<<32 | uint64(id)*0x9E3779B97F4A7C15>>32
 }
+
+// len returns how many looks the dictionary holds.
+func (d *lookDict) len() int { return len(d.tbl.hashes) }
+
+// at returns the look number at index i.
+func (d *lookDict) at(i int) uint32 { return uint32(d.tbl.hashes[i] >> 32) }
 
 // slot returns where look id's probe starts, for a prefetch.
 func (d *lookDict) slot(id uint32) *uint64 {
@@ -621,16 +627,10 @@ func (d *lookDict) find(id uint32) int {
 }
 
 // insert adds look id under the next index.
-func (d *lookDict) insert(id uint32) {
-	d.ids = append(d.ids, id)
-	d.tbl.add(lookHash(id))
-}
+func (d *lookDict) insert(id uint32) { d.tbl.add(lookHash(id)) }
 
 // truncate forgets the looks from index n on, the last added.
-func (d *lookDict) truncate(n int) {
-	d.ids = d.ids[:n]
-	d.tbl.truncate(n)
-}
+func (d *lookDict) truncate(n int) { d.tbl.truncate(n) }
 
 // names is one side's copy of a connection's name dictionary. Both sides
 // add every non-empty name sent in full and kept while it holds fewer

@@ -1333,8 +1333,8 @@ func (w *World) DeliverAll(batch []Uplink) (refused int) {
 // observerAt returns the observer of entity id, read from its storage
 // (entityAddr) for a prefetch: it may be a dead entity's, or nil.
 func (w *World) observerAt(id ID) *observer {
-	if p := w.entityAddr(id); p != nil {
-		return (*entity)(p).obs
+	if e := w.ent(id); e != nil {
+		return e.obs
 	}
 	return nil
 }

@@ -204,7 +204,9 @@ type worldSim struct {
 	npcs     []*wnpc
 	byPlayer []*wplayer // by entity ID
 	byNPC    []*wnpc
-	index    []int32 // by entity ID: the player's index in players, for the Sender (no load of the player)
+	// The players' IDs run on from firstPlayer in the order of players, so
+	// that the Sender finds a player's index without loading the player.
+	firstPlayer interest.ID
 
 	down, up    *link
 	batch       []interest.Uplink // a frame's uplinks, for World.DeliverAll
@@ -220,7 +222,7 @@ type worldSim struct {
 // put on the player's downlink (and counted against the player after the
 // tick, which the transport's work does not include).
 func (s *worldSim) SendUnreliable(id interest.ID, msg []byte) error {
-	s.down.push(s.frame, s.index[id], msg)
+	s.down.push(s.frame, int32(id-s.firstPlayer), msg)
 	return nil
 }
 
@@ -306,7 +308,7 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 	s.down, s.up = newLink(o.delay), newLink(max(o.delay, 1))
 	s.base = newJX1(s.cfg)
 	n := o.players + o.npcs + 1
-	s.byPlayer, s.byNPC, s.index = make([]*wplayer, n), make([]*wnpc, n), make([]int32, n)
+	s.byPlayer, s.byNPC = make([]*wplayer, n), make([]*wnpc, n)
 	s.base.sampled = make([]bool, n)
 	s.base.heard = s.heard
 
@@ -361,6 +363,11 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 		if err != nil {
 			return nil, err
 		}
+		if i == 0 {
+			s.firstPlayer = id
+		} else if id != s.firstPlayer+interest.ID(i) {
+			return nil, fmt.Errorf("bench world: player %d got ID %d, not %d: the IDs after the NPCs' are not in order", i, id, s.firstPlayer+interest.ID(i))
+		}
 		s.base.spawn(id, true, lg, d.Camp)
 		if err := w.Join(id); err != nil {
 			return nil, err
@@ -374,7 +381,7 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 			s.base.sampled[id] = true
 		}
 		s.players = append(s.players, p)
-		s.byPlayer[id], s.index[id] = p, p.index
+		s.byPlayer[id] = p
 	}
 	return s, nil
 }
