@@ -1,7 +1,10 @@
 //go:build !js
 
-// Command tongbu is the tongbu tool: the demo server, benchmark scenarios
-// and, as later parts land, replay tools.
+// Command tongbu is tongbu's server binary: it serves rooms and worlds,
+// signs tickets and reads replays. From a checkout of the repository it
+// also starts the demo and the benchmarks, which live in their own modules
+// (examples and bench) so that neither the binary nor a game server that
+// imports the engine carries their dependencies.
 //
 //	tongbu demo                 start the demo server (both modes, with bots)
 //	tongbu serve [-config f]    run the server alone, as a relay
@@ -26,18 +29,7 @@ import (
 // version is the tool's version, set at release time with -ldflags.
 var version = "dev"
 
-// botsEnv marks the child process of a transport scenario: the bots run in
-// a second process so that the server's CPU time is its own.
-const botsEnv = "TONGBU_BENCH_BOTS"
-
 func main() {
-	if os.Getenv(botsEnv) != "" { // the bots of a transport scenario
-		if err := runBots(os.Args[1:], os.Stdout); err != nil {
-			fmt.Fprintln(os.Stderr, "tongbu bots:", err)
-			os.Exit(1)
-		}
-		return
-	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -49,13 +41,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "demo":
-		return demoCommand(args[1:], stdout, stderr)
+		return runFromCheckout("examples", "./demo", args[1:], stdout, stderr)
 	case "serve":
 		return serveCommand(args[1:], stdout, stderr)
 	case "ticket":
 		return ticketCommand(args[1:], stdout, stderr)
 	case "bench":
-		return benchCommand(args[1:], stdout, stderr)
+		return runFromCheckout("bench", "./cmd/tongbu-bench", args[1:], stdout, stderr)
 	case "replay":
 		return replayCommand(args[1:], stdout, stderr)
 	case "version":
@@ -75,7 +67,8 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `usage: tongbu <command> [arguments]
 
 commands:
-  demo                         start the demo server (both modes, with bots)
+  demo [flags]                 start the demo server (both modes, with bots);
+                               runs examples/demo from a checkout of the repository
   serve [-config f] [-http a] [-udp p] [-public-ip ips] [-rooms n]
         [-nats url -node id -public-url u -capacity n]
                                run the server alone (rooms and worlds from the config;
@@ -83,7 +76,8 @@ commands:
                                -nats, one node of a cluster that places rooms over NATS
   ticket -player p -target t   print a ticket signed with the same secret
   bench [-benchtime d] [name [flags]]
-                               run a benchmark scenario; with no name, list them
+                               run a benchmark scenario; with no name, list them;
+                               runs bench/cmd/tongbu-bench from a checkout
   replay info FILE             print a replay's header and statistics
   replay verify FILE           re-run a replay's simulation and check the recorded hashes
   version                      print the version

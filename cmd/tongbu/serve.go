@@ -162,12 +162,6 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	return runServerWith(srv, handler, ln, stderr, leave)
 }
 
-// runServer serves srv's handler on ln until SIGINT or SIGTERM, then shuts
-// down gracefully.
-func runServer(srv *engine.Server, ln net.Listener, stderr io.Writer) int {
-	return runServerWith(srv, srv.Handler(), ln, stderr, nil)
-}
-
 // runServerWith serves h on ln until SIGINT or SIGTERM; then it calls
 // leave (if not nil) before it shuts srv down gracefully.
 func runServerWith(srv *engine.Server, h http.Handler, ln net.Listener, stderr io.Writer, leave func()) int {

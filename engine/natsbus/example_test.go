@@ -6,7 +6,7 @@ import (
 	"fmt"
 
 	"github.com/tongbu/tongbu/engine/natsbus"
-	"github.com/tongbu/tongbu/internal/natstest"
+	"github.com/tongbu/tongbu/interop/natstest"
 )
 
 // Example shows a world server and a game server, each with its own

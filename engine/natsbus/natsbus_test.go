@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/engine/natsbus"
-	"github.com/tongbu/tongbu/internal/natstest"
+	"github.com/tongbu/tongbu/interop/natstest"
 )
 
 // bus is the interface engine/replica runs over; *natsbus.Bus must

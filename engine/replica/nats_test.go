@@ -9,8 +9,8 @@ import (
 
 	"github.com/tongbu/tongbu/engine/natsbus"
 	"github.com/tongbu/tongbu/engine/replica"
-	"github.com/tongbu/tongbu/internal/natstest"
 	"github.com/tongbu/tongbu/internal/replicatest"
+	"github.com/tongbu/tongbu/interop/natstest"
 )
 
 var _ replica.Bus = (*natsbus.Bus)(nil)

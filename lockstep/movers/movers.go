@@ -19,8 +19,15 @@ import (
 	"github.com/tongbu/tongbu/lockstep/fixed"
 )
 
-// Name is the game's name in replay headers.
+// Name is the game's name in replay headers, under which the package
+// registers itself with lockstep.RegisterGame.
 const Name = "movers"
+
+func init() {
+	lockstep.RegisterGame(Name, func(players int, params []byte) (lockstep.Simulation, error) {
+		return New(players, params)
+	})
+}
 
 // Field size and touch distance, in units.
 const (

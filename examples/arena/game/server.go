@@ -1,6 +1,11 @@
 package game
 
-import "github.com/tongbu/tongbu/lockstep"
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/tongbu/tongbu/lockstep"
+)
 
 // ServerSim is the arena as a room runs it server-side
 // (lockstep.Config.Simulation): its hash is the reference for desync
@@ -50,3 +55,34 @@ func (s *ServerSim) Restore(b []byte) error { return s.g.Restore(b) }
 
 // Err returns the first error the game returned, if any.
 func (s *ServerSim) Err() error { return s.err }
+
+// Name is the game's name in replay headers, under which the package
+// registers itself with lockstep.RegisterGame: a program that links this
+// package can verify arena replays. Its replays' params are the game seed,
+// 8 bytes little-endian (RoomSeed of the room's name in the demo).
+const Name = "arena"
+
+func init() { lockstep.RegisterGame(Name, newReplaySim) }
+
+// replaySim is ServerSim as a replay's verification runs it: its hash is 0
+// once the game refuses a frame, so that verification fails.
+type replaySim struct{ *ServerSim }
+
+func newReplaySim(players int, params []byte) (lockstep.Simulation, error) {
+	if len(params) != 8 {
+		return nil, fmt.Errorf("arena: params are an 8-byte seed, got %d bytes", len(params))
+	}
+	s := Simulation(players, binary.LittleEndian.Uint64(params))().(*ServerSim)
+	if err := s.Err(); err != nil { // the wrong number of players
+		return nil, err
+	}
+	return replaySim{s}, nil
+}
+
+// Hash is the game's hash until the game refuses a frame, and 0 from then on.
+func (s replaySim) Hash() uint64 {
+	if s.Err() != nil {
+		return 0
+	}
+	return s.ServerSim.Hash()
+}

@@ -20,7 +20,7 @@ func TestBenchReplay(t *testing.T) {
 	if perMin < 60 || perMin > 1_000_000 {
 		t.Errorf("%d bytes per minute", perMin)
 	}
-	if code := run([]string{"bench", "replay", "-minutes", "0"}, new(discard), new(discard)); code != 1 {
+	if code := run([]string{"replay", "-minutes", "0"}, new(discard), new(discard)); code != 1 {
 		t.Errorf("-minutes 0: exit %d", code)
 	}
 }
@@ -43,7 +43,7 @@ func TestBenchReconnect(t *testing.T) {
 	if frames < 900 || toLive <= 0 || bytes <= 0 || late < 0 {
 		t.Errorf("RESULT %v", kv)
 	}
-	if code := run([]string{"bench", "reconnect", "-drop", "1s"}, new(discard), new(discard)); code != 1 {
+	if code := run([]string{"reconnect", "-drop", "1s"}, new(discard), new(discard)); code != 1 {
 		t.Errorf("-drop 1s: exit %d", code)
 	}
 }
@@ -89,7 +89,7 @@ func TestBenchReplica(t *testing.T) {
 	if resyncs != 0 {
 		t.Errorf("%d full resyncs", resyncs)
 	}
-	if code := run([]string{"bench", "replica", "-loss", "0.7"}, new(discard), new(discard)); code != 1 {
+	if code := run([]string{"replica", "-loss", "0.7"}, new(discard), new(discard)); code != 1 {
 		t.Errorf("-loss 0.7: exit %d", code)
 	}
 }

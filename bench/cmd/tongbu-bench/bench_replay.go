@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/tongbu/tongbu/examples/moba"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/movers"
 )
@@ -89,7 +90,7 @@ func benchReplay(args []string, out io.Writer) error {
 	}
 	seedPerMin := float64(seedReplayBytes) / 20
 	fmt.Fprintf(out, "replay: 10 players, 15 Hz, %g simulated minutes (simulated in %v)\n", *minutes, took.Round(time.Millisecond))
-	fmt.Fprintf(out, "input model (seed %d): %s\n\n", *seed, mobaModelDoc)
+	fmt.Fprintf(out, "input model (seed %d): %s\n\n", *seed, moba.Doc)
 	fmt.Fprintf(out, "frames                %d (%d inputs, %d made up player-frames)\n", st.Frames, rs.Inputs, rs.MadeUp)
 	fmt.Fprintf(out, "blocks, records       %d blocks, %d hash-check and join/leave records\n", st.Blocks, st.Records)
 	fmt.Fprintf(out, "verified              %d frames re-run, %d hashes checked, %d mismatches\n", vr.Frames, vr.Checked, vr.Mismatch)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/tongbu/tongbu/internal/browser"
+	"github.com/tongbu/tongbu/interop/browser"
 )
 
 // demoUnderTest builds the browser clients once per test binary and

@@ -20,9 +20,6 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
-	if os.Getenv(childEnv) != "" { // a cluster node of TestClusterProcesses
-		os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
-	}
 	os.Exit(m.Run())
 }
 
@@ -33,7 +30,7 @@ func TestBenchTransport(t *testing.T) {
 		t.Skip("starts a child process and WebRTC connections")
 	}
 	var out, errOut bytes.Buffer
-	code := run([]string{"bench", "transport", "-clients", "3", "-hz", "20", "-seconds", "1", "-rounds", "1"}, &out, &errOut)
+	code := run([]string{"transport", "-clients", "3", "-hz", "20", "-seconds", "1", "-rounds", "1"}, &out, &errOut)
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
 	}
@@ -61,7 +58,7 @@ func TestBenchRelayWebRTC(t *testing.T) {
 		t.Skip("starts a child process and WebRTC connections")
 	}
 	var out, errOut bytes.Buffer
-	code := run([]string{"bench", "relay", "-transport", "webrtc", "-players", "20", "-seconds", "3"}, &out, &errOut)
+	code := run([]string{"relay", "-transport", "webrtc", "-players", "20", "-seconds", "3"}, &out, &errOut)
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
 	}

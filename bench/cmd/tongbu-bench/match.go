@@ -2,65 +2,12 @@ package main
 
 import (
 	"fmt"
-	"math/rand/v2"
 	"time"
 
+	"github.com/tongbu/tongbu/examples/moba"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/movers"
 )
-
-// mobaModelDoc describes the input model for the printed headers.
-const mobaModelDoc = "each player issues a command every 0.3-1.5 s (uniform): " +
-	"60% move (heading, speed), 25% attack (heading, target), 15% skill (heading, skill 0-3); " +
-	"3-byte inputs; after a command a 4% chance of an idle stretch of 5-20 s (dead, shopping)"
-
-// mobaModel is a seeded MOBA-like input model: per player, a command every
-// 0.3 to 1.5 s; 60% of commands move (a heading that wanders from the
-// last one, a speed), 25% attack (a heading and one of 5 targets), 15% cast
-// one of 4 skills; after a command, a 4% chance of an idle stretch of 5 to
-// 20 s (dead, shopping, waiting). An input is 3 bytes: heading (1/256
-// turn), speed (1/16 unit per frame, 0 when standing to attack) and the
-// action (0 move, 1-5 attack target, 16-19 skill), which the movers game
-// reads as heading and speed.
-type mobaModel struct {
-	rng     *rand.Rand
-	next    []time.Time
-	heading []byte
-}
-
-func newMobaModel(players int, seed uint64, start time.Time) *mobaModel {
-	m := &mobaModel{rng: rand.New(rand.NewPCG(seed, 0x6d6f6261)), next: make([]time.Time, players), heading: make([]byte, players)}
-	for i := range m.next {
-		m.next[i] = start.Add(m.interval())
-		m.heading[i] = byte(m.rng.IntN(256))
-	}
-	return m
-}
-
-func (m *mobaModel) interval() time.Duration {
-	return 300*time.Millisecond + time.Duration(m.rng.Int64N(int64(1200*time.Millisecond)))
-}
-
-// input returns the player's command due by now, or nil.
-func (m *mobaModel) input(slot int, now time.Time) []byte {
-	if now.Before(m.next[slot]) {
-		return nil
-	}
-	m.next[slot] = now.Add(m.interval())
-	if m.rng.Float64() < 0.04 {
-		m.next[slot] = m.next[slot].Add(5*time.Second + time.Duration(m.rng.Int64N(int64(15*time.Second))))
-	}
-	m.heading[slot] += byte(m.rng.IntN(97) - 48)
-	h := m.heading[slot]
-	switch x := m.rng.Float64(); {
-	case x < 0.6:
-		return []byte{h, byte(16 + m.rng.IntN(33)), 0}
-	case x < 0.85:
-		return []byte{h, 0, byte(1 + m.rng.IntN(5))}
-	default:
-		return []byte{h, byte(8 + m.rng.IntN(9)), byte(16 + m.rng.IntN(4))}
-	}
-}
 
 // queueSender queues the room's messages for each peer; the simulated
 // match hands them to the clients at once (no network).
@@ -107,7 +54,7 @@ type simMatch struct {
 	out     *switchSender
 	clients []*lockstep.Client
 	games   []*movers.Game
-	model   *mobaModel
+	model   *moba.Model
 	n       int // frames run
 }
 
@@ -118,7 +65,7 @@ func newSimMatch(cfg lockstep.Config, start time.Time, seed uint64) (*simMatch, 
 	if err != nil {
 		return nil, err
 	}
-	m := &simMatch{cfg: cfg, start: start, room: room, out: out, model: newMobaModel(cfg.Players, seed, start)}
+	m := &simMatch{cfg: cfg, start: start, room: room, out: out, model: moba.NewModel(cfg.Players, seed, start)}
 	for slot := range cfg.Players {
 		c, err := lockstep.NewClient(cfg, slot)
 		if err != nil {
@@ -149,7 +96,7 @@ func (m *simMatch) step() error {
 			}
 		}
 		m.out.direct.q[slot] = m.out.direct.q[slot][:0]
-		if in := m.model.input(slot, now); in != nil {
+		if in := m.model.Input(slot, now); in != nil {
 			c.Input(now, in) // an input the client cannot place is dropped, as a game would
 		}
 		if err := m.room.Deliver(slot, c.Packet(now), now); err != nil {

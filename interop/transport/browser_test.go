@@ -1,6 +1,6 @@
 //go:build !js
 
-package transport
+package transport_test
 
 import (
 	"context"
@@ -13,7 +13,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/tongbu/tongbu/internal/browser"
+	"github.com/tongbu/tongbu/interop/browser"
+	"github.com/tongbu/tongbu/transport"
 )
 
 // TestBrowserClient runs transport.Dial compiled to WASM in headless
@@ -34,7 +35,7 @@ func TestBrowserClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0", IncludeLoopback: true, AllowedOrigins: []string{"*"}})
+	s, err := transport.NewServer(transport.ServerConfig{UDPAddr: "127.0.0.1:0", IncludeLoopback: true, AllowedOrigins: []string{"*"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +64,7 @@ func TestBrowserClient(t *testing.T) {
 			if err != nil {
 				return
 			}
-			if m.Channel == Reliable {
+			if m.Channel == transport.Reliable {
 				c.SendReliable(m.Data)
 			} else {
 				c.SendUnreliable(m.Data)

@@ -1,17 +1,15 @@
 //go:build !js
 
-package main
+package replaycli
 
 import (
 	"bytes"
-	"encoding/binary"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
-	arena "github.com/tongbu/tongbu/examples/arena/game"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/movers"
 )
@@ -97,46 +95,38 @@ func TestReplayCommands(t *testing.T) {
 	os.WriteFile(cut, file[:len(file)*2/3], 0o644)
 
 	var out, errb bytes.Buffer
-	if code := run([]string{"replay", "info", good}, &out, &errb); code != 0 || !strings.Contains(out.String(), `game       "movers"`) || !strings.Contains(out.String(), "hash comparisons") {
+	if code := Command([]string{"info", good}, &out, &errb); code != 0 || !strings.Contains(out.String(), `game       "movers"`) || !strings.Contains(out.String(), "hash comparisons") {
 		t.Fatalf("info: %d\n%s\n%s", code, out.String(), errb.String())
 	}
 	out.Reset()
-	if code := run([]string{"replay", "verify", good}, &out, &errb); code != 0 || !strings.Contains(out.String(), "verified") {
+	if code := Command([]string{"verify", good}, &out, &errb); code != 0 || !strings.Contains(out.String(), "verified") {
 		t.Fatalf("verify: %d\n%s\n%s", code, out.String(), errb.String())
 	}
 	t.Log(out.String())
 	errb.Reset()
-	if code := run([]string{"replay", "verify", cut}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "truncated") {
+	if code := Command([]string{"verify", cut}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "truncated") {
 		t.Fatalf("verify of a cut file: %d %s", code, errb.String())
 	}
-	if code := run([]string{"replay", "frobnicate", good}, &out, &errb); code != 2 {
+	if code := Command([]string{"frobnicate", good}, &out, &errb); code != 2 {
 		t.Fatalf("bad subcommand: %d", code)
 	}
 }
 
-// TestArenaSimulation: the arena game as replay verify runs it matches the
-// game itself, and bad params are refused.
-func TestArenaSimulation(t *testing.T) {
-	if _, err := newArenaSim(2, []byte{1}); err == nil {
-		t.Fatal("a 1-byte seed was accepted")
-	}
-	params := binary.LittleEndian.AppendUint64(nil, arena.RoomSeed("arena-1"))
-	sim, err := newArenaSim(2, params)
+// TestUnknownGame: a replay of a game the program does not link is
+// refused with a message that says so.
+func TestUnknownGame(t *testing.T) {
+	var buf bytes.Buffer
+	rw, err := lockstep.NewReplayWriter(&buf, lockstep.ReplayHeader{Game: "no-such-game", Config: lockstep.Config{Players: 2}.WithDefaults(), Start: time.Unix(1700000000, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	g, _ := arena.New(2, arena.RoomSeed("arena-1"))
-	in := arena.Input{MoveX: 1, Fire: true}.Append(nil)
-	for n := range 100 {
-		f := lockstep.Frame{Number: n, Slots: []lockstep.Slot{{Inputs: [][]byte{in}}, {MadeUp: true}}}
-		sim.Step(f)
-		g.Step(f)
-		if sim.Hash() != g.Hash() {
-			t.Fatalf("frame %d: the simulation and the game differ", n)
-		}
+	if err := rw.Close(); err != nil {
+		t.Fatal(err)
 	}
-	sim.Step(lockstep.Frame{Number: 500, Slots: []lockstep.Slot{{}, {}}}) // out of sequence
-	if sim.Hash() != 0 {
-		t.Fatal("a frame the game refuses went unnoticed")
+	file := filepath.Join(t.TempDir(), "x.tbr")
+	os.WriteFile(file, buf.Bytes(), 0o644)
+	var out, errb bytes.Buffer
+	if code := Command([]string{"verify", file}, &out, &errb); code != 1 || !strings.Contains(errb.String(), `no simulation for game "no-such-game"`) {
+		t.Fatalf("verify of an unknown game: %d %q", code, errb.String())
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tongbu/tongbu/examples/moba"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/movers"
 	"github.com/tongbu/tongbu/transport"
@@ -146,7 +147,7 @@ type liveClient struct {
 
 // tick is one render tick of a client: take the room's messages, act,
 // send, run the frames given.
-func (lc *liveClient) tick(now time.Time, model *mobaModel, every int) lockstep.Step {
+func (lc *liveClient) tick(now time.Time, model *moba.Model, every int) lockstep.Step {
 	for {
 		m, ok := lc.conn.TryReceive()
 		if !ok {
@@ -154,7 +155,7 @@ func (lc *liveClient) tick(now time.Time, model *mobaModel, every int) lockstep.
 		}
 		lc.c.Deliver(now, m.Data) // a bad message is dropped, as a game would
 	}
-	if in := model.input(lc.slot, now); in != nil {
+	if in := model.Input(lc.slot, now); in != nil {
 		lc.c.Input(now, in)
 	}
 	lc.conn.SendUnreliable(lc.c.Packet(now))
@@ -317,7 +318,7 @@ func reconnectRun(o reconnectOpts, snapshot bool, out io.Writer) (reconnectFigur
 	sched := lockstep.NewScheduler(1) // the rooms on one core; the clients use the other
 	defer sched.Close()
 	var bots []*liveClient
-	var models []*mobaModel
+	var models []*moba.Model
 	otherStart := time.Now().Add(100 * time.Millisecond)
 	for r := range *others {
 		j := &roomJob{conns: make([]*transport.MemConn, cfg.Players), late: lr}
@@ -325,7 +326,7 @@ func reconnectRun(o reconnectOpts, snapshot bool, out io.Writer) (reconnectFigur
 		if err != nil {
 			return fig, err
 		}
-		models = append(models, newMobaModel(cfg.Players, *seed+uint64(r)+1, otherStart))
+		models = append(models, moba.NewModel(cfg.Players, *seed+uint64(r)+1, otherStart))
 		for i := range cfg.Players {
 			cc, sc := net.Pipe(link, link)
 			j.conns[i] = sc
@@ -459,7 +460,7 @@ func reconnectRun(o reconnectOpts, snapshot bool, out io.Writer) (reconnectFigur
 
 	fmt.Fprintf(out, "reconnect: 5v5 at %d Hz; player %d drops at %v and rejoins over a %v RTT link; %d other rooms of 10 on one scheduler worker\n",
 		cfg.Hz, slot, *dropAt, 2**latency, *others)
-	fmt.Fprintf(out, "input model (seed %d): %s\n", *seed, mobaModelDoc)
+	fmt.Fprintf(out, "input model (seed %d): %s\n", *seed, moba.Doc)
 	fmt.Fprintf(out, "(the first %v simulated in %v, then real time; catch-up budget %d bytes per tick)\n\n", *dropAt, simulated.Round(time.Millisecond), cfg.CatchUpBytes)
 	if snapshot {
 		fmt.Fprintf(out, "frames missed          %d (a snapshot at frame %d, then the client ran %d while catching up, live from frame %d)\n", frames, snapAt, ran, live.Frame)

@@ -1,0 +1,149 @@
+// Package replaycli is the `replay` command of tongbu's programs: info
+// prints a replay file's header and statistics, verify re-runs it through
+// its game's simulation, found by the name the game registered with
+// lockstep.RegisterGame. A program verifies the games it links.
+package replaycli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/tongbu/tongbu/lockstep"
+)
+
+// Command runs `replay info|verify FILE` (args without "replay") and
+// returns the exit status.
+func Command(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 2 || (args[0] != "info" && args[0] != "verify") {
+		fmt.Fprintln(stderr, "usage: tongbu replay info FILE | tongbu replay verify FILE")
+		return 2
+	}
+	f, err := os.Open(args[1])
+	if err != nil {
+		fmt.Fprintln(stderr, "tongbu replay:", err)
+		return 1
+	}
+	defer f.Close()
+	var run func(io.Reader, io.Writer) error = replayInfo
+	if args[0] == "verify" {
+		run = replayVerify
+	}
+	if err := run(f, stdout); err != nil {
+		fmt.Fprintf(stderr, "tongbu replay %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func printHeader(out io.Writer, h lockstep.ReplayHeader) {
+	c := h.Config
+	fmt.Fprintf(out, "game       %q (%d bytes of parameters)\n", h.Game, len(h.Params))
+	fmt.Fprintf(out, "started    %s\n", h.Start.UTC().Format(time.RFC3339))
+	fmt.Fprintf(out, "room       %d players, %d Hz, fill %v, hash every %d frames\n", c.Players, c.Hz, c.Fill, c.HashEvery)
+	for i, n := range h.Players {
+		if n != "" {
+			fmt.Fprintf(out, "player %-3d %s\n", i, n)
+		}
+	}
+}
+
+// replayInfo prints a replay's header and statistics.
+func replayInfo(in io.Reader, out io.Writer) error {
+	cr := &countReader{r: in}
+	rr, err := lockstep.NewReplayReader(cr)
+	if err != nil {
+		return err
+	}
+	h := rr.Header()
+	printHeader(out, h)
+	var frames, inputs, madeUp, real int
+	var checks, dissent, joins, leaves int
+	for {
+		f, err := rr.Next()
+		for _, r := range rr.Records() {
+			switch r.Kind {
+			case lockstep.RecordCheck:
+				checks++
+				if len(r.Check.Others) > 0 || !r.Check.Majority {
+					dissent++
+				}
+			case lockstep.RecordJoin:
+				joins++
+			case lockstep.RecordLeave:
+				leaves++
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			fmt.Fprintf(out, "read       %d frames before: %v\n", frames, err)
+			return err
+		}
+		frames++
+		for _, s := range f.Slots {
+			if s.MadeUp {
+				madeUp++
+			} else {
+				real++
+				inputs += len(s.Inputs)
+			}
+		}
+	}
+	dur := time.Duration(frames) * h.Config.Period()
+	fmt.Fprintf(out, "frames     %d (%v)\n", frames, dur)
+	fmt.Fprintf(out, "inputs     %d; %d player-frames with input, %d made up\n", inputs, real, madeUp)
+	fmt.Fprintf(out, "checks     %d hash comparisons, %d with dissent\n", checks, dissent)
+	fmt.Fprintf(out, "lifecycle  %d joins, %d leaves\n", joins, leaves)
+	perMin := 0.0
+	if dur > 0 {
+		perMin = float64(cr.n) / dur.Minutes()
+	}
+	fmt.Fprintf(out, "size       %d bytes, %.0f bytes per minute\n", cr.n, perMin)
+	return nil
+}
+
+// replayVerify re-runs a replay through its game's simulation.
+func replayVerify(in io.Reader, out io.Writer) error {
+	rr, err := lockstep.NewReplayReader(in)
+	if err != nil {
+		return err
+	}
+	h := rr.Header()
+	printHeader(out, h)
+	mk, ok := lockstep.LookupGame(h.Game)
+	if !ok {
+		return fmt.Errorf("no simulation for game %q in this program (it knows %v): verify it with a program that links the game's package", h.Game, lockstep.Games())
+	}
+	sim, err := mk(h.Config.Players, h.Params)
+	if err != nil {
+		return err
+	}
+	res, err := lockstep.Verify(rr, sim)
+	fmt.Fprintf(out, "ran        %d frames; %d hash checks compared, %d mismatched; %d checks with dissent\n", res.Frames, res.Checked, res.Mismatch, res.Desyncs)
+	if err != nil {
+		return err
+	}
+	if res.Mismatch > 0 {
+		return fmt.Errorf("the simulation does not reach the recorded hash at %d checks, first at frame %d", res.Mismatch, res.FirstMismatch)
+	}
+	if res.Checked == 0 {
+		return errors.New("the replay records no hash to check")
+	}
+	fmt.Fprintln(out, "verified")
+	return nil
+}
+
+type countReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
