@@ -17,7 +17,7 @@ func TestGeneratedUpToDate(t *testing.T) {
 		types []string
 		file  string
 	}{
-		{"../../internal/codecbench", []string{"Character"}, "character_codec.go"},
+		{"../../bench/internal/codecbench", []string{"Character"}, "character_codec.go"},
 		{"../../codec/internal/recordtest", []string{"Sample", "Wide"}, "sample_codec.go"},
 		{"../../examples/records", []string{"Unit"}, "unit_codec.go"},
 	} {

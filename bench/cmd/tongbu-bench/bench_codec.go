@@ -6,7 +6,7 @@ import (
 	"testing"
 	"text/tabwriter"
 
-	"github.com/tongbu/tongbu/internal/codecbench"
+	"github.com/tongbu/tongbu/bench/internal/codecbench"
 )
 
 // seedBits is the size of the seed's G2C_NEW_CHARACTER_INTO_REGION (17

@@ -1,20 +1,20 @@
 //go:build !js
 
-package main
+// Package serve_test runs `tongbu serve` processes, built from cmd/tongbu,
+// as one cluster over a NATS server started in the test.
+package serve_test
 
 import (
 	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -25,13 +25,46 @@ import (
 	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/engine/cluster"
 	"github.com/tongbu/tongbu/interop/natstest"
-	"github.com/tongbu/tongbu/lockstep"
 )
 
-// childEnv marks a child process of a test that runs one command line of
-// the tool (this test binary re-executed) instead of the tests; TestMain
-// (transport_test.go) looks for it.
-const childEnv = "TONGBU_TEST_CHILD"
+// clusterStatusPath is where a node serves its directory as JSON
+// (cmd/tongbu's serve_cluster.go).
+const clusterStatusPath = "/cluster"
+
+var (
+	buildOnce sync.Once
+	binary    string
+	buildErr  error
+)
+
+// tongbuBinary builds cmd/tongbu once per test binary and returns its path.
+func tongbuBinary(t *testing.T) string {
+	t.Helper()
+	buildOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "tongbu-serve-")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binary = filepath.Join(dir, "tongbu")
+		out, err := exec.Command("go", "build", "-o", binary, "github.com/tongbu/tongbu/cmd/tongbu").CombinedOutput()
+		if err != nil {
+			buildErr = fmt.Errorf("go build cmd/tongbu: %v\n%s", err, out)
+		}
+	})
+	if buildErr != nil {
+		t.Fatal(buildErr)
+	}
+	return binary
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binary != "" {
+		os.RemoveAll(filepath.Dir(binary))
+	}
+	os.Exit(code)
+}
 
 // lockedBuffer collects a child's stderr.
 type lockedBuffer struct {
@@ -64,9 +97,9 @@ type serveProc struct {
 // waits for it to print its address.
 func startServe(t *testing.T, natsURL, secret, id string) *serveProc {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "serve", "-http", "127.0.0.1:0", "-udp", "0", "-loopback",
+	cmd := exec.Command(tongbuBinary(t), "serve", "-http", "127.0.0.1:0", "-udp", "0", "-loopback",
 		"-nats", natsURL, "-node", id, "-capacity", "4", "-heartbeat", "50ms")
-	cmd.Env = append(os.Environ(), childEnv+"=1", "TONGBU_SECRET="+secret)
+	cmd.Env = append(os.Environ(), "TONGBU_SECRET="+secret)
 	p := &serveProc{id: id, cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
@@ -316,69 +349,5 @@ func TestClusterProcesses(t *testing.T) {
 		t.Fatalf("with %s left holding %d of 4: %+v, %v", last.id, held, p, err)
 	case held == 4 && !errors.Is(err, cluster.ErrNoCapacity):
 		t.Fatalf("with %s left and full: %+v, %v", last.id, p, err)
-	}
-}
-
-func TestServeClusterConfig(t *testing.T) {
-	var cfg serveConfig
-	dec := json.NewDecoder(strings.NewReader(`{"cluster":{"nats":"nats://127.0.0.1:4222","node":"eu-1",
-		"public_url":"https://eu-1.example","capacity":50,"heartbeat":"500ms","prefix":"game"}}`))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&cfg); err != nil {
-		t.Fatal(err)
-	}
-	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
-	cf := clusterFlags(fs)
-	if err := fs.Parse([]string{"-capacity", "7"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := cf.apply(&cfg.Cluster); err != nil || cfg.Cluster.Capacity != 7 || cfg.Cluster.Node != "eu-1" || cfg.Cluster.Heartbeat != "500ms" {
-		t.Fatalf("%+v, %v", cfg.Cluster, err)
-	}
-	bad := clusterConfig{Heartbeat: "often"}
-	if err := cf.apply(&bad); err == nil {
-		t.Fatal("a bad heartbeat accepted")
-	}
-	var none clusterConfig
-	if err := clusterFlags(flag.NewFlagSet("x", flag.ContinueOnError)).apply(&none); err != nil || none.Capacity != 100 || none.NATS != "" {
-		t.Fatalf("defaults %+v, %v", none, err)
-	}
-	srv, err := engine.NewServer(engine.Config{Secret: []byte("0123456789abcdef"), NoWebRTC: true, MaxRooms: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Shutdown(t.Context())
-	every := &net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}
-	if _, err := joinCluster(srv, &clusterConfig{NATS: "nats://127.0.0.1:1", Capacity: 1}, every, slog.Default()); err == nil || !strings.Contains(err.Error(), "-public-url") {
-		t.Fatalf("no public URL on every interface: %v", err)
-	}
-	if got := sanitizeID("game.host:8080"); got != "game_host_8080" {
-		t.Fatalf("sanitizeID = %q", got)
-	}
-
-	host := roomHost(srv)
-	for _, c := range []string{`{"players":`, `{"players":2,"colour":"red"}`, `{"fill":"sometimes"}`} {
-		if _, err := host(cluster.RoomRequest{Room: "r", Config: json.RawMessage(c)}); err == nil {
-			t.Fatalf("config %s accepted", c)
-		}
-	}
-	tickets, err := host(cluster.RoomRequest{Room: "duel", Players: []string{"p1", "p2"}, Config: json.RawMessage(`{"players":2,"hz":30,"late":"next"}`)})
-	if err != nil || len(tickets) != 2 {
-		t.Fatalf("%v, %v", tickets, err)
-	}
-	if r, ok := srv.Room("duel"); !ok || r.Config().Hz != 30 || r.Config().Late != lockstep.LateNextFrame {
-		t.Fatal("room duel not created as configured")
-	}
-	if tk, err := engine.ParseTicket([]byte("0123456789abcdef"), tickets["p2"], time.Now()); err != nil || tk.Target != "duel" {
-		t.Fatalf("ticket %+v, %v", tk, err)
-	}
-	if _, err := host(cluster.RoomRequest{Room: "duel"}); err == nil {
-		t.Fatal("a second room named duel")
-	}
-	if _, err := host(cluster.RoomRequest{Room: "two"}); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := host(cluster.RoomRequest{Room: "three"}); !errors.Is(err, cluster.ErrFull) {
-		t.Fatalf("over MaxRooms: %v", err)
 	}
 }
