@@ -3,21 +3,9 @@
 package wasm_test
 
 import (
-	"context"
-	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/chromedp/chromedp"
-
-	"github.com/tongbu/tongbu/engine"
-	"github.com/tongbu/tongbu/interop/browser"
-	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/wasm"
 )
 

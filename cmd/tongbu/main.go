@@ -8,7 +8,7 @@
 //
 //	tongbu demo                 start the demo server (both modes, with bots)
 //	tongbu serve [-config f]    run the server alone, as a relay
-//	tongbu serve -nats url      ... as one node of a cluster (engine/cluster)
+//	tongbu serve -nats url      ... as one node of a cluster (cluster)
 //	tongbu ticket -player p -target t
 //	                            print a ticket signed with $TONGBU_SECRET
 //	tongbu bench [-benchtime d] [scenario [flags]]

@@ -10,8 +10,9 @@ import (
 )
 
 // replayCommand runs `tongbu replay info|verify FILE`. verify re-runs the
-// games this binary links (lockstep.RegisterGame); a game server's own
-// binary links its game and can offer the same command with replaycli.
+// games this binary links (lockstep.RegisterGame): the movers test game
+// here; the demo binary (examples/demo) offers the same command with the
+// arena linked too.
 func replayCommand(args []string, stdout, stderr io.Writer) int {
 	return replaycli.Command(args, stdout, stderr)
 }

@@ -16,12 +16,12 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/tongbu/tongbu/engine"
-	"github.com/tongbu/tongbu/engine/cluster"
+	"github.com/tongbu/tongbu/cluster"
 )
 
 // clusterConfig is the "cluster" object of the serve config: several serve
 // processes that share one NATS server place rooms on whichever has
-// capacity (package engine/cluster).
+// capacity (package cluster).
 type clusterConfig struct {
 	NATS      string `json:"nats"`       // NATS URL; empty: no cluster
 	Node      string `json:"node"`       // node id, default the host name and HTTP port

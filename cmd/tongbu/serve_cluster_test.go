@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/engine"
-	"github.com/tongbu/tongbu/engine/cluster"
+	"github.com/tongbu/tongbu/cluster"
 	"github.com/tongbu/tongbu/lockstep"
 )
 

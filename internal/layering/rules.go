@@ -4,6 +4,7 @@ package layering
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -26,14 +27,26 @@ type rule struct {
 
 var (
 	modes    = []string{"lockstep", "interest"}
-	programs = []string{"cmd", "examples"}
+	programs = []string{"cmd", "examples", "bench", "interop"}
 	heavy    = []string{"github.com/hajimehoshi/ebiten", "github.com/chromedp"}
 	// nats is for the packages that carry messages between processes
-	// (engine/natsbus, engine/cluster) and the programs: nothing below
-	// engine, nor what the browser client imports (engine itself, wasm).
+	// (natsbus, cluster) and the programs: nothing below engine, nor what
+	// the browser client imports (engine, wasm).
 	nats = "github.com/nats-io/"
-	// natsServer is a test dependency: only the test helper may import it.
+	// natsServer is a test dependency of the interop module.
 	natsServer = "github.com/nats-io/nats-server"
+)
+
+// The library module (this one) is what a game server imports. The
+// examples, the benchmarks and the tests against outside programs are
+// modules of their own (apart, below the same path), and no package of the
+// library, the server binary included, may depend on them, on their heavy
+// dependencies, or on the testing package.
+var (
+	apart        = []string{"examples", "bench", "interop"}
+	apartExt     = append([]string{natsServer}, heavy...)
+	apartStd     = []string{"testing"}
+	libraryRules = rule{denyLocal: apart, denyExternal: apartExt}
 )
 
 // rules maps a directory to its rule; a package takes the rule of the
@@ -56,27 +69,39 @@ var rules = map[string]rule{
 		allowLocal:    []string{"interest", "codec"},
 		allowExternal: []string{"github.com/golang/snappy", "github.com/pkg/errors"},
 	},
-	// engine wires everything below it; nothing above.
-	"engine": {denyLocal: append([]string{"wasm"}, programs...), denyExternal: heavy},
-	// engine/replica (seed 004) sits beside the modes: codec and its own
+	// engine wires everything below it; nothing above, and nothing of the
+	// packages that join server processes (cluster, natsbus): the server
+	// binary wires those to it.
+	"engine": {denyLocal: append([]string{"wasm", "cluster", "natsbus"}, programs...), denyExternal: heavy},
+	// natsbus: a message bus over nats.go (and what it pulls in), nothing
+	// of the library.
+	"natsbus": {allowLocal: []string{"natsbus"}, denyExternal: heavy},
+	// cluster: placement of rooms across server processes, over NATS; it
+	// may use the engine and natsbus, not the browser glue.
+	"cluster": {denyLocal: append([]string{"wasm", "replica"}, programs...), denyExternal: heavy},
+	// replica (seed 004) sits beside the modes: codec and its own
 	// packages, snappy; no transport, no modes, nothing else of engine.
-	"engine/replica": {
-		allowLocal:    []string{"engine/replica", "codec"},
+	"replica": {
+		allowLocal:    []string{"replica", "codec"},
 		allowExternal: []string{"github.com/golang/snappy"},
 	},
 	// wasm is the browser glue over engine.
 	"wasm": {denyLocal: programs, denyExternal: []string{"github.com/chromedp", nats}},
 	// internal helpers may not reach the programs.
 	"internal": {denyLocal: programs},
-	"cmd":      {},
+	// the library's programs (the server binary, the code generator).
+	"cmd": {},
+	// the modules apart: their own go.mod, checked by their own builds.
 	"examples": {},
+	"bench":    {},
+	"interop":  {},
 }
 
 // packageRules add to the rule of the top-level directory for single
 // packages (relative paths), checked besides it.
 var packageRules = map[string]rule{
-	// engine itself builds for js/wasm and every client imports it: NATS
-	// stays in its own packages beside it.
+	// engine builds for js/wasm and every client imports it: NATS stays
+	// in its own packages beside it.
 	"engine": {denyExternal: []string{nats}},
 }
 
@@ -93,19 +118,22 @@ func Check(pkg string, deps []string, isStd func(string) bool) []string {
 		return []string{fmt.Sprintf("%s: no layering rule for top-level directory %q (add it to internal/layering)", pkg, top)}
 	}
 	pr, hasPR := packageRules[rel]
+	inLibrary := !slices.Contains(apart, top)
 	var bad []string
 	for _, d := range deps {
 		if isStd(d) {
+			if inLibrary && slices.Contains(apartStd, d) {
+				bad = append(bad, fmt.Sprintf("%s must not depend on %s (the library links no test code)", pkg, d))
+			}
 			continue
 		}
 		if dl, ok := local(d); ok {
-			if !r.allowsLocal(dl) || hasPR && !pr.allowsLocal(dl) {
+			if !r.allowsLocal(dl) || hasPR && !pr.allowsLocal(dl) || inLibrary && !libraryRules.allowsLocal(dl) {
 				bad = append(bad, fmt.Sprintf("%s must not depend on %s", pkg, d))
 			}
 			continue
 		}
-		if !r.allowsExternal(d) || hasPR && !pr.allowsExternal(d) ||
-			strings.HasPrefix(d, natsServer) && rel != "internal/natstest" {
+		if !r.allowsExternal(d) || hasPR && !pr.allowsExternal(d) || inLibrary && !libraryRules.allowsExternal(d) {
 			bad = append(bad, fmt.Sprintf("%s must not depend on %s", pkg, d))
 		}
 	}

@@ -1,4 +1,4 @@
-// Package replicatest holds the records that engine/replica's tests,
+// Package replicatest holds the records that replica's tests,
 // fuzz targets and example, and tongbu bench replica, replicate: the
 // seed's guilds and teams.
 package replicatest

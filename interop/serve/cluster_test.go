@@ -23,7 +23,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/engine"
-	"github.com/tongbu/tongbu/engine/cluster"
+	"github.com/tongbu/tongbu/cluster"
 	"github.com/tongbu/tongbu/interop/natstest"
 )
 

@@ -16,7 +16,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
-	"github.com/tongbu/tongbu/engine/replica"
+	"github.com/tongbu/tongbu/replica"
 	"github.com/tongbu/tongbu/internal/replicatest"
 )
 

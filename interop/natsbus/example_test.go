@@ -5,7 +5,7 @@ package natsbus_test
 import (
 	"fmt"
 
-	"github.com/tongbu/tongbu/engine/natsbus"
+	"github.com/tongbu/tongbu/natsbus"
 	"github.com/tongbu/tongbu/interop/natstest"
 )
 

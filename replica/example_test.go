@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tongbu/tongbu/engine/replica"
+	"github.com/tongbu/tongbu/replica"
 	"github.com/tongbu/tongbu/internal/replicatest"
 )
 

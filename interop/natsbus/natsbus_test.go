@@ -9,11 +9,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tongbu/tongbu/engine/natsbus"
+	"github.com/tongbu/tongbu/natsbus"
 	"github.com/tongbu/tongbu/interop/natstest"
 )
 
-// bus is the interface engine/replica runs over; *natsbus.Bus must
+// bus is the interface replica runs over; *natsbus.Bus must
 // satisfy it without importing that package.
 type bus interface {
 	Publish(subject string, msg []byte) error

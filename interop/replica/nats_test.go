@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tongbu/tongbu/engine/natsbus"
-	"github.com/tongbu/tongbu/engine/replica"
+	"github.com/tongbu/tongbu/natsbus"
+	"github.com/tongbu/tongbu/replica"
 	"github.com/tongbu/tongbu/internal/replicatest"
 	"github.com/tongbu/tongbu/interop/natstest"
 )

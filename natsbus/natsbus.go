@@ -1,6 +1,6 @@
 // Package natsbus carries messages between processes on core NATS (no
 // JetStream): a Bus whose Publish and Subscribe are those of the bus
-// interface engine/replica runs its protocol over, so that a world server
+// interface replica runs its protocol over, so that a world server
 // and its game servers in separate processes share one NATS server.
 //
 // Delivery is core NATS's: at most once, in order per publisher and
