@@ -15,8 +15,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/cluster"
+	"github.com/tongbu/tongbu/engine"
 )
 
 // clusterConfig is the "cluster" object of the serve config: several serve

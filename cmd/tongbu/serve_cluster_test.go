@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/cluster"
+	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/lockstep"
 )
 

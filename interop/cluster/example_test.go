@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
-	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/cluster"
+	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/interop/natstest"
 	"github.com/tongbu/tongbu/lockstep"
 )

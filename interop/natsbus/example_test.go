@@ -5,8 +5,8 @@ package natsbus_test
 import (
 	"fmt"
 
-	"github.com/tongbu/tongbu/natsbus"
 	"github.com/tongbu/tongbu/interop/natstest"
+	"github.com/tongbu/tongbu/natsbus"
 )
 
 // Example shows a world server and a game server, each with its own

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tongbu/tongbu/natsbus"
 	"github.com/tongbu/tongbu/interop/natstest"
+	"github.com/tongbu/tongbu/natsbus"
 )
 
 // bus is the interface replica runs over; *natsbus.Bus must

@@ -22,8 +22,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/cluster"
+	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/interop/natstest"
 )
 

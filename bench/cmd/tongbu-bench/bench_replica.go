@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
-	"github.com/tongbu/tongbu/replica"
 	"github.com/tongbu/tongbu/internal/replicatest"
+	"github.com/tongbu/tongbu/replica"
 )
 
 func init() {
