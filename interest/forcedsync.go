@@ -16,7 +16,7 @@ func (o *observer) forced(w *World, me *entity) {
 		return
 	}
 	c := w.regionAt(me.reg)
-	lead := w.cfg.frames(w.cfg.Lead)
+	lead := w.leadFrames
 	for s := range 9 {
 		if !o.open[s] {
 			continue

@@ -132,7 +132,7 @@ func (w *World) moveObserver(o *observer, from, to int32) {
 // leavers older than missed looks.
 func (w *World) left(o *observer, from int32) {
 	reg := &w.regions[from]
-	window := 2 * w.cfg.frames(removeGrace)
+	window := w.leaverFrames
 	n := 0
 	for n < len(reg.leavers) && w.frame-reg.leavers[n].at > window {
 		n++

@@ -94,7 +94,7 @@ func (o *observer) crossed(w *World, from, to int32) {
 	a, b := w.regionAt(from), w.regionAt(to)
 	var enter, due [9]int
 	var open [9]bool
-	forced := w.cfg.frames(w.cfg.ForcedSync)
+	forced := w.forcedFrames
 	for s := range 9 {
 		r := Region{b.X + s%3 - 1, b.Y + s/3 - 1}
 		if old := slotOf(a, r); old >= 0 {

@@ -338,7 +338,7 @@ func (w *World) gone(id ID, from, to int32) {
 // its range.
 func (w *World) missed(id ID, from, ri int32) {
 	a := w.regionAt(ri)
-	window := 2 * w.cfg.frames(removeGrace)
+	window := w.leaverFrames
 	leavers := func(r int32) {
 		for _, l := range w.regions[r].leavers {
 			if w.frame-l.at > window || l.o.id == id || w.ent(l.o.id).obs != l.o {

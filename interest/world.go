@@ -101,6 +101,11 @@ type World struct {
 	// lateFrames is how long a discovery takes: a broadcast this recent
 	// may not yet have brought the client's request and its answer.
 	lateFrames int
+	// Frame counts of the configuration's durations, which every border
+	// crossing reads: Config.ForcedSync, Config.Lead, and how long a
+	// region remembers the observers that left it (twice removeGrace:
+	// missed).
+	forcedFrames, leadFrames, leaverFrames int
 	// By ID: the entity's observer waits for some region's forced sync
 	// (observer.open), so that a crossing passes over the observers
 	// around it that wait for none without reading them.
@@ -127,7 +132,8 @@ func NewWorld(cfg Config, start time.Time, out Sender) (*World, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	w := &World{cfg: cfg, lay: newLayout(cfg), out: out, start: start, lateFrames: cfg.frames(lateBroadcast)}
+	w := &World{cfg: cfg, lay: newLayout(cfg), out: out, start: start, lateFrames: cfg.frames(lateBroadcast),
+		forcedFrames: cfg.frames(cfg.ForcedSync), leadFrames: cfg.frames(cfg.Lead), leaverFrames: 2 * cfg.frames(removeGrace)}
 	w.regions = make([]region, cfg.Width*cfg.Height)
 	w.busy = make([]bool, len(w.regions))
 	w.city = make([]bool, len(w.regions))
