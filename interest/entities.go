@@ -7,6 +7,8 @@ import (
 	"github.com/tongbu/tongbu/interest/internal/prefetch"
 )
 
+// entity is the world's record of one entity, laid out in cache lines by
+// what reads it.
 type entity struct {
 	// The first cache line holds what every frame's loops read: the
 	// movement loop, forced-sync scans, range checks.

@@ -1,9 +1,10 @@
 package interest
 
-import (
-	"github.com/tongbu/tongbu/codec"
-)
+import "github.com/tongbu/tongbu/codec"
 
+// region is one square of the map's grid: the entities in it, the
+// observers whose entity is in it, and the frame's messages that the
+// observers in range pick up from it.
 type region struct {
 	ents    []ID
 	obs     []*observer
