@@ -148,7 +148,7 @@ func (c Config) Validate() error {
 		return bad("max entities %d out of 2..2^24", c.MaxEntities)
 	case c.ForcedSync < 0 || c.Lead < 0:
 		return bad("negative forced-sync delay")
-	case c.History < time.Second/time.Duration(c.Hz) || c.History > 10*time.Minute:
+	case c.History < c.Period() || c.History > 10*time.Minute:
 		return bad("history %v out of one frame..10m", c.History)
 	case c.Tolerance < 0 || c.MaxSpeed < 1 || c.MaxSpeed > 1<<16 || c.MaxMove < 1 || c.MaxMove > 1<<24:
 		return bad("movement bounds (tolerance %d, speed %d, move %d)", c.Tolerance, c.MaxSpeed, c.MaxMove)
@@ -168,12 +168,18 @@ func (c Config) Validate() error {
 
 // frames converts a duration to whole frames, rounding up.
 func (c Config) frames(d time.Duration) int {
-	p := time.Second / time.Duration(c.Hz)
+	p := c.Period()
 	return int((d + p - 1) / p)
 }
 
 // Period is the time between frames.
 func (c Config) Period() time.Duration { return time.Second / time.Duration(c.Hz) }
+
+// Bounds returns the map's far corner: the largest coordinate on each
+// axis. Positions on the map run from 0 to it, both included.
+func (c Config) Bounds() Vec {
+	return Vec{X: int32(c.Width*c.RegionSize - 1), Y: int32(c.Height*c.RegionSize - 1)}
+}
 
 // Match is a policy condition on one property: any value, yes or no.
 type Match uint8

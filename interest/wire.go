@@ -131,6 +131,7 @@ type layout struct {
 }
 
 func newLayout(c Config) layout {
+	hi := c.Bounds()
 	return layout{
 		cfg:     c,
 		idBits:  bits.Len(uint(c.MaxEntities - 1)),
@@ -140,8 +141,8 @@ func newLayout(c Config) layout {
 		ryMax:   uint64(c.Height - 1),
 		offMax:  uint64(c.RegionSize - 1),
 		history: c.frames(c.History),
-		maxX:    int32(c.Width*c.RegionSize - 1),
-		maxY:    int32(c.Height*c.RegionSize - 1),
+		maxX:    hi.X,
+		maxY:    hi.Y,
 	}
 }
 

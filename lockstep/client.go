@@ -106,7 +106,7 @@ func (c *Client) serverFrame(t time.Time) float64 {
 	if !c.clockSet {
 		return float64(c.have)
 	}
-	return (float64(t.UnixNano())/1e6 - c.minOffset) / (1000 / float64(c.cfg.Hz))
+	return (float64(t.UnixNano())/1e6 - c.minOffset) / cutMs(1, c.cfg.Hz)
 }
 
 // Input queues one input of the player and returns the frame it targets:
@@ -250,7 +250,7 @@ func (c *Client) margin(seq uint32, ms int) {
 	if i < 0 {
 		return
 	}
-	period := 1000 / float64(c.cfg.Hz)
+	period := cutMs(1, c.cfg.Hz)
 	c.excess = append(c.excess, float64(ms)/period-c.stamps[i].lead)
 	if len(c.excess) > marginWindow {
 		c.excess = c.excess[len(c.excess)-marginWindow:]
@@ -280,7 +280,7 @@ func (c *Client) frame(now time.Time, f Frame) {
 	c.received = append(c.received, f.Number)
 	// The server frame clock: cut n at minOffset + n*period, from the
 	// earliest arrival seen.
-	off := float64(now.UnixNano())/1e6 - float64(f.Number)*1000/float64(c.cfg.Hz)
+	off := float64(now.UnixNano())/1e6 - cutMs(f.Number, c.cfg.Hz)
 	if !c.clockSet || off < c.minOffset {
 		c.minOffset, c.clockSet = off, true
 	}

@@ -193,7 +193,7 @@ func (c Config) key() configKey {
 }
 
 // Period returns the time between two frames.
-func (c Config) Period() time.Duration { return time.Second / time.Duration(c.Hz) }
+func (c Config) Period() time.Duration { return c.cutOffset(1) }
 
 // cutTime returns when frame n is cut, counted from start without drift:
 // start + n/Hz, computed exactly rather than by adding periods.
@@ -205,3 +205,8 @@ func (c Config) cutTime(start time.Time, n int) time.Time {
 func (c Config) cutOffset(n int) time.Duration {
 	return time.Duration(int64(n) * int64(time.Second) / int64(c.Hz))
 }
+
+// cutMs is when frame n is cut at hz frames a second, in milliseconds
+// from the room's start, as a float: the clients' clock estimates and the
+// jitter buffer count in these. cutMs(1, hz) is the period.
+func cutMs(n, hz int) float64 { return float64(n) * 1000 / float64(hz) }

@@ -89,7 +89,7 @@ type sample struct{ d, at float64 }
 // NewJitterBuffer returns a buffer for frames cut hz times a second.
 func NewJitterBuffer(hz int) *JitterBuffer {
 	return &JitterBuffer{
-		period:   1000 / float64(hz),
+		period:   cutMs(1, hz),
 		arrived:  make(map[int]bool),
 		playhead: -1,
 	}

@@ -419,8 +419,9 @@ func (s *worldSim) around(p interest.Vec, d int) interest.Vec {
 }
 
 func (s *worldSim) clamp(p interest.Vec) interest.Vec {
-	p.X = min(max(p.X, 0), int32(s.cfg.Width*s.cfg.RegionSize-1))
-	p.Y = min(max(p.Y, 0), int32(s.cfg.Height*s.cfg.RegionSize-1))
+	hi := s.cfg.Bounds()
+	p.X = min(max(p.X, 0), hi.X)
+	p.Y = min(max(p.Y, 0), hi.Y)
 	return p
 }
 

@@ -54,14 +54,9 @@ func (c *camera) follow(x, y float64, regionSize int) {
 	c.cy += dy / 4
 }
 
-// mapMax returns the highest position on the map.
-func mapMax(cfg *interest.Config) interest.Vec {
-	return interest.Vec{X: int32(cfg.Width*cfg.RegionSize - 1), Y: int32(cfg.Height*cfg.RegionSize - 1)}
-}
-
 // clampMap puts a world point on the map.
 func clampMap(cfg *interest.Config, x, y float64) interest.Vec {
-	m := mapMax(cfg)
+	m := cfg.Bounds()
 	return interest.Vec{
 		X: int32(min(max(math.Round(x), 0), float64(m.X))),
 		Y: int32(min(max(math.Round(y), 0), float64(m.Y))),

@@ -259,7 +259,7 @@ func box(p interest.Vec, r int32, lo, hi interest.Vec) (interest.Vec, interest.V
 
 // mapBounds returns the lowest and highest positions on the map.
 func (d *Demo) mapBounds() (lo, hi interest.Vec) {
-	return interest.Vec{}, interest.Vec{X: int32(d.wc.Width*d.wc.RegionSize - 1), Y: int32(d.wc.Height*d.wc.RegionSize - 1)}
+	return interest.Vec{}, d.wc.Bounds()
 }
 
 // speed converts metres a second to units a frame, within the world's

@@ -1,0 +1,275 @@
+package interest
+
+import (
+	"fmt"
+)
+
+// pending is a command waiting for the frame's flush, when it is encoded
+// once into the region its entity is in by then.
+type pending struct {
+	id    ID
+	reg   int32 // where the entity was when the command was given
+	frame int
+	c     command
+	tag   int
+}
+
+func (w *World) checkLogic(lg *Logic) error {
+	if !w.lay.onMap(lg.Pos) || !w.lay.onMap(lg.Dest) {
+		return fmt.Errorf("%w: %v -> %v", ErrOffMap, lg.Pos, lg.Dest)
+	}
+	if lg.Speed < 0 || lg.Speed > int32(w.cfg.MaxSpeed) || lg.State > 31 || lg.Life > 100 || lg.Mana > 100 || lg.Rage > 100 ||
+		(w.cfg.MagicBits < 32 && lg.Magic>>w.cfg.MagicBits != 0) {
+		return fmt.Errorf("%w: logic field out of range: %+v", ErrConfig, *lg)
+	}
+	if d := int64(w.cfg.MaxMove); lg.Pos.DistSq(lg.Dest) > 2*d*d {
+		return fmt.Errorf("%w: destination %v too far from %v", ErrConfig, lg.Dest, lg.Pos)
+	}
+	return nil
+}
+
+// Spawn adds an entity and announces it to every client in range. An
+// entity with Speed 0 stands at Pos whatever Dest says.
+func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
+	if kind >= numKinds {
+		return 0, fmt.Errorf("%w: kind %d", ErrConfig, kind)
+	}
+	if lg.Speed == 0 {
+		lg.Dest = lg.Pos // standing: Dest is not needed
+	}
+	if err := w.checkLogic(&lg); err != nil {
+		return 0, err
+	}
+	if len(d.Name) > MaxName {
+		return 0, fmt.Errorf("%w: name over %d bytes", ErrConfig, MaxName)
+	}
+	var e *entity
+	switch {
+	case w.freeAt < len(w.free):
+		id := w.free[w.freeAt]
+		w.freeAt++
+		if w.freeAt == len(w.free) {
+			w.free, w.freeAt = w.free[:0], 0
+		}
+		e = w.ent(id)
+		*e = entity{id: id, dver: e.dver + 1, abs: e.abs, rel: e.rel}
+	case w.ids < w.cfg.MaxEntities:
+		if len(w.slab) == 0 {
+			w.slab = make([]entity, entitySlab)
+			w.slabs = append(w.slabs, &w.slab[0])
+		}
+		e = &w.slab[0]
+		w.slab = w.slab[1:]
+		e.id = ID(w.ids)
+		w.ids++
+		e.rel.b, e.abs.b = e.relBuf[:0], e.absBuf[:0]
+		w.where, w.lastBc, w.waiting = append(w.where, -1), append(w.lastBc, 0), append(w.waiting, false)
+	default:
+		return 0, ErrFull
+	}
+	e.kind, e.lg, e.alive = kind, lg, true
+	w.setDisplay(e.id, d)
+	e.mover, e.dirtyAt, e.absFrame, e.relFrame, e.crossed = -1, -1, -1, -1, -1
+	w.lastBc[e.id], e.lastSyn = w.frame, w.frame
+	w.setRegion(e, w.regionOfPos(lg.Pos))
+	w.addTo(e, e.reg)
+	if lg.Moving() {
+		w.startMoving(e)
+	}
+	w.announce(e, -1, e.reg)
+	return e.id, nil
+}
+
+// Despawn removes an entity; clients in range are told.
+func (w *World) Despawn(id ID) error {
+	e, err := w.lookup(id)
+	if err != nil {
+		return err
+	}
+	if e.obs != nil {
+		w.Leave(id)
+	}
+	w.pend = append(w.pend, pending{id: id, reg: e.reg, tag: tagRemove, frame: w.frame})
+	w.removeFrom(e, e.reg)
+	w.stopMoving(e)
+	w.clean(e)
+	w.dropLook(w.dispEnc(id))
+	e.alive = false
+	w.where[id] = -1
+	w.free = append(w.free, id)
+	return nil
+}
+
+// Move sends an entity toward dest at speed units per frame, starting now,
+// and broadcasts the move to every client in range. It is how the game
+// moves NPCs (and players, for knock-backs).
+func (w *World) Move(id ID, dest Vec, speed int32) error {
+	e, err := w.lookup(id)
+	if err != nil {
+		return err
+	}
+	lg := e.lg
+	lg.Dest, lg.Speed = dest, speed
+	if err := w.checkLogic(&lg); err != nil {
+		return err
+	}
+	w.setPath(e, e.lg.Pos, dest, speed, w.frame)
+	w.moved(e)
+	return nil
+}
+
+// Place puts an entity at pos, standing (a teleport, a respawn), and
+// broadcasts it.
+func (w *World) Place(id ID, pos Vec) error {
+	e, err := w.lookup(id)
+	if err != nil {
+		return err
+	}
+	if !w.lay.onMap(pos) {
+		return fmt.Errorf("%w: %v", ErrOffMap, pos)
+	}
+	w.setPath(e, pos, pos, 0, w.frame)
+	w.reregion(e)
+	w.moved(e)
+	return nil
+}
+
+// moved tells a player's client that the game moved its entity: its
+// history takes the new path from now, and the client adopts it.
+func (w *World) moved(e *entity) {
+	if e.obs != nil {
+		e.obs.rewriteFrom(w, w.frame, e.lg.Pos, e.lg.Dest, e.lg.Speed)
+		e.obs.push(w)
+	}
+}
+
+// setPath starts e on a path from src at frame f, steps it to the world's
+// frame and queues the broadcast.
+func (w *World) setPath(e *entity, src, dest Vec, speed int32, f int) {
+	e.lg.Pos, e.lg.Dest, e.lg.Speed = src, dest, speed
+	w.pend = append(w.pend, pending{id: e.id, tag: tagMove, frame: f, reg: e.reg,
+		c: command{src: src, dest: dest, speed: speed}})
+	e.lg.Pos = StepN(src, dest, speed, max(w.frame-f, 0))
+	e.start = f // a move stamped ahead of the world waits at its source
+	if e.lg.Moving() {
+		w.startMoving(e)
+	} else {
+		w.stopMoving(e)
+	}
+	w.invalidate(e)
+}
+
+// Jump broadcasts a jump by an entity.
+func (w *World) Jump(id ID) error { return w.act(id, pending{tag: tagJump}) }
+
+// Skill broadcasts an entity's use of a skill, with an optional target.
+func (w *World) Skill(id ID, skill uint16, target ID) error {
+	if target != 0 && w.get(target) == nil {
+		return fmt.Errorf("%w: target %d", ErrUnknown, target)
+	}
+	return w.act(id, pending{tag: tagSkill, c: command{skill: skill, target: target}})
+}
+
+// Custom broadcasts a game-defined command: a tag and up to MaxCustom bytes
+// the engine does not read.
+func (w *World) Custom(id ID, tag uint8, data []byte) error {
+	if len(data) > w.cfg.MaxCustom {
+		return fmt.Errorf("%w: custom payload of %d bytes", ErrConfig, len(data))
+	}
+	return w.act(id, pending{tag: tagCustom, c: command{ctag: tag, data: append([]byte(nil), data...)}})
+}
+
+func (w *World) act(id ID, p pending) error {
+	if _, err := w.lookup(id); err != nil {
+		return err
+	}
+	p.id, p.frame = id, w.frame
+	w.pend = append(w.pend, p)
+	return nil
+}
+
+// Update changes an entity's logic data other than its movement (life,
+// mana, rage, state, combat, magic): f gets a copy; Pos, Dest and Speed
+// changes are ignored (use Move and Place). Clients learn the change by
+// state sync, at the policy's rate.
+func (w *World) Update(id ID, f func(lg *Logic)) error {
+	e, err := w.lookup(id)
+	if err != nil {
+		return err
+	}
+	lg := e.lg
+	f(&lg)
+	lg.Pos, lg.Dest, lg.Speed = e.lg.Pos, e.lg.Dest, e.lg.Speed
+	if err := w.checkLogic(&lg); err != nil {
+		return err
+	}
+	if lg != e.lg {
+		e.lg = lg
+		w.invalidate(e)
+		w.markDirty(e)
+	}
+	return nil
+}
+
+// SetDisplay changes an entity's display data; clients fetch the new
+// version when they next hear of the entity.
+func (w *World) SetDisplay(id ID, d Display) error {
+	e, err := w.lookup(id)
+	if err != nil {
+		return err
+	}
+	if len(d.Name) > MaxName {
+		return fmt.Errorf("%w: name over %d bytes", ErrConfig, MaxName)
+	}
+	w.setDisplay(e.id, d)
+	e.dver++
+	w.invalidate(e)
+	w.markDirty(e)
+	return nil
+}
+
+// SetTarget records player's current target, which the policy may sync
+// more often to that player.
+func (w *World) SetTarget(player, target ID) error {
+	e := w.get(player)
+	if e == nil || e.obs == nil {
+		return fmt.Errorf("%w: %d", ErrNotObserver, player)
+	}
+	e.obs.target = target
+	return nil
+}
+
+// Join attaches a client to an entity (usually a Player): from now on the
+// world sends it packets through the Sender under the entity's ID, and
+// accepts its uplink through Deliver.
+func (w *World) Join(id ID) error {
+	e, err := w.lookup(id)
+	if err != nil {
+		return err
+	}
+	if e.obs != nil {
+		return nil
+	}
+	o := newObserver(w, e)
+	e.obs = o
+	w.obs = append(w.obs, o)
+	w.addObserver(o, e.reg)
+	return nil
+}
+
+// Leave detaches the client from an entity; the entity stays.
+func (w *World) Leave(id ID) {
+	e := w.get(id)
+	if e == nil || e.obs == nil {
+		return
+	}
+	w.dropObserver(e.obs, e.reg)
+	for i, o := range w.obs {
+		if o == e.obs {
+			w.obs = append(w.obs[:i], w.obs[i+1:]...)
+			break
+		}
+	}
+	e.obs = nil
+	w.waiting[id] = false
+}
