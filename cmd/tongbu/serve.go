@@ -21,6 +21,7 @@ import (
 	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/transport"
 )
 
 // serveConfig is the file `tongbu serve -config` reads (JSON). Flags
@@ -176,8 +177,8 @@ func runServerWith(srv *engine.Server, h http.Handler, ln net.Listener, stderr i
 		}
 		cancel()
 	}()
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
+	hs := engine.HTTPServer("", h)
+	go hs.Serve(transport.LimitListener(ln, transport.DefaultConnsPerAddr))
 	err := srv.Serve(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
