@@ -23,7 +23,8 @@ type peerQuality struct {
 	cur, past      playReport // this session's last report, and earlier sessions' sums
 	reconnects     int
 	toLive         time.Duration
-	desyncAt       int
+	desyncAt       int  // the first frame named in an EventDesync
+	desynced       bool // desyncAt is set
 }
 
 // echoEntry is when a downlink packet was sent, for the RTT: microseconds
@@ -177,7 +178,7 @@ func (r *Room) Quality() Quality {
 			CatchUpBytes: q.catchUpBytes, Reconnects: q.reconnects, ToLive: q.toLive, Connected: connected,
 			DesyncFrame: -1,
 		}
-		if p.desynced {
+		if q.desynced {
 			pq.DesyncFrame = q.desyncAt
 		}
 		if q.rttN > 0 {
