@@ -163,7 +163,7 @@ func (r *Room) Quality() Quality {
 	add := func(id int, p *player) {
 		q := &p.q
 		connected := p.connected
-		if !p.away && !p.removed {
+		if !p.away {
 			connected += r.now.Sub(p.joinedAt)
 		}
 		pq := PeerQuality{
@@ -232,7 +232,7 @@ func (r *Room) Quality() Quality {
 		add(i, &r.players[i])
 	}
 	for i := range r.specs {
-		add(len(r.players)+i, &r.specs[i])
+		add(r.specID[i], &r.specs[i])
 	}
 	if rttN > 0 {
 		m.RTTMean = rttSum / time.Duration(rttN)

@@ -12,7 +12,9 @@ import (
 // catch-up streams, desync detection, events and the replay.
 type lifecycle struct {
 	now    time.Time // the last tick
-	specs  []player  // spectators; id = Players + index
+	specs  []player  // the spectators watching now
+	specID []int     // their peer ids, ascending, beside specs
+	nextID int       // the next spectator's peer id (ids are not reused)
 	events []Event
 	rec    *ReplayWriter
 
@@ -29,7 +31,7 @@ type lifecycle struct {
 	cw        codec.Writer
 }
 
-// maxSpectators bounds the spectators ever added to one room.
+// maxSpectators bounds the spectators watching one room at once.
 const maxSpectators = 4096
 
 // echoRing is how many downlink send times a peer remembers for RTT.
@@ -37,7 +39,6 @@ const echoRing = 64
 
 // peerLife is a peer's lifecycle state.
 type peerLife struct {
-	removed   bool
 	delay     time.Duration // spectators: how far behind the cut
 	visible   int           // spectators: frames 0 .. visible-1 may be sent
 	joinedAt  time.Time
@@ -70,9 +71,9 @@ func (r *Room) peer(id int) *player {
 	switch {
 	case id >= 0 && id < len(r.players):
 		return &r.players[id]
-	case id >= len(r.players) && id < len(r.players)+len(r.specs):
-		if s := &r.specs[id-len(r.players)]; !s.removed {
-			return s
+	case id >= len(r.players):
+		if i, ok := slices.BinarySearch(r.specID, id); ok {
+			return &r.specs[i]
 		}
 	}
 	return nil
@@ -269,26 +270,30 @@ func (r *Room) AddSpectator(delay time.Duration, now time.Time) (int, error) {
 		return 0, fmt.Errorf("%w: an authoritative room takes no spectators", ErrConfig)
 	}
 	if len(r.specs) >= maxSpectators {
-		return 0, fmt.Errorf("%w: %d spectators already added", ErrConfig, len(r.specs))
+		return 0, fmt.Errorf("%w: %d watching", ErrSpectatorsFull, len(r.specs))
 	}
+	id := max(r.nextID, len(r.players))
+	r.nextID = id + 1
 	r.specs = append(r.specs, player{peerState: peerState{redundancy: uint8(r.cfg.Redundancy)}})
+	r.specID = append(r.specID, id)
 	s := &r.specs[len(r.specs)-1]
 	s.initLife(now)
 	s.spectator, s.delay = true, delay
 	r.resetPeer(s, now)
 	r.advanceVisible(s, now)
 	r.startStream(s, s.visible)
-	return len(r.players) + len(r.specs) - 1, nil
+	return id, nil
 }
 
-// RemoveSpectator stops sending to a spectator. Its id is not reused.
+// RemoveSpectator stops sending to a spectator and forgets it (the match's
+// quality report then leaves it out). Its id is not reused.
 func (r *Room) RemoveSpectator(id int) error {
-	p := r.peer(id)
-	if p == nil || !p.spectator {
+	i, ok := slices.BinarySearch(r.specID, id)
+	if id < len(r.players) || !ok {
 		return fmt.Errorf("%w: no spectator %d", ErrSlot, id)
 	}
-	p.removed = true
-	p.connected += r.now.Sub(p.joinedAt)
+	r.specs = slices.Delete(r.specs, i, i+1)
+	r.specID = slices.Delete(r.specID, i, i+1)
 	return nil
 }
 
@@ -304,23 +309,26 @@ func (r *Room) advanceVisible(s *player, now time.Time) {
 func (r *Room) tickLife(now time.Time) {
 	for i := range r.specs {
 		s := &r.specs[i]
-		if s.removed {
-			continue
-		}
 		r.advanceVisible(s, now)
 		if s.visible > 0 {
-			r.send(len(r.players)+i, s, s.visible-1, now.Sub(r.start))
+			r.send(r.specID[i], s, s.visible-1, now.Sub(r.start))
 		}
 	}
 	if r.streaming {
 		budget, active := r.cfg.CatchUpBytes, false
-		for id := 0; id < len(r.players)+len(r.specs); id++ {
-			if p := r.peer(id); p != nil && !p.away && p.stream.active {
+		stream := func(id int, p *player) {
+			if !p.away && p.stream.active {
 				if budget > 0 {
 					budget = r.streamTo(id, p, budget)
 				}
 				active = active || p.stream.active
 			}
+		}
+		for id := range r.players {
+			stream(id, &r.players[id])
+		}
+		for i := range r.specs {
+			stream(r.specID[i], &r.specs[i])
 		}
 		r.streaming = active
 	}
