@@ -60,6 +60,22 @@ type Config struct {
 	Assets http.Handler
 	// Logger receives the server's logs (default: discarded).
 	Logger *slog.Logger
+	// MetricsToken, when set, is the bearer token MetricsPath asks for
+	// (Authorization: Bearer <token>); a request without it gets 401.
+	// Without a token, serve the metrics where players cannot reach them
+	// (SeparateMetrics).
+	MetricsToken string
+	// SeparateMetrics leaves MetricsPath out of Handler: serve
+	// MetricsHandler on an address of its own (a private interface, say).
+	SeparateMetrics bool
+	// PeerMetrics adds the per-player quality gauges (RTT, loss, jitter,
+	// stalls), labelled with room names and peer ids, to the metrics. Off
+	// by default: they name every room and grow with the players.
+	PeerMetrics bool
+	// TicketInQuery also takes the ticket from a "ticket" query parameter,
+	// for clients that cannot set the Authorization header. Off by
+	// default: proxies and access logs keep URLs, and the tickets in them.
+	TicketInQuery bool
 	// HugePages asks Linux to back the Go heap with transparent huge
 	// pages, unless the system's mode for them is "never": at start and
 	// then every minute for the heap's new mappings, until Shutdown. In
@@ -145,7 +161,9 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s.sched = lockstep.NewScheduler(cfg.Workers)
 	s.mux.HandleFunc(HealthPath, s.health)
-	s.mux.HandleFunc(MetricsPath, s.serveMetrics)
+	if !cfg.SeparateMetrics {
+		s.mux.Handle(MetricsPath, s.MetricsHandler())
+	}
 	if cfg.Assets != nil {
 		s.mux.Handle("/", cfg.Assets)
 	}
@@ -178,8 +196,14 @@ func (s *Server) adviseHugePages(ctx context.Context) {
 	})
 }
 
+// MetricsHandler returns the handler of the server's metrics, in the
+// Prometheus text format, behind Config.MetricsToken when one is set.
+// Handler serves it at MetricsPath unless Config.SeparateMetrics.
+func (s *Server) MetricsHandler() http.Handler { return http.HandlerFunc(s.serveMetrics) }
+
 // Handler returns the server's HTTP handler: ConnectPath, HealthPath,
-// MetricsPath and, when configured, the assets. Serve it with the timeouts
+// MetricsPath (unless Config.SeparateMetrics) and, when configured, the
+// assets. Serve it with the timeouts
 // of HTTPServer, on a transport.LimitListener, when it faces the internet.
 func (s *Server) Handler() http.Handler { return s.mux }
 
@@ -342,7 +366,7 @@ func (s *Server) check(token string, now time.Time) (Ticket, error) {
 // does not spend the ticket: admitOffer does, once the offer has parsed.
 func (s *Server) authorize(r *http.Request) (any, error) {
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	if !ok && s.cfg.TicketInQuery {
 		token = r.URL.Query().Get("ticket")
 	}
 	if token == "" {
