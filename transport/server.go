@@ -275,13 +275,17 @@ func (s *Server) readOffer(w http.ResponseWriter, r *http.Request) ([]byte, int,
 	// The deadline covers the body only; a writer that cannot set one (not
 	// a net/http server's) still gets the size cap.
 	rc := http.NewResponseController(w)
-	if err := rc.SetReadDeadline(time.Now().Add(s.cfg.OfferTimeout)); err == nil {
-		defer rc.SetReadDeadline(time.Time{})
-	}
+	deadline := rc.SetReadDeadline(time.Now().Add(s.cfg.OfferTimeout)) == nil
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxOfferBytes))
 	if err == nil {
+		if deadline {
+			rc.SetReadDeadline(time.Time{})
+		}
 		return body, 0, "", nil
 	}
+	// The rest of the body stays unread: the connection ends with the
+	// answer, rather than wait for it.
+	w.Header().Set("Connection", "close")
 	var tooBig *http.MaxBytesError
 	var ne net.Error
 	switch {
