@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"crypto/subtle"
 	"fmt"
 	"io"
 	"net/http"
@@ -120,8 +121,17 @@ func (m *metrics) worldDelta(prev, cur *interest.Stats) {
 	}
 }
 
-// serveMetrics writes every metric in the Prometheus text format.
-func (s *Server) serveMetrics(w http.ResponseWriter, _ *http.Request) {
+// serveMetrics writes every metric in the Prometheus text format, to a
+// request with the metrics token when one is set.
+func (s *Server) serveMetrics(w http.ResponseWriter, r *http.Request) {
+	if t := s.cfg.MetricsToken; t != "" {
+		got, _ := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if subtle.ConstantTimeCompare([]byte(got), []byte(t)) != 1 {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="metrics"`)
+			http.Error(w, "metrics token required", http.StatusUnauthorized)
+			return
+		}
+	}
 	w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 	s.writeMetrics(w)
 }
@@ -214,6 +224,10 @@ func (s *Server) writeMetrics(out io.Writer) {
 		{"tongbu_lockstep_late_drops_total", "counter", "Inputs dropped for arriving after their frame was cut.", func(q *lockstep.PeerQuality) float64 { return float64(q.LateDrops) }},
 		{"tongbu_lockstep_redundancy", "gauge", "Frames repeated per downlink packet.", func(q *lockstep.PeerQuality) float64 { return float64(q.Redundancy) }},
 		{"tongbu_lockstep_reconnects_total", "counter", "Joins after the match started.", func(q *lockstep.PeerQuality) float64 { return float64(q.Reconnects) }},
+	}
+	if !s.cfg.PeerMetrics {
+		io.WriteString(out, b.String())
+		return
 	}
 	reports := make([]lockstep.Quality, len(rooms))
 	for i, r := range rooms {

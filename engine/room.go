@@ -273,7 +273,9 @@ func (r *Room) Run(now time.Time) time.Time {
 		r.s.metrics.event(e.Kind.String())
 		switch e.Kind {
 		case lockstep.EventDesync:
-			r.s.log.Warn("desync", "room", r.name, "frame", e.Frame, "players", e.Players)
+			r.s.log.Warn("desync", "room", r.name, "frame", e.Frame, "players", e.Players, "agreed", e.Agreed)
+		case lockstep.EventDispute:
+			r.s.log.Warn("desync with no majority", "room", r.name, "frame", e.Frame, "players", e.Players)
 		case lockstep.EventVerdict:
 			r.s.log.Warn("game events disagree", "room", r.name, "frame", e.Frame, "players", e.Players)
 		case lockstep.EventSimBehind:

@@ -60,6 +60,22 @@ type Config struct {
 	Assets http.Handler
 	// Logger receives the server's logs (default: discarded).
 	Logger *slog.Logger
+	// MetricsToken, when set, is the bearer token MetricsPath asks for
+	// (Authorization: Bearer <token>); a request without it gets 401.
+	// Without a token, serve the metrics where players cannot reach them
+	// (SeparateMetrics).
+	MetricsToken string
+	// SeparateMetrics leaves MetricsPath out of Handler: serve
+	// MetricsHandler on an address of its own (a private interface, say).
+	SeparateMetrics bool
+	// PeerMetrics adds the per-player quality gauges (RTT, loss, jitter,
+	// stalls), labelled with room names and peer ids, to the metrics. Off
+	// by default: they name every room and grow with the players.
+	PeerMetrics bool
+	// TicketInQuery also takes the ticket from a "ticket" query parameter,
+	// for clients that cannot set the Authorization header. Off by
+	// default: proxies and access logs keep URLs, and the tickets in them.
+	TicketInQuery bool
 	// HugePages asks Linux to back the Go heap with transparent huge
 	// pages, unless the system's mode for them is "never": at start and
 	// then every minute for the heap's new mappings, until Shutdown. In
@@ -82,13 +98,15 @@ type Config struct {
 // process, over any transport.Conn (Attach); the ticket each presents
 // routes it to its room or world.
 type Server struct {
-	cfg     Config
-	log     *slog.Logger
-	rtc     *transport.Server
-	sched   *lockstep.Scheduler
-	used    usedTickets
-	mux     *http.ServeMux
-	metrics *metrics
+	cfg   Config
+	log   *slog.Logger
+	rtc   *transport.Server
+	sched *lockstep.Scheduler
+	used  usedTickets
+	// refusalLog bounds the log lines about refused connections.
+	refusalLog refusalLog
+	mux        *http.ServeMux
+	metrics    *metrics
 
 	mu         sync.Mutex
 	rooms      map[string]*Room
@@ -131,7 +149,8 @@ func NewServer(cfg Config) (*Server, error) {
 	if !cfg.NoWebRTC {
 		rtc, err := transport.NewServer(transport.ServerConfig{
 			UDPAddr: cfg.UDPAddr, PublicIPs: cfg.PublicIPs, AllowedOrigins: cfg.AllowedOrigins,
-			IncludeLoopback: cfg.IncludeLoopback, Authorize: s.authorize, Limits: cfg.Limits,
+			IncludeLoopback: cfg.IncludeLoopback, Limits: cfg.Limits,
+			Authorize: s.authorize, Admit: s.admitOffer, Refused: s.signalingRefused,
 			Logger: cfg.Logger, AcceptQueue: 1024, MaxPending: 256,
 		})
 		if err != nil {
@@ -142,7 +161,9 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s.sched = lockstep.NewScheduler(cfg.Workers)
 	s.mux.HandleFunc(HealthPath, s.health)
-	s.mux.HandleFunc(MetricsPath, s.serveMetrics)
+	if !cfg.SeparateMetrics {
+		s.mux.Handle(MetricsPath, s.MetricsHandler())
+	}
 	if cfg.Assets != nil {
 		s.mux.Handle("/", cfg.Assets)
 	}
@@ -175,8 +196,15 @@ func (s *Server) adviseHugePages(ctx context.Context) {
 	})
 }
 
+// MetricsHandler returns the handler of the server's metrics, in the
+// Prometheus text format, behind Config.MetricsToken when one is set.
+// Handler serves it at MetricsPath unless Config.SeparateMetrics.
+func (s *Server) MetricsHandler() http.Handler { return http.HandlerFunc(s.serveMetrics) }
+
 // Handler returns the server's HTTP handler: ConnectPath, HealthPath,
-// MetricsPath and, when configured, the assets.
+// MetricsPath (unless Config.SeparateMetrics) and, when configured, the
+// assets. Serve it with the timeouts
+// of HTTPServer, on a transport.LimitListener, when it faces the internet.
 func (s *Server) Handler() http.Handler { return s.mux }
 
 // UDPAddr returns the address of the server's UDP port, nil with NoWebRTC.
@@ -295,6 +323,16 @@ var ErrServerClosed = errors.New("engine: server closed")
 // signature, expiry, lifetime, target, role, replay and the connection
 // limit, in that order, before anything is held.
 func (s *Server) admit(token string, now time.Time) (Ticket, error) {
+	t, err := s.check(token, now)
+	if err != nil {
+		return t, err
+	}
+	return t, s.used.use(t, now)
+}
+
+// check validates a ticket for a connection now without spending it: the
+// signature, the expiry, the target and the server's room for one more.
+func (s *Server) check(token string, now time.Time) (Ticket, error) {
 	t, err := ParseTicket(s.cfg.Secret, token, now)
 	if err != nil {
 		return t, err
@@ -320,30 +358,85 @@ func (s *Server) admit(token string, now time.Time) (Ticket, error) {
 		// Refused for now, not spent: the same ticket may try again.
 		return t, fmt.Errorf("%w: %d connections", ErrFull, s.cfg.MaxConns)
 	}
-	if err := s.used.use(t, now); err != nil {
-		return t, err
-	}
 	return t, nil
 }
 
 // authorize is the signaling hook: a request without a good ticket is
-// refused before any WebRTC resource is taken.
+// refused before its body is read or any WebRTC resource is taken. It
+// does not spend the ticket: admitOffer does, once the offer has parsed.
 func (s *Server) authorize(r *http.Request) (any, error) {
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	if !ok {
+	if !ok && s.cfg.TicketInQuery {
 		token = r.URL.Query().Get("ticket")
 	}
 	if token == "" {
-		s.metrics.refused("no_ticket")
-		return nil, fmt.Errorf("%w: none presented (Authorization: Bearer <ticket>)", ErrTicketInvalid)
+		err := fmt.Errorf("%w: none presented (Authorization: Bearer <ticket>)", ErrTicketInvalid)
+		s.refusedWith("no_ticket", err)
+		return nil, err
 	}
-	t, err := s.admit(token, time.Now())
+	t, err := s.check(token, time.Now())
 	if err != nil {
-		s.metrics.refused(refuseReason(err))
-		s.log.Info("connection refused", "err", err)
+		s.refusedWith(refuseReason(err), err)
 		return nil, err
 	}
 	return t, nil
+}
+
+// admitOffer is the hook called once an offer has parsed: it spends the
+// ticket authorize checked. Of concurrent offers with one ticket, one
+// spends it and the others are refused as replays.
+func (s *Server) admitOffer(meta any) error {
+	t, _ := meta.(Ticket)
+	if err := s.used.use(t, time.Now()); err != nil {
+		s.refusedWith(refuseReason(err), err)
+		return err
+	}
+	return nil
+}
+
+// signalingRefused is the transport's hook for the requests it refuses
+// itself (busy, slow or oversized offers, bad SDP).
+func (s *Server) signalingRefused(_ int, reason string) {
+	s.refusedWith(reason, nil)
+}
+
+// refusedWith counts a refused connection by reason and logs it at a
+// bounded rate: a flood of forged tickets must not become a flood of log
+// lines.
+func (s *Server) refusedWith(reason string, err error) {
+	s.metrics.refused(reason)
+	if n, ok := s.refusalLog.add(time.Now()); ok {
+		if err == nil {
+			err = errors.New(reason)
+		}
+		s.log.Info("connections refused", "count", n, "last_reason", reason, "last_err", err)
+	}
+}
+
+// refusalLog lets one log line through per refusalLogEvery, counting the
+// refusals in between.
+type refusalLog struct {
+	mu    sync.Mutex
+	next  time.Time
+	count int
+}
+
+// refusalLogEvery is the most often a line about refused connections is
+// logged.
+const refusalLogEvery = 10 * time.Second
+
+// add counts one refusal; when a line is due it returns the refusals since
+// the last line, this one included.
+func (l *refusalLog) add(now time.Time) (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.count++
+	if now.Before(l.next) {
+		return 0, false
+	}
+	n := l.count
+	l.count, l.next = 0, now.Add(refusalLogEvery)
+	return n, true
 }
 
 func refuseReason(err error) string {
@@ -368,7 +461,7 @@ func refuseReason(err error) string {
 func (s *Server) Attach(conn transport.Conn, ticket string) error {
 	t, err := s.admit(ticket, time.Now())
 	if err != nil {
-		s.metrics.refused(refuseReason(err))
+		s.refusedWith(refuseReason(err), err)
 		conn.Close()
 		return err
 	}

@@ -36,6 +36,10 @@ var (
 	// does not verify events.
 	ErrEvent = errors.New("lockstep: bad game event")
 
+	// ErrSpectatorsFull is returned by Room.AddSpectator when the room has
+	// as many spectators watching as it takes (4,096).
+	ErrSpectatorsFull = errors.New("lockstep: too many spectators")
+
 	// ErrSpectator is returned by Client.Input on a spectator's client.
 	ErrSpectator = errors.New("lockstep: spectators send no input")
 )

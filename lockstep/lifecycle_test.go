@@ -196,17 +196,21 @@ func TestDesyncTrials(t *testing.T) {
 	}
 }
 
-// TestDesyncTwoPlayers: with two players there is no majority: both are
-// named.
+// TestDesyncTwoPlayers: with two players there is no majority: the room
+// reports a dispute, with both hashes, and names no one.
 func TestDesyncTwoPlayers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		link := transport.LinkConfig{Latency: 20 * time.Millisecond}
 		m := newMatch(t, Config{Players: 2}, 5, link, link)
 		m.corrupt[1] = 100
 		m.run(20*time.Second, 0.3)
-		d := eventsOf(m.room.Events(), EventDesync)
-		if len(d) != 1 || !slices.Equal(d[0].Players, []int{0, 1}) || d[0].Frame != 105 {
-			t.Fatalf("desync events %+v", d)
+		evs := m.room.Events()
+		if d := eventsOf(evs, EventDesync); len(d) != 0 {
+			t.Fatalf("desync events %+v, want none", d)
+		}
+		d := eventsOf(evs, EventDispute)
+		if len(d) != 1 || !slices.Equal(d[0].Players, []int{0, 1}) || d[0].Frame != 105 || len(d[0].Hashes) != 2 || d[0].Hashes[0] == d[0].Hashes[1] {
+			t.Fatalf("dispute events %+v, want one at frame 105 naming both with their two hashes", d)
 		}
 	})
 }

@@ -23,7 +23,8 @@ type peerQuality struct {
 	cur, past      playReport // this session's last report, and earlier sessions' sums
 	reconnects     int
 	toLive         time.Duration
-	desyncAt       int
+	desyncAt       int  // the first frame named in an EventDesync
+	desynced       bool // desyncAt is set
 }
 
 // echoEntry is when a downlink packet was sent, for the RTT: microseconds
@@ -162,7 +163,7 @@ func (r *Room) Quality() Quality {
 	add := func(id int, p *player) {
 		q := &p.q
 		connected := p.connected
-		if !p.away && !p.removed {
+		if !p.away {
 			connected += r.now.Sub(p.joinedAt)
 		}
 		pq := PeerQuality{
@@ -177,7 +178,7 @@ func (r *Room) Quality() Quality {
 			CatchUpBytes: q.catchUpBytes, Reconnects: q.reconnects, ToLive: q.toLive, Connected: connected,
 			DesyncFrame: -1,
 		}
-		if p.desynced {
+		if q.desynced {
 			pq.DesyncFrame = q.desyncAt
 		}
 		if q.rttN > 0 {
@@ -231,7 +232,7 @@ func (r *Room) Quality() Quality {
 		add(i, &r.players[i])
 	}
 	for i := range r.specs {
-		add(len(r.players)+i, &r.specs[i])
+		add(r.specID[i], &r.specs[i])
 	}
 	if rttN > 0 {
 		m.RTTMean = rttSum / time.Duration(rttN)

@@ -12,13 +12,18 @@ import (
 // catch-up streams, desync detection, events and the replay.
 type lifecycle struct {
 	now    time.Time // the last tick
-	specs  []player  // spectators; id = Players + index
+	specs  []player  // the spectators watching now
+	specID []int     // their peer ids, ascending, beside specs
+	nextID int       // the next spectator's peer id (ids are not reused)
 	events []Event
 	rec    *ReplayWriter
 
 	checks  []hashCheck   // pending comparisons, by frame
 	results []checkResult // resolved comparisons, by frame / HashEvery
-	raw     []byte        // catch-up scratch: frame bodies
+	// disputing is set by a comparison with no majority (EventDispute)
+	// and cleared by one on which every reporter agreed.
+	disputing bool
+	raw       []byte // catch-up scratch: frame bodies
 	// streaming is set when a catch-up stream starts, and cleared by the
 	// first tick that finds none active.
 	streaming bool
@@ -26,7 +31,7 @@ type lifecycle struct {
 	cw        codec.Writer
 }
 
-// maxSpectators bounds the spectators ever added to one room.
+// maxSpectators bounds the spectators watching one room at once.
 const maxSpectators = 4096
 
 // echoRing is how many downlink send times a peer remembers for RTT.
@@ -34,7 +39,6 @@ const echoRing = 64
 
 // peerLife is a peer's lifecycle state.
 type peerLife struct {
-	removed   bool
 	delay     time.Duration // spectators: how far behind the cut
 	visible   int           // spectators: frames 0 .. visible-1 may be sent
 	joinedAt  time.Time
@@ -67,9 +71,9 @@ func (r *Room) peer(id int) *player {
 	switch {
 	case id >= 0 && id < len(r.players):
 		return &r.players[id]
-	case id >= len(r.players) && id < len(r.players)+len(r.specs):
-		if s := &r.specs[id-len(r.players)]; !s.removed {
-			return s
+	case id >= len(r.players):
+		if i, ok := slices.BinarySearch(r.specID, id); ok {
+			return &r.specs[i]
 		}
 	}
 	return nil
@@ -94,8 +98,14 @@ type EventKind uint8
 
 const (
 	// EventDesync: the players in Players reported a state hash for Frame
-	// that differs from the majority's (or, with no majority, from each
-	// other's). It is the first diverging frame seen for each of them.
+	// that differs from the reference: the room's simulation's when it
+	// runs one (Config.Simulation), else the hash a strict majority of at
+	// least two reporters agreed on (Agreed says how many). It is the
+	// first diverging frame seen for each of them since they joined.
+	//
+	// Without a simulation in the room this is a vote, and a vote is
+	// defeated by collusion: two cheating players of three outvote the
+	// honest one. Ranked matches should run the simulation in the room.
 	EventDesync EventKind = iota + 1
 	// EventDump: the peer in Slot sent the state dump asked for Frame
 	// after a desync; Agrees is set for the agreeing client asked for
@@ -113,6 +123,12 @@ const (
 	// simulation's; with no majority every reporter). Each player is named
 	// once, at its first disagreeing frame; Room.Result has the rest.
 	EventVerdict
+	// EventDispute: the players in Players reported different hashes for
+	// Frame (Hashes, in the same order) and no strict majority of two or
+	// more agreed, so no one is named: with two players, one of them is
+	// wrong and the room cannot tell which. Raised at the first disputed
+	// frame, and again only after a frame on which the reporters agreed.
+	EventDispute
 )
 
 func (k EventKind) String() string {
@@ -127,6 +143,8 @@ func (k EventKind) String() string {
 		return "sim_behind"
 	case EventVerdict:
 		return "verdict"
+	case EventDispute:
+		return "dispute"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
@@ -135,7 +153,9 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind    EventKind
 	Frame   int
-	Players []int         // EventDesync, EventVerdict: the players named, ascending
+	Players []int         // EventDesync, EventVerdict, EventDispute: the players named, ascending
+	Agreed  int           // EventDesync: how many players agreed on the reference hash
+	Hashes  []uint64      // EventDispute: each named player's hash
 	Slot    int           // EventDump, EventLive: the peer
 	Dump    []byte        // EventDump: the game's state dump
 	Agrees  bool          // EventDump: the peer agreed with the majority
@@ -186,6 +206,7 @@ func (r *Room) Join(slot int, now time.Time) error {
 	r.Leave(slot)
 	p := &r.players[slot]
 	p.away = false
+	p.desynced = false // a fresh client, caught up from the room's log: judged anew
 	p.q.reconnects++
 	r.resetPeer(p, now)
 	r.startStream(p, r.sendable(slot))
@@ -249,26 +270,30 @@ func (r *Room) AddSpectator(delay time.Duration, now time.Time) (int, error) {
 		return 0, fmt.Errorf("%w: an authoritative room takes no spectators", ErrConfig)
 	}
 	if len(r.specs) >= maxSpectators {
-		return 0, fmt.Errorf("%w: %d spectators already added", ErrConfig, len(r.specs))
+		return 0, fmt.Errorf("%w: %d watching", ErrSpectatorsFull, len(r.specs))
 	}
+	id := max(r.nextID, len(r.players))
+	r.nextID = id + 1
 	r.specs = append(r.specs, player{peerState: peerState{redundancy: uint8(r.cfg.Redundancy)}})
+	r.specID = append(r.specID, id)
 	s := &r.specs[len(r.specs)-1]
 	s.initLife(now)
 	s.spectator, s.delay = true, delay
 	r.resetPeer(s, now)
 	r.advanceVisible(s, now)
 	r.startStream(s, s.visible)
-	return len(r.players) + len(r.specs) - 1, nil
+	return id, nil
 }
 
-// RemoveSpectator stops sending to a spectator. Its id is not reused.
+// RemoveSpectator stops sending to a spectator and forgets it (the match's
+// quality report then leaves it out). Its id is not reused.
 func (r *Room) RemoveSpectator(id int) error {
-	p := r.peer(id)
-	if p == nil || !p.spectator {
+	i, ok := slices.BinarySearch(r.specID, id)
+	if id < len(r.players) || !ok {
 		return fmt.Errorf("%w: no spectator %d", ErrSlot, id)
 	}
-	p.removed = true
-	p.connected += r.now.Sub(p.joinedAt)
+	r.specs = slices.Delete(r.specs, i, i+1)
+	r.specID = slices.Delete(r.specID, i, i+1)
 	return nil
 }
 
@@ -284,23 +309,26 @@ func (r *Room) advanceVisible(s *player, now time.Time) {
 func (r *Room) tickLife(now time.Time) {
 	for i := range r.specs {
 		s := &r.specs[i]
-		if s.removed {
-			continue
-		}
 		r.advanceVisible(s, now)
 		if s.visible > 0 {
-			r.send(len(r.players)+i, s, s.visible-1, now.Sub(r.start))
+			r.send(r.specID[i], s, s.visible-1, now.Sub(r.start))
 		}
 	}
 	if r.streaming {
 		budget, active := r.cfg.CatchUpBytes, false
-		for id := 0; id < len(r.players)+len(r.specs); id++ {
-			if p := r.peer(id); p != nil && !p.away && p.stream.active {
+		stream := func(id int, p *player) {
+			if !p.away && p.stream.active {
 				if budget > 0 {
 					budget = r.streamTo(id, p, budget)
 				}
 				active = active || p.stream.active
 			}
+		}
+		for id := range r.players {
+			stream(id, &r.players[id])
+		}
+		for i := range r.specs {
+			stream(r.specID[i], &r.specs[i])
 		}
 		r.streaming = active
 	}
@@ -418,12 +446,17 @@ type hashCheck struct {
 
 // checkResult is a resolved comparison.
 type checkResult struct {
-	known   bool
-	ref     bool   // hash is the server-side simulation's
-	hash    uint64 // the majority's hash (when majority)
-	agree   uint32 // the players who reported it
-	support int
+	known     bool
+	ref       bool   // hash is the server-side simulation's
+	hash      uint64 // the majority's hash (when majority)
+	agree     uint32 // the players who reported it
+	support   int    // how many agreed, when that was a majority (or ref)
+	reporters int    // how many had reported when it was resolved
 }
+
+// decided reports whether the comparison has a reference hash: the
+// simulation's, or a majority's.
+func (c *checkResult) decided() bool { return c.ref || c.support > 0 }
 
 // hashWindow is how long, in seconds of frames, the room waits for every
 // live player's hash of a frame before comparing the ones it has.
@@ -442,23 +475,19 @@ func (r *Room) hashReport(slot int, p *player, frame int, hash uint64) error {
 	idx := frame / k
 	if idx < len(r.results) && r.results[idx].known {
 		res := &r.results[idx]
-		if res.agree&(1<<slot) != 0 || p.desynced {
-			return nil
+		if res.agree&(1<<slot) != 0 || !res.decided() {
+			return nil // a late report decides nothing alone
 		}
-		if (res.support > 0 || res.ref) && hash == res.hash {
+		if hash == res.hash {
 			res.agree |= 1 << slot
 			return nil
 		}
-		// A late report (a rejoined client catching up) that differs.
-		div := []int{slot}
-		if !res.ref && res.support*2 <= bitsCount(res.agree|1<<slot) {
-			for i := range r.players { // no majority with this report: name the others too
-				if res.agree&(1<<i) != 0 && !r.players[i].desynced {
-					div = append(div, i)
-				}
-			}
+		// A late report (a rejoined client catching up) that differs: it
+		// is named while the majority still holds with it counted.
+		res.reporters++
+		if !p.desynced && (res.ref || res.support*2 > res.reporters) {
+			r.diverge(frame, []int{slot}, res.agree, res.support)
 		}
-		r.diverge(frame, div, res.agree)
 		return nil
 	}
 	if idx < len(r.results) {
@@ -495,7 +524,8 @@ func bitsCount(x uint32) int {
 }
 
 // resolveChecks compares the pending checks in frame order: each once
-// every live player has reported, or once it is hashWindow seconds old.
+// every live player has reported (two at least, unless the room's
+// simulation is the reference), or once it is hashWindow seconds old.
 func (r *Room) resolveChecks(onlyComplete bool) {
 	var want uint32
 	for i := range r.players {
@@ -505,7 +535,9 @@ func (r *Room) resolveChecks(onlyComplete bool) {
 	}
 	for len(r.checks) > 0 {
 		c := &r.checks[0]
-		complete := c.reported&want == want
+		// A lone live player's report is not complete: it would decide
+		// the frame alone.
+		complete := c.reported&want == want && (r.sim != nil || bitsCount(c.reported) >= 2)
 		old := r.next-c.frame > hashWindow*r.cfg.Hz
 		if !complete && (onlyComplete || !old) {
 			return
@@ -540,27 +572,35 @@ func (r *Room) resolve(c *hashCheck) {
 			best, support = c.hashes[i], n
 		}
 	}
-	res := checkResult{known: true}
+	res := checkResult{known: true, reporters: reporters}
 	var div []int
-	if support*2 > reporters {
+	if support*2 > reporters && support >= 2 { // a quorum: two or more, and a strict majority
 		res.hash, res.support = best, support
 	}
 	if r.sim != nil && idx < len(r.sim.hashes) {
 		// The room's own simulation is the reference: attribution works
 		// with any number of players.
 		best = r.sim.hashes[idx]
-		res = checkResult{known: true, ref: true, hash: best}
+		res = checkResult{known: true, ref: true, hash: best, reporters: reporters}
 		for i := range r.players {
 			if c.reported&(1<<i) != 0 && c.hashes[i] == best {
 				res.support++
 			}
 		}
 	}
+	if !res.decided() {
+		r.results[idx] = res
+		if r.rec != nil {
+			r.rec.check(c, res)
+		}
+		r.dispute(c)
+		return
+	}
 	for i := range r.players {
 		if c.reported&(1<<i) == 0 {
 			continue
 		}
-		if (res.support > 0 || res.ref) && c.hashes[i] == best {
+		if c.hashes[i] == best {
 			res.agree |= 1 << i
 		} else if !r.players[i].desynced {
 			div = append(div, i)
@@ -570,19 +610,54 @@ func (r *Room) resolve(c *hashCheck) {
 	if r.rec != nil {
 		r.rec.check(c, res)
 	}
+	if res.agree == c.reported {
+		r.disputing = false
+	}
 	if len(div) > 0 {
-		r.diverge(c.frame, div, res.agree)
+		r.diverge(c.frame, div, res.agree, res.support)
 	}
 }
 
-// diverge raises a desync event and asks for dumps when so configured.
-func (r *Room) diverge(frame int, div []int, agree uint32) {
+// dispute handles a comparison with no reference hash: when the reporters
+// disagree, it raises EventDispute naming them all (once, until a frame on
+// which they agree) and flags no one.
+func (r *Room) dispute(c *hashCheck) {
+	var players []int
+	var hashes []uint64
+	agreed := true
+	for i := range r.players {
+		if c.reported&(1<<i) != 0 {
+			players = append(players, i)
+			hashes = append(hashes, c.hashes[i])
+			agreed = agreed && c.hashes[i] == hashes[0]
+		}
+	}
+	if agreed { // a lone reporter, or all alike without a quorum
+		if len(players) >= 2 {
+			r.disputing = false
+		}
+		return
+	}
+	if r.disputing {
+		return
+	}
+	r.disputing = true
+	r.events = append(r.events, Event{Kind: EventDispute, Frame: c.frame, Players: players, Hashes: hashes})
+}
+
+// diverge raises a desync event naming the players in div, against the
+// reference that the players in agree (agreed of them) reported, and asks
+// for dumps when so configured.
+func (r *Room) diverge(frame int, div []int, agree uint32, agreed int) {
 	slices.Sort(div)
 	for _, i := range div {
-		r.players[i].desynced = true
-		r.players[i].q.desyncAt = frame
+		p := &r.players[i]
+		p.desynced = true
+		if !p.q.desynced { // the match's quality report keeps the first
+			p.q.desyncAt, p.q.desynced = frame, true
+		}
 	}
-	r.events = append(r.events, Event{Kind: EventDesync, Frame: frame, Players: div})
+	r.events = append(r.events, Event{Kind: EventDesync, Frame: frame, Players: div, Agreed: agreed})
 	if !r.cfg.DumpOnDesync {
 		return
 	}
@@ -605,5 +680,5 @@ func (r *Room) MajorityHash(frame int) (uint64, bool) {
 		return 0, false
 	}
 	res := r.results[frame/k]
-	return res.hash, res.known && (res.support > 0 || res.ref)
+	return res.hash, res.known && res.decided()
 }

@@ -161,9 +161,12 @@ func FuzzDecodeHeads(f *testing.F) {
 	})
 }
 
-// FuzzLoadFile loads file bodies (sealed by the target) as publisher and
-// subscriber files, and raw bytes as a file: either they load or the
-// process starts fresh, and nothing panics.
+// FuzzLoadFile loads file bodies as a publisher's and a subscriber's, and
+// raw bytes as a whole file, in memory (a fuzzer that wrote files would
+// spend its time on the disk): either they load within the record cap or
+// they are refused as a bad file, and nothing panics. The tests in
+// file_test.go (TestUnusableFilesStartFresh and others) cover the
+// path through the disk.
 func FuzzLoadFile(f *testing.F) {
 	dir := f.TempDir()
 	b := newTapBus()
@@ -193,24 +196,20 @@ func FuzzLoadFile(f *testing.F) {
 		}
 		f.Add(body)
 	}
+	// In memory: the publisher and the subscriber load the body as their
+	// file's, and the bytes are opened as a whole file.
+	w = newWorld(f, newTapBus(), PublisherConfig{MaxRecords: 64})
+	g = newGame(f, newTapBus(), SubscriberConfig{MaxRecords: 64})
 	f.Fuzz(func(t *testing.T, body []byte) {
-		d := t.TempDir()
-		for _, k := range []struct {
-			name string
-			data []byte
-		}{{"p", sealFile(kindPub, body)}, {"s", sealFile(kindSub, body)}, {"raw", body}} {
-			if err := os.WriteFile(filepath.Join(d, k.name), k.data, 0o600); err != nil {
-				t.Fatal(err)
+		for _, err := range []error{w.pub.loadBody(body), g.sub.loadBody(body)} {
+			if err != nil && !errors.Is(err, ErrBadFile) && !errors.Is(err, ErrSchema) {
+				t.Fatalf("error %v is neither ErrBadFile nor ErrSchema", err)
 			}
 		}
-		w := newWorld(t, newTapBus(), PublisherConfig{Path: filepath.Join(d, "p"), MaxRecords: 64})
-		w.start(t, t0)
-		g := newGame(t, newTapBus(), SubscriberConfig{Path: filepath.Join(d, "s"), MaxRecords: 64})
-		g.start(t, t0)
 		if w.guilds.Len() > 64 || g.guilds.Len() > 64 {
 			t.Fatal("records over the cap")
 		}
-		if _, err := readFile(filepath.Join(d, "raw"), kindSub); err != nil && !errors.Is(err, ErrBadFile) {
+		if _, err := openFile(body, kindSub); err != nil && !errors.Is(err, ErrBadFile) {
 			t.Fatalf("error %v is not ErrBadFile", err)
 		}
 	})

@@ -499,6 +499,11 @@ func (p *Publisher) load() error {
 	if err != nil || body == nil {
 		return err
 	}
+	return p.loadBody(body)
+}
+
+// loadBody loads a file's body (opened and checked by readFile).
+func (p *Publisher) loadBody(body []byte) error {
 	r := &fileReader{b: body}
 	schema, epoch := r.uvarint("schema"), r.uvarint("epoch")
 	n := r.count("collections", maxCollections)

@@ -354,6 +354,11 @@ func (s *Subscriber) load() error {
 	if err != nil || body == nil {
 		return err
 	}
+	return s.loadBody(body)
+}
+
+// loadBody loads a file's body (opened and checked by readFile).
+func (s *Subscriber) loadBody(body []byte) error {
 	r := &fileReader{b: body}
 	schema := r.uvarint("schema")
 	n := r.count("collections", maxCollections)

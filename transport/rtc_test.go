@@ -260,7 +260,7 @@ func TestWebRTCIdleTimeoutAndKeepalive(t *testing.T) {
 
 // offerOnly makes a real offer with the two channels and never completes
 // the handshake.
-func offerOnly(t *testing.T) (string, *webrtc.PeerConnection) {
+func offerOnly(t testing.TB) (string, *webrtc.PeerConnection) {
 	t.Helper()
 	var se webrtc.SettingEngine
 	se.SetIncludeLoopbackCandidate(true)

@@ -14,7 +14,7 @@ import (
 	"mime"
 	"net"
 	"net/http"
-	"strconv"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,16 +42,42 @@ type ServerConfig struct {
 	// MaxPending bounds the handshakes in progress (default 64); an offer
 	// over it is refused with 429.
 	MaxPending int
+	// MaxPendingPerAddr bounds the handshakes in progress from one client
+	// IP address (default 8), so that one client cannot take every slot;
+	// an offer over it is refused with 429. Loopback addresses (local bots,
+	// tests, a reverse proxy on the same host) are bounded by MaxPending
+	// alone.
+	MaxPendingPerAddr int
 	// MaxOfferBytes bounds the offer body (default 16 KiB); a larger one is
 	// refused with 413.
 	MaxOfferBytes int64
+	// OfferTimeout bounds the time to read the offer body (default 5 s): a
+	// client that sends it slower is answered 408 and its slot freed. The
+	// http.Server's own ReadHeaderTimeout bounds the headers.
+	OfferTimeout time.Duration
 	// AcceptQueue is how many open connections may wait for Accept
 	// (default 128); beyond it new connections are closed.
 	AcceptQueue int
-	// Authorize, when set, is called with each signaling request before any
-	// resource is taken. An error refuses the request with 403; the value
-	// returned is available from the connection's Meta method.
+	// Authorize, when set, checks each signaling request before any
+	// resource is taken and before its body is read: a request without
+	// a good ticket costs the server nothing. It must not consume what can
+	// be used only once (Admit does). An error refuses the request with
+	// 403; the value returned is available from the connection's Meta
+	// method.
 	Authorize func(r *http.Request) (any, error)
+	// Admit, when set, is called once the offer has parsed, with what
+	// Authorize returned, to consume what can be used only once (a one-use
+	// ticket): a garbage offer does not spend it. An error refuses the
+	// offer with 403. Of concurrent offers with the same ticket, Admit
+	// must let one through.
+	Admit func(meta any) error
+	// Refused, when set, is told of each signaling request the server
+	// refuses (not those Authorize or Admit refuse, which know already),
+	// with the HTTP status and a short reason for metrics: "busy",
+	// "busy_addr", "slow_offer", "offer_too_large", "bad_offer",
+	// "closing", "origin", "content_type", "method". Keep it cheap: it
+	// runs on the request's goroutine.
+	Refused func(code int, reason string)
 	// Limits bound each connection.
 	Limits Limits
 	// Logger receives the server's logs (default: discarded).
@@ -76,6 +102,7 @@ type Server struct {
 
 	mu     sync.Mutex
 	conns  map[*rtcConn]struct{}
+	byAddr map[string]int // handshakes in progress by client IP address
 	closed chan struct{}
 	once   sync.Once
 }
@@ -90,8 +117,14 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 	if cfg.MaxPending <= 0 {
 		cfg.MaxPending = 64
 	}
+	if cfg.MaxPendingPerAddr <= 0 {
+		cfg.MaxPendingPerAddr = 8
+	}
 	if cfg.MaxOfferBytes <= 0 {
 		cfg.MaxOfferBytes = 16 << 10
+	}
+	if cfg.OfferTimeout <= 0 {
+		cfg.OfferTimeout = 5 * time.Second
 	}
 	if cfg.AcceptQueue <= 0 {
 		cfg.AcceptQueue = 128
@@ -117,6 +150,7 @@ func NewServer(cfg ServerConfig) (*Server, error) {
 		mux:    webrtc.NewICEUDPMux(nil, udp),
 		accept: make(chan *rtcConn, cfg.AcceptQueue),
 		conns:  make(map[*rtcConn]struct{}),
+		byAddr: make(map[string]int),
 		closed: make(chan struct{}),
 	}
 	var se webrtc.SettingEngine
@@ -164,10 +198,16 @@ func httpError(w http.ResponseWriter, code int, msg string) {
 
 // ServeHTTP is the signaling handler: POST application/sdp with the offer;
 // the answer comes back as application/sdp once ICE gathering completes.
+//
+// A request is checked before it costs anything: the origin, the method,
+// the content type and Authorize (the ticket) come first, then it takes a
+// handshake slot (one of MaxPending, and of MaxPendingPerAddr for its
+// address), then its body is read under OfferTimeout and MaxOfferBytes,
+// and only an offer that parses is handed to Admit.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if origin := r.Header.Get("Origin"); origin != "" {
 		if !s.originAllowed(origin) {
-			httpError(w, http.StatusForbidden, "origin not allowed")
+			s.refuse(w, http.StatusForbidden, "origin", "origin not allowed")
 			return
 		}
 		w.Header().Set("Access-Control-Allow-Origin", origin)
@@ -182,50 +222,44 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodPost:
 	default:
 		w.Header().Set("Allow", "POST, OPTIONS")
-		httpError(w, http.StatusMethodNotAllowed, "POST an SDP offer")
+		s.refuse(w, http.StatusMethodNotAllowed, "method", "POST an SDP offer")
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/sdp" {
-		httpError(w, http.StatusUnsupportedMediaType, "content type must be application/sdp")
+		s.refuse(w, http.StatusUnsupportedMediaType, "content_type", "content type must be application/sdp")
 		return
 	}
 	select {
 	case <-s.closed:
-		httpError(w, http.StatusServiceUnavailable, "server closed")
+		s.refuse(w, http.StatusServiceUnavailable, "closing", "server closed")
 		return
 	default:
-	}
-	// Take a handshake slot first: a request refused for the server's load
-	// must not have spent anything the Authorize hook keeps (a one-use
-	// ticket), so that the client can retry it.
-	if n := s.pending.Add(1); int(n) > s.cfg.MaxPending {
-		s.pending.Add(-1)
-		w.Header().Set("Retry-After", "1")
-		httpError(w, http.StatusTooManyRequests, "too many handshakes in progress")
-		return
-	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxOfferBytes))
-	if err != nil {
-		s.pending.Add(-1)
-		var tooBig *http.MaxBytesError
-		if errors.As(err, &tooBig) {
-			httpError(w, http.StatusRequestEntityTooLarge, "offer over "+strconv.FormatInt(s.cfg.MaxOfferBytes, 10)+" bytes")
-			return
-		}
-		httpError(w, http.StatusBadRequest, "reading offer: "+err.Error())
-		return
 	}
 	var meta any
 	if s.cfg.Authorize != nil {
 		m, err := s.cfg.Authorize(r)
 		if err != nil {
-			s.pending.Add(-1)
 			httpError(w, http.StatusForbidden, "not authorized: "+err.Error())
 			return
 		}
 		meta = m
 	}
-	answer, code, err := s.answer(r.Context(), string(body), meta)
+	// A request refused for the server's load has spent nothing (Admit
+	// has not run), so the client can retry it.
+	addr := clientAddr(r)
+	if reason := s.takeSlot(addr); reason != "" {
+		w.Header().Set("Retry-After", "1")
+		s.refuse(w, http.StatusTooManyRequests, reason, "too many handshakes in progress")
+		return
+	}
+	release := sync.OnceFunc(func() { s.giveSlot(addr) })
+	body, code, reason, err := s.readOffer(w, r)
+	if err != nil {
+		release()
+		s.refuse(w, code, reason, err.Error())
+		return
+	}
+	answer, code, err := s.answer(r.Context(), string(body), meta, release)
 	if err != nil {
 		httpError(w, code, err.Error())
 		return
@@ -233,6 +267,94 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/sdp")
 	w.WriteHeader(http.StatusCreated)
 	io.WriteString(w, answer)
+}
+
+// readOffer reads the offer body under OfferTimeout and MaxOfferBytes. On
+// failure it returns the HTTP status and the reason to refuse with.
+func (s *Server) readOffer(w http.ResponseWriter, r *http.Request) ([]byte, int, string, error) {
+	// The deadline covers the body only; a writer that cannot set one (not
+	// a net/http server's) still gets the size cap.
+	rc := http.NewResponseController(w)
+	deadline := rc.SetReadDeadline(time.Now().Add(s.cfg.OfferTimeout)) == nil
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, s.cfg.MaxOfferBytes))
+	if err == nil {
+		if deadline {
+			rc.SetReadDeadline(time.Time{})
+		}
+		return body, 0, "", nil
+	}
+	// The rest of the body stays unread: the connection ends with the
+	// answer, rather than wait for it.
+	w.Header().Set("Connection", "close")
+	var tooBig *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &tooBig):
+		return nil, http.StatusRequestEntityTooLarge, "offer_too_large", fmt.Errorf("offer over %d bytes", s.cfg.MaxOfferBytes)
+	case errors.Is(err, os.ErrDeadlineExceeded) || errors.As(err, &ne) && ne.Timeout():
+		return nil, http.StatusRequestTimeout, "slow_offer", fmt.Errorf("offer not read within %v", s.cfg.OfferTimeout)
+	}
+	return nil, http.StatusBadRequest, "bad_offer", fmt.Errorf("reading offer: %w", err)
+}
+
+// takeSlot takes a handshake slot for a client at addr, or returns why it
+// cannot ("busy": the server's, "busy_addr": the address's).
+func (s *Server) takeSlot(addr string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if int(s.pending.Load()) >= s.cfg.MaxPending {
+		return "busy"
+	}
+	if addr != "" && s.byAddr[addr] >= s.cfg.MaxPendingPerAddr {
+		return "busy_addr"
+	}
+	s.pending.Add(1)
+	if addr != "" {
+		s.byAddr[addr]++
+	}
+	return ""
+}
+
+// giveSlot returns a slot taken for addr.
+func (s *Server) giveSlot(addr string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pending.Add(-1)
+	if addr == "" {
+		return
+	}
+	if s.byAddr[addr]--; s.byAddr[addr] <= 0 {
+		delete(s.byAddr, addr)
+	}
+}
+
+// clientAddr is the IP address a request came from, as the key of the
+// per-address bound: empty for a loopback address, which has none.
+func clientAddr(r *http.Request) string {
+	return limitKey(r.RemoteAddr)
+}
+
+// limitKey returns the key a per-address limit counts a remote address
+// ("host:port" or a bare host) under: its IP address, or "" for a loopback
+// address, which such limits leave alone (local bots, tests, a reverse
+// proxy on the same host).
+func limitKey(remote string) string {
+	host := remote
+	if h, _, err := net.SplitHostPort(remote); err == nil {
+		host = h
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || host == "localhost" {
+		return ""
+	}
+	return host
+}
+
+// refuse answers a request with code and tells the Refused hook.
+func (s *Server) refuse(w http.ResponseWriter, code int, reason, msg string) {
+	if s.cfg.Refused != nil {
+		s.cfg.Refused(code, reason)
+	}
+	httpError(w, code, msg)
 }
 
 func (s *Server) originAllowed(origin string) bool {
@@ -244,27 +366,27 @@ func (s *Server) originAllowed(origin string) bool {
 	return false
 }
 
-// answer makes the peer connection for one offer. It owns one pending slot,
-// which the connection gives back when it opens or closes.
-func (s *Server) answer(ctx context.Context, offer string, meta any) (string, int, error) {
+// answer makes the peer connection for one offer. It owns the request's
+// handshake slot: giveSlot gives it back, once, when the connection opens
+// or closes (or at once, if no connection is made).
+func (s *Server) answer(ctx context.Context, offer string, meta any, giveSlot func()) (string, int, error) {
 	pc, err := s.api.NewPeerConnection(webrtc.Configuration{Certificates: []webrtc.Certificate{s.cert}})
 	if err != nil {
-		s.pending.Add(-1)
+		giveSlot()
 		return "", http.StatusInternalServerError, fmt.Errorf("peer connection: %w", err)
 	}
 	c, err := newRTCConn(PeerID(s.nextID.Add(1)), pc, s.lim, s.log)
 	if err != nil {
-		s.pending.Add(-1)
+		giveSlot()
 		pc.Close()
 		return "", http.StatusInternalServerError, err
 	}
 	c.meta = meta
-	var released atomic.Bool // the pending slot goes back exactly once
-	var handshake *time.Timer
+	var handshake atomic.Pointer[time.Timer]
 	release := func() {
-		if released.CompareAndSwap(false, true) {
-			s.pending.Add(-1)
-			handshake.Stop()
+		giveSlot()
+		if t := handshake.Load(); t != nil {
+			t.Stop()
 		}
 	}
 	c.onOpen = func(c *rtcConn) {
@@ -292,18 +414,27 @@ func (s *Server) answer(ctx context.Context, offer string, meta any) (string, in
 	}
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
-	handshake = time.AfterFunc(s.lim.HandshakeTimeout, func() {
+	handshake.Store(time.AfterFunc(s.lim.HandshakeTimeout, func() {
 		if !c.isOpen() {
 			c.closeWith(ErrHandshakeTimeout)
 		}
-	})
+	}))
 
 	fail := func(code int, err error) (string, int, error) {
 		c.closeWith(err)
 		return "", code, err
 	}
 	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer}); err != nil {
+		if s.cfg.Refused != nil {
+			s.cfg.Refused(http.StatusBadRequest, "bad_offer")
+		}
 		return fail(http.StatusBadRequest, fmt.Errorf("bad offer: %w", err))
+	}
+	// The offer parsed: only now is a one-use ticket spent.
+	if s.cfg.Admit != nil {
+		if err := s.cfg.Admit(meta); err != nil {
+			return fail(http.StatusForbidden, fmt.Errorf("not authorized: %w", err))
+		}
 	}
 	ans, err := pc.CreateAnswer(nil)
 	if err != nil {

@@ -21,6 +21,7 @@ import (
 	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/transport"
 )
 
 // serveConfig is the file `tongbu serve -config` reads (JSON). Flags
@@ -91,6 +92,8 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	rooms := fs.Int("rooms", 0, "also create this many lockstep rooms room-1..room-N with default settings")
 	loopback := fs.Bool("loopback", false, "offer loopback candidates too (local tests and demos)")
 	huge := fs.Bool("hugepages", true, "ask Linux for transparent huge pages for the heap (engine.Config.HugePages)")
+	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on this address (a private one) instead of -http's; the token, if any, in $TONGBU_METRICS_TOKEN")
+	peerMetrics := fs.Bool("peer-metrics", false, "add per-player gauges, labelled with room names, to /metrics")
 	cf := clusterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -132,6 +135,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		Secret: secret, UDPAddr: fmt.Sprintf(":%d", cfg.UDP), PublicIPs: cfg.PublicIPs,
 		AllowedOrigins: cfg.Origins, MaxConns: cfg.MaxConns, MaxRooms: cfg.MaxRooms, Logger: log,
 		IncludeLoopback: cfg.Loopback, HugePages: *huge,
+		MetricsToken: os.Getenv("TONGBU_METRICS_TOKEN"), SeparateMetrics: *metricsAddr != "", PeerMetrics: *peerMetrics,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "tongbu serve:", err)
@@ -158,7 +162,24 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		handler, leave = cl.handler(handler), cl.leave
 		fmt.Fprintf(stdout, "tongbu serve: cluster node %s at %s (NATS %s); status at %s\n", cl.node.Info().ID, cl.node.Info().URL, cfg.Cluster.NATS, clusterStatusPath)
 	}
-	fmt.Fprintf(stdout, "tongbu serve: http://%s (UDP %s); metrics at %s\n", ln.Addr(), srv.UDPAddr(), engine.MetricsPath)
+	metricsAt := engine.MetricsPath
+	if *metricsAddr != "" {
+		mln, err := net.Listen("tcp", *metricsAddr)
+		if err != nil {
+			ln.Close()
+			leave()
+			srv.Shutdown(context.Background())
+			fmt.Fprintln(stderr, "tongbu serve: metrics:", err)
+			return 1
+		}
+		mux := http.NewServeMux()
+		mux.Handle(engine.MetricsPath, srv.MetricsHandler())
+		ms := engine.HTTPServer("", mux)
+		go ms.Serve(mln)
+		defer ms.Close()
+		metricsAt = "http://" + mln.Addr().String() + engine.MetricsPath
+	}
+	fmt.Fprintf(stdout, "tongbu serve: http://%s (UDP %s); metrics at %s\n", ln.Addr(), srv.UDPAddr(), metricsAt)
 	return runServerWith(srv, handler, ln, stderr, leave)
 }
 
@@ -176,8 +197,8 @@ func runServerWith(srv *engine.Server, h http.Handler, ln net.Listener, stderr i
 		}
 		cancel()
 	}()
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
+	hs := engine.HTTPServer("", h)
+	go hs.Serve(transport.LimitListener(ln, transport.DefaultConnsPerAddr))
 	err := srv.Serve(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

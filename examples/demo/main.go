@@ -17,7 +17,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"os"
 	"os/signal"
 	"syscall"
@@ -25,6 +24,7 @@ import (
 
 	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/internal/replaycli"
+	"github.com/tongbu/tongbu/transport"
 )
 
 func main() {
@@ -44,8 +44,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 func runServer(srv *engine.Server, ln net.Listener, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	hs := &http.Server{Handler: srv.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go hs.Serve(ln)
+	hs := engine.HTTPServer("", srv.Handler())
+	go hs.Serve(transport.LimitListener(ln, transport.DefaultConnsPerAddr))
 	err := srv.Serve(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -1,0 +1,106 @@
+//go:build !js
+
+package engine
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/transport"
+)
+
+// TestMetricsSurface: /metrics behind a token, per-peer gauges only when
+// asked for, and the metrics served apart from the public handler.
+func TestMetricsSurface(t *testing.T) {
+	get := func(h http.Handler, auth string) (int, string) {
+		req := httptest.NewRequest(http.MethodGet, MetricsPath, nil)
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		b, _ := io.ReadAll(rec.Result().Body)
+		return rec.Code, string(b)
+	}
+	tests := []struct {
+		name      string
+		cfg       Config
+		auth      string
+		code      int
+		peerLines bool
+	}{
+		{"open, no per-peer gauges by default", Config{}, "", 200, false},
+		{"per-peer gauges asked for", Config{PeerMetrics: true}, "", 200, true},
+		{"token missing", Config{MetricsToken: "s3cret"}, "", 401, false},
+		{"token wrong", Config{MetricsToken: "s3cret"}, "Bearer guess", 401, false},
+		{"token right", Config{MetricsToken: "s3cret"}, "Bearer s3cret", 200, false},
+		{"served apart", Config{SeparateMetrics: true}, "", 404, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.cfg)
+			defer h.shutdown()
+			go h.s.Serve(t.Context())
+			if _, err := h.s.CreateRoom("secret-room-name", lockstep.Config{Players: 2}); err != nil {
+				t.Fatal(err)
+			}
+			c, err := h.join("alice", "secret-room-name", RolePlayer, transport.LinkConfig{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			code, body := get(h.s.Handler(), tt.auth)
+			if code != tt.code {
+				t.Fatalf("GET %s: %d, want %d", MetricsPath, code, tt.code)
+			}
+			if code != 200 {
+				if strings.Contains(body, "tongbu_") {
+					t.Fatalf("refused, yet metrics in the body:\n%s", body)
+				}
+				return
+			}
+			if strings.Contains(body, `peer="`) != tt.peerLines || strings.Contains(body, "secret-room-name") != tt.peerLines {
+				t.Fatalf("per-peer gauges and room names shown %v, want %v:\n%s", !tt.peerLines, tt.peerLines, body)
+			}
+			if !strings.Contains(body, "tongbu_connections 1") {
+				t.Fatalf("no connection count:\n%s", body)
+			}
+		})
+	}
+	h := newHarness(t, Config{SeparateMetrics: true, MetricsToken: "s3cret"})
+	defer h.shutdown()
+	if code, body := get(h.s.MetricsHandler(), "Bearer s3cret"); code != 200 || !strings.Contains(body, "tongbu_rooms 0") {
+		t.Fatalf("MetricsHandler: %d\n%s", code, body)
+	}
+}
+
+// TestTicketInQuery: the ticket travels in the Authorization header; the
+// query-string form is taken only when the server opts in.
+func TestTicketInQuery(t *testing.T) {
+	for _, opt := range []bool{false, true} {
+		h := newHarness(t, Config{TicketInQuery: opt})
+		if _, err := h.s.CreateRoom("r", lockstep.Config{Players: 2}); err != nil {
+			t.Fatal(err)
+		}
+		tk, _ := h.s.Ticket("alice", "r", RolePlayer, time.Minute)
+		_, err := h.s.authorize(httptest.NewRequest(http.MethodPost, ConnectPath+"?ticket="+tk, nil))
+		if opt != (err == nil) {
+			t.Fatalf("TicketInQuery %v: a ticket in the query: %v", opt, err)
+		}
+		if !opt && !errors.Is(err, ErrTicketInvalid) {
+			t.Fatalf("refused with %v, want ErrTicketInvalid", err)
+		}
+		req := httptest.NewRequest(http.MethodPost, ConnectPath, nil)
+		req.Header.Set("Authorization", "Bearer "+tk)
+		if _, err := h.s.authorize(req); err != nil {
+			t.Fatalf("TicketInQuery %v: the header: %v", opt, err)
+		}
+		h.shutdown()
+	}
+}
