@@ -143,6 +143,13 @@ func (o *observer) request(w *World, id ID) int {
 	return 0
 }
 
+// inRange reports whether entity id exists within the 3x3 regions around
+// entity from.
+func (w *World) inRange(from, id ID) bool {
+	r := w.regionOfID(id)
+	return r >= 0 && near(w.regionAt(w.where[from]), w.regionAt(r))
+}
+
 func requestErr(w *World, reason int, id ID) error {
 	switch reason {
 	case DropRate:
@@ -243,7 +250,10 @@ func (o *observer) command(w *World, e *entity, c *command) (int, error) {
 	case cmdJump:
 		w.pend = append(w.pend, pending{id: e.id, tag: tagJump, frame: c.frame})
 	case cmdSkill:
-		if c.target != 0 && w.get(c.target) == nil {
+		// A target outside the sender's range is refused as an unknown one:
+		// the same drop, nothing sent back, so that a client cannot learn
+		// which IDs exist beyond its range.
+		if c.target != 0 && !w.inRange(e.id, c.target) {
 			return DropUnknown, fmt.Errorf("%w: skill target %d", ErrUnknown, c.target)
 		}
 		w.pend = append(w.pend, pending{id: e.id, tag: tagSkill, frame: c.frame, c: command{skill: c.skill, target: c.target}})
