@@ -3,7 +3,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/tongbu/tongbu/codec"
 	"github.com/tongbu/tongbu/interest"
@@ -20,7 +19,7 @@ const (
 	typeBits     = 3
 	typeWelcome  = 0
 	typeBye      = 1
-	wireVersion  = 2
+	wireVersion  = 3
 	maxByeText   = 200
 	maxWireUvint = 1 << 30
 )
@@ -78,24 +77,11 @@ func appendWelcome(dst []byte, m *welcome) []byte {
 	w.WriteBits(uint64(m.role), 1)
 	w.WriteString(m.target, MaxNameLen)
 	if m.mode == Lockstep {
-		c := m.lockstep
 		w.WriteUvarint(uint64(m.slot))
-		for _, v := range []int{c.Players, c.Hz, int(c.Fill), int(c.Late), c.InputBytes, c.InputsPerFrame, c.Redundancy, c.MaxAhead, c.CatchUpBytes} {
-			w.WriteUvarint(uint64(v))
-		}
-		w.WriteVarint(int64(c.HashEvery))
-		w.WriteBool(c.DumpOnDesync)
-		w.WriteBool(c.VerifyEvents)
-		w.WriteBool(c.Authoritative)
+		lockstep.WriteConfig(w, m.lockstep)
 	} else {
-		c := m.interest
 		w.WriteUvarint(uint64(m.self))
-		for _, v := range []int{c.RegionSize, c.Width, c.Height, c.Hz, c.MaxEntities,
-			int(c.ForcedSync / time.Millisecond), int(c.Lead / time.Millisecond), int(c.History / time.Millisecond),
-			c.Tolerance, c.MaxSpeed, c.MaxMove, c.MaxAhead, c.TickBudget, c.DiscoveryRate, c.MagicBits, c.MaxCustom} {
-			w.WriteUvarint(uint64(v))
-		}
-		w.WriteBool(c.LeaveMessages)
+		interest.WriteClientConfig(w, m.interest)
 	}
 	return w.Bytes()
 }
@@ -110,49 +96,19 @@ func readWelcome(msg []byte) (*welcome, error) {
 	}
 	m := &welcome{mode: Mode(r.ReadBits(1)), role: Role(r.ReadBits(1))}
 	m.target = r.ReadString(MaxNameLen)
-	num := func() int {
-		v := r.ReadUvarint()
-		if v > maxWireUvint {
-			r.Fail(fmt.Errorf("%w: field %d too large", ErrMalformed, v))
-		}
-		return int(v)
-	}
 	var err error
 	if m.mode == Lockstep {
-		m.slot = num()
-		c := &m.lockstep
-		c.Players, c.Hz, c.Fill, c.Late = num(), num(), lockstep.Fill(num()), lockstep.Late(num())
-		c.InputBytes, c.InputsPerFrame, c.Redundancy, c.MaxAhead, c.CatchUpBytes = num(), num(), num(), num(), num()
-		if h := r.ReadVarint(); h >= -1 && h <= maxWireUvint {
-			c.HashEvery = int(h)
-		} else {
-			r.Fail(fmt.Errorf("%w: hash interval %d", ErrMalformed, h))
+		m.slot = int(r.ReadUvarint())
+		if m.slot > maxWireUvint {
+			r.Fail(fmt.Errorf("%w: slot %d", ErrMalformed, m.slot))
 		}
-		c.DumpOnDesync = r.ReadBool()
-		c.VerifyEvents = r.ReadBool()
-		c.Authoritative = r.ReadBool()
-		if r.Err() == nil {
-			if int(c.Fill) > int(lockstep.FillAbsent) || int(c.Late) > int(lockstep.LateNextFrame) {
-				r.Fail(fmt.Errorf("%w: unknown fill or late policy", ErrMalformed))
-			}
-			err = c.Validate()
-		}
+		m.lockstep, err = lockstep.ReadConfig(r)
 	} else {
-		m.self = interest.ID(num())
-		c := &m.interest
-		c.RegionSize, c.Width, c.Height, c.Hz, c.MaxEntities = num(), num(), num(), num(), num()
-		c.ForcedSync = time.Duration(num()) * time.Millisecond
-		c.Lead = time.Duration(num()) * time.Millisecond
-		c.History = time.Duration(num()) * time.Millisecond
-		c.Tolerance, c.MaxSpeed, c.MaxMove, c.MaxAhead, c.TickBudget = num(), num(), num(), num(), num()
-		c.DiscoveryRate, c.MagicBits, c.MaxCustom = num(), num(), num()
-		c.LeaveMessages = r.ReadBool()
-		if r.Err() == nil {
-			*c = c.WithDefaults() // only the policy, which the client does not use
-			err = c.Validate()
-			if err == nil && (m.self == 0 || int(m.self) >= c.MaxEntities) {
-				err = fmt.Errorf("%w: entity %d out of range", ErrMalformed, m.self)
-			}
+		self := r.ReadUvarint()
+		m.interest, err = interest.ReadClientConfig(r)
+		m.self = interest.ID(self)
+		if err == nil && (self == 0 || self >= uint64(m.interest.MaxEntities)) {
+			err = fmt.Errorf("%w: entity %d out of range", ErrMalformed, self)
 		}
 	}
 	if e := r.Err(); e != nil {

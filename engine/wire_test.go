@@ -33,8 +33,11 @@ func TestWelcomeRoundTrip(t *testing.T) {
 			a, b := out.interest, in.interest
 			a.Policy, b.Policy = interest.Policy{}, interest.Policy{}
 			if a.RegionSize != b.RegionSize || a.Width != b.Width || a.Height != b.Height || a.Hz != b.Hz ||
-				a.ForcedSync != b.ForcedSync || a.MaxSpeed != b.MaxSpeed || a.LeaveMessages != b.LeaveMessages {
+				a.MaxEntities != b.MaxEntities || a.History != b.History || a.MaxSpeed != b.MaxSpeed || a.MaxCustom != b.MaxCustom {
 				t.Fatalf("interest config: got %+v, want %+v", a, b)
+			}
+			if a.LeaveMessages { // the server's own: not sent
+				t.Fatal("the welcome carried LeaveMessages")
 			}
 		}
 	}
@@ -46,9 +49,9 @@ func TestWelcomeRejects(t *testing.T) {
 		t.Fatalf("entity 0: %v, want ErrMalformed", err)
 	}
 	cfg := lockstep.Config{}.WithDefaults()
-	cfg.Players = lockstep.MaxPlayers + 1
+	cfg.MaxAhead = 0
 	if _, err := readWelcome(appendWelcome(nil, &welcome{mode: Lockstep, target: "r", lockstep: cfg})); !errors.Is(err, ErrMalformed) {
-		t.Fatalf("too many players: %v, want ErrMalformed", err)
+		t.Fatalf("a room that may not run ahead: %v, want ErrMalformed", err)
 	}
 	if _, err := readWelcome(appendBye(nil, byeClosed, "")); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("a bye read as a welcome: %v", err)

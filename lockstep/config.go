@@ -152,8 +152,8 @@ func (c Config) Validate() error {
 	switch {
 	case c.Players < 1 || c.Players > MaxPlayers:
 		return fmt.Errorf("%w: %d players, want 1 to %d", ErrConfig, c.Players, MaxPlayers)
-	case c.Hz < 1 || c.Hz > 120:
-		return fmt.Errorf("%w: %d Hz, want 1 to 120", ErrConfig, c.Hz)
+	case c.Hz < 1 || c.Hz > MaxHz:
+		return fmt.Errorf("%w: %d Hz, want 1 to %d", ErrConfig, c.Hz, MaxHz)
 	case c.Fill > FillAbsent:
 		return fmt.Errorf("%w: fill %d", ErrConfig, c.Fill)
 	case c.Late > LateNextFrame:

@@ -18,7 +18,7 @@ import (
 // length and the frame.
 const (
 	replayMagic   = "TBRP"
-	replayVersion = 1
+	replayVersion = 2 // 1 held fewer of the room's settings (readReplayConfigV1)
 
 	recHeader = 'H'
 	recBlock  = 'B'
@@ -168,20 +168,11 @@ func validateHeader(h *ReplayHeader) error {
 }
 
 func encodeReplayHeader(w *codec.Writer, h *ReplayHeader) {
-	c := &h.Config
 	w.WriteString(h.Game, maxReplayGame)
 	w.WriteBytes(h.Params, maxReplayParams)
 	w.WriteVarint(h.Start.UnixNano())
-	w.WriteUint(uint64(c.Players-1), MaxPlayers-1)
-	w.WriteUint(uint64(c.Hz), 120)
-	w.WriteUint(uint64(c.Fill), uint64(FillAbsent))
-	w.WriteUint(uint64(c.Late), uint64(LateNextFrame))
-	w.WriteUint(uint64(c.InputBytes), MaxInputBytes)
-	w.WriteUint(uint64(c.InputsPerFrame), MaxInputsPerFrame)
-	w.WriteUint(uint64(c.Redundancy), MaxRedundancy)
-	w.WriteUvarint(uint64(c.MaxAhead))
-	w.WriteVarint(int64(c.HashEvery))
-	for i := range c.Players {
+	WriteConfig(w, h.Config)
+	for i := range h.Config.Players {
 		name := ""
 		if i < len(h.Players) {
 			name = h.Players[i]
@@ -190,30 +181,23 @@ func encodeReplayHeader(w *codec.Writer, h *ReplayHeader) {
 	}
 }
 
-func decodeReplayHeader(b []byte) (ReplayHeader, error) {
+// decodeReplayHeader decodes the header of a replay of the given version.
+func decodeReplayHeader(b []byte, version byte) (ReplayHeader, error) {
 	var h ReplayHeader
 	r := codec.NewReader(b)
 	h.Game = r.ReadString(maxReplayGame)
 	h.Params = r.ReadBytes(nil, maxReplayParams)
 	start := r.ReadVarint()
-	c := &h.Config
-	c.Players = int(r.ReadUint(MaxPlayers-1)) + 1
-	c.Hz = int(r.ReadUint(120))
-	c.Fill = Fill(r.ReadUint(uint64(FillAbsent)))
-	c.Late = Late(r.ReadUint(uint64(LateNextFrame)))
-	c.InputBytes = int(r.ReadUint(MaxInputBytes))
-	c.InputsPerFrame = int(r.ReadUint(MaxInputsPerFrame))
-	c.Redundancy = int(r.ReadUint(MaxRedundancy))
-	ahead := r.ReadUvarint()
-	every := r.ReadVarint()
-	if r.Err() != nil {
-		return h, fmt.Errorf("%w: header: %w", ErrReplay, r.Err())
+	var err error
+	if version == 1 {
+		h.Config, err = readReplayConfigV1(r)
+	} else {
+		h.Config, err = ReadConfig(r)
 	}
-	if ahead > maxFrame || every < -1 || every > maxHashEvery {
-		return h, fmt.Errorf("%w: header: max ahead %d, hash every %d", ErrReplay, ahead, every)
+	if err != nil {
+		return h, fmt.Errorf("%w: header: %w", ErrReplay, err)
 	}
-	c.MaxAhead, c.HashEvery = int(ahead), int(every)
-	h.Players = make([]string, c.Players)
+	h.Players = make([]string, h.Config.Players)
 	for i := range h.Players {
 		h.Players[i] = r.ReadString(maxReplayName)
 	}
@@ -221,11 +205,31 @@ func decodeReplayHeader(b []byte) (ReplayHeader, error) {
 		return h, fmt.Errorf("%w: header: %w", ErrReplay, err)
 	}
 	h.Start = time.Unix(0, start)
-	*c = c.WithDefaults()
-	if err := c.Validate(); err != nil {
-		return h, fmt.Errorf("%w: header: %w", ErrReplay, err)
-	}
 	return h, nil
+}
+
+// readReplayConfigV1 reads the room's settings as version 1 replays hold
+// them: not the catch-up pace nor the booleans, which take their defaults.
+func readReplayConfigV1(r *codec.Reader) (Config, error) {
+	var c Config
+	c.Players = int(r.ReadUint(MaxPlayers-1)) + 1
+	c.Hz = int(r.ReadUint(MaxHz))
+	c.Fill = Fill(r.ReadUint(uint64(FillAbsent)))
+	c.Late = Late(r.ReadUint(uint64(LateNextFrame)))
+	c.InputBytes = int(r.ReadUint(MaxInputBytes))
+	c.InputsPerFrame = int(r.ReadUint(MaxInputsPerFrame))
+	c.Redundancy = int(r.ReadUint(MaxRedundancy))
+	ahead := r.ReadUvarint()
+	every := r.ReadVarint()
+	if err := r.Err(); err != nil {
+		return c, err
+	}
+	if ahead > maxFrame || every < -1 || every > maxHashEvery {
+		return c, fmt.Errorf("max ahead %d, hash every %d", ahead, every)
+	}
+	c.MaxAhead, c.HashEvery = int(ahead), int(every)
+	c = c.WithDefaults()
+	return c, c.Validate()
 }
 
 // appendRecord appends one record: type, length, bulk frame, CRC-32C.
@@ -410,8 +414,8 @@ func NewReplayReader(r io.Reader) (*ReplayReader, error) {
 	if string(magic[:4]) != replayMagic {
 		return nil, fmt.Errorf("%w: not a tongbu replay (magic %q)", ErrReplay, magic[:4])
 	}
-	if magic[4] != replayVersion {
-		return nil, fmt.Errorf("%w: version %d, this reader reads version %d", ErrReplay, magic[4], replayVersion)
+	if magic[4] != replayVersion && magic[4] != 1 {
+		return nil, fmt.Errorf("%w: version %d, this reader reads versions 1 and %d", ErrReplay, magic[4], replayVersion)
 	}
 	typ, payload, err := rr.record()
 	if err != nil {
@@ -420,7 +424,7 @@ func NewReplayReader(r io.Reader) (*ReplayReader, error) {
 	if typ != recHeader {
 		return nil, fmt.Errorf("%w: record %q where the header belongs", ErrReplay, typ)
 	}
-	if rr.h, err = decodeReplayHeader(payload); err != nil {
+	if rr.h, err = decodeReplayHeader(payload, magic[4]); err != nil {
 		return nil, err
 	}
 	rr.prevIn = make([][]byte, rr.h.Config.Players)
