@@ -7,6 +7,7 @@ require (
 	github.com/nats-io/nats.go v1.51.0
 	github.com/pion/ice/v4 v4.4.2
 	github.com/pion/webrtc/v4 v4.2.20
+	github.com/pkg/errors v0.9.1
 )
 
 require (

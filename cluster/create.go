@@ -9,6 +9,7 @@ import (
 	"fmt"
 
 	"github.com/nats-io/nats.go"
+	"github.com/tongbu/tongbu/internal/errstack"
 )
 
 // CreateRoom asks the cluster on nc for a room: the request goes to the
@@ -20,6 +21,11 @@ import (
 // The Placement names the node and the public URL that hold the room, and
 // the tickets for req.Players: a client dials that URL with its ticket.
 func CreateRoom(ctx context.Context, nc *nats.Conn, req RoomRequest, opts *Options) (Placement, error) {
+	p, err := createRoom(ctx, nc, req, opts)
+	return p, errstack.With(err)
+}
+
+func createRoom(ctx context.Context, nc *nats.Conn, req RoomRequest, opts *Options) (Placement, error) {
 	o := opts.withDefaults()
 	if req.Room == "" {
 		var b [8]byte

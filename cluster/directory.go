@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/tongbu/tongbu/internal/errstack"
 )
 
 // Options tune a node, a directory and CreateRoom. The zero value (or nil)
@@ -111,6 +112,11 @@ type Directory struct {
 // Watch follows the cluster whose nodes publish on nc with opts.Prefix.
 // Close stops it; nc stays open.
 func Watch(nc *nats.Conn, opts *Options) (*Directory, error) {
+	d, err := watch(nc, opts)
+	return d, errstack.With(err)
+}
+
+func watch(nc *nats.Conn, opts *Options) (*Directory, error) {
 	o := opts.withDefaults()
 	d := &Directory{nc: nc, opts: o, st: newState(o.Misses, o.MaxNodes, o.MaxLost),
 		stop: make(chan struct{}), done: make(chan struct{})}

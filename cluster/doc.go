@@ -28,4 +28,8 @@
 // lost.
 //
 // The subjects and message formats are in SPEC.md §11.
+//
+// Errors match the package's sentinels (ErrNoCapacity, ErrRefused, ...)
+// with errors.Is, and carry the stack of the call that returned them
+// (github.com/pkg/errors; print with %+v).
 package cluster

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/tongbu/tongbu/internal/errstack"
 )
 
 // A Host creates the rooms the cluster places on its node. It returns the
@@ -48,6 +49,11 @@ type Node struct {
 // it takes room requests (calling host) until it is full or Leave is
 // called. nc stays the caller's.
 func Join(nc *nats.Conn, info NodeInfo, host Host, opts *Options) (*Node, error) {
+	n, err := join(nc, info, host, opts)
+	return n, errstack.With(err)
+}
+
+func join(nc *nats.Conn, info NodeInfo, host Host, opts *Options) (*Node, error) {
 	if err := info.validate(); err != nil {
 		return nil, err
 	}
@@ -294,7 +300,7 @@ func (n *Node) Leave() error {
 		err = ferr
 	}
 	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		return fmt.Errorf("cluster: leave: %w", err)
+		return errstack.Wrapf(err, "cluster: leave")
 	}
 	return nil
 }

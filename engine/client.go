@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/internal/errstack"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
 )
@@ -61,7 +62,7 @@ func Dial(ctx context.Context, url, ticket string, cfg *ClientConfig) (*Client, 
 	}
 	u, err := connectURL(url)
 	if err != nil {
-		return nil, err
+		return nil, errstack.With(err)
 	}
 	conn, err := transport.Dial(ctx, u, &transport.ClientConfig{
 		Header:          http.Header{"Authorization": {"Bearer " + ticket}},
@@ -71,12 +72,12 @@ func Dial(ctx context.Context, url, ticket string, cfg *ClientConfig) (*Client, 
 		Logger:          cfg.Logger,
 	})
 	if err != nil {
-		return nil, err
+		return nil, errstack.With(err)
 	}
 	c, err := NewClient(ctx, conn)
 	if err != nil {
 		conn.Close()
-		return nil, err
+		return nil, errstack.With(err)
 	}
 	return c, nil
 }
@@ -87,7 +88,7 @@ func connectURL(s string) (string, error) {
 		return "", fmt.Errorf("engine: server URL: %w", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
-		return "", fmt.Errorf("engine: server URL %q: want http or https", s)
+		return "", fmt.Errorf("%w: server URL %q: want http or https", ErrConfig, s)
 	}
 	if !strings.HasSuffix(u.Path, ConnectPath) {
 		u.Path = strings.TrimSuffix(u.Path, "/") + ConnectPath
@@ -104,7 +105,7 @@ func NewClient(ctx context.Context, conn transport.Conn) (*Client, error) {
 	for c.welcome == nil {
 		m, err := conn.Receive(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("engine: waiting for the server's welcome: %w", err)
+			return nil, errstack.Wrapf(err, "engine: waiting for the server's welcome")
 		}
 		switch {
 		case !isEngine(m.Data):
@@ -114,13 +115,13 @@ func NewClient(ctx context.Context, conn transport.Conn) (*Client, error) {
 		case engineType(m.Data) == typeBye:
 			bye, err := readBye(m.Data)
 			if err != nil {
-				return nil, err
+				return nil, errstack.With(err)
 			}
-			return nil, bye
+			return nil, errstack.With(bye)
 		default:
 			w, err := readWelcome(m.Data)
 			if err != nil {
-				return nil, err
+				return nil, errstack.With(err)
 			}
 			c.welcome = w
 		}

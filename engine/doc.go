@@ -21,4 +21,12 @@
 //
 // The Server is native only; the Client also builds for js/wasm, where
 // package wasm starts it in a page.
+//
+// # Errors
+//
+// Every error the engine returns matches one of the sentinels in
+// errors.go with errors.Is (ErrNotFound, ErrExists, ErrFull, the ticket
+// errors, ...), and carries the stack of the call that returned it, from
+// github.com/pkg/errors: log it with %+v to see where it arose. Update's
+// *ClosedError is a reason, not a failure, and carries none.
 package engine

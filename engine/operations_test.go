@@ -56,6 +56,11 @@ func TestMetricsSurface(t *testing.T) {
 			}
 			defer c.Close()
 			code, body := get(h.s.Handler(), tt.auth)
+			// The room publishes its quality report from its worker: wait
+			// for the first.
+			for deadline := time.Now().Add(5 * time.Second); tt.peerLines && !strings.Contains(body, `peer="`) && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+				code, body = get(h.s.Handler(), tt.auth)
+			}
 			if code != tt.code {
 				t.Fatalf("GET %s: %d, want %d", MetricsPath, code, tt.code)
 			}

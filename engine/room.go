@@ -12,10 +12,6 @@ import (
 	"github.com/tongbu/tongbu/lockstep"
 )
 
-// ErrFull is returned when a room has no free slot or the server is at a
-// limit.
-var ErrFull = errors.New("engine: full")
-
 // Room is a lockstep room hosted by a Server. Players join it with tickets
 // naming it; the first time a player id joins it takes the next free
 // slot, and a player who reconnects gets its slot back (the old
@@ -161,7 +157,7 @@ func (r *Room) attach(p *peer) error {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
-		return fmt.Errorf("room %q is closed", r.name)
+		return fmt.Errorf("%w: room %q", ErrClosed, r.name)
 	}
 	if t.Role == RoleSpectator {
 		delay := r.delay

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/internal/errstack"
 	"github.com/tongbu/tongbu/internal/hugepage"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
@@ -123,7 +124,7 @@ type Server struct {
 // on an HTTP server and call Serve to accept connections.
 func NewServer(cfg Config) (*Server, error) {
 	if len(cfg.Secret) < minSecretLen {
-		return nil, fmt.Errorf("engine: Config.Secret must be at least %d bytes", minSecretLen)
+		return nil, errstack.Wrapf(ErrConfig, "Config.Secret must be at least %d bytes", minSecretLen)
 	}
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 10000
@@ -154,7 +155,7 @@ func NewServer(cfg Config) (*Server, error) {
 			Logger: cfg.Logger, AcceptQueue: 1024, MaxPending: 256,
 		})
 		if err != nil {
-			return nil, err
+			return nil, errstack.With(err)
 		}
 		s.rtc = rtc
 		s.mux.Handle(ConnectPath, rtc)
@@ -232,22 +233,22 @@ func (s *Server) Ticket(player, target string, role Role, ttl time.Duration) (st
 // CreateRoom creates a lockstep room named name. Its first frame is cut
 // one frame period from now.
 func (s *Server) CreateRoom(name string, cfg lockstep.Config) (*Room, error) {
-	if err := checkName("room name", name); err != nil {
-		return nil, err
+	if len(name) == 0 || len(name) > MaxNameLen {
+		return nil, errstack.Wrapf(ErrConfig, "room name %q: want 1 to %d bytes", name, MaxNameLen)
 	}
 	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, errstack.With(err)
 	}
 	r := &Room{s: s, name: name, cfg: cfg, players: map[string]int{}, spect: map[int]*peer{},
 		slots: make([]atomic.Pointer[peer], cfg.Players), pstats: make([]lockstep.PlayerStats, cfg.Players)}
 	room, err := lockstep.NewRoom(cfg, time.Now(), roomSender{r})
 	if err != nil {
-		return nil, err
+		return nil, errstack.With(err)
 	}
 	r.room, r.host = room, lockstep.NewHost(room)
 	if err := s.register(name, r, nil); err != nil {
-		return nil, err
+		return nil, errstack.With(err)
 	}
 	s.sched.Add(r, room.NextCut())
 	s.log.Info("room created", "room", name, "players", cfg.Players, "hz", cfg.Hz)
@@ -256,17 +257,17 @@ func (s *Server) CreateRoom(name string, cfg lockstep.Config) (*Room, error) {
 
 // CreateWorld creates an interest world named name.
 func (s *Server) CreateWorld(name string, cfg WorldConfig) (*World, error) {
-	if err := checkName("world name", name); err != nil {
-		return nil, err
+	if len(name) == 0 || len(name) > MaxNameLen {
+		return nil, errstack.Wrapf(ErrConfig, "world name %q: want 1 to %d bytes", name, MaxNameLen)
 	}
 	w := &World{s: s, name: name, cfg: cfg, peers: map[interest.ID]*worldPeer{}, players: map[string]*worldPeer{}}
 	world, err := interest.NewWorld(cfg.Interest, time.Now(), worldSender{w})
 	if err != nil {
-		return nil, err
+		return nil, errstack.With(err)
 	}
 	w.world = world
 	if err := s.register(name, nil, w); err != nil {
-		return nil, err
+		return nil, errstack.With(err)
 	}
 	s.sched.Add(w, world.NextFrame())
 	s.log.Info("world created", "world", name)
@@ -280,7 +281,7 @@ func (s *Server) register(name string, r *Room, w *World) error {
 	case s.closing:
 		return ErrServerClosed
 	case s.rooms[name] != nil || s.worlds[name] != nil:
-		return fmt.Errorf("engine: a room or world named %q exists", name)
+		return fmt.Errorf("%w: %q", ErrExists, name)
 	case len(s.rooms)+len(s.worlds) >= s.cfg.MaxRooms:
 		return fmt.Errorf("%w: %d rooms and worlds", ErrFull, s.cfg.MaxRooms)
 	}
@@ -316,9 +317,6 @@ func (s *Server) World(name string) (*World, bool) {
 	return w, ok
 }
 
-// ErrServerClosed is returned once the server is shutting down.
-var ErrServerClosed = errors.New("engine: server closed")
-
 // admit checks a presented ticket and reserves a connection for it:
 // signature, expiry, lifetime, target, role, replay and the connection
 // limit, in that order, before anything is held.
@@ -333,7 +331,7 @@ func (s *Server) admit(token string, now time.Time) (Ticket, error) {
 // check validates a ticket for a connection now without spending it: the
 // signature, the expiry, the target and the server's room for one more.
 func (s *Server) check(token string, now time.Time) (Ticket, error) {
-	t, err := ParseTicket(s.cfg.Secret, token, now)
+	t, err := parseTicket(s.cfg.Secret, token, now)
 	if err != nil {
 		return t, err
 	}
@@ -349,9 +347,9 @@ func (s *Server) check(token string, now time.Time) (Ticket, error) {
 	_, isWorld := s.worlds[t.Target]
 	switch {
 	case !isRoom && !isWorld:
-		return t, fmt.Errorf("engine: no room or world named %q", t.Target)
+		return t, fmt.Errorf("%w %q", ErrNotFound, t.Target)
 	case isWorld && t.Role != RolePlayer: // only lockstep rooms have spectators
-		return t, fmt.Errorf("engine: world %q takes players only", t.Target)
+		return t, fmt.Errorf("%w: world %q takes players only", ErrRole, t.Target)
 	case s.used.used(t):
 		return t, fmt.Errorf("%w: player %q, target %q", ErrTicketReplayed, t.Player, t.Target)
 	case len(s.peers)+s.handshakes() >= s.cfg.MaxConns:
@@ -463,9 +461,9 @@ func (s *Server) Attach(conn transport.Conn, ticket string) error {
 	if err != nil {
 		s.refusedWith(refuseReason(err), err)
 		conn.Close()
-		return err
+		return errstack.With(err)
 	}
-	return s.route(conn, t)
+	return errstack.With(s.route(conn, t))
 }
 
 // route hands an admitted connection to its room or world.
@@ -487,7 +485,7 @@ func (s *Server) route(conn transport.Conn, t Ticket) error {
 	case w != nil:
 		err = w.attach(p)
 	default:
-		err = fmt.Errorf("engine: %q closed before the connection was ready", t.Target)
+		err = fmt.Errorf("%w: %q, before the connection was ready", ErrClosed, t.Target)
 	}
 	if err != nil {
 		s.metrics.refused(refuseReason(err))
@@ -605,7 +603,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			err = ctx.Err()
 		}
 	}
-	return err
+	return errstack.With(err)
 }
 
 func (s *Server) health(w http.ResponseWriter, r *http.Request) {

@@ -6,10 +6,11 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
+
+	"github.com/tongbu/tongbu/internal/errstack"
 )
 
 // Role is what a ticket lets its holder do in a room or world.
@@ -50,13 +51,6 @@ type Ticket struct {
 // MaxNameLen bounds a player id and a room or world name in bytes.
 const MaxNameLen = 64
 
-// Ticket errors. ParseTicket wraps them with detail; test with errors.Is.
-var (
-	ErrTicketInvalid  = errors.New("engine: invalid ticket")
-	ErrTicketExpired  = errors.New("engine: ticket expired")
-	ErrTicketReplayed = errors.New("engine: ticket already used")
-)
-
 const (
 	ticketVersion = 1
 	ticketMACLen  = 16 // truncated HMAC-SHA256 (RFC 2104 section 5 allows it)
@@ -66,6 +60,11 @@ const (
 // SignTicket returns the ticket as a URL-safe string signed with secret
 // (HMAC-SHA256 over every field). A zero Nonce is replaced by a random one.
 func SignTicket(secret []byte, t Ticket) (string, error) {
+	s, err := signTicket(secret, t)
+	return s, errstack.With(err)
+}
+
+func signTicket(secret []byte, t Ticket) (string, error) {
 	if len(secret) < minSecretLen {
 		return "", fmt.Errorf("%w: secret shorter than %d bytes", ErrTicketInvalid, minSecretLen)
 	}
@@ -112,6 +111,13 @@ func checkName(what, s string) error {
 // ticket. It does not check for replay: that takes memory of the tickets
 // used, which a Server keeps.
 func ParseTicket(secret []byte, s string, now time.Time) (Ticket, error) {
+	t, err := parseTicket(secret, s, now)
+	return t, errstack.With(err)
+}
+
+// parseTicket is ParseTicket without the stack, for the signaling path,
+// where a flood of forged tickets must cost little.
+func parseTicket(secret []byte, s string, now time.Time) (Ticket, error) {
 	var t Ticket
 	if len(s) > base64.RawURLEncoding.EncodedLen(24+2*MaxNameLen+ticketMACLen) {
 		return t, fmt.Errorf("%w: too long", ErrTicketInvalid)

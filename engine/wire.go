@@ -1,7 +1,6 @@
 package engine
 
 import (
-	"errors"
 	"fmt"
 
 	"github.com/tongbu/tongbu/codec"
@@ -48,9 +47,6 @@ func (m Mode) String() string {
 	}
 	return "interest"
 }
-
-// ErrMalformed reports an engine message that did not decode.
-var ErrMalformed = errors.New("engine: malformed message")
 
 // welcome is the server's first message on a connection: what was joined
 // and the configuration the mode's client half needs.

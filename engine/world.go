@@ -95,12 +95,12 @@ func (w *World) Close() {
 
 func (w *World) attach(p *peer) error {
 	if p.ticket.Role != RolePlayer {
-		return fmt.Errorf("world %q: a %v cannot join a world", w.name, p.ticket.Role)
+		return fmt.Errorf("%w: a %v cannot join world %q", ErrRole, p.ticket.Role, w.name)
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.closed {
-		return fmt.Errorf("world %q is closed", w.name)
+		return fmt.Errorf("%w: world %q", ErrClosed, w.name)
 	}
 	w.ctl = append(w.ctl, func() { w.join(p) })
 	return nil

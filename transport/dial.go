@@ -9,6 +9,7 @@ import (
 	"net/http"
 
 	"github.com/pion/webrtc/v4"
+	"github.com/tongbu/tongbu/internal/errstack"
 )
 
 // ClientConfig configures Dial. A nil *ClientConfig means the defaults.
@@ -34,6 +35,11 @@ type ClientConfig struct {
 // natively and in the browser (GOOS=js), where pion wraps the browser's
 // RTCPeerConnection.
 func Dial(ctx context.Context, url string, cfg *ClientConfig) (Conn, error) {
+	c, err := dial(ctx, url, cfg)
+	return c, errstack.With(err)
+}
+
+func dial(ctx context.Context, url string, cfg *ClientConfig) (Conn, error) {
 	if cfg == nil {
 		cfg = &ClientConfig{}
 	}

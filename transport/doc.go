@@ -21,4 +21,10 @@
 // backed up a send is dropped and counted. The wire is in SPEC.md, sections
 // 6.1 and 6.2. The package depends on codec's framing and pion only, never
 // on the modes.
+//
+// Errors match the package's sentinels (ErrClosed, ErrTooLarge, ...) with
+// errors.Is. Those from NewServer, Dial, Accept, ReadTrace and
+// NewLinkModel carry the stack of the call that returned them
+// (github.com/pkg/errors; print with %+v); a connection's sends and
+// receives return the bare sentinels, as they run for every message.
 package transport

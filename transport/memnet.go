@@ -9,6 +9,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tongbu/tongbu/internal/errstack"
 )
 
 // Network is an in-memory network with a seeded emulator of latency,
@@ -385,7 +387,7 @@ type LinkModel struct {
 // NewLinkModel returns the model of a link with cfg, seeded.
 func NewLinkModel(cfg LinkConfig, seed uint64) (*LinkModel, error) {
 	if err := cfg.Validate(); err != nil {
-		return nil, err
+		return nil, errstack.With(err)
 	}
 	return &LinkModel{cfg: cfg.withDefaults(), rng: rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))}, nil
 }

@@ -21,6 +21,7 @@ import (
 
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
+	"github.com/tongbu/tongbu/internal/errstack"
 )
 
 // ServerConfig configures a WebRTC Server. The zero value serves on a
@@ -111,6 +112,11 @@ type Server struct {
 // Serve its signaling with http.Handle (it is an http.Handler) and take
 // connections with Accept.
 func NewServer(cfg ServerConfig) (*Server, error) {
+	s, err := newServer(cfg)
+	return s, errstack.With(err)
+}
+
+func newServer(cfg ServerConfig) (*Server, error) {
 	if cfg.UDPAddr == "" {
 		cfg.UDPAddr = ":0"
 	}
@@ -183,9 +189,9 @@ func (s *Server) Accept(ctx context.Context) (Conn, error) {
 	case c := <-s.accept:
 		return c, nil
 	case <-s.closed:
-		return nil, ErrClosed
+		return nil, errstack.With(ErrClosed)
 	case <-ctx.Done():
-		return nil, ctx.Err()
+		return nil, errstack.With(ctx.Err())
 	}
 }
 

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/tongbu/tongbu/internal/errstack"
 )
 
 // TraceEvent is the fate of one message on a link.
@@ -92,6 +94,11 @@ const maxTraceEvents = 10_000_000
 // ReadTrace reads a trace written by WriteTo. Blank lines and lines
 // starting with # are skipped.
 func ReadTrace(r io.Reader) (*Trace, error) {
+	t, err := readTrace(r)
+	return t, errstack.With(err)
+}
+
+func readTrace(r io.Reader) (*Trace, error) {
 	sc := bufio.NewScanner(r)
 	t := &Trace{}
 	line := 0

@@ -1,0 +1,47 @@
+package engine
+
+import "errors"
+
+// The errors the engine returns match these with errors.Is. Each error
+// that leaves the engine's exported functions also carries the stack of
+// where it arose (github.com/pkg/errors): log it with %+v to see it.
+var (
+	// ErrConfig: a configuration the server or client cannot work with
+	// (a short secret, a server URL that is not http or https).
+	ErrConfig = errors.New("engine: invalid configuration")
+
+	// ErrNotFound: no room or world has the name a ticket gives.
+	ErrNotFound = errors.New("engine: no room or world named")
+
+	// ErrExists: CreateRoom or CreateWorld with a name already taken.
+	ErrExists = errors.New("engine: a room or world of that name exists")
+
+	// ErrFull: a room has no free slot, or the server is at one of its
+	// limits (connections, rooms). A ticket refused for it is not spent.
+	ErrFull = errors.New("engine: full")
+
+	// ErrRole: the ticket's role cannot join the target (a spectator
+	// ticket for an interest world, which takes players only).
+	ErrRole = errors.New("engine: role not taken here")
+
+	// ErrClosed: the room or world was closed before the connection
+	// joined it.
+	ErrClosed = errors.New("engine: room or world closed")
+
+	// ErrServerClosed: the server is shutting down.
+	ErrServerClosed = errors.New("engine: server closed")
+
+	// ErrTicketInvalid: a ticket that is not one (bad encoding or
+	// signature, too long a life, none presented).
+	ErrTicketInvalid = errors.New("engine: invalid ticket")
+
+	// ErrTicketExpired: a ticket past its expiry.
+	ErrTicketExpired = errors.New("engine: ticket expired")
+
+	// ErrTicketReplayed: a ticket already used; each is good for one
+	// connection.
+	ErrTicketReplayed = errors.New("engine: ticket already used")
+
+	// ErrMalformed: an engine message that did not decode.
+	ErrMalformed = errors.New("engine: malformed message")
+)
