@@ -6,6 +6,13 @@ import (
 )
 
 // Frame limits.
+// MaxPacket is the largest message tongbu sends unreliably: one SCTP
+// chunk on a typical internet path, so that a message is never split into
+// fragments (and lost whole when one of them is). The transport's
+// unreliable channel, the lockstep room's frames packets and the interest
+// world's packets all keep to it.
+const MaxPacket = 1160
+
 const (
 	// MaxFrameType is the largest message type a frame carries (7 bits).
 	MaxFrameType = 127

@@ -39,9 +39,10 @@ type ClientConfig struct {
 type Client struct {
 	conn    transport.Conn
 	welcome *welcome
-	ls      *lockstep.Client
-	is      *interest.Client
-	early   [][]byte // mode messages that arrived before the welcome
+	mode    modeClient       // the mode's half: ls or is
+	ls      *lockstep.Client // for Lockstep, nil in a world
+	is      *interest.Client // for Interest, nil in a room
+	early   [][]byte         // mode messages that arrived before the welcome
 
 	interval  time.Duration // the least time between two uplink packets
 	lastSend  time.Time
@@ -51,6 +52,22 @@ type Client struct {
 
 // maxEarly bounds the messages kept while waiting for the welcome.
 const maxEarly = 64
+
+// modeClient is what the Client needs of its mode's half.
+type modeClient interface {
+	// Deliver takes one message from the server.
+	Deliver(now time.Time, msg []byte) error
+	// Packet returns the uplink packet to send now, or nil.
+	Packet(now time.Time) []byte
+	// Outbox returns the messages for the reliable channel.
+	Outbox() [][]byte
+}
+
+// worldClient is an interest.Client, which has nothing for the reliable
+// channel.
+type worldClient struct{ *interest.Client }
+
+func (worldClient) Outbox() [][]byte { return nil }
 
 // Dial connects to the server at url (its base URL, such as
 // "http://localhost:8080", or its connect URL ending in ConnectPath) with
@@ -135,12 +152,14 @@ func NewClient(ctx context.Context, conn transport.Conn) (*Client, error) {
 			c.ls, err = lockstep.NewClient(w.lockstep, w.slot)
 		}
 		c.interval = w.lockstep.Period() / 2
+		c.mode = c.ls
 	} else {
 		c.is, err = interest.NewClient(w.interest, w.self)
 		c.interval = w.interest.Period() / 2
+		c.mode = worldClient{c.is}
 	}
 	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
+		return nil, errstack.Wrapf(err, "engine")
 	}
 	return c, nil
 }
@@ -218,25 +237,16 @@ func (c *Client) Update(now time.Time) error {
 	return nil
 }
 
-// sendOutbox sends what the lockstep client has for the reliable channel:
-// the live report, playout reports, state dumps.
+// sendOutbox sends what the mode's client has for the reliable channel
+// (a lockstep client's live report, playout reports, state dumps).
 func (c *Client) sendOutbox() {
-	if c.ls == nil {
-		return
-	}
-	for _, m := range c.ls.Outbox() {
+	for _, m := range c.mode.Outbox() {
 		c.conn.SendReliable(m)
 	}
 }
 
 func (c *Client) deliver(now time.Time, msg []byte) {
-	var err error
-	if c.ls != nil {
-		err = c.ls.Deliver(now, msg)
-	} else {
-		err = c.is.Deliver(now, msg)
-	}
-	if err != nil {
+	if err := c.mode.Deliver(now, msg); err != nil {
 		c.malformed++ // counted and dropped: one bad packet is not fatal
 	}
 }
@@ -247,12 +257,7 @@ func (c *Client) Flush(now time.Time) {
 	if c.closed != nil {
 		return
 	}
-	var pkt []byte
-	if c.ls != nil {
-		pkt = c.ls.Packet(now) // a spectator's acknowledges only
-	} else {
-		pkt = c.is.Packet(now)
-	}
+	pkt := c.mode.Packet(now) // a spectator's acknowledges only
 	c.lastSend = now
 	if pkt != nil {
 		c.conn.SendUnreliable(pkt)

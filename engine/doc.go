@@ -9,8 +9,8 @@
 // (HMAC-SHA256 over player id, room or world, role and expiry). The ticket
 // routes the connection to its room or world; a bad, expired or replayed
 // ticket is refused at signaling, before any WebRTC resource is taken.
-// Rooms and worlds run on a few worker goroutines (lockstep.Scheduler), not
-// a goroutine each; each connection has one reading goroutine.
+// Rooms and worlds run on a few worker goroutines (a scheduler hands each
+// due one to a free worker), not a goroutine each; each connection has one reading goroutine.
 //
 // A Client joins with Dial (WebRTC) or NewClient (any transport.Conn: an
 // in-process bot over transport.Network, with Server.Attach on the other

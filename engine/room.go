@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tongbu/tongbu/internal/sched"
 	"github.com/tongbu/tongbu/lockstep"
 )
 
@@ -21,7 +22,7 @@ type Room struct {
 	name  string
 	cfg   lockstep.Config
 	room  *lockstep.Room
-	host  *lockstep.Host
+	host  *sched.Host[sched.RoomPacket]
 	slots []atomic.Pointer[peer] // the connection of each slot, nil when away
 
 	mu      sync.Mutex
@@ -30,7 +31,6 @@ type Room struct {
 	onEvent func(lockstep.Event)
 	quality lockstep.Quality
 	players map[string]int // player id to slot, kept after a disconnect
-	ctl     []func()       // run on the room's worker before its next tick
 	closed  bool
 	stats   lockstep.RoomStats
 	pstats  []lockstep.PlayerStats
@@ -90,9 +90,7 @@ func (r *Room) Connected() int {
 // lockstep.Room may be touched (lockstep rooms are not safe for
 // concurrent use).
 func (r *Room) Do(f func(*lockstep.Room)) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.ctl = append(r.ctl, func() { f(r.room) })
+	r.host.Do(func() { f(r.room) })
 }
 
 // Close closes the room: its connections are told and closed, and the
@@ -105,6 +103,7 @@ func (r *Room) Close() {
 	}
 	r.closed = true
 	r.mu.Unlock()
+	r.host.Close()
 	for i := range r.slots {
 		if p := r.slots[i].Swap(nil); p != nil {
 			p.bye(byeClosed, r.name)
@@ -161,8 +160,10 @@ func (r *Room) attach(p *peer) error {
 	}
 	if t.Role == RoleSpectator {
 		delay := r.delay
-		r.ctl = append(r.ctl, func() { r.addSpectator(p, delay) })
 		r.mu.Unlock()
+		if !r.host.Do(func() { r.addSpectator(p, delay) }) {
+			return fmt.Errorf("%w: room %q", ErrClosed, r.name)
+		}
 		return nil
 	}
 	slot, seen := r.players[t.Player]
@@ -190,7 +191,7 @@ func (r *Room) attach(p *peer) error {
 		}
 	})
 	go func() {
-		p.receive(func(msg []byte, now time.Time) { r.host.Deliver(slot, msg, now) })
+		p.receive(func(msg []byte, now time.Time) { r.host.Deliver(sched.RoomPacket{Slot: slot, Msg: msg, At: now}) })
 		if r.slots[slot].CompareAndSwap(p, nil) { // not replaced: the player is away
 			r.Do(func(room *lockstep.Room) { room.Leave(slot) })
 		}
@@ -220,7 +221,7 @@ func (r *Room) addSpectator(p *peer, delay time.Duration) {
 	r.spect[id] = p
 	r.mu.Unlock()
 	go func() {
-		p.receive(func(msg []byte, now time.Time) { r.host.Deliver(id, msg, now) })
+		p.receive(func(msg []byte, now time.Time) { r.host.Deliver(sched.RoomPacket{Slot: id, Msg: msg, At: now}) })
 		r.mu.Lock()
 		delete(r.spect, id)
 		r.mu.Unlock()
@@ -229,23 +230,24 @@ func (r *Room) addSpectator(p *peer, delay time.Duration) {
 	}()
 }
 
-// Run is the room's scheduler job: the control functions, then the
-// packets and the cuts that are due.
-func (r *Room) Run(now time.Time) time.Time {
+// roomLoop is the room's loop on its Host: the packets, then the cuts
+// that are due, the events, and the counters the server reads.
+type roomLoop struct{ r *Room }
+
+func (l roomLoop) Take(in []sched.RoomPacket) { sched.RoomLoop{Room: l.r.room}.Take(in) }
+
+func (roomLoop) Stop() {} // Close told the connections already
+
+func (l roomLoop) Tick(now time.Time) time.Time {
+	r := l.r
 	r.mu.Lock()
-	ctl, closed, due := r.ctl, r.closed, r.due
-	r.ctl = nil
+	due := r.due
 	r.mu.Unlock()
-	if closed {
-		return time.Time{}
-	}
-	for _, f := range ctl {
-		f()
-	}
 	if !due.IsZero() && r.room.NextFrame() > 0 {
 		r.s.metrics.cutLate(now.Sub(due))
 	}
-	next := r.host.Run(now)
+	r.room.Tick(now)
+	next := r.room.NextCut()
 	events := r.room.Events()
 	var quality lockstep.Quality
 	fresh := now.Sub(r.qualityAt) >= time.Second

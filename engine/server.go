@@ -19,6 +19,7 @@ import (
 	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/internal/errstack"
 	"github.com/tongbu/tongbu/internal/hugepage"
+	"github.com/tongbu/tongbu/internal/sched"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
 )
@@ -102,7 +103,7 @@ type Server struct {
 	cfg   Config
 	log   *slog.Logger
 	rtc   *transport.Server
-	sched *lockstep.Scheduler
+	sched *sched.Scheduler
 	used  usedTickets
 	// refusalLog bounds the log lines about refused connections.
 	refusalLog refusalLog
@@ -160,7 +161,7 @@ func NewServer(cfg Config) (*Server, error) {
 		s.rtc = rtc
 		s.mux.Handle(ConnectPath, rtc)
 	}
-	s.sched = lockstep.NewScheduler(cfg.Workers)
+	s.sched = sched.NewScheduler(cfg.Workers)
 	s.mux.HandleFunc(HealthPath, s.health)
 	if !cfg.SeparateMetrics {
 		s.mux.Handle(MetricsPath, s.MetricsHandler())
@@ -246,11 +247,12 @@ func (s *Server) CreateRoom(name string, cfg lockstep.Config) (*Room, error) {
 	if err != nil {
 		return nil, errstack.With(err)
 	}
-	r.room, r.host = room, lockstep.NewHost(room)
+	r.room = room
+	r.host = sched.NewHost[sched.RoomPacket](roomLoop{r})
 	if err := s.register(name, r, nil); err != nil {
 		return nil, errstack.With(err)
 	}
-	s.sched.Add(r, room.NextCut())
+	s.sched.Add(r.host, room.NextCut())
 	s.log.Info("room created", "room", name, "players", cfg.Players, "hz", cfg.Hz)
 	return r, nil
 }
@@ -266,10 +268,11 @@ func (s *Server) CreateWorld(name string, cfg WorldConfig) (*World, error) {
 		return nil, errstack.With(err)
 	}
 	w.world = world
+	w.host = sched.NewHost[worldPacket](worldLoop{w})
 	if err := s.register(name, nil, w); err != nil {
 		return nil, errstack.With(err)
 	}
-	s.sched.Add(w, world.NextFrame())
+	s.sched.Add(w.host, world.NextFrame())
 	s.log.Info("world created", "world", name)
 	return w, nil
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/internal/sched"
 )
 
 // WorldConfig describes an interest world hosted by a Server.
@@ -38,10 +39,9 @@ type World struct {
 	cfg   WorldConfig
 	world *interest.World
 
+	host *sched.Host[worldPacket]
+
 	mu     sync.Mutex
-	ctl    []func()
-	inbox  []worldPacket
-	spare  []worldPacket
 	closed bool
 	stats  interest.Stats
 
@@ -76,9 +76,7 @@ func (w *World) Stats() interest.Stats {
 
 // Do runs f on the world's worker before its next tick.
 func (w *World) Do(f func(*interest.World)) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	w.ctl = append(w.ctl, func() { f(w.world) })
+	w.host.Do(func() { f(w.world) })
 }
 
 // Close closes the world: its connections are told and closed.
@@ -90,6 +88,7 @@ func (w *World) Close() {
 	}
 	w.closed = true
 	w.mu.Unlock()
+	w.host.Close() // its worker says goodbye to the players (worldLoop.Stop)
 	w.s.forget(w.name)
 }
 
@@ -97,12 +96,9 @@ func (w *World) attach(p *peer) error {
 	if p.ticket.Role != RolePlayer {
 		return fmt.Errorf("%w: a %v cannot join world %q", ErrRole, p.ticket.Role, w.name)
 	}
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.closed {
+	if !w.host.Do(func() { w.join(p) }) {
 		return fmt.Errorf("%w: world %q", ErrClosed, w.name)
 	}
-	w.ctl = append(w.ctl, func() { w.join(p) })
 	return nil
 }
 
@@ -139,11 +135,7 @@ func (w *World) join(p *peer) {
 	w.peers[id] = wp
 	w.players[player] = wp
 	go func() {
-		p.receive(func(msg []byte, _ time.Time) {
-			w.mu.Lock()
-			w.inbox = append(w.inbox, worldPacket{wp, msg})
-			w.mu.Unlock()
-		})
+		p.receive(func(msg []byte, _ time.Time) { w.host.Deliver(worldPacket{wp, msg}) })
 		w.Do(func(*interest.World) { w.leave(wp) })
 		w.s.release(p)
 	}()
@@ -174,31 +166,33 @@ func (w *World) leave(wp *worldPeer) {
 	}
 }
 
-// Run is the world's scheduler job.
-func (w *World) Run(now time.Time) time.Time {
-	w.mu.Lock()
-	ctl, in, closed := w.ctl, w.inbox, w.closed
-	w.ctl, w.inbox = nil, w.spare[:0]
-	w.mu.Unlock()
-	if closed {
-		for _, wp := range w.peers {
-			wp.bye(byeClosed, w.name)
-		}
-		return time.Time{}
-	}
-	for _, f := range ctl {
-		f()
-	}
+// worldLoop is the world's loop on its Host.
+type worldLoop struct{ w *World }
+
+// Take hands the world the packets of its current players, in one batch.
+func (l worldLoop) Take(in []worldPacket) {
+	w := l.w
 	batch := w.batch[:0]
-	for i, pk := range in {
+	for _, pk := range in {
 		if w.peers[pk.from.id] == pk.from {
 			batch = append(batch, interest.Uplink{Player: pk.from.id, Msg: pk.msg})
 		}
-		in[i] = worldPacket{}
 	}
 	w.world.DeliverAll(batch) // a bad packet is counted by the world
 	clear(batch)
-	w.batch, w.spare = batch[:0], in
+	w.batch = batch[:0]
+}
+
+// Stop says goodbye to the players of a closed world.
+func (l worldLoop) Stop() {
+	for _, wp := range l.w.peers {
+		wp.bye(byeClosed, l.w.name)
+	}
+}
+
+// Tick runs the game's tick and the world's frame.
+func (l worldLoop) Tick(now time.Time) time.Time {
+	w := l.w
 	if w.cfg.Tick != nil {
 		w.cfg.Tick(w.world, now)
 	}

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"math/bits"
 	"time"
+
+	"github.com/tongbu/tongbu/codec"
 )
 
 // Defaults, from the seed (000, section 3): 16 m regions of 32 x 32 cells
@@ -26,8 +28,8 @@ const (
 	DefaultMaxAhead    = 2
 
 	// MaxPacket is the largest packet the world sends on the unreliable
-	// channel: one SCTP chunk (DESIGN.md, "Runtime model").
-	MaxPacket = 1160
+	// channel: codec.MaxPacket, one SCTP chunk.
+	MaxPacket = codec.MaxPacket
 )
 
 // Config describes a world. The zero value of every field means its

@@ -3,6 +3,8 @@ package lockstep
 import (
 	"fmt"
 	"time"
+
+	"github.com/tongbu/tongbu/codec"
 )
 
 // Protocol-wide bounds: the wire widths below depend on them, not on a
@@ -16,7 +18,7 @@ const (
 	maxRetransmits    = 31  // retransmitted frames in one downlink packet
 	maxAckMask        = 63  // frames acknowledged beyond the contiguous ones
 	maxMarginMs       = 1023
-	maxPacketBytes    = 1160 // the unreliable channel's limit
+	maxPacketBytes    = codec.MaxPacket // the unreliable channel's limit
 	maxHashEvery      = 1 << 16
 )
 

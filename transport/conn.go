@@ -3,6 +3,8 @@ package transport
 import (
 	"context"
 	"time"
+
+	"github.com/tongbu/tongbu/codec"
 )
 
 // PeerID identifies a connection for its whole life; the side that accepts
@@ -33,9 +35,9 @@ func (c Channel) String() string {
 }
 
 // DefaultMaxUnreliable is the largest message the unreliable channel takes
-// by default: one SCTP chunk on a typical path, so a message is never
-// fragmented.
-const DefaultMaxUnreliable = 1160
+// by default: codec.MaxPacket, one SCTP chunk on a typical path, so a
+// message is never fragmented.
+const DefaultMaxUnreliable = codec.MaxPacket
 
 // Message is one received message.
 type Message struct {

@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"container/heap"
 	"context"
 	"fmt"
 	"math"
@@ -11,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/internal/errstack"
+	"github.com/tongbu/tongbu/internal/timeq"
 )
 
 // Network is an in-memory network with a seeded emulator of latency,
@@ -298,8 +298,7 @@ type link struct {
 	model        LinkModel
 	busyUntil    time.Time
 	lastReliable time.Time
-	seq          uint64
-	q            pktHeap
+	q            timeq.Queue[pkt]
 	timer        *time.Timer
 	timerAt      time.Time
 	dst          *MemConn
@@ -310,7 +309,6 @@ type link struct {
 type pkt struct {
 	at   time.Time
 	sent time.Time
-	seq  uint64
 	msg  Message
 }
 
@@ -474,17 +472,15 @@ func (m *LinkModel) jitter() time.Duration {
 
 // push queues a message and arms the timer for the earliest one.
 func (l *link) push(p pkt) {
-	l.seq++
-	p.seq = l.seq
-	heap.Push(&l.q, p)
+	l.q.Push(p.at, p)
 	l.arm()
 }
 
 func (l *link) arm() {
-	if len(l.q) == 0 {
+	at, ok := l.q.Next()
+	if !ok {
 		return
 	}
-	at := l.q[0].at
 	if l.timer != nil && !l.timerAt.After(at) {
 		return // already armed for this or earlier
 	}
@@ -504,14 +500,17 @@ func (l *link) fire() {
 		return
 	}
 	now := time.Now()
-	for len(l.q) > 0 && !l.q[0].at.After(now) {
-		p := heap.Pop(&l.q).(pkt)
+	for {
+		p, ok := l.q.PopDue(now)
+		if !ok {
+			break
+		}
 		l.stats.Delivered++
 		l.stats.DelaySum += now.Sub(p.sent)
 		l.dst.in.push(p.msg)
 	}
 	l.timer = nil
-	if len(l.q) > 0 {
+	if l.q.Len() > 0 {
 		l.timerAt = time.Time{}
 		l.arm()
 	}
@@ -521,27 +520,9 @@ func (l *link) close() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.closed = true
-	l.q = nil
+	l.q.Clear()
 	if l.timer != nil {
 		l.timer.Stop()
 		l.timer = nil
 	}
-}
-
-type pktHeap []pkt
-
-func (h pktHeap) Len() int { return len(h) }
-func (h pktHeap) Less(i, j int) bool {
-	if h[i].at.Equal(h[j].at) {
-		return h[i].seq < h[j].seq
-	}
-	return h[i].at.Before(h[j].at)
-}
-func (h pktHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *pktHeap) Push(x any)   { *h = append(*h, x.(pkt)) }
-func (h *pktHeap) Pop() any {
-	old := *h
-	p := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return p
 }

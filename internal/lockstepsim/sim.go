@@ -6,12 +6,12 @@ package lockstepsim
 
 import (
 	"bytes"
-	"container/heap"
 	"encoding/binary"
 	"math/rand/v2"
 	"slices"
 	"time"
 
+	"github.com/tongbu/tongbu/internal/timeq"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
 )
@@ -44,7 +44,6 @@ type Result struct {
 
 type event struct {
 	at   time.Time
-	seq  uint64
 	kind int // evToRoom, evToClient
 	slot int
 	msg  []byte
@@ -55,27 +54,8 @@ const (
 	evToClient
 )
 
-type queue []event
-
-func (q queue) Len() int { return len(q) }
-func (q queue) Less(i, j int) bool {
-	if q[i].at.Equal(q[j].at) {
-		return q[i].seq < q[j].seq
-	}
-	return q[i].at.Before(q[j].at)
-}
-func (q queue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *queue) Push(x any)   { *q = append(*q, x.(event)) }
-func (q *queue) Pop() any {
-	old := *q
-	e := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return e
-}
-
 type sim struct {
-	q    queue
-	seq  uint64
+	q    timeq.Queue[event]
 	up   []*transport.LinkModel
 	down []*transport.LinkModel
 	res  Result
@@ -91,8 +71,8 @@ func (s *sim) send(now time.Time, link *transport.LinkModel, kind, slot int, msg
 		copies = 2
 	}
 	for k := range copies {
-		s.seq++
-		heap.Push(&s.q, event{at: now.Add(fate.Delay + time.Duration(k)*time.Millisecond), seq: s.seq, kind: kind, slot: slot, msg: append([]byte(nil), msg...)})
+		at := now.Add(fate.Delay + time.Duration(k)*time.Millisecond)
+		s.q.Push(at, event{at: at, kind: kind, slot: slot, msg: append([]byte(nil), msg...)})
 	}
 }
 
@@ -168,8 +148,7 @@ func Run(o Options) (Result, error) {
 				next, what = t, i
 			}
 		}
-		if len(s.q) > 0 && !s.q[0].at.After(next) {
-			e := heap.Pop(&s.q).(event)
+		if e, ok := s.q.PopDue(next); ok {
 			now = e.at
 			if e.kind == evToRoom {
 				room.Deliver(e.slot, e.msg, now)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/examples/moba"
+	"github.com/tongbu/tongbu/internal/sched"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/movers"
 	"github.com/tongbu/tongbu/transport"
@@ -315,8 +316,8 @@ func reconnectRun(o reconnectOpts, snapshot bool, out io.Writer) (reconnectFigur
 
 	lr, spent := &lateRec{}, &lateRec{}
 	rj.spent = spent
-	sched := lockstep.NewScheduler(1) // the rooms on one core; the clients use the other
-	defer sched.Close()
+	scheduler := sched.NewScheduler(1) // the rooms on one core; the clients use the other
+	defer scheduler.Close()
 	var bots []*liveClient
 	var models []*moba.Model
 	otherStart := time.Now().Add(100 * time.Millisecond)
@@ -340,9 +341,9 @@ func reconnectRun(o reconnectOpts, snapshot bool, out io.Writer) (reconnectFigur
 			}
 			bots = append(bots, &liveClient{c: c, conn: cc, game: g, slot: i})
 		}
-		sched.Add(j, j.room.NextCut())
+		scheduler.Add(j, j.room.NextCut())
 	}
-	sched.Add(rj, m.room.NextCut())
+	scheduler.Add(rj, m.room.NextCut())
 
 	// The other rooms' players at the frame rate on one goroutine; the
 	// reconnect room's at 30 Hz on another, the rejoining client among
@@ -436,7 +437,7 @@ func reconnectRun(o reconnectOpts, snapshot bool, out io.Writer) (reconnectFigur
 	time.Sleep(2 * time.Second)
 	close(stop)
 	wg.Wait()
-	sched.Close()
+	scheduler.Close()
 
 	frames := <-streamed
 	q := m.room.Quality().Peers[slot]

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tongbu/tongbu/internal/sched"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
 )
@@ -136,8 +137,8 @@ func benchRelay(args []string, out io.Writer) error {
 	rooms := *players / 10
 	cfg := lockstep.Config{Players: 10, Hz: 15}
 	net := transport.NewNetwork(1)
-	sched := lockstep.NewScheduler(1) // the room code on one core; the bots use the other
-	defer sched.Close()
+	scheduler := sched.NewScheduler(1) // the room code on one core; the bots use the other
+	defer scheduler.Close()
 	var mu sync.Mutex
 	var spent time.Duration
 	type bot struct {
@@ -167,7 +168,7 @@ func benchRelay(args []string, out io.Writer) error {
 			return err
 		}
 		jobs = append(jobs, j)
-		sched.Add(j, j.room.NextCut())
+		scheduler.Add(j, j.room.NextCut())
 	}
 	// The bots: one goroutine plays every client at the frame rate.
 	stop := make(chan struct{})
@@ -211,8 +212,8 @@ func benchRelay(args []string, out io.Writer) error {
 	time.Sleep(time.Duration(*seconds * float64(time.Second)))
 	close(stop)
 	<-botsDone
-	sched.Close()
-	st := sched.Stats()
+	scheduler.Close()
+	st := scheduler.Stats()
 	frames, inputs, made := 0, uint64(0), uint64(0)
 	for _, j := range jobs {
 		rs := j.room.Stats()

@@ -1,10 +1,16 @@
-package lockstep
+// Package sched runs the server's rooms and worlds on a few goroutines: a
+// Scheduler hands each due Job to a pool of workers, and a Host turns a
+// game loop (a lockstep room, an interest world) into such a job, taking
+// work and packets from any goroutine and applying them on the loop's
+// worker just before it ticks.
+package sched
 
 import (
-	"container/heap"
 	"runtime"
 	"sync"
 	"time"
+
+	"github.com/tongbu/tongbu/internal/timeq"
 )
 
 // Job is work a Scheduler runs on time, such as a Host.
@@ -20,8 +26,7 @@ type Job interface {
 // others. A job is never run by two workers at once.
 type Scheduler struct {
 	mu     sync.Mutex
-	q      jobHeap
-	seq    uint64
+	q      timeq.Queue[*jobEntry]
 	wake   chan struct{}
 	work   chan *jobEntry
 	closed chan struct{}
@@ -33,7 +38,6 @@ type Scheduler struct {
 type jobEntry struct {
 	job Job
 	due time.Time
-	seq uint64
 }
 
 // NewScheduler starts a scheduler with the given number of workers
@@ -58,9 +62,7 @@ func (s *Scheduler) Add(job Job, at time.Time) {
 
 func (s *Scheduler) push(e *jobEntry) {
 	s.mu.Lock()
-	s.seq++
-	e.seq = s.seq
-	heap.Push(&s.q, e)
+	s.q.Push(e.due, e)
 	s.mu.Unlock()
 	select {
 	case s.wake <- struct{}{}:
@@ -78,11 +80,11 @@ func (s *Scheduler) loop() {
 		s.mu.Lock()
 		var wait time.Duration = -1
 		var e *jobEntry
-		if len(s.q) > 0 {
-			if d := time.Until(s.q[0].due); d > 0 {
+		if due, ok := s.q.Next(); ok {
+			if d := time.Until(due); d > 0 {
 				wait = d
 			} else {
-				e = heap.Pop(&s.q).(*jobEntry)
+				_, e = s.q.Pop()
 			}
 		}
 		s.mu.Unlock()
@@ -152,26 +154,8 @@ func (s *Scheduler) Stats() SchedulerStats {
 	defer s.mu.Unlock()
 	return SchedulerStats{
 		Runs: s.runs, LateP50: s.late.quantile(0.5), LateP99: s.late.quantile(0.99),
-		LateMax: s.late.max, Jobs: len(s.q),
+		LateMax: s.late.max, Jobs: s.q.Len(),
 	}
-}
-
-type jobHeap []*jobEntry
-
-func (h jobHeap) Len() int { return len(h) }
-func (h jobHeap) Less(i, j int) bool {
-	if h[i].due.Equal(h[j].due) {
-		return h[i].seq < h[j].seq
-	}
-	return h[i].due.Before(h[j].due)
-}
-func (h jobHeap) Swap(i, j int) { h[i], h[j] = h[j], h[i] }
-func (h *jobHeap) Push(x any)   { *h = append(*h, x.(*jobEntry)) }
-func (h *jobHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
-	return e
 }
 
 // lateHistogram counts lateness in 100-microsecond buckets up to one
@@ -202,50 +186,4 @@ func (h *lateHistogram) quantile(q float64) time.Duration {
 		}
 	}
 	return h.max
-}
-
-// Host runs a Room on a Scheduler: any goroutine may hand it packets with
-// Deliver, and the scheduler's worker applies them, in arrival order, just
-// before it ticks the room.
-type Host struct {
-	room  *Room
-	mu    sync.Mutex
-	inbox []hostPacket
-	spare []hostPacket
-}
-
-type hostPacket struct {
-	slot int
-	msg  []byte
-	at   time.Time
-}
-
-// NewHost wraps room for a Scheduler: s.Add(host, room.NextCut()).
-func NewHost(room *Room) *Host { return &Host{room: room} }
-
-// Room returns the hosted room. Touch it only from a Job's Run.
-func (h *Host) Room() *Room { return h.room }
-
-// Deliver queues a packet from the player in slot. msg must not be
-// modified afterwards.
-func (h *Host) Deliver(slot int, msg []byte, now time.Time) {
-	h.mu.Lock()
-	h.inbox = append(h.inbox, hostPacket{slot, msg, now})
-	h.mu.Unlock()
-}
-
-// Run applies the queued packets, cuts the frames that are due and
-// returns the next cut.
-func (h *Host) Run(now time.Time) time.Time {
-	h.mu.Lock()
-	in := h.inbox
-	h.inbox = h.spare[:0]
-	h.mu.Unlock()
-	for i, p := range in {
-		h.room.Deliver(p.slot, p.msg, p.at)
-		in[i] = hostPacket{}
-	}
-	h.spare = in
-	h.room.Tick(now)
-	return h.room.NextCut()
 }

@@ -1,0 +1,148 @@
+package sched
+
+import (
+	"sync"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tongbu/tongbu/lockstep"
+)
+
+// periodic is a job that runs every period, optionally taking long.
+type periodic struct {
+	period time.Duration
+	work   time.Duration
+	mu     sync.Mutex
+	runs   []time.Time
+	due    time.Time
+	late   time.Duration
+}
+
+func (p *periodic) Run(now time.Time) time.Time {
+	p.mu.Lock()
+	if d := now.Sub(p.due); d > p.late {
+		p.late = d
+	}
+	p.runs = append(p.runs, now)
+	p.due = p.due.Add(p.period)
+	next := p.due
+	p.mu.Unlock()
+	time.Sleep(p.work) // a slow room holds its worker this long
+	return next
+}
+
+func TestSchedulerSlowRoomDoesNotDelayOthers(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewScheduler(2)
+		defer s.Close()
+		now := time.Now()
+		slow := &periodic{period: 66 * time.Millisecond, work: 500 * time.Millisecond, due: now}
+		s.Add(slow, now)
+		var fast []*periodic
+		for range 50 {
+			p := &periodic{period: 66 * time.Millisecond, due: now}
+			fast = append(fast, p)
+			s.Add(p, now)
+		}
+		time.Sleep(10 * time.Second)
+		for i, p := range fast {
+			p.mu.Lock()
+			if p.late > 0 || len(p.runs) < 150 {
+				t.Errorf("fast room %d: %d runs, up to %v late", i, len(p.runs), p.late)
+			}
+			p.mu.Unlock()
+		}
+		slow.mu.Lock()
+		if len(slow.runs) < 15 {
+			t.Errorf("slow room ran %d times", len(slow.runs))
+		}
+		slow.mu.Unlock()
+		if st := s.Stats(); st.Runs < 7500 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+}
+
+// TestHostRunsRooms: rooms on a scheduler cut frames on schedule, and
+// packets handed to a Host from other goroutines reach the room.
+func TestHostRunsRooms(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewScheduler(0)
+		defer s.Close()
+		start := time.Now()
+		var hosts []*Host[RoomPacket]
+		var rooms []*lockstep.Room
+		for range 20 {
+			room, err := lockstep.NewRoom(lockstep.Config{Players: 2}, start, discard{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := NewHost[RoomPacket](RoomLoop{room})
+			hosts, rooms = append(hosts, h), append(rooms, room)
+			s.Add(h, room.NextCut())
+		}
+		c, _ := lockstep.NewClient(lockstep.Config{Players: 2}, 1)
+		target, _ := c.Input(start, []byte("hi"))
+		hosts[7].Deliver(RoomPacket{1, append([]byte(nil), c.Packet(start)...), start})
+		time.Sleep(10*time.Second + time.Millisecond)
+		s.Close()
+		for i, room := range rooms {
+			if n := room.NextFrame(); n != 151 { // frames 0..150 in 10 s at 15 Hz
+				t.Errorf("room %d cut %d frames", i, n)
+			}
+		}
+		f, _ := rooms[7].Frame(target)
+		if f.Slots[1].MadeUp || string(f.Slots[1].Inputs[0]) != "hi" {
+			t.Fatalf("frame %d: %+v", target, f.Slots[1])
+		}
+	})
+}
+
+// discard is a room's sender that sends nowhere.
+type discard struct{}
+
+func (discard) SendUnreliable(int, []byte) error { return nil }
+func (discard) SendReliable(int, []byte) error   { return nil }
+
+// counting is a loop that records what its host hands it.
+type counting struct {
+	took    []int
+	ticks   int
+	stopped int
+}
+
+func (c *counting) Take(in []int) { c.took = append(c.took, in...) }
+func (c *counting) Tick(now time.Time) time.Time {
+	c.ticks++
+	return now.Add(time.Second)
+}
+func (c *counting) Stop() { c.stopped++ }
+
+// TestHost: work queued with Do runs before the packets are taken, the
+// packets come in arrival order, and after Close the loop is stopped once
+// and further work is refused.
+func TestHost(t *testing.T) {
+	loop := &counting{}
+	h := NewHost[int](loop)
+	var order []string
+	h.Deliver(1)
+	h.Do(func() { order = append(order, "work"); loop.took = append(loop.took, 0) })
+	h.Deliver(2)
+	now := time.Unix(0, 0)
+	if next := h.Run(now); !next.Equal(now.Add(time.Second)) {
+		t.Fatalf("next run %v", next)
+	}
+	if len(order) != 1 || len(loop.took) != 3 || loop.took[0] != 0 || loop.took[1] != 1 || loop.took[2] != 2 || loop.ticks != 1 {
+		t.Fatalf("took %v after %v, %d ticks", loop.took, order, loop.ticks)
+	}
+	if !h.Close() || h.Close() {
+		t.Fatal("Close reports the first call only")
+	}
+	if h.Do(func() { t.Fatal("work after Close ran") }) {
+		t.Fatal("work queued after Close")
+	}
+	if next := h.Run(now); !next.IsZero() || loop.stopped != 1 || loop.ticks != 1 {
+		t.Fatalf("after Close: next %v, stopped %d, ticks %d", next, loop.stopped, loop.ticks)
+	}
+}
