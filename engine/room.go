@@ -29,6 +29,7 @@ type Room struct {
 	spect   map[int]*peer // spectators by peer id (Players and above)
 	delay   time.Duration // spectators' delay
 	onEvent func(lockstep.Event)
+	onClose func(idle bool)
 	quality lockstep.Quality
 	players map[string]int // player id to slot, kept after a disconnect
 	closed  bool
@@ -37,6 +38,7 @@ type Room struct {
 	due     time.Time
 
 	qualityAt time.Time // owned by the worker
+	emptyAt   time.Time // owned by the worker: since when no one is connected
 }
 
 // Name returns the room's name.
@@ -95,14 +97,21 @@ func (r *Room) Do(f func(*lockstep.Room)) {
 
 // Close closes the room: its connections are told and closed, and the
 // server forgets its name.
-func (r *Room) Close() {
+func (r *Room) Close() { r.close(false) }
+
+// close closes the room; idle says it was for Config.RoomIdleTimeout.
+func (r *Room) close(idle bool) {
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
 		return
 	}
 	r.closed = true
+	onClose := r.onClose
 	r.mu.Unlock()
+	if onClose != nil {
+		defer onClose(idle)
+	}
 	r.host.Close()
 	for i := range r.slots {
 		if p := r.slots[i].Swap(nil); p != nil {
@@ -136,6 +145,16 @@ func (r *Room) OnEvent(f func(lockstep.Event)) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.onEvent = f
+}
+
+// OnClose sets a function called once the room is closed: by Close, by
+// the server's Shutdown, or, with idle set, for having been empty for
+// Config.RoomIdleTimeout. The room's name is free again by then, so the
+// function may create a fresh room of the same name.
+func (r *Room) OnClose(f func(idle bool)) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.onClose = f
 }
 
 // Quality returns the match's quality report as of the last second: RTT,
@@ -248,6 +267,10 @@ func (l roomLoop) Tick(now time.Time) time.Time {
 	}
 	r.room.Tick(now)
 	next := r.room.NextCut()
+	if l.idle(now) {
+		r.s.log.Info("room closed: empty", "room", r.name, "after", r.s.cfg.RoomIdleTimeout)
+		r.close(true)
+	}
 	events := r.room.Events()
 	var quality lockstep.Quality
 	fresh := now.Sub(r.qualityAt) >= time.Second
@@ -284,6 +307,27 @@ func (l roomLoop) Tick(now time.Time) time.Time {
 		}
 	}
 	return next
+}
+
+// idle reports whether the room has had no one connected for the server's
+// RoomIdleTimeout.
+func (l roomLoop) idle(now time.Time) bool {
+	r := l.r
+	limit := r.s.cfg.RoomIdleTimeout
+	if limit <= 0 {
+		return false
+	}
+	r.mu.Lock()
+	watched := len(r.spect) > 0
+	r.mu.Unlock()
+	if watched || r.Connected() > 0 {
+		r.emptyAt = time.Time{}
+		return false
+	}
+	if r.emptyAt.IsZero() {
+		r.emptyAt = now
+	}
+	return now.Sub(r.emptyAt) >= limit
 }
 
 // sender is the room's way to its players: the connection in each slot.

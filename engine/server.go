@@ -74,6 +74,11 @@ type Config struct {
 	// stalls), labelled with room names and peer ids, to the metrics. Off
 	// by default: they name every room and grow with the players.
 	PeerMetrics bool
+	// RoomIdleTimeout closes a lockstep room that has had no player or
+	// spectator connected for this long (0: rooms last until closed): a
+	// room keeps its match's frames in memory, so a room nobody plays in
+	// should not stay. Room.OnClose tells the game server.
+	RoomIdleTimeout time.Duration
 	// TicketInQuery also takes the ticket from a "ticket" query parameter,
 	// for clients that cannot set the Authorization header. Off by
 	// default: proxies and access logs keep URLs, and the tickets in them.

@@ -94,6 +94,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	huge := fs.Bool("hugepages", true, "ask Linux for transparent huge pages for the heap (engine.Config.HugePages)")
 	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on this address (a private one) instead of -http's; the token, if any, in $TONGBU_METRICS_TOKEN")
 	peerMetrics := fs.Bool("peer-metrics", false, "add per-player gauges, labelled with room names, to /metrics")
+	roomIdle := fs.Duration("room-idle", 10*time.Minute, "start a fresh match in a room empty this long, freeing the old one's memory (0: never)")
 	cf := clusterFlags(fs)
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -136,6 +137,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		AllowedOrigins: cfg.Origins, MaxConns: cfg.MaxConns, MaxRooms: cfg.MaxRooms, Logger: log,
 		IncludeLoopback: cfg.Loopback, HugePages: *huge,
 		MetricsToken: os.Getenv("TONGBU_METRICS_TOKEN"), SeparateMetrics: *metricsAddr != "", PeerMetrics: *peerMetrics,
+		RoomIdleTimeout: *roomIdle,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "tongbu serve:", err)
@@ -216,12 +218,12 @@ func createFromConfig(srv *engine.Server, cfg *serveConfig, extraRooms int) erro
 		if err != nil {
 			return err
 		}
-		if _, err := srv.CreateRoom(r.Name, lc); err != nil {
+		if err := standingRoom(srv, r.Name, lc); err != nil {
 			return err
 		}
 	}
 	for i := 1; i <= extraRooms; i++ {
-		if _, err := srv.CreateRoom(fmt.Sprintf("room-%d", i), lockstep.Config{}); err != nil {
+		if err := standingRoom(srv, fmt.Sprintf("room-%d", i), lockstep.Config{}); err != nil {
 			return err
 		}
 	}
@@ -231,6 +233,22 @@ func createFromConfig(srv *engine.Server, cfg *serveConfig, extraRooms int) erro
 			return err
 		}
 	}
+	return nil
+}
+
+// standingRoom creates a room that is always there to join: when it
+// closes for being empty (engine.Config.RoomIdleTimeout), which frees its
+// match's memory, a fresh one of the same name takes its place.
+func standingRoom(srv *engine.Server, name string, cfg lockstep.Config) error {
+	r, err := srv.CreateRoom(name, cfg)
+	if err != nil {
+		return err
+	}
+	r.OnClose(func(idle bool) {
+		if idle {
+			standingRoom(srv, name, cfg) // fails only when the server is closing
+		}
+	})
 	return nil
 }
 

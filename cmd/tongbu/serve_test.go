@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/engine"
+	"github.com/tongbu/tongbu/lockstep"
 )
 
 func TestTicketCommand(t *testing.T) {
@@ -55,5 +56,38 @@ func TestServeConfig(t *testing.T) {
 	cfg.Rooms[0].Name, cfg.Rooms[0].Fill = "other", "sometimes"
 	if err := createFromConfig(srv, &cfg, 0); err == nil || !strings.Contains(err.Error(), "fill") {
 		t.Fatalf("bad fill: %v", err)
+	}
+}
+
+// TestStandingRoom: a room of tongbu serve's config that closes for being
+// empty is replaced by a fresh one of the same name; one closed for other
+// reasons is not.
+func TestStandingRoom(t *testing.T) {
+	srv, err := engine.NewServer(engine.Config{Secret: []byte("0123456789abcdef"), NoWebRTC: true, RoomIdleTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Shutdown(t.Context())
+	go srv.Serve(t.Context())
+	if err := standingRoom(srv, "duel", lockstep.Config{Players: 2, Hz: 30}); err != nil {
+		t.Fatal(err)
+	}
+	first, _ := srv.Room("duel")
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if r, ok := srv.Room("duel"); ok && r != first {
+			if r.Config().Players != 2 || r.Config().Hz != 30 {
+				t.Fatalf("the fresh room's config %+v", r.Config())
+			}
+			r.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no fresh room 10 s after the first stood empty")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	if _, ok := srv.Room("duel"); ok {
+		t.Fatal("a room closed by hand came back")
 	}
 }
