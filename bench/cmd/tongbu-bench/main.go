@@ -18,15 +18,23 @@ import (
 	"fmt"
 	"io"
 	"os"
+
+	_ "github.com/tongbu/tongbu/bench/codec"
+	"github.com/tongbu/tongbu/bench/internal/bots"
+	"github.com/tongbu/tongbu/bench/internal/harness"
+	_ "github.com/tongbu/tongbu/bench/jitter"
+	_ "github.com/tongbu/tongbu/bench/loss"
+	_ "github.com/tongbu/tongbu/bench/reconnect"
+	_ "github.com/tongbu/tongbu/bench/relay"
+	_ "github.com/tongbu/tongbu/bench/replay"
+	_ "github.com/tongbu/tongbu/bench/replica"
+	_ "github.com/tongbu/tongbu/bench/transport"
+	_ "github.com/tongbu/tongbu/bench/world"
 )
 
-// botsEnv marks the child process of a transport scenario: the bots run in
-// a second process so that the server's CPU time is its own.
-const botsEnv = "TONGBU_BENCH_BOTS"
-
 func main() {
-	if os.Getenv(botsEnv) != "" { // the bots of a transport scenario
-		if err := runBots(os.Args[1:], os.Stdout); err != nil {
+	if os.Getenv(harness.BotsEnv) != "" { // the bots of a scenario over real connections
+		if err := bots.Run(os.Args[1:], os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "tongbu bots:", err)
 			os.Exit(1)
 		}
@@ -37,5 +45,5 @@ func main() {
 
 // run executes one command line and returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
-	return benchCommand(args, stdout, stderr)
+	return harness.Command(args, stdout, stderr)
 }

@@ -1,0 +1,204 @@
+//go:build !js
+
+package bots
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tongbu/tongbu/bench/internal/harness"
+	"github.com/tongbu/tongbu/engine"
+	"github.com/tongbu/tongbu/transport"
+)
+
+// RelayInputBytes is the size of the input every relay bot sends a frame.
+const RelayInputBytes = 2
+
+// relayBot is one player of the relay scenario's bots. c is owned by the
+// loop goroutine that plays it; played is read at READY and at the end.
+type relayBot struct {
+	c      *engine.Client
+	room   string
+	played atomic.Int64 // frames played, from frame 0 (frames play in order)
+	lost   atomic.Bool  // the connection closed
+	p0     int64        // played when the measured window began
+	n      byte
+}
+
+// runRelayBots is the child process of bench relay -transport webrtc. On
+// its stdin it reads the tickets ("T <room> <ticket>" lines, then "GO"),
+// dials a few at a time and plays every bot as it joins; it prints READY
+// when all have joined. Then it reads the frames each room had cut when
+// the window ended ("CUT <room> <frames>" lines, then "STOP"), plays on
+// for a grace period so those frames can arrive, and prints
+//
+//	DONE expected=<frames> played=<frames> lost=<bots> cores=<cpu>
+//
+// where expected sums, over the bots, the frames their room cut from the
+// one each bot was playing at READY to the end of the window, and played
+// the frames of those the bot played; cores is this process's CPU time
+// over the window divided by its length.
+func runRelayBots(args []string, in io.Reader, out io.Writer) error {
+	fs := flag.NewFlagSet("relay bots", flag.ContinueOnError)
+	url := fs.String("url", "", "server URL")
+	dialers := fs.Int("dialers", 8, "bots dialing at once (well under the server's 256 handshakes in progress)")
+	tickHz := fs.Int("tick", 30, "the bots' render ticks a second")
+	loops := fs.Int("loops", 4, "goroutines playing the bots")
+	grace := fs.Duration("grace", time.Second, "play on after STOP for the last frames to arrive")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	sc := bufio.NewScanner(in)
+	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	var rooms, tickets []string
+	for sc.Scan() && sc.Text() != "GO" {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || f[0] != "T" {
+			return fmt.Errorf("ticket line %q: want T <room> <ticket>", sc.Text())
+		}
+		rooms, tickets = append(rooms, f[1]), append(tickets, f[2])
+	}
+	if len(tickets) == 0 {
+		return errors.New("no tickets on stdin")
+	}
+
+	// The loops play every bot that has joined, from the moment it joins:
+	// a bot that waited for the others would fall behind its room.
+	var mu sync.Mutex
+	var bots []*relayBot
+	stop := make(chan struct{})
+	var loopsDone sync.WaitGroup
+	for g := range *loops {
+		loopsDone.Add(1)
+		go func() {
+			defer loopsDone.Done()
+			tk := time.NewTicker(time.Second / time.Duration(*tickHz))
+			defer tk.Stop()
+			in := make([]byte, RelayInputBytes)
+			for {
+				select {
+				case <-stop:
+					return
+				case <-tk.C:
+				}
+				mu.Lock()
+				all := bots
+				mu.Unlock()
+				for i := g; i < len(all); i += *loops {
+					b := all[i]
+					if b.lost.Load() {
+						continue
+					}
+					now := time.Now()
+					if err := b.c.Update(now); err != nil {
+						b.lost.Store(true)
+						continue
+					}
+					ls := b.c.Lockstep()
+					st := ls.Advance(now)
+					if len(st.Frames) == 0 {
+						continue
+					}
+					b.played.Store(int64(st.Frames[len(st.Frames)-1].Number + 1))
+					b.n++
+					in[0], in[1] = byte(i), b.n
+					ls.Input(now, in) // ErrBacklog under overload: the room makes the input up
+				}
+			}
+		}()
+	}
+	defer func() {
+		close(stop)
+		loopsDone.Wait()
+		mu.Lock()
+		for _, b := range bots {
+			b.c.Close()
+		}
+		mu.Unlock()
+	}()
+
+	sem := make(chan struct{}, max(*dialers, 1))
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var dialErr error
+	for i := range tickets {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a loaded machine is slow
+			defer cancel()
+			// No retry: the ticket is spent at signaling even when the server
+			// answers 429 (too many handshakes), so dial under that limit.
+			c, err := engine.Dial(ctx, *url, tickets[i], &engine.ClientConfig{IncludeLoopback: true, Limits: RelayLimits})
+			if err != nil {
+				errMu.Lock()
+				dialErr = errors.Join(dialErr, fmt.Errorf("bot %d: %w", i, err))
+				errMu.Unlock()
+				return
+			}
+			mu.Lock()
+			bots = append(bots, &relayBot{c: c, room: rooms[i]})
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if dialErr != nil {
+		return dialErr
+	}
+	mu.Lock()
+	all := bots
+	mu.Unlock()
+	for _, b := range all {
+		b.p0 = b.played.Load()
+	}
+	fmt.Fprintln(out, "READY")
+	cpu0, wall0 := harness.CPUTime(), time.Now()
+
+	cut := map[string]int64{}
+	for sc.Scan() && sc.Text() != "STOP" {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || f[0] != "CUT" {
+			return fmt.Errorf("cut line %q: want CUT <room> <frames>", sc.Text())
+		}
+		n, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return fmt.Errorf("cut line %q: %w", sc.Text(), err)
+		}
+		cut[f[1]] = n
+	}
+	if err := sc.Err(); err != nil {
+		return err
+	}
+	cpu, wall := harness.CPUTime()-cpu0, time.Since(wall0)
+	time.Sleep(*grace)
+	var expected, played int64
+	lost := 0
+	for _, b := range all {
+		end, ok := cut[b.room]
+		if !ok {
+			return fmt.Errorf("no CUT line for room %q", b.room)
+		}
+		if b.lost.Load() {
+			lost++
+		}
+		expected += max(end-b.p0, 0)
+		played += max(min(b.played.Load(), end)-b.p0, 0)
+	}
+	fmt.Fprintf(out, "DONE expected=%d played=%d lost=%d cores=%.2f\n", expected, played, lost, cpu.Seconds()/wall.Seconds())
+	return nil
+}
+
+// RelayLimits are the connections' limits on both sides: the defaults but
+// a longer handshake, for handshakes queued on a loaded 2-core machine.
+var RelayLimits = transport.Limits{HandshakeTimeout: time.Minute}

@@ -1,0 +1,76 @@
+package loss
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/tongbu/tongbu/bench/internal/harness"
+	"github.com/tongbu/tongbu/internal/lockstepsim"
+	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/transport"
+)
+
+func init() {
+	harness.Register("loss",
+		"a lockstep match of 10 players at 15 Hz for 20 simulated minutes under packet loss",
+		benchLoss)
+}
+
+func benchLoss(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("loss", flag.ContinueOnError)
+	loss := fs.Float64("loss", 0.2, "packet loss, each way")
+	burst := fs.Float64("burst", 1, "mean length of a loss burst in packets (1: independent loss)")
+	minutes := fs.Float64("minutes", 20, "simulated match length")
+	latency := fs.Duration("latency", 40*time.Millisecond, "one-way latency")
+	jitter := fs.Duration("jitter", 10*time.Millisecond, "one-way jitter (uniform)")
+	seed := fs.Uint64("seed", 1, "random seed")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if *loss < 0 || *loss >= 1 || *burst < 1 || *minutes <= 0 {
+		return errors.New("want 0 <= -loss < 1, -burst >= 1, -minutes > 0")
+	}
+	link := transport.LinkConfig{Latency: *latency, Jitter: *jitter}
+	if *burst > 1 && *loss > 0 {
+		// Gilbert-Elliott with a lossless good state and a lossy bad one:
+		// mean burst B, mean loss P.
+		b2g := 1 / *burst
+		link.Burst = &transport.GilbertElliott{BadToGood: b2g, GoodToBad: *loss * b2g / (1 - *loss), LossBad: 1}
+	} else {
+		link.Loss = *loss
+	}
+	d := time.Duration(*minutes * float64(time.Minute))
+	cfg := lockstep.Config{Players: 10, Hz: 15}
+	t0 := time.Now()
+	r, err := lockstepsim.Run(lockstepsim.Options{Config: cfg, Duration: d, Up: link, Down: link, Seed: *seed})
+	if err != nil {
+		return err
+	}
+	secs := d.Seconds()
+	down := float64(r.DownBytes) / secs / 10
+	up := float64(r.UpBytes) / secs / 10
+	late := float64(r.LateDrops) / float64(max(r.Inputs, 1))
+	fmt.Fprintf(out, "loss: 10 players, 15 Hz, %g simulated minutes, %.0f%% loss each way (bursts of %g), %v +- %v one way\n", *minutes, 100**loss, *burst, *latency, *jitter)
+	fmt.Fprintf(out, "(simulated in %v)\n\n", time.Since(t0).Round(time.Millisecond))
+	fmt.Fprintf(out, "frames cut                 %d\n", r.Frames)
+	fmt.Fprintf(out, "delivered to every client  %.4f   identical sequences: %v\n", r.Delivered, r.Identical)
+	fmt.Fprintf(out, "unstalled play             %.4f   (%d pauses over all clients)\n", r.Unstalled, r.Stalls)
+	fmt.Fprintf(out, "late inputs dropped        %.4f   (%d of %d)\n", late, r.LateDrops, r.Inputs)
+	fmt.Fprintf(out, "down per client            %.0f bytes/s (lockstep payload; %d retransmitted frames; redundancy %.1f)\n", down, r.Retransmits, r.Redundancy)
+	fmt.Fprintf(out, "up per client              %.0f bytes/s\n", up)
+	fmt.Fprintf(out, "input lead                 %.0f ms\n", r.MeanLeadMs)
+	if !r.Identical {
+		return errors.New("clients played different frame sequences")
+	}
+	fmt.Fprintln(out, harness.Result("loss",
+		"loss", *loss, "burst", *burst,
+		"delivered", fmt.Sprintf("%.4f", r.Delivered),
+		"unstalled", fmt.Sprintf("%.4f", r.Unstalled),
+		"late_drops", fmt.Sprintf("%.4f", late),
+		"down_bps", int(down), "up_bps", int(up),
+	))
+	return nil
+}

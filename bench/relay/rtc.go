@@ -1,0 +1,421 @@
+//go:build !js
+
+package relay
+
+import (
+	"bufio"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/tongbu/tongbu/bench/internal/bots"
+	"github.com/tongbu/tongbu/bench/internal/harness"
+	"github.com/tongbu/tongbu/engine"
+	"github.com/tongbu/tongbu/lockstep"
+)
+
+func init() { relayWebRTC = benchRelayRTC }
+
+// relayRoomSize and relayHz are the scenario's rooms: 10 players at 15 Hz.
+const (
+	relayRoomSize = 10
+	relayHz       = 15
+)
+
+// The pass mark of -find: p99 cut lateness at most 5 ms, every frame
+// delivered.
+const relayMaxP99 = 5 * time.Millisecond
+
+// relayRun is one measured run of the scenario over WebRTC.
+type relayRun struct {
+	players      int
+	join         time.Duration // until every bot had joined
+	wall         time.Duration // the measured window
+	cpu          time.Duration // the server process's CPU time in the window
+	playerFrames uint64        // frames cut in the window times the players in each room
+	late         []uint64      // cut lateness in the window, per histogram bucket (the last is +Inf)
+	bounds       []float64     // the histogram's upper bounds, seconds
+	expected     uint64        // frames the bots should have played (from the child)
+	played       uint64        // frames they played
+	lost         int           // bots whose connection closed
+	msgs         uint64        // messages the server received and sent in the window
+	botCores     float64       // the bots' process's CPU time over the window / the window
+}
+
+func (r *relayRun) cpuPerPlayerFrame() float64 {
+	return float64(r.cpu.Nanoseconds()) / 1e3 / float64(max(r.playerFrames, 1))
+}
+
+func (r *relayRun) delivered() float64 {
+	if r.expected == 0 {
+		return 0
+	}
+	return float64(r.played) / float64(r.expected)
+}
+
+// p99 returns the 99th percentile of cut lateness in ms, interpolated in
+// its histogram bucket as Prometheus's histogram_quantile does; over is
+// set when it lies past the last finite bound (the value is that bound).
+func (r *relayRun) p99() (ms float64, over bool) {
+	var n uint64
+	for _, c := range r.late {
+		n += c
+	}
+	if n == 0 {
+		return 0, false
+	}
+	rank := 0.99 * float64(n)
+	var cum uint64
+	for i, c := range r.late {
+		if float64(cum+c) >= rank && c > 0 {
+			if i == len(r.bounds) {
+				return r.bounds[len(r.bounds)-1] * 1e3, true
+			}
+			lo := 0.0
+			if i > 0 {
+				lo = r.bounds[i-1]
+			}
+			return (lo + (r.bounds[i]-lo)*(rank-float64(cum))/float64(c)) * 1e3, false
+		}
+		cum += c
+	}
+	return r.bounds[len(r.bounds)-1] * 1e3, true
+}
+
+// within reports whether at least 99% of cuts were at most d late: exact
+// when d is a bucket bound, as the pass mark (5 ms) is.
+func (r *relayRun) within(d time.Duration) bool {
+	var n, in uint64
+	for i, c := range r.late {
+		n += c
+		if i < len(r.bounds) && r.bounds[i] <= d.Seconds()+1e-12 {
+			in += c
+		}
+	}
+	return n > 0 && float64(in) >= 0.99*float64(n)
+}
+
+func (r *relayRun) pass() bool {
+	return r.within(relayMaxP99) && r.expected > 0 && r.played == r.expected && r.lost == 0
+}
+
+func (r *relayRun) result() string {
+	p99, _ := r.p99()
+	return harness.Result("relay",
+		"transport", "webrtc",
+		"players", r.players,
+		"cpu_us_per_player_frame", r.cpuPerPlayerFrame(),
+		"p99_cut_late_ms", p99,
+		// Rounded down, so that 1.0000 means no bot missed a frame.
+		"delivered", fmt.Sprintf("%.4f", math.Floor(r.delivered()*1e4)/1e4),
+	)
+}
+
+func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
+	if o.players < 1 || o.seconds <= 0 || (o.find && o.max < o.players) {
+		return errors.New("want -players >= 1, -seconds > 0, and -max >= -players with -find")
+	}
+	// The server on one core: one P for its goroutines (the room worker,
+	// the connections' readers, the UDP socket); its CPU time is measured
+	// with getrusage and may exceed the window only by time in syscalls.
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	fmt.Fprintf(out, "relay over WebRTC: rooms of %d at %d Hz, the server in this process (GOMAXPROCS=1, one room worker),\n", relayRoomSize, relayHz)
+	fmt.Fprintf(out, "bots in a second process (every bot sends one %d-byte input a frame), %gs measured after all joined\n\n", bots.RelayInputBytes, o.seconds)
+	if !o.find {
+		r, err := runRelayRTC(o.players, o.seconds)
+		if err != nil {
+			return err
+		}
+		printRelayRuns(out, []*relayRun{r})
+		fmt.Fprintln(out, r.result())
+		return nil
+	}
+	var runs []*relayRun
+	var best *relayRun
+	try := func(n int) bool {
+		r, err := runRelayRTC(n, o.seconds)
+		if err != nil {
+			fmt.Fprintf(out, "%d players: failed: %v\n", n, err)
+			return false
+		}
+		runs = append(runs, r)
+		fmt.Fprintf(out, "%d players: pass=%v  %s\n", n, r.pass(), r.result())
+		if r.pass() && (best == nil || r.players > best.players) {
+			best = r
+		}
+		return r.pass()
+	}
+	// Double from -players up to -max, then halve the gap between the last
+	// load held and the first that was not, down to a tenth of it.
+	lo, hi := 0, 0
+	for n := o.players; ; n = min(2*n, o.max) {
+		if !try(n) {
+			hi = n
+			break
+		}
+		lo = n
+		if n == o.max {
+			break
+		}
+	}
+	for hi > 0 && lo > 0 && hi-lo > max(relayRoomSize, lo/10) {
+		mid := (lo + hi) / 2 / relayRoomSize * relayRoomSize
+		if try(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	fmt.Fprintln(out)
+	printRelayRuns(out, runs)
+	if best == nil {
+		fmt.Fprintf(out, "\nno load held p99 cut lateness <= %v with every frame delivered; the smallest tried:\n", relayMaxP99)
+		if len(runs) == 0 {
+			return errors.New("no run completed")
+		}
+		fmt.Fprintln(out, runs[0].result())
+		return nil
+	}
+	fmt.Fprintf(out, "\nthe most players held (p99 cut lateness <= %v, delivered 1.0): %d\n", relayMaxP99, best.players)
+	fmt.Fprintln(out, best.result())
+	return nil
+}
+
+func printRelayRuns(out io.Writer, runs []*relayRun) {
+	sort.Slice(runs, func(i, j int) bool { return runs[i].players < runs[j].players })
+	fmt.Fprintf(out, "%8s %6s %8s %10s %12s %8s %9s %12s %11s %6s %10s %13s\n",
+		"players", "rooms", "join s", "window s", "player-frames", "cpu s", "cpu cores", "us/pl-frame", "p99 late ms", "deliv", "bots cores", "msgs/pl-frame")
+	for _, r := range runs {
+		p99, over := r.p99()
+		mark := ""
+		if over {
+			mark = ">"
+		}
+		fmt.Fprintf(out, "%8d %6d %8.1f %10.1f %12d %8.2f %9.2f %12.2f %11s %6.4f %10.2f %13.2f\n",
+			r.players, (r.players+relayRoomSize-1)/relayRoomSize, r.join.Seconds(), r.wall.Seconds(), r.playerFrames,
+			r.cpu.Seconds(), r.cpu.Seconds()/r.wall.Seconds(), r.cpuPerPlayerFrame(), mark+strconv.FormatFloat(p99, 'f', 2, 64), r.delivered(), r.botCores, float64(r.msgs)/float64(max(r.playerFrames, 1)))
+	}
+	fmt.Fprintf(out, "\ncpu is the server process's user+system time (getrusage) over the window; p99 late is interpolated\n")
+	fmt.Fprintf(out, "in the engine's tongbu_cut_late_seconds histogram (from /metrics) over the window; deliv is the frames\n")
+	fmt.Fprintf(out, "the bots played of those cut while they were joined, up to the window's end (1.0: none missed);\n")
+	fmt.Fprintf(out, "bots cores is the bots' process's CPU time over the window (the machine's other load is not shown);\n")
+	fmt.Fprintf(out, "msgs/pl-frame counts the server's messages both ways (one down a frame; a bot's uplink at most every half frame).\n")
+}
+
+// runRelayRTC runs the server with n players' rooms, starts the bots'
+// process with their tickets on its stdin, and measures the window.
+func runRelayRTC(n int, seconds float64) (*relayRun, error) {
+	r := &relayRun{players: n}
+	secret := make([]byte, 32)
+	rand.Read(secret)
+	srv, err := engine.NewServer(engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true, Workers: 1,
+		Limits: bots.RelayLimits})
+	if err != nil {
+		return nil, err
+	}
+	rooms := make([]*engine.Room, (n+relayRoomSize-1)/relayRoomSize)
+	for i := range rooms {
+		rooms[i], err = srv.CreateRoom("r"+strconv.Itoa(i), lockstep.Config{Players: relayRoomSize, Hz: relayHz})
+		if err != nil {
+			srv.Shutdown(context.Background())
+			return nil, err
+		}
+	}
+	url, stopHTTP, err := harness.ServeHTTP(srv.Handler())
+	if err != nil {
+		srv.Shutdown(context.Background())
+		return nil, err
+	}
+	defer stopHTTP()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { srv.Serve(ctx); close(served) }()
+	defer func() { cancel(); <-served }()
+
+	var tickets strings.Builder
+	for i := range n {
+		room := rooms[i/relayRoomSize].Name()
+		t, err := srv.Ticket("bot-"+strconv.Itoa(i), room, engine.RolePlayer, 30*time.Minute)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&tickets, "T %s %s\n", room, t)
+	}
+	tickets.WriteString("GO\n")
+
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(exe, "relay", "-url", url)
+	cmd.Env = append(os.Environ(), harness.BotsEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		return nil, err
+	}
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	exited := make(chan error, 1)
+	ready := make(chan struct{})
+	done := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			switch line := sc.Text(); {
+			case line == "READY":
+				close(ready)
+			case strings.HasPrefix(line, "DONE "):
+				done <- line
+			default:
+				fmt.Fprintln(os.Stderr, line)
+			}
+		}
+		exited <- cmd.Wait()
+	}()
+	go func() { io.WriteString(stdin, tickets.String()) }()
+	kill := func(err error) (*relayRun, error) {
+		cmd.Process.Kill()
+		<-exited
+		return nil, err
+	}
+	joinLimit := 2*time.Minute + time.Duration(n)*100*time.Millisecond
+	select {
+	case <-ready:
+	case err := <-exited:
+		return nil, fmt.Errorf("bots exited before joining: %v", err)
+	case <-time.After(joinLimit):
+		return kill(fmt.Errorf("bots did not join within %v", joinLimit))
+	}
+	r.join = time.Since(t0)
+
+	frames := func() []int {
+		f := make([]int, len(rooms))
+		for i, room := range rooms {
+			f[i] = room.Stats().Frames
+		}
+		return f
+	}
+	m0, err := readServerMetrics(url)
+	if err != nil {
+		return kill(err)
+	}
+	frames0, cpu0, w0 := frames(), harness.CPUTime(), time.Now()
+	time.Sleep(time.Duration(seconds * float64(time.Second)))
+	frames1, cpu1, w1 := frames(), harness.CPUTime(), time.Now()
+	m1, err := readServerMetrics(url)
+	if err != nil {
+		return kill(err)
+	}
+	r.wall, r.cpu, r.bounds = w1.Sub(w0), cpu1-cpu0, m1.bounds
+	for i := range m1.late {
+		r.late = append(r.late, m1.late[i]-m0.late[i])
+	}
+	r.msgs = (m1.recv - m0.recv) + (m1.sent - m0.sent)
+	var stop strings.Builder
+	for i, room := range rooms {
+		r.playerFrames += uint64(frames1[i]-frames0[i]) * uint64(min(relayRoomSize, n-i*relayRoomSize))
+		fmt.Fprintf(&stop, "CUT %s %d\n", room.Name(), frames1[i])
+	}
+	stop.WriteString("STOP\n")
+	if _, err := io.WriteString(stdin, stop.String()); err != nil {
+		return kill(fmt.Errorf("telling the bots to stop: %w", err))
+	}
+	select {
+	case line := <-done:
+		if _, err := fmt.Sscanf(line, "DONE expected=%d played=%d lost=%d cores=%g", &r.expected, &r.played, &r.lost, &r.botCores); err != nil {
+			return kill(fmt.Errorf("bots' result %q: %w", line, err))
+		}
+	case err := <-exited:
+		return nil, fmt.Errorf("bots exited without a result: %v", err)
+	case <-time.After(2 * time.Minute):
+		return kill(errors.New("bots did not finish"))
+	}
+	if err := <-exited; err != nil {
+		return r, fmt.Errorf("bots: %w", err)
+	}
+	return r, nil
+}
+
+// serverMetrics are the figures the scenario reads from the server's
+// metrics: the tongbu_cut_late_seconds histogram's upper bounds and its
+// counts per bucket (not cumulative; the last is +Inf), and the messages
+// received and sent.
+type serverMetrics struct {
+	bounds     []float64
+	late       []uint64
+	recv, sent uint64
+}
+
+func readServerMetrics(base string) (serverMetrics, error) {
+	var m serverMetrics
+	var err error
+	m.bounds, m.late, m.recv, m.sent, err = cutLateness(base)
+	return m, err
+}
+
+func cutLateness(base string) ([]float64, []uint64, uint64, uint64, error) {
+	resp, err := http.Get(strings.TrimSuffix(base, "/") + engine.MetricsPath)
+	if err != nil {
+		return nil, nil, 0, 0, err
+	}
+	defer resp.Body.Close()
+	const prefix = `tongbu_cut_late_seconds_bucket{le="`
+	var bounds []float64
+	var counts []uint64
+	var prev, recv, sent uint64
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "tongbu_received_messages_total "); ok {
+			recv, _ = strconv.ParseUint(v, 10, 64)
+		}
+		if v, ok := strings.CutPrefix(sc.Text(), "tongbu_sent_messages_total "); ok {
+			sent, _ = strconv.ParseUint(v, 10, 64)
+		}
+		rest, ok := strings.CutPrefix(sc.Text(), prefix)
+		if !ok {
+			continue
+		}
+		le, val, ok := strings.Cut(rest, `"} `)
+		if !ok {
+			return nil, nil, 0, 0, fmt.Errorf("metrics line %q", sc.Text())
+		}
+		cum, err := strconv.ParseUint(val, 10, 64)
+		if err != nil {
+			return nil, nil, 0, 0, fmt.Errorf("metrics line %q: %w", sc.Text(), err)
+		}
+		if le != "+Inf" {
+			b, err := strconv.ParseFloat(le, 64)
+			if err != nil {
+				return nil, nil, 0, 0, fmt.Errorf("metrics line %q: %w", sc.Text(), err)
+			}
+			bounds = append(bounds, b)
+		}
+		counts = append(counts, cum-prev)
+		prev = cum
+	}
+	if err := sc.Err(); err != nil {
+		return nil, nil, 0, 0, err
+	}
+	if len(bounds) == 0 || len(counts) != len(bounds)+1 || math.IsInf(bounds[len(bounds)-1], 0) {
+		return nil, nil, 0, 0, errors.New("metrics: no tongbu_cut_late_seconds histogram")
+	}
+	return bounds, counts, recv, sent, nil
+}

@@ -1,0 +1,56 @@
+//go:build !js
+
+package relay
+
+import (
+	"bytes"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tongbu/tongbu/bench/internal/bots"
+	"github.com/tongbu/tongbu/bench/internal/harness"
+)
+
+// TestMain lets the test binary act as the bots' process.
+func TestMain(m *testing.M) { bots.TestMain(m) }
+
+// TestBenchRelayWebRTC runs the relay scenario over WebRTC with 20 bots in
+// a child process: the RESULT line has every figure, and every bot played
+// every frame its room cut while it was joined.
+func TestBenchRelayWebRTC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process and WebRTC connections")
+	}
+	var out, errOut bytes.Buffer
+	code := harness.Command([]string{"relay", "-transport", "webrtc", "-players", "20", "-seconds", "3"}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-1]
+	m := harness.ResultRE.FindStringSubmatch(last)
+	if m == nil || m[1] != "relay" {
+		t.Fatalf("last line %q", last)
+	}
+	kv := map[string]string{}
+	for _, f := range strings.Fields(m[2]) {
+		k, v, _ := strings.Cut(f, "=")
+		kv[k] = v
+	}
+	if kv["transport"] != "webrtc" || kv["players"] != "20" {
+		t.Errorf("RESULT names the wrong run: %s", last)
+	}
+	for _, k := range []string{"cpu_us_per_player_frame", "p99_cut_late_ms", "delivered"} {
+		v, err := strconv.ParseFloat(kv[k], 64)
+		if err != nil || v < 0 {
+			t.Errorf("RESULT %s=%q: want a number >= 0", k, kv[k])
+		}
+	}
+	if cpu, _ := strconv.ParseFloat(kv["cpu_us_per_player_frame"], 64); cpu == 0 {
+		t.Errorf("no server CPU time measured: %s", last)
+	}
+	if d, _ := strconv.ParseFloat(kv["delivered"], 64); d != 1 {
+		t.Errorf("delivered %s, want 1 (every bot played every frame): %s", kv["delivered"], last)
+	}
+}

@@ -1,0 +1,4 @@
+// Package transport is the benchmark of the WebRTC transport: bots in a
+// second process echo messages through the server; the engine's server
+// beside pion's defaults, in server CPU per message and delivery.
+package transport

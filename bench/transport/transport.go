@@ -1,0 +1,334 @@
+//go:build !js
+
+package transport
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"runtime"
+	"sort"
+	"strconv"
+	"sync/atomic"
+	"text/tabwriter"
+	"time"
+
+	"github.com/pion/webrtc/v4"
+
+	"github.com/tongbu/tongbu/bench/internal/bots"
+	"github.com/tongbu/tongbu/bench/internal/harness"
+	"github.com/tongbu/tongbu/transport"
+)
+
+func init() {
+	harness.Register("transport",
+		"bots in a second process echo through the server over WebRTC; engine vs pion defaults",
+		benchTransport)
+}
+
+type transportLoad struct {
+	clients, hz, size int
+	seconds           float64
+	rounds            int
+	profile           string
+}
+
+type phaseResult struct {
+	name        string
+	sent, recv  uint64
+	serverMsgs  uint64
+	cpu         time.Duration
+	heapPerConn float64 // bytes
+}
+
+func (p phaseResult) cpuPerMsg() float64 {
+	if p.serverMsgs == 0 {
+		return 0
+	}
+	return float64(p.cpu.Microseconds()) / float64(p.serverMsgs)
+}
+
+func (p phaseResult) delivered() float64 {
+	if p.sent == 0 {
+		return 0
+	}
+	return float64(p.recv) / float64(p.sent)
+}
+
+func benchTransport(args []string, out io.Writer) error {
+	fs := flag.NewFlagSet("transport", flag.ContinueOnError)
+	var load transportLoad
+	fs.IntVar(&load.clients, "clients", 200, "bots")
+	fs.IntVar(&load.hz, "hz", 30, "messages per second per bot")
+	fs.IntVar(&load.size, "size", 100, "message bytes")
+	fs.Float64Var(&load.seconds, "seconds", 10, "sending time")
+	fs.IntVar(&load.rounds, "rounds", 3, "alternate the two servers this many times and report medians (machines are noisy)")
+	fs.StringVar(&load.profile, "cpuprofile", "", "write the server's CPU profile of each phase to `prefix`.engine and prefix.baseline")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	if load.clients < 1 || load.hz < 1 || load.size < 4 || load.size > transport.DefaultMaxUnreliable || load.seconds <= 0 || load.rounds < 1 {
+		return errors.New("want -clients >= 1, -hz >= 1, 4 <= -size <= 1160, -seconds > 0, -rounds >= 1")
+	}
+	fmt.Fprintf(out, "transport: %d bots x %d Hz x %d bytes for %gs, echoed by the server (bots in a second process)\n\n",
+		load.clients, load.hz, load.size, load.seconds)
+	var engines, bases []phaseResult
+	for round := range load.rounds {
+		engine, err := runPhase("tongbu (mux, ICE-lite, detached, negotiated)", load, false, startEngineEcho)
+		if err != nil {
+			return fmt.Errorf("engine: %w", err)
+		}
+		base, err := runPhase("pion defaults (no mux, callbacks, in-band)", load, true, startPionEcho)
+		if err != nil {
+			return fmt.Errorf("baseline: %w", err)
+		}
+		fmt.Fprintf(out, "round %d: engine %.2f us/msg, baseline %.2f us/msg\n", round+1, engine.cpuPerMsg(), base.cpuPerMsg())
+		engines, bases = append(engines, engine), append(bases, base)
+	}
+	engine, base := medianPhase(engines), medianPhase(bases)
+	fmt.Fprintf(out, "\nmedians of %d rounds:\n", load.rounds)
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "server\tsent\techoed back\tdelivered\tserver msgs\tcpu us/msg\tKiB/conn\t")
+	for _, p := range []phaseResult{engine, base} {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%d\t%.2f\t%.1f\t\n",
+			p.name, p.sent, p.recv, p.delivered(), p.serverMsgs, p.cpuPerMsg(), p.heapPerConn/1024)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(out, "\ncpu us/msg is the server process's user+system time (rusage) per message it received or sent.\n")
+	fmt.Fprintf(out, "engine/baseline cpu: %.2f\n", engine.cpuPerMsg()/base.cpuPerMsg())
+	fmt.Fprintln(out, harness.Result("transport",
+		"clients", load.clients,
+		"cpu_us_per_msg", engine.cpuPerMsg(),
+		"baseline_cpu_us_per_msg", base.cpuPerMsg(),
+		"delivered", engine.delivered(),
+		"baseline_delivered", base.delivered(),
+		"kib_per_conn", engine.heapPerConn/1024,
+		"baseline_kib_per_conn", base.heapPerConn/1024,
+	))
+	return nil
+}
+
+// medianPhase returns the round with the median CPU per message.
+func medianPhase(ps []phaseResult) phaseResult {
+	sorted := append([]phaseResult(nil), ps...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].cpuPerMsg() < sorted[j].cpuPerMsg() })
+	return sorted[len(sorted)/2]
+}
+
+// echoServer is a running server under test: its signaling URL, a count of
+// the messages it received and sent, and a stop function.
+type echoServer struct {
+	url  string
+	msgs *atomic.Uint64
+	stop func()
+}
+
+func heapInUse() uint64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse + m.StackInuse
+}
+
+func runPhase(name string, load transportLoad, inband bool, start func() (echoServer, error)) (phaseResult, error) {
+	res := phaseResult{name: name}
+	before := heapInUse()
+	srv, err := start()
+	if err != nil {
+		return res, err
+	}
+	defer srv.stop()
+	exe, err := os.Executable()
+	if err != nil {
+		return res, err
+	}
+	args := []string{"-url", srv.url, "-clients", strconv.Itoa(load.clients), "-hz", strconv.Itoa(load.hz),
+		"-size", strconv.Itoa(load.size), "-seconds", strconv.FormatFloat(load.seconds, 'f', -1, 64)}
+	if inband {
+		args = append(args, "-inband")
+	}
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(os.Environ(), harness.BotsEnv+"=1")
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return res, err
+	}
+	if err := cmd.Start(); err != nil {
+		return res, err
+	}
+	exited := make(chan error, 1)
+	ready := make(chan struct{})
+	done := make(chan [2]uint64, 1)
+	go bots.ReadLines(stdout, ready, done, os.Stderr)
+	go func() { exited <- cmd.Wait() }()
+	kill := func(err error) (phaseResult, error) {
+		cmd.Process.Kill()
+		<-exited
+		return res, err
+	}
+	select {
+	case <-ready:
+	case err := <-exited:
+		return res, fmt.Errorf("bots exited before connecting: %v", err)
+	case <-time.After(5 * time.Minute):
+		return kill(errors.New("bots did not connect within 5 minutes"))
+	}
+	res.heapPerConn = float64(int64(heapInUse())-int64(before)) / float64(load.clients)
+	if load.profile != "" {
+		suffix := ".engine"
+		if inband {
+			suffix = ".baseline"
+		}
+		stop, err := harness.StartCPUProfile(load.profile + suffix) // the last round's profile
+		if err != nil {
+			return kill(err)
+		}
+		defer stop()
+	}
+	cpu0, msgs0 := harness.CPUTime(), srv.msgs.Load()
+	var counts [2]uint64
+	select {
+	case counts = <-done:
+	case err := <-exited:
+		return res, fmt.Errorf("bots exited without a result: %v", err)
+	case <-time.After(time.Duration(load.seconds*float64(time.Second)) + 2*time.Minute):
+		return kill(errors.New("bots did not finish"))
+	}
+	res.cpu, res.serverMsgs = harness.CPUTime()-cpu0, srv.msgs.Load()-msgs0
+	res.sent, res.recv = counts[0], counts[1]
+	if err := <-exited; err != nil {
+		return res, fmt.Errorf("bots: %w", err)
+	}
+	return res, nil
+}
+
+// echoTickHz is the tick of the engine's echo loop: a fast room.
+const echoTickHz = 60
+
+// startEngineEcho runs the engine's transport server: every message
+// received on the unreliable channel is echoed on it at the next tick.
+func startEngineEcho() (echoServer, error) {
+	s, err := transport.NewServer(transport.ServerConfig{UDPAddr: "127.0.0.1:0", IncludeLoopback: true, MaxPending: 256})
+	if err != nil {
+		return echoServer{}, err
+	}
+	// One goroutine owns the connections and drains them on its tick, as a
+	// room does (DESIGN.md, runtime model); echoes go out on the same tick.
+	var msgs atomic.Uint64
+	newConns := make(chan transport.Conn, 64)
+	stop := make(chan struct{})
+	go func() {
+		for {
+			c, err := s.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			newConns <- c
+		}
+	}()
+	go func() {
+		var conns []transport.Conn
+		tick := time.NewTicker(time.Second / echoTickHz)
+		defer tick.Stop()
+		for {
+			select {
+			case c := <-newConns:
+				conns = append(conns, c)
+			case <-tick.C:
+				for _, c := range conns {
+					for {
+						m, ok := c.TryReceive()
+						if !ok {
+							break
+						}
+						msgs.Add(1)
+						if c.SendUnreliable(m.Data) == nil {
+							msgs.Add(1)
+						}
+					}
+				}
+			case <-stop:
+				return
+			}
+		}
+	}()
+	url, stopHTTP, err := harness.ServeHTTP(s)
+	if err != nil {
+		s.Close()
+		return echoServer{}, err
+	}
+	return echoServer{url: url, msgs: &msgs, stop: func() { close(stop); stopHTTP(); s.Close() }}, nil
+}
+
+// startPionEcho runs a server as pion's examples write one: default
+// settings (but loopback candidates, which this machine needs), a socket
+// per peer, channels opened in band, messages handled in OnMessage.
+func startPionEcho() (echoServer, error) {
+	var se webrtc.SettingEngine
+	se.SetIncludeLoopbackCandidate(true)
+	api := webrtc.NewAPI(webrtc.WithSettingEngine(se))
+	var msgs atomic.Uint64
+	var pcs []*webrtc.PeerConnection
+	var mu = make(chan struct{}, 1)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		offer, err := io.ReadAll(io.LimitReader(r.Body, 64<<10))
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		pc, err := api.NewPeerConnection(webrtc.Configuration{})
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		mu <- struct{}{}
+		pcs = append(pcs, pc)
+		<-mu
+		pc.OnDataChannel(func(dc *webrtc.DataChannel) {
+			dc.OnMessage(func(m webrtc.DataChannelMessage) {
+				msgs.Add(1)
+				if dc.Send(m.Data) == nil {
+					msgs.Add(1)
+				}
+			})
+		})
+		if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: string(offer)}); err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		ans, err := pc.CreateAnswer(nil)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		g := webrtc.GatheringCompletePromise(pc)
+		if err := pc.SetLocalDescription(ans); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		<-g
+		w.Header().Set("Content-Type", "application/sdp")
+		w.WriteHeader(http.StatusCreated)
+		io.WriteString(w, pc.LocalDescription().SDP)
+	})
+	url, stopHTTP, err := harness.ServeHTTP(h)
+	if err != nil {
+		return echoServer{}, err
+	}
+	return echoServer{url: url, msgs: &msgs, stop: func() {
+		stopHTTP()
+		mu <- struct{}{}
+		for _, pc := range pcs {
+			pc.Close()
+		}
+		<-mu
+	}}, nil
+}

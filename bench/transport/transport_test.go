@@ -1,0 +1,42 @@
+//go:build !js
+
+package transport
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/tongbu/tongbu/bench/internal/bots"
+	"github.com/tongbu/tongbu/bench/internal/harness"
+)
+
+// TestMain lets the test binary act as the bots' process.
+func TestMain(m *testing.M) { bots.TestMain(m) }
+
+// TestBenchTransport runs the transport scenario at a small load, so that
+// it cannot rot: both servers, bots in a child process, the RESULT line.
+func TestBenchTransport(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process and WebRTC connections")
+	}
+	var out, errOut bytes.Buffer
+	code := harness.Command([]string{"transport", "-clients", "3", "-hz", "20", "-seconds", "1", "-rounds", "1"}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-1]
+	m := harness.ResultRE.FindStringSubmatch(last)
+	if m == nil || m[1] != "transport" {
+		t.Fatalf("last line %q", last)
+	}
+	for _, k := range []string{"clients=3", "cpu_us_per_msg=", "baseline_cpu_us_per_msg=", "delivered=", "kib_per_conn="} {
+		if !strings.Contains(last, k) {
+			t.Errorf("RESULT lacks %s: %s", k, last)
+		}
+	}
+	if strings.Contains(last, " delivered=0.00") {
+		t.Errorf("nothing was echoed: %s", last)
+	}
+}

@@ -1,0 +1,82 @@
+//go:build !js
+
+package world
+
+import (
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/tongbu/tongbu/bench/internal/harness"
+)
+
+// TestBenchWorld runs the world scenario's quick version with a small
+// population and checks its closing line: every figure is there and sane,
+// and the JX1 baseline's state sync (17 bytes, 8 regions' worth a second
+// at most for each of 9 regions) bounds its bytes from below. -ticks
+// writes a line for each of the 96 measured frames.
+func TestBenchWorld(t *testing.T) {
+	ticks := filepath.Join(t.TempDir(), "ticks.txt")
+	kv := harness.LastResult(t, "world", "-quick", "-players", "320", "-npcs", "1440", "-warmup", "2", "-seconds", "6", "-sample", "2", "-ticks", ticks)
+	checkTicks(t, ticks, 2*16+1, 6*16)
+	if kv["players"] != "320" || kv["npcs"] != "1440" {
+		t.Errorf("population: %v", kv)
+	}
+	num := func(k string) float64 {
+		v, err := strconv.ParseFloat(kv[k], 64)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", k, kv[k], err)
+		}
+		return v
+	}
+	for _, k := range []string{"tick_p99_ms", "client_bps_mean", "client_bps_p99", "discover_p99_ms", "baseline_client_bps_mean", "baseline_discover_p99_ms"} {
+		if num(k) <= 0 {
+			t.Errorf("%s not measured: %v", k, kv)
+		}
+	}
+	if num("client_bps_p99") < num("client_bps_mean") {
+		t.Errorf("p99 below the mean: %v", kv)
+	}
+	if s := num("sync_bps_mean"); s <= 0 || s >= num("client_bps_mean") {
+		t.Errorf("bytes without display data %v, with %v", s, num("client_bps_mean"))
+	}
+	if b := num("baseline_client_bps_mean"); b < 100 || b > 17*8*9+2000 {
+		t.Errorf("baseline bytes %v out of what its state sync allows", b)
+	}
+	if d := num("discover_p99_ms"); d > 5000 {
+		t.Errorf("discovery p99 %v ms", d)
+	}
+}
+
+// checkTicks checks a -ticks file: a header, then n frames from first on,
+// each with its times and counters, the tick at least its uplinks' time
+// and every measured frame sending packets.
+func checkTicks(t *testing.T, name string, first, n int) {
+	t.Helper()
+	b, err := os.ReadFile(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	head := strings.Fields(lines[0])
+	if len(lines) != n+1 || len(head) < 8 || head[0] != "frame" {
+		t.Fatalf("-ticks wrote %d lines, header %q; want %d frames", len(lines), lines[0], n)
+	}
+	for i, l := range lines[1:] {
+		f := strings.Fields(l)
+		if len(f) != len(head) {
+			t.Fatalf("line %q: %d fields, header has %d", l, len(f), len(head))
+		}
+		col := map[string]float64{}
+		for j, h := range head {
+			if col[h], err = strconv.ParseFloat(f[j], 64); err != nil {
+				t.Fatalf("line %q: %s: %v", l, h, err)
+			}
+		}
+		if int(col["frame"]) != first+i || col["tick_ms"] <= 0 || col["tick_ms"] < col["up_ms"] || col["packets_out"] <= 0 {
+			t.Errorf("frame line %q (want frame %d)", l, first+i)
+		}
+	}
+}
