@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 
+	_ "github.com/tongbu/tongbu/bench/churn"
 	_ "github.com/tongbu/tongbu/bench/codec"
 	"github.com/tongbu/tongbu/bench/internal/bots"
 	"github.com/tongbu/tongbu/bench/internal/harness"
@@ -28,6 +29,7 @@ import (
 	_ "github.com/tongbu/tongbu/bench/relay"
 	_ "github.com/tongbu/tongbu/bench/replay"
 	_ "github.com/tongbu/tongbu/bench/replica"
+	_ "github.com/tongbu/tongbu/bench/roomidle"
 	_ "github.com/tongbu/tongbu/bench/transport"
 	_ "github.com/tongbu/tongbu/bench/world"
 )
