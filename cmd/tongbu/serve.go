@@ -46,6 +46,55 @@ type serveConfig struct {
 	Cluster clusterConfig `json:"cluster"`
 }
 
+// serveConfigFormat is the config file's format, as serve -h shows it.
+// examples/serve holds complete files.
+const serveConfigFormat = `
+The -config file (JSON; unknown keys are refused; samples in examples/serve):
+
+  {
+    "http": ":8080",                   HTTP address: signaling, /healthz, /metrics
+    "udp": 3478,                       UDP port of every WebRTC peer
+    "public_ips": ["203.0.113.10"],    addresses to advertise behind a 1:1 NAT
+    "origins": ["https://game.example"],  browser origins allowed ("*": any)
+    "max_conns": 10000, "max_rooms": 10000,
+    "loopback": false,                 offer loopback candidates (local tests)
+    "rooms": [{"name": "duel-1", "players": 2, "hz": 30,
+               "fill": "idle|repeat|absent", "late": "drop|next"}],
+    "worlds": [{"name": "field", "region_size": 1024, "width": 64, "height": 64, "hz": 16}],
+    "cluster": {"nats": "nats://host:4222", "node": "eu-1",
+                "public_url": "https://eu-1.game.example", "capacity": 100,
+                "heartbeat": "1s", "prefix": "tongbu.cluster"}
+  }
+`
+
+// loadServeConfig reads a config file, refusing unknown keys.
+func loadServeConfig(path string) (serveConfig, error) {
+	var cfg serveConfig
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return cfg, err
+	}
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.DisallowUnknownFields()
+	err = dec.Decode(&cfg)
+	return cfg, err
+}
+
+// names returns the rooms and worlds a config (and -rooms N) creates.
+func (c *serveConfig) names(extraRooms int) map[string]bool {
+	m := map[string]bool{}
+	for _, r := range c.Rooms {
+		m[r.Name] = true
+	}
+	for _, w := range c.Worlds {
+		m[w.Name] = true
+	}
+	for i := 1; i <= extraRooms; i++ {
+		m[fmt.Sprintf("room-%d", i)] = true
+	}
+	return m
+}
+
 // roomConfig is a lockstep room of the config file, and the configuration
 // a cluster's create request carries.
 type roomConfig struct {
@@ -84,9 +133,9 @@ func (r roomConfig) lockstep() (lockstep.Config, error) {
 func serveCommand(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	cfgPath := fs.String("config", "", "JSON file with rooms, worlds and addresses (see README)")
+	cfgPath := fs.String("config", "", "JSON file with rooms, worlds and addresses (the format is below)")
 	httpAddr := fs.String("http", "", "HTTP address (signaling, health, metrics); default :8080")
-	udp := fs.Int("udp", -1, "UDP port for every WebRTC peer; default 3478")
+	udp := fs.Int("udp", 3478, "UDP port for every WebRTC peer (0: any free port)")
 	publicIP := fs.String("public-ip", "", "comma-separated addresses to advertise (behind a 1:1 NAT)")
 	secretFile := fs.String("secret-file", "", "file holding the ticket secret (default $TONGBU_SECRET)")
 	rooms := fs.Int("rooms", 0, "also create this many lockstep rooms room-1..room-N with default settings")
@@ -96,24 +145,27 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	peerMetrics := fs.Bool("peer-metrics", false, "add per-player gauges, labelled with room names, to /metrics")
 	roomIdle := fs.Duration("room-idle", 10*time.Minute, "start a fresh match in a room empty this long, freeing the old one's memory (0: never)")
 	cf := clusterFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: tongbu serve [flags]\n\nServes lockstep rooms and interest worlds, tickets signed with $TONGBU_SECRET.\n\n")
+		fs.PrintDefaults()
+		fmt.Fprint(fs.Output(), serveConfigFormat)
+	}
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var cfg serveConfig
 	if *cfgPath != "" {
-		b, err := os.ReadFile(*cfgPath)
-		if err == nil {
-			dec := json.NewDecoder(strings.NewReader(string(b)))
-			dec.DisallowUnknownFields()
-			err = dec.Decode(&cfg)
-		}
+		var err error
+		cfg, err = loadServeConfig(*cfgPath)
 		if err != nil {
 			fmt.Fprintf(stderr, "tongbu serve: config %s: %v\n", *cfgPath, err)
 			return 2
 		}
 	}
 	cfg.HTTP = firstNonEmpty(*httpAddr, cfg.HTTP, ":8080")
-	if *udp >= 0 {
+	if set["udp"] {
 		cfg.UDP = *udp
 	} else if cfg.UDP == 0 {
 		cfg.UDP = 3478
@@ -277,8 +329,25 @@ func ticketCommand(args []string, stdout, stderr io.Writer) int {
 	target := fs.String("target", "", "room or world name")
 	spectator := fs.Bool("spectator", false, "a spectator's ticket")
 	ttl := fs.Duration("ttl", 10*time.Minute, "validity")
+	cfgPath := fs.String("config", "", "the serve config: warn when it names no such target")
+	rooms := fs.Int("rooms", 0, "as serve's -rooms: room-1..room-N exist too")
+	strict := fs.Bool("strict", false, "with -config: refuse, rather than warn, a target the config does not name")
 	if err := fs.Parse(args); err != nil {
 		return 2
+	}
+	if *cfgPath != "" {
+		cfg, err := loadServeConfig(*cfgPath)
+		if err != nil {
+			fmt.Fprintf(stderr, "tongbu ticket: config %s: %v\n", *cfgPath, err)
+			return 2
+		}
+		if !cfg.names(*rooms)[*target] {
+			if *strict {
+				fmt.Fprintf(stderr, "tongbu ticket: %s names no room or world %q\n", *cfgPath, *target)
+				return 2
+			}
+			fmt.Fprintf(stderr, "tongbu ticket: warning: %s names no room or world %q (signed anyway)\n", *cfgPath, *target)
+		}
 	}
 	secret, err := readSecret(*secretFile)
 	if err != nil {

@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +90,73 @@ func TestStandingRoom(t *testing.T) {
 	}
 	if _, ok := srv.Room("duel"); ok {
 		t.Fatal("a room closed by hand came back")
+	}
+}
+
+// TestServeConfigSamples: every sample in examples/serve loads, and
+// creates its rooms and worlds; serve -h shows the format and one default
+// per flag.
+func TestServeConfigSamples(t *testing.T) {
+	files, err := filepath.Glob(filepath.Join("..", "..", "examples", "serve", "*.json"))
+	if err != nil || len(files) < 3 {
+		t.Fatalf("samples %v: %v", files, err)
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			cfg, err := loadServeConfig(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv, err := engine.NewServer(engine.Config{Secret: []byte("0123456789abcdef"), NoWebRTC: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer srv.Shutdown(t.Context())
+			if err := createFromConfig(srv, &cfg, 0); err != nil {
+				t.Fatal(err)
+			}
+			for name := range cfg.names(0) {
+				_, room := srv.Room(name)
+				_, world := srv.World(name)
+				if !room && !world {
+					t.Fatalf("%s: %q not created", f, name)
+				}
+			}
+			var cf clusterFlagSet
+			empty, zero := "", 0
+			cf.nats, cf.node, cf.url, cf.heartbeat, cf.capacity = &empty, &empty, &empty, &empty, &zero
+			if err := cf.apply(&cfg.Cluster); err != nil {
+				t.Fatal(err)
+			}
+		})
+	}
+	var out, errb bytes.Buffer
+	run([]string{"serve", "-h"}, &out, &errb)
+	help := out.String() + errb.String()
+	if !strings.Contains(help, `"rooms": [{"name"`) || strings.Contains(help, "(default -1)") {
+		t.Fatalf("serve -h:\n%s", help)
+	}
+}
+
+// TestTicketChecksTarget: with the serve config, a ticket for a target it
+// does not name is signed with a warning, or refused with -strict.
+func TestTicketChecksTarget(t *testing.T) {
+	t.Setenv("TONGBU_SECRET", "0123456789abcdef0123")
+	cfg := filepath.Join("..", "..", "examples", "serve", "relay.json")
+	for _, tt := range []struct {
+		args []string
+		code int
+		warn bool
+	}{
+		{[]string{"-target", "duel-1"}, 0, false},
+		{[]string{"-target", "nosuch"}, 0, true},
+		{[]string{"-target", "nosuch", "-strict"}, 2, false},
+		{[]string{"-target", "room-3", "-rooms", "3"}, 0, false},
+	} {
+		var out, errb bytes.Buffer
+		code := run(append([]string{"ticket", "-player", "p", "-config", cfg}, tt.args...), &out, &errb)
+		if code != tt.code || strings.Contains(errb.String(), "warning") != tt.warn || (code == 0) != (out.Len() > 0) {
+			t.Fatalf("%v: exit %d, stdout %q, stderr %q", tt.args, code, out.String(), errb.String())
+		}
 	}
 }

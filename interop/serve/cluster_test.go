@@ -97,8 +97,14 @@ type serveProc struct {
 // waits for it to print its address.
 func startServe(t *testing.T, natsURL, secret, id string) *serveProc {
 	t.Helper()
-	cmd := exec.Command(tongbuBinary(t), "serve", "-http", "127.0.0.1:0", "-udp", "0", "-loopback",
-		"-nats", natsURL, "-node", id, "-capacity", "4", "-heartbeat", "50ms")
+	return startServeWith(t, secret, id, "-nats", natsURL, "-node", id, "-capacity", "4", "-heartbeat", "50ms")
+}
+
+// startServeWith starts `tongbu serve` on loopback with more arguments
+// and waits for it to print its address; id names it in failures.
+func startServeWith(t *testing.T, secret, id string, args ...string) *serveProc {
+	t.Helper()
+	cmd := exec.Command(tongbuBinary(t), append([]string{"serve", "-http", "127.0.0.1:0", "-udp", "0", "-loopback"}, args...)...)
 	cmd.Env = append(os.Environ(), "TONGBU_SECRET="+secret)
 	p := &serveProc{id: id, cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = p.stderr

@@ -1,0 +1,46 @@
+//go:build !js
+
+package serve_test
+
+import (
+	"io"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tongbu/tongbu/interop/natstest"
+)
+
+// TestServeSamples starts `tongbu serve` with each sample of
+// examples/serve (its addresses overridden for loopback, the cluster's
+// NATS URL pointed at a test server): it serves, and creates what the
+// file names.
+func TestServeSamples(t *testing.T) {
+	ns := natstest.Server(t)
+	dir := filepath.Join("..", "..", "examples", "serve")
+	for _, tt := range []struct {
+		file  string
+		args  []string
+		wants []string // lines /metrics must hold
+	}{
+		{"relay.json", nil, []string{"tongbu_rooms 3", "tongbu_worlds 0"}},
+		{"world.json", nil, []string{"tongbu_rooms 0", "tongbu_worlds 2"}},
+		{"cluster.json", []string{"-nats", ns.ClientURL()}, []string{"tongbu_rooms 0"}},
+	} {
+		t.Run(tt.file, func(t *testing.T) {
+			p := startServeWith(t, "0123456789abcdef0123", tt.file, append([]string{"-config", filepath.Join(dir, tt.file)}, tt.args...)...)
+			resp, err := http.Get(p.url + "/metrics")
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			for _, w := range tt.wants {
+				if !strings.Contains(string(body), w+"\n") {
+					t.Fatalf("/metrics lacks %q:\n%s", w, body)
+				}
+			}
+		})
+	}
+}
