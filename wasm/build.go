@@ -4,6 +4,7 @@ package wasm
 
 import (
 	"bytes"
+	"compress/gzip"
 	"context"
 	"fmt"
 	"os"
@@ -13,8 +14,10 @@ import (
 )
 
 // Build compiles the main package pkg (an import path or a directory) for
-// GOOS=js GOARCH=wasm into dir/name, and copies wasm_exec.js from the same
-// Go installation into dir. It uses the go command on PATH (or GOROOT's),
+// GOOS=js GOARCH=wasm into dir/name, without symbol tables or local paths,
+// writes a gzip copy beside it (dir/name.gz, which Files serves to
+// browsers that accept it), and copies wasm_exec.js from the same Go
+// installation into dir. It uses the go command on PATH (or GOROOT's),
 // whose build cache makes a rebuild with no changes take a second or two.
 func Build(ctx context.Context, dir, name, pkg string) error {
 	goCmd, err := goTool()
@@ -25,12 +28,15 @@ func Build(ctx context.Context, dir, name, pkg string) error {
 		return err
 	}
 	out := filepath.Join(dir, name)
-	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-o", out, pkg)
+	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm", "CGO_ENABLED=0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("wasm: go build %s: %v\n%s", pkg, err, strings.TrimSpace(stderr.String()))
+	}
+	if err := gzipFile(out); err != nil {
+		return err
 	}
 	return copyWasmExec(ctx, goCmd, dir)
 }
@@ -68,6 +74,35 @@ func copyWasmExec(ctx context.Context, goCmd, dir string) error {
 		return fmt.Errorf("wasm: wasm_exec.js not found in %s: %w", r, err)
 	}
 	return os.WriteFile(filepath.Join(dir, "wasm_exec.js"), src, 0o644)
+}
+
+// gzipFile writes path.gz, path compressed at the best level, through a
+// temporary file so that a server never serves half of it.
+func gzipFile(path string) error {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	tmp := path + ".gz.tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return err
+	}
+	zw, err := gzip.NewWriterLevel(f, gzip.BestCompression)
+	if err == nil {
+		_, err = zw.Write(src)
+	}
+	if err == nil {
+		err = zw.Close()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("wasm: compressing %s: %w", path, err)
+	}
+	return os.Rename(tmp, path+".gz")
 }
 
 func fileExists(p string) bool {

@@ -402,15 +402,9 @@ func (d *demo) handler() http.Handler {
 			w.Write(page)
 		})
 	}
-	files := http.FileServer(http.Dir(d.cfg.Assets))
-	for _, f := range []string{"/arena.wasm", "/mmo.wasm", "/wasm_exec.js"} {
-		mux.HandleFunc("GET "+f, func(w http.ResponseWriter, r *http.Request) {
-			if strings.HasSuffix(f, ".wasm") {
-				w.Header().Set("Content-Type", "application/wasm")
-			}
-			w.Header().Set("Cache-Control", "no-cache")
-			files.ServeHTTP(w, r)
-		})
+	files := wasm.Files(d.cfg.Assets) // gzip to browsers that take it
+	for _, f := range []string{"/arena.wasm", "/mmo.wasm", "/wasm_exec.js", "/favicon.ico"} {
+		mux.Handle("GET "+f, files)
 	}
 	mux.HandleFunc("GET /demo/ticket", d.serveTicket)
 	mux.HandleFunc("GET /demo/status", d.serveStatus)

@@ -237,3 +237,32 @@ func TestMMOInBrowser(t *testing.T) {
 		}
 	}
 }
+
+// TestPageWeight: what a browser downloads for each demo page, the page,
+// the loader and the client compressed as browsers ask for it, stays
+// under 8 MB; the favicon is there.
+func TestPageWeight(t *testing.T) {
+	u := startDemo(t)
+	const budget = 8 << 20
+	size := func(p string) int {
+		req, _ := http.NewRequest(http.MethodGet, u.web.URL+p, nil)
+		req.Header.Set("Accept-Encoding", "gzip, deflate, br") // set by hand: the client leaves the body compressed
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		n, _ := io.Copy(io.Discard, resp.Body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET %s: %d", p, resp.StatusCode)
+		}
+		return int(n)
+	}
+	for _, page := range []struct{ html, wasm string }{{"/arena.html", "/arena.wasm"}, {"/mmo.html", "/mmo.wasm"}} {
+		total := size(page.html) + size("/wasm_exec.js") + size(page.wasm) + size("/favicon.ico")
+		t.Logf("%s: %.1f MB on the wire", page.html, float64(total)/(1<<20))
+		if total > budget {
+			t.Errorf("%s: %d bytes on the wire, over %d", page.html, total, budget)
+		}
+	}
+}
