@@ -36,7 +36,8 @@ type Config struct {
 	// addresses, for a server behind a 1:1 NAT.
 	PublicIPs []string
 	// IncludeLoopback offers loopback candidates, for tests and local
-	// demos on a machine with no other interface.
+	// demos on a machine with no other interface. A server whose UDPAddr
+	// is a loopback address (such as "127.0.0.1:3478") offers them anyway.
 	IncludeLoopback bool
 	// AllowedOrigins lists the browser origins allowed to connect ("*" for
 	// any). Empty: only clients that send no Origin (native ones).

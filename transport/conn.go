@@ -2,6 +2,8 @@ package transport
 
 import (
 	"context"
+	"net"
+	"net/url"
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
@@ -87,4 +89,29 @@ type Stats struct {
 	RecvMessages      uint64
 	RecvBytes         uint64
 	DroppedUnreliable uint64 // unreliable sends dropped because the channel was backed up
+}
+
+// isLoopbackAddr reports whether a is a loopback address.
+func isLoopbackAddr(a net.Addr) bool {
+	host, _, err := net.SplitHostPort(a.String())
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// isLoopbackURL reports whether a URL's host is a loopback address or
+// localhost.
+func isLoopbackURL(raw string) bool {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return false
+	}
+	host := u.Hostname()
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

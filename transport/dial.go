@@ -19,7 +19,8 @@ type ClientConfig struct {
 	// HTTPClient posts the offer (default http.DefaultClient).
 	HTTPClient *http.Client
 	// IncludeLoopback offers loopback candidates (native only): for tests
-	// and local demos on a machine with no other interface.
+	// and local demos on a machine with no other interface. Dialing a
+	// loopback or localhost URL offers them anyway.
 	IncludeLoopback bool
 	// MaxAnswerBytes bounds the answer body (default 16 KiB).
 	MaxAnswerBytes int64
@@ -60,7 +61,8 @@ func dial(ctx context.Context, url string, cfg *ClientConfig) (Conn, error) {
 	defer cancel()
 
 	var se webrtc.SettingEngine
-	configureAPI(&se, cfg.IncludeLoopback)
+	// A server reached over loopback is reached there for media too.
+	configureAPI(&se, cfg.IncludeLoopback || isLoopbackURL(url))
 	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{})
 	if err != nil {
 		return nil, fmt.Errorf("transport: peer connection: %w", err)
@@ -120,7 +122,11 @@ func dial(ctx context.Context, url string, cfg *ClientConfig) (Conn, error) {
 	case <-c.done:
 		return nil, fmt.Errorf("transport: connection closed during handshake: %w", c.Err())
 	case <-ctx.Done():
-		return fail(fmt.Errorf("%w: %w", ErrHandshakeTimeout, ctx.Err()))
+		if st := pc.ICEConnectionState(); st != webrtc.ICEConnectionStateConnected && st != webrtc.ICEConnectionStateCompleted {
+			return fail(fmt.Errorf("%w: no network path to the server (ICE %s): is its UDP port reachable from here, and does it advertise the right address (PublicIPs behind a NAT)? %w",
+				ErrHandshakeTimeout, st, ctx.Err()))
+		}
+		return fail(fmt.Errorf("%w: connected, but the channels did not open: %w", ErrHandshakeTimeout, ctx.Err()))
 	}
 }
 

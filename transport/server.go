@@ -38,7 +38,8 @@ type ServerConfig struct {
 	// browser) is always accepted. Empty: only requests without Origin.
 	AllowedOrigins []string
 	// IncludeLoopback offers loopback candidates: for tests and local demos
-	// on a machine with no other interface.
+	// on a machine with no other interface. A server whose UDPAddr is a
+	// loopback address offers them anyway.
 	IncludeLoopback bool
 	// MaxPending bounds the handshakes in progress (default 64); an offer
 	// over it is refused with 429.
@@ -160,7 +161,8 @@ func newServer(cfg ServerConfig) (*Server, error) {
 		closed: make(chan struct{}),
 	}
 	var se webrtc.SettingEngine
-	configureAPI(&se, cfg.IncludeLoopback)
+	// A server bound to a loopback address has nothing else to offer.
+	configureAPI(&se, cfg.IncludeLoopback || isLoopbackAddr(udp.LocalAddr()))
 	se.SetLite(true)
 	se.SetICEUDPMux(s.mux)
 	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6})

@@ -237,3 +237,52 @@ func TestSignalingAdmitAfterParse(t *testing.T) {
 		t.Fatalf("Admit saw %v, want the Authorize value twice", admitted)
 	}
 }
+
+// TestLoopbackByItself: a server bound to a loopback address and a client
+// dialing a loopback URL connect without IncludeLoopback on either side.
+func TestLoopbackByItself(t *testing.T) {
+	s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	web := httptest.NewServer(s)
+	defer web.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, web.URL, nil)
+	if err != nil {
+		t.Fatalf("dial a loopback server without IncludeLoopback: %v", err)
+	}
+	c.Close()
+	for _, tt := range []struct {
+		url  string
+		want bool
+	}{
+		{"http://127.0.0.1:8080/connect", true},
+		{"http://localhost/connect", true},
+		{"http://[::1]:80/", true},
+		{"https://game.example/connect", false},
+		{"::bad", false},
+	} {
+		if got := isLoopbackURL(tt.url); got != tt.want {
+			t.Errorf("isLoopbackURL(%q) = %v", tt.url, got)
+		}
+	}
+}
+
+// TestDialSaysNoPath: a dial whose answer names an address nobody serves
+// times out saying there is no network path, not only "timeout".
+func TestDialSaysNoPath(t *testing.T) {
+	s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0", PublicIPs: []string{"192.0.2.1"}}) // TEST-NET-1: unreachable
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	web := httptest.NewServer(s)
+	defer web.Close()
+	_, err = Dial(context.Background(), web.URL, &ClientConfig{Limits: Limits{HandshakeTimeout: time.Second}})
+	if !errors.Is(err, ErrHandshakeTimeout) || !strings.Contains(err.Error(), "no network path") {
+		t.Fatalf("dial with no path: %v", err)
+	}
+}
