@@ -26,6 +26,12 @@ type ClientConfig struct {
 	MaxAnswerBytes int64
 	// Limits bound the connection.
 	Limits Limits
+	// Stack chooses the native implementation (default StackPion). The
+	// lean stack's clients share one flusher, so that one process can
+	// drive thousands of them; it ignores IncludeLoopback (a loopback
+	// URL reaches a loopback candidate). In the browser, the browser's
+	// own stack is used whatever this says.
+	Stack Stack
 	// Logger receives the client's logs (default: discarded).
 	Logger *slog.Logger
 }
@@ -59,6 +65,11 @@ func dial(ctx context.Context, url string, cfg *ClientConfig) (Conn, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, lim.HandshakeTimeout)
 	defer cancel()
+	if cfg.Stack == StackLean {
+		if c, err, ok := dialLeanNative(ctx, url, cfg, lim, hc, maxAnswer); ok {
+			return c, err
+		}
+	}
 
 	var se webrtc.SettingEngine
 	// A server reached over loopback is reached there for media too.

@@ -65,6 +65,31 @@ func (b *inbox) push(m Message) bool {
 	}
 }
 
+// offer queues m without waiting: it returns false when m's channel is
+// over its bound (an unreliable message is then counted dropped) or the
+// inbox is closed. The lean stack's reader, which serves every peer,
+// must never wait for one.
+func (b *inbox) offer(m Message) bool {
+	b.mu.Lock()
+	n := len(b.q) - b.head
+	switch {
+	case m.Channel == Unreliable && b.maxUnrel > 0 && b.unrel >= b.maxUnrel:
+		b.dropped++
+		b.mu.Unlock()
+		return false
+	case m.Channel == Reliable && b.maxRel > 0 && n-b.unrel >= b.maxRel:
+		b.mu.Unlock()
+		return false
+	}
+	if m.Channel == Unreliable {
+		b.unrel++
+	}
+	b.q = append(b.q, m)
+	b.mu.Unlock()
+	signal(b.notify)
+	return true
+}
+
 // tryPop returns the oldest message without waiting.
 func (b *inbox) tryPop() (Message, bool) {
 	b.mu.Lock()

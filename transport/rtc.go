@@ -1,7 +1,6 @@
 package transport
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"sync"
@@ -83,37 +82,25 @@ var (
 // rtcConn is a Conn over one WebRTC peer connection with the two
 // negotiated channels.
 type rtcConn struct {
-	id   PeerID
-	pc   *webrtc.PeerConnection
-	lim  Limits
-	log  *slog.Logger
-	meta any
+	connCore
+	pc *webrtc.PeerConnection
 
 	dc      [2]*webrtc.DataChannel
 	send    [2]func([]byte) error // the platform's write path for each channel
 	opened  atomic.Int32
 	open    chan struct{} // closed once both channels are open
-	in      *inbox
 	timer   *time.Timer
 	onOpen  func(*rtcConn)
 	onClose func(*rtcConn, bool)
 
 	closeOnce sync.Once
-	done      chan struct{}
-	closeErr  atomic.Value // error: why it closed
-
-	lastRecv, lastSend                                atomic.Int64 // unix nanoseconds
-	sentMsgs, sentBytes, recvMsgs, recvBytes, dropped atomic.Uint64
 }
 
 func newRTCConn(id PeerID, pc *webrtc.PeerConnection, lim Limits, log *slog.Logger) (*rtcConn, error) {
-	c := &rtcConn{id: id, pc: pc, lim: lim, log: log, open: make(chan struct{}), done: make(chan struct{})}
-	c.in = newInbox(c.done, lim.InboxUnreliable, lim.InboxReliable)
+	c := &rtcConn{pc: pc, open: make(chan struct{})}
+	c.init(id, lim, log)
 	c.timer = time.AfterFunc(time.Hour, c.tick) // armed once both channels open
 	c.timer.Stop()
-	now := time.Now().UnixNano()
-	c.lastRecv.Store(now)
-	c.lastSend.Store(now)
 	for ch, params := range []webrtc.DataChannelInit{unreliableParams, reliableParams} {
 		label := Channel(ch).String()
 		p := params
@@ -147,33 +134,28 @@ func (c *rtcConn) isOpen() bool { return c.opened.Load() >= 2 }
 
 // received is called by the platform code with each message read.
 func (c *rtcConn) received(ch Channel, data []byte) {
-	c.lastRecv.Store(time.Now().UnixNano())
-	if len(data) == 0 {
-		return // keepalive
+	ok, err := c.check(ch, data)
+	if err != nil {
+		go c.closeWith(err)
 	}
-	if max := c.lim.MaxUnreliable; ch == Reliable && len(data) > c.lim.MaxReliable || ch == Unreliable && len(data) > max {
-		go c.closeWith(fmt.Errorf("%w: received %d bytes on %s", ErrTooLarge, len(data), ch))
-		return
+	if ok {
+		c.in.push(Message{Channel: ch, Data: data})
 	}
-	c.recvMsgs.Add(1)
-	c.recvBytes.Add(uint64(len(data)))
-	c.in.push(Message{Channel: ch, Data: data})
 }
 
 // tick sends a keepalive when this side has been silent, and closes the
 // connection when the other side has been.
 func (c *rtcConn) tick() {
-	select {
-	case <-c.done:
+	if c.isDone() {
 		return
-	default:
 	}
 	now := time.Now()
-	if idle := now.Sub(time.Unix(0, c.lastRecv.Load())); idle > c.lim.IdleTimeout {
-		c.closeWith(fmt.Errorf("%w: idle for %v", ErrIdle, idle.Round(time.Millisecond)))
+	err, keepalive := c.idle(now)
+	if err != nil {
+		c.closeWith(err)
 		return
 	}
-	if now.Sub(time.Unix(0, c.lastSend.Load())) >= c.lim.KeepAlive {
+	if keepalive {
 		if err := c.send[Reliable](nil); err == nil {
 			c.lastSend.Store(now.UnixNano())
 		}
@@ -181,10 +163,8 @@ func (c *rtcConn) tick() {
 	c.timer.Reset(c.lim.KeepAlive)
 }
 
-func (c *rtcConn) ID() PeerID { return c.id }
-
 func (c *rtcConn) SendUnreliable(msg []byte) error {
-	if err := c.checkSend(msg, c.lim.MaxUnreliable); err != nil {
+	if err := c.checkSend(msg, c.lim.MaxUnreliable, c.isOpen()); err != nil {
 		return err
 	}
 	if c.dc[Unreliable].BufferedAmount() > uint64(c.lim.MaxBufferedUnreliable) {
@@ -195,7 +175,7 @@ func (c *rtcConn) SendUnreliable(msg []byte) error {
 }
 
 func (c *rtcConn) SendReliable(msg []byte) error {
-	if err := c.checkSend(msg, c.lim.MaxReliable); err != nil {
+	if err := c.checkSend(msg, c.lim.MaxReliable, c.isOpen()); err != nil {
 		return err
 	}
 	if c.dc[Reliable].BufferedAmount() > uint64(c.lim.MaxReliableQueue) {
@@ -204,53 +184,13 @@ func (c *rtcConn) SendReliable(msg []byte) error {
 	return c.write(Reliable, msg)
 }
 
-func (c *rtcConn) checkSend(msg []byte, max int) error {
-	select {
-	case <-c.done:
-		return ErrClosed
-	default:
-	}
-	switch {
-	case len(msg) == 0:
-		return ErrEmpty
-	case len(msg) > max:
-		return fmt.Errorf("%w: %d bytes > %d", ErrTooLarge, len(msg), max)
-	case !c.isOpen():
-		return ErrClosed
-	}
-	return nil
-}
-
 func (c *rtcConn) write(ch Channel, msg []byte) error {
 	if err := c.send[ch](msg); err != nil {
 		return fmt.Errorf("transport: send on %s: %w", ch, err)
 	}
-	c.lastSend.Store(time.Now().UnixNano())
-	c.sentMsgs.Add(1)
-	c.sentBytes.Add(uint64(len(msg)))
+	c.sent(len(msg))
 	return nil
 }
-
-func (c *rtcConn) Receive(ctx context.Context) (Message, error) {
-	return c.in.pop(ctx)
-}
-
-func (c *rtcConn) TryReceive() (Message, bool) { return c.in.tryPop() }
-
-func (c *rtcConn) Done() <-chan struct{} { return c.done }
-
-// Err returns why the connection closed, or nil while it is open or after
-// a plain Close.
-func (c *rtcConn) Err() error {
-	if v, ok := c.closeErr.Load().(error); ok {
-		return v
-	}
-	return nil
-}
-
-// Meta returns what the server's Authorize hook returned for this
-// connection.
-func (c *rtcConn) Meta() any { return c.meta }
 
 func (c *rtcConn) Close() error {
 	c.closeWith(nil)
@@ -278,13 +218,4 @@ func (c *rtcConn) closeWith(reason error) {
 	})
 }
 
-func (c *rtcConn) Stats() Stats {
-	return Stats{
-		RTT:               c.rtt(),
-		SentMessages:      c.sentMsgs.Load(),
-		SentBytes:         c.sentBytes.Load(),
-		RecvMessages:      c.recvMsgs.Load(),
-		RecvBytes:         c.recvBytes.Load(),
-		DroppedUnreliable: c.dropped.Load(),
-	}
-}
+func (c *rtcConn) Stats() Stats { return c.stats(c.rtt()) }

@@ -43,9 +43,14 @@ func newTestServer(t *testing.T, cfg ServerConfig) *testServer {
 
 func dialTest(t *testing.T, url string, lim Limits) Conn {
 	t.Helper()
+	return dialStack(t, url, lim, StackPion)
+}
+
+func dialStack(t *testing.T, url string, lim Limits, stack Stack) Conn {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, err := Dial(ctx, url, &ClientConfig{IncludeLoopback: true, Limits: lim})
+	c, err := Dial(ctx, url, &ClientConfig{IncludeLoopback: true, Limits: lim, Stack: stack})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,9 +93,21 @@ func numbered(i int) []byte {
 }
 
 func TestWebRTCBothChannelsBothWays(t *testing.T) {
-	s := newTestServer(t, ServerConfig{})
-	client := dialTest(t, s.http.URL, Limits{})
-	server := accept(t, s)
+	for _, st := range []struct{ server, client Stack }{
+		{StackPion, StackPion}, {StackLean, StackPion}, {StackLean, StackLean}, {StackPion, StackLean},
+	} {
+		t.Run(fmt.Sprintf("server %s client %s", st.server, st.client), func(t *testing.T) {
+			s := newTestServer(t, ServerConfig{Stack: st.server})
+			client := dialStack(t, s.http.URL, Limits{}, st.client)
+			server := accept(t, s)
+			bothWays(t, client, server)
+		})
+	}
+}
+
+// bothWays sends 1000 reliable and 1000 unreliable messages each way and
+// checks what arrived.
+func bothWays(t *testing.T, client, server Conn) {
 
 	for _, dir := range []struct {
 		name     string

@@ -84,6 +84,8 @@ type ServerConfig struct {
 	Limits Limits
 	// Logger receives the server's logs (default: discarded).
 	Logger *slog.Logger
+	// Stack chooses the implementation (default StackPion for now).
+	Stack Stack
 }
 
 // Server accepts WebRTC connections: signaling over HTTP (the server is an
@@ -98,7 +100,8 @@ type Server struct {
 	cert    webrtc.Certificate
 	udp     net.PacketConn
 	mux     ice.UDPMux
-	accept  chan *rtcConn
+	lean    *leanServer
+	accept  chan Conn
 	pending atomic.Int32
 	nextID  atomic.Uint64
 
@@ -154,12 +157,19 @@ func newServer(cfg ServerConfig) (*Server, error) {
 	}
 	s := &Server{
 		cfg: cfg, lim: cfg.Limits.withDefaults(), log: log, cert: *cert, udp: udp,
-		mux:    webrtc.NewICEUDPMux(nil, udp),
-		accept: make(chan *rtcConn, cfg.AcceptQueue),
+		accept: make(chan Conn, cfg.AcceptQueue),
 		conns:  make(map[*rtcConn]struct{}),
 		byAddr: make(map[string]int),
 		closed: make(chan struct{}),
 	}
+	if cfg.Stack == StackLean {
+		if s.lean, err = newLeanServer(s, udp.(*net.UDPConn)); err != nil {
+			udp.Close()
+			return nil, err
+		}
+		return s, nil
+	}
+	s.mux = webrtc.NewICEUDPMux(nil, udp)
 	var se webrtc.SettingEngine
 	// A server bound to a loopback address has nothing else to offer.
 	configureAPI(&se, cfg.IncludeLoopback || isLoopbackAddr(udp.LocalAddr()))
@@ -378,6 +388,9 @@ func (s *Server) originAllowed(origin string) bool {
 // handshake slot: giveSlot gives it back, once, when the connection opens
 // or closes (or at once, if no connection is made).
 func (s *Server) answer(ctx context.Context, offer string, meta any, giveSlot func()) (string, int, error) {
+	if s.lean != nil {
+		return s.lean.answer(ctx, offer, meta, giveSlot)
+	}
 	pc, err := s.api.NewPeerConnection(webrtc.Configuration{Certificates: []webrtc.Certificate{s.cert}})
 	if err != nil {
 		giveSlot()
@@ -474,6 +487,10 @@ func (s *Server) Close() error {
 		s.mu.Unlock()
 		for _, c := range conns {
 			c.closeWith(ErrClosed)
+		}
+		if s.lean != nil {
+			s.lean.close()
+			return
 		}
 		s.mux.Close()
 		s.udp.Close()

@@ -1,0 +1,855 @@
+package sctp
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// maxStreams is the number of streams each side offers.
+const maxStreams = 16
+
+// DefaultPort is WebRTC's SCTP port (a=sctp-port).
+const DefaultPort = 5000
+
+// WebRTC payload protocol identifiers (RFC 8831 §8).
+const (
+	PPIDControl     = 50
+	PPIDString      = 51
+	PPIDBinary      = 53
+	PPIDStringEmpty = 56
+	PPIDBinaryEmpty = 57
+)
+
+// Bounds on what a peer can make the association hold.
+const (
+	maxTSNWindow   = 8192  // how far above the cumulative TSN a DATA chunk may be
+	maxRecvdTSNs   = 4096  // TSNs held above the cumulative TSN
+	maxOutstanding = 16384 // chunks sent and not yet acknowledged or stepped over
+	maxGaps        = 64    // gap blocks reported in one SACK
+	maxDups        = 16
+	cookieLife     = 60 * time.Second
+	maxInitRetries = 8
+)
+
+// Config configures an association. Zero fields take the defaults.
+type Config struct {
+	// Client makes this side send INIT; the other side answers.
+	Client bool
+	// CookieKey signs the state cookie (the answering side; default: a
+	// random key per association).
+	CookieKey []byte
+	// RecvWindow is the receive window advertised, in bytes (default
+	// 256 KiB): the most the peer may have outstanding, and the most held
+	// for reassembly.
+	RecvWindow uint32
+	// MaxMessage is the largest message reassembled (default 64 KiB).
+	MaxMessage int
+	// MTU is the largest SCTP packet sent (default 1200).
+	MTU int
+	// SackDelay is how long a SACK may wait for DATA to ride with
+	// (default 100 ms, under RFC 9260's 200 ms bound).
+	SackDelay time.Duration
+	// RTOMin, RTOMax and RTOInitial bound the retransmission timeout
+	// (defaults 200 ms, 10 s, 1 s).
+	RTOMin, RTOMax, RTOInitial time.Duration
+	// MaxRetrans is how many consecutive retransmission timeouts end the
+	// association (default 10).
+	MaxRetrans int
+	// Deliver receives each complete message; data is valid only during
+	// the call. Messages on streams at or over 16 are dropped.
+	Deliver func(stream uint16, ppid uint32, data []byte)
+	// Reset, when set, is told of streams the peer reset (a data channel
+	// the peer closed).
+	Reset func(streams []uint16)
+}
+
+func (c *Config) defaults() {
+	if c.RecvWindow == 0 {
+		c.RecvWindow = 256 << 10
+	}
+	if c.MaxMessage <= 0 {
+		c.MaxMessage = 64 << 10
+	}
+	if c.MTU <= 0 {
+		c.MTU = 1200
+	}
+	if c.SackDelay <= 0 {
+		c.SackDelay = 100 * time.Millisecond
+	}
+	if c.RTOMin <= 0 {
+		c.RTOMin = 200 * time.Millisecond
+	}
+	if c.RTOMax <= 0 {
+		c.RTOMax = 10 * time.Second
+	}
+	if c.RTOInitial <= 0 {
+		c.RTOInitial = time.Second
+	}
+	if c.MaxRetrans <= 0 {
+		c.MaxRetrans = 10
+	}
+	if len(c.CookieKey) == 0 {
+		c.CookieKey = make([]byte, 32)
+		rand.Read(c.CookieKey)
+	}
+}
+
+type state uint8
+
+const (
+	stateNew state = iota
+	stateCookieWait
+	stateCookieEchoed
+	stateEstablished
+	stateClosed
+)
+
+// outChunk is a DATA chunk sent and not yet acknowledged or stepped over.
+type outChunk struct {
+	tsn       uint32
+	stream    uint16
+	ssn       uint16
+	ppid      uint32
+	flags     uint8
+	reliable  bool
+	acked     bool // by a gap block
+	abandoned bool // unreliable, given up: FORWARD-TSN steps over it
+	rtx       bool // to retransmit
+	sends     uint8
+	misses    uint8
+	size      int
+	sent      time.Duration
+	data      []byte // reliable only
+}
+
+// inChunk is a received DATA chunk held for reassembly or order.
+type inChunk struct {
+	tsn    uint32
+	stream uint16
+	ssn    uint16
+	ppid   uint32
+	flags  uint8
+	data   []byte
+}
+
+// pendMsg is a message queued to send.
+type pendMsg struct {
+	stream uint16
+	ppid   uint32
+	off    int // unreliable: offset in the arena
+	n      int
+	data   []byte // reliable: the message
+	ssn    uint16
+}
+
+// ctrlChunk is a control chunk queued to send, in a packet of its own tag.
+type ctrlChunk struct {
+	tag   uint32
+	chunk []byte
+	crc   bool
+}
+
+// Assoc is one SCTP association. It is not safe for concurrent use: the
+// caller serializes Handle, Flush and the sends.
+type Assoc struct {
+	cfg   Config
+	base  time.Time
+	st    state
+	err   error
+	port  uint16
+	pport uint16
+
+	myTag, peerTag uint32
+	initTSN        uint32
+	peerZero       bool // the peer accepts zero checksums
+	peerFwd        bool // the peer takes FORWARD-TSN
+	cookie         []byte
+	t1             time.Duration
+	t1count        int
+	abort          bool
+
+	ctrl []ctrlChunk
+	b    builder
+
+	// Sending.
+	nextTSN    uint32
+	cumAck     uint32 // the peer's cumulative TSN ack
+	advAck     uint32 // Advanced.Peer.Ack.Point (RFC 3758)
+	fwdOwed    bool
+	fwdAt      time.Duration // when to resend a FORWARD-TSN not yet taken
+	out        []outChunk
+	outHead    int
+	ssnOut     [maxStreams]uint16
+	uq         []byte // unreliable messages' bytes, until the next Flush
+	um         []pendMsg
+	rq         []pendMsg // reliable messages not yet all sent
+	rqBytes    int
+	flight     int // reliable bytes outstanding
+	outBytes   int // all bytes outstanding
+	cwnd       int
+	ssthresh   int
+	pba        int
+	peerRwnd   int
+	inRecovery bool
+	recoverTSN uint32
+	srtt       time.Duration
+	rttvar     time.Duration
+	rto        time.Duration
+	rtoBase    time.Duration // rto without the timeouts' back-off
+	t3         time.Duration
+	errCount   int
+
+	// Receiving.
+	cumRecv  uint32
+	recvd    []uint32 // TSNs received above cumRecv, sorted
+	ord      []inChunk
+	unord    []inChunk
+	buffered int
+	nextSSN  [maxStreams]uint16
+	sackOwed bool
+	sackNow  bool
+	owedAt   time.Duration
+	pkts     int
+	dups     []uint32
+	asm      []byte
+	stats    Stats
+}
+
+// Stats counts an association's traffic.
+type Stats struct {
+	DataSent, DataRecv  uint64 // DATA chunks, first transmissions
+	Retransmits         uint64
+	Abandoned           uint64 // unreliable chunks given up
+	SacksSent, Packets  uint64
+	Dropped             uint64 // received chunks dropped (window, bounds)
+	SRTT                time.Duration
+	Cwnd, PeerRwnd, Out int
+}
+
+// New returns an association. A client sends INIT on its first Flush.
+func New(cfg Config, now time.Time) *Assoc {
+	cfg.defaults()
+	a := &Assoc{cfg: cfg, base: now, port: DefaultPort, pport: DefaultPort}
+	a.b.mtu = cfg.MTU
+	a.rto, a.rtoBase = cfg.RTOInitial, cfg.RTOInitial
+	a.cwnd = min(4*cfg.MTU, max(2*cfg.MTU, 4380))
+	a.ssthresh = int(cfg.RecvWindow)
+	if cfg.Client {
+		a.myTag = randNonZero()
+		a.initTSN = randNonZero()
+		a.st = stateCookieWait
+		a.queueInit()
+		a.t1 = a.since(now) + a.rto
+	}
+	return a
+}
+
+func randNonZero() uint32 {
+	var b [4]byte
+	for {
+		rand.Read(b[:])
+		if v := binary.BigEndian.Uint32(b[:]); v != 0 {
+			return v
+		}
+	}
+}
+
+func (a *Assoc) since(now time.Time) time.Duration { return now.Sub(a.base) }
+
+func (a *Assoc) queueInit() {
+	a.ctrl = append(a.ctrl, ctrlChunk{tag: 0, chunk: encodeChunk(ctInit, 0, initValue(a.myTag, a.cfg.RecvWindow, a.initTSN, nil)), crc: true})
+}
+
+// Established reports whether the association is up.
+func (a *Assoc) Established() bool { return a.st == stateEstablished }
+
+// Closed reports whether the association is closed, and why (nil after a
+// local Close).
+func (a *Assoc) Closed() (bool, error) { return a.st == stateClosed, a.err }
+
+// Stats returns the association's counters.
+func (a *Assoc) Stats() Stats {
+	s := a.stats
+	s.SRTT, s.Cwnd, s.PeerRwnd, s.Out = a.srtt, a.cwnd, a.peerRwnd, len(a.out)-a.outHead
+	return s
+}
+
+// SRTT returns the smoothed round-trip time; 0 before the first sample.
+func (a *Assoc) SRTT() time.Duration { return a.srtt }
+
+// BufferedReliable returns the reliable bytes queued or in flight.
+func (a *Assoc) BufferedReliable() int { return a.rqBytes + a.flight }
+
+// BufferedUnreliable returns the unreliable bytes queued for the next
+// Flush.
+func (a *Assoc) BufferedUnreliable() int { return len(a.uq) }
+
+// Pending reports whether Flush has anything to send now.
+func (a *Assoc) Pending() bool {
+	return len(a.ctrl) > 0 || len(a.um) > 0 || a.abort || a.sackNow || a.fwdOwed ||
+		len(a.rq) > 0 && a.flight < a.cwnd
+}
+
+func (a *Assoc) close(err error) {
+	if a.st == stateClosed {
+		return
+	}
+	a.st, a.err = stateClosed, err
+	a.out, a.rq, a.um, a.uq, a.ord, a.unord, a.recvd = nil, nil, nil, nil, nil, nil, nil
+	a.outHead, a.rqBytes, a.flight, a.outBytes, a.buffered = 0, 0, 0, 0, 0
+}
+
+// Close ends the association: the next Flush sends ABORT.
+func (a *Assoc) Close() {
+	if a.st == stateClosed {
+		return
+	}
+	if a.peerTag != 0 {
+		a.abort = true
+	}
+	a.close(nil)
+}
+
+// SendUnordered queues msg on stream, unordered and never retransmitted.
+// It goes out on the next Flush whatever the congestion window says.
+func (a *Assoc) SendUnordered(stream uint16, ppid uint32, msg []byte) error {
+	if err := a.checkSend(stream, msg); err != nil {
+		return err
+	}
+	a.um = append(a.um, pendMsg{stream: stream, ppid: ppid, off: len(a.uq), n: len(msg)})
+	a.uq = append(a.uq, msg...)
+	return nil
+}
+
+// SendOrdered queues msg on stream, ordered and reliable. The association
+// keeps its own copy.
+func (a *Assoc) SendOrdered(stream uint16, ppid uint32, msg []byte) error {
+	if err := a.checkSend(stream, msg); err != nil {
+		return err
+	}
+	a.rq = append(a.rq, pendMsg{stream: stream, ppid: ppid, data: append([]byte(nil), msg...), ssn: a.ssnOut[stream]})
+	a.ssnOut[stream]++
+	a.rqBytes += len(msg)
+	return nil
+}
+
+func (a *Assoc) checkSend(stream uint16, msg []byte) error {
+	switch {
+	case a.st != stateEstablished:
+		return ErrClosed
+	case stream >= maxStreams:
+		return fmt.Errorf("sctp: stream %d over %d", stream, maxStreams)
+	case len(msg) == 0:
+		return fmt.Errorf("%w: empty message (send a one-byte payload with an empty PPID)", ErrMalformed)
+	case len(msg) > a.cfg.MaxMessage:
+		return fmt.Errorf("%w: %d bytes over %d", ErrTooLarge, len(msg), a.cfg.MaxMessage)
+	}
+	return nil
+}
+
+// Handle takes one received SCTP packet. An error of ErrMalformed or
+// ErrChecksum means the packet was dropped; ErrProtocol, ErrAborted and
+// ErrTimeout mean the association is closed.
+func (a *Assoc) Handle(now time.Time, pkt []byte) error {
+	if a.st == stateClosed {
+		return ErrClosed
+	}
+	hdr, rest, err := ParseHeader(pkt)
+	if err != nil {
+		return err
+	}
+	// The peer may send zero checksums: this side always offers RFC 9653
+	// over DTLS, which authenticates every packet already.
+	if hdr.Checksum != 0 && checksum(pkt) != hdr.Checksum {
+		return ErrChecksum
+	}
+	if len(rest) == 0 {
+		return fmt.Errorf("%w: no chunks", ErrMalformed)
+	}
+	t := a.since(now)
+	first := true
+	data := false
+	for len(rest) > 0 {
+		c, r, err := NextChunk(rest)
+		if err != nil {
+			return err
+		}
+		rest = r
+		if first {
+			first = false
+			switch c.Type {
+			case ctInit:
+				if hdr.VerificationTag != 0 || len(rest) > 0 {
+					return fmt.Errorf("%w: INIT with tag %d or bundled", ErrMalformed, hdr.VerificationTag)
+				}
+				a.pport, a.port = hdr.SrcPort, hdr.DstPort
+				return a.handleInit(c, t)
+			case ctCookieEcho:
+				if err := a.handleCookieEcho(c, hdr, t); err != nil {
+					return err
+				}
+				continue
+			case ctAbort:
+				if hdr.VerificationTag == a.myTag || c.Flags&1 != 0 && hdr.VerificationTag == a.peerTag && a.peerTag != 0 {
+					a.close(ErrAborted)
+					return ErrAborted
+				}
+				return nil
+			}
+			if hdr.VerificationTag != a.myTag || a.myTag == 0 {
+				return nil // not for this association: dropped silently
+			}
+		}
+		switch c.Type {
+		case ctData:
+			if a.st != stateEstablished {
+				return nil
+			}
+			if err := a.handleData(c, t); err != nil {
+				return err
+			}
+			data = true
+		case ctSack:
+			if err := a.handleSack(c, t); err != nil {
+				return err
+			}
+		case ctForwardTSN:
+			if err := a.handleForward(c); err != nil {
+				return err
+			}
+		case ctInitAck:
+			if err := a.handleInitAck(c, t); err != nil {
+				return err
+			}
+		case ctCookieAck:
+			if a.st == stateCookieEchoed {
+				a.establish()
+			}
+		case ctHeartbeat:
+			a.ctrl = append(a.ctrl, ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctHeartbeatAck, 0, c.Value)})
+		case ctReconfig:
+			a.handleReconfig(c)
+		case ctShutdown:
+			a.ctrl = append(a.ctrl, ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctShutdownAck, 0, nil)})
+		case ctShutdownAck:
+			a.ctrl = append(a.ctrl, ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctShutdownComplete, 0, nil)})
+			a.close(ErrAborted)
+			return nil
+		case ctShutdownComplete, ctAbort:
+			a.close(ErrAborted)
+			return ErrAborted
+		case ctHeartbeatAck, ctError:
+		default:
+			if c.Type>>6 < 2 { // the high bits say: stop processing the packet
+				return nil
+			}
+		}
+		if a.st == stateClosed {
+			return a.err
+		}
+	}
+	if data {
+		a.stats.Packets++
+		if !a.sackOwed {
+			a.sackOwed, a.owedAt = true, t
+		}
+		a.pkts++
+		if a.pkts >= 2 && len(a.rq) == 0 && len(a.um) == 0 {
+			// Bulk from the peer and nothing of ours to ride on: every
+			// second packet is acknowledged at once (RFC 9260 §6.2).
+			a.sackNow = true
+		}
+		if len(a.recvd) > 0 && a.pkts >= 4 {
+			a.sackNow = true // a gap that lasts: tell the peer
+		}
+	}
+	return nil
+}
+
+// handleInit answers an INIT with an INIT-ACK whose state cookie holds
+// everything the association needs: nothing is kept until COOKIE-ECHO.
+func (a *Assoc) handleInit(c Chunk, t time.Duration) error {
+	if a.cfg.Client {
+		return nil // an INIT collision is not worth supporting here
+	}
+	in, err := parseInit(c)
+	if err != nil {
+		return err
+	}
+	myTag, myTSN := randNonZero(), randNonZero()
+	if a.st == stateEstablished {
+		myTag, myTSN = a.myTag, a.initTSN
+	}
+	ck := make([]byte, 0, 64)
+	ck = append(ck, 1)
+	ck = binary.BigEndian.AppendUint64(ck, uint64(time.Now().UnixMilli()))
+	ck = binary.BigEndian.AppendUint32(ck, myTag)
+	ck = binary.BigEndian.AppendUint32(ck, myTSN)
+	ck = binary.BigEndian.AppendUint32(ck, in.tag)
+	ck = binary.BigEndian.AppendUint32(ck, in.tsn)
+	ck = binary.BigEndian.AppendUint32(ck, in.rwnd)
+	var caps byte
+	if in.zeroChecksum {
+		caps |= 1
+	}
+	if in.forwardTSN {
+		caps |= 2
+	}
+	ck = append(ck, caps)
+	ck = append(ck, a.mac(ck)...)
+	a.ctrl = append(a.ctrl, ctrlChunk{tag: in.tag, chunk: encodeChunk(ctInitAck, 0, initValue(myTag, a.cfg.RecvWindow, myTSN, ck)), crc: true})
+	return nil
+}
+
+const cookieLen = 30 + 16
+
+func (a *Assoc) mac(b []byte) []byte {
+	m := hmac.New(sha256.New, a.cfg.CookieKey)
+	m.Write(b)
+	return m.Sum(nil)[:16]
+}
+
+func (a *Assoc) handleCookieEcho(c Chunk, hdr Header, t time.Duration) error {
+	ck := c.Value
+	if len(ck) != cookieLen || ck[0] != 1 || !hmac.Equal(a.mac(ck[:30]), ck[30:]) {
+		return fmt.Errorf("%w: bad state cookie", ErrProtocol)
+	}
+	age := time.Since(time.UnixMilli(int64(binary.BigEndian.Uint64(ck[1:]))))
+	myTag := binary.BigEndian.Uint32(ck[9:])
+	if age > cookieLife || age < -time.Minute || hdr.VerificationTag != myTag {
+		return fmt.Errorf("%w: stale state cookie", ErrProtocol)
+	}
+	peerTag := binary.BigEndian.Uint32(ck[17:])
+	if a.st == stateEstablished {
+		if myTag != a.myTag || peerTag != a.peerTag {
+			return fmt.Errorf("%w: a second association over the same DTLS", ErrProtocol)
+		}
+	} else {
+		a.myTag, a.peerTag = myTag, peerTag
+		a.initTSN = binary.BigEndian.Uint32(ck[13:])
+		a.cumRecv = binary.BigEndian.Uint32(ck[21:]) - 1
+		a.peerRwnd = int(binary.BigEndian.Uint32(ck[25:]))
+		a.peerZero, a.peerFwd = ck[29]&1 != 0, ck[29]&2 != 0
+		a.pport, a.port = hdr.SrcPort, hdr.DstPort
+		a.establish()
+	}
+	a.ctrl = append(a.ctrl, ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctCookieAck, 0, nil)})
+	return nil
+}
+
+func (a *Assoc) handleInitAck(c Chunk, t time.Duration) error {
+	if a.st != stateCookieWait {
+		return nil
+	}
+	in, err := parseInit(c)
+	if err != nil {
+		return err
+	}
+	if len(in.cookie) == 0 {
+		return fmt.Errorf("%w: INIT-ACK without a cookie", ErrProtocol)
+	}
+	a.peerTag = in.tag
+	a.cumRecv = in.tsn - 1
+	a.peerRwnd = int(in.rwnd)
+	a.peerZero, a.peerFwd = in.zeroChecksum, in.forwardTSN
+	a.cookie = append([]byte(nil), in.cookie...)
+	a.ctrl = append(a.ctrl[:0], ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctCookieEcho, 0, a.cookie), crc: true})
+	a.st = stateCookieEchoed
+	a.t1count = 0
+	a.t1 = t + a.rto
+	return nil
+}
+
+func (a *Assoc) establish() {
+	a.st = stateEstablished
+	a.t1 = 0
+	a.nextTSN = a.initTSN
+	a.cumAck = a.initTSN - 1
+	a.advAck = a.cumAck
+	a.cookie = nil
+}
+
+// handleData takes one DATA chunk.
+func (a *Assoc) handleData(c Chunk, t time.Duration) error {
+	d, err := parseData(c)
+	if err != nil {
+		return err
+	}
+	if len(d.data) == 0 {
+		return fmt.Errorf("%w: empty DATA", ErrProtocol)
+	}
+	if tsnLE(d.tsn, a.cumRecv) || a.haveTSN(d.tsn) {
+		if len(a.dups) < maxDups {
+			a.dups = append(a.dups, d.tsn)
+		}
+		a.sackNow = true
+		return nil
+	}
+	if d.tsn-a.cumRecv > maxTSNWindow || len(a.recvd) >= maxRecvdTSNs {
+		a.stats.Dropped++
+		return nil // not acknowledged: a sane peer retransmits or steps over it
+	}
+	complete := d.flags&(flagBegin|flagEnd) == flagBegin|flagEnd
+	ordered := d.flags&flagUnordered == 0
+	deliverNow := complete && d.stream < maxStreams && (!ordered || d.ssn == a.nextSSN[d.stream])
+	if !deliverNow && d.stream < maxStreams {
+		if a.buffered+len(d.data) > int(a.cfg.RecvWindow) {
+			a.close(fmt.Errorf("%w: the peer overran the receive window", ErrProtocol))
+			return a.err
+		}
+	}
+	a.markTSN(d.tsn)
+	a.stats.DataRecv++
+	if d.stream >= maxStreams {
+		a.stats.Dropped++
+		return nil
+	}
+	if deliverNow {
+		if ordered {
+			a.nextSSN[d.stream]++
+		}
+		a.deliver(d.stream, d.ppid, d.data)
+		if ordered {
+			a.deliverOrdered(d.stream)
+		}
+		return nil
+	}
+	ic := inChunk{tsn: d.tsn, stream: d.stream, ssn: d.ssn, ppid: d.ppid, flags: d.flags, data: append([]byte(nil), d.data...)}
+	a.buffered += len(ic.data)
+	if ordered {
+		a.ord = insertChunk(a.ord, ic)
+		a.deliverOrdered(d.stream)
+	} else {
+		a.unord = insertChunk(a.unord, ic)
+		a.deliverUnordered()
+	}
+	return nil
+}
+
+func (a *Assoc) deliver(stream uint16, ppid uint32, data []byte) {
+	if a.cfg.Deliver != nil {
+		a.cfg.Deliver(stream, ppid, data)
+	}
+}
+
+func insertChunk(s []inChunk, c inChunk) []inChunk {
+	i, _ := slices.BinarySearchFunc(s, c.tsn, func(x inChunk, tsn uint32) int {
+		switch {
+		case x.tsn == tsn:
+			return 0
+		case tsnLess(x.tsn, tsn):
+			return -1
+		}
+		return 1
+	})
+	return slices.Insert(s, i, c)
+}
+
+func (a *Assoc) haveTSN(tsn uint32) bool {
+	_, ok := a.findTSN(tsn)
+	return ok
+}
+
+func (a *Assoc) findTSN(tsn uint32) (int, bool) {
+	return slices.BinarySearchFunc(a.recvd, tsn, func(x, t uint32) int {
+		switch {
+		case x == t:
+			return 0
+		case tsnLess(x, t):
+			return -1
+		}
+		return 1
+	})
+}
+
+// markTSN records tsn received and moves the cumulative TSN over what is
+// now contiguous.
+func (a *Assoc) markTSN(tsn uint32) {
+	if tsn == a.cumRecv+1 {
+		a.cumRecv = tsn
+	} else {
+		i, _ := a.findTSN(tsn)
+		a.recvd = slices.Insert(a.recvd, i, tsn)
+	}
+	a.advanceCum()
+}
+
+func (a *Assoc) advanceCum() {
+	n := 0
+	for n < len(a.recvd) && tsnLE(a.recvd[n], a.cumRecv+1) {
+		if a.recvd[n] == a.cumRecv+1 {
+			a.cumRecv++
+		}
+		n++
+	}
+	if n > 0 {
+		a.recvd = append(a.recvd[:0], a.recvd[n:]...)
+	}
+}
+
+// assemble joins the chunks s[i:j] into one message.
+func (a *Assoc) assemble(s []inChunk) []byte {
+	if len(s) == 1 {
+		return s[0].data
+	}
+	a.asm = a.asm[:0]
+	for _, c := range s {
+		a.asm = append(a.asm, c.data...)
+	}
+	return a.asm
+}
+
+// run returns the end (exclusive) of a complete message starting at s[i],
+// a chunk with the B flag, or -1 while one of its chunks is missing.
+func (a *Assoc) run(s []inChunk, i int) int {
+	size := 0
+	for j := i; j < len(s); j++ {
+		c := s[j]
+		if j > i && (c.tsn != s[j-1].tsn+1 || c.stream != s[i].stream || c.flags&flagBegin != 0) {
+			return -1
+		}
+		size += len(c.data)
+		if size > a.cfg.MaxMessage {
+			return -2
+		}
+		if c.flags&flagEnd != 0 {
+			return j + 1
+		}
+	}
+	return -1
+}
+
+func (a *Assoc) deliverOrdered(stream uint16) {
+	for {
+		i := slices.IndexFunc(a.ord, func(c inChunk) bool {
+			return c.stream == stream && c.ssn == a.nextSSN[stream] && c.flags&flagBegin != 0
+		})
+		if i < 0 {
+			return
+		}
+		j := a.run(a.ord, i)
+		if j == -2 {
+			a.close(fmt.Errorf("%w: a message over %d bytes", ErrProtocol, a.cfg.MaxMessage))
+			return
+		}
+		if j < 0 {
+			return
+		}
+		a.nextSSN[stream]++
+		a.deliver(stream, a.ord[i].ppid, a.assemble(a.ord[i:j]))
+		a.drop(&a.ord, i, j)
+	}
+}
+
+func (a *Assoc) deliverUnordered() {
+	for i := 0; i < len(a.unord); i++ {
+		if a.unord[i].flags&flagBegin == 0 {
+			continue
+		}
+		j := a.run(a.unord, i)
+		if j == -2 {
+			a.close(fmt.Errorf("%w: a message over %d bytes", ErrProtocol, a.cfg.MaxMessage))
+			return
+		}
+		if j < 0 {
+			continue
+		}
+		a.deliver(a.unord[i].stream, a.unord[i].ppid, a.assemble(a.unord[i:j]))
+		a.drop(&a.unord, i, j)
+		i--
+	}
+}
+
+func (a *Assoc) drop(s *[]inChunk, i, j int) {
+	for _, c := range (*s)[i:j] {
+		a.buffered -= len(c.data)
+	}
+	*s = slices.Delete(*s, i, j)
+}
+
+// handleForward takes a FORWARD-TSN: the peer gave up on everything up
+// to its new cumulative TSN.
+func (a *Assoc) handleForward(c Chunk) error {
+	if len(c.Value) < 4 || (len(c.Value)-4)%4 != 0 {
+		return fmt.Errorf("%w: FORWARD-TSN of %d bytes", ErrMalformed, len(c.Value))
+	}
+	cum := binary.BigEndian.Uint32(c.Value)
+	// Answered at once, even when old: the peer has not seen the SACK
+	// that took it.
+	if !a.sackOwed {
+		a.sackOwed, a.owedAt = true, 0
+	}
+	a.sackNow = true
+	if tsnLE(cum, a.cumRecv) {
+		return nil
+	}
+	if cum-a.cumRecv > maxTSNWindow {
+		return fmt.Errorf("%w: FORWARD-TSN %d too far past %d", ErrProtocol, cum, a.cumRecv)
+	}
+	a.cumRecv = cum
+	a.advanceCum()
+	for p := c.Value[4:]; len(p) >= 4; p = p[4:] {
+		s, ssn := binary.BigEndian.Uint16(p), binary.BigEndian.Uint16(p[2:])
+		if s < maxStreams && !ssnLess(ssn, a.nextSSN[s]) {
+			a.nextSSN[s] = ssn + 1
+		}
+	}
+	// What was stepped over can never complete.
+	for i := 0; i < len(a.unord); i++ {
+		if tsnLE(a.unord[i].tsn, a.cumRecv) {
+			a.drop(&a.unord, i, i+1)
+			i--
+		}
+	}
+	for i := 0; i < len(a.ord); i++ {
+		if c := a.ord[i]; tsnLE(c.tsn, a.cumRecv) && ssnLess(c.ssn, a.nextSSN[c.stream]) {
+			a.drop(&a.ord, i, i+1)
+			i--
+		}
+	}
+	for s := range uint16(maxStreams) {
+		a.deliverOrdered(s)
+	}
+	a.deliverUnordered()
+	return nil
+}
+
+// handleReconfig answers a peer's outgoing stream reset (a data channel
+// it closed) with success.
+func (a *Assoc) handleReconfig(c Chunk) {
+	for p := c.Value; len(p) >= 4; {
+		typ := binary.BigEndian.Uint16(p)
+		n := int(binary.BigEndian.Uint16(p[2:]))
+		if n < 4 || n > len(p) {
+			return
+		}
+		if typ == ptOutgoingReset && n >= 16 {
+			req := binary.BigEndian.Uint32(p[4:])
+			var streams []uint16
+			for s := p[16:n]; len(s) >= 2; s = s[2:] {
+				streams = append(streams, binary.BigEndian.Uint16(s))
+			}
+			for _, s := range streams {
+				if s < maxStreams {
+					a.nextSSN[s] = 0
+				}
+			}
+			resp := binary.BigEndian.AppendUint32(nil, req)
+			resp = binary.BigEndian.AppendUint32(resp, 1) // success, performed
+			a.ctrl = append(a.ctrl, ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctReconfig, 0, appendParam(nil, ptReconfigResponse, resp))})
+			if a.cfg.Reset != nil {
+				a.cfg.Reset(streams)
+			}
+		}
+		pad := (n + 3) &^ 3
+		if pad > len(p) {
+			return
+		}
+		p = p[pad:]
+	}
+}

@@ -1,0 +1,484 @@
+package sctp
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"testing"
+	"time"
+)
+
+type msg struct {
+	stream uint16
+	ppid   uint32
+	data   string
+}
+
+// endpoint is one side of a simulated link.
+type endpoint struct {
+	a   *Assoc
+	got []msg
+}
+
+type inflight struct {
+	at  time.Time
+	pkt []byte
+	to  int
+}
+
+// sim runs two associations over a lossy, delayed link on a simulated
+// clock.
+type sim struct {
+	t      *testing.T
+	now    time.Time
+	ep     [2]*endpoint
+	rng    *rand.Rand
+	loss   float64
+	delay  time.Duration
+	wire   []inflight
+	sent   [2]int // packets each side sent
+	tap    func(from int, pkt []byte) []byte
+	errors [2][]error
+}
+
+func newSim(t *testing.T, seed uint64, loss float64, delay time.Duration) *sim {
+	s := &sim{t: t, now: time.Unix(1000, 0), rng: rand.New(rand.NewPCG(seed, 1)), loss: loss, delay: delay}
+	for i := range s.ep {
+		ep := &endpoint{}
+		cfg := Config{Client: i == 0, Deliver: func(stream uint16, ppid uint32, data []byte) {
+			ep.got = append(ep.got, msg{stream, ppid, string(data)})
+		}}
+		ep.a = New(cfg, s.now)
+		s.ep[i] = ep
+	}
+	return s
+}
+
+// step advances the clock by d: packets due are delivered, then both
+// sides flush.
+func (s *sim) step(d time.Duration) {
+	s.now = s.now.Add(d)
+	var keep []inflight
+	for _, p := range s.wire {
+		if p.at.After(s.now) {
+			keep = append(keep, p)
+			continue
+		}
+		if err := s.ep[p.to].a.Handle(s.now, p.pkt); err != nil {
+			s.errors[p.to] = append(s.errors[p.to], err)
+		}
+	}
+	s.wire = keep
+	for i, ep := range s.ep {
+		ep.a.Flush(s.now, func(pkt []byte) {
+			s.sent[i]++
+			if s.tap != nil {
+				if pkt = s.tap(i, pkt); pkt == nil {
+					return
+				}
+			}
+			if s.rng.Float64() < s.loss {
+				return
+			}
+			s.wire = append(s.wire, inflight{at: s.now.Add(s.delay), pkt: bytes.Clone(pkt), to: 1 - i})
+		})
+	}
+}
+
+func (s *sim) run(d, tick time.Duration) {
+	for end := s.now.Add(d); s.now.Before(end); {
+		s.step(tick)
+	}
+}
+
+func (s *sim) connect() {
+	s.t.Helper()
+	for i := 0; i < 500 && !(s.ep[0].a.Established() && s.ep[1].a.Established()); i++ {
+		s.step(10 * time.Millisecond)
+	}
+	if !s.ep[0].a.Established() || !s.ep[1].a.Established() {
+		s.t.Fatalf("not established: client %v server %v", s.ep[0].a.st, s.ep[1].a.st)
+	}
+}
+
+func TestHandshakeAndEcho(t *testing.T) {
+	s := newSim(t, 1, 0, 5*time.Millisecond)
+	s.connect()
+	c, srv := s.ep[0], s.ep[1]
+	if err := c.a.SendUnordered(0, PPIDBinary, []byte("u1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.a.SendOrdered(1, PPIDBinary, []byte("r1")); err != nil {
+		t.Fatal(err)
+	}
+	srv.a.SendOrdered(1, PPIDString, []byte("back"))
+	s.run(200*time.Millisecond, 10*time.Millisecond)
+	want := []msg{{0, PPIDBinary, "u1"}, {1, PPIDBinary, "r1"}}
+	if fmt.Sprint(srv.got) != fmt.Sprint(want) {
+		t.Errorf("server got %v, want %v", srv.got, want)
+	}
+	if fmt.Sprint(c.got) != fmt.Sprint([]msg{{1, PPIDString, "back"}}) {
+		t.Errorf("client got %v", c.got)
+	}
+	for i, errs := range s.errors {
+		if len(errs) > 0 {
+			t.Errorf("side %d: %v", i, errs)
+		}
+	}
+	if srv.a.Stats().Out != 0 || c.a.Stats().Out != 0 {
+		t.Errorf("outstanding after a quiet spell: %d %d", c.a.Stats().Out, srv.a.Stats().Out)
+	}
+}
+
+// TestLossyLink sends a frame every tick both ways, unreliable, and
+// reliable messages now and then, over 20% loss: every reliable message
+// arrives in order, about 80% of the unreliable ones arrive, none twice,
+// and nothing piles up (FORWARD-TSN keeps the receivers' TSN sets small).
+func TestLossyLink(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		loss  float64
+		delay time.Duration
+	}{
+		{"clean", 0, 20 * time.Millisecond},
+		{"loss20", 0.2, 50 * time.Millisecond},
+		{"loss40", 0.4, 10 * time.Millisecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, 7, tc.loss, tc.delay)
+			s.loss = 0
+			s.connect()
+			s.loss = tc.loss
+			const frames = 3000
+			var relSent [2][]string
+			for f := range frames {
+				for i, ep := range s.ep {
+					frame := fmt.Sprintf("u%d-%d", i, f)
+					if err := ep.a.SendUnordered(0, PPIDBinary, []byte(frame)); err != nil {
+						t.Fatal(err)
+					}
+					if f%10 == 0 {
+						r := fmt.Sprintf("r%d-%d-%s", i, f, bytes.Repeat([]byte("x"), f%3000))
+						relSent[i] = append(relSent[i], r)
+						if err := ep.a.SendOrdered(1, PPIDBinary, []byte(r)); err != nil {
+							t.Fatal(err)
+						}
+					}
+				}
+				s.step(16 * time.Millisecond)
+				for i, ep := range s.ep {
+					if c, err := ep.a.Closed(); c {
+						t.Fatalf("frame %d: side %d closed: %v", f, i, err)
+					}
+				}
+			}
+			s.run(20*time.Second, 16*time.Millisecond)
+			for i, ep := range s.ep {
+				var rel []string
+				unrel := map[string]int{}
+				for _, m := range ep.got {
+					if m.stream == 1 {
+						rel = append(rel, m.data)
+					} else {
+						unrel[m.data]++
+					}
+				}
+				sent := relSent[1-i]
+				if len(rel) != len(sent) {
+					t.Fatalf("side %d: %d reliable messages, want %d", i, len(rel), len(sent))
+				}
+				for k := range rel {
+					if rel[k] != sent[k] {
+						t.Fatalf("side %d: reliable message %d out of order", i, k)
+					}
+				}
+				for m, n := range unrel {
+					if n != 1 {
+						t.Fatalf("side %d: %s delivered %d times", i, m, n)
+					}
+				}
+				got := float64(len(unrel)) / frames
+				// Each frame goes in one packet with loss p: about 1-p arrive.
+				if want := 1 - tc.loss; got < want-0.05 || got > want+0.05 {
+					t.Errorf("side %d: %.3f of unreliable frames arrived, want about %.2f", i, got, want)
+				}
+				if n := len(ep.a.recvd); n > 64 {
+					t.Errorf("side %d holds %d TSNs above its cumulative ack", i, n)
+				}
+				if st := ep.a.Stats(); st.Out > 0 {
+					for _, oc := range ep.a.out[ep.a.outHead:] {
+						t.Logf("tsn %d rel %v acked %v ab %v rtx %v sends %d", oc.tsn, oc.reliable, oc.acked, oc.abandoned, oc.rtx, oc.sends)
+					}
+					t.Logf("cumAck %d advAck %d fwdAt %v t3 %v flight %d; peer cum %d", ep.a.cumAck, ep.a.advAck, ep.a.fwdAt, ep.a.t3, ep.a.flight, s.ep[1-i].a.cumRecv)
+					t.Errorf("side %d: %d chunks outstanding at the end", i, st.Out)
+				}
+				for _, err := range s.errors[i] {
+					t.Errorf("side %d: %v", i, err)
+				}
+			}
+			// One packet each way per frame: the SACK rides with the DATA.
+			if per := float64(s.sent[1]) / frames; tc.loss == 0 && per > 1.2 {
+				t.Errorf("server sent %.2f packets per frame", per)
+			}
+			t.Logf("packets per frame %.2f/%.2f, abandoned %d/%d, retransmits %d/%d",
+				float64(s.sent[0])/frames, float64(s.sent[1])/frames,
+				s.ep[0].a.stats.Abandoned, s.ep[1].a.stats.Abandoned,
+				s.ep[0].a.stats.Retransmits, s.ep[1].a.stats.Retransmits)
+		})
+	}
+}
+
+func TestFragmentation(t *testing.T) {
+	s := newSim(t, 3, 0.1, 10*time.Millisecond)
+	s.loss = 0
+	s.connect()
+	s.loss = 0.1
+	big := bytes.Repeat([]byte("0123456789abcdef"), 4096) // 64 KiB
+	small := bytes.Repeat([]byte("u"), 3000)              // unreliable, 3 chunks
+	s.ep[0].a.SendOrdered(1, PPIDBinary, big)
+	for range 50 {
+		s.ep[0].a.SendUnordered(0, PPIDBinary, small)
+		s.step(10 * time.Millisecond)
+	}
+	s.run(10*time.Second, 10*time.Millisecond)
+	var gotBig, gotSmall int
+	for _, m := range s.ep[1].got {
+		switch {
+		case m.stream == 1 && m.data == string(big):
+			gotBig++
+		case m.stream == 0 && m.data == string(small):
+			gotSmall++
+		default:
+			t.Fatalf("a message of %d bytes on stream %d that was not sent", len(m.data), m.stream)
+		}
+	}
+	if gotBig != 1 || gotSmall < 25 {
+		t.Errorf("got %d big, %d small of 50", gotBig, gotSmall)
+	}
+	if s.ep[1].a.buffered != 0 || len(s.ep[1].a.unord) != 0 {
+		t.Errorf("reassembly holds %d bytes in %d chunks", s.ep[1].a.buffered, len(s.ep[1].a.unord))
+	}
+}
+
+// established returns a server association that has taken a client's
+// handshake, and the client.
+func established(t testing.TB) (*sim, *Assoc) {
+	s := newSim(&testing.T{}, 1, 0, time.Millisecond)
+	for i := 0; i < 100 && !(s.ep[0].a.Established() && s.ep[1].a.Established()); i++ {
+		s.step(5 * time.Millisecond)
+	}
+	if !s.ep[1].a.Established() {
+		t.Fatal("not established")
+	}
+	return s, s.ep[1].a
+}
+
+// packet builds a packet to the server with the given chunks.
+func packet(tag uint32, chunks ...[]byte) []byte {
+	var b builder
+	b.mtu = 1 << 16
+	b.start(DefaultPort, DefaultPort, tag)
+	for _, c := range chunks {
+		b.raw(c)
+	}
+	return bytes.Clone(b.finish(false))
+}
+
+func dataChunkBytes(flags uint8, tsn uint32, stream, ssn uint16, payload []byte) []byte {
+	v := binary.BigEndian.AppendUint32(nil, tsn)
+	v = binary.BigEndian.AppendUint16(v, stream)
+	v = binary.BigEndian.AppendUint16(v, ssn)
+	v = binary.BigEndian.AppendUint32(v, PPIDBinary)
+	return encodeChunk(ctData, flags, append(v, payload...))
+}
+
+func sackBytes(cum, rwnd uint32, gaps ...uint16) []byte {
+	v := binary.BigEndian.AppendUint32(nil, cum)
+	v = binary.BigEndian.AppendUint32(v, rwnd)
+	v = binary.BigEndian.AppendUint16(v, uint16(len(gaps)/2))
+	v = binary.BigEndian.AppendUint16(v, 0)
+	for _, g := range gaps {
+		v = binary.BigEndian.AppendUint16(v, g)
+	}
+	return encodeChunk(ctSack, 0, v)
+}
+
+// TestHostile feeds a server association what a hostile peer would send:
+// each is dropped or ends the association, and nothing it sends makes the
+// association hold more than its bounds.
+func TestHostile(t *testing.T) {
+	now := time.Unix(2000, 0)
+	for _, tc := range []struct {
+		name   string
+		pkts   func(a *Assoc) [][]byte
+		closed bool
+		err    error
+	}{
+		{"wrong tag", func(a *Assoc) [][]byte {
+			return [][]byte{packet(a.myTag+1, dataChunkBytes(3, a.cumRecv+1, 0, 0, []byte("x")))}
+		}, false, nil},
+		{"bad checksum", func(a *Assoc) [][]byte {
+			p := packet(a.myTag, dataChunkBytes(3, a.cumRecv+1, 0, 0, []byte("x")))
+			p[8] ^= 1
+			return [][]byte{p}
+		}, false, ErrChecksum},
+		{"sack of unsent", func(a *Assoc) [][]byte {
+			return [][]byte{packet(a.myTag, sackBytes(a.nextTSN+5, 1<<16))}
+		}, true, ErrProtocol},
+		{"sack gap past sent", func(a *Assoc) [][]byte {
+			return [][]byte{packet(a.myTag, sackBytes(a.cumAck, 1<<16, 2, 100))}
+		}, true, ErrProtocol},
+		{"tsn far ahead", func(a *Assoc) [][]byte {
+			return [][]byte{packet(a.myTag, dataChunkBytes(3, a.cumRecv+maxTSNWindow+10, 0, 0, []byte("x")))}
+		}, false, nil},
+		{"window overrun", func(a *Assoc) [][]byte {
+			var ps [][]byte
+			// Fragments of a message that never completes, past the window.
+			for i := range uint32(300) {
+				ps = append(ps, packet(a.myTag, dataChunkBytes(flagBegin*boolU8(i == 0), a.cumRecv+2+i, 1, 0, make([]byte, 1000))))
+			}
+			return ps
+		}, true, ErrProtocol},
+		{"message over the limit", func(a *Assoc) [][]byte {
+			var ps [][]byte
+			for i := range uint32(70) {
+				ps = append(ps, packet(a.myTag, dataChunkBytes(flagBegin*boolU8(i == 0), a.cumRecv+1+i, 1, 0, make([]byte, 1000))))
+			}
+			return ps
+		}, true, ErrProtocol},
+		{"bad cookie", func(a *Assoc) [][]byte {
+			return [][]byte{packet(a.myTag, encodeChunk(ctCookieEcho, 0, make([]byte, cookieLen)))}
+		}, false, ErrProtocol},
+		{"forward tsn far", func(a *Assoc) [][]byte {
+			return [][]byte{packet(a.myTag, encodeChunk(ctForwardTSN, 0, binary.BigEndian.AppendUint32(nil, a.cumRecv+1<<20)))}
+		}, false, ErrProtocol},
+		{"truncated chunk", func(a *Assoc) [][]byte {
+			p := packet(a.myTag, dataChunkBytes(3, a.cumRecv+1, 0, 0, []byte("xyz")))
+			binary.BigEndian.PutUint16(p[14:], 400)
+			binary.LittleEndian.PutUint32(p[8:], checksum(p))
+			return [][]byte{p}
+		}, false, ErrMalformed},
+		{"empty data", func(a *Assoc) [][]byte {
+			return [][]byte{packet(a.myTag, dataChunkBytes(3, a.cumRecv+1, 0, 0, nil))}
+		}, false, ErrProtocol},
+		{"abort", func(a *Assoc) [][]byte {
+			return [][]byte{packet(a.myTag, encodeChunk(ctAbort, 0, nil))}
+		}, true, ErrAborted},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, a := established(t)
+			a.SendOrdered(1, PPIDBinary, []byte("hello"))
+			a.Flush(now, func([]byte) {})
+			var last error
+			for _, p := range tc.pkts(a) {
+				if err := a.Handle(now, p); err != nil && last == nil {
+					last = err
+				}
+			}
+			if closed, _ := a.Closed(); closed != tc.closed {
+				t.Errorf("closed %v, want %v (last error %v)", closed, tc.closed, last)
+			}
+			if tc.err != nil && !errors.Is(last, tc.err) {
+				t.Errorf("error %v, want %v", last, tc.err)
+			}
+			if tc.err == nil && last != nil {
+				t.Errorf("error %v, want none", last)
+			}
+			if a.buffered > int(a.cfg.RecvWindow) || len(a.recvd) > maxRecvdTSNs {
+				t.Errorf("holds %d bytes and %d TSNs", a.buffered, len(a.recvd))
+			}
+		})
+	}
+}
+
+func boolU8(b bool) uint8 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestZeroWindow: a peer that advertises a window of zero gets one chunk
+// at a time (a probe), not a flood, and an association whose peer stops
+// answering ends after MaxRetrans timeouts.
+func TestZeroWindow(t *testing.T) {
+	s, a := established(t)
+	_ = s
+	now := time.Unix(3000, 0)
+	a.Handle(now, packet(a.myTag, sackBytes(a.cumAck, 0)))
+	for range 20 {
+		a.SendOrdered(1, PPIDBinary, make([]byte, 1000))
+	}
+	n := 0
+	a.Flush(now, func(p []byte) { n++ })
+	if a.flight > 1000 {
+		t.Errorf("%d bytes in flight to a zero window", a.flight)
+	}
+	for i := 0; i < 100; i++ {
+		now = now.Add(11 * time.Second)
+		a.Flush(now, func([]byte) {})
+	}
+	if closed, err := a.Closed(); !closed || !errors.Is(err, ErrTimeout) {
+		t.Errorf("after a silent peer: closed %v, %v", closed, err)
+	}
+}
+
+func TestStreamReset(t *testing.T) {
+	_, a := established(t)
+	var reset []uint16
+	a.cfg.Reset = func(s []uint16) { reset = s }
+	req := binary.BigEndian.AppendUint32(nil, 7)
+	req = binary.BigEndian.AppendUint32(req, 0)
+	req = binary.BigEndian.AppendUint32(req, a.cumRecv)
+	req = binary.BigEndian.AppendUint16(req, 1)
+	if err := a.Handle(time.Now(), packet(a.myTag, encodeChunk(ctReconfig, 0, appendParam(nil, ptOutgoingReset, req)))); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(reset) != "[1]" {
+		t.Errorf("reset %v", reset)
+	}
+	var resp []byte
+	a.Flush(time.Now(), func(p []byte) { resp = bytes.Clone(p) })
+	_, rest, _ := ParseHeader(resp)
+	c, _, err := NextChunk(rest)
+	if err != nil || c.Type != ctReconfig || binary.BigEndian.Uint32(c.Value[4:]) != 7 || binary.BigEndian.Uint32(c.Value[8:]) != 1 {
+		t.Errorf("response %x (%v)", resp, err)
+	}
+}
+
+// TestCookieStateless: a server association that answers INITs keeps no
+// state for them; only a good COOKIE-ECHO establishes it.
+func TestCookieStateless(t *testing.T) {
+	now := time.Now()
+	a := New(Config{}, now)
+	init := encodeChunk(ctInit, 0, initValue(1234, 1<<16, 99, nil))
+	for range 100 {
+		if err := a.Handle(now, packet(0, init)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var acks [][]byte
+	a.Flush(now, func(p []byte) { acks = append(acks, bytes.Clone(p)) })
+	if a.st != stateNew || a.myTag != 0 || len(acks) == 0 {
+		t.Fatalf("state %v tag %d after INITs, %d answers", a.st, a.myTag, len(acks))
+	}
+	_, rest, _ := ParseHeader(acks[0])
+	c, _, _ := NextChunk(rest)
+	in, err := parseInit(c)
+	if err != nil || len(in.cookie) != cookieLen {
+		t.Fatalf("INIT-ACK: %v, cookie %d bytes", err, len(in.cookie))
+	}
+	forged := bytes.Clone(in.cookie)
+	forged[20] ^= 1
+	if err := a.Handle(now, packet(in.tag, encodeChunk(ctCookieEcho, 0, forged))); !errors.Is(err, ErrProtocol) {
+		t.Errorf("forged cookie: %v", err)
+	}
+	if err := a.Handle(now, packet(in.tag, encodeChunk(ctCookieEcho, 0, in.cookie))); err != nil || !a.Established() {
+		t.Errorf("good cookie: %v, established %v", err, a.Established())
+	}
+	if a.peerTag != 1234 || a.cumRecv != 98 {
+		t.Errorf("peer tag %d, cumulative TSN %d", a.peerTag, a.cumRecv)
+	}
+}

@@ -1,0 +1,385 @@
+//go:build !js
+
+package transport
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/netip"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/pion/dtls/v3/pkg/crypto/selfsign"
+	"github.com/pion/stun/v4"
+	"golang.org/x/net/ipv4"
+)
+
+// The lean stack (ServerConfig.Stack = StackLean) serves every peer from
+// one UDP socket with no goroutine per peer once the DTLS handshake is
+// done: one reader takes datagrams in batches and feeds each to its
+// peer's state machines (ICE-lite, inline DTLS records, sans-IO SCTP) in
+// its own goroutine; one flusher seals and sends what the peers have
+// queued, in batches. See SPEC.md, "The lean stack".
+
+const (
+	readBatch  = 64
+	writeBatch = 64
+	bufSize    = 1500
+	sweepEvery = 10 * time.Millisecond
+)
+
+// leanEndpoint is the peers one flusher serves: a server's, or a group
+// of lean clients'.
+type leanEndpoint struct {
+	lim       Limits
+	log       *slog.Logger
+	cert      tls.Certificate
+	fp        []byte // SHA-256 of cert
+	cookieKey []byte
+
+	mu    sync.Mutex
+	peers map[*leanPeer]struct{}
+
+	dmu   sync.Mutex
+	dirty []*leanPeer
+	wake  chan struct{}
+
+	closed chan struct{}
+	once   sync.Once
+	wg     sync.WaitGroup
+}
+
+func newLeanEndpoint(lim Limits, log *slog.Logger) (*leanEndpoint, error) {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, fmt.Errorf("transport: DTLS key: %w", err)
+	}
+	cert, err := selfsign.SelfSign(key)
+	if err != nil {
+		return nil, fmt.Errorf("transport: DTLS certificate: %w", err)
+	}
+	fp := sha256.Sum256(cert.Certificate[0])
+	ep := &leanEndpoint{lim: lim, log: log, cert: cert, fp: fp[:], cookieKey: make([]byte, 32),
+		peers: map[*leanPeer]struct{}{}, wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	rand.Read(ep.cookieKey)
+	ep.wg.Add(1)
+	go ep.flushLoop()
+	return ep, nil
+}
+
+func (ep *leanEndpoint) add(p *leanPeer) bool {
+	ep.mu.Lock()
+	defer ep.mu.Unlock()
+	select {
+	case <-ep.closed:
+		return false
+	default:
+	}
+	ep.peers[p] = struct{}{}
+	return true
+}
+
+func (ep *leanEndpoint) forget(p *leanPeer) {
+	ep.mu.Lock()
+	delete(ep.peers, p)
+	ep.mu.Unlock()
+}
+
+// markDirty queues p for the next flush and wakes the flusher.
+func (ep *leanEndpoint) markDirty(p *leanPeer) {
+	ep.dmu.Lock()
+	ep.dirty = append(ep.dirty, p)
+	ep.dmu.Unlock()
+	select {
+	case ep.wake <- struct{}{}:
+	default:
+	}
+}
+
+// flushLoop sends what peers queued, as soon as they queue it, and runs
+// their timers: every sweepEvery the association deadlines that are due,
+// every second the idle and keepalive checks.
+func (ep *leanEndpoint) flushLoop() {
+	defer ep.wg.Done()
+	var w batchWriter
+	tick := time.NewTicker(sweepEvery)
+	defer tick.Stop()
+	var due []*leanPeer
+	lastIdle := time.Now()
+	for {
+		sweep := false
+		select {
+		case <-ep.closed:
+			return
+		case <-ep.wake:
+		case <-tick.C:
+			sweep = true
+		}
+		now := time.Now()
+		ep.dmu.Lock()
+		dirty := ep.dirty
+		ep.dirty = due[:0]
+		ep.dmu.Unlock()
+		for _, p := range dirty {
+			p.flush(now, &w)
+		}
+		due = dirty[:0]
+		clear(dirty)
+		if sweep {
+			idle := now.Sub(lastIdle) >= time.Second
+			if idle {
+				lastIdle = now
+			}
+			ep.sweep(now, idle, &w)
+		}
+		w.send()
+	}
+}
+
+// sweep flushes the peers whose association timers are due, and once a
+// second closes the silent ones and sends keepalives.
+func (ep *leanEndpoint) sweep(now time.Time, idle bool, w *batchWriter) {
+	ns := now.UnixNano()
+	var due, closing []*leanPeer
+	var closeErr []error
+	ep.mu.Lock()
+	for p := range ep.peers {
+		if d := p.deadline.Load(); d != 0 && d <= ns {
+			due = append(due, p)
+		}
+		if !idle {
+			continue
+		}
+		if !p.isOpen() {
+			if now.Sub(p.made) > p.lim.HandshakeTimeout {
+				closing = append(closing, p)
+				closeErr = append(closeErr, fmt.Errorf("%w: not open after %v", ErrHandshakeTimeout, p.lim.HandshakeTimeout))
+			}
+			continue
+		}
+		err, keepalive := p.idle(now)
+		switch {
+		case err != nil:
+			closing = append(closing, p)
+			closeErr = append(closeErr, err)
+		case keepalive:
+			due = append(due, p)
+			defer p.keepalive()
+		}
+	}
+	ep.mu.Unlock()
+	for i, p := range closing {
+		p.closeWith(closeErr[i])
+	}
+	for _, p := range due {
+		p.flush(now, w)
+	}
+}
+
+func (ep *leanEndpoint) close() {
+	ep.once.Do(func() {
+		ep.mu.Lock()
+		close(ep.closed)
+		peers := make([]*leanPeer, 0, len(ep.peers))
+		for p := range ep.peers {
+			peers = append(peers, p)
+		}
+		ep.mu.Unlock()
+		for _, p := range peers {
+			p.closeWith(ErrClosed)
+		}
+	})
+}
+
+// batchWriter gathers sealed datagrams and sends them with sendmmsg, a
+// batch per socket.
+type batchWriter struct {
+	sock *leanSocket
+	msgs []ipv4.Message
+	bufs [][]byte
+}
+
+// buf returns an empty buffer to seal the next datagram into.
+func (w *batchWriter) buf() []byte {
+	n := len(w.msgs)
+	if n == len(w.bufs) {
+		w.bufs = append(w.bufs, make([]byte, 0, bufSize+64))
+	}
+	return w.bufs[n][:0]
+}
+
+// commit queues b, the buffer buf returned, for addr on sock.
+func (w *batchWriter) commit(sock *leanSocket, addr *net.UDPAddr, b []byte) {
+	if w.sock != sock && len(w.msgs) > 0 {
+		w.send()
+		n := copy(w.bufs[0][:cap(w.bufs[0])], b) // buf's slice is reused: keep b
+		b = w.bufs[0][:n]
+	}
+	w.sock = sock
+	w.msgs = append(w.msgs, ipv4.Message{Buffers: [][]byte{b}, Addr: addr})
+	if len(w.msgs) == writeBatch {
+		w.send()
+	}
+}
+
+func (w *batchWriter) send() {
+	for len(w.msgs) > 0 {
+		n, err := w.sock.batch.WriteBatch(w.msgs, 0)
+		if err != nil || n <= 0 {
+			break // the peers' protocols repair what is lost
+		}
+		w.msgs = w.msgs[n:]
+	}
+	clear(w.msgs[:cap(w.msgs)])
+	w.msgs = w.msgs[:0]
+}
+
+// leanSocket is one UDP socket and its reader.
+type leanSocket struct {
+	ep     *leanEndpoint
+	conn   *net.UDPConn
+	batch  *ipv4.PacketConn
+	server bool
+	client *leanPeer // a client's socket serves one peer
+
+	mu      sync.RWMutex
+	byAddr  map[netip.AddrPort]*leanPeer
+	byUfrag map[string]*leanPeer
+
+	stunMsg stun.Message // the reader's
+	stunOut stun.Message
+}
+
+func newLeanSocket(ep *leanEndpoint, conn *net.UDPConn, server bool) *leanSocket {
+	s := &leanSocket{ep: ep, conn: conn, batch: ipv4.NewPacketConn(conn), server: server,
+		byAddr: map[netip.AddrPort]*leanPeer{}, byUfrag: map[string]*leanPeer{}}
+	ep.wg.Add(1)
+	go s.readLoop()
+	return s
+}
+
+func (s *leanSocket) forget(p *leanPeer) {
+	s.mu.Lock()
+	if s.byUfrag[p.ufrag] == p {
+		delete(s.byUfrag, p.ufrag)
+	}
+	if s.byAddr[p.rap] == p {
+		delete(s.byAddr, p.rap)
+	}
+	s.mu.Unlock()
+}
+
+func (s *leanSocket) rebind(p *leanPeer, old, ap netip.AddrPort) {
+	s.mu.Lock()
+	if s.byAddr[old] == p {
+		delete(s.byAddr, old)
+	}
+	s.byAddr[ap] = p
+	s.mu.Unlock()
+}
+
+func (s *leanSocket) readLoop() {
+	defer s.ep.wg.Done()
+	msgs := make([]ipv4.Message, readBatch)
+	for i := range msgs {
+		msgs[i].Buffers = [][]byte{make([]byte, bufSize)}
+	}
+	for {
+		n, err := s.batch.ReadBatch(msgs, 0)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		now := time.Now()
+		for i := range msgs[:n] {
+			ua, ok := msgs[i].Addr.(*net.UDPAddr)
+			if !ok || msgs[i].N == 0 {
+				continue
+			}
+			s.datagram(now, msgs[i].Buffers[0][:msgs[i].N], ua)
+		}
+	}
+}
+
+// datagram routes one datagram by its first byte (RFC 7983): STUN to
+// ICE, DTLS to the peer of its address; the rest is dropped.
+func (s *leanSocket) datagram(now time.Time, b []byte, ua *net.UDPAddr) {
+	ap := netip.AddrPortFrom(ua.AddrPort().Addr().Unmap(), ua.AddrPort().Port())
+	switch {
+	case b[0] < 4:
+		s.stunPacket(b, ap)
+	case b[0] >= 20 && b[0] <= 63:
+		s.mu.RLock()
+		p := s.byAddr[ap]
+		s.mu.RUnlock()
+		if p != nil {
+			p.datagram(now, b)
+		}
+	}
+}
+
+// stunPacket answers an authenticated binding request (the server, ICE
+// lite) or takes a binding response (a client). Anything else, and
+// anything that fails its integrity check, is dropped without a trace.
+func (s *leanSocket) stunPacket(b []byte, ap netip.AddrPort) {
+	m := &s.stunMsg
+	m.Raw = append(m.Raw[:0], b...)
+	if err := m.Decode(); err != nil {
+		return
+	}
+	switch m.Type {
+	case stun.BindingRequest:
+		s.bindingRequest(m, ap)
+	case stun.BindingSuccess:
+		if s.client != nil {
+			s.client.bindingResponse(m, ap)
+		}
+	}
+}
+
+func (s *leanSocket) bindingRequest(m *stun.Message, ap netip.AddrPort) {
+	var user stun.Username
+	if err := user.GetFrom(m); err != nil {
+		return
+	}
+	local, remote, ok := strings.Cut(user.String(), ":")
+	if !ok {
+		return
+	}
+	s.mu.RLock()
+	p := s.byUfrag[local]
+	s.mu.RUnlock()
+	if p == nil || remote != p.remote.ufrag {
+		return
+	}
+	if stun.Fingerprint.Check(m) != nil || stun.NewShortTermIntegrity(p.pwd).Check(m) != nil {
+		return
+	}
+	out := &s.stunOut
+	out.Reset()
+	err := out.Build(stun.NewTransactionIDSetter(m.TransactionID), stun.BindingSuccess,
+		&stun.XORMappedAddress{IP: ap.Addr().AsSlice(), Port: int(ap.Port())},
+		stun.NewShortTermIntegrity(p.pwd), stun.Fingerprint)
+	if err != nil {
+		return
+	}
+	s.conn.WriteToUDPAddrPort(out.Raw, ap)
+	p.mu.Lock()
+	bound, same := p.rap.IsValid(), p.rap == ap
+	p.mu.Unlock()
+	// The first authenticated check binds the peer; a nominated one from
+	// another address (the client's NAT rebound) moves it.
+	if !bound || !same && m.Contains(stun.AttrUseCandidate) {
+		p.bind(ap)
+	}
+}

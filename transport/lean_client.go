@@ -1,0 +1,199 @@
+//go:build !js
+
+package transport
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+
+	"github.com/pion/stun/v4"
+)
+
+// The lean clients of a process share one endpoint (one flusher and one
+// certificate); each has its own socket, so that the server tells them
+// apart by address.
+var (
+	clientEPOnce sync.Once
+	clientEP     *leanEndpoint
+	clientEPErr  error
+)
+
+func leanClientEndpoint(lim Limits) (*leanEndpoint, error) {
+	clientEPOnce.Do(func() { clientEP, clientEPErr = newLeanEndpoint(lim, nil) })
+	return clientEP, clientEPErr
+}
+
+// iceInterval is how often a lean client repeats its binding request
+// until the server answers.
+const iceInterval = 50 * time.Millisecond
+
+// dialLean is Dial over the lean stack: the client's half of the same
+// state machines, for load generators that drive thousands of peers.
+func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc *http.Client, maxAnswer int64) (Conn, error) {
+	ep, err := leanClientEndpoint(lim)
+	if err != nil {
+		return nil, err
+	}
+	p := newLeanPeer(ep, nil, 0, true)
+	p.lim = lim
+	if cfg.Logger != nil {
+		p.log = cfg.Logger
+	}
+	offer := localSession{ufrag: p.ufrag, pwd: p.pwd, fingerprint: ep.fp, setup: "actpass", mid: "0", sessionID: randUint63()}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(offer.String())))
+	if err != nil {
+		return nil, fmt.Errorf("transport: signaling request: %w", err)
+	}
+	for k, vs := range cfg.Header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("Content-Type", "application/sdp")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, fmt.Errorf("transport: signaling: %w", err)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	resp.Body.Close()
+	switch {
+	case err != nil:
+		return nil, fmt.Errorf("transport: reading answer: %w", err)
+	case resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK:
+		return nil, &SignalingError{Status: resp.StatusCode, Message: string(bytes.TrimSpace(body))}
+	case int64(len(body)) > maxAnswer:
+		return nil, fmt.Errorf("transport: answer over %d bytes", maxAnswer)
+	}
+	rs, err := parseSession(string(body))
+	if err != nil {
+		return nil, fmt.Errorf("transport: bad answer: %w", err)
+	}
+	switch rs.setup {
+	case "passive":
+		p.dtlsClient = true
+	case "active":
+	default:
+		return nil, fmt.Errorf("transport: bad answer: setup %q, want active or passive", rs.setup)
+	}
+	if len(rs.candidates) == 0 {
+		return nil, fmt.Errorf("%w: the answer has no UDP candidate", ErrHandshakeTimeout)
+	}
+	p.remote = rs
+	target := pickCandidate(rs.candidates, url)
+	network := "udp4"
+	if target.Addr().Is6() {
+		network = "udp6"
+	}
+	udp, err := net.ListenUDP(network, nil)
+	if err != nil {
+		return nil, fmt.Errorf("transport: client socket: %w", err)
+	}
+	sock := newLeanSocket(ep, udp, false)
+	sock.client = p
+	p.sock = sock
+	p.rap = target
+	p.raddr = net.UDPAddrFromAddrPort(target)
+	done := make(chan struct{})
+	p.onClose = func(*leanPeer) { udp.Close(); close(done) }
+	if !ep.add(p) {
+		udp.Close()
+		return nil, ErrClosed
+	}
+	p.mu.Lock()
+	p.sendCheck(time.Now())
+	p.mu.Unlock()
+	select {
+	case <-p.open:
+		return p, nil
+	case <-done:
+		return nil, fmt.Errorf("transport: connection closed during handshake: %w", p.Err())
+	case <-ctx.Done():
+		p.mu.Lock()
+		phase := p.phase
+		p.mu.Unlock()
+		err := fmt.Errorf("%w: connected, but the channels did not open: %w", ErrHandshakeTimeout, ctx.Err())
+		if phase == phaseICE {
+			err = fmt.Errorf("%w: no network path to the server (no answer to ICE checks at %v): is its UDP port reachable from here, and does it advertise the right address? %w",
+				ErrHandshakeTimeout, target, ctx.Err())
+		}
+		p.closeWith(err)
+		return nil, err
+	}
+}
+
+// pickCandidate prefers a loopback candidate when the URL is a loopback
+// one, and an IPv4 one otherwise.
+func pickCandidate(cands []netip.AddrPort, url string) netip.AddrPort {
+	loop := isLoopbackURL(url)
+	for _, c := range cands {
+		if c.Addr().IsLoopback() == loop && c.Addr().Is4() {
+			return c
+		}
+	}
+	for _, c := range cands {
+		if c.Addr().IsLoopback() == loop {
+			return c
+		}
+	}
+	return cands[0]
+}
+
+func randUint63() uint64 {
+	var b [8]byte
+	rand.Read(b[:])
+	return binary.BigEndian.Uint64(b[:]) >> 1
+}
+
+// sendCheck sends the client's ICE binding request (controlling, with
+// USE-CANDIDATE: the server is ICE lite); p.mu is held.
+func (p *leanPeer) sendCheck(now time.Time) {
+	if p.phase != phaseICE || p.iceTries > int(p.lim.HandshakeTimeout/iceInterval) {
+		return
+	}
+	p.iceTries++
+	p.iceAt = now
+	rand.Read(p.iceTx[:])
+	var tie [8]byte
+	rand.Read(tie[:])
+	m, err := stun.Build(stun.NewTransactionIDSetter(p.iceTx), stun.BindingRequest,
+		stun.NewUsername(p.remote.ufrag+":"+p.ufrag),
+		stun.RawAttribute{Type: stun.AttrICEControlling, Value: tie[:]},
+		stun.RawAttribute{Type: stun.AttrPriority, Value: binary.BigEndian.AppendUint32(nil, 1853824767)},
+		stun.RawAttribute{Type: stun.AttrUseCandidate},
+		stun.NewShortTermIntegrity(p.remote.pwd), stun.Fingerprint)
+	if err != nil {
+		return
+	}
+	p.sock.conn.WriteToUDPAddrPort(m.Raw, p.rap)
+	p.deadline.Store(now.Add(iceInterval).UnixNano())
+}
+
+// bindingResponse takes the server's answer to a check: the path works,
+// and the DTLS handshake starts.
+func (p *leanPeer) bindingResponse(m *stun.Message, ap netip.AddrPort) {
+	p.mu.Lock()
+	ok := p.phase == phaseICE && m.TransactionID == p.iceTx && ap == p.rap &&
+		stun.NewShortTermIntegrity(p.remote.pwd).Check(m) == nil
+	p.mu.Unlock()
+	if ok {
+		p.mu.Lock()
+		p.phase = phaseICE // bind starts the handshake from here
+		p.rap = netip.AddrPort{}
+		p.mu.Unlock()
+		p.bind(ap)
+	}
+}
+
+func dialLeanNative(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc *http.Client, maxAnswer int64) (Conn, error, bool) {
+	c, err := dialLean(ctx, url, cfg, lim, hc, maxAnswer)
+	return c, err, true
+}

@@ -1,0 +1,525 @@
+//go:build !js
+
+package transport
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/pion/dtls/v3"
+	"github.com/pion/logging"
+	"github.com/tongbu/tongbu/transport/internal/record"
+	"github.com/tongbu/tongbu/transport/internal/sctp"
+)
+
+// The phases of a lean peer.
+type leanPhase uint8
+
+const (
+	phaseICE  leanPhase = iota // waiting for an authenticated binding request (or response)
+	phaseDTLS                  // pion/dtls runs the handshake
+	phaseSCTP                  // records are protected inline; SCTP sets up
+	phaseOpen                  // both channels usable
+	phaseClosed
+)
+
+// Bounds on what one peer's datagrams may cost.
+const (
+	maxEarly       = 16   // records held while the handshake finishes
+	maxFlightSends = 10   // resends of the last handshake flight
+	maxPacketRate  = 4000 // datagrams a second before a peer is throttled
+	floodSeconds   = 3    // seconds over the rate before it is cut off
+)
+
+// errFlood closes a peer that sends datagrams faster than any client
+// would.
+var errFlood = errors.New("transport: peer floods datagrams")
+
+// leanPeer is one connection of the lean stack, and its Conn.
+type leanPeer struct {
+	connCore
+	ep     *leanEndpoint
+	sock   *leanSocket
+	client bool // the ICE controlling side, which sends SCTP's INIT
+	// dtlsClient: this side starts the DTLS handshake (setup active).
+	dtlsClient bool
+	ufrag      string // this side's ICE credentials
+	pwd        string
+	remote     remoteSession
+	made       time.Time
+
+	mu         sync.Mutex
+	phase      leanPhase
+	rap        netip.AddrPort
+	raddr      *net.UDPAddr
+	hs         *hsConn
+	flight     [][]byte
+	flightSent int
+	flightAt   time.Time
+	early      [][]byte
+	ciph       *record.Cipher
+	assoc      *sctp.Assoc
+	dirty      bool
+	slab       []byte
+	fail       error // why to close, found under the lock
+	rateSecond int64
+	rateCount  int
+	floods     int
+	iceTx      [12]byte
+	iceAt      time.Time
+	iceTries   int
+
+	deadline atomic.Int64 // unix nanoseconds of the association's next timer; 0: none
+	opened   atomic.Bool
+	open     chan struct{}
+	once     sync.Once
+	onOpen   func(*leanPeer)
+	onClose  func(*leanPeer)
+	rtt      atomic.Int64
+}
+
+func newLeanPeer(ep *leanEndpoint, sock *leanSocket, id PeerID, client bool) *leanPeer {
+	p := &leanPeer{ep: ep, sock: sock, client: client, made: time.Now(), open: make(chan struct{}),
+		ufrag: randToken(8), pwd: randToken(24)}
+	p.init(id, ep.lim, ep.log)
+	return p
+}
+
+func randToken(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return hex.EncodeToString(b)[:n]
+}
+
+func (p *leanPeer) isOpen() bool { return p.opened.Load() }
+
+func (p *leanPeer) SendUnreliable(msg []byte) error {
+	return p.send(Unreliable, msg)
+}
+
+func (p *leanPeer) SendReliable(msg []byte) error {
+	return p.send(Reliable, msg)
+}
+
+func (p *leanPeer) send(ch Channel, msg []byte) error {
+	if err := p.checkSend(msg, p.maxFor(ch), p.isOpen()); err != nil {
+		return err
+	}
+	p.mu.Lock()
+	if p.assoc == nil || p.phase != phaseOpen {
+		p.mu.Unlock()
+		return ErrClosed
+	}
+	var err error
+	if ch == Unreliable {
+		if p.assoc.BufferedUnreliable() > p.lim.MaxBufferedUnreliable {
+			p.mu.Unlock()
+			p.dropped.Add(1)
+			return ErrDropped
+		}
+		err = p.assoc.SendUnordered(uint16(Unreliable), sctp.PPIDBinary, msg)
+	} else {
+		if p.assoc.BufferedReliable() > p.lim.MaxReliableQueue {
+			p.mu.Unlock()
+			return ErrQueueFull
+		}
+		err = p.assoc.SendOrdered(uint16(Reliable), sctp.PPIDBinary, msg)
+	}
+	mark := !p.dirty
+	p.dirty = true
+	p.mu.Unlock()
+	if err != nil {
+		return fmt.Errorf("transport: send on %s: %w", ch, err)
+	}
+	if mark {
+		p.ep.markDirty(p)
+	}
+	p.sent(len(msg))
+	return nil
+}
+
+// keepalive queues an empty message on the reliable channel (WebRTC's
+// empty binary message: one zero byte under its own PPID).
+func (p *leanPeer) keepalive() {
+	p.mu.Lock()
+	if p.phase == phaseOpen {
+		p.assoc.SendOrdered(uint16(Reliable), sctp.PPIDBinaryEmpty, []byte{0})
+		p.lastSend.Store(time.Now().UnixNano())
+		if !p.dirty {
+			p.dirty = true
+			p.mu.Unlock()
+			p.ep.markDirty(p)
+			return
+		}
+	}
+	p.mu.Unlock()
+}
+
+func (p *leanPeer) Close() error {
+	p.closeWith(nil)
+	return nil
+}
+
+func (p *leanPeer) Stats() Stats { return p.stats(time.Duration(p.rtt.Load())) }
+
+// closeWith closes the peer once: an ABORT and a close_notify go to the
+// other side when the association was up.
+func (p *leanPeer) closeWith(reason error) {
+	p.once.Do(func() {
+		if reason != nil {
+			p.closeErr.Store(reason)
+			p.log.Debug("transport: connection closed", "peer", p.id, "reason", reason)
+		}
+		p.mu.Lock()
+		var bye [][]byte
+		if p.assoc != nil && p.ciph != nil {
+			if closed, _ := p.assoc.Closed(); !closed {
+				p.assoc.Close()
+			}
+			p.assoc.Flush(time.Now(), func(pkt []byte) {
+				bye = append(bye, p.ciph.Seal(nil, record.ApplicationData, pkt))
+			})
+			bye = append(bye, p.ciph.Seal(nil, record.Alert, []byte{1, 0})) // close_notify
+		}
+		p.phase = phaseClosed
+		hs := p.hs
+		p.hs, p.early, p.flight = nil, nil, nil
+		rap := p.rap
+		p.mu.Unlock()
+		if hs != nil {
+			hs.Close()
+		}
+		for _, b := range bye {
+			p.sock.conn.WriteToUDPAddrPort(b, rap)
+		}
+		close(p.done)
+		p.in.clear()
+		p.sock.forget(p)
+		p.ep.forget(p)
+		if p.onClose != nil {
+			p.onClose(p)
+		}
+	})
+}
+
+// bind sets the peer's address (from an authenticated ICE check) and
+// starts the DTLS handshake when it has not started.
+func (p *leanPeer) bind(ap netip.AddrPort) {
+	p.mu.Lock()
+	if p.phase == phaseClosed {
+		p.mu.Unlock()
+		return
+	}
+	old := p.rap
+	p.rap = ap
+	p.raddr = net.UDPAddrFromAddrPort(ap)
+	start := p.phase == phaseICE
+	if start {
+		p.phase = phaseDTLS
+		p.hs = newHSConn(p.sock.conn, p.raddr)
+	}
+	hs := p.hs
+	p.mu.Unlock()
+	if old != ap {
+		p.sock.rebind(p, old, ap)
+	}
+	if start {
+		go p.handshake(hs)
+	}
+}
+
+// dtlsConfig holds the handshake to the one suite the inline records
+// serve, and checks the peer's certificate against its SDP fingerprint.
+func (p *leanPeer) dtlsConfig() *dtls.Config {
+	lf := logging.NewDefaultLoggerFactory()
+	lf.DefaultLogLevel = logging.LogLevelDisabled
+	return &dtls.Config{
+		Certificates:         []tls.Certificate{p.ep.cert},
+		CipherSuites:         []dtls.CipherSuiteID{record.SuiteID},
+		ClientAuth:           dtls.RequireAnyClientCert,
+		InsecureSkipVerify:   true,
+		ExtendedMasterSecret: dtls.RequireExtendedMasterSecret,
+		LoggerFactory:        lf,
+		// Browsers and pion ask for SRTP keys whether or not media flows,
+		// and pion's server refuses a handshake that offers no profile.
+		SRTPProtectionProfiles: []dtls.SRTPProtectionProfile{dtls.SRTP_AEAD_AES_128_GCM, dtls.SRTP_AES128_CM_HMAC_SHA1_80},
+		VerifyPeerCertificate: func(raw [][]byte, _ [][]*x509.Certificate) error {
+			if len(raw) == 0 || !fingerprintMatches(raw[0], p.remote.fingerprint) {
+				return errors.New("transport: DTLS certificate does not match the SDP fingerprint")
+			}
+			return nil
+		},
+	}
+}
+
+// handshake runs pion/dtls's handshake on the peer's hsConn, then takes
+// the keys and hands the records to the inline path.
+func (p *leanPeer) handshake(hs *hsConn) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.lim.HandshakeTimeout)
+	defer cancel()
+	var dc *dtls.Conn
+	var err error
+	if p.dtlsClient {
+		dc, err = dtls.Client(hs, hs.raddr, p.dtlsConfig())
+	} else {
+		dc, err = dtls.Server(hs, hs.raddr, p.dtlsConfig())
+	}
+	if err == nil {
+		err = dc.HandshakeContext(ctx)
+	}
+	var ciph *record.Cipher
+	if err == nil {
+		st, ok := dc.ConnectionState()
+		if !ok {
+			err = errors.New("no state")
+		} else {
+			ciph, err = record.FromState(&st)
+		}
+	}
+	if err != nil {
+		if dc != nil {
+			dc.Close()
+		}
+		hs.Close()
+		p.closeWith(fmt.Errorf("%w: DTLS handshake: %w", ErrHandshakeTimeout, err))
+		return
+	}
+	now := time.Now()
+	p.mu.Lock()
+	if p.phase != phaseDTLS {
+		p.mu.Unlock()
+		dc.Close()
+		hs.Close()
+		return
+	}
+	p.flight = hs.handoff()
+	p.hs = nil
+	p.ciph = ciph
+	p.assoc = sctp.New(sctp.Config{Client: p.client, CookieKey: p.ep.cookieKey, Deliver: p.deliver, Reset: p.reset,
+		MaxMessage: p.lim.MaxReliable, RecvWindow: 256 << 10}, now)
+	p.phase = phaseSCTP
+	early := p.early
+	p.early = nil
+	for _, b := range early {
+		p.records(now, b)
+	}
+	close := p.settle()
+	p.mu.Unlock()
+	// pion's connection ends quietly: its writes are dropped now.
+	dc.Close()
+	hs.Close()
+	p.after(close)
+}
+
+// fingerprintMatches reports whether cert's SHA-256 is fp.
+func fingerprintMatches(cert, fp []byte) bool {
+	sum := sha256.Sum256(cert)
+	return len(fp) == len(sum) && string(sum[:]) == string(fp)
+}
+
+// datagram takes one DTLS datagram from the peer's address.
+func (p *leanPeer) datagram(now time.Time, b []byte) {
+	p.mu.Lock()
+	if !p.admit(now) {
+		flood := p.floods > floodSeconds
+		p.mu.Unlock()
+		if flood {
+			p.closeWith(errFlood)
+		}
+		return
+	}
+	p.lastRecv.Store(now.UnixNano())
+	switch p.phase {
+	case phaseDTLS:
+		// Application data before the keys are ready (the peer finished
+		// first) waits; the handshake's own records go to pion.
+		if len(b) > 0 && b[0] == record.ApplicationData {
+			if len(p.early) < maxEarly {
+				p.early = append(p.early, append([]byte(nil), b...))
+			}
+		} else if p.hs != nil {
+			p.hs.feed(append([]byte(nil), b...))
+		}
+		p.mu.Unlock()
+		return
+	case phaseSCTP, phaseOpen:
+		p.records(now, b)
+	}
+	close := p.settle()
+	p.mu.Unlock()
+	p.after(close)
+}
+
+// admit counts a datagram against the peer's rate.
+func (p *leanPeer) admit(now time.Time) bool {
+	sec := now.Unix()
+	if sec != p.rateSecond {
+		if p.rateCount > maxPacketRate {
+			p.floods++
+		} else if sec != p.rateSecond+1 || p.floods > 0 {
+			p.floods = max(p.floods-1, 0)
+		}
+		p.rateSecond, p.rateCount = sec, 0
+	}
+	p.rateCount++
+	return p.rateCount <= maxPacketRate
+}
+
+// records takes the records of one datagram; p.mu is held.
+func (p *leanPeer) records(now time.Time, b []byte) {
+	for len(b) > 0 && p.phase != phaseClosed {
+		h, body, rest, err := record.Next(b)
+		if err != nil {
+			return
+		}
+		b = rest
+		switch h.Type {
+		case record.ApplicationData:
+			pt, err := p.ciph.Open(h, body)
+			if err != nil {
+				continue // forged, replayed or corrupt: dropped
+			}
+			p.assoc.Handle(now, pt) // a closed association is found by settle
+
+		case record.Alert:
+			if h.Epoch != 1 {
+				continue
+			}
+			pt, err := p.ciph.Open(h, body)
+			if err == nil && len(pt) == 2 && (pt[1] == 0 || pt[0] == 2) { // close_notify, or fatal
+				p.fail = fmt.Errorf("%w: the peer closed (DTLS alert %d)", ErrClosed, pt[1])
+			}
+		case record.Handshake, record.ChangeCipherSpec:
+			// The peer did not get the last flight: send it again.
+			if len(p.flight) > 0 && p.flightSent < maxFlightSends && now.Sub(p.flightAt) > 50*time.Millisecond {
+				p.flightSent++
+				p.flightAt = now
+				for _, f := range p.flight {
+					p.sock.conn.WriteToUDPAddrPort(f, p.rap)
+				}
+			}
+		}
+	}
+}
+
+// settle looks at the association after input or timers: it opens the
+// connection once SCTP is up, queues the peer to flush when there is
+// something to send, and returns the error to close with, if any; p.mu
+// is held.
+func (p *leanPeer) settle() error {
+	if p.assoc == nil {
+		return nil
+	}
+	if closed, err := p.assoc.Closed(); closed {
+		if err == nil {
+			err = ErrClosed
+		}
+		return fmt.Errorf("%w: %w", ErrClosed, err)
+	}
+	if p.fail != nil {
+		return p.fail
+	}
+	if p.phase == phaseSCTP && p.assoc.Established() {
+		p.phase = phaseOpen
+		p.opened.Store(true)
+		p.rtt.Store(0)
+		defer func() { go p.opening() }()
+	}
+	p.storeDeadline()
+	if p.assoc.Pending() && !p.dirty {
+		p.dirty = true
+		p.ep.markDirty(p)
+	}
+	return nil
+}
+
+func (p *leanPeer) opening() {
+	close(p.open)
+	if p.onOpen != nil {
+		p.onOpen(p)
+	}
+}
+
+// after closes the peer if settle said so; p.mu is not held.
+func (p *leanPeer) after(err error) {
+	if err != nil {
+		p.closeWith(err)
+	}
+}
+
+func (p *leanPeer) storeDeadline() {
+	var d int64
+	if t := p.assoc.Deadline(); !t.IsZero() {
+		d = t.UnixNano()
+	}
+	p.deadline.Store(d)
+	p.rtt.Store(int64(p.assoc.SRTT()))
+}
+
+// deliver takes a message from the association; p.mu is held. The data
+// is copied into a slab the inbox's messages share.
+func (p *leanPeer) deliver(stream uint16, ppid uint32, data []byte) {
+	if stream > uint16(Reliable) {
+		return
+	}
+	ch := Channel(stream)
+	if ppid == sctp.PPIDBinaryEmpty || ppid == sctp.PPIDStringEmpty {
+		data = nil
+	}
+	ok, err := p.check(ch, data)
+	if err != nil {
+		p.fail = err
+		return
+	}
+	if !ok {
+		return
+	}
+	if cap(p.slab)-len(p.slab) < len(data) {
+		p.slab = make([]byte, 0, max(8<<10, len(data)))
+	}
+	start := len(p.slab)
+	p.slab = append(p.slab, data...)
+	msg := p.slab[start:len(p.slab):len(p.slab)]
+	if !p.in.offer(Message{Channel: ch, Data: msg}) && ch == Reliable {
+		p.fail = fmt.Errorf("%w: the reader is %d reliable messages behind", ErrQueueFull, p.lim.InboxReliable)
+	}
+}
+
+// reset: a channel the peer closed ends the connection.
+func (p *leanPeer) reset(streams []uint16) {
+	for _, s := range streams {
+		if s <= uint16(Reliable) {
+			p.fail = fmt.Errorf("%w: the peer closed channel %s", ErrClosed, Channel(s))
+		}
+	}
+}
+
+// flush sends what the association has to send, sealed, through w.
+func (p *leanPeer) flush(now time.Time, w *batchWriter) {
+	p.mu.Lock()
+	p.dirty = false
+	if p.client && p.phase == phaseICE {
+		p.sendCheck(now)
+	}
+	if p.assoc == nil || p.ciph == nil || p.phase == phaseClosed {
+		p.mu.Unlock()
+		return
+	}
+	p.assoc.Flush(now, func(pkt []byte) {
+		w.commit(p.sock, p.raddr, p.ciph.Seal(w.buf(), record.ApplicationData, pkt))
+	})
+	close := p.settle()
+	p.mu.Unlock()
+	p.after(close)
+}
