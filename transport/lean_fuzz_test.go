@@ -1,0 +1,93 @@
+//go:build !js
+
+package transport
+
+import (
+	"bytes"
+	"context"
+	"net"
+	"net/http/httptest"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/pion/stun/v4"
+	"github.com/tongbu/tongbu/transport/internal/record"
+)
+
+// FuzzLeanDatagram feeds a lean server's socket, with one peer connected,
+// what its address could send: the raw datagram (STUN, DTLS records of
+// any type and epoch, anything else), and the same bytes sealed as an
+// application record with the peer's own keys, so that they reach SCTP
+// and the channels. Nothing panics, and another peer's connection is
+// unaffected.
+func FuzzLeanDatagram(f *testing.F) {
+	f.Add([]byte{0, 1, 0, 0, 0x21, 0x12, 0xa4, 0x42, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12})
+	f.Add([]byte{23, 0xfe, 0xfd, 0, 1, 0, 0, 0, 0, 0, 9, 0, 4, 1, 2, 3, 4})
+	f.Add([]byte{22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1})
+	f.Add([]byte{0x13, 0x88, 0x13, 0x88, 0, 0, 0, 1, 0, 0, 0, 0, 0, 3, 0, 17, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 53, 'x'})
+	s, err := NewServer(ServerConfig{Stack: StackLean, UDPAddr: "127.0.0.1:0"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer s.Close()
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	dial := func() (*leanPeer, Conn) {
+		c, err := Dial(ctx, srv.URL, &ClientConfig{Stack: StackLean})
+		if err != nil {
+			f.Fatal(err)
+		}
+		sc, err := s.Accept(ctx)
+		if err != nil {
+			f.Fatal(err)
+		}
+		return c.(*leanPeer), sc
+	}
+	victim, victimSrv := dial()
+	other, otherSrv := dial()
+	defer victim.Close()
+	defer other.Close()
+	sock := s.lean.sock
+	from := func(p *leanPeer) *net.UDPAddr {
+		return net.UDPAddrFromAddrPort(p.sock.conn.LocalAddr().(*net.UDPAddr).AddrPort())
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if len(b) == 0 {
+			return
+		}
+		now := time.Now()
+		sock.datagram(now, bytes.Clone(b), from(victim))
+		sock.datagram(now, bytes.Clone(b), net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.9:9")))
+		victim.mu.Lock()
+		var sealed []byte
+		if victim.ciph != nil {
+			sealed = victim.ciph.Seal(nil, record.ApplicationData, b)
+		}
+		victim.mu.Unlock()
+		if sealed != nil {
+			sock.datagram(now, sealed, from(victim))
+		}
+		// And straight to the channels, as SCTP delivers a message.
+		vp := victimSrv.(*leanPeer)
+		vp.mu.Lock()
+		vp.deliver(uint16(b[0]%3), uint32(b[0]), b[1:])
+		vp.fail = nil
+		vp.mu.Unlock()
+		var m stun.Message
+		m.Raw = b
+		if m.Decode() == nil {
+			sock.stunPacket(b, netip.MustParseAddrPort("127.0.0.9:9"))
+		}
+		for {
+			if _, ok := victimSrv.TryReceive(); !ok {
+				break
+			}
+		}
+		if otherSrv.(*leanPeer).isDone() {
+			t.Fatalf("another peer closed: %v", otherSrv.(*leanPeer).Err())
+		}
+	})
+}
