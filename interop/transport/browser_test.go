@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"regexp"
+	"strconv"
 	"testing"
 	"time"
 
@@ -17,15 +18,49 @@ import (
 	"github.com/tongbu/tongbu/transport"
 )
 
-// TestBrowserClient runs transport.Dial compiled to WASM in headless
-// Chromium against the Go server, and checks the echoes on both channels.
-func TestBrowserClient(t *testing.T) {
+func needBrowser(t *testing.T) {
 	if _, err := browser.Path(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal(err) // CI installs chromium: a missing one is a broken set-up, not a skip
 		}
 		t.Skip(err)
 	}
+}
+
+// TestBrowserClient runs transport.Dial compiled to WASM in headless
+// Chromium against the Go server, of each stack, and checks the echoes on
+// both channels.
+func TestBrowserClient(t *testing.T) {
+	needBrowser(t)
+	for _, stack := range []transport.Stack{transport.StackPion, transport.StackLean} {
+		t.Run(stack.String(), func(t *testing.T) { browserClient(t, stack) })
+	}
+}
+
+// echo serves s: every message goes back on the channel it came on.
+func echo(s *transport.Server) {
+	for {
+		c, err := s.Accept(context.Background())
+		if err != nil {
+			return
+		}
+		go func() {
+			for {
+				m, err := c.Receive(context.Background())
+				if err != nil {
+					return
+				}
+				if m.Channel == transport.Reliable {
+					c.SendReliable(m.Data)
+				} else {
+					c.SendUnreliable(m.Data)
+				}
+			}
+		}()
+	}
+}
+
+func browserClient(t *testing.T, stack transport.Stack) {
 	dir := t.TempDir()
 	wasm, err := browser.BuildWasm(dir, "github.com/tongbu/tongbu/transport/internal/wasmecho")
 	if err != nil {
@@ -35,7 +70,7 @@ func TestBrowserClient(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := transport.NewServer(transport.ServerConfig{UDPAddr: "127.0.0.1:0", IncludeLoopback: true, AllowedOrigins: []string{"*"}})
+	s, err := transport.NewServer(transport.ServerConfig{UDPAddr: "127.0.0.1:0", IncludeLoopback: true, AllowedOrigins: []string{"*"}, Stack: stack})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,23 +89,7 @@ func TestBrowserClient(t *testing.T) {
 	hs := httptest.NewServer(mux)
 	defer hs.Close()
 
-	go func() { // echo every message on the channel it came on
-		c, err := s.Accept(context.Background())
-		if err != nil {
-			return
-		}
-		for {
-			m, err := c.Receive(context.Background())
-			if err != nil {
-				return
-			}
-			if m.Channel == transport.Reliable {
-				c.SendReliable(m.Data)
-			} else {
-				c.SendUnreliable(m.Data)
-			}
-		}
-	}()
+	go echo(s)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -94,4 +113,80 @@ func TestBrowserClient(t *testing.T) {
 		t.Fatalf("reliable echoes %s of 100", m[1])
 	}
 	t.Logf("browser client: %s", result)
+}
+
+// plainPage is a browser client written against RTCPeerConnection
+// directly, from SPEC.md alone: the two negotiated channels, the offer
+// posted to the signaling URL, 100 messages each way on each channel.
+const plainPage = `<!doctype html><meta charset="utf-8"><script>
+(async () => {
+  try {
+    const pc = new RTCPeerConnection();
+    const u = pc.createDataChannel("u", {negotiated: true, id: 0, ordered: false, maxRetransmits: 0});
+    const r = pc.createDataChannel("r", {negotiated: true, id: 1, ordered: true});
+    u.binaryType = r.binaryType = "arraybuffer";
+    let rel = [], unrel = 0;
+    r.onmessage = e => rel.push(new Uint8Array(e.data)[0]);
+    u.onmessage = () => unrel++;
+    const opened = Promise.all([u, r].map(c => new Promise(ok => c.onopen = ok)));
+    await pc.setLocalDescription(await pc.createOffer());
+    await new Promise(ok => { if (pc.iceGatheringState === "complete") ok(); pc.onicegatheringstatechange = () => pc.iceGatheringState === "complete" && ok(); });
+    const resp = await fetch("/signal", {method: "POST", headers: {"Content-Type": "application/sdp"}, body: pc.localDescription.sdp});
+    if (resp.status !== 201) throw new Error("signaling " + resp.status + " " + await resp.text());
+    await pc.setRemoteDescription({type: "answer", sdp: await resp.text()});
+    await opened;
+    for (let i = 0; i < 100; i++) { r.send(new Uint8Array([i])); u.send(new Uint8Array([i, 1, 2, 3])); await new Promise(ok => setTimeout(ok, 2)); }
+    const t0 = Date.now();
+    while (rel.length < 100 && Date.now() - t0 < 10000) await new Promise(ok => setTimeout(ok, 20));
+    const inOrder = rel.every((v, i) => v === i);
+    pc.close();
+    window.tongbuResult = "ok reliable=" + rel.length + " ordered=" + inOrder + " unreliable=" + unrel;
+  } catch (e) { window.tongbuResult = "error " + e; }
+})();
+</script>`
+
+// TestPlainJSPage connects a page that uses RTCPeerConnection directly,
+// not tongbu's client, to each stack.
+func TestPlainJSPage(t *testing.T) {
+	needBrowser(t)
+	for _, stack := range []transport.Stack{transport.StackPion, transport.StackLean} {
+		t.Run(stack.String(), func(t *testing.T) {
+			s, err := transport.NewServer(transport.ServerConfig{UDPAddr: "127.0.0.1:0", AllowedOrigins: []string{"*"}, Stack: stack})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			go echo(s)
+			mux := http.NewServeMux()
+			mux.Handle("/signal", s)
+			mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/html; charset=utf-8")
+				w.Write([]byte(plainPage))
+			})
+			hs := httptest.NewServer(mux)
+			defer hs.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			bctx, stop, err := browser.New(ctx, "")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			var result string
+			if err := chromedp.Run(bctx,
+				chromedp.Navigate(hs.URL+"/"),
+				chromedp.Poll(`window.tongbuResult`, &result, chromedp.WithPollingTimeout(40*time.Second)),
+			); err != nil {
+				t.Fatalf("browser: %v (result %q)", err, result)
+			}
+			m := regexp.MustCompile(`^ok reliable=100 ordered=true unreliable=(\d+)$`).FindStringSubmatch(result)
+			if m == nil {
+				t.Fatalf("the page reported %q", result)
+			}
+			if n, _ := strconv.Atoi(m[1]); n < 90 {
+				t.Errorf("%d of 100 unreliable echoes on loopback", n)
+			}
+			t.Logf("%s: %s", stack, result)
+		})
+	}
 }
