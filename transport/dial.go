@@ -26,7 +26,7 @@ type ClientConfig struct {
 	MaxAnswerBytes int64
 	// Limits bound the connection.
 	Limits Limits
-	// Stack chooses the native implementation (default StackPion). The
+	// Stack chooses the native implementation (default StackLean). The
 	// lean stack's clients share one flusher, so that one process can
 	// drive thousands of them; it ignores IncludeLoopback (a loopback
 	// URL reaches a loopback candidate). In the browser, the browser's

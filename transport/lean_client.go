@@ -9,6 +9,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
@@ -28,7 +29,7 @@ var (
 )
 
 func leanClientEndpoint(lim Limits) (*leanEndpoint, error) {
-	clientEPOnce.Do(func() { clientEP, clientEPErr = newLeanEndpoint(lim, nil) })
+	clientEPOnce.Do(func() { clientEP, clientEPErr = newLeanEndpoint(lim, slog.New(slog.DiscardHandler)) })
 	return clientEP, clientEPErr
 }
 
@@ -43,11 +44,11 @@ func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc
 	if err != nil {
 		return nil, err
 	}
-	p := newLeanPeer(ep, nil, 0, true)
-	p.lim = lim
-	if cfg.Logger != nil {
-		p.log = cfg.Logger
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
+	p := newLeanPeer(ep, nil, 0, true, lim, log)
 	offer := localSession{ufrag: p.ufrag, pwd: p.pwd, fingerprint: ep.fp, setup: "actpass", mid: "0", sessionID: randUint63()}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(offer.String())))
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/netip"
 	"sync"
@@ -89,10 +90,10 @@ type leanPeer struct {
 	rtt      atomic.Int64
 }
 
-func newLeanPeer(ep *leanEndpoint, sock *leanSocket, id PeerID, client bool) *leanPeer {
+func newLeanPeer(ep *leanEndpoint, sock *leanSocket, id PeerID, client bool, lim Limits, log *slog.Logger) *leanPeer {
 	p := &leanPeer{ep: ep, sock: sock, client: client, made: time.Now(), open: make(chan struct{}),
 		ufrag: randToken(8), pwd: randToken(24)}
-	p.init(id, ep.lim, ep.log)
+	p.init(id, lim, log)
 	return p
 }
 
@@ -339,7 +340,6 @@ func (p *leanPeer) datagram(now time.Time, b []byte) {
 		}
 		return
 	}
-	p.lastRecv.Store(now.UnixNano())
 	switch p.phase {
 	case phaseDTLS:
 		// Application data before the keys are ready (the peer finished

@@ -99,7 +99,7 @@ func (l *leanServer) answer(_ context.Context, offer string, meta any, giveSlot 
 			return "", http.StatusForbidden, fmt.Errorf("not authorized: %w", err)
 		}
 	}
-	p := newLeanPeer(l.ep, l.sock, PeerID(s.nextID.Add(1)), false)
+	p := newLeanPeer(l.ep, l.sock, PeerID(s.nextID.Add(1)), false, s.lim, s.log)
 	p.remote = rs
 	p.meta = meta
 	release := sync.OnceFunc(giveSlot)

@@ -262,12 +262,12 @@ func TestWebRTCIdleTimeoutAndKeepalive(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("idle connection not closed")
 	}
-	if err := quietSrv.(*rtcConn).Err(); !errors.Is(err, ErrIdle) {
+	if err := quietSrv.(interface{ Err() error }).Err(); !errors.Is(err, ErrIdle) {
 		t.Fatalf("closed for %v, want ErrIdle", err)
 	}
 	select {
 	case <-aliveSrv.Done():
-		t.Fatalf("kept-alive connection closed: %v", aliveSrv.(*rtcConn).Err())
+		t.Fatalf("kept-alive connection closed: %v", aliveSrv.(interface{ Err() error }).Err())
 	case <-alive.Done():
 		t.Fatal("kept-alive client closed")
 	default:

@@ -84,7 +84,7 @@ type ServerConfig struct {
 	Limits Limits
 	// Logger receives the server's logs (default: discarded).
 	Logger *slog.Logger
-	// Stack chooses the implementation (default StackPion for now).
+	// Stack chooses the implementation (default StackLean).
 	Stack Stack
 }
 

@@ -7,14 +7,14 @@ import "fmt"
 type Stack uint8
 
 const (
-	// StackPion runs a pion PeerConnection per peer: the reference.
-	// Every message crosses several of its goroutines.
-	StackPion Stack = iota
-	// StackLean serves every peer from one UDP socket with no goroutine
-	// per peer: ICE lite, DTLS records sealed and opened inline once
-	// pion/dtls has done the handshake, and tongbu's own sans-IO SCTP.
-	// Datagrams are read and sent in batches.
-	StackLean
+	// StackLean, the default, serves every peer from one UDP socket with
+	// no goroutine per peer: ICE lite, DTLS records sealed and opened
+	// inline once pion/dtls has done the handshake, and tongbu's own
+	// sans-IO SCTP. Datagrams are read and sent in batches.
+	StackLean Stack = iota
+	// StackPion runs a pion PeerConnection per peer: the reference and
+	// fallback. Every message crosses several of its goroutines.
+	StackPion
 )
 
 func (s Stack) String() string {
