@@ -24,6 +24,9 @@ type ClientConfig struct {
 	HTTPClient *http.Client
 	// Limits bound the connection; they must match the server's.
 	Limits transport.Limits
+	// Stack chooses the native WebRTC implementation (default
+	// transport.StackLean); the browser uses its own.
+	Stack transport.Stack
 	// Logger receives the client's logs (default: discarded).
 	Logger *slog.Logger
 }
@@ -86,6 +89,7 @@ func Dial(ctx context.Context, url, ticket string, cfg *ClientConfig) (*Client, 
 		HTTPClient:      cfg.HTTPClient,
 		IncludeLoopback: cfg.IncludeLoopback,
 		Limits:          cfg.Limits,
+		Stack:           cfg.Stack,
 		Logger:          cfg.Logger,
 	})
 	if err != nil {

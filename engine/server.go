@@ -58,6 +58,10 @@ type Config struct {
 	Workers int
 	// Limits bound each connection.
 	Limits transport.Limits
+	// Stack chooses the WebRTC implementation (default
+	// transport.StackLean: one socket, no goroutine per peer;
+	// transport.StackPion is the reference and fallback).
+	Stack transport.Stack
 	// Assets, when set, is served for every path the engine does not
 	// handle itself (a game's pages and WASM files).
 	Assets http.Handler
@@ -157,7 +161,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if !cfg.NoWebRTC {
 		rtc, err := transport.NewServer(transport.ServerConfig{
 			UDPAddr: cfg.UDPAddr, PublicIPs: cfg.PublicIPs, AllowedOrigins: cfg.AllowedOrigins,
-			IncludeLoopback: cfg.IncludeLoopback, Limits: cfg.Limits,
+			IncludeLoopback: cfg.IncludeLoopback, Limits: cfg.Limits, Stack: cfg.Stack,
 			Authorize: s.authorize, Admit: s.admitOffer, Refused: s.signalingRefused,
 			Logger: cfg.Logger, AcceptQueue: 1024, MaxPending: 256,
 		})

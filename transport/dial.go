@@ -74,7 +74,7 @@ func dial(ctx context.Context, url string, cfg *ClientConfig) (Conn, error) {
 	var se webrtc.SettingEngine
 	// A server reached over loopback is reached there for media too.
 	configureAPI(&se, cfg.IncludeLoopback || isLoopbackURL(url))
-	pc, err := webrtc.NewAPI(webrtc.WithSettingEngine(se)).NewPeerConnection(webrtc.Configuration{})
+	pc, err := newAPI(se).NewPeerConnection(webrtc.Configuration{})
 	if err != nil {
 		return nil, fmt.Errorf("transport: peer connection: %w", err)
 	}

@@ -24,3 +24,8 @@ func (c *rtcConn) rtt() time.Duration { return 0 }
 // configureAPI has no browser settings: the browser gathers its own
 // candidates and reads its own channels.
 func configureAPI(*webrtc.SettingEngine, bool) {}
+
+// newAPI returns the browser's API.
+func newAPI(se webrtc.SettingEngine) *webrtc.API {
+	return webrtc.NewAPI(webrtc.WithSettingEngine(se))
+}

@@ -7,6 +7,8 @@ import (
 	"io"
 	"time"
 
+	"github.com/pion/ice/v4"
+	"github.com/pion/interceptor"
 	"github.com/pion/webrtc/v4"
 )
 
@@ -77,4 +79,13 @@ func configureAPI(se *webrtc.SettingEngine, includeLoopback bool) {
 	// DTLS already authenticates every packet: skip SCTP's CRC32c when the
 	// peer agrees (RFC 9653); a peer that does not keeps the checksum.
 	se.EnableSCTPZeroChecksum(true)
+	se.SetICEMulticastDNSMode(ice.MulticastDNSModeDisabled)
+}
+
+// newAPI returns a pion API for data channels only: no codecs, no RTP
+// interceptors (NACK, reports, TWCC would run for every peer though no
+// media flows) and, with configureAPI, no mDNS.
+func newAPI(se webrtc.SettingEngine) *webrtc.API {
+	return webrtc.NewAPI(webrtc.WithSettingEngine(se), webrtc.WithMediaEngine(&webrtc.MediaEngine{}),
+		webrtc.WithInterceptorRegistry(&interceptor.Registry{}))
 }

@@ -14,7 +14,9 @@ import (
 	"mime"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -175,7 +177,7 @@ func newServer(cfg ServerConfig) (*Server, error) {
 	configureAPI(&se, cfg.IncludeLoopback || isLoopbackAddr(udp.LocalAddr()))
 	se.SetLite(true)
 	se.SetICEUDPMux(s.mux)
-	se.SetNetworkTypes([]webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6})
+	se.SetNetworkTypes(networkTypes(cfg.PublicIPs))
 	if len(cfg.PublicIPs) > 0 {
 		err := se.SetICEAddressRewriteRules(webrtc.ICEAddressRewriteRule{
 			External: cfg.PublicIPs, AsCandidateType: webrtc.ICECandidateTypeHost, Mode: webrtc.ICEAddressRewriteReplace,
@@ -185,8 +187,28 @@ func newServer(cfg ServerConfig) (*Server, error) {
 			return nil, fmt.Errorf("transport: public addresses %v: %w", cfg.PublicIPs, err)
 		}
 	}
-	s.api = webrtc.NewAPI(webrtc.WithSettingEngine(se))
+	s.api = newAPI(se)
 	return s, nil
+}
+
+// networkTypes returns the families to gather: those of the public
+// addresses when there are any (an answer advertises exactly them), both
+// otherwise.
+func networkTypes(public []string) []webrtc.NetworkType {
+	if len(public) == 0 {
+		return []webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6}
+	}
+	var types []webrtc.NetworkType
+	for _, ip := range public {
+		t := webrtc.NetworkTypeUDP4
+		if a, err := netip.ParseAddr(ip); err == nil && a.Unmap().Is6() {
+			t = webrtc.NetworkTypeUDP6
+		}
+		if !slices.Contains(types, t) {
+			types = append(types, t)
+		}
+	}
+	return types
 }
 
 // UDPAddr returns the UDP address all peers use.

@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -28,7 +29,8 @@ import (
 // override its addresses.
 type serveConfig struct {
 	HTTP      string       `json:"http"`       // HTTP address, default ":8080"
-	UDP       int          `json:"udp"`        // UDP port, default 3478
+	UDP       udpSpec      `json:"udp"`        // UDP port or host:port, default 3478
+	Stack     string       `json:"stack"`      // "lean" (default) or "pion"
 	PublicIPs []string     `json:"public_ips"` // addresses to advertise behind a 1:1 NAT
 	Origins   []string     `json:"origins"`    // browser origins allowed ("*" for any)
 	MaxConns  int          `json:"max_conns"`
@@ -53,7 +55,8 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
 
   {
     "http": ":8080",                   HTTP address: signaling, /healthz, /metrics
-    "udp": 3478,                       UDP port of every WebRTC peer
+    "udp": 3478,                       UDP port (or "host:port") of every WebRTC peer
+    "stack": "lean",                   WebRTC implementation: lean (default) or pion
     "public_ips": ["203.0.113.10"],    addresses to advertise behind a 1:1 NAT
     "origins": ["https://game.example"],  browser origins allowed ("*": any)
     "max_conns": 10000, "max_rooms": 10000,
@@ -66,6 +69,24 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
                 "heartbeat": "1s", "prefix": "tongbu.cluster"}
   }
 `
+
+// udpSpec is the config's UDP address: a port (a JSON number or string)
+// or a "host:port".
+type udpSpec string
+
+func (u *udpSpec) UnmarshalJSON(b []byte) error {
+	var n int
+	if err := json.Unmarshal(b, &n); err == nil {
+		*u = udpSpec(strconv.Itoa(n))
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("udp: want a port or \"host:port\", got %s", b)
+	}
+	*u = udpSpec(s)
+	return nil
+}
 
 // loadServeConfig reads a config file, refusing unknown keys.
 func loadServeConfig(path string) (serveConfig, error) {
@@ -135,7 +156,8 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("config", "", "JSON file with rooms, worlds and addresses (the format is below)")
 	httpAddr := fs.String("http", "", "HTTP address (signaling, health, metrics); default :8080")
-	udp := fs.Int("udp", 3478, "UDP port for every WebRTC peer (0: any free port)")
+	udp := fs.String("udp", "3478", "UDP port, or host:port, for every WebRTC peer (0: any free port)")
+	stack := fs.String("stack", "", "WebRTC implementation: lean (one socket, no goroutine per peer; the default) or pion")
 	publicIP := fs.String("public-ip", "", "comma-separated addresses to advertise (behind a 1:1 NAT)")
 	secretFile := fs.String("secret-file", "", "file holding the ticket secret (default $TONGBU_SECRET)")
 	rooms := fs.Int("rooms", 0, "also create this many lockstep rooms room-1..room-N with default settings")
@@ -166,9 +188,19 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.HTTP = firstNonEmpty(*httpAddr, cfg.HTTP, ":8080")
 	if set["udp"] {
-		cfg.UDP = *udp
-	} else if cfg.UDP == 0 {
-		cfg.UDP = 3478
+		cfg.UDP = udpSpec(*udp)
+	} else if cfg.UDP == "" {
+		cfg.UDP = "3478"
+	}
+	udpAddr := string(cfg.UDP)
+	if !strings.Contains(udpAddr, ":") {
+		udpAddr = ":" + udpAddr
+	}
+	cfg.Stack = firstNonEmpty(*stack, cfg.Stack, "lean")
+	st, err := transport.ParseStack(cfg.Stack)
+	if err != nil {
+		fmt.Fprintln(stderr, "tongbu serve:", err)
+		return 2
 	}
 	if *publicIP != "" {
 		cfg.PublicIPs = strings.Split(*publicIP, ",")
@@ -185,7 +217,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	srv, err := engine.NewServer(engine.Config{
-		Secret: secret, UDPAddr: fmt.Sprintf(":%d", cfg.UDP), PublicIPs: cfg.PublicIPs,
+		Secret: secret, UDPAddr: udpAddr, PublicIPs: cfg.PublicIPs, Stack: st,
 		AllowedOrigins: cfg.Origins, MaxConns: cfg.MaxConns, MaxRooms: cfg.MaxRooms, Logger: log,
 		IncludeLoopback: cfg.Loopback, HugePages: *huge,
 		MetricsToken: os.Getenv("TONGBU_METRICS_TOKEN"), SeparateMetrics: *metricsAddr != "", PeerMetrics: *peerMetrics,
