@@ -1,3 +1,5 @@
+//go:build !js
+
 package loss
 
 import (
@@ -9,6 +11,7 @@ import (
 
 	"github.com/tongbu/tongbu/bench/internal/harness"
 	"github.com/tongbu/tongbu/internal/lockstepsim"
+	"github.com/tongbu/tongbu/internal/udpimpair"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
 )
@@ -19,6 +22,13 @@ func init() {
 		benchLoss)
 }
 
+// set reports whether a flag was given.
+func set(fs *flag.FlagSet, name string) bool {
+	found := false
+	fs.Visit(func(f *flag.Flag) { found = found || f.Name == name })
+	return found
+}
+
 func benchLoss(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("loss", flag.ContinueOnError)
 	loss := fs.Float64("loss", 0.2, "packet loss, each way")
@@ -27,11 +37,26 @@ func benchLoss(args []string, out io.Writer) error {
 	latency := fs.Duration("latency", 40*time.Millisecond, "one-way latency")
 	jitter := fs.Duration("jitter", 10*time.Millisecond, "one-way jitter (uniform)")
 	seed := fs.Uint64("seed", 1, "random seed")
+	via := fs.String("transport", "mem", "mem: simulated, 10 players; webrtc: real WebRTC on loopback through a UDP impairment relay, both stacks")
+	players := fs.Int("players", 2, "players, with -transport webrtc")
+	seconds := fs.Float64("seconds", 120, "match length, with -transport webrtc")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *loss < 0 || *loss >= 1 || *burst < 1 || *minutes <= 0 {
 		return errors.New("want 0 <= -loss < 1, -burst >= 1, -minutes > 0")
+	}
+	if *via == "webrtc" {
+		if !set(fs, "latency") {
+			*latency = 50 * time.Millisecond
+		}
+		if !set(fs, "jitter") {
+			*jitter = 50 * time.Millisecond
+		}
+		l := udpimpair.Link{Loss: *loss, Burst: *burst, Delay: *latency, Jitter: *jitter}
+		return benchLossWebRTC(out, *players, time.Duration(*seconds*float64(time.Second)), l, l)
+	} else if *via != "mem" {
+		return fmt.Errorf("-transport %q: want mem or webrtc", *via)
 	}
 	link := transport.LinkConfig{Latency: *latency, Jitter: *jitter}
 	if *burst > 1 && *loss > 0 {

@@ -19,3 +19,19 @@ func TestBenchLoss(t *testing.T) {
 		}
 	}
 }
+
+// TestBenchLossWebRTC plays a short match of each stack through the relay.
+func TestBenchLossWebRTC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real WebRTC")
+	}
+	kv := harness.LastResult(t, "loss", "-transport", "webrtc", "-seconds", "4", "-loss", "0.1", "-latency", "10ms", "-jitter", "5ms")
+	for _, k := range []string{"delivered", "unstalled", "rtt_mean_ms", "rtt_p99_ms", "baseline_delivered", "baseline_unstalled"} {
+		if kv[k] == "" {
+			t.Errorf("RESULT lacks %s: %v", k, kv)
+		}
+	}
+	if kv["delivered"] != "1.0000" {
+		t.Errorf("lean: delivered %s", kv["delivered"])
+	}
+}

@@ -14,6 +14,7 @@ import (
 	"runtime"
 	"sort"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"text/tabwriter"
 	"time"
@@ -39,11 +40,26 @@ type transportLoad struct {
 }
 
 type phaseResult struct {
-	name        string
-	sent, recv  uint64
-	serverMsgs  uint64
-	cpu         time.Duration
-	heapPerConn float64 // bytes
+	name          string
+	sent, recv    uint64
+	serverMsgs    uint64
+	cpu           time.Duration
+	heapPerConn   float64 // bytes
+	goroutPerConn float64
+}
+
+// phase is one server under test and the bots that drive it.
+type phase struct {
+	name   string
+	start  func() (echoServer, error)
+	inband bool   // plain pion bots with in-band channels
+	stack  string // the engine bots' stack
+}
+
+var phases = []phase{
+	{"tongbu lean (one socket, no goroutine per peer)", func() (echoServer, error) { return startEngineEcho(transport.StackLean) }, false, "lean"},
+	{"tongbu pion (mux, ICE-lite, detached, negotiated)", func() (echoServer, error) { return startEngineEcho(transport.StackPion) }, false, "lean"},
+	{"pion defaults (no mux, callbacks, in-band)", startPionEcho, true, ""},
 }
 
 func (p phaseResult) cpuPerMsg() float64 {
@@ -68,49 +84,60 @@ func benchTransport(args []string, out io.Writer) error {
 	fs.IntVar(&load.size, "size", 100, "message bytes")
 	fs.Float64Var(&load.seconds, "seconds", 10, "sending time")
 	fs.IntVar(&load.rounds, "rounds", 3, "alternate the two servers this many times and report medians (machines are noisy)")
-	fs.StringVar(&load.profile, "cpuprofile", "", "write the server's CPU profile of each phase to `prefix`.engine and prefix.baseline")
+	fs.StringVar(&load.profile, "cpuprofile", "", "write the server's CPU profile of each phase to `prefix`.lean, .pion and .defaults")
+	handshakes := fs.Bool("handshakes", false, "measure new connections per second instead (-clients of them, as fast as they come)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *handshakes {
+		return benchHandshakes(load.clients, out)
 	}
 	if load.clients < 1 || load.hz < 1 || load.size < 4 || load.size > transport.DefaultMaxUnreliable || load.seconds <= 0 || load.rounds < 1 {
 		return errors.New("want -clients >= 1, -hz >= 1, 4 <= -size <= 1160, -seconds > 0, -rounds >= 1")
 	}
 	fmt.Fprintf(out, "transport: %d bots x %d Hz x %d bytes for %gs, echoed by the server (bots in a second process)\n\n",
 		load.clients, load.hz, load.size, load.seconds)
-	var engines, bases []phaseResult
+	results := make([][]phaseResult, len(phases))
 	for round := range load.rounds {
-		engine, err := runPhase("tongbu (mux, ICE-lite, detached, negotiated)", load, false, startEngineEcho)
-		if err != nil {
-			return fmt.Errorf("engine: %w", err)
+		fmt.Fprintf(out, "round %d:", round+1)
+		for i, ph := range phases {
+			r, err := runPhase(ph, load)
+			if err != nil {
+				return fmt.Errorf("%s: %w", ph.name, err)
+			}
+			results[i] = append(results[i], r)
+			fmt.Fprintf(out, "  %s %.2f us/msg", strings.Fields(ph.name)[1], r.cpuPerMsg())
 		}
-		base, err := runPhase("pion defaults (no mux, callbacks, in-band)", load, true, startPionEcho)
-		if err != nil {
-			return fmt.Errorf("baseline: %w", err)
-		}
-		fmt.Fprintf(out, "round %d: engine %.2f us/msg, baseline %.2f us/msg\n", round+1, engine.cpuPerMsg(), base.cpuPerMsg())
-		engines, bases = append(engines, engine), append(bases, base)
+		fmt.Fprintln(out)
 	}
-	engine, base := medianPhase(engines), medianPhase(bases)
+	med := make([]phaseResult, len(phases))
+	for i := range phases {
+		med[i] = medianPhase(results[i])
+	}
+	lean, pion, defaults := med[0], med[1], med[2]
 	fmt.Fprintf(out, "\nmedians of %d rounds:\n", load.rounds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "server\tsent\techoed back\tdelivered\tserver msgs\tcpu us/msg\tKiB/conn\t")
-	for _, p := range []phaseResult{engine, base} {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%d\t%.2f\t%.1f\t\n",
-			p.name, p.sent, p.recv, p.delivered(), p.serverMsgs, p.cpuPerMsg(), p.heapPerConn/1024)
+	fmt.Fprintln(tw, "server\tsent\techoed back\tdelivered\tserver msgs\tcpu us/msg\tKiB/conn\tgoroutines/conn\t")
+	for _, p := range med {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%d\t%.2f\t%.1f\t%.1f\t\n",
+			p.name, p.sent, p.recv, p.delivered(), p.serverMsgs, p.cpuPerMsg(), p.heapPerConn/1024, p.goroutPerConn)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\ncpu us/msg is the server process's user+system time (rusage) per message it received or sent.\n")
-	fmt.Fprintf(out, "engine/baseline cpu: %.2f\n", engine.cpuPerMsg()/base.cpuPerMsg())
+	fmt.Fprintf(out, "lean/pion cpu: %.3f (%.1f times less)\n", lean.cpuPerMsg()/pion.cpuPerMsg(), pion.cpuPerMsg()/lean.cpuPerMsg())
 	fmt.Fprintln(out, harness.Result("transport",
 		"clients", load.clients,
-		"cpu_us_per_msg", engine.cpuPerMsg(),
-		"baseline_cpu_us_per_msg", base.cpuPerMsg(),
-		"delivered", engine.delivered(),
-		"baseline_delivered", base.delivered(),
-		"kib_per_conn", engine.heapPerConn/1024,
-		"baseline_kib_per_conn", base.heapPerConn/1024,
+		"cpu_us_per_msg", lean.cpuPerMsg(),
+		"baseline_cpu_us_per_msg", pion.cpuPerMsg(),
+		"pion_defaults_cpu_us_per_msg", defaults.cpuPerMsg(),
+		"delivered", lean.delivered(),
+		"baseline_delivered", pion.delivered(),
+		"kib_per_conn", lean.heapPerConn/1024,
+		"baseline_kib_per_conn", pion.heapPerConn/1024,
+		"goroutines_per_conn", lean.goroutPerConn,
+		"baseline_goroutines_per_conn", pion.goroutPerConn,
 	))
 	return nil
 }
@@ -137,10 +164,10 @@ func heapInUse() uint64 {
 	return m.HeapInuse + m.StackInuse
 }
 
-func runPhase(name string, load transportLoad, inband bool, start func() (echoServer, error)) (phaseResult, error) {
-	res := phaseResult{name: name}
-	before := heapInUse()
-	srv, err := start()
+func runPhase(ph phase, load transportLoad) (phaseResult, error) {
+	res := phaseResult{name: ph.name}
+	before, goroutines := heapInUse(), runtime.NumGoroutine()
+	srv, err := ph.start()
 	if err != nil {
 		return res, err
 	}
@@ -151,8 +178,10 @@ func runPhase(name string, load transportLoad, inband bool, start func() (echoSe
 	}
 	args := []string{"-url", srv.url, "-clients", strconv.Itoa(load.clients), "-hz", strconv.Itoa(load.hz),
 		"-size", strconv.Itoa(load.size), "-seconds", strconv.FormatFloat(load.seconds, 'f', -1, 64)}
-	if inband {
+	if ph.inband {
 		args = append(args, "-inband")
+	} else {
+		args = append(args, "-stack", ph.stack)
 	}
 	cmd := exec.Command(exe, args...)
 	cmd.Env = append(os.Environ(), harness.BotsEnv+"=1")
@@ -182,12 +211,9 @@ func runPhase(name string, load transportLoad, inband bool, start func() (echoSe
 		return kill(errors.New("bots did not connect within 5 minutes"))
 	}
 	res.heapPerConn = float64(int64(heapInUse())-int64(before)) / float64(load.clients)
+	res.goroutPerConn = float64(runtime.NumGoroutine()-goroutines) / float64(load.clients)
 	if load.profile != "" {
-		suffix := ".engine"
-		if inband {
-			suffix = ".baseline"
-		}
-		stop, err := harness.StartCPUProfile(load.profile + suffix) // the last round's profile
+		stop, err := harness.StartCPUProfile(load.profile + "." + strings.Fields(ph.name)[1]) // the last round's profile
 		if err != nil {
 			return kill(err)
 		}
@@ -215,8 +241,9 @@ const echoTickHz = 60
 
 // startEngineEcho runs the engine's transport server: every message
 // received on the unreliable channel is echoed on it at the next tick.
-func startEngineEcho() (echoServer, error) {
-	s, err := transport.NewServer(transport.ServerConfig{UDPAddr: "127.0.0.1:0", IncludeLoopback: true, MaxPending: 256})
+func startEngineEcho(stack transport.Stack) (echoServer, error) {
+	s, err := transport.NewServer(transport.ServerConfig{UDPAddr: "127.0.0.1:0", IncludeLoopback: true, MaxPending: 256, Stack: stack,
+		AcceptQueue: 4096})
 	if err != nil {
 		return echoServer{}, err
 	}
@@ -331,4 +358,80 @@ func startPionEcho() (echoServer, error) {
 		}
 		<-mu
 	}}, nil
+}
+
+// benchHandshakes connects n lean clients to a lean server as fast as 16
+// dialers at a time can, and reports connections per second of wall time
+// and per second of the server's CPU (per core), the pion stack beside.
+func benchHandshakes(n int, out io.Writer) error {
+	fmt.Fprintf(out, "handshakes: %d lean clients connect, 16 at a time, in this process\n\n", n)
+	type hres struct {
+		wall, cpu time.Duration
+	}
+	run := func(stack transport.Stack) (hres, error) {
+		srv, err := startEngineEcho(stack)
+		if err != nil {
+			return hres{}, err
+		}
+		defer srv.stop()
+		var conns []transport.Conn
+		var mu = make(chan struct{}, 1)
+		sem := make(chan struct{}, 16)
+		errc := make(chan error, n)
+		cpu0, t0 := harness.CPUTime(), time.Now()
+		for range n {
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem }()
+				ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+				defer cancel()
+				c, err := transport.Dial(ctx, srv.url, &transport.ClientConfig{Stack: transport.StackLean})
+				if err != nil {
+					errc <- err
+					return
+				}
+				mu <- struct{}{}
+				conns = append(conns, c)
+				<-mu
+			}()
+		}
+		for range cap(sem) {
+			sem <- struct{}{}
+		}
+		r := hres{wall: time.Since(t0), cpu: harness.CPUTime() - cpu0}
+		for _, c := range conns {
+			c.Close()
+		}
+		select {
+		case err := <-errc:
+			return r, err
+		default:
+		}
+		return r, nil
+	}
+	lean, err := run(transport.StackLean)
+	if err != nil {
+		return fmt.Errorf("lean: %w", err)
+	}
+	pion, err := run(transport.StackPion)
+	if err != nil {
+		return fmt.Errorf("pion: %w", err)
+	}
+	for _, r := range []struct {
+		name string
+		r    hres
+	}{{"lean", lean}, {"pion", pion}} {
+		fmt.Fprintf(out, "%s: %d connections in %v wall, %v CPU (clients included): %.0f/s, %.0f per CPU-second\n",
+			r.name, n, r.r.wall.Round(time.Millisecond), r.r.cpu.Round(time.Millisecond),
+			float64(n)/r.r.wall.Seconds(), float64(n)/r.r.cpu.Seconds())
+	}
+	fmt.Fprintln(out, "(client and server share this process: the CPU figure counts both halves of every handshake)")
+	fmt.Fprintln(out, harness.Result("transport-handshakes",
+		"clients", n,
+		"handshakes_per_s", float64(n)/lean.wall.Seconds(),
+		"handshakes_per_cpu_s", float64(n)/lean.cpu.Seconds(),
+		"baseline_handshakes_per_s", float64(n)/pion.wall.Seconds(),
+		"baseline_handshakes_per_cpu_s", float64(n)/pion.cpu.Seconds(),
+	))
+	return nil
 }

@@ -31,12 +31,25 @@ func TestBenchTransport(t *testing.T) {
 	if m == nil || m[1] != "transport" {
 		t.Fatalf("last line %q", last)
 	}
-	for _, k := range []string{"clients=3", "cpu_us_per_msg=", "baseline_cpu_us_per_msg=", "delivered=", "kib_per_conn="} {
+	for _, k := range []string{"clients=3", "cpu_us_per_msg=", "baseline_cpu_us_per_msg=", "delivered=", "kib_per_conn=", "goroutines_per_conn="} {
 		if !strings.Contains(last, k) {
 			t.Errorf("RESULT lacks %s: %s", k, last)
 		}
 	}
 	if strings.Contains(last, " delivered=0.00") {
 		t.Errorf("nothing was echoed: %s", last)
+	}
+}
+
+func TestBenchHandshakes(t *testing.T) {
+	if testing.Short() {
+		t.Skip("makes WebRTC connections")
+	}
+	var out, errOut bytes.Buffer
+	if code := harness.Command([]string{"transport", "-handshakes", "-clients", "8"}, &out, &errOut); code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	if !strings.Contains(out.String(), "RESULT scenario=transport-handshakes clients=8 handshakes_per_s=") {
+		t.Errorf("no RESULT line: %s", out.String())
 	}
 }

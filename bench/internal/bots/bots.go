@@ -28,6 +28,7 @@ import (
 // what comes back.
 type botLink interface {
 	send([]byte) error
+	drain() uint64 // echoes received since the last call, for bots that poll
 	close()
 }
 
@@ -46,7 +47,12 @@ func Run(args []string, out io.Writer) error {
 	size := fs.Int("size", 100, "message bytes")
 	seconds := fs.Float64("seconds", 5, "sending time")
 	inband := fs.Bool("inband", false, "plain pion client with in-band channels (baseline)")
+	stackName := fs.String("stack", "lean", "the engine bots' client stack: lean or pion")
 	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	stack, err := transport.ParseStack(*stackName)
+	if err != nil {
 		return err
 	}
 	if path := os.Getenv("TONGBU_BOTS_CPUPROFILE"); path != "" { // for profiling the load generator
@@ -77,7 +83,7 @@ func Run(args []string, out io.Writer) error {
 				if *inband {
 					l, err = dialInband(*url, &received)
 				} else {
-					l, err = dialEngine(*url, &received)
+					l, err = dialEngine(*url, stack)
 				}
 				var se *transport.SignalingError
 				if err == nil || !(errors.As(err, &se) && se.Status == http.StatusTooManyRequests) {
@@ -99,29 +105,34 @@ func Run(args []string, out io.Writer) error {
 		return firstErr
 	}
 	fmt.Fprintln(out, "READY")
-	var sent atomic.Uint64
-	stop := time.Now().Add(time.Duration(*seconds * float64(time.Second)))
+	// One goroutine drives every bot, as a load generator must to drive
+	// thousands: each bot sends on its own schedule (spread over the
+	// interval, as real clients are), and the engine bots' echoes are
+	// drained on the same loop.
+	var sent uint64
+	start := time.Now()
+	stop := start.Add(time.Duration(*seconds * float64(time.Second)))
 	interval := time.Second / time.Duration(*hz)
-	for i, l := range links {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			msg := make([]byte, *size)
-			binary.LittleEndian.PutUint32(msg, uint32(i))
-			// Spread the bots over the interval, as real clients are.
-			time.Sleep(interval * time.Duration(i) / time.Duration(len(links)))
-			tk := time.NewTicker(interval)
-			defer tk.Stop()
-			for now := time.Now(); now.Before(stop); now = <-tk.C {
-				if l.send(msg) == nil {
-					sent.Add(1)
-				}
-			}
-		}()
+	next := make([]time.Time, len(links))
+	msg := make([]byte, *size)
+	for i := range next {
+		next[i] = start.Add(interval * time.Duration(i) / time.Duration(len(links)))
 	}
-	wg.Wait()
-	time.Sleep(time.Second) // the last echoes
-	fmt.Fprintf(out, "DONE sent=%d received=%d\n", sent.Load(), received.Load())
+	tk := time.NewTicker(2 * time.Millisecond)
+	for now := start; now.Before(stop.Add(time.Second)); now = <-tk.C { // a second more for the last echoes
+		for i, l := range links {
+			if now.Before(stop) && !now.Before(next[i]) {
+				binary.LittleEndian.PutUint32(msg, uint32(i))
+				if l.send(msg) == nil {
+					sent++
+				}
+				next[i] = next[i].Add(interval)
+			}
+			received.Add(l.drain())
+		}
+	}
+	tk.Stop()
+	fmt.Fprintf(out, "DONE sent=%d received=%d\n", sent, received.Load())
 	for _, l := range links {
 		l.close()
 	}
@@ -130,26 +141,28 @@ func Run(args []string, out io.Writer) error {
 
 type engineBot struct{ c transport.Conn }
 
-func dialEngine(url string, received *atomic.Uint64) (botLink, error) {
+func dialEngine(url string, stack transport.Stack) (botLink, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	c, err := transport.Dial(ctx, url, &transport.ClientConfig{IncludeLoopback: true})
+	c, err := transport.Dial(ctx, url, &transport.ClientConfig{IncludeLoopback: true, Stack: stack})
 	if err != nil {
 		return nil, err
 	}
-	go func() {
-		for {
-			if _, err := c.Receive(context.Background()); err != nil {
-				return
-			}
-			received.Add(1)
-		}
-	}()
 	return engineBot{c}, nil
 }
 
 func (b engineBot) send(m []byte) error { return b.c.SendUnreliable(m) }
 func (b engineBot) close()              { b.c.Close() }
+
+func (b engineBot) drain() uint64 {
+	var n uint64
+	for {
+		if _, ok := b.c.TryReceive(); !ok {
+			return n
+		}
+		n++
+	}
+}
 
 // inbandBot is a client as pion's examples write one: default settings,
 // channels opened in band, messages read through OnMessage.
@@ -189,6 +202,7 @@ func dialInband(url string, received *atomic.Uint64) (botLink, error) {
 
 func (b inbandBot) send(m []byte) error { return b.dc.Send(m) }
 func (b inbandBot) close()              { b.pc.Close() }
+func (b inbandBot) drain() uint64       { return 0 } // counted in OnMessage
 
 // signalPion does the offer/answer exchange of a plain pion peer.
 func signalPion(pc *webrtc.PeerConnection, url string) error {

@@ -1,0 +1,214 @@
+//go:build !js
+
+package loss
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net"
+	"net/netip"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/tongbu/tongbu/bench/internal/harness"
+	"github.com/tongbu/tongbu/engine"
+	"github.com/tongbu/tongbu/internal/udpimpair"
+	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/transport"
+)
+
+// lossRun is one stack's match over the impaired path.
+type lossRun struct {
+	stack     transport.Stack
+	delivered float64 // frames every client played, of those cut
+	identical bool
+	unstalled float64
+	rttMean   float64 // ms
+	rttP99    float64
+	relay     udpimpair.Stats
+}
+
+// benchLossWebRTC plays a lockstep match between native clients and the
+// engine's server over real WebRTC on loopback, through a user-space UDP
+// relay that impairs both ways, for each stack in turn.
+func benchLossWebRTC(out io.Writer, players int, d time.Duration, up, down udpimpair.Link) error {
+	fmt.Fprintf(out, "loss over WebRTC: %d native players, 15 Hz, %v, through a UDP relay: %.0f%% loss (bursts of %g), %v +- %v each way\n\n",
+		players, d, 100*up.Loss, max(up.Burst, 1), up.Delay, up.Jitter)
+	var runs []lossRun
+	for _, stack := range []transport.Stack{transport.StackLean, transport.StackPion} {
+		r, err := lossMatch(stack, players, d, up, down)
+		if err != nil {
+			return fmt.Errorf("%s: %w", stack, err)
+		}
+		runs = append(runs, r)
+		fmt.Fprintf(out, "%-5s delivered %.4f identical %v  unstalled %.4f  rtt mean %.0f ms p99 %.0f ms  (relay: %d/%d up, %d/%d down lost)\n",
+			stack, r.delivered, r.identical, r.unstalled, r.rttMean, r.rttP99,
+			r.relay.UpLost, r.relay.Up+r.relay.UpLost, r.relay.DownLost, r.relay.Down+r.relay.DownLost)
+	}
+	lean, pion := runs[0], runs[1]
+	fmt.Fprintln(out, "\nrtt is the clients' transport estimate (SCTP's smoothed RTT), sampled every 100 ms.")
+	fmt.Fprintln(out, harness.Result("loss-webrtc",
+		"loss", up.Loss, "burst", max(up.Burst, 1), "players", players, "seconds", d.Seconds(),
+		"delivered", fmt.Sprintf("%.4f", lean.delivered),
+		"unstalled", fmt.Sprintf("%.4f", lean.unstalled),
+		"rtt_mean_ms", fmt.Sprintf("%.0f", lean.rttMean),
+		"rtt_p99_ms", fmt.Sprintf("%.0f", lean.rttP99),
+		"baseline_delivered", fmt.Sprintf("%.4f", pion.delivered),
+		"baseline_unstalled", fmt.Sprintf("%.4f", pion.unstalled),
+		"baseline_rtt_mean_ms", fmt.Sprintf("%.0f", pion.rttMean),
+		"baseline_rtt_p99_ms", fmt.Sprintf("%.0f", pion.rttP99),
+	))
+	if !lean.identical || !pion.identical {
+		return errors.New("clients played different frame sequences")
+	}
+	return nil
+}
+
+// lossMatch runs one match: a server of the stack on 127.0.0.1, the relay
+// on 127.0.0.2 at the same port (the server advertises 127.0.0.2), native
+// clients of the same stack.
+func lossMatch(stack transport.Stack, players int, d time.Duration, up, down udpimpair.Link) (lossRun, error) {
+	res := lossRun{stack: stack}
+	secret := []byte("bench-loss-webrtc-secret-0123456789")
+	srv, err := engine.NewServer(engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", PublicIPs: []string{"127.0.0.2"}, Stack: stack})
+	if err != nil {
+		return res, err
+	}
+	udp := srv.UDPAddr().(*net.UDPAddr).AddrPort()
+	relay, err := udpimpair.New(fmt.Sprintf("127.0.0.2:%d", udp.Port()), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), udp.Port()), up, down, 1)
+	if err != nil {
+		return res, err
+	}
+	defer relay.Close()
+	if _, err := srv.CreateRoom("loss", lockstep.Config{Players: players, Hz: 15}); err != nil {
+		return res, err
+	}
+	url, stopHTTP, err := harness.ServeHTTP(srv.Handler())
+	if err != nil {
+		return res, err
+	}
+	defer stopHTTP()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ctx) }()
+	defer func() { cancel(); <-served }()
+
+	type clientRun struct {
+		frames  []uint64 // a hash of each frame played, by number
+		stalled time.Duration
+		rtts    []float64
+		err     error
+	}
+	runs := make([]clientRun, players)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	var dialErr error
+	var mu sync.Mutex
+	for i := range players {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ticket, err := srv.Ticket(fmt.Sprintf("p%d", i), "loss", engine.RolePlayer, time.Hour)
+			if err != nil {
+				runs[i].err = err
+				return
+			}
+			dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
+			c, err := engine.Dial(dctx, url, ticket, &engine.ClientConfig{Stack: stack})
+			dcancel()
+			if err != nil {
+				mu.Lock()
+				dialErr = errors.Join(dialErr, err)
+				mu.Unlock()
+				return
+			}
+			defer c.Close()
+			<-start
+			ls := c.Lockstep()
+			tick := time.NewTicker(time.Second / 60)
+			defer tick.Stop()
+			end := time.Now().Add(d)
+			lastRTT := time.Now()
+			n := 0
+			for now := time.Now(); now.Before(end); now = <-tick.C {
+				if n%4 == 0 { // one input per frame of the 15 Hz room
+					ls.Input(now, []byte{byte(i), byte(n)})
+				}
+				n++
+				if err := c.Update(now); err != nil {
+					runs[i].err = err
+					return
+				}
+				for _, f := range ls.Advance(now).Frames {
+					h := fnv.New64a()
+					for _, s := range f.Slots {
+						for _, in := range s.Inputs {
+							h.Write(in)
+						}
+						h.Write([]byte{0xff})
+					}
+					for len(runs[i].frames) <= f.Number {
+						runs[i].frames = append(runs[i].frames, 0)
+					}
+					runs[i].frames[f.Number] = h.Sum64()
+				}
+				if now.Sub(lastRTT) >= 100*time.Millisecond {
+					lastRTT = now
+					if rtt := c.Stats().RTT; rtt > 0 {
+						runs[i].rtts = append(runs[i].rtts, float64(rtt)/float64(time.Millisecond))
+					}
+				}
+			}
+			runs[i].stalled = ls.Playout().Stalled
+		}()
+	}
+	// Every client joins before play is timed.
+	time.Sleep(100 * time.Millisecond)
+	close(start)
+	wg.Wait()
+	if dialErr != nil {
+		return res, dialErr
+	}
+	res.identical = true
+	minFrames, maxFrames := -1, 0
+	var rtts []float64
+	var stalled time.Duration
+	for i, r := range runs {
+		if r.err != nil {
+			return res, fmt.Errorf("player %d: %w", i, r.err)
+		}
+		if minFrames < 0 || len(r.frames) < minFrames {
+			minFrames = len(r.frames)
+		}
+		maxFrames = max(maxFrames, len(r.frames))
+		rtts = append(rtts, r.rtts...)
+		stalled += r.stalled
+		for f := range min(len(r.frames), len(runs[0].frames)) {
+			if r.frames[f] != runs[0].frames[f] {
+				res.identical = false
+			}
+		}
+	}
+	cut := d.Seconds() * 15
+	res.delivered = min(float64(minFrames)/float64(maxFrames), 1)
+	if maxFrames < int(cut*0.5) {
+		res.delivered = float64(maxFrames) / cut // play barely moved
+	}
+	res.unstalled = 1 - stalled.Seconds()/(d.Seconds()*float64(players))
+	if len(rtts) > 0 {
+		slices.Sort(rtts)
+		sum := 0.0
+		for _, v := range rtts {
+			sum += v
+		}
+		res.rttMean = sum / float64(len(rtts))
+		res.rttP99 = rtts[min(len(rtts)-1, len(rtts)*99/100)]
+	}
+	res.relay = relay.Stats()
+	return res, nil
+}
