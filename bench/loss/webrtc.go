@@ -30,6 +30,7 @@ type lossRun struct {
 	rttMean   float64 // ms
 	rttP99    float64
 	relay     udpimpair.Stats
+	dropped   []string // players whose connection ended during play
 }
 
 // benchLossWebRTC plays a lockstep match between native clients and the
@@ -48,6 +49,9 @@ func benchLossWebRTC(out io.Writer, players int, d time.Duration, up, down udpim
 		fmt.Fprintf(out, "%-5s delivered %.4f identical %v  unstalled %.4f  rtt mean %.0f ms p99 %.0f ms  (relay: %d/%d up, %d/%d down lost)\n",
 			stack, r.delivered, r.identical, r.unstalled, r.rttMean, r.rttP99,
 			r.relay.UpLost, r.relay.Up+r.relay.UpLost, r.relay.DownLost, r.relay.Down+r.relay.DownLost)
+		for _, d := range r.dropped {
+			fmt.Fprintf(out, "      dropped: %s\n", d)
+		}
 	}
 	lean, pion := runs[0], runs[1]
 	fmt.Fprintln(out, "\nrtt is the clients' transport estimate (SCTP's smoothed RTT), sampled every 100 ms.")
@@ -64,6 +68,9 @@ func benchLossWebRTC(out io.Writer, players int, d time.Duration, up, down udpim
 	))
 	if !lean.identical || !pion.identical {
 		return errors.New("clients played different frame sequences")
+	}
+	if len(lean.dropped) > 0 {
+		return fmt.Errorf("lean: %s", lean.dropped[0])
 	}
 	return nil
 }
@@ -84,6 +91,7 @@ func lossMatch(stack transport.Stack, players int, d time.Duration, up, down udp
 		return res, err
 	}
 	defer relay.Close()
+	created := time.Now()
 	if _, err := srv.CreateRoom("loss", lockstep.Config{Players: players, Hz: 15}); err != nil {
 		return res, err
 	}
@@ -170,22 +178,29 @@ func lossMatch(stack transport.Stack, players int, d time.Duration, up, down udp
 	// Every client joins before play is timed.
 	time.Sleep(100 * time.Millisecond)
 	close(start)
+	end := time.Now().Add(d)
 	wg.Wait()
 	if dialErr != nil {
 		return res, dialErr
 	}
 	res.identical = true
-	minFrames, maxFrames := -1, 0
+	// Every frame the room cut up to 2 s before the end (the jitter
+	// buffer's lag and then some) must have been played by every client.
+	cut := int(end.Add(-2*time.Second).Sub(created).Seconds() * 15)
+	res.delivered = 1
 	var rtts []float64
 	var stalled time.Duration
 	for i, r := range runs {
 		if r.err != nil {
-			return res, fmt.Errorf("player %d: %w", i, r.err)
+			res.dropped = append(res.dropped, fmt.Sprintf("player %d: %v", i, r.err))
 		}
-		if minFrames < 0 || len(r.frames) < minFrames {
-			minFrames = len(r.frames)
+		played := 0
+		for f := range min(cut, len(r.frames)) {
+			if r.frames[f] != 0 {
+				played++
+			}
 		}
-		maxFrames = max(maxFrames, len(r.frames))
+		res.delivered = min(res.delivered, float64(played)/float64(max(cut, 1)))
 		rtts = append(rtts, r.rtts...)
 		stalled += r.stalled
 		for f := range min(len(r.frames), len(runs[0].frames)) {
@@ -193,11 +208,6 @@ func lossMatch(stack transport.Stack, players int, d time.Duration, up, down udp
 				res.identical = false
 			}
 		}
-	}
-	cut := d.Seconds() * 15
-	res.delivered = min(float64(minFrames)/float64(maxFrames), 1)
-	if maxFrames < int(cut*0.5) {
-		res.delivered = float64(maxFrames) / cut // play barely moved
 	}
 	res.unstalled = 1 - stalled.Seconds()/(d.Seconds()*float64(players))
 	if len(rtts) > 0 {
