@@ -51,9 +51,7 @@ func FuzzLeanDatagram(f *testing.F) {
 	defer victim.Close()
 	defer other.Close()
 	sock := s.lean.sock
-	from := func(p *leanPeer) *net.UDPAddr {
-		return net.UDPAddrFromAddrPort(p.sock.conn.LocalAddr().(*net.UDPAddr).AddrPort())
-	}
+	from := func(*leanPeer) *net.UDPAddr { return peerAddr(victimSrv) }
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) == 0 {
 			return

@@ -1,0 +1,264 @@
+//go:build !js
+
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http/httptest"
+	"net/netip"
+	"runtime"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/pion/stun/v4"
+	"github.com/tongbu/tongbu/internal/udpimpair"
+	"github.com/tongbu/tongbu/transport/internal/record"
+)
+
+// TestLeanThroughLoss runs both channels between a lean server and each
+// native client through a user-space relay that loses 20% each way with
+// 30±20 ms of delay: every reliable message arrives, in order; about 80%
+// of the unreliable ones do; the connection stays up.
+func TestLeanThroughLoss(t *testing.T) {
+	for _, clientStack := range []Stack{StackLean, StackPion} {
+		t.Run("client "+clientStack.String(), func(t *testing.T) {
+			s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0", PublicIPs: []string{"127.0.0.2"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			hs := httptest.NewServer(s)
+			defer hs.Close()
+			port := s.UDPAddr().(*net.UDPAddr).AddrPort().Port()
+			link := udpimpair.Link{Loss: 0.2, Delay: 30 * time.Millisecond, Jitter: 20 * time.Millisecond}
+			relay, err := udpimpair.New(fmt.Sprintf("127.0.0.2:%d", port), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port), link, link, 3)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer relay.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			client, err := Dial(ctx, hs.URL, &ClientConfig{Stack: clientStack, Limits: Limits{HandshakeTimeout: 30 * time.Second}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			server, err := s.Accept(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 300
+			var wg sync.WaitGroup
+			var rel []uint32
+			var unrel int
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				ctx, cancel := context.WithTimeout(context.Background(), 25*time.Second)
+				defer cancel()
+				for len(rel) < n {
+					m, err := server.Receive(ctx)
+					if err != nil {
+						return
+					}
+					if m.Channel == Reliable {
+						rel = append(rel, uint32(m.Data[0])|uint32(m.Data[1])<<8)
+					} else {
+						unrel++
+					}
+				}
+			}()
+			for i := range n {
+				if err := client.SendReliable([]byte{byte(i), byte(i >> 8)}); err != nil {
+					t.Fatal(err)
+				}
+				client.SendUnreliable([]byte{byte(i), 0xff})
+				time.Sleep(5 * time.Millisecond)
+			}
+			wg.Wait()
+			if len(rel) != n {
+				t.Fatalf("%d of %d reliable messages arrived (relay %+v)", len(rel), n, relay.Stats())
+			}
+			for i, v := range rel {
+				if v != uint32(i) {
+					t.Fatalf("reliable message %d arrived as %d", i, v)
+				}
+			}
+			// The lean client never resends an unreliable message; pion's
+			// resends some (its partial reliability gives up only at a
+			// retransmission), so only the floor holds for it.
+			if frac := float64(unrel) / n; frac < 0.65 || clientStack == StackLean && frac > 0.92 {
+				t.Errorf("%.2f of unreliable messages arrived through 20%% loss", frac)
+			}
+			if st := relay.Stats(); st.UpLost == 0 || st.DownLost == 0 {
+				t.Errorf("the relay lost nothing: %+v", st)
+			}
+		})
+	}
+}
+
+// leanPair returns a lean server with n lean clients connected, and the
+// server's side of each.
+func leanPair(t *testing.T, n int) (*Server, []Conn, []Conn) {
+	t.Helper()
+	s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	var clients, servers []Conn
+	for range n {
+		c, err := Dial(ctx, hs.URL, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		sc, err := s.Accept(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		clients, servers = append(clients, c), append(servers, sc)
+	}
+	return s, clients, servers
+}
+
+// peerAddr is the address the server knows a peer by.
+func peerAddr(c Conn) *net.UDPAddr {
+	p := c.(*leanPeer)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.raddr
+}
+
+func leanState(s *Server) (peers, addrs, ufrags int) {
+	s.lean.ep.mu.Lock()
+	peers = len(s.lean.ep.peers)
+	s.lean.ep.mu.Unlock()
+	s.lean.sock.mu.RLock()
+	addrs, ufrags = len(s.lean.sock.byAddr), len(s.lean.sock.byUfrag)
+	s.lean.sock.mu.RUnlock()
+	return
+}
+
+// TestLeanStrangers sends a lean server's socket what strangers could:
+// datagrams of every kind from unknown addresses, binding requests with a
+// bad MAC or an unknown ufrag, DTLS records forged for a real peer. None
+// creates state, and the real peer's connection goes on.
+func TestLeanStrangers(t *testing.T) {
+	s, clients, servers := leanPair(t, 1)
+	peers0, addrs0, ufrags0 := leanState(s)
+	stranger, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	srvAddr := s.UDPAddr().(*net.UDPAddr).AddrPort()
+	victim := servers[0].(*leanPeer)
+	victim.mu.Lock()
+	ufrag, remote := victim.ufrag, victim.remote.ufrag
+	victim.mu.Unlock()
+	var sent [][]byte
+	// Binding requests: no MAC, a wrong MAC, an unknown ufrag.
+	for _, b := range []struct{ user, pwd string }{{ufrag + ":" + remote, ""}, {ufrag + ":" + remote, "wrong"}, {"nosuch:" + remote, "x"}} {
+		setters := []stun.Setter{stun.TransactionID, stun.BindingRequest, stun.NewUsername(b.user)}
+		if b.pwd != "" {
+			setters = append(setters, stun.NewShortTermIntegrity(b.pwd))
+		}
+		setters = append(setters, stun.Fingerprint)
+		m := stun.MustBuild(setters...)
+		sent = append(sent, m.Raw)
+	}
+	// DTLS: a ClientHello-like record, application data under made-up keys.
+	sent = append(sent, []byte{22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1})
+	forger, _ := record.New(make([]byte, 16), make([]byte, 4), make([]byte, 16), make([]byte, 4))
+	sent = append(sent, forger.Seal(nil, record.ApplicationData, []byte("forged sctp")))
+	sent = append(sent, []byte{99, 1, 2, 3})
+	var ms0, ms1 runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&ms0)
+	for range 200 {
+		for _, b := range sent {
+			stranger.WriteToUDPAddrPort(b, srvAddr)
+		}
+	}
+	// And forged records from the real peer's own address, injected at
+	// the socket as the kernel would hand them over.
+	from := peerAddr(servers[0])
+	for range 200 {
+		s.lean.sock.datagram(time.Now(), forger.Seal(nil, record.ApplicationData, []byte("forged")), from)
+	}
+	stranger.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+	if n, _, err := stranger.ReadFromUDPAddrPort(make([]byte, 1500)); err == nil {
+		t.Errorf("the server answered a stranger (%d bytes)", n)
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&ms1)
+	if peers, addrs, ufrags := leanState(s); peers != peers0 || addrs != addrs0 || ufrags != ufrags0 {
+		t.Errorf("state after strangers: %d peers %d addresses %d ufrags, was %d %d %d", peers, addrs, ufrags, peers0, addrs0, ufrags0)
+	}
+	if grown := int64(ms1.HeapInuse) - int64(ms0.HeapInuse); grown > 256<<10 {
+		t.Errorf("heap grew %d bytes for strangers' datagrams", grown)
+	}
+	if err := clients[0].SendReliable([]byte("still here")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if m, err := servers[0].Receive(ctx); err != nil || string(m.Data) != "still here" {
+		t.Fatalf("the real peer after strangers: %q %v", m.Data, err)
+	}
+}
+
+// TestLeanFlood cuts off a peer that floods datagrams, and its neighbour
+// does not notice.
+func TestLeanFlood(t *testing.T) {
+	s, clients, servers := leanPair(t, 2)
+	flooder := clients[0].(*leanPeer)
+	from := peerAddr(servers[0])
+	// The flooder's own keys: these are valid records, at a rate no game
+	// sends.
+	start := time.Now()
+	for time.Since(start) < 10*time.Second && !servers[0].(*leanPeer).isDone() {
+		flooder.mu.Lock()
+		rec := flooder.ciph.Seal(nil, record.Alert, []byte{1, 99})
+		flooder.mu.Unlock()
+		s.lean.sock.datagram(time.Now(), rec, from)
+	}
+	if err := servers[0].(*leanPeer).Err(); !errors.Is(err, errFlood) {
+		t.Fatalf("the flooder: %v, want cut off for flooding", err)
+	}
+	if err := clients[1].SendReliable([]byte("neighbour")); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if m, err := servers[1].Receive(ctx); err != nil || string(m.Data) != "neighbour" {
+		t.Fatalf("the neighbour: %q %v", m.Data, err)
+	}
+}
+
+// TestLeanCloseBothWays: a close on either side reaches the other at once
+// (ABORT and close_notify), and nothing is left on the server.
+func TestLeanCloseBothWays(t *testing.T) {
+	s, clients, servers := leanPair(t, 2)
+	clients[0].Close()
+	servers[1].Close()
+	for i, c := range []Conn{servers[0], clients[1]} {
+		select {
+		case <-c.Done():
+		case <-time.After(3 * time.Second):
+			t.Errorf("side %d did not see the other close", i)
+		}
+	}
+	if peers, addrs, ufrags := leanState(s); peers != 0 || addrs != 0 || ufrags != 0 {
+		t.Errorf("after closing: %d peers, %d addresses, %d ufrags", peers, addrs, ufrags)
+	}
+}
