@@ -9,6 +9,7 @@ replace github.com/tongbu/tongbu => ../
 require (
 	github.com/pion/webrtc/v4 v4.2.20
 	github.com/tongbu/tongbu/examples v0.0.0
+	golang.org/x/sys v0.47.0
 )
 
 require (
@@ -33,7 +34,6 @@ require (
 	github.com/wlynxg/anet v0.0.5 // indirect
 	golang.org/x/crypto v0.55.0 // indirect
 	golang.org/x/net v0.57.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )
 

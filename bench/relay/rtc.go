@@ -106,8 +106,25 @@ func (r *relayRun) within(d time.Duration) bool {
 	return n > 0 && float64(in) >= 0.99*float64(n)
 }
 
+// msgsPerPF is the server's messages both ways per player-frame: about 2
+// (an input up, a frame down) when the bots keep up.
+func (r *relayRun) msgsPerPF() float64 { return float64(r.msgs) / float64(max(r.playerFrames, 1)) }
+
+// cpuPerMsg is the server's CPU per message.
+func (r *relayRun) cpuPerMsg() float64 {
+	return float64(r.cpu.Nanoseconds()) / 1e3 / float64(max(r.msgs, 1))
+}
+
+// valid reports whether the bots offered the load: starved bots send
+// fewer inputs and make the server look cheap.
+func (r *relayRun) valid() bool { return r.msgsPerPF() >= relayMinMsgs }
+
+// relayMinMsgs is the fewest messages per player-frame of a valid run: a
+// frame down, and 95% of the inputs up.
+const relayMinMsgs = 1.95
+
 func (r *relayRun) pass() bool {
-	return r.within(relayMaxP99) && r.expected > 0 && r.played == r.expected && r.lost == 0
+	return r.valid() && r.within(relayMaxP99) && r.expected > 0 && r.played == r.expected && r.lost == 0
 }
 
 func (r *relayRun) result() string {
@@ -116,6 +133,9 @@ func (r *relayRun) result() string {
 		"transport", "webrtc",
 		"players", r.players,
 		"cpu_us_per_player_frame", r.cpuPerPlayerFrame(),
+		"msgs_per_player_frame", r.msgsPerPF(),
+		"cpu_us_per_msg", r.cpuPerMsg(),
+		"valid", r.valid(),
 		"p99_cut_late_ms", p99,
 		// Rounded down, so that 1.0000 means no bot missed a frame.
 		"delivered", fmt.Sprintf("%.4f", math.Floor(r.delivered()*1e4)/1e4),
@@ -194,23 +214,27 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 
 func printRelayRuns(out io.Writer, runs []*relayRun) {
 	sort.Slice(runs, func(i, j int) bool { return runs[i].players < runs[j].players })
-	fmt.Fprintf(out, "%8s %6s %8s %10s %12s %8s %9s %12s %11s %6s %10s %13s\n",
-		"players", "rooms", "join s", "window s", "player-frames", "cpu s", "cpu cores", "us/pl-frame", "p99 late ms", "deliv", "bots cores", "msgs/pl-frame")
+	fmt.Fprintf(out, "%8s %6s %8s %10s %12s %8s %9s %12s %11s %6s %10s %13s %9s\n",
+		"players", "rooms", "join s", "window s", "player-frames", "cpu s", "cpu cores", "us/pl-frame", "p99 late ms", "deliv", "bots cores", "msgs/pl-frame", "us/msg")
 	for _, r := range runs {
 		p99, over := r.p99()
 		mark := ""
 		if over {
 			mark = ">"
 		}
-		fmt.Fprintf(out, "%8d %6d %8.1f %10.1f %12d %8.2f %9.2f %12.2f %11s %6.4f %10.2f %13.2f\n",
+		fmt.Fprintf(out, "%8d %6d %8.1f %10.1f %12d %8.2f %9.2f %12.2f %11s %6.4f %10.2f %13.2f %9.2f\n",
 			r.players, (r.players+relayRoomSize-1)/relayRoomSize, r.join.Seconds(), r.wall.Seconds(), r.playerFrames,
-			r.cpu.Seconds(), r.cpu.Seconds()/r.wall.Seconds(), r.cpuPerPlayerFrame(), mark+strconv.FormatFloat(p99, 'f', 2, 64), r.delivered(), r.botCores, float64(r.msgs)/float64(max(r.playerFrames, 1)))
+			r.cpu.Seconds(), r.cpu.Seconds()/r.wall.Seconds(), r.cpuPerPlayerFrame(), mark+strconv.FormatFloat(p99, 'f', 2, 64), r.delivered(), r.botCores, r.msgsPerPF(), r.cpuPerMsg())
+		if !r.valid() {
+			fmt.Fprintf(out, "%8s invalid: the bots offered %.2f messages a player-frame, under %.2f (starved on this machine)\n", "", r.msgsPerPF(), relayMinMsgs)
+		}
 	}
 	fmt.Fprintf(out, "\ncpu is the server process's user+system time (getrusage) over the window; p99 late is interpolated\n")
 	fmt.Fprintf(out, "in the engine's tongbu_cut_late_seconds histogram (from /metrics) over the window; deliv is the frames\n")
 	fmt.Fprintf(out, "the bots played of those cut while they were joined, up to the window's end (1.0: none missed);\n")
 	fmt.Fprintf(out, "bots cores is the bots' process's CPU time over the window (the machine's other load is not shown);\n")
 	fmt.Fprintf(out, "msgs/pl-frame counts the server's messages both ways (one down a frame; a bot's uplink at most every half frame).\n")
+	fmt.Fprintf(out, "A run whose bots offered under %.2f messages a player-frame is marked invalid: starved bots make the server look cheap.\n", relayMinMsgs)
 }
 
 // runRelayRTC runs the server with n players' rooms, starts the bots'
