@@ -373,6 +373,16 @@ func (s *leanSocket) bindingRequest(m *stun.Message, ap netip.AddrPort) {
 	if stun.Fingerprint.Check(m) != nil || stun.NewShortTermIntegrity(p.pwd).Check(m) != nil {
 		return
 	}
+	// The first authenticated check binds the peer, before the answer
+	// goes (the client starts DTLS as soon as it has it); one from another
+	// address moves it: the check's MAC proves it is the same peer (its
+	// NAT rebound).
+	p.mu.Lock()
+	same := p.rap == ap
+	p.mu.Unlock()
+	if !same {
+		p.bind(ap)
+	}
 	out := &s.stunOut
 	out.Reset()
 	err := out.Build(stun.NewTransactionIDSetter(m.TransactionID), stun.BindingSuccess,
@@ -382,12 +392,4 @@ func (s *leanSocket) bindingRequest(m *stun.Message, ap netip.AddrPort) {
 		return
 	}
 	s.conn.WriteToUDPAddrPort(out.Raw, ap)
-	p.mu.Lock()
-	bound, same := p.rap.IsValid(), p.rap == ap
-	p.mu.Unlock()
-	// The first authenticated check binds the peer; a nominated one from
-	// another address (the client's NAT rebound) moves it.
-	if !bound || !same && m.Contains(stun.AttrUseCandidate) {
-		p.bind(ap)
-	}
 }

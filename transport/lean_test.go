@@ -262,3 +262,50 @@ func TestLeanCloseBothWays(t *testing.T) {
 		t.Errorf("after closing: %d peers, %d addresses, %d ufrags", peers, addrs, ufrags)
 	}
 }
+
+// TestLeanRebind: a binding request with the peer's credentials from a new
+// address (the client's NAT rebound) moves the peer there; one with a
+// wrong MAC does not.
+func TestLeanRebind(t *testing.T) {
+	_, _, servers := leanPair(t, 1)
+	p := servers[0].(*leanPeer)
+	p.mu.Lock()
+	ufrag, pwd, remote, old := p.ufrag, p.pwd, p.remote.ufrag, p.rap
+	p.mu.Unlock()
+	moved, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer moved.Close()
+	srv := p.sock.conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	check := func(pass string) {
+		m := stun.MustBuild(stun.TransactionID, stun.BindingRequest, stun.NewUsername(ufrag+":"+remote),
+			stun.NewShortTermIntegrity(pass), stun.Fingerprint)
+		moved.WriteToUDPAddrPort(m.Raw, srv)
+	}
+	where := func() netip.AddrPort {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		return p.rap
+	}
+	check("wrong")
+	time.Sleep(200 * time.Millisecond)
+	if where() != old {
+		t.Fatalf("a check with a wrong MAC moved the peer to %v", where())
+	}
+	check(pwd)
+	moved.SetReadDeadline(time.Now().Add(2 * time.Second))
+	buf := make([]byte, 1500)
+	n, _, err := moved.ReadFromUDPAddrPort(buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var resp stun.Message
+	resp.Raw = buf[:n]
+	if err := resp.Decode(); err != nil || resp.Type != stun.BindingSuccess {
+		t.Fatalf("answer %v %v", resp.Type, err)
+	}
+	if got := where(); got != moved.LocalAddr().(*net.UDPAddr).AddrPort() {
+		t.Fatalf("the peer is at %v, want %v", got, moved.LocalAddr())
+	}
+}

@@ -157,6 +157,21 @@ type echoServer struct {
 	stop func()
 }
 
+// settle waits (up to 10 s) for the previous phase's goroutines to end,
+// and returns how many are left.
+func settle() int {
+	n := runtime.NumGoroutine()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); {
+		time.Sleep(200 * time.Millisecond)
+		m := runtime.NumGoroutine()
+		if m == n {
+			break
+		}
+		n = m
+	}
+	return n
+}
+
 func heapInUse() uint64 {
 	runtime.GC()
 	var m runtime.MemStats
@@ -166,7 +181,8 @@ func heapInUse() uint64 {
 
 func runPhase(ph phase, load transportLoad) (phaseResult, error) {
 	res := phaseResult{name: ph.name}
-	before, goroutines := heapInUse(), runtime.NumGoroutine()
+	goroutines := settle()
+	before := heapInUse()
 	srv, err := ph.start()
 	if err != nil {
 		return res, err
