@@ -2,7 +2,7 @@ package udpimpair
 
 import (
 	"net"
-		"testing"
+	"testing"
 	"time"
 )
 
