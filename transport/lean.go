@@ -163,9 +163,13 @@ func (ep *leanEndpoint) sweep(now time.Time, idle bool, w *batchWriter) {
 			continue
 		}
 		if !p.isOpen() {
-			if now.Sub(p.made) > p.lim.HandshakeTimeout {
+			switch age := now.Sub(p.made); {
+			case age > p.lim.HandshakeTimeout:
 				closing = append(closing, p)
 				closeErr = append(closeErr, fmt.Errorf("%w: not open after %v", ErrHandshakeTimeout, p.lim.HandshakeTimeout))
+			case age > p.lim.ICETimeout && !p.client && p.inICE():
+				closing = append(closing, p)
+				closeErr = append(closeErr, fmt.Errorf("%w: no ICE check within %v", ErrHandshakeTimeout, p.lim.ICETimeout))
 			}
 			continue
 		}

@@ -105,6 +105,13 @@ func randToken(n int) string {
 
 func (p *leanPeer) isOpen() bool { return p.opened.Load() }
 
+// inICE reports whether no authenticated ICE check has arrived yet.
+func (p *leanPeer) inICE() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.phase == phaseICE
+}
+
 func (p *leanPeer) SendUnreliable(msg []byte) error {
 	return p.send(Unreliable, msg)
 }

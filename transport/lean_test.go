@@ -309,3 +309,26 @@ func TestLeanRebind(t *testing.T) {
 		t.Fatalf("the peer is at %v, want %v", got, moved.LocalAddr())
 	}
 }
+
+// TestICETimeout: an offer whose client never sends an ICE check gives
+// its handshake slot back after ICETimeout, well before HandshakeTimeout,
+// on both stacks.
+func TestICETimeout(t *testing.T) {
+	for _, stack := range []Stack{StackLean, StackPion} {
+		t.Run(stack.String(), func(t *testing.T) {
+			s := newTestServer(t, ServerConfig{Stack: stack, Limits: Limits{HandshakeTimeout: 20 * time.Second, ICETimeout: 300 * time.Millisecond}})
+			offer, _ := offerOnly(t)
+			start := time.Now()
+			if code, body := post(t, s.http.URL, "application/sdp", offer, nil); code != 201 {
+				t.Fatalf("offer: %d %s", code, body)
+			}
+			for s.Pending() != 0 {
+				if time.Since(start) > 5*time.Second {
+					t.Fatalf("the slot is still held after %v (ICETimeout 300 ms)", time.Since(start))
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+			t.Logf("%s: slot back after %v", stack, time.Since(start).Round(10*time.Millisecond))
+		})
+	}
+}

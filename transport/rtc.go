@@ -23,6 +23,11 @@ type Limits struct {
 	// HandshakeTimeout bounds the time from the offer to both channels
 	// open (default 10 s).
 	HandshakeTimeout time.Duration
+	// ICETimeout bounds, on the server, the time from the offer to the
+	// client's first authenticated ICE check (default HandshakeTimeout
+	// / 2): an offer whose client never reaches the UDP port gives its
+	// handshake slot back sooner than one that is connecting.
+	ICETimeout time.Duration
 	// IdleTimeout closes a connection that received nothing, not even a
 	// keepalive, for this long (default 15 s).
 	IdleTimeout time.Duration
@@ -57,6 +62,9 @@ func (l Limits) withDefaults() Limits {
 	def(&l.InboxReliable, 1024)
 	if l.HandshakeTimeout <= 0 {
 		l.HandshakeTimeout = 10 * time.Second
+	}
+	if l.ICETimeout <= 0 || l.ICETimeout > l.HandshakeTimeout {
+		l.ICETimeout = l.HandshakeTimeout / 2
 	}
 	if l.IdleTimeout <= 0 {
 		l.IdleTimeout = 15 * time.Second

@@ -462,6 +462,19 @@ func (s *Server) answer(ctx context.Context, offer string, meta any, giveSlot fu
 			c.closeWith(ErrHandshakeTimeout)
 		}
 	}))
+	// A client that never reaches the UDP port gives its slot back sooner.
+	iceTimer := time.AfterFunc(s.lim.ICETimeout, func() {
+		if st := pc.ICEConnectionState(); st == webrtc.ICEConnectionStateNew || st == webrtc.ICEConnectionStateChecking {
+			c.closeWith(fmt.Errorf("%w: no ICE check within %v", ErrHandshakeTimeout, s.lim.ICETimeout))
+		}
+	})
+	go func() {
+		select {
+		case <-c.open:
+		case <-c.done:
+		}
+		iceTimer.Stop()
+	}()
 
 	fail := func(code int, err error) (string, int, error) {
 		c.closeWith(err)

@@ -55,7 +55,8 @@ func benchLossWebRTC(out io.Writer, players int, d time.Duration, up, down udpim
 	}
 	lean, pion := runs[0], runs[1]
 	fmt.Fprintln(out, "\nrtt is the clients' transport estimate (SCTP's smoothed RTT), sampled every 100 ms.")
-	fmt.Fprintln(out, harness.Result("loss-webrtc",
+	fmt.Fprintln(out, harness.Result("loss",
+		"transport", "webrtc",
 		"loss", up.Loss, "burst", max(up.Burst, 1), "players", players, "seconds", d.Seconds(),
 		"delivered", fmt.Sprintf("%.4f", lean.delivered),
 		"unstalled", fmt.Sprintf("%.4f", lean.unstalled),

@@ -445,7 +445,7 @@ func benchHandshakes(n int, out io.Writer) error {
 			float64(n)/r.r.wall.Seconds(), float64(n)/r.r.cpu.Seconds())
 	}
 	fmt.Fprintln(out, "(client and server share this process: the CPU figure counts both halves of every handshake)")
-	fmt.Fprintln(out, harness.Result("transport-handshakes",
+	fmt.Fprintln(out, harness.Result("transport",
 		"clients", n,
 		"handshakes_per_s", float64(n)/lean.wall.Seconds(),
 		"handshakes_per_cpu_s", float64(n)/lean.cpu.Seconds(),

@@ -49,7 +49,7 @@ func TestBenchHandshakes(t *testing.T) {
 	if code := harness.Command([]string{"transport", "-handshakes", "-clients", "8"}, &out, &errOut); code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
 	}
-	if !strings.Contains(out.String(), "RESULT scenario=transport-handshakes clients=8 handshakes_per_s=") {
+	if !strings.Contains(out.String(), "RESULT scenario=transport clients=8 handshakes_per_s=") {
 		t.Errorf("no RESULT line: %s", out.String())
 	}
 }
