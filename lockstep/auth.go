@@ -141,7 +141,10 @@ func (r *Room) body(id, n int, full bool) ([]byte, int) {
 		v := &r.auth.views[id][n]
 		return v.body, v.bits
 	}
-	cf := &r.frames[n]
+	cf := r.hot(n)
+	if cf == nil {
+		return r.coldBody(n, full)
+	}
 	if full {
 		return cf.full, cf.fullBits
 	}
@@ -157,7 +160,7 @@ func (r *Room) ensureRel(cf *cutFrame) {
 	}
 	var prev *Frame
 	if n := cf.Number; n > 0 {
-		prev = &r.frames[n-1].Frame
+		prev = r.frameAt(n - 1)
 	}
 	w := &r.w2
 	w.Reset(r.buf2[:0])

@@ -86,7 +86,8 @@ type Room struct {
 	out     Sender
 	start   time.Time
 	next    int // the next frame to cut
-	frames  []cutFrame
+	frames  []cutFrame // the hot window: frames cold.len() .. next-1
+	cold    coldLog    // frames 0 .. cold.len()-1, bodies only
 	players []player
 	stats   RoomStats
 
@@ -316,10 +317,10 @@ func (r *Room) NextFrame() int { return r.next }
 
 // Frame returns a cut frame of the match.
 func (r *Room) Frame(n int) (Frame, bool) {
-	if n < 0 || n >= len(r.frames) {
+	if n < 0 || n >= r.next {
 		return Frame{}, false
 	}
-	return r.frames[n].Frame, true
+	return *r.frameAt(n), true
 }
 
 // NextCut returns when the next frame is due.
@@ -565,10 +566,11 @@ func (r *Room) cut() {
 	r.next++
 	r.stats.Frames++
 	if r.rec != nil {
-		cf := &r.frames[n]
+		cf := r.hot(n)
 		r.ensureRel(cf) // the replay takes the relative body at once
 		r.rec.frame(cf)
 	}
+	r.cool()
 }
 
 // packetBits is the room's budget for one downlink packet.

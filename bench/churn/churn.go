@@ -62,14 +62,57 @@ func benchChurn(args []string, out io.Writer) error {
 	if *cycles < 1 || *warm < 0 {
 		return errors.New("want -cycles >= 1, -warmup >= 0")
 	}
+	fmt.Fprintf(out, "churn: %d join/leave cycles over WebRTC on loopback (after %d warm-up cycles), each stack with its own clients\n\n", *cycles, *warm)
+	var runs []churnRun
+	for _, stack := range []transport.Stack{transport.StackLean, transport.StackPion} {
+		r, err := churn(stack, *cycles, *warm)
+		if err != nil {
+			return fmt.Errorf("%s: %w", stack, err)
+		}
+		runs = append(runs, r)
+		fmt.Fprintf(out, "%s, in %v:\n", stack, r.elapsed.Round(time.Millisecond))
+		fmt.Fprintf(out, "               before     after\n")
+		fmt.Fprintf(out, "goroutines  %9d %9d\n", r.before.goroutines, r.after.goroutines)
+		fmt.Fprintf(out, "heap KiB    %9d %9d\n", r.before.heap>>10, r.after.heap>>10)
+		fmt.Fprintf(out, "descriptors %9d %9d\n", r.before.fds, r.after.fds)
+		fmt.Fprintf(out, "join ms: p50 %.1f  p99 %.1f  max %.1f\n\n", r.p(0.5), r.p(0.99), r.p(1))
+	}
+	lean, pion := runs[0], runs[1]
+	fmt.Fprintln(out, harness.Result("churn", "cycles", *cycles,
+		"goroutines_delta", lean.after.goroutines-lean.before.goroutines,
+		"heap_kib_delta", (int64(lean.after.heap)-int64(lean.before.heap))/1024,
+		"fds_delta", lean.after.fds-lean.before.fds,
+		"join_p99_ms", lean.p(0.99),
+		"baseline_goroutines_delta", pion.after.goroutines-pion.before.goroutines,
+		"baseline_heap_kib_delta", (int64(pion.after.heap)-int64(pion.before.heap))/1024,
+		"baseline_fds_delta", pion.after.fds-pion.before.fds,
+		"baseline_join_p99_ms", pion.p(0.99)))
+	return nil
+}
+
+// churnRun is one stack's churn.
+type churnRun struct {
+	before, after footprint
+	joins         []time.Duration // sorted
+	elapsed       time.Duration
+}
+
+func (r churnRun) p(q float64) float64 {
+	return float64(r.joins[int(q*float64(len(r.joins)-1))]) / float64(time.Millisecond)
+}
+
+// churn runs the cycles against a server of the stack, with clients of
+// the same stack.
+func churn(stack transport.Stack, cycles, warm int) (churnRun, error) {
+	var r churnRun
 	secret := []byte("churn-bench-secret-0123456789")
-	srv, err := engine.NewServer(engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true})
+	srv, err := engine.NewServer(engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true, Stack: stack})
 	if err != nil {
-		return err
+		return r, err
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
-		return err
+		return r, err
 	}
 	hs := engine.HTTPServer("", srv.Handler())
 	go hs.Serve(transport.LimitListener(ln, transport.DefaultConnsPerAddr))
@@ -83,7 +126,7 @@ func benchChurn(args []string, out io.Writer) error {
 	}()
 	room, err := srv.CreateRoom("churn", lockstep.Config{Players: 2, Hz: 15})
 	if err != nil {
-		return err
+		return r, err
 	}
 	url := "http://" + ln.Addr().String()
 	cycle := func() (time.Duration, error) {
@@ -94,7 +137,7 @@ func benchChurn(args []string, out io.Writer) error {
 		dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
 		defer dcancel()
 		began := time.Now()
-		c, err := engine.Dial(dctx, url, tk, &engine.ClientConfig{IncludeLoopback: true})
+		c, err := engine.Dial(dctx, url, tk, &engine.ClientConfig{IncludeLoopback: true, Stack: stack})
 		if err != nil {
 			return 0, err
 		}
@@ -110,39 +153,25 @@ func benchChurn(args []string, out io.Writer) error {
 		}
 		time.Sleep(200 * time.Millisecond) // pion's goroutines end after the close
 	}
-	for range *warm {
+	for range warm {
 		if _, err := cycle(); err != nil {
-			return fmt.Errorf("warm-up: %w", err)
+			return r, fmt.Errorf("warm-up: %w", err)
 		}
 	}
 	settle()
-	before := measure()
+	r.before = measure()
 	t0 := time.Now()
-	joins := make([]time.Duration, 0, *cycles)
-	for i := range *cycles {
+	r.joins = make([]time.Duration, 0, cycles)
+	for i := range cycles {
 		d, err := cycle()
 		if err != nil {
-			return fmt.Errorf("cycle %d: %w", i, err)
+			return r, fmt.Errorf("cycle %d: %w", i, err)
 		}
-		joins = append(joins, d)
+		r.joins = append(r.joins, d)
 	}
-	elapsed := time.Since(t0)
+	r.elapsed = time.Since(t0)
 	settle()
-	after := measure()
-	slices.Sort(joins)
-	p := func(q float64) float64 {
-		return float64(joins[int(q*float64(len(joins)-1))]) / float64(time.Millisecond)
-	}
-	fmt.Fprintf(out, "churn: %d join/leave cycles over WebRTC on loopback in %v (after %d warm-up cycles)\n\n", *cycles, elapsed.Round(time.Millisecond), *warm)
-	fmt.Fprintf(out, "               before     after\n")
-	fmt.Fprintf(out, "goroutines  %9d %9d\n", before.goroutines, after.goroutines)
-	fmt.Fprintf(out, "heap KiB    %9d %9d\n", before.heap>>10, after.heap>>10)
-	fmt.Fprintf(out, "descriptors %9d %9d\n\n", before.fds, after.fds)
-	fmt.Fprintf(out, "join ms: p50 %.1f  p99 %.1f  max %.1f\n\n", p(0.5), p(0.99), p(1))
-	fmt.Fprintln(out, harness.Result("churn", "cycles", *cycles,
-		"goroutines_delta", after.goroutines-before.goroutines,
-		"heap_kib_delta", (int64(after.heap)-int64(before.heap))/1024,
-		"fds_delta", after.fds-before.fds,
-		"join_p99_ms", p(0.99)))
-	return nil
+	r.after = measure()
+	slices.Sort(r.joins)
+	return r, nil
 }

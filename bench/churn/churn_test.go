@@ -18,7 +18,7 @@ func TestBenchChurn(t *testing.T) {
 	if kv["cycles"] != "10" {
 		t.Fatalf("RESULT %v", kv)
 	}
-	for _, k := range []string{"goroutines_delta", "heap_kib_delta", "fds_delta", "join_p99_ms"} {
+	for _, k := range []string{"goroutines_delta", "heap_kib_delta", "fds_delta", "join_p99_ms", "baseline_join_p99_ms"} {
 		if _, err := strconv.ParseFloat(kv[k], 64); err != nil {
 			t.Fatalf("%s=%q", k, kv[k])
 		}
