@@ -85,7 +85,7 @@ type Room struct {
 	cfg     Config
 	out     Sender
 	start   time.Time
-	next    int // the next frame to cut
+	next    int        // the next frame to cut
 	frames  []cutFrame // the hot window: frames cold.len() .. next-1
 	cold    coldLog    // frames 0 .. cold.len()-1, bodies only
 	players []player
