@@ -116,6 +116,7 @@ type relayRTCOpts struct {
 	seconds float64
 	find    bool
 	max     int
+	profile string
 }
 
 // relayWebRTC runs the relay scenario over WebRTC; nil where the server
@@ -130,13 +131,13 @@ func benchRelay(args []string, out io.Writer) error {
 	inputRate := fs.Float64("input", 0.5, "chance a player sends an input each frame (mem; webrtc bots send one every frame)")
 	find := fs.Bool("find", false, "webrtc: search for the most players the server holds, from -players up to -max")
 	maxPlayers := fs.Int("max", 4000, "webrtc -find: the largest load tried")
-	profile := fs.String("cpuprofile", "", "mem: write a CPU profile of the run to this file")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the run (webrtc: of the server over the measured window) to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	switch {
 	case *kind == "webrtc" && relayWebRTC != nil:
-		return relayWebRTC(relayRTCOpts{players: *players, seconds: *seconds, find: *find, max: *maxPlayers}, out)
+		return relayWebRTC(relayRTCOpts{players: *players, seconds: *seconds, find: *find, max: *maxPlayers, profile: *profile}, out)
 	case *kind != "mem":
 		return fmt.Errorf("transport %q: want mem or webrtc", *kind)
 	}

@@ -153,7 +153,7 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 	fmt.Fprintf(out, "relay over WebRTC: rooms of %d at %d Hz, the server in this process (GOMAXPROCS=1, one room worker),\n", relayRoomSize, relayHz)
 	fmt.Fprintf(out, "bots in a second process (every bot sends one %d-byte input a frame), %gs measured after all joined\n\n", bots.RelayInputBytes, o.seconds)
 	if !o.find {
-		r, err := runRelayRTC(o.players, o.seconds)
+		r, err := runRelayRTC(o.players, o.seconds, o.profile)
 		if err != nil {
 			return err
 		}
@@ -164,7 +164,7 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 	var runs []*relayRun
 	var best *relayRun
 	try := func(n int) bool {
-		r, err := runRelayRTC(n, o.seconds)
+		r, err := runRelayRTC(n, o.seconds, "")
 		if err != nil {
 			fmt.Fprintf(out, "%d players: failed: %v\n", n, err)
 			return false
@@ -239,7 +239,7 @@ func printRelayRuns(out io.Writer, runs []*relayRun) {
 
 // runRelayRTC runs the server with n players' rooms, starts the bots'
 // process with their tickets on its stdin, and measures the window.
-func runRelayRTC(n int, seconds float64) (*relayRun, error) {
+func runRelayRTC(n int, seconds float64, profile string) (*relayRun, error) {
 	r := &relayRun{players: n}
 	secret := make([]byte, 32)
 	rand.Read(secret)
@@ -341,8 +341,15 @@ func runRelayRTC(n int, seconds float64) (*relayRun, error) {
 	if err != nil {
 		return kill(err)
 	}
+	stopProfile := func() {}
+	if profile != "" {
+		if stopProfile, err = harness.StartCPUProfile(profile); err != nil {
+			return kill(err)
+		}
+	}
 	frames0, cpu0, w0 := frames(), harness.CPUTime(), time.Now()
 	time.Sleep(time.Duration(seconds * float64(time.Second)))
+	stopProfile()
 	frames1, cpu1, w1 := frames(), harness.CPUTime(), time.Now()
 	m1, err := readServerMetrics(url)
 	if err != nil {
