@@ -39,8 +39,10 @@ type Config struct {
 	// demos on a machine with no other interface. A server whose UDPAddr
 	// is a loopback address (such as "127.0.0.1:3478") offers them anyway.
 	IncludeLoopback bool
-	// AllowedOrigins lists the browser origins allowed to connect ("*" for
-	// any). Empty: only clients that send no Origin (native ones).
+	// AllowedOrigins lists the browser origins allowed to connect besides
+	// the server's own ("*" for any): pages the server serves itself
+	// (Assets) connect without being listed, as do native clients, which
+	// send no Origin.
 	AllowedOrigins []string
 	// NoWebRTC serves only connections handed to Attach (in-process bots
 	// over transport.Network, tests): no UDP port is opened and ConnectPath

@@ -371,6 +371,11 @@ func TestWebRTCSignalingRejects(t *testing.T) {
 		{"garbage sdp", http.MethodPost, "application/sdp", "v=0\r\nthis is not sdp", nil, http.StatusBadRequest},
 		{"binary garbage", http.MethodPost, "application/sdp", "\x00\xff\x10\x80", nil, http.StatusBadRequest},
 		{"origin not allowed", http.MethodPost, "application/sdp", "v=0", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+		{"same host, another port", http.MethodPost, "application/sdp", "v=0", map[string]string{"Origin": "http://127.0.0.1:1"}, http.StatusForbidden},
+		// A page the server itself served passes the origin check (and
+		// fails on its garbage offer).
+		{"own origin", http.MethodPost, "application/sdp", "garbage", map[string]string{"Origin": s.http.URL}, http.StatusBadRequest},
+		{"listed origin", http.MethodPost, "application/sdp", "garbage", map[string]string{"Origin": "https://game.example"}, http.StatusBadRequest},
 		{"not authorized", http.MethodPost, "application/sdp", "v=0", map[string]string{"Authorization": "deny"}, http.StatusForbidden},
 	}
 	for _, tt := range tests {

@@ -15,8 +15,10 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -36,8 +38,10 @@ type ServerConfig struct {
 	// own, for a server behind a 1:1 NAT.
 	PublicIPs []string
 	// AllowedOrigins lists the Origin header values the signaling handler
-	// accepts ("*" for any). A request without an Origin header (not from a
-	// browser) is always accepted. Empty: only requests without Origin.
+	// accepts besides its own ("*" for any). A request without an Origin
+	// header (not from a browser) is always accepted, and so is one from a
+	// page of the same host (the Origin's host:port is the request's
+	// Host). Empty: only those.
 	AllowedOrigins []string
 	// IncludeLoopback offers loopback candidates: for tests and local demos
 	// on a machine with no other interface. A server whose UDPAddr is a
@@ -246,7 +250,7 @@ func httpError(w http.ResponseWriter, code int, msg string) {
 // and only an offer that parses is handed to Admit.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if origin := r.Header.Get("Origin"); origin != "" {
-		if !s.originAllowed(origin) {
+		if !s.originAllowed(origin, r.Host) {
 			s.refuse(w, http.StatusForbidden, "origin", "origin not allowed")
 			return
 		}
@@ -397,7 +401,14 @@ func (s *Server) refuse(w http.ResponseWriter, code int, reason, msg string) {
 	httpError(w, code, msg)
 }
 
-func (s *Server) originAllowed(origin string) bool {
+// originAllowed reports whether a browser page of origin may connect: a
+// page the same host served (its origin's host is the request's Host, as
+// when the server serves the game's own pages), or one AllowedOrigins
+// lists.
+func (s *Server) originAllowed(origin, host string) bool {
+	if u, err := url.Parse(origin); err == nil && u.Host != "" && strings.EqualFold(u.Host, host) {
+		return true
+	}
 	for _, o := range s.cfg.AllowedOrigins {
 		if o == "*" || o == origin {
 			return true

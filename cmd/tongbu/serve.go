@@ -58,7 +58,7 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
     "udp": 3478,                       UDP port (or "host:port") of every WebRTC peer
     "stack": "lean",                   WebRTC implementation: lean (default) or pion
     "public_ips": ["203.0.113.10"],    addresses to advertise behind a 1:1 NAT
-    "origins": ["https://game.example"],  browser origins allowed ("*": any)
+    "origins": ["https://game.example"],  other browser origins allowed ("*": any; pages this server serves need none)
     "max_conns": 10000, "max_rooms": 10000,
     "loopback": false,                 offer loopback candidates (local tests)
     "rooms": [{"name": "duel-1", "players": 2, "hz": 30,
