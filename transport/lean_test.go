@@ -332,3 +332,34 @@ func TestICETimeout(t *testing.T) {
 		})
 	}
 }
+
+// TestLeanAllInterfaces: a lean server bound to every interface (":0", a
+// dual-stack socket where the system has IPv6) serves an IPv4 client.
+func TestLeanAllInterfaces(t *testing.T) {
+	s, err := NewServer(ServerConfig{UDPAddr: ":0", IncludeLoopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, stack := range []Stack{StackLean, StackPion} {
+		c, err := Dial(ctx, hs.URL, &ClientConfig{Stack: stack})
+		if err != nil {
+			t.Fatalf("%s client: %v", stack, err)
+		}
+		sc, err := s.Accept(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := sc.SendReliable([]byte("hello")); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := c.Receive(ctx); err != nil || string(m.Data) != "hello" {
+			t.Fatalf("%s client: %q %v", stack, m.Data, err)
+		}
+		c.Close()
+	}
+}
