@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/pion/webrtc/v4"
 	"github.com/tongbu/tongbu/internal/errstack"
@@ -100,31 +101,11 @@ func dial(ctx context.Context, url string, cfg *ClientConfig) (Conn, error) {
 	case <-ctx.Done():
 		return fail(fmt.Errorf("transport: gathering candidates: %w", ctx.Err()))
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(pc.LocalDescription().SDP)))
+	body, err := postOffer(ctx, hc, url, cfg.Header, pc.LocalDescription().SDP, maxAnswer)
 	if err != nil {
-		return fail(fmt.Errorf("transport: signaling request: %w", err))
+		return fail(err)
 	}
-	for k, vs := range cfg.Header {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	req.Header.Set("Content-Type", "application/sdp")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return fail(fmt.Errorf("transport: signaling: %w", err))
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	resp.Body.Close()
-	switch {
-	case err != nil:
-		return fail(fmt.Errorf("transport: reading answer: %w", err))
-	case resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK:
-		return fail(&SignalingError{Status: resp.StatusCode, Message: string(bytes.TrimSpace(body))})
-	case int64(len(body)) > maxAnswer:
-		return fail(fmt.Errorf("transport: answer over %d bytes", maxAnswer))
-	}
-	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: string(body)}); err != nil {
+	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeAnswer, SDP: body}); err != nil {
 		return fail(fmt.Errorf("transport: bad answer: %w", err))
 	}
 	select {
@@ -139,6 +120,35 @@ func dial(ctx context.Context, url string, cfg *ClientConfig) (Conn, error) {
 		}
 		return fail(fmt.Errorf("%w: connected, but the channels did not open: %w", ErrHandshakeTimeout, ctx.Err()))
 	}
+}
+
+// postOffer posts an SDP offer to a signaling URL and returns the answer.
+func postOffer(ctx context.Context, hc *http.Client, url string, header http.Header, offer string, maxAnswer int64) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, strings.NewReader(offer))
+	if err != nil {
+		return "", fmt.Errorf("transport: signaling request: %w", err)
+	}
+	for k, vs := range header {
+		for _, v := range vs {
+			req.Header.Add(k, v)
+		}
+	}
+	req.Header.Set("Content-Type", "application/sdp")
+	resp, err := hc.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("transport: signaling: %w", err)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
+	resp.Body.Close()
+	switch {
+	case err != nil:
+		return "", fmt.Errorf("transport: reading answer: %w", err)
+	case resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK:
+		return "", &SignalingError{Status: resp.StatusCode, Message: string(bytes.TrimSpace(body))}
+	case int64(len(body)) > maxAnswer:
+		return "", fmt.Errorf("transport: answer over %d bytes", maxAnswer)
+	}
+	return string(body), nil
 }
 
 // SignalingError is a signaling request the server refused.

@@ -37,49 +37,48 @@ func signal(c chan struct{}) {
 }
 
 // push queues m. It returns false when m was dropped or the inbox closed.
+// A reliable message waits for room.
 func (b *inbox) push(m Message) bool {
 	for {
-		b.mu.Lock()
-		n := len(b.q) - b.head
-		switch {
-		case m.Channel == Unreliable && b.maxUnrel > 0 && b.unrel >= b.maxUnrel:
-			b.dropped++
-			b.mu.Unlock()
+		switch b.add(m) {
+		case added:
+			return true
+		case droppedUnrel:
 			return false
-		case m.Channel == Reliable && b.maxRel > 0 && n-b.unrel >= b.maxRel:
-			b.mu.Unlock()
-			select { // wait for the reader to take something
-			case <-b.room:
-				continue
-			case <-b.done:
-				return false
-			}
 		}
-		if m.Channel == Unreliable {
-			b.unrel++
+		select { // wait for the reader to take something
+		case <-b.room:
+		case <-b.done:
+			return false
 		}
-		b.q = append(b.q, m)
-		b.mu.Unlock()
-		signal(b.notify)
-		return true
 	}
 }
 
 // offer queues m without waiting: it returns false when m's channel is
-// over its bound (an unreliable message is then counted dropped) or the
-// inbox is closed. The lean stack's reader, which serves every peer,
-// must never wait for one.
-func (b *inbox) offer(m Message) bool {
+// over its bound (an unreliable message is then counted dropped). The lean
+// stack's reader, which serves every peer, must never wait for one.
+func (b *inbox) offer(m Message) bool { return b.add(m) == added }
+
+type addResult uint8
+
+const (
+	added addResult = iota
+	droppedUnrel
+	fullRel
+)
+
+// add queues m if its channel has room.
+func (b *inbox) add(m Message) addResult {
 	b.mu.Lock()
 	n := len(b.q) - b.head
 	switch {
 	case m.Channel == Unreliable && b.maxUnrel > 0 && b.unrel >= b.maxUnrel:
 		b.dropped++
 		b.mu.Unlock()
-		return false
+		return droppedUnrel
 	case m.Channel == Reliable && b.maxRel > 0 && n-b.unrel >= b.maxRel:
 		b.mu.Unlock()
-		return false
+		return fullRel
 	}
 	if m.Channel == Unreliable {
 		b.unrel++
@@ -87,7 +86,7 @@ func (b *inbox) offer(m Message) bool {
 	b.q = append(b.q, m)
 	b.mu.Unlock()
 	signal(b.notify)
-	return true
+	return added
 }
 
 // tryPop returns the oldest message without waiting.

@@ -3,12 +3,10 @@
 package transport
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -50,31 +48,11 @@ func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc
 	}
 	p := newLeanPeer(ep, nil, 0, true, lim, log)
 	offer := localSession{ufrag: p.ufrag, pwd: p.pwd, fingerprint: ep.fp, setup: "actpass", mid: "0", sessionID: randUint63()}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(offer.String())))
+	body, err := postOffer(ctx, hc, url, cfg.Header, offer.String(), maxAnswer)
 	if err != nil {
-		return nil, fmt.Errorf("transport: signaling request: %w", err)
+		return nil, err
 	}
-	for k, vs := range cfg.Header {
-		for _, v := range vs {
-			req.Header.Add(k, v)
-		}
-	}
-	req.Header.Set("Content-Type", "application/sdp")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("transport: signaling: %w", err)
-	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer+1))
-	resp.Body.Close()
-	switch {
-	case err != nil:
-		return nil, fmt.Errorf("transport: reading answer: %w", err)
-	case resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK:
-		return nil, &SignalingError{Status: resp.StatusCode, Message: string(bytes.TrimSpace(body))}
-	case int64(len(body)) > maxAnswer:
-		return nil, fmt.Errorf("transport: answer over %d bytes", maxAnswer)
-	}
-	rs, err := parseSession(string(body))
+	rs, err := parseSession(body)
 	if err != nil {
 		return nil, fmt.Errorf("transport: bad answer: %w", err)
 	}

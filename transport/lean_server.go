@@ -105,12 +105,7 @@ func (l *leanServer) answer(_ context.Context, offer string, meta any, giveSlot 
 	release := sync.OnceFunc(giveSlot)
 	p.onOpen = func(p *leanPeer) {
 		release()
-		select {
-		case s.accept <- p:
-		default:
-			s.log.Warn("transport: accept queue full, closing new connection", "peer", p.id)
-			p.closeWith(ErrQueueFull)
-		}
+		s.opened(p, p.id, func() { p.closeWith(ErrQueueFull) })
 	}
 	p.onClose = func(*leanPeer) { release() }
 	if !l.ep.add(p) {

@@ -233,6 +233,17 @@ func (s *Server) Accept(ctx context.Context) (Conn, error) {
 	}
 }
 
+// opened hands a connection whose channels are open to Accept, or closes
+// it (with refuse) when the accept queue is full.
+func (s *Server) opened(c Conn, id PeerID, refuse func()) {
+	select {
+	case s.accept <- c:
+	default:
+		s.log.Warn("transport: accept queue full, closing new connection", "peer", id)
+		refuse()
+	}
+}
+
 // httpError writes a plain-text error.
 func httpError(w http.ResponseWriter, code int, msg string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -445,12 +456,7 @@ func (s *Server) answer(ctx context.Context, offer string, meta any, giveSlot fu
 	}
 	c.onOpen = func(c *rtcConn) {
 		release()
-		select {
-		case s.accept <- c:
-		default:
-			s.log.Warn("transport: accept queue full, closing new connection", "peer", c.id)
-			go c.closeWith(ErrQueueFull)
-		}
+		s.opened(c, c.id, func() { go c.closeWith(ErrQueueFull) })
 	}
 	c.onClose = func(c *rtcConn, _ bool) {
 		release()
