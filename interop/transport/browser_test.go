@@ -37,6 +37,27 @@ func TestBrowserClient(t *testing.T) {
 	}
 }
 
+// pageResult opens url in headless Chromium and returns what the page
+// sets window.tongbuResult to, waiting up to d.
+func pageResult(t *testing.T, url string, d time.Duration) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	defer cancel()
+	bctx, stop, err := browser.New(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var result string
+	if err := chromedp.Run(bctx,
+		chromedp.Navigate(url),
+		chromedp.Poll(`window.tongbuResult`, &result, chromedp.WithPollingTimeout(d)),
+	); err != nil {
+		t.Fatalf("browser: %v (result %q)", err, result)
+	}
+	return result
+}
+
 // echo serves s: every message goes back on the channel it came on.
 func echo(s *transport.Server) {
 	for {
@@ -91,20 +112,7 @@ func browserClient(t *testing.T, stack transport.Stack) {
 
 	go echo(s)
 
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	bctx, stop, err := browser.New(ctx, "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer stop()
-	var result string
-	if err := chromedp.Run(bctx,
-		chromedp.Navigate(hs.URL+"/"),
-		chromedp.Poll(`window.tongbuResult`, &result, chromedp.WithPollingTimeout(60*time.Second)),
-	); err != nil {
-		t.Fatalf("browser: %v (result %q)", err, result)
-	}
+	result := pageResult(t, hs.URL+"/", 60*time.Second)
 	m := regexp.MustCompile(`^ok reliable=(\d+) unreliable=(\d+)$`).FindStringSubmatch(result)
 	if m == nil {
 		t.Fatalf("the browser client reported %q", result)
@@ -165,20 +173,7 @@ func TestPlainJSPage(t *testing.T) {
 			})
 			hs := httptest.NewServer(mux)
 			defer hs.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			bctx, stop, err := browser.New(ctx, "")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer stop()
-			var result string
-			if err := chromedp.Run(bctx,
-				chromedp.Navigate(hs.URL+"/"),
-				chromedp.Poll(`window.tongbuResult`, &result, chromedp.WithPollingTimeout(40*time.Second)),
-			); err != nil {
-				t.Fatalf("browser: %v (result %q)", err, result)
-			}
+			result := pageResult(t, hs.URL+"/", 40*time.Second)
 			m := regexp.MustCompile(`^ok reliable=100 ordered=true unreliable=(\d+)$`).FindStringSubmatch(result)
 			if m == nil {
 				t.Fatalf("the page reported %q", result)
