@@ -66,10 +66,8 @@ func dial(ctx context.Context, url string, cfg *ClientConfig) (Conn, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, lim.HandshakeTimeout)
 	defer cancel()
-	if cfg.Stack == StackLean {
-		if c, err, ok := dialLeanNative(ctx, url, cfg, lim, hc, maxAnswer); ok {
-			return c, err
-		}
+	if cfg.Stack == StackLean && leanNative {
+		return dialLean(ctx, url, cfg, lim, hc, maxAnswer)
 	}
 
 	var se webrtc.SettingEngine

@@ -172,7 +172,6 @@ func (p *leanPeer) bindingResponse(m *stun.Message, ap netip.AddrPort) {
 	}
 }
 
-func dialLeanNative(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc *http.Client, maxAnswer int64) (Conn, error, bool) {
-	c, err := dialLean(ctx, url, cfg, lim, hc, maxAnswer)
-	return c, err, true
-}
+// leanNative says the lean client runs here (natively; in the browser the
+// browser's own stack serves).
+const leanNative = true

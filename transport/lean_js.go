@@ -7,7 +7,11 @@ import (
 	"net/http"
 )
 
-// dialLeanNative: in the browser the browser's own stack serves.
-func dialLeanNative(context.Context, string, *ClientConfig, Limits, *http.Client, int64) (Conn, error, bool) {
-	return nil, nil, false
+// leanNative is false in the browser: the browser's own stack serves, and
+// ClientConfig.Stack is ignored there.
+const leanNative = false
+
+// dialLean is never called in the browser.
+func dialLean(context.Context, string, *ClientConfig, Limits, *http.Client, int64) (Conn, error) {
+	return nil, ErrClosed
 }
