@@ -113,6 +113,12 @@ func (c *Client) serverFrame(t time.Time) float64 {
 // the frame the room will be cutting when the input arrives, as estimated
 // from the downlink's timing and the arrival margins the room reports.
 func (c *Client) Input(now time.Time, data []byte) (int, error) {
+	return c.inputFor(now, int(math.Ceil(c.serverFrame(now)+c.lead)), data)
+}
+
+// inputFor queues one input aimed at target, or at a later frame when
+// earlier inputs aimed beyond it or target is full; it returns the frame.
+func (c *Client) inputFor(now time.Time, target int, data []byte) (int, error) {
 	if c.slot < 0 {
 		return 0, ErrSpectator
 	}
@@ -122,7 +128,6 @@ func (c *Client) Input(now time.Time, data []byte) (int, error) {
 	if len(c.unacked) >= maxUplinkInputs {
 		return 0, ErrBacklog
 	}
-	target := int(math.Ceil(c.serverFrame(now) + c.lead))
 	if target < c.lastTarget {
 		target = c.lastTarget // inputs keep their order
 	}
@@ -191,6 +196,9 @@ func (c *Client) Deliver(now time.Time, msg []byte) error {
 	case kindNotice:
 		var err error
 		c.notices, err = decodeNotices(msg, c.notices)
+		if len(c.notices) > maxNotices { // a game that never reads them keeps the newest
+			c.notices = append(c.notices[:0], c.notices[len(c.notices)-maxNotices:]...)
+		}
 		return err
 	case kindLife:
 		return c.lifeMessage(now, msg)
@@ -386,3 +394,9 @@ func (c *Client) Notices() []Notice {
 
 // Playout returns the jitter buffer's counters.
 func (c *Client) Playout() PlayoutStats { return c.jb.Stats() }
+
+// Config returns the room's configuration as the client has it.
+func (c *Client) Config() Config { return c.cfg }
+
+// Slot returns the player's slot, or -1 for a spectator.
+func (c *Client) Slot() int { return c.slot }

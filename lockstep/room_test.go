@@ -1,6 +1,7 @@
 package lockstep
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"testing/synctest"
@@ -239,5 +240,43 @@ func TestLateNoticesBounded(t *testing.T) {
 	room.Tick(at(21))
 	if len(rec.reliable) != 2 { // 64 notices: one message of 63 and one of 1
 		t.Fatalf("%d notice messages", len(rec.reliable))
+	}
+}
+
+// TestInputWindow: the room takes an input stamped up to MaxAhead frames
+// past its next cut, as a predicting client's are, and refuses one beyond
+// with a notice (Applied -1) that the client reads.
+func TestInputWindow(t *testing.T) {
+	start := time.Unix(0, 0)
+	rec := &recorder{}
+	room, err := NewRoom(Config{Players: 1, Hz: 60, MaxAhead: 20}, start, rec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(n int) time.Time { return room.Config().cutTime(start, n) }
+	room.Tick(at(10)) // next cut: 11
+	c, _ := NewClient(room.Config(), 0)
+	if _, err := c.inputFor(at(10), 31, []byte{1}); err != nil { // 11 + 20: the edge
+		t.Fatal(err)
+	}
+	if err := room.Deliver(0, c.Packet(at(10)), at(10)); err != nil {
+		t.Fatalf("input at the window's edge: %v", err)
+	}
+	if _, err := c.inputFor(at(10), 32, []byte{2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := room.Deliver(0, c.Packet(at(10)), at(10)); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("input beyond the window: %v", err)
+	}
+	if room.Stats().Dropped[DropFuture] != 1 {
+		t.Fatalf("dropped %v", room.Stats().Dropped)
+	}
+	room.Tick(at(11))
+	for _, m := range rec.reliable {
+		c.Deliver(at(11), m)
+	}
+	ns := c.Notices()
+	if len(ns) != 1 || ns[0].Target != 32 || ns[0].Applied != -1 || ns[0].Seq != 2 {
+		t.Fatalf("notices %+v", ns)
 	}
 }
