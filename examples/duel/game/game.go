@@ -20,7 +20,7 @@ const (
 	Reach      = 64  // a jab hits a body whose centre is this close, in front
 	MaxHealth  = 100
 	JabDamage  = 10
-	Rounds     = 3     // rounds to win the match
+	Rounds     = 3      // rounds to win the match
 	RoundPause = 2 * Hz // frames between rounds
 	MatchPause = 4 * Hz // frames between matches
 
@@ -45,10 +45,10 @@ type Input uint8
 
 // Input buttons.
 const (
-	Left  Input = 1 << iota // walk left
-	Right                   // walk right
-	Jab                     // press to jab
-	Guard                   // hold to block
+	Left      Input = 1 << iota // walk left
+	Right                       // walk right
+	Jab                         // press to jab
+	Guard                       // hold to block
 	inputMask = Left | Right | Jab | Guard
 )
 
@@ -62,10 +62,10 @@ type Action uint8
 const (
 	Idle Action = iota
 	Walking
-	Startup   // the jab's first 9 frames
-	Active    // the 2 frames it can hit
-	Recovery  // the 13 after
-	Blocking  // holding guard
+	Startup  // the jab's first 9 frames
+	Active   // the 2 frames it can hit
+	Recovery // the 13 after
+	Blocking // holding guard
 	HitStunned
 	BlockStunned
 	KnockedOut
