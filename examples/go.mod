@@ -7,13 +7,13 @@ require github.com/tongbu/tongbu v0.0.0
 replace github.com/tongbu/tongbu => ../
 
 require (
+	github.com/chromedp/cdproto v0.0.0-20250724212937-08a3db8b4327
 	github.com/chromedp/chromedp v0.14.2
 	github.com/hajimehoshi/ebiten/v2 v2.8.8
 	github.com/tongbu/tongbu/interop v0.0.0
 )
 
 require (
-	github.com/chromedp/cdproto v0.0.0-20250724212937-08a3db8b4327 // indirect
 	github.com/chromedp/sysutil v1.1.0 // indirect
 	github.com/ebitengine/gomobile v0.0.0-20240911145611-4856209ac325 // indirect
 	github.com/ebitengine/hideconsole v1.0.0 // indirect

@@ -99,6 +99,10 @@ type RollbackConfig struct {
 	// It must be deterministic only in the sense that a wrong guess costs
 	// a rollback, never a desync.
 	Predict func(slot int, last Slot, frame int) Slot
+	// OnConfirmedHash, when set, sees every hash the session passes to
+	// the room: the game's hash after a frame once its state is
+	// confirmed. A page or a test compares clients with it.
+	OnConfirmedHash func(frame int, hash uint64)
 }
 
 // Prediction bounds.
@@ -375,7 +379,7 @@ func (r *Rollback) fold() {
 			break
 		}
 		if rec.hashed {
-			r.c.ReportHash(rec.frame.Number, rec.hash)
+			r.confirmHash(rec.frame.Number, rec.hash)
 		}
 		r.settle(&r.conf[0])
 		r.conf = r.conf[1:]
@@ -532,7 +536,7 @@ func (r *Rollback) ReportHash(frame int, hash uint64) {
 	for i, n := range r.hashes {
 		if n == frame {
 			r.hashes = append(r.hashes[:i], r.hashes[i+1:]...)
-			r.c.ReportHash(frame, hash)
+			r.confirmHash(frame, hash)
 			return
 		}
 	}
@@ -541,6 +545,14 @@ func (r *Rollback) ReportHash(frame int, hash uint64) {
 	}
 	if rec := &r.ring[frame%len(r.ring)]; rec.frame.Number == frame && rec.want {
 		rec.hash, rec.hashed = hash, true
+	}
+}
+
+// confirmHash passes the hash of a confirmed state on to the room.
+func (r *Rollback) confirmHash(frame int, hash uint64) {
+	r.c.ReportHash(frame, hash)
+	if r.cfg.OnConfirmedHash != nil {
+		r.cfg.OnConfirmedHash(frame, hash)
 	}
 }
 

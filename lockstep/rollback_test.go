@@ -210,6 +210,8 @@ func TestRollbackMatch(t *testing.T) {
 		t.Errorf("rollback depth p99 %d frames, want at most 10", depth)
 	case r.Desyncs != 0 || plain.Desyncs != 0:
 		t.Errorf("desyncs: %d predicted, %d plain", r.Desyncs, plain.Desyncs)
+	case r.Compared < r.Checked || r.Differed != 0:
+		t.Errorf("the sessions' confirmed hashes: %d compared with the room's, %d differed", r.Compared, r.Differed)
 	case r.Checked < r.Frames/30-10:
 		t.Errorf("the room compared %d hash frames of %d", r.Checked, r.Frames/30)
 	case r.Stalls > 1:

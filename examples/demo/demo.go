@@ -23,8 +23,11 @@ import (
 
 	"github.com/tongbu/tongbu/engine"
 	arena "github.com/tongbu/tongbu/examples/arena/game"
+	duel "github.com/tongbu/tongbu/examples/duel/game"
+	duelview "github.com/tongbu/tongbu/examples/duel/view"
 	mmo "github.com/tongbu/tongbu/examples/mmo/world"
 	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
 	"github.com/tongbu/tongbu/wasm"
 )
@@ -33,6 +36,7 @@ import (
 var demoClients = []struct{ file, pkg string }{
 	{"arena.wasm", "github.com/tongbu/tongbu/examples/arena/web"},
 	{"mmo.wasm", "github.com/tongbu/tongbu/examples/mmo/web"},
+	{"duel.wasm", "github.com/tongbu/tongbu/examples/duel/web"},
 }
 
 const (
@@ -133,8 +137,9 @@ func buildDemoClients(ctx context.Context, dir string) error {
 	return nil
 }
 
-// demo is the demo server: an engine.Server with the arena rooms (made as
-// people arrive, each with bots) and the MMO world, and the pages.
+// demo is the demo server: an engine.Server with the arena rooms and the
+// duel rooms (made as people arrive, each with bots) and the MMO world,
+// and the pages.
 type demo struct {
 	cfg    demoConfig
 	srv    *engine.Server
@@ -145,16 +150,19 @@ type demo struct {
 	guests atomic.Uint64
 
 	mu     sync.Mutex
-	arenas []*arenaRoom
+	arenas []*arenaRoom // arena and duel rooms
 	nextID int
 	mmo    *mmo.Demo // set on the world's worker
 	// botFrame, when set, sees every arena frame a bot plays and the state
-	// hash after it: the browser test compares them with the pages'.
+	// hash after it, and every confirmed hash of a duel bot: the browser
+	// tests compare them with the pages'.
 	botFrame func(room string, slot, frame int, hash uint64)
 }
 
 type arenaRoom struct {
 	room    *engine.Room
+	game    string // "arena" or "duel"
+	bots    int
 	seats   int // people given a ticket
 	stop    context.CancelFunc
 	emptyAt time.Time // when it was last seen with no person connected
@@ -245,7 +253,7 @@ func (d *demo) arenaTicket(player string) (string, error) {
 	defer d.mu.Unlock()
 	var ar *arenaRoom
 	for _, a := range d.arenas {
-		if a.seats < arenaPlayers-arenaBots {
+		if a.game == "arena" && a.seats < arenaPlayers-arenaBots {
 			ar = a
 			break
 		}
@@ -264,9 +272,9 @@ func (d *demo) arenaTicket(player string) (string, error) {
 			return "", err
 		}
 		ctx, stop := context.WithCancel(d.ctx)
-		ar = &arenaRoom{room: room, stop: stop, emptyAt: time.Now()}
+		ar = &arenaRoom{room: room, game: "arena", bots: arenaBots, stop: stop, emptyAt: time.Now()}
 		for i := range arenaBots {
-			if err := d.startArenaBot(ctx, name, fmt.Sprintf("bot-%d", i+1)); err != nil {
+			if err := d.startBot(ctx, name, fmt.Sprintf("bot-%d", i+1), d.playArenaBot); err != nil {
 				stop()
 				room.Close()
 				return "", err
@@ -278,9 +286,29 @@ func (d *demo) arenaTicket(player string) (string, error) {
 	return d.srv.Ticket(player, ar.room.Name(), engine.RolePlayer, time.Minute)
 }
 
-// startArenaBot connects a bot to room over the in-process network and
-// plays it with the arena's Pilot until ctx is done.
-func (d *demo) startArenaBot(ctx context.Context, room, name string) error {
+// duelTicket makes a duel room for one person and a bot.
+func (d *demo) duelTicket(player string) (string, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.nextID++
+	name := fmt.Sprintf("duel-%d", d.nextID)
+	room, err := d.srv.CreateRoom(name, duel.RoomConfig())
+	if err != nil {
+		return "", err
+	}
+	ctx, stop := context.WithCancel(d.ctx)
+	if err := d.startBot(ctx, name, "bot", d.playDuelBot); err != nil {
+		stop()
+		room.Close()
+		return "", err
+	}
+	d.arenas = append(d.arenas, &arenaRoom{room: room, game: "duel", bots: 1, seats: 1, stop: stop, emptyAt: time.Now()})
+	return d.srv.Ticket(player, name, engine.RolePlayer, time.Minute)
+}
+
+// startBot connects a bot to room over the in-process network and runs
+// play with its connection until ctx is done.
+func (d *demo) startBot(ctx context.Context, room, name string, play func(context.Context, *engine.Client) error) error {
 	c, s := d.bots.Pipe(transport.LinkConfig{}, transport.LinkConfig{})
 	tk, err := d.srv.Ticket(name, room, engine.RolePlayer, time.Minute)
 	if err == nil {
@@ -299,8 +327,8 @@ func (d *demo) startArenaBot(ctx context.Context, room, name string) error {
 	go func() {
 		defer d.wg.Done()
 		defer cl.Close()
-		if err := d.playArenaBot(ctx, cl); err != nil && ctx.Err() == nil {
-			d.cfg.Logger.Warn("arena bot stopped", "room", room, "bot", name, "err", err)
+		if err := play(ctx, cl); err != nil && ctx.Err() == nil {
+			d.cfg.Logger.Warn("bot stopped", "room", room, "bot", name, "err", err)
 		}
 	}()
 	return nil
@@ -355,7 +383,34 @@ func (d *demo) playArenaBot(ctx context.Context, cl *engine.Client) error {
 	}
 }
 
-// recycle closes arena rooms that people have left for a minute.
+// playDuelBot is a duel bot's game loop: it plays in the prediction mode,
+// as a person's page does, deciding from its own present.
+func (d *demo) playDuelBot(ctx context.Context, cl *engine.Client) error {
+	room, slot := cl.Target(), cl.Slot()
+	s, err := duelview.NewSession(cl, lockstep.RollbackConfig{OnConfirmedHash: func(frame int, hash uint64) {
+		if d.botFrame != nil {
+			d.botFrame(room, slot, frame, hash)
+		}
+	}})
+	if err != nil {
+		return err
+	}
+	bot := duel.NewBot(slot, uint64(time.Now().UnixNano()))
+	tk := time.NewTicker(time.Second / duel.Hz)
+	defer tk.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case now := <-tk.C:
+			if err := s.Tick(now, bot.Input(s.Game())); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+// recycle closes arena and duel rooms that people have left for a minute.
 func (d *demo) recycle() {
 	defer d.wg.Done()
 	tk := time.NewTicker(5 * time.Second)
@@ -368,7 +423,7 @@ func (d *demo) recycle() {
 			d.mu.Lock()
 			keep := d.arenas[:0]
 			for _, a := range d.arenas {
-				if a.room.Connected() > arenaBots {
+				if a.room.Connected() > a.bots {
 					a.emptyAt = now
 				}
 				if now.Sub(a.emptyAt) > time.Minute {
@@ -395,6 +450,7 @@ func (d *demo) handler() http.Handler {
 	for _, p := range []struct{ path, title, file string }{
 		{"/arena.html", "tongbu arena (lockstep)", "arena.wasm"},
 		{"/mmo.html", "tongbu mmo (interest)", "mmo.wasm"},
+		{"/duel.html", "tongbu duel (rollback)", "duel.wasm"},
 	} {
 		page := wasm.Page(p.title, p.file)
 		mux.HandleFunc("GET "+p.path, func(w http.ResponseWriter, r *http.Request) {
@@ -403,7 +459,7 @@ func (d *demo) handler() http.Handler {
 		})
 	}
 	files := wasm.Files(d.cfg.Assets) // gzip to browsers that take it
-	for _, f := range []string{"/arena.wasm", "/mmo.wasm", "/wasm_exec.js", "/favicon.ico"} {
+	for _, f := range []string{"/arena.wasm", "/mmo.wasm", "/duel.wasm", "/wasm_exec.js", "/favicon.ico"} {
 		mux.Handle("GET "+f, files)
 	}
 	mux.HandleFunc("GET /demo/ticket", d.serveTicket)
@@ -428,8 +484,10 @@ func (d *demo) serveTicket(w http.ResponseWriter, r *http.Request) {
 		tk, err = d.arenaTicket(player)
 	case "mmo":
 		tk, err = d.srv.Ticket(player, mmoWorld, engine.RolePlayer, time.Minute)
+	case "duel":
+		tk, err = d.duelTicket(player)
 	default:
-		http.Error(w, "game must be arena or mmo", http.StatusBadRequest)
+		http.Error(w, "game must be arena, mmo or duel", http.StatusBadRequest)
 		return
 	}
 	if err != nil {
@@ -494,6 +552,9 @@ a{color:#88c0d0}li{margin:.6em 0}</style></head><body>
 <li><a href="arena.html">Arena</a>: lockstep through the relay. Two bots and up to two people
 per room; open the page twice to play each other. WASD or arrows to move, the mouse to aim,
 click or space to shoot.</li>
+<li><a href="duel.html">Duel</a>: rollback. A fighting game at 60 frames a second against a
+bot: your own moves show at once, the bot's are predicted and corrected when the relay's frames
+arrive. A/D to walk, J or space to jab (9 frames of startup, 2 active, 13 of recovery), K to guard.</li>
 <li><a href="mmo.html">MMO</a>: interest management over a region grid. Thousands of NPCs and
 bot players; move with WASD, arrows or a click. The overlay shows the region grid, your 3x3
 range and the bytes per second.</li>

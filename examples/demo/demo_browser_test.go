@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
 	"github.com/tongbu/tongbu/interop/browser"
@@ -258,11 +259,83 @@ func TestPageWeight(t *testing.T) {
 		}
 		return int(n)
 	}
-	for _, page := range []struct{ html, wasm string }{{"/arena.html", "/arena.wasm"}, {"/mmo.html", "/mmo.wasm"}} {
+	for _, page := range []struct{ html, wasm string }{{"/arena.html", "/arena.wasm"}, {"/mmo.html", "/mmo.wasm"}, {"/duel.html", "/duel.wasm"}} {
 		total := size(page.html) + size("/wasm_exec.js") + size(page.wasm) + size("/favicon.ico")
 		t.Logf("%s: %.1f MB on the wire", page.html, float64(total)/(1<<20))
 		if total > budget {
 			t.Errorf("%s: %d bytes on the wire, over %d", page.html, total, budget)
 		}
 	}
+}
+
+// TestDuelInBrowser: a page plays a duel against the demo's bot in the
+// prediction mode; it jabs, both sides roll back, and every confirmed
+// state hash the page reports equals the bot's.
+func TestDuelInBrowser(t *testing.T) {
+	u := startDemo(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	p, stop := openPage(t, ctx, u.web.URL+"/duel.html", `window.tongbuDuel && tongbuDuel.confirmed > 60`)
+	defer stop()
+	var room string
+	u.mu.Lock()
+	for r := range u.botHashes {
+		room = r
+	}
+	u.mu.Unlock()
+	if !strings.HasPrefix(room, "duel-") {
+		t.Fatalf("bot hashes from %q, want a duel room", room)
+	}
+	compared := map[int]bool{}
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
+		// A jab: the key held for a few frames, as a person presses it.
+		if err := chromedp.Run(p,
+			input.DispatchKeyEvent(input.KeyDown).WithKey("j").WithCode("KeyJ").WithWindowsVirtualKeyCode(74),
+			chromedp.Sleep(100*time.Millisecond),
+			input.DispatchKeyEvent(input.KeyUp).WithKey("j").WithCode("KeyJ").WithWindowsVirtualKeyCode(74)); err != nil {
+			t.Fatal(err)
+		}
+		var hashes map[string]string
+		if err := chromedp.Run(p, chromedp.Evaluate(`tongbuDuel.hashes`, &hashes)); err != nil {
+			t.Fatal(err)
+		}
+		u.mu.Lock()
+		for k, h := range hashes {
+			var n int
+			fmt.Sscan(k, &n)
+			if bh, ok := u.botHashes[room][n]; ok {
+				if fmt.Sprintf("%016x", bh) != h {
+					u.mu.Unlock()
+					t.Fatalf("frame %d: the page's confirmed hash %s, the bot's %016x", n, h, bh)
+				}
+				compared[n] = true
+			}
+		}
+		u.mu.Unlock()
+	}
+	type figures struct {
+		Frame, Confirmed, Rollbacks, Jabs, Stalls int
+		Error                                   string
+	}
+	var f figures
+	if err := chromedp.Run(p, chromedp.Evaluate(`({Frame: tongbuDuel.frame, Confirmed: tongbuDuel.confirmed, Rollbacks: tongbuDuel.rollbacks, Jabs: tongbuDuel.jabs, Stalls: tongbuDuel.stalls, Error: tongbuDuel.error || ""})`, &f)); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("duel page: %+v; %d confirmed hashes equal to the bot's", f, len(compared))
+	switch {
+	case f.Confirmed < 30*60/2 || len(compared) < 30:
+		t.Fatalf("after 30 s: %+v, %d hashes compared", f, len(compared))
+	case f.Jabs == 0:
+		t.Errorf("the page's key presses threw no jab: %+v", f)
+	case f.Rollbacks == 0:
+		t.Errorf("the page never rolled back: the bot's input was never predicted wrong? %+v", f)
+	case f.Error != "":
+		t.Errorf("page error: %s", f.Error)
+	}
+	for _, kind := range []string{"desync", "verdict", "sim_behind"} {
+		if v := u.metric(t, `tongbu_lockstep_events_total{kind="`+kind+`"}`); v != "" && v != "0" {
+			t.Errorf("%s %s events in the duel room", v, kind)
+		}
+	}
+	notBlank(t, p, "duel page")
 }

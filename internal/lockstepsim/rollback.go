@@ -60,6 +60,8 @@ type RollbackResult struct {
 	Desyncs    int           // desync events of the room
 	LateDrops  uint64        // inputs the room dropped as late
 	Checked    int           // hash frames on which the room saw every player agree
+	Compared   int           // confirmed hashes (OnConfirmedHash) compared with the room's majority
+	Differed   int           // of those, hashes that differed
 	Work       time.Duration // time spent in the players' Update and their game's requests, by Clock
 	FramesRun  int           // frames the games ran, re-runs included
 }
@@ -77,7 +79,8 @@ type player struct {
 	target int  // Plain: the frame the change was sent for
 	ran    int  // Plain: frames run
 	away   bool
-	back   bool // rejoined
+	back   bool           // rejoined
+	hashes map[int]uint64 // the confirmed hashes the session passed to the room
 }
 
 // RunRollback plays the match.
@@ -195,6 +198,14 @@ func RunRollback(o RollbackOptions) (RollbackResult, error) {
 		}
 	}
 	for i, p := range ps {
+		for n, h := range p.hashes {
+			if m, ok := room.MajorityHash(n); ok {
+				res.Compared++
+				if m != h {
+					res.Differed++
+				}
+			}
+		}
 		res.LateDrops += room.PlayerStats(i).LateDrops
 		if p.rb != nil {
 			st := p.rb.Stats()
@@ -229,7 +240,10 @@ func newPlayer(cfg lockstep.Config, slot int, o RollbackOptions) (*player, error
 	p := &player{c: c, g: o.NewGame(), rng: rand.New(rand.NewPCG(o.Seed, uint64(slot))),
 		phase: rand.New(rand.NewPCG(o.Seed, uint64(slot)+100)), render: time.Second / time.Duration(o.RenderHz)}
 	if !o.Plain {
-		if p.rb, err = lockstep.NewRollback(c, o.Rollback); err != nil {
+		p.hashes = map[int]uint64{}
+		rc := o.Rollback
+		rc.OnConfirmedHash = func(frame int, hash uint64) { p.hashes[frame] = hash }
+		if p.rb, err = lockstep.NewRollback(c, rc); err != nil {
 			return nil, err
 		}
 	}
