@@ -315,7 +315,7 @@ func TestDuelInBrowser(t *testing.T) {
 	}
 	type figures struct {
 		Frame, Confirmed, Rollbacks, Jabs, Stalls int
-		Error                                   string
+		Error                                     string
 	}
 	var f figures
 	if err := chromedp.Run(p, chromedp.Evaluate(`({Frame: tongbuDuel.frame, Confirmed: tongbuDuel.confirmed, Rollbacks: tongbuDuel.rollbacks, Jabs: tongbuDuel.jabs, Stalls: tongbuDuel.stalls, Error: tongbuDuel.error || ""})`, &f)); err != nil {
