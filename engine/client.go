@@ -201,6 +201,22 @@ func (c *Client) InterestConfig() interest.Config { return c.welcome.interest }
 // half frame period; Flush sends at once). It returns the server's reason
 // once the connection is closed.
 func (c *Client) Update(now time.Time) error {
+	if err := c.Receive(now); err != nil {
+		return err
+	}
+	if now.Sub(c.lastSend) >= c.interval {
+		c.Flush(now)
+	}
+	c.sendOutbox()
+	return nil
+}
+
+// Receive is Update without the send: it takes every message that has
+// arrived and hands it to the mode's client. A game that sends its input
+// with Flush once per tick, as a lockstep.Rollback session does, calls
+// Receive, runs the tick, then Flush: one uplink packet a tick, carrying
+// the tick's input.
+func (c *Client) Receive(now time.Time) error {
 	if c.closed != nil {
 		return c.closed
 	}
@@ -234,10 +250,6 @@ func (c *Client) Update(now time.Time) error {
 		c.conn.Close()
 		return c.closed
 	}
-	if now.Sub(c.lastSend) >= c.interval {
-		c.Flush(now)
-	}
-	c.sendOutbox()
 	return nil
 }
 

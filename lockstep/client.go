@@ -39,7 +39,8 @@ type Client struct {
 	// Uplink.
 	nextSeq               uint32
 	unacked               []sentInput
-	minOffset             float64 // ms: the earliest (arrival - cut schedule) seen, the server frame clock's zero
+	spare                 [][]byte // buffers of acknowledged inputs, for the next ones
+	minOffset             float64  // ms: the earliest (arrival - cut schedule) seen, the server frame clock's zero
 	clockSet              bool
 	lead                  float64 // frames of lead over the estimated server frame
 	lastTarget, perTarget int     // the last input's frame, and inputs aimed at it
@@ -139,10 +140,14 @@ func (c *Client) inputFor(now time.Time, target int, data []byte) (int, error) {
 	}
 	c.perTarget++
 	c.stamps = append(c.stamps, stamp{seq: c.nextSeq, lead: float64(target) - c.serverFrame(now)})
-	if len(c.stamps) > 2*maxUplinkInputs {
-		c.stamps = c.stamps[len(c.stamps)-2*maxUplinkInputs:]
+	if len(c.stamps) > 4*maxUplinkInputs { // keep the newest, in place
+		c.stamps = append(c.stamps[:0], c.stamps[len(c.stamps)-2*maxUplinkInputs:]...)
 	}
-	c.unacked = append(c.unacked, sentInput{seq: c.nextSeq, frame: target, data: slices.Clone(data)})
+	var buf []byte
+	if n := len(c.spare); n > 0 { // an acknowledged input's bytes, reused
+		buf, c.spare = c.spare[n-1][:0], c.spare[:n-1]
+	}
+	c.unacked = append(c.unacked, sentInput{seq: c.nextSeq, frame: target, data: append(buf, data...)})
 	c.nextSeq++
 	return target, nil
 }
@@ -215,6 +220,11 @@ func (c *Client) Deliver(now time.Time, msg []byte) error {
 	k := 0
 	for k < len(c.unacked) && c.unacked[k].seq <= d.inputAck {
 		k++
+	}
+	for _, in := range c.unacked[:k] {
+		if len(c.spare) < maxUplinkInputs {
+			c.spare = append(c.spare, in.data)
+		}
 	}
 	c.unacked = append(c.unacked[:0], c.unacked[k:]...)
 	if d.hasMargin {

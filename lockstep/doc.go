@@ -1,4 +1,6 @@
-// Package lockstep is tongbu's frame-sync mode (seeds 001-003).
+// Package lockstep is tongbu's frame-sync mode: a relay that cuts the
+// players' inputs into numbered frames, and the client half that plays
+// them.
 //
 // A Room is the relay: it cuts frame n at start + n/Hz (a frame is a
 // number; timers only decide when to cut it), puts in every input that
@@ -18,6 +20,29 @@
 // normal, fast, slow (never under SlowestPlay, 0.75x) or pauses. The game
 // calls Client.Advance on every render tick and runs the frames it returns,
 // interpolating by Alpha, at its own frame rate.
+//
+// # Two ways to play: waiting or predicting
+//
+// The plain Client runs only the room's frames: every player sees the same
+// frame at about the same time, and a player sees its own input a round
+// trip plus the playout delay after pressing (100-200 ms on a normal
+// link). That suits games at 10 to 20 frames a second whose commands take
+// effect with some animation anyway: strategy, MOBA, co-op, the arena
+// example.
+//
+// Rollback is the prediction mode, for games where a frame of lag is
+// felt, such as fighting games at 60 Hz (the duel example). The player's
+// own input shows in the next frame; the others' inputs are guessed (by
+// default, what they last were) and corrected when the room's frames
+// arrive: the session loads the state saved before the first wrong frame
+// and runs the frames again, all within one render tick. The game must
+// save and load its whole state cheaply (RollbackGame) and be exactly
+// deterministic through that; SyncTest checks it with no network. The
+// room is the same relay, the timekeeper: it still cuts frames on its
+// schedule and fills in late players, and its frames are the truth that
+// desync detection, replays and reconnection use. MaxPrediction bounds how
+// far a client runs ahead on guesses, and InputDelay trades a frame or two
+// of response for shallower rollbacks.
 //
 // A room can also run the game itself (Config.Simulation): its hash is
 // then the reference for desync detection, and a Snapshotter lets a

@@ -1,6 +1,8 @@
 package lockstep_test
 
 import (
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"time"
 
@@ -108,3 +110,85 @@ func Example_verifiedRoom() {
 	// agreed at frame 2: goal by 0
 	// player 2 disagreed in 1 frame(s)
 }
+
+// sumGame is the smallest RollbackGame: the sum of every input byte.
+type sumGame struct{ frame, sum int64 }
+
+func (g *sumGame) Step(f lockstep.Frame) {
+	g.frame++
+	for _, s := range f.Slots {
+		for _, in := range s.Inputs {
+			g.sum += int64(in[0])
+		}
+	}
+}
+func (g *sumGame) Hash() uint64 { return uint64(g.frame)<<32 ^ uint64(g.sum) }
+func (g *sumGame) SaveState(dst []byte) []byte {
+	return binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(dst, uint64(g.frame)), uint64(g.sum))
+}
+func (g *sumGame) LoadState(b []byte) error {
+	if len(b) != 16 {
+		return errors.New("not a sumGame state")
+	}
+	g.frame, g.sum = int64(binary.LittleEndian.Uint64(b)), int64(binary.LittleEndian.Uint64(b[8:]))
+	return nil
+}
+
+// Example_rollback plays a 60 Hz room for 3 seconds over a link of 50 ms
+// each way. Player 0 runs in the prediction mode: its own input counts in
+// the next frame it runs, and player 1's is guessed until the room's
+// frames arrive; when player 1 changes its input the guess was wrong, and
+// the session loads the state before it and runs the frames again.
+func Example_rollback() {
+	cfg := lockstep.Config{Players: 2, Hz: 60, InputBytes: 1}
+	start := time.Unix(0, 0)
+	now := start
+	const oneWay = 50 * time.Millisecond
+	type msg struct {
+		at   time.Time
+		slot int
+		data []byte
+	}
+	var down []msg
+	c0, _ := lockstep.NewClient(cfg, 0)
+	c1, _ := lockstep.NewClient(cfg, 1)
+	clients := []*lockstep.Client{c0, c1}
+	room, _ := lockstep.NewRoom(cfg, start, senderFunc(func(slot int, b []byte) error {
+		down = append(down, msg{now.Add(oneWay), slot, append([]byte(nil), b...)})
+		return nil
+	}))
+	session, _ := lockstep.NewRollback(c0, lockstep.RollbackConfig{})
+	game := &sumGame{}
+	var up []msg
+	for tick := 0; tick < 180; tick++ {
+		now = start.Add(time.Duration(tick) * time.Second / 60)
+		for len(down) > 0 && !down[0].at.After(now) { // what arrived
+			clients[down[0].slot].Deliver(now, down[0].data)
+			down = down[1:]
+		}
+		t := session.Update(now, []byte{1}) // player 0 holds 1
+		session.Run(game, t.Requests)
+		if tick%30 == 0 {
+			c1.Input(now, []byte{byte(tick/30 + 2)}) // player 1 changes its input now and then
+		}
+		up = append(up, msg{now.Add(oneWay), 0, append([]byte(nil), c0.Packet(now)...)},
+			msg{now.Add(oneWay), 1, append([]byte(nil), c1.Packet(now)...)})
+		for len(up) > 0 && !up[0].at.After(now) {
+			room.Deliver(up[0].slot, up[0].data, now)
+			up = up[1:]
+		}
+		room.Tick(now)
+	}
+	st := session.Stats()
+	fmt.Printf("room cut %d frames; player 0 ran %d, %d of them confirmed\n", room.NextFrame(), session.Present(), session.Confirmed())
+	fmt.Printf("rollbacks %d, deepest %d frames, %d frames run again\n", st.Rollbacks, st.MaxDepth, st.Resimulated)
+	// Output:
+	// room cut 180 frames; player 0 ran 184, 177 of them confirmed
+	// rollbacks 32, deepest 7 frames, 141 frames run again
+}
+
+// senderFunc is a room's Sender from a function.
+type senderFunc func(slot int, msg []byte) error
+
+func (f senderFunc) SendUnreliable(slot int, msg []byte) error { return f(slot, msg) }
+func (f senderFunc) SendReliable(slot int, msg []byte) error   { return f(slot, msg) }

@@ -109,8 +109,12 @@ type RollbackConfig struct {
 const (
 	MaxInputDelay    = 30  // frames
 	MaxMaxPrediction = 120 // frames
-	syncGain         = 0.02
-	maxSkew          = 0.05 // the most the present's clock runs fast or slow
+	// The present's clock runs up to 5% slow when ahead of its target
+	// (ahead costs only deeper rollbacks), and up to 25% fast when behind:
+	// there the player's inputs reach the room after their frames were
+	// cut.
+	slowGain, maxSlow = 0.02, 0.05
+	fastGain, maxFast = 0.1, 0.25
 )
 
 // withDefaults fills in a RollbackConfig for a room running at hz.
@@ -165,9 +169,10 @@ type RollbackTick struct {
 // The room stays the timekeeper: its frames are the truth, and it fills
 // in late players as usual. The session runs its present ahead of the
 // room's cut by the lead its inputs need to arrive in time, on a clock
-// that runs up to 5% fast or slow to stay there (GGPO's frame-advantage
-// sync, driven by the room's arrival-margin reports), and never more
-// than MaxPrediction frames beyond the newest confirmed frame.
+// that runs up to 5% slow when ahead of that and up to 25% fast when
+// behind (GGPO's frame-advantage sync, driven by the room's
+// arrival-margin reports), and never more than MaxPrediction frames
+// beyond the newest confirmed frame.
 //
 // The game is driven by requests, as in GGRS: each render tick call
 // Update with the player's input and carry out the returned requests in
@@ -181,9 +186,10 @@ type Rollback struct {
 	started bool
 	clock   float64 // the present's position in frames
 	lastNow time.Time
-	present int // frames 0 .. present-1 have run, some predicted
-	settled int // frames 0 .. settled-1 ran with the room's inputs
-	conf    []Frame
+	present int     // frames 0 .. present-1 have run, some predicted
+	settled int     // frames 0 .. settled-1 ran with the room's inputs
+	conf    []Frame // the room's frames from settled on, not yet run as such
+	confBuf []Frame // conf's array
 	last    []Slot  // each slot in the newest settled frame
 	ring    []rbRec // frames settled .. present-1, by number % len
 	own     []ownIn // the local inputs, by frame % len
@@ -283,11 +289,13 @@ func (r *Rollback) Update(now time.Time, input []byte) RollbackTick {
 		r.restart(st.SnapshotFrame)
 		r.tick.Requests = append(r.tick.Requests, Request{Kind: RequestRestore, Snapshot: st.Snapshot})
 	}
+	r.conf = append(r.confBuf[:0], r.conf...) // in place: what was taken from the front is gone
 	for _, f := range st.Frames {
 		if f.Number == r.settled+len(r.conf) {
 			r.conf = append(r.conf, f)
 		}
 	}
+	r.confBuf = r.conf[:0]
 	if st.CatchingUp {
 		// Run what the room has; predict nothing until live.
 		for len(r.conf) > 0 {
@@ -350,7 +358,10 @@ func (r *Rollback) moveClock(now time.Time) {
 	dt := now.Sub(r.lastNow).Seconds()
 	dt = max(0, min(dt, 0.25))
 	target := r.target(now)
-	skew := max(-maxSkew, min(maxSkew, (target-r.clock)*syncGain))
+	skew := max(-maxSlow, (target-r.clock)*slowGain)
+	if target > r.clock {
+		skew = min(maxFast, (target-r.clock)*fastGain)
+	}
 	r.clock += dt * float64(r.c.cfg.Hz) * (1 + skew)
 	if math.Abs(target-r.clock) > float64(r.cfg.MaxPrediction) {
 		r.clock = max(target, float64(r.present-1))
@@ -471,6 +482,7 @@ func (r *Rollback) predict(rec *rbRec, n int) {
 	rec.frame.Number = n
 	for i := range rec.frame.Slots {
 		var s Slot
+		var own []byte
 		switch {
 		case i != r.c.slot && r.cfg.Predict != nil:
 			s = r.cfg.Predict(i, r.last[i], n)
@@ -478,22 +490,23 @@ func (r *Rollback) predict(rec *rbRec, n int) {
 			s = repeatSlot(r.last[i])
 		default:
 			if o := &r.own[n%len(r.own)]; o.set && o.frame == n {
-				s = Slot{Inputs: [][]byte{o.data}}
+				own = o.data
 				r.ownLast = append(r.ownLast[:0], o.data...)
 			} else { // not sent: the room makes it up
-				s = Slot{MadeUp: true}
+				s.MadeUp = true
 				if r.c.cfg.Fill == FillRepeat && r.ownLast != nil {
-					s.Inputs = [][]byte{r.ownLast}
+					own = r.ownLast
 				}
 			}
 		}
+		if n := len(s.Inputs); n > 0 {
+			own = s.Inputs[n-1]
+		}
 		// Keep a copy: the frame must survive the slots it came from.
 		d := &rec.frame.Slots[i]
-		d.MadeUp = s.MadeUp
-		d.Inputs = nil
-		if len(s.Inputs) > 0 {
-			in := s.Inputs[len(s.Inputs)-1]
-			rec.buf[i] = append(rec.buf[i][:0], in...)
+		d.MadeUp, d.Inputs = s.MadeUp, nil
+		if own != nil {
+			rec.buf[i] = append(rec.buf[i][:0], own...)
 			rec.one[i][0] = rec.buf[i]
 			d.Inputs = rec.one[i][:]
 		}

@@ -1,6 +1,7 @@
 package lockstep_test
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"hash/fnv"
@@ -277,6 +278,28 @@ func TestRollbackRejoin(t *testing.T) {
 	if st.Predicted < 1000 || st.Rollbacks == 0 || r.Desyncs != 0 {
 		t.Errorf("rejoined player %+v, desyncs %d: want it predicting again, with no desync", st, r.Desyncs)
 	}
+}
+
+// TestRollbackReplayAndSpectator: a match in the prediction mode records
+// a replay that verifies against the game, and a spectator with the plain
+// client watches it and reaches the players' confirmed states.
+func TestRollbackReplayAndSpectator(t *testing.T) {
+	link := duelLink()
+	var file bytes.Buffer
+	r := rollbackMatch(t, lockstepsim.RollbackOptions{Up: link, Down: link, Seed: 7, Duration: 20 * time.Second,
+		Replay: &file, Game: "tag", Spectator: true})
+	if r.Watched < r.Frames/30-5 || r.WatchDiff != 0 || r.Desyncs != 0 {
+		t.Fatalf("spectator: %d hash frames watched of %d, %d differed; desyncs %d", r.Watched, r.Frames/30, r.WatchDiff, r.Desyncs)
+	}
+	rr, err := lockstep.NewReplayReader(bytes.NewReader(file.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := lockstep.Verify(rr, newTagGame(2))
+	if err != nil || res.Frames != r.Frames || res.Checked < r.Frames/30-5 || res.Mismatch != 0 {
+		t.Fatalf("replay: %+v, %v (%d frames cut)", res, err, r.Frames)
+	}
+	t.Logf("replay of %d bytes: %+v; spectator compared %d hash frames", file.Len(), res, r.Watched)
 }
 
 // TestSyncTest finds the planted nondeterminism of a game within a second

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"slices"
 	"time"
@@ -35,6 +36,13 @@ type RollbackOptions struct {
 	// Cut, when set, cuts player Cut.Slot's downlink from Cut.From for
 	// Cut.For.
 	Cut *Outage
+	// Replay, when set, receives the match's replay, recorded from the
+	// start under Game.
+	Replay io.Writer
+	Game   string
+	// Spectator adds a spectator (the plain client) from the start; its
+	// hashes are compared with the players'.
+	Spectator bool
 	// Rejoin, when set, takes player Rejoin.Slot away at Rejoin.From (the
 	// room is told it left) and brings it back with a fresh client and
 	// game Rejoin.For later: it catches up, then predicts.
@@ -62,6 +70,8 @@ type RollbackResult struct {
 	Checked    int           // hash frames on which the room saw every player agree
 	Compared   int           // confirmed hashes (OnConfirmedHash) compared with the room's majority
 	Differed   int           // of those, hashes that differed
+	Watched    int           // Spectator: hash frames the spectator ran that the room decided
+	WatchDiff  int           // of those, frames where the spectator's state hashed otherwise
 	Work       time.Duration // time spent in the players' Update and their game's requests, by Clock
 	FramesRun  int           // frames the games ran, re-runs included
 }
@@ -98,7 +108,11 @@ func RunRollback(o RollbackOptions) (RollbackResult, error) {
 		o.Clock = func() time.Duration { return time.Since(base) }
 	}
 	s := &sim{}
-	for i := range cfg.Players {
+	links := cfg.Players
+	if o.Spectator {
+		links++
+	}
+	for i := range links {
 		up, err := transport.NewLinkModel(o.Up, o.Seed*1000+uint64(2*i))
 		if err != nil {
 			return RollbackResult{}, err
@@ -115,7 +129,31 @@ func RunRollback(o RollbackOptions) (RollbackResult, error) {
 	if err != nil {
 		return RollbackResult{}, err
 	}
+	var rw *lockstep.ReplayWriter
+	if o.Replay != nil {
+		if rw, err = lockstep.NewReplayWriter(o.Replay, lockstep.ReplayHeader{Game: o.Game, Config: cfg, Start: start}); err != nil {
+			return RollbackResult{}, err
+		}
+		if err := room.Record(rw); err != nil {
+			return RollbackResult{}, err
+		}
+	}
 	var res RollbackResult
+	var watcher *player
+	if o.Spectator {
+		id, err := room.AddSpectator(0, start)
+		if err != nil {
+			return res, err
+		}
+		c, err := lockstep.NewSpectator(cfg)
+		if err != nil {
+			return res, err
+		}
+		watcher = &player{c: c, g: o.NewGame(), hashes: map[int]uint64{}}
+		if id != cfg.Players {
+			return res, fmt.Errorf("spectator id %d", id)
+		}
+	}
 	ps := make([]*player, cfg.Players)
 	for i := range ps {
 		if ps[i], err = newPlayer(cfg, i, o); err != nil {
@@ -123,7 +161,7 @@ func RunRollback(o RollbackOptions) (RollbackResult, error) {
 		}
 	}
 	render := time.Second / time.Duration(o.RenderHz)
-	nextRender := make([]time.Time, cfg.Players)
+	nextRender := make([]time.Time, links)
 	phase := rand.New(rand.NewPCG(o.Seed, 7))
 	for i := range nextRender {
 		nextRender[i] = start.Add(time.Duration(phase.Int64N(int64(render))))
@@ -140,6 +178,8 @@ func RunRollback(o RollbackOptions) (RollbackResult, error) {
 			now = e.at
 			if e.kind == evToRoom {
 				room.Deliver(e.slot, e.msg, now)
+			} else if e.slot == cfg.Players {
+				watcher.c.Deliver(now, e.msg)
 			} else if !o.Cut.down(e.slot, now.Sub(start)) && !ps[e.slot].away {
 				ps[e.slot].c.Deliver(now, e.msg)
 			}
@@ -154,6 +194,11 @@ func RunRollback(o RollbackOptions) (RollbackResult, error) {
 			continue
 		}
 		nextRender[what] = now.Add(render)
+		if what == cfg.Players { // the spectator
+			watcher.watch(now)
+			s.send(now, s.up[what], evToRoom, what, watcher.c.Packet(now), transport.Unreliable)
+			continue
+		}
 		p := ps[what]
 		if rj := o.Rejoin; rj != nil && rj.Slot == what && !p.back {
 			at := now.Sub(start)
@@ -187,6 +232,21 @@ func RunRollback(o RollbackOptions) (RollbackResult, error) {
 		}
 	}
 	res.Frames = room.NextFrame()
+	if rw != nil {
+		if err := rw.Close(); err != nil {
+			return res, err
+		}
+	}
+	if watcher != nil {
+		for n, h := range watcher.hashes {
+			if m, ok := room.MajorityHash(n); ok {
+				res.Watched++
+				if m != h {
+					res.WatchDiff++
+				}
+			}
+		}
+	}
 	for _, e := range room.Events() {
 		if e.Kind == lockstep.EventDesync {
 			res.Desyncs++
@@ -288,6 +348,18 @@ func (p *player) tick(now time.Time, slot int, o RollbackOptions, res *RollbackR
 		}
 	}
 	return p.rb.Run(p.g, tk.Requests)
+}
+
+// watch is a tick of the spectator: it runs the frames the jitter
+// buffer plays and remembers its hashes.
+func (p *player) watch(now time.Time) {
+	st := p.c.Advance(now)
+	for _, f := range st.Frames {
+		p.g.Step(f)
+		if every := p.c.Config().HashEvery; every > 0 && f.Number%every == 0 {
+			p.hashes[f.Number] = p.g.Hash()
+		}
+	}
 }
 
 // plainTick is a tick of the plain client: the input goes out when it

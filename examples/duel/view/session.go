@@ -44,14 +44,14 @@ func NewSession(c *engine.Client, rc lockstep.RollbackConfig) (*Session, error) 
 // when the room's frames differ from the guess), and sends the input at
 // once. It returns the connection's error once it is closed.
 func (s *Session) Tick(now time.Time, in game.Input) error {
-	if err := s.c.Update(now); err != nil {
+	if err := s.c.Receive(now); err != nil {
 		s.err = err
 	}
 	s.last = s.rb.Update(now, in.Bytes())
 	if err := s.rb.Run(s.g, s.last.Requests); err != nil {
 		s.err = err
 	}
-	s.c.Flush(now) // the new frames' input leaves now, not half a frame later
+	s.c.Flush(now) // one uplink packet a tick, with the new frames' input
 	for _, f := range s.c.Lockstep().DumpRequests() {
 		s.c.Lockstep().Dump(f, s.g.SaveState(nil)) // the room asks after a desync
 	}
