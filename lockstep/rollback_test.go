@@ -280,6 +280,25 @@ func TestRollbackRejoin(t *testing.T) {
 	}
 }
 
+// TestRollbackPredictor: a game's own predictor is asked for the other
+// players' slots; a poor one (the stick always centred) costs rollbacks,
+// never a desync.
+func TestRollbackPredictor(t *testing.T) {
+	link := duelLink()
+	calls := 0
+	centred := func(slot int, last lockstep.Slot, frame int) lockstep.Slot {
+		calls++
+		return lockstep.Slot{Inputs: [][]byte{{1}}}
+	}
+	def := rollbackMatch(t, lockstepsim.RollbackOptions{Up: link, Down: link, Seed: 8, Duration: 20 * time.Second})
+	own := rollbackMatch(t, lockstepsim.RollbackOptions{Up: link, Down: link, Seed: 8, Duration: 20 * time.Second,
+		Rollback: lockstep.RollbackConfig{Predict: centred}})
+	t.Logf("rollbacks: %d repeating the last input, %d guessing a centred stick (%d guesses)", len(def.Depths), len(own.Depths), calls)
+	if calls == 0 || len(own.Depths) <= len(def.Depths) || own.Desyncs != 0 || own.Differed != 0 {
+		t.Errorf("predictor called %d times; rollbacks %d vs %d; desyncs %d", calls, len(own.Depths), len(def.Depths), own.Desyncs)
+	}
+}
+
 // TestRollbackReplayAndSpectator: a match in the prediction mode records
 // a replay that verifies against the game, and a spectator with the plain
 // client watches it and reaches the players' confirmed states.
