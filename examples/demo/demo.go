@@ -341,46 +341,40 @@ func (d *demo) playArenaBot(ctx context.Context, cl *engine.Client) error {
 	if err != nil {
 		return err
 	}
-	tk := time.NewTicker(time.Second / 60)
-	defer tk.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return nil
-		case now := <-tk.C:
-			if err := cl.Update(now); err != nil {
+	return everyTick(ctx, func(now time.Time) error {
+		if err := cl.Update(now); err != nil {
+			return err
+		}
+		step := cl.Lockstep().Advance(now)
+		if step.Snapshot != nil { // a late join, caught up from the room's game
+			if err := p.Game().Restore(step.Snapshot); err != nil {
 				return err
 			}
-			step := cl.Lockstep().Advance(now)
-			if step.Snapshot != nil { // a late join, caught up from the room's game
-				if err := p.Game().Restore(step.Snapshot); err != nil {
-					return err
-				}
+		}
+		for _, f := range step.Frames {
+			if err := p.Step(f); err != nil {
+				return err
 			}
-			for _, f := range step.Frames {
-				if err := p.Step(f); err != nil {
-					return err
-				}
-				if every := cl.LockstepConfig().HashEvery; every > 0 && f.Number%every == 0 {
-					cl.Lockstep().ReportHash(f.Number, p.Game().Hash()) // desync detection
-				}
-				if cl.LockstepConfig().VerifyEvents {
-					for _, e := range p.Game().Events() { // the kills, for event verification
-						if err := cl.Lockstep().ReportEvent(f.Number, e); err != nil {
-							return err
-						}
+			if every := cl.LockstepConfig().HashEvery; every > 0 && f.Number%every == 0 {
+				cl.Lockstep().ReportHash(f.Number, p.Game().Hash()) // desync detection
+			}
+			if cl.LockstepConfig().VerifyEvents {
+				for _, e := range p.Game().Events() { // the kills, for event verification
+					if err := cl.Lockstep().ReportEvent(f.Number, e); err != nil {
+						return err
 					}
 				}
-				if d.botFrame != nil {
-					d.botFrame(cl.Target(), cl.Slot(), f.Number, p.Game().Hash())
-				}
-				if in, ok := p.Input(); ok {
-					cl.Lockstep().Input(now, in)
-					cl.Flush(now)
-				}
+			}
+			if d.botFrame != nil {
+				d.botFrame(cl.Target(), cl.Slot(), f.Number, p.Game().Hash())
+			}
+			if in, ok := p.Input(); ok {
+				cl.Lockstep().Input(now, in)
+				cl.Flush(now)
 			}
 		}
-	}
+		return nil
+	})
 }
 
 // playDuelBot is a duel bot's game loop: it plays in the prediction mode,
@@ -396,14 +390,20 @@ func (d *demo) playDuelBot(ctx context.Context, cl *engine.Client) error {
 		return err
 	}
 	bot := duel.NewBot(slot, uint64(time.Now().UnixNano()))
-	tk := time.NewTicker(time.Second / duel.Hz)
+	return everyTick(ctx, func(now time.Time) error { return s.Tick(now, bot.Input(s.Game())) })
+}
+
+// everyTick calls tick 60 times a second, as a game loop does, until ctx
+// is done (nil) or tick fails (its error).
+func everyTick(ctx context.Context, tick func(now time.Time) error) error {
+	tk := time.NewTicker(time.Second / 60)
 	defer tk.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return nil
 		case now := <-tk.C:
-			if err := s.Tick(now, bot.Input(s.Game())); err != nil {
+			if err := tick(now); err != nil {
 				return err
 			}
 		}

@@ -120,6 +120,34 @@ func openPage(t *testing.T, ctx context.Context, url, ready string) (context.Con
 	return bctx, stop
 }
 
+// sameHashes reads a page's state hashes by frame (a JavaScript object of
+// 16-hex-digit strings) and fails t unless each frame the room's bots
+// also hashed has the bots' hash. It returns the frames compared, added
+// to seen when it is not nil.
+func (u *demoUnderTest) sameHashes(t *testing.T, page context.Context, expr, room, who string, seen map[int]bool) map[int]bool {
+	t.Helper()
+	var hashes map[string]string
+	if err := chromedp.Run(page, chromedp.Evaluate(expr, &hashes)); err != nil {
+		t.Fatal(err)
+	}
+	if seen == nil {
+		seen = map[int]bool{}
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for k, h := range hashes {
+		var n int
+		fmt.Sscan(k, &n)
+		if bh, ok := u.botHashes[room][n]; ok {
+			if fmt.Sprintf("%016x", bh) != h {
+				t.Fatalf("%s frame %d: hash %s, the bots' %016x", who, n, h, bh)
+			}
+			seen[n] = true
+		}
+	}
+	return seen
+}
+
 // notBlank fails unless a screenshot of the page has many distinct colours.
 func notBlank(t *testing.T, bctx context.Context, what string) {
 	t.Helper()
@@ -165,23 +193,7 @@ func TestArenaInBrowser(t *testing.T) {
 	room := "arena-1"
 	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(5 * time.Second) {
 		for i, page := range []context.Context{a, b} {
-			var hashes map[string]string
-			if err := chromedp.Run(page, chromedp.Evaluate(`tongbuArena.hashes`, &hashes)); err != nil {
-				t.Fatal(err)
-			}
-			u.mu.Lock()
-			for k, h := range hashes {
-				var n int
-				fmt.Sscan(k, &n)
-				if bh, ok := u.botHashes[room][n]; ok {
-					if fmt.Sprintf("%016x", bh) != h {
-						u.mu.Unlock()
-						t.Fatalf("page %d frame %d: hash %s, the bots' %016x", i, n, h, bh)
-					}
-					compared++
-				}
-			}
-			u.mu.Unlock()
+			compared += len(u.sameHashes(t, page, `tongbuArena.hashes`, room, fmt.Sprint("page ", i), nil))
 		}
 	}
 	var frame int
@@ -295,23 +307,7 @@ func TestDuelInBrowser(t *testing.T) {
 			input.DispatchKeyEvent(input.KeyUp).WithKey("j").WithCode("KeyJ").WithWindowsVirtualKeyCode(74)); err != nil {
 			t.Fatal(err)
 		}
-		var hashes map[string]string
-		if err := chromedp.Run(p, chromedp.Evaluate(`tongbuDuel.hashes`, &hashes)); err != nil {
-			t.Fatal(err)
-		}
-		u.mu.Lock()
-		for k, h := range hashes {
-			var n int
-			fmt.Sscan(k, &n)
-			if bh, ok := u.botHashes[room][n]; ok {
-				if fmt.Sprintf("%016x", bh) != h {
-					u.mu.Unlock()
-					t.Fatalf("frame %d: the page's confirmed hash %s, the bot's %016x", n, h, bh)
-				}
-				compared[n] = true
-			}
-		}
-		u.mu.Unlock()
+		u.sameHashes(t, p, `tongbuDuel.hashes`, room, "the page's confirmed", compared)
 	}
 	type figures struct {
 		Frame, Confirmed, Rollbacks, Jabs, Stalls int

@@ -107,21 +107,13 @@ func RunRollback(o RollbackOptions) (RollbackResult, error) {
 		base := time.Now()
 		o.Clock = func() time.Duration { return time.Since(base) }
 	}
-	s := &sim{}
 	links := cfg.Players
 	if o.Spectator {
 		links++
 	}
-	for i := range links {
-		up, err := transport.NewLinkModel(o.Up, o.Seed*1000+uint64(2*i))
-		if err != nil {
-			return RollbackResult{}, err
-		}
-		down, err := transport.NewLinkModel(o.Down, o.Seed*1000+uint64(2*i+1))
-		if err != nil {
-			return RollbackResult{}, err
-		}
-		s.up, s.down = append(s.up, up), append(s.down, down)
+	s, err := newSim(links, o.Up, o.Down, o.Seed)
+	if err != nil {
+		return RollbackResult{}, err
 	}
 	start := time.Unix(1_000_000, 0)
 	now := start
@@ -168,12 +160,7 @@ func RunRollback(o RollbackOptions) (RollbackResult, error) {
 	}
 	end := start.Add(o.Duration)
 	for {
-		next, what := room.NextCut(), -1
-		for i, t := range nextRender {
-			if t.Before(next) {
-				next, what = t, i
-			}
-		}
+		next, what := nextThing(room, nextRender)
 		if e, ok := s.q.PopDue(next); ok {
 			now = e.at
 			if e.kind == evToRoom {

@@ -61,6 +61,35 @@ type sim struct {
 	res  Result
 }
 
+// newSim returns a simulation with links up and down links, seeded.
+func newSim(links int, up, down transport.LinkConfig, seed uint64) (*sim, error) {
+	s := &sim{}
+	for i := range links {
+		u, err := transport.NewLinkModel(up, seed*1000+uint64(2*i))
+		if err != nil {
+			return nil, err
+		}
+		d, err := transport.NewLinkModel(down, seed*1000+uint64(2*i+1))
+		if err != nil {
+			return nil, err
+		}
+		s.up, s.down = append(s.up, u), append(s.down, d)
+	}
+	return s, nil
+}
+
+// nextThing returns when the next cut or render tick is due, and whose
+// tick it is (-1: the room's cut).
+func nextThing(room *lockstep.Room, nextRender []time.Time) (time.Time, int) {
+	next, what := room.NextCut(), -1
+	for i, t := range nextRender {
+		if t.Before(next) {
+			next, what = t, i
+		}
+	}
+	return next, what
+}
+
 func (s *sim) send(now time.Time, link *transport.LinkModel, kind, slot int, msg []byte, ch transport.Channel) {
 	fate := link.Fate(ch)
 	if fate.Lost {
@@ -103,17 +132,9 @@ func Run(o Options) (Result, error) {
 	if o.InputRate == 0 {
 		o.InputRate = 5
 	}
-	s := &sim{}
-	for i := range cfg.Players {
-		up, err := transport.NewLinkModel(o.Up, o.Seed*1000+uint64(2*i))
-		if err != nil {
-			return Result{}, err
-		}
-		down, err := transport.NewLinkModel(o.Down, o.Seed*1000+uint64(2*i+1))
-		if err != nil {
-			return Result{}, err
-		}
-		s.up, s.down = append(s.up, up), append(s.down, down)
+	s, err := newSim(cfg.Players, o.Up, o.Down, o.Seed)
+	if err != nil {
+		return Result{}, err
 	}
 	start := time.Unix(1_000_000, 0)
 	now := start
@@ -142,12 +163,7 @@ func Run(o Options) (Result, error) {
 	var stalledTicks, ticks int
 	for {
 		// The next thing to happen: a delivery, a cut, or a render tick.
-		next, what := room.NextCut(), -1
-		for i, t := range nextRender {
-			if t.Before(next) {
-				next, what = t, i
-			}
-		}
+		next, what := nextThing(room, nextRender)
 		if e, ok := s.q.PopDue(next); ok {
 			now = e.at
 			if e.kind == evToRoom {
