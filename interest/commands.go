@@ -228,6 +228,24 @@ func (w *World) SetDisplay(id ID, d Display) error {
 	return nil
 }
 
+// SetSpeedLimit sets the fastest a player may move from this frame on, in
+// units per frame (1 to Config.MaxSpeed): walking, running, mounted,
+// slowed. The world checks every move command against the limit that held
+// at the command's frame, kept with the movement history (seed 5.2.1), so
+// a command stamped before a slow took effect still passes, and a client
+// that claims a faster speed (a speed hack) is corrected.
+func (w *World) SetSpeedLimit(player ID, speed int32) error {
+	e := w.get(player)
+	if e == nil || e.obs == nil {
+		return fmt.Errorf("%w: %d", ErrNotObserver, player)
+	}
+	if speed < 1 || speed > int32(w.cfg.MaxSpeed) {
+		return fmt.Errorf("%w: speed limit %d, want 1 to %d", ErrConfig, speed, w.cfg.MaxSpeed)
+	}
+	e.obs.setLimit(w, speed)
+	return nil
+}
+
 // SetTarget records player's current target, which the policy may sync
 // more often to that player.
 func (w *World) SetTarget(player, target ID) error {

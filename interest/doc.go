@@ -38,9 +38,10 @@
 // not run the Client half.
 //
 // Movement is client-driven and validated (seed 5.2.1): the world keeps
-// each player's position for every frame of Config.History, rewinds to a
-// move's frame, compares its source within Config.Tolerance, and accepts
-// it or corrects the client. Every position, here and on the client, is
+// each player's position for every frame of Config.History, and its speed
+// limit (World.SetSpeedLimit), rewinds to a move's frame, compares its
+// source within Config.Tolerance and its speed with the limit then, and
+// accepts it or corrects the client. Every position, here and on the client, is
 // advanced by the same integer rule (Step), so a client extrapolates a
 // move to exactly the world's position.
 //

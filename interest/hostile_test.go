@@ -268,3 +268,61 @@ func TestAckBeforeAnyWrap(t *testing.T) {
 		}
 	}
 }
+
+// TestSpeedLimitHistory: the world checks a move's speed against the
+// player's limit at the move's frame, kept with the movement history
+// (seed 5.2.1): a move faster than the limit is a speed hack, dropped and
+// corrected; a move stamped before a slow took effect, at the old limit,
+// passes.
+func TestSpeedLimitHistory(t *testing.T) {
+	start := time.Unix(0, 0)
+	w, err := NewWorld(testConfig(), start, discard{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pos := Vec{500, 500}
+	id, _ := w.Spawn(Player, Logic{Pos: pos, Dest: pos}, Display{})
+	if err := w.Join(id); err != nil {
+		t.Fatal(err)
+	}
+	at := func(f int) time.Time { return start.Add(time.Duration(f) * w.cfg.Period()) }
+	w.Tick(at(10))
+	if err := w.SetSpeedLimit(id, 16); err != nil { // running, from frame 10
+		t.Fatal(err)
+	}
+	w.Tick(at(30))
+	if err := w.SetSpeedLimit(id, 8); err != nil { // slowed, from frame 30
+		t.Fatal(err)
+	}
+	w.Tick(at(33))
+	seq := uint16(1)
+	move := func(frame int, speed int32) (dropped bool, corrected bool) {
+		before, corr := w.Stats().Dropped[DropSpeed], w.ent(id).obs.corrections
+		cur, _ := w.Logic(id)
+		u := &uplink{firstSeq: seq, cmds: []command{{tag: cmdMove, frame: frame, src: w.ent(id).obs.at(frame), dest: cur.Pos.Add(Vec{300, 0}), speed: speed}}}
+		seq++
+		w.Deliver(id, uplinkBytes(t, w, u))
+		return w.Stats().Dropped[DropSpeed] > before, w.ent(id).obs.corrections > corr
+	}
+	if d, c := move(28, 16); d || c {
+		t.Errorf("a move at 16 stamped at frame 28, when the limit was 16: dropped %v, corrected %v", d, c)
+	}
+	if lg, _ := w.Logic(id); lg.Speed != 16 || !lg.Moving() {
+		t.Errorf("the accepted move: %+v", lg)
+	}
+	if d, c := move(32, 16); !d || !c {
+		t.Errorf("a move at 16 stamped at frame 32, when the limit was 8: dropped %v, corrected %v", d, c)
+	}
+	if d, _ := move(33, 32); !d {
+		t.Error("a move at twice the limit passed")
+	}
+	for _, bad := range []int32{0, -1, int32(w.cfg.MaxSpeed) + 1} {
+		if err := w.SetSpeedLimit(id, bad); !errors.Is(err, ErrConfig) {
+			t.Errorf("limit %d: %v", bad, err)
+		}
+	}
+	npc, _ := w.Spawn(NPC, Logic{Pos: pos, Dest: pos}, Display{})
+	if err := w.SetSpeedLimit(npc, 8); !errors.Is(err, ErrNotObserver) {
+		t.Errorf("an NPC: %v", err)
+	}
+}

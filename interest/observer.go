@@ -46,8 +46,49 @@ type observer struct {
 	names       names              // the name dictionary shared with the client
 	looks       lookDict           // the look dictionary shared with the client
 	corrections int64
+	// limits are the player's recent speed limits (SetSpeedLimit), newest
+	// last: with hist, the movement history a command is checked against.
+	limits []speedLimit
 
 	ring [ringSize]sentPacket
+}
+
+// speedLimit is a change of a player's speed limit: from frame on, speed;
+// before, prev.
+type speedLimit struct {
+	frame       int
+	speed, prev int32
+}
+
+// maxLimits bounds the speed limit changes kept: beyond them, the limit
+// before the oldest kept stands for the frames before it.
+const maxLimits = 16
+
+// limitAt returns the player's speed limit at frame f.
+func (o *observer) limitAt(w *World, f int) int32 {
+	for i := len(o.limits) - 1; i >= 0; i-- {
+		if o.limits[i].frame <= f {
+			return o.limits[i].speed
+		}
+	}
+	if len(o.limits) > 0 {
+		return o.limits[0].prev // before the oldest change kept
+	}
+	return int32(w.cfg.MaxSpeed)
+}
+
+// setLimit records a new speed limit from the current frame on, keeping
+// the changes the history still reaches.
+func (o *observer) setLimit(w *World, speed int32) {
+	prev := o.limitAt(w, w.frame)
+	if n := len(o.limits); n > 0 && o.limits[n-1].frame == w.frame {
+		o.limits[n-1].speed = speed
+		return
+	}
+	for len(o.limits) > 1 && (len(o.limits) >= maxLimits || o.limits[1].frame <= w.frame-len(o.hist)) {
+		o.limits = append(o.limits[:0], o.limits[1:]...)
+	}
+	o.limits = append(o.limits, speedLimit{frame: w.frame, speed: speed, prev: prev})
 }
 
 func newObserver(w *World, e *entity) *observer {

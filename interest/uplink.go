@@ -244,6 +244,10 @@ func (o *observer) command(w *World, e *entity, c *command) (int, error) {
 			o.correct(w)
 			return 0, nil
 		}
+		if limit := o.limitAt(w, c.frame); c.speed > limit {
+			o.correct(w)
+			return DropSpeed, fmt.Errorf("interest: move at speed %d, the player's limit at frame %d is %d", c.speed, c.frame, limit)
+		}
 		w.setPath(e, c.src, c.dest, c.speed, c.frame)
 		o.rewriteFrom(w, c.frame, c.src, c.dest, c.speed)
 		w.reregion(e)

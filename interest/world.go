@@ -27,11 +27,12 @@ const (
 	DropRate              // a discovery or display request over the client's rate
 	DropAck               // an acknowledgement of a packet never sent
 	DropSendFailed        // the Sender refused a packet
+	DropSpeed             // a move faster than the player's speed limit at its frame
 	numDrops
 )
 
 var dropNames = [numDrops]string{"malformed", "stale", "future", "off_map", "move_range",
-	"unknown", "out_of_range", "rate", "ack", "send_failed"}
+	"unknown", "out_of_range", "rate", "ack", "send_failed", "speed"}
 
 // DropName returns the name of a drop reason, for logs and metrics.
 func DropName(reason int) string {
