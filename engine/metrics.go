@@ -32,6 +32,9 @@ type metrics struct {
 	closed   transport.Stats // summed over closed connections
 	interest map[string]uint64
 	events   map[string]uint64
+	// Lockstep matches that ended (rooms closed after cutting frames),
+	// and those in which players' states disagreed.
+	matches, desyncedMatches uint64
 }
 
 // cutLateBuckets are the upper bounds of the cut-lateness histogram, in
@@ -63,6 +66,16 @@ func (m *metrics) drop(mode, reason string) {
 func (m *metrics) event(kind string) {
 	m.mu.Lock()
 	m.events[kind]++
+	m.mu.Unlock()
+}
+
+// matchEnded counts a lockstep match at its room's close.
+func (m *metrics) matchEnded(desynced bool) {
+	m.mu.Lock()
+	m.matches++
+	if desynced {
+		m.desyncedMatches++
+	}
 	m.mu.Unlock()
 }
 
@@ -203,6 +216,16 @@ func (s *Server) writeMetrics(out io.Writer) {
 	for _, k := range sortedKeys(m.events) {
 		fmt.Fprintf(&b, "tongbu_lockstep_events_total{kind=%s} %d\n", label(k), m.events[k])
 	}
+	metric("tongbu_lockstep_matches_total", "counter", "Lockstep matches ended (rooms closed after cutting frames).")
+	fmt.Fprintf(&b, "tongbu_lockstep_matches_total %d\n", m.matches)
+	metric("tongbu_lockstep_desynced_matches_total", "counter", "Ended lockstep matches in which players' state hashes disagreed at least once.")
+	fmt.Fprintf(&b, "tongbu_lockstep_desynced_matches_total %d\n", m.desyncedMatches)
+	metric("tongbu_lockstep_desync_rate", "gauge", "Share of ended lockstep matches with a desync, since the server started (seed 003's shipped game: 0.0003).")
+	rate := 0.0
+	if m.matches > 0 {
+		rate = float64(m.desyncedMatches) / float64(m.matches)
+	}
+	fmt.Fprintf(&b, "tongbu_lockstep_desync_rate %g\n", rate)
 	metric("tongbu_interest_sent_total", "counter", "Interest-mode updates sent, by path.")
 	for _, k := range sortedKeys(m.interest) {
 		fmt.Fprintf(&b, "tongbu_interest_sent_total{path=%s} %d\n", label(k), m.interest[k])
@@ -232,6 +255,10 @@ func (s *Server) writeMetrics(out io.Writer) {
 	reports := make([]lockstep.Quality, len(rooms))
 	for i, r := range rooms {
 		reports[i] = r.Quality()
+	}
+	metric("tongbu_lockstep_desyncs", "gauge", "Compared frames on which players' state hashes disagreed, per running match.")
+	for i, r := range rooms {
+		fmt.Fprintf(&b, "tongbu_lockstep_desyncs{room=%s} %d\n", label(r.name), reports[i].Desyncs)
 	}
 	for _, g := range gauges {
 		metric(g.name, g.typ, g.help+" Per lockstep peer.")

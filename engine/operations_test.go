@@ -4,11 +4,13 @@ package engine
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tongbu/tongbu/lockstep"
@@ -108,4 +110,56 @@ func TestTicketInQuery(t *testing.T) {
 		}
 		h.shutdown()
 	}
+}
+
+// TestDesyncRate: /metrics counts the lockstep matches that ended and
+// those in which players disagreed, and gives the rate.
+func TestDesyncRate(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Config{})
+		defer h.shutdown()
+		play := func(room string, liar bool) {
+			r, err := h.s.CreateRoom(room, lockstep.Config{Players: 3, HashEvery: 5})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cs []*Client
+			for i := range 3 {
+				c, err := h.join(fmt.Sprint(room, i), room, RolePlayer, transport.LinkConfig{Latency: 10 * time.Millisecond})
+				if err != nil {
+					t.Fatal(err)
+				}
+				cs = append(cs, c)
+			}
+			for end := time.Now().Add(3 * time.Second); time.Now().Before(end); time.Sleep(16 * time.Millisecond) {
+				now := time.Now()
+				for i, c := range cs {
+					if err := c.Update(now); err != nil {
+						t.Fatal(err)
+					}
+					for _, f := range c.Lockstep().Advance(now).Frames {
+						hash := uint64(f.Number)
+						if liar && i == 2 && f.Number > 20 {
+							hash++ // its game went another way
+						}
+						c.Lockstep().ReportHash(f.Number, hash)
+					}
+				}
+			}
+			if q := r.Quality(); (q.Desyncs > 0) != liar {
+				t.Fatalf("room %s: %d desyncs", room, q.Desyncs)
+			}
+			for _, c := range cs {
+				c.Close()
+			}
+			r.Close()
+		}
+		play("honest", false)
+		play("liar", true)
+		for _, want := range []string{"tongbu_lockstep_matches_total 2", "tongbu_lockstep_desynced_matches_total 1", "tongbu_lockstep_desync_rate 0.5"} {
+			if got := h.metricLine(want); got == "" {
+				t.Errorf("metrics lack %q", want)
+			}
+		}
+	})
 }

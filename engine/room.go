@@ -39,6 +39,7 @@ type Room struct {
 
 	qualityAt time.Time // owned by the worker
 	emptyAt   time.Time // owned by the worker: since when no one is connected
+	desynced  atomic.Bool
 }
 
 // Name returns the room's name.
@@ -113,6 +114,12 @@ func (r *Room) close(idle bool) {
 		defer onClose(idle)
 	}
 	r.host.Close()
+	r.mu.Lock()
+	frames := r.stats.Frames
+	r.mu.Unlock()
+	if frames > 0 {
+		r.s.metrics.matchEnded(r.desynced.Load())
+	}
 	for i := range r.slots {
 		if p := r.slots[i].Swap(nil); p != nil {
 			p.bye(byeClosed, r.name)
@@ -294,8 +301,10 @@ func (l roomLoop) Tick(now time.Time) time.Time {
 		r.s.metrics.event(e.Kind.String())
 		switch e.Kind {
 		case lockstep.EventDesync:
+			r.desynced.Store(true)
 			r.s.log.Warn("desync", "room", r.name, "frame", e.Frame, "players", e.Players, "agreed", e.Agreed)
 		case lockstep.EventDispute:
+			r.desynced.Store(true)
 			r.s.log.Warn("desync with no majority", "room", r.name, "frame", e.Frame, "players", e.Players)
 		case lockstep.EventVerdict:
 			r.s.log.Warn("game events disagree", "room", r.name, "frame", e.Frame, "players", e.Players)

@@ -84,6 +84,16 @@ func (h *harness) shutdown() {
 	}
 }
 
+// metricLine returns line when the metrics hold it, else "".
+func (h *harness) metricLine(line string) string {
+	var b strings.Builder
+	h.s.writeMetrics(&b)
+	if strings.Contains(b.String(), "\n"+line+"\n") {
+		return line
+	}
+	return ""
+}
+
 func (h *harness) metric(name string) string {
 	var b strings.Builder
 	h.s.writeMetrics(&b)

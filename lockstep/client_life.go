@@ -158,9 +158,12 @@ func (c *Client) DumpRequests() []int {
 	return d
 }
 
-// Dump sends the game's state dump for frame, as asked by the room: any
-// bytes the game can compare later (at most MaxDumpBytes), split into
-// messages in the Outbox.
+// Dump answers the room's request after a desync (DumpRequests) with what
+// will help find its cause: the game's state after frame, its recent log
+// lines, or both, as any bytes (at most MaxDumpBytes), split into messages
+// in the Outbox. The room hands it on (EventDump) and keeps its first
+// MaxReplayDump bytes in the replay, where `tongbu replay info` lists it;
+// text shows there as its first line.
 func (c *Client) Dump(frame int, data []byte) error {
 	if len(data) > MaxDumpBytes {
 		return fmt.Errorf("%w: dump of %d bytes, at most %d", ErrInputTooLarge, len(data), MaxDumpBytes)

@@ -154,8 +154,8 @@ func TestDesync(t *testing.T) {
 					t.Fatalf("dump %+v", e)
 				}
 			}
-			if q := m.room.Quality(); q.Peers[3].DesyncFrame != want || q.Peers[0].DesyncFrame != -1 {
-				t.Fatalf("quality desync frames %d %d", q.Peers[3].DesyncFrame, q.Peers[0].DesyncFrame)
+			if q := m.room.Quality(); q.Peers[3].DesyncFrame != want || q.Peers[0].DesyncFrame != -1 || q.Desyncs != 1 {
+				t.Fatalf("quality desync frames %d %d, desyncs %d", q.Peers[3].DesyncFrame, q.Peers[0].DesyncFrame, q.Desyncs)
 			}
 		})
 	}

@@ -18,7 +18,7 @@ import (
 // length and the frame.
 const (
 	replayMagic   = "TBRP"
-	replayVersion = 2 // 1 held fewer of the room's settings (readReplayConfigV1)
+	replayVersion = 3 // 1 held fewer of the room's settings (readReplayConfigV1); 2 had no dump records
 
 	recHeader = 'H'
 	recBlock  = 'B'
@@ -40,6 +40,7 @@ const (
 	recCheck = 0
 	recJoin  = 1
 	recLeave = 2
+	recDump  = 3
 	recBits  = 2
 )
 
@@ -85,7 +86,15 @@ const (
 	RecordJoin
 	// RecordLeave: the player in Slot left when Frame was next.
 	RecordLeave
+	// RecordDump: the player in Slot answered the room's request after a
+	// desync with a state dump or its log lines (Client.Dump) for Frame:
+	// Dump holds its first MaxReplayDump bytes, of DumpLen; Agrees says
+	// whether the player agreed with the majority.
+	RecordDump
 )
+
+// MaxReplayDump bounds the bytes of a state dump a replay keeps.
+const MaxReplayDump = 64 << 10
 
 // ReplayRecord is a lifecycle record of a replay.
 type ReplayRecord struct {
@@ -93,6 +102,11 @@ type ReplayRecord struct {
 	Frame int
 	Slot  int
 	Check HashCheck
+	// RecordDump: the dump's first bytes, its whole length, and whether
+	// the player agreed with the majority.
+	Dump    []byte
+	DumpLen int
+	Agrees  bool
 }
 
 // ReplayWriter writes a replay as the match runs: the room feeds it each
@@ -317,6 +331,21 @@ func (rw *ReplayWriter) event(kind, slot, frame int) {
 	rw.record()
 }
 
+// dump adds a player's state dump, cut to MaxReplayDump bytes.
+func (rw *ReplayWriter) dump(slot, frame int, agrees bool, data []byte) {
+	if rw.closed {
+		return
+	}
+	w := &rw.recs
+	w.WriteUint(recDump, 1<<recBits-1)
+	w.WriteUint(uint64(slot), uint64(rw.h.Config.Players-1))
+	w.WriteUvarint(uint64(frame))
+	w.WriteBool(agrees)
+	w.WriteUvarint(uint64(len(data)))
+	w.WriteBytes(data[:min(len(data), MaxReplayDump)], MaxReplayDump)
+	rw.record()
+}
+
 func (rw *ReplayWriter) record() {
 	rw.nrec++
 	rw.stats.Records++
@@ -421,8 +450,8 @@ func NewReplayReader(r io.Reader) (*ReplayReader, error) {
 	if string(magic[:4]) != replayMagic {
 		return nil, fmt.Errorf("%w: not a tongbu replay (magic %q)", ErrReplay, magic[:4])
 	}
-	if magic[4] != replayVersion && magic[4] != 1 {
-		return nil, fmt.Errorf("%w: version %d, this reader reads versions 1 and %d", ErrReplay, magic[4], replayVersion)
+	if magic[4] < 1 || magic[4] > replayVersion {
+		return nil, fmt.Errorf("%w: version %d, this reader reads versions 1 to %d", ErrReplay, magic[4], replayVersion)
 	}
 	typ, payload, err := rr.record()
 	if err != nil {
@@ -644,6 +673,17 @@ func (rr *ReplayReader) decodeRecord(r *codec.Reader, end int) (ReplayRecord, er
 			return rec, fmt.Errorf("%w: join or leave at frame %d of %d: %v", ErrReplay, f, end, r.Err())
 		}
 		rec.Frame = int(f)
+	case recDump:
+		rec.Kind = RecordDump
+		rec.Slot = int(r.ReadUint(uint64(players - 1)))
+		f := r.ReadUvarint()
+		rec.Agrees = r.ReadBool()
+		n := r.ReadUvarint()
+		rec.Dump = r.ReadBytes(nil, MaxReplayDump)
+		if r.Err() != nil || f > uint64(end) || n > MaxDumpBytes || uint64(len(rec.Dump)) != min(n, MaxReplayDump) {
+			return rec, fmt.Errorf("%w: dump of frame %d (%d bytes of %d): %v", ErrReplay, f, len(rec.Dump), n, r.Err())
+		}
+		rec.Frame, rec.DumpLen = int(f), int(n)
 	default:
 		return rec, fmt.Errorf("%w: record kind %d", ErrReplay, kind)
 	}

@@ -17,6 +17,9 @@ type lifecycle struct {
 	nextID int       // the next spectator's peer id (ids are not reused)
 	events []Event
 	rec    *ReplayWriter
+	// desyncs counts the compared frames on which players disagreed
+	// (EventDesync and EventDispute), for the quality report.
+	desyncs int
 
 	checks  []hashCheck   // pending comparisons, by frame
 	results []checkResult // resolved comparisons, by frame / HashEvery
@@ -413,6 +416,9 @@ func (r *Room) lifeMessage(id int, p *player, msg []byte, now time.Time) error {
 		p.dumpParts++
 		if p.dumpParts == d.parts {
 			r.events = append(r.events, Event{Kind: EventDump, Slot: id, Frame: d.frame, Dump: p.dump, Agrees: !p.desynced})
+			if r.rec != nil && id < r.cfg.Players {
+				r.rec.dump(id, d.frame, !p.desynced, p.dump)
+			}
 			p.dumpWant, p.dump, p.dumpParts = -1, nil, 0
 		}
 		return nil
@@ -643,6 +649,7 @@ func (r *Room) dispute(c *hashCheck) {
 	}
 	r.disputing = true
 	r.events = append(r.events, Event{Kind: EventDispute, Frame: c.frame, Players: players, Hashes: hashes})
+	r.desyncs++
 }
 
 // diverge raises a desync event naming the players in div, against the
@@ -658,6 +665,7 @@ func (r *Room) diverge(frame int, div []int, agree uint32, agreed int) {
 		}
 	}
 	r.events = append(r.events, Event{Kind: EventDesync, Frame: frame, Players: div, Agreed: agreed})
+	r.desyncs++
 	if !r.cfg.DumpOnDesync {
 		return
 	}

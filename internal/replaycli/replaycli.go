@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tongbu/tongbu/lockstep"
 )
@@ -61,6 +63,7 @@ func replayInfo(in io.Reader, out io.Writer) error {
 	printHeader(out, h)
 	var frames, inputs, madeUp, real int
 	var checks, dissent, joins, leaves int
+	var dumps []lockstep.ReplayRecord
 	for {
 		f, err := rr.Next()
 		for _, r := range rr.Records() {
@@ -74,6 +77,8 @@ func replayInfo(in io.Reader, out io.Writer) error {
 				joins++
 			case lockstep.RecordLeave:
 				leaves++
+			case lockstep.RecordDump:
+				dumps = append(dumps, r)
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -98,12 +103,31 @@ func replayInfo(in io.Reader, out io.Writer) error {
 	fmt.Fprintf(out, "inputs     %d; %d player-frames with input, %d made up\n", inputs, real, madeUp)
 	fmt.Fprintf(out, "checks     %d hash comparisons, %d with dissent\n", checks, dissent)
 	fmt.Fprintf(out, "lifecycle  %d joins, %d leaves\n", joins, leaves)
+	for _, d := range dumps {
+		side := "agreed with the majority"
+		if !d.Agrees {
+			side = "diverged"
+		}
+		fmt.Fprintf(out, "dump       player %d, frame %d (%s): %d bytes%s\n", d.Slot, d.Frame, side, d.DumpLen, preview(d.Dump))
+	}
 	perMin := 0.0
 	if dur > 0 {
 		perMin = float64(cr.n) / dur.Minutes()
 	}
 	fmt.Fprintf(out, "size       %d bytes, %.0f bytes per minute\n", cr.n, perMin)
 	return nil
+}
+
+// preview shows the start of a dump: its first line when it is text (log
+// lines), else its first bytes in hex.
+func preview(b []byte) string {
+	head := b[:min(len(b), 72)]
+	if line, _, _ := strings.Cut(string(head), "\n"); utf8.ValidString(line) && !strings.ContainsFunc(line, func(r rune) bool {
+		return r < ' ' && r != '\t'
+	}) {
+		return fmt.Sprintf(": %q", line)
+	}
+	return fmt.Sprintf(": %x", head[:min(len(head), 16)])
 }
 
 // replayVerify re-runs a replay through its game's simulation.

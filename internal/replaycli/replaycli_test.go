@@ -4,6 +4,7 @@ package replaycli
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,10 +30,16 @@ func (d directSender) SendReliable(p int, msg []byte) error {
 
 // moversReplay plays a two-player movers match with no network and
 // returns its replay.
-func moversReplay(t *testing.T, frames int) []byte {
+func moversReplay(t *testing.T, frames int) []byte { return moversMatch(t, frames, 2, -1) }
+
+// moversMatch plays a movers match of players with no network and returns
+// its replay; when diverge >= 0, player players-1's game diverges after
+// that frame, and every client answers the room's dump requests with its
+// log lines.
+func moversMatch(t *testing.T, frames, players, diverge int) []byte {
 	t.Helper()
 	start := time.Unix(1700000000, 0)
-	cfg := lockstep.Config{Players: 2, HashEvery: 5}.WithDefaults()
+	cfg := lockstep.Config{Players: players, HashEvery: 5, DumpOnDesync: diverge >= 0}.WithDefaults()
 	now := start
 	var clients []*lockstep.Client
 	room, err := lockstep.NewRoom(cfg, start, directSender{&clients, &now})
@@ -49,12 +56,13 @@ func moversReplay(t *testing.T, frames int) []byte {
 		t.Fatal(err)
 	}
 	var sims []*movers.Game
-	for i := range 2 {
+	for i := range players {
 		c, _ := lockstep.NewClient(cfg, i)
 		clients = append(clients, c)
-		g, _ := movers.New(2, params)
+		g, _ := movers.New(players, params)
 		sims = append(sims, g)
 	}
+	bad := players - 1
 	for n := 0; room.NextFrame() < frames; n++ {
 		now = start.Add(time.Duration(n) * cfg.Period() / 2)
 		for i, c := range clients {
@@ -66,10 +74,19 @@ func moversReplay(t *testing.T, frames int) []byte {
 		room.Tick(now)
 		for i, c := range clients {
 			for _, f := range c.Advance(now).Frames {
+				if i == bad && diverge >= 0 && f.Number > diverge {
+					f.Slots[0].Inputs = nil // this client's game misreads player 0
+				}
 				sims[i].Step(f)
 				if f.Number%cfg.HashEvery == 0 {
 					c.ReportHash(f.Number, sims[i].Hash())
 				}
+			}
+			for _, n := range c.DumpRequests() {
+				c.Dump(n, fmt.Appendf(nil, "client %d at frame %d: hash %x\nsecond line", i, n, sims[i].Hash()))
+			}
+			for _, m := range c.Outbox() {
+				room.Deliver(i, m, now)
 			}
 		}
 	}
@@ -109,6 +126,27 @@ func TestReplayCommands(t *testing.T) {
 	}
 	if code := Command([]string{"frobnicate", good}, &out, &errb); code != 2 {
 		t.Fatalf("bad subcommand: %d", code)
+	}
+}
+
+// TestReplayDumps: after a desync the room asks the diverging player and
+// one that agrees for their dumps (here their log lines); the replay keeps
+// them beside the frames, and `replay info` lists them.
+func TestReplayDumps(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "desync.tbr")
+	os.WriteFile(file, moversMatch(t, 300, 3, 42), 0o644)
+	var out, errb bytes.Buffer
+	if code := Command([]string{"info", file}, &out, &errb); code != 0 {
+		t.Fatalf("info: %d %s", code, errb.String())
+	}
+	t.Log(out.String())
+	for _, want := range []string{
+		`dump       player 2, frame 45 (diverged)`, `: "client 2 at frame 45: hash`,
+		`(agreed with the majority)`, `checks     `,
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("replay info lacks %q", want)
+		}
 	}
 }
 
