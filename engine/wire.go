@@ -18,7 +18,7 @@ const (
 	typeBits     = 3
 	typeWelcome  = 0
 	typeBye      = 1
-	wireVersion  = 3
+	wireVersion  = 4 // 3 had no lockstep MaxDelay
 	maxByeText   = 200
 	maxWireUvint = 1 << 30
 )

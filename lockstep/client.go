@@ -83,11 +83,20 @@ func NewClient(cfg Config, slot int) (*Client, error) {
 }
 
 func newClient(cfg Config, slot int) *Client {
-	return &Client{
+	c := &Client{
 		cfg: cfg, slot: slot, ahead: make(map[int]Frame), nextSeq: 1,
-		prevReal: make([][]byte, cfg.Players), jb: NewJitterBuffer(cfg.Hz),
-		lead: 2, clientLife: clientLife{newest: -1},
+		prevReal: make([][]byte, cfg.Players),
+		lead:     2, clientLife: clientLife{newest: -1},
 	}
+	c.jb = c.newJitterBuffer()
+	return c
+}
+
+// newJitterBuffer returns a playout buffer for the room's rate and bound.
+func (c *Client) newJitterBuffer() *JitterBuffer {
+	jb := NewJitterBuffer(c.cfg.Hz)
+	jb.SetMaxDelay(c.cfg.MaxDelay)
+	return jb
 }
 
 // NewSpectator returns the client half for a spectator of a room with

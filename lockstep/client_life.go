@@ -236,7 +236,7 @@ func (c *Client) lifeMessage(now time.Time, msg []byte) error {
 			// Frames that came on the unreliable channel before the stream
 			// started played no part yet: playout starts over when live.
 			c.catching, c.catchStart = true, now
-			c.jb = NewJitterBuffer(c.cfg.Hz)
+			c.jb = c.newJitterBuffer()
 		}
 		for _, f := range c.chunk {
 			c.frame(now, f)
@@ -271,7 +271,7 @@ func (c *Client) snapshotPart(now time.Time, d snapshotPart) error {
 	}
 	if !c.catching {
 		c.catching, c.catchStart = true, now
-		c.jb = NewJitterBuffer(c.cfg.Hz)
+		c.jb = c.newJitterBuffer()
 	}
 	c.snapFrame = d.frame
 	c.snapBuf = append(c.snapBuf, d.data...)

@@ -20,6 +20,9 @@ const (
 	maxMarginMs       = 1023
 	maxPacketBytes    = codec.MaxPacket // the unreliable channel's limit
 	maxHashEvery      = 1 << 16
+	// DefaultMaxDelay is Config.MaxDelay's default.
+	DefaultMaxDelay = 300 * time.Millisecond
+	maxMaxDelay     = time.Minute
 )
 
 // Fill says what the room puts in a frame for a player who sent no input
@@ -78,6 +81,15 @@ type Config struct {
 	// MaxAhead bounds how far ahead of the next cut an input may target
 	// (default 2 s of frames); inputs beyond are dropped as from the future.
 	MaxAhead int
+
+	// MaxDelay bounds the frames a client's jitter buffer holds, as time
+	// (default 300 ms; -1 for no bound): seed 001's latency tolerance. On a
+	// link so jittery that the buffer would hold more, play pauses for the
+	// worst delays instead, and a backlog above it (after a spike) is
+	// played fast until it is under it. A link whose delay steps up keeps
+	// its buffer: the bound is on what is held beyond the newest frame, not
+	// on the delay.
+	MaxDelay time.Duration
 
 	// HashEvery is how often clients report a hash of their state, in
 	// frames: after running every frame whose number is a multiple of it
@@ -143,6 +155,9 @@ func (c Config) WithDefaults() Config {
 	if c.HashEvery == 0 {
 		c.HashEvery = 15
 	}
+	if c.MaxDelay == 0 {
+		c.MaxDelay = DefaultMaxDelay
+	}
 	if c.CatchUpBytes == 0 {
 		c.CatchUpBytes = 32 << 10
 	}
@@ -168,6 +183,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: redundancy %d, want 0 to %d", ErrConfig, c.Redundancy, MaxRedundancy)
 	case c.MaxAhead < 1:
 		return fmt.Errorf("%w: max ahead %d frames", ErrConfig, c.MaxAhead)
+	case c.MaxDelay != -1 && (c.MaxDelay < time.Millisecond || c.MaxDelay > maxMaxDelay):
+		return fmt.Errorf("%w: max delay %v, want 1 ms to %v, or -1", ErrConfig, c.MaxDelay, maxMaxDelay)
 	case c.HashEvery < -1 || c.HashEvery == 0 || c.HashEvery > maxHashEvery:
 		return fmt.Errorf("%w: hash every %d frames, want 1 to %d or -1", ErrConfig, c.HashEvery, maxHashEvery)
 	case c.CatchUpBytes < catchUpChunkBytes+1024:
@@ -185,13 +202,14 @@ type configKey struct {
 	late                                      Late
 	inputBytes, inputsPerFrame, redundancy    int
 	maxAhead, hashEvery, catchUpBytes, stepsT int
+	maxDelay                                  time.Duration
 	dump, events, sim, auth                   bool
 }
 
 // key returns c's comparable part (whether a simulation is set, not which).
 func (c Config) key() configKey {
 	return configKey{c.Players, c.Hz, c.Fill, c.Late, c.InputBytes, c.InputsPerFrame, c.Redundancy,
-		c.MaxAhead, c.HashEvery, c.CatchUpBytes, c.SimStepsPerTick, c.DumpOnDesync, c.VerifyEvents, c.Simulation != nil, c.Authoritative}
+		c.MaxAhead, c.HashEvery, c.CatchUpBytes, c.SimStepsPerTick, c.MaxDelay, c.DumpOnDesync, c.VerifyEvents, c.Simulation != nil, c.Authoritative}
 }
 
 // Period returns the time between two frames.

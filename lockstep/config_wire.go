@@ -2,6 +2,7 @@ package lockstep
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tongbu/tongbu/codec"
 )
@@ -32,11 +33,20 @@ func WriteConfig(w *codec.Writer, c Config) {
 	w.WriteBool(c.DumpOnDesync)
 	w.WriteBool(c.VerifyEvents)
 	w.WriteBool(c.Authoritative)
+	ms := int64(c.MaxDelay / time.Millisecond)
+	if c.MaxDelay < 0 {
+		ms = -1 // no bound
+	}
+	w.WriteVarint(ms)
 }
 
 // ReadConfig reads a configuration WriteConfig wrote and checks it as
 // Validate does: a config that decodes is one a Room and a Client accept.
-func ReadConfig(r *codec.Reader) (Config, error) {
+func ReadConfig(r *codec.Reader) (Config, error) { return readConfig(r, true) }
+
+// readConfig reads a configuration; without maxDelay, as replays of
+// version 2 hold it (MaxDelay at its default).
+func readConfig(r *codec.Reader, maxDelay bool) (Config, error) {
 	var c Config
 	c.Players = int(r.ReadUint(MaxPlayers-1)) + 1
 	c.Hz = int(r.ReadUint(MaxHz))
@@ -50,6 +60,17 @@ func ReadConfig(r *codec.Reader) (Config, error) {
 	c.DumpOnDesync = r.ReadBool()
 	c.VerifyEvents = r.ReadBool()
 	c.Authoritative = r.ReadBool()
+	c.MaxDelay = DefaultMaxDelay
+	if maxDelay {
+		ms := r.ReadVarint()
+		if ms < -1 || ms == 0 || ms > int64(maxMaxDelay/time.Millisecond) {
+			return c, fmt.Errorf("%w: max delay %d ms", ErrConfig, ms)
+		}
+		c.MaxDelay = time.Duration(ms) * time.Millisecond
+		if ms == -1 {
+			c.MaxDelay = -1
+		}
+	}
 	if err := r.Err(); err != nil {
 		return c, fmt.Errorf("%w: room configuration: %w", ErrConfig, err)
 	}

@@ -20,6 +20,9 @@ func TestConfigWire(t *testing.T) {
 			InputsPerFrame: MaxInputsPerFrame, Redundancy: MaxRedundancy, MaxAhead: 1 << 20, HashEvery: maxHashEvery,
 			CatchUpBytes: 1 << 24, DumpOnDesync: true, VerifyEvents: true},
 		{Players: 2, Authoritative: true, SimStepsPerTick: 3},
+		{Players: 2, MaxDelay: -1},
+		{Players: 2, MaxDelay: time.Millisecond},
+		{Players: 2, MaxDelay: maxMaxDelay},
 	} {
 		c = c.WithDefaults()
 		var w codec.Writer
@@ -38,6 +41,36 @@ func TestConfigWire(t *testing.T) {
 	WriteConfig(&w, Config{Players: 2, Hz: 15, InputBytes: 8, InputsPerFrame: 1, MaxAhead: 0, HashEvery: 15, CatchUpBytes: 1 << 16})
 	if _, err := ReadConfig(codec.NewReader(w.Bytes())); !errors.Is(err, ErrConfig) {
 		t.Fatalf("max ahead 0: %v, want ErrConfig", err)
+	}
+}
+
+// TestReplayVersion2: a replay of version 2, whose configuration ends
+// before MaxDelay, reads with the default bound.
+func TestReplayVersion2(t *testing.T) {
+	c := Config{Players: 2, Hz: 30, MaxDelay: time.Second}.WithDefaults()
+	var cw codec.Writer
+	WriteConfig(&cw, c)
+	var hw codec.Writer
+	hw.WriteString("chain", maxReplayGame)
+	hw.WriteBytes(nil, maxReplayParams)
+	hw.WriteVarint(time.Unix(100, 0).UnixNano())
+	hw.WriteBitString(cw.Bytes(), cw.Len()-16) // without the max delay's varint (1000: two bytes)
+	hw.WriteString("ann", maxReplayName)
+	hw.WriteString("bob", maxReplayName)
+	var ew codec.Writer
+	ew.WriteUvarint(0)
+	var rw ReplayWriter
+	file := append([]byte(replayMagic), 2)
+	file = rw.appendRecord(file, recHeader, hw.Bytes())
+	file = rw.appendRecord(file, recEnd, ew.Bytes())
+	rr, err := NewReplayReader(bytes.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := c
+	want.MaxDelay = DefaultMaxDelay
+	if h := rr.Header(); h.Config.key() != want.key() || h.Players[1] != "bob" {
+		t.Fatalf("header %+v", h)
 	}
 }
 

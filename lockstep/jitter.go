@@ -80,6 +80,7 @@ type JitterBuffer struct {
 	inStall    bool
 	played     int // frames handed to the game
 	firstFrame int
+	maxHold    float64 // frames the buffer may hold beyond the playhead; 0: no bound
 }
 
 // sample is one frame's delay and when it arrived, in ms since the
@@ -92,6 +93,17 @@ func NewJitterBuffer(hz int) *JitterBuffer {
 		period:   cutMs(1, hz),
 		arrived:  make(map[int]bool),
 		playhead: -1,
+	}
+}
+
+// SetMaxDelay bounds the frames the buffer holds beyond the playhead, as
+// time (Config.MaxDelay; d <= 0: no bound): past it, play goes fast until
+// it is under it again, and a link too jittery for it pauses for its worst
+// delays rather than hold more.
+func (j *JitterBuffer) SetMaxDelay(d time.Duration) {
+	j.maxHold = 0
+	if d > 0 {
+		j.maxHold = float64(d) / float64(time.Millisecond) / j.period
 	}
 }
 
@@ -212,6 +224,9 @@ func (j *JitterBuffer) Advance(t time.Time) (from, to int, alpha float64, state 
 	// n-1) when it would arrive at the earliest delay seen plus the target
 	// depth.
 	ideal := (float64(t.Sub(j.origin))/float64(time.Millisecond)-j.minDelay-j.targetMs)/j.period + float64(j.firstFrame) - 1 + dueEpsilon
+	if j.maxHold > 0 { // never further behind the newest frame than the bound
+		ideal = max(ideal, float64(j.have-1)-j.maxHold)
+	}
 	// Proportional control: the playhead closes a gap to the ideal over a
 	// few frames, at a bounded speed-up or stretch; no dead band, which
 	// would leave up to its width of delay behind.

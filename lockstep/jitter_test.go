@@ -132,8 +132,12 @@ func TestJitterBufferStates(t *testing.T) {
 // last frame has arrived; it calls tick after each Advance with the
 // render tick's number (60 a second).
 func playArrivals(frames int, arrive func(n int) time.Duration, tick func(jb *JitterBuffer, k int, st PlayState)) *JitterBuffer {
+	return playArrivalsIn(NewJitterBuffer(15), frames, arrive, tick)
+}
+
+// playArrivalsIn is playArrivals through jb, for frames at 15 Hz.
+func playArrivalsIn(jb *JitterBuffer, frames int, arrive func(n int) time.Duration, tick func(jb *JitterBuffer, k int, st PlayState)) *JitterBuffer {
 	const hz = 15
-	jb := NewJitterBuffer(hz)
 	start := time.Unix(1000, 0)
 	period, render := time.Second/hz, time.Second/60
 	type arrival struct {
@@ -331,5 +335,71 @@ func TestClientReceived(t *testing.T) {
 	}
 	if got := c.Received(); len(got) != 0 {
 		t.Errorf("a packet of held frames brought %v", got)
+	}
+}
+
+// TestJitterBufferMaxDelay: the bound on what the buffer holds (seed
+// 001's latency tolerance, Config.MaxDelay).
+//
+// On a link with a 1 s delay peak every 2 s, the unbounded buffer holds
+// about a second of frames; with the default bound of 300 ms it holds
+// that most of the time (a late frame releases a burst, which goes out
+// fast), and pauses at the peaks instead. When the link's delay steps up
+// by 1 s and stays there, the buffer keeps playing just behind the
+// arrivals, as before: the bound is on what is held, not on the delay.
+// After a 3 s spike the backlog goes out fast until it is under the bound.
+func TestJitterBufferMaxDelay(t *testing.T) {
+	const period = time.Second / 15
+	bound := DefaultMaxDelay
+	limit := float64(bound/period) + 1 // and a frame arriving between ticks
+	run := func(name string, capped bool, arrive func(n int) time.Duration, after time.Duration) (median, most float64, jb *JitterBuffer) {
+		jb = NewJitterBuffer(15)
+		if capped {
+			jb.SetMaxDelay(bound)
+		}
+		var depths []float64
+		playArrivalsIn(jb, int(60*time.Second/period), arrive, func(jb *JitterBuffer, k int, _ PlayState) {
+			if time.Duration(k)*time.Second/60 >= after {
+				depths = append(depths, jb.Depth())
+			}
+		})
+		slices.Sort(depths)
+		median, most = depths[len(depths)/2], depths[len(depths)-1]
+		t.Logf("%s, bounded %v: held %.1f frames (median), %.1f at most, after %v; %+v", name, capped, median, most, after, jb.Stats())
+		return median, most, jb
+	}
+	peaks := func(n int) time.Duration {
+		d := 30 * time.Millisecond
+		if n%30 == 0 { // one frame every 2 s comes a second late
+			d += time.Second
+		}
+		return d
+	}
+	if median, _, _ := run("peaks", false, peaks, 15*time.Second); median < 10 {
+		t.Errorf("unbounded, the buffer held only %.1f frames on a link with 1 s peaks", median)
+	}
+	if median, _, _ := run("peaks", true, peaks, 15*time.Second); median > limit {
+		t.Errorf("bounded, the buffer held %.1f frames, over %v (%.1f frames)", median, bound, limit)
+	}
+	step := func(n int) time.Duration {
+		d := 30*time.Millisecond + time.Duration(n%3)*5*time.Millisecond
+		if time.Duration(n)*period >= 20*time.Second {
+			d += time.Second
+		}
+		return d
+	}
+	if _, most, jb := run("step", true, step, 0); jb.Stats().Stalls > 1 || most > limit {
+		t.Errorf("a step in the link's delay: %d stalls, %.1f frames held at most", jb.Stats().Stalls, most)
+	}
+	spike := func(n int) time.Duration {
+		sent := time.Duration(n) * period
+		d := 30 * time.Millisecond
+		if sent >= 20*time.Second && sent < 23*time.Second {
+			d += 23*time.Second - sent
+		}
+		return d
+	}
+	if _, most, jb := run("spike", true, spike, 23*time.Second+4*time.Second); most > limit || jb.Stats().Fast == 0 {
+		t.Errorf("4 s after a 3 s spike, the buffer held %.1f frames (bound %.1f), fast play %v", most, limit, jb.Stats().Fast)
 	}
 }

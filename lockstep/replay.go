@@ -18,7 +18,7 @@ import (
 // length and the frame.
 const (
 	replayMagic   = "TBRP"
-	replayVersion = 3 // 1 held fewer of the room's settings (readReplayConfigV1); 2 had no dump records
+	replayVersion = 3 // 1 held fewer of the room's settings (readReplayConfigV1); 2 had no max delay and no dump records
 
 	recHeader = 'H'
 	recBlock  = 'B'
@@ -203,9 +203,12 @@ func decodeReplayHeader(b []byte, version byte) (ReplayHeader, error) {
 	h.Params = r.ReadBytes(nil, maxReplayParams)
 	start := r.ReadVarint()
 	var err error
-	if version == 1 {
+	switch version {
+	case 1:
 		h.Config, err = readReplayConfigV1(r)
-	} else {
+	case 2:
+		h.Config, err = readConfig(r, false)
+	default:
 		h.Config, err = ReadConfig(r)
 	}
 	if err != nil {

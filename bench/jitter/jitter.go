@@ -379,6 +379,7 @@ func benchJitter(args []string, out io.Writer) error {
 	seed := fs.Uint64("seed", 1, "random seed")
 	spike := fs.String("spike", "hold", "4g: a spike holds the link for 300 ms (hold), or delays one frame period's packets by 300 ms while later ones overtake them (packet)")
 	frontier := fs.Bool("frontier", false, "print the stalls and excess of every fixed delay up to 1 s")
+	maxDelay := fs.Duration("max-delay", lockstep.DefaultMaxDelay, "the engine's bound on what its buffer holds (lockstep.Config.MaxDelay; -1ns for none)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -419,7 +420,7 @@ func benchJitter(args []string, out io.Writer) error {
 		p    playout
 		jb   *lockstep.JitterBuffer
 	}{
-		{name: "tongbu (MAPDV2 + third-highest event + margin, fast/slow play)"},
+		{name: fmt.Sprintf("tongbu (MAPDV2 + third-highest event + margin, fast/slow play, holding at most %v)", *maxDelay)},
 		{name: "fixed 2-frame buffer", p: newScheduled(fixed2)},
 		{name: "RFC 3550 jitter x3", p: newScheduled(rfc)},
 		{name: "0.95 quantile, exponential forgetting", p: newScheduled(quant)},
@@ -430,6 +431,7 @@ func benchJitter(args []string, out io.Writer) error {
 		}, arrived: map[int]bool{}}},
 	}
 	policies[0].jb = lockstep.NewJitterBuffer(jitterHz)
+	policies[0].jb.SetMaxDelay(*maxDelay)
 	policies[0].p = policies[0].jb
 
 	order := make([]int, len(arr))
