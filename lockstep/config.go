@@ -35,7 +35,10 @@ const (
 	// FillRepeat makes up a copy of the player's previous input (a held
 	// direction stays held).
 	FillRepeat
-	// FillAbsent marks the player absent: the game may hand it to an AI.
+	// FillAbsent marks the player absent, with no input, late or gone
+	// alike: the game decides (Slot.Gone tells a player who left from one
+	// who is late, and a gone one is handed to the game's bot under any
+	// Fill).
 	FillAbsent
 )
 

@@ -12,6 +12,13 @@ type Slot struct {
 	// MadeUp is set when the player sent nothing in time and the room made
 	// its input up according to the room's Fill.
 	MadeUp bool
+	// Gone is set, with MadeUp, when the player was not in the match for
+	// the frame (it left, or its connection was dropped), rather than late:
+	// a game hands a gone player's character to its own deterministic bot,
+	// which every client, the server's simulation and a replay run alike
+	// from this flag (seed 002's takeover), and leaves a late one as the
+	// Fill says.
+	Gone bool
 	// Inputs are the player's inputs for the frame, in the order the room
 	// received them; nil when made up.
 	Inputs [][]byte
@@ -50,11 +57,19 @@ const (
 
 // encodeFrameBody writes the slots of f. prev, when not nil, is the frame
 // before f in the same packet: a slot that repeats it costs two bits. A
-// frame in which every input is made up costs one bit.
+// frame in which every input is made up costs two bits while no player is
+// gone.
 func encodeFrameBody(w *codec.Writer, f *Frame, prev *Frame) {
 	real := hasReal(f)
 	w.WriteBool(real)
 	if !real {
+		gone := anyGone(f)
+		w.WriteBool(gone)
+		if gone {
+			for i := range f.Slots {
+				w.WriteBool(f.Slots[i].Gone)
+			}
+		}
 		return
 	}
 	for i := range f.Slots {
@@ -62,6 +77,7 @@ func encodeFrameBody(w *codec.Writer, f *Frame, prev *Frame) {
 		switch {
 		case s.MadeUp:
 			w.WriteBits(slotMadeUp, slotKindBits)
+			w.WriteBool(s.Gone)
 		case prev != nil && sameInputs(s, &prev.Slots[i]):
 			w.WriteBits(slotSame, slotKindBits)
 		default:
@@ -97,6 +113,16 @@ func applyFill(slots []Slot, prev [][]byte, fill Fill, rep [][1][]byte) {
 	}
 }
 
+// anyGone reports whether any slot of f is a gone player's.
+func anyGone(f *Frame) bool {
+	for i := range f.Slots {
+		if f.Slots[i].Gone {
+			return true
+		}
+	}
+	return false
+}
+
 // hasReal reports whether any slot of f holds real inputs.
 func hasReal(f *Frame) bool {
 	for i := range f.Slots {
@@ -125,8 +151,10 @@ func writeSlot(w *codec.Writer, s *Slot) {
 func decodeFrameBody(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
 	f := Frame{Number: n, Slots: make([]Slot, players)}
 	if !r.ReadBool() {
+		gone := r.ReadBool()
 		for i := range f.Slots {
 			f.Slots[i].MadeUp = true
+			f.Slots[i].Gone = gone && r.ReadBool()
 		}
 		return f, r.Err()
 	}
@@ -134,7 +162,7 @@ func decodeFrameBody(r *codec.Reader, n, players int, prev *Frame) (Frame, error
 		s := &f.Slots[i]
 		switch r.ReadBits(slotKindBits) {
 		case slotMadeUp:
-			s.MadeUp = true
+			s.MadeUp, s.Gone = true, r.ReadBool()
 		case slotSame:
 			if prev == nil || prev.Slots[i].MadeUp {
 				return f, fmt.Errorf("%w: frame %d slot %d repeats a frame not in the packet", ErrMalformed, n, i)

@@ -127,3 +127,69 @@ func TestRecordMidMatchRelativeBodies(t *testing.T) {
 		}
 	}
 }
+
+// TestGoneFlag: a frame tells a late player (made up) from a gone one
+// (made up and gone: it left or was dropped), on the wire as in the room's
+// log, under FillAbsent; the flag ends when the player rejoins.
+func TestGoneFlag(t *testing.T) {
+	start := time.Unix(0, 0)
+	now := start
+	cfg := Config{Players: 3, Hz: 15, Fill: FillAbsent}.WithDefaults()
+	var clients []*Client
+	room, err := NewRoom(cfg, start, senderTo{&clients, &now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range cfg.Players {
+		c, _ := NewClient(cfg, i)
+		clients = append(clients, c)
+	}
+	var got []Frame // what client 0 received
+	for n := 0; n < 60; n++ {
+		now = cfg.cutTime(start, n)
+		switch n {
+		case 10:
+			room.Leave(2)
+		case 30:
+			clients[2], _ = NewClient(cfg, 2)
+			room.Join(2, now)
+		}
+		for i, c := range clients {
+			if i == 0 || (i == 1 && n%2 == 0) { // player 1 sends nothing for every other frame
+				c.inputFor(now, n+1, []byte{byte(i)})
+			}
+			room.Deliver(i, c.Packet(now), now)
+		}
+		room.Tick(now)
+		got = append(got, clients[0].Advance(now.Add(time.Second)).Frames...)
+	}
+	if len(got) < 50 {
+		t.Fatalf("client 0 played %d frames", len(got))
+	}
+	for _, f := range got {
+		logged, _ := room.Frame(f.Number)
+		for i, s := range f.Slots {
+			if s.MadeUp != logged.Slots[i].MadeUp || s.Gone != logged.Slots[i].Gone {
+				t.Fatalf("frame %d slot %d: received %+v, logged %+v", f.Number, i, s, logged.Slots[i])
+			}
+		}
+		away := f.Number >= 10 && f.Number < 30 // cut while slot 2 was gone
+		if s := f.Slots[2]; s.Gone != away || (away && (!s.MadeUp || s.Inputs != nil)) {
+			t.Errorf("frame %d: slot 2 %+v, gone %v", f.Number, s, away)
+		}
+		if s := f.Slots[1]; s.Gone || s.MadeUp != (f.Number%2 == 0) {
+			t.Errorf("frame %d: late slot 1 %+v", f.Number, s)
+		}
+	}
+}
+
+// senderTo delivers the room's messages to the clients at once.
+type senderTo struct {
+	clients *[]*Client
+	now     *time.Time
+}
+
+func (s senderTo) SendUnreliable(p int, msg []byte) error {
+	return (*s.clients)[p].Deliver(*s.now, msg)
+}
+func (s senderTo) SendReliable(p int, msg []byte) error { return s.SendUnreliable(p, msg) }

@@ -504,7 +504,7 @@ func (r *Rollback) predict(rec *rbRec, n int) {
 		}
 		// Keep a copy: the frame must survive the slots it came from.
 		d := &rec.frame.Slots[i]
-		d.MadeUp, d.Inputs = s.MadeUp, nil
+		d.MadeUp, d.Gone, d.Inputs = s.MadeUp, s.Gone && s.MadeUp, nil
 		if own != nil {
 			rec.buf[i] = append(rec.buf[i][:0], own...)
 			rec.one[i][0] = rec.buf[i]
@@ -522,14 +522,14 @@ func repeatSlot(last Slot) Slot {
 }
 
 // sameSlots reports whether a frame ran with the room's inputs: the same
-// made-up marks and the same inputs in every slot.
+// made-up and gone marks and the same inputs in every slot.
 func sameSlots(a, b []Slot) bool {
 	if len(a) != len(b) {
 		return false
 	}
 	for i := range a {
 		x, y := &a[i], &b[i]
-		if x.MadeUp != y.MadeUp || len(x.Inputs) != len(y.Inputs) {
+		if x.MadeUp != y.MadeUp || x.Gone != y.Gone || len(x.Inputs) != len(y.Inputs) {
 			return false
 		}
 		for k := range x.Inputs {

@@ -541,7 +541,7 @@ func (r *Room) cut() {
 			k++
 		}
 		if k == 0 {
-			f.Slots[i].MadeUp = true
+			f.Slots[i].MadeUp, f.Slots[i].Gone = true, p.away
 			p.madeUp++
 			r.stats.MadeUp++
 			continue

@@ -9,6 +9,9 @@
 // frames and then respawns, shielded for a moment, at the spawn point
 // farthest from its opponents. Kills, deaths and hits are the score. Bot
 // fills a slot no person holds; Pilot runs one the way a bot client does.
+// A player who leaves or is dropped (lockstep.Slot.Gone) is played by Bot
+// inside Step, on the game's own seeded Rand, until it is back: every
+// client and the room's copy take it over alike.
 //
 // # Determinism
 //

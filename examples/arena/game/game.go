@@ -119,6 +119,14 @@ func (g *Game) Step(f lockstep.Frame) error {
 	}
 	g.events, g.evBuf = g.events[:0], g.evBuf[:0]
 	for i := range f.Slots {
+		if f.Slots[i].Gone {
+			// A player who left or was dropped: the game's own bot plays
+			// the slot until it is back, from the state and the game's
+			// seeded Rand, so every client, the room and a replay agree.
+			in := Bot(g, i, &g.rand)
+			g.applyInput(&g.players[i], in, in.Fire)
+			continue
+		}
 		g.applyInputs(&g.players[i], f.Slots[i].Inputs)
 	}
 	g.movePlayers()
@@ -140,10 +148,16 @@ func (g *Game) applyInputs(p *Player, inputs [][]byte) {
 		fire = fire || in.Fire
 	}
 	if ok {
-		p.input, p.trigger = last, fire
+		g.applyInput(p, last, fire)
 	} else {
 		p.trigger = p.input.Fire
 	}
+}
+
+// applyInput sets a player's input for the frame; fire says whether any
+// input of the frame pulled the trigger.
+func (g *Game) applyInput(p *Player, in Input, fire bool) {
+	p.input, p.trigger = in, fire
 }
 
 // moveDir is the unit vector of each (MoveX+1, MoveY+1).

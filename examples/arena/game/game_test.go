@@ -319,3 +319,37 @@ func TestShots(t *testing.T) {
 		})
 	}
 }
+
+// TestGoneTakeover: a slot whose player is gone (the room's frame says so)
+// is played by the game's own bot, identically in every copy of the game,
+// and restored snapshots carry on alike; a merely late slot keeps its last
+// input.
+func TestGoneTakeover(t *testing.T) {
+	a, _ := New(4, 9)
+	b, _ := New(4, 9)
+	still := a.Player(2).Pos
+	for n := 0; n < 300; n++ {
+		f := frame(a, &Input{MoveX: 1}, nil, nil, nil)
+		f.Slots[2].Gone = true // slot 2 left; slots 1 and 3 are late
+		if err := a.Step(f); err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Step(f); err != nil {
+			t.Fatal(err)
+		}
+		if n == 150 { // a copy restored mid-way runs on the same
+			if err := b.Restore(a.Snapshot()); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if a.Hash() != b.Hash() {
+		t.Fatal("two copies of the game took the gone player over differently")
+	}
+	if a.Player(2).Pos == still {
+		t.Errorf("the gone player's bot did nothing: %+v", a.Player(2))
+	}
+	if p := a.Player(3); p.Vel() != (fixed.Vec{}) {
+		t.Errorf("a late player with no input moved: %+v", p)
+	}
+}
