@@ -49,11 +49,12 @@ type Config struct {
 
 	// ForcedSync is how long after a player's range takes in a region the
 	// world sends it the entities there that have not broadcast since
-	// (seed 5.2.2). A region ahead of a moving player is synced earlier:
-	// Lead before the player is due to reach it.
+	// (seed 5.2.2). Default: 2 s less a frame, so that on a clean link the
+	// client holds them within the seed's 2 s. A region ahead of a moving
+	// player is synced earlier: Lead before the player is due to reach it.
 	ForcedSync time.Duration
 	// Lead is how long before a mover reaches a region ahead of it that
-	// the region's forced sync is sent. Default ForcedSync/2.
+	// the region's forced sync is sent. Default 1 s.
 	Lead time.Duration
 
 	// History is how far back the world keeps each player's positions to
@@ -118,10 +119,12 @@ func (c Config) WithDefaults() Config {
 	def(&c.MagicBits, DefaultMagicBits)
 	def(&c.MaxCustom, DefaultMaxCustom)
 	if c.ForcedSync == 0 {
-		c.ForcedSync = DefaultForcedSync
+		// A frame early, so that the sync reaches the client within the
+		// seed's 2 s rather than one frame after.
+		c.ForcedSync = DefaultForcedSync - c.Period()
 	}
 	if c.Lead == 0 {
-		c.Lead = c.ForcedSync / 2
+		c.Lead = DefaultForcedSync / 2
 	}
 	if c.History == 0 {
 		c.History = DefaultHistory

@@ -28,7 +28,7 @@ func TestClientConfigWire(t *testing.T) {
 	if clientPart(got) != clientPart(server) {
 		t.Fatalf("client part %v, want %v", clientPart(got), clientPart(server))
 	}
-	def := Config{}.WithDefaults()
+	def := Config{Hz: got.Hz}.WithDefaults() // the forced sync's default is a frame under 2 s
 	if got.ForcedSync != def.ForcedSync || got.Tolerance != def.Tolerance || got.MaxAhead != def.MaxAhead ||
 		got.TickBudget != def.TickBudget || got.DiscoveryRate != def.DiscoveryRate || got.LeaveMessages {
 		t.Fatalf("server-only settings travelled: %+v", got)
