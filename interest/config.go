@@ -54,7 +54,7 @@ type Config struct {
 	// player is synced earlier: Lead before the player is due to reach it.
 	ForcedSync time.Duration
 	// Lead is how long before a mover reaches a region ahead of it that
-	// the region's forced sync is sent. Default 1 s.
+	// the region's forced sync is sent. Default ForcedSync/2.
 	Lead time.Duration
 
 	// History is how far back the world keeps each player's positions to
@@ -124,7 +124,7 @@ func (c Config) WithDefaults() Config {
 		c.ForcedSync = DefaultForcedSync - c.Period()
 	}
 	if c.Lead == 0 {
-		c.Lead = DefaultForcedSync / 2
+		c.Lead = c.ForcedSync / 2
 	}
 	if c.History == 0 {
 		c.History = DefaultHistory

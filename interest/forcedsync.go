@@ -2,6 +2,7 @@ package interest
 
 import (
 	"fmt"
+	"math"
 	"time"
 	"unsafe"
 
@@ -28,9 +29,14 @@ func (o *observer) forced(w *World, me *entity) {
 		}
 		why := uint8(whyForced)
 		due := o.due[s]
-		if eta := w.eta(me, r); eta >= 0 && o.enter[s]+eta-lead < due {
-			due = max(o.enter[s], o.enter[s]+eta-lead)
-			why = whyForcedAhead
+		// Direction first (seed 5.1.3): a region on the mover's path is
+		// due Lead before it would reach it, or Lead before its regular
+		// time, whichever is sooner, so that at any speed it comes ahead
+		// of the regions to the sides.
+		if eta := w.eta(me, r); eta >= 0 {
+			if ahead := o.enter[s] + max(0, min(eta, due-o.enter[s])-lead); ahead < due {
+				due, why = ahead, whyForcedAhead
+			}
 		}
 		if w.frame >= due {
 			o.open[s] = false
@@ -51,23 +57,37 @@ func (o *observer) forced(w *World, me *entity) {
 	o.opened(w)
 }
 
-// eta returns in how many frames a moving entity reaches region r, or -1
-// if it is not heading there.
+// eta returns in how many frames a moving entity reaches region r on its
+// way to its destination, or -1 if its path does not cross r: the
+// straight line from its position to its destination (which may lie
+// regions beyond r) enters r's square after eta frames at its speed. It
+// decides only when a forced sync is sent, never the simulation, so
+// floating point is fine.
 func (w *World) eta(e *entity, r Region) int {
 	if !e.lg.Moving() {
 		return -1
 	}
-	s := int64(w.cfg.RegionSize)
-	rect := func(p Vec) int64 {
-		dx := max(s*int64(r.X)-int64(p.X), 0, int64(p.X)-(s*int64(r.X+1)-1))
-		dy := max(s*int64(r.Y)-int64(p.Y), 0, int64(p.Y)-(s*int64(r.Y+1)-1))
-		return dx*dx + dy*dy
+	s := float64(w.cfg.RegionSize)
+	px, py := float64(e.lg.Pos.X), float64(e.lg.Pos.Y)
+	dx, dy := float64(e.lg.Dest.X)-px, float64(e.lg.Dest.Y)-py
+	lo, hi := 0.0, 1.0 // the part of the path inside r, as fractions of it
+	for _, a := range [2]struct{ p, d, min, max float64 }{
+		{px, dx, s * float64(r.X), s * float64(r.X+1)},
+		{py, dy, s * float64(r.Y), s * float64(r.Y+1)},
+	} {
+		if a.d == 0 {
+			if a.p < a.min || a.p >= a.max {
+				return -1
+			}
+			continue
+		}
+		t1, t2 := (a.min-a.p)/a.d, (a.max-a.p)/a.d
+		lo, hi = max(lo, min(t1, t2)), min(hi, max(t1, t2))
+		if lo >= hi {
+			return -1
+		}
 	}
-	now, end := rect(e.lg.Pos), rect(e.lg.Dest)
-	if end >= now {
-		return -1
-	}
-	return int(isqrt(now)/int64(e.lg.Speed)) + 1
+	return int(lo*math.Hypot(dx, dy)/float64(e.lg.Speed)) + 1
 }
 
 // moved handles entity e crossing from region from to region to inside the

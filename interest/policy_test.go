@@ -179,3 +179,99 @@ func TestPeakShaving(t *testing.T) {
 		}
 	}
 }
+
+// TestDirectionFirst: when a moving player's range takes in a new column
+// of regions, the one on its path is synced first (seed 5.1.3): Lead
+// before the player would reach it, or Lead before the regular time,
+// whichever is sooner, whatever its speed and however far its
+// destination; the regions to the sides come at the regular time, a frame
+// under 2 s. A standing player's new regions all come at the regular time.
+func TestDirectionFirst(t *testing.T) {
+	cfg := testConfig().WithDefaults()
+	period := cfg.Period()
+	for _, tc := range []struct {
+		name    string
+		speed   int32
+		regions int // how far east the destination lies
+	}{
+		{"walking", 8, 2},
+		{"running", 48, 2},
+		{"running to a far destination", 48, 4}, // four regions on: the old rule gave no lead
+		{"standing", 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Unix(0, 0)
+			out := &perPlayer{pkts: map[ID][][]byte{}}
+			w, err := NewWorld(cfg, start, out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Silent NPCs (they never broadcast, so only a forced sync
+			// brings them) in the middle of the regions two columns east.
+			ahead, _ := w.Spawn(NPC, Logic{Pos: at(cfg, 4, 5, 0, 0), Dest: at(cfg, 4, 5, 0, 0), Life: 100, Mana: 100}, Display{})
+			side, _ := w.Spawn(NPC, Logic{Pos: at(cfg, 4, 4, 0, 0), Dest: at(cfg, 4, 4, 0, 0), Life: 100, Mana: 100}, Display{})
+			pos := at(cfg, 2, 5, 300, 0) // east of centre in region (2,5)
+			me, _ := w.Spawn(Player, Logic{Pos: pos, Dest: pos, Life: 100, Mana: 100}, Display{})
+			if err := w.Join(me); err != nil {
+				t.Fatal(err)
+			}
+			c, _ := NewClient(cfg, me)
+			frameOf := func(f int) time.Time { return start.Add(time.Duration(f) * period) }
+			tick := func(f int) {
+				now := frameOf(f)
+				w.Tick(now)
+				for _, pkt := range out.pkts[me] {
+					c.Deliver(now, pkt)
+				}
+				out.pkts[me] = out.pkts[me][:0]
+				c.Advance(now)
+				w.Deliver(me, c.Packet(now))
+			}
+			f := 1
+			for ; f < 3*cfg.Hz; f++ { // the range at joining is synced
+				tick(f)
+			}
+			if tc.speed > 0 {
+				if err := w.Move(me, at(cfg, 2+tc.regions, 5, 0, 0), tc.speed); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				w.Place(me, at(cfg, 3, 5, 0, 0)) // stands in the next region at once
+			}
+			crossed, known := -1, map[ID]int{}
+			reach := -1 // when the player reaches the region ahead
+			for ; f < 12*cfg.Hz; f++ {
+				tick(f)
+				lg, _ := w.Logic(me)
+				if crossed < 0 && w.RegionOf(lg.Pos) == (Region{3, 5}) {
+					crossed = w.Frame()
+				}
+				if reach < 0 && w.RegionOf(lg.Pos) == (Region{4, 5}) {
+					reach = w.Frame()
+				}
+				for _, id := range []ID{ahead, side} {
+					if _, ok := c.Entity(id); ok && known[id] == 0 {
+						known[id] = w.Frame()
+					}
+				}
+			}
+			if crossed < 0 || known[ahead] == 0 || known[side] == 0 {
+				t.Fatalf("crossed at %d, known %v", crossed, known)
+			}
+			ms := func(n int) time.Duration { return time.Duration(n-crossed) * period }
+			t.Logf("after the crossing: region ahead known in %v, the side in %v; the player reaches it in %v",
+				ms(known[ahead]), ms(known[side]), ms(reach))
+			regular := cfg.ForcedSync
+			switch {
+			case ms(known[side]) > 2*time.Second || ms(known[side]) < regular-period:
+				t.Errorf("the side region came after %v, want the regular %v", ms(known[side]), regular)
+			case tc.speed == 0 && ms(known[ahead]) < regular-period:
+				t.Errorf("standing, the region east came after %v, before the regular %v", ms(known[ahead]), regular)
+			case tc.speed > 0 && known[ahead] >= known[side]:
+				t.Errorf("the region ahead came after %v, no sooner than the side's %v", ms(known[ahead]), ms(known[side]))
+			case tc.speed > 0 && reach >= 0 && ms(reach)-ms(known[ahead]) < cfg.Lead-2*period:
+				t.Errorf("the region ahead came %v before the player reached it, want Lead (%v)", ms(reach)-ms(known[ahead]), cfg.Lead)
+			}
+		})
+	}
+}
