@@ -51,6 +51,7 @@ type Client struct {
 	w   codec.Writer
 	dl  downlink
 	buf []byte
+	sub []Frame // logic frames of relay frames handed out, not yet due (Substeps)
 
 	clientLife
 }
@@ -366,7 +367,12 @@ type Step struct {
 // to run now and how far to interpolate.
 func (c *Client) Advance(now time.Time) Step {
 	if c.catching {
-		return c.catchUp(now)
+		s := c.catchUp(now)
+		if c.cfg.Substeps > 1 { // all at once: the frames are run, not shown
+			s.Frames = c.logic(nil, s.Frames)
+			s.SnapshotFrame = c.cfg.LogicFrame(s.SnapshotFrame)
+		}
+		return s
 	}
 	_, to, alpha, st := c.jb.Advance(now)
 	s := Step{Alpha: alpha, State: st, Depth: c.jb.Depth(), Target: c.jb.Target()}
@@ -377,8 +383,41 @@ func (c *Client) Advance(now time.Time) Step {
 	}
 	if n := len(s.Frames); n > 0 {
 		c.ran = s.Frames[n-1].Number + 1
+		c.done = c.ran
+	}
+	if c.cfg.Substeps > 1 {
+		c.substeps(&s)
 	}
 	return s
+}
+
+// substeps turns the relay frames of a step into logic frames, handed out
+// as the playhead passes them: logic frame k of n relay frames' worth is
+// due when the playhead, counted in logic frames, passes it, so the game
+// steps evenly at Substeps times the room's rate.
+func (c *Client) substeps(s *Step) {
+	c.sub = c.logic(c.sub, s.Frames)
+	n := float64(c.cfg.Substeps)
+	lp := (c.jb.playhead+1)*n - 1 // the playhead in logic frames
+	due := int(math.Ceil(lp)) + 1 // logic frames 0 .. due-1 are due
+	k := 0
+	for k < len(c.sub) && c.sub[k].Number < due {
+		k++
+	}
+	s.Frames = append(s.Frames[:0], c.sub[:k]...)
+	c.sub = append(c.sub[:0], c.sub[k:]...)
+	s.Alpha = 1 - (math.Ceil(lp) - lp)
+	if len(c.sub) > 0 { // a relay frame is complete once all its logic frames ran
+		c.done = c.cfg.RelayFrame(c.sub[0].Number)
+	}
+}
+
+// logic appends the logic frames of relay frames fs to dst.
+func (c *Client) logic(dst []Frame, fs []Frame) []Frame {
+	for _, f := range fs {
+		dst = c.cfg.expand(dst, f)
+	}
+	return dst
 }
 
 // Received returns the frames first received in the packet the last

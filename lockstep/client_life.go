@@ -39,7 +39,8 @@ type clientLife struct {
 	snapGame  []byte
 	snapAt    int // the frame the waiting snapshot is the state before
 
-	ran      int         // frames 0 .. ran-1 were handed to the game
+	ran      int         // frames 0 .. ran-1 were handed to the game (with Substeps, some of their logic frames)
+	done     int         // frames 0 .. done-1 were handed whole: every logic frame
 	evs      []GameEvent // game events not yet sent
 	evSent   int         // events of frames before it were sent
 	evErrors uint64      // events refused by ReportEvent
@@ -53,6 +54,7 @@ type clientLife struct {
 // differ is named (EventVerdict). Events ride in the Outbox after the next
 // Packet, with word that every frame handed out before is complete.
 func (c *Client) ReportEvent(frame int, data []byte) error {
+	frame = c.cfg.RelayFrame(frame) // the room counts relay frames
 	var err error
 	switch {
 	case c.slot < 0:
@@ -82,11 +84,17 @@ func (c *Client) ReportEvent(frame int, data []byte) error {
 // handed out are complete, when there are events or a second of frames
 // went by without.
 func (c *Client) flushEvents() {
-	if !c.cfg.VerifyEvents || c.slot < 0 || c.ran <= c.evSent || (len(c.evs) == 0 && c.ran-c.evSent < c.cfg.Hz) {
+	if !c.cfg.VerifyEvents || c.slot < 0 || c.done <= c.evSent || (len(c.evs) == 0 && c.done-c.evSent < c.cfg.Hz) {
 		return
 	}
-	evs := c.evs
-	for {
+	// The events of frames complete; those of a frame whose logic frames
+	// (Substeps) are still being handed out wait for the next report.
+	k := len(c.evs)
+	for k > 0 && c.evs[k-1].Frame >= c.done {
+		k--
+	}
+	evs := c.evs[:k]
+	for len(evs) > 0 || k == 0 {
 		// At most maxEventsPerMsg events, never splitting a frame's.
 		// (A frame holds at most MaxEventsPerFrame < maxEventsPerMsg.)
 		n := len(evs)
@@ -96,7 +104,7 @@ func (c *Client) flushEvents() {
 				n--
 			}
 		}
-		rep := eventReport{through: c.ran, events: evs[:n]}
+		rep := eventReport{through: c.done, events: evs[:n]}
 		if n < len(evs) {
 			rep.through = evs[n].Frame
 		}
@@ -108,7 +116,7 @@ func (c *Client) flushEvents() {
 			break
 		}
 	}
-	c.evs, c.evSent = c.evs[:0], c.ran
+	c.evs, c.evSent = append(c.evs[:0], c.evs[k:]...), c.done
 }
 
 type pendingHash struct {
@@ -126,14 +134,16 @@ const (
 )
 
 // ReportHash queues a hash of the game's state after running frame, for
-// the room's desync detection (seed 001 section 6). Report the frames whose
-// number is a multiple of Config.HashEvery; the hash rides in the next
-// uplink packets. Hash only the state that must agree (positions, health,
+// the room's desync detection (seed 001 section 6). Report the frames for
+// which Config.HashFrame is true (without substeps, those whose number is
+// a multiple of Config.HashEvery); the hash rides in the next uplink
+// packets. Hash only the state that must agree (positions, health,
 // scores), never what may differ between clients (seed 001 section 6.3).
 func (c *Client) ReportHash(frame int, hash uint64) {
-	if c.cfg.HashEvery < 0 || c.cfg.Authoritative || frame < 0 || frame%c.cfg.HashEvery != 0 {
+	if c.cfg.HashEvery < 0 || c.cfg.Authoritative || !c.cfg.HashFrame(frame) {
 		return
 	}
+	frame = c.cfg.RelayFrame(frame) // the room counts relay frames
 	if len(c.hashes) >= maxPendingHashes {
 		c.hashes = c.hashes[1:]
 	}
@@ -155,6 +165,9 @@ func (c *Client) Outbox() [][]byte {
 func (c *Client) DumpRequests() []int {
 	d := c.dumpReqs
 	c.dumpReqs = nil
+	for i, n := range d { // the state after the relay frame's last logic frame
+		d[i] = c.cfg.LogicFrame(n+1) - 1
+	}
 	return d
 }
 
@@ -168,6 +181,7 @@ func (c *Client) Dump(frame int, data []byte) error {
 	if len(data) > MaxDumpBytes {
 		return fmt.Errorf("%w: dump of %d bytes, at most %d", ErrInputTooLarge, len(data), MaxDumpBytes)
 	}
+	frame = c.cfg.RelayFrame(frame)
 	parts := dumpSpec.count(len(data))
 	for i := range parts {
 		d := dumpPart{frame: frame, part: i, parts: parts, data: dumpSpec.piece(data, i)}
@@ -306,7 +320,7 @@ func (c *Client) catchUp(now time.Time) Step {
 	if c.snapGame != nil {
 		s.Snapshot, s.SnapshotFrame = c.snapGame, c.snapAt
 		c.snapGame = nil
-		c.ran, c.evSent = c.snapAt, max(c.evSent, c.snapAt)
+		c.ran, c.done, c.evSent = c.snapAt, c.snapAt, max(c.evSent, c.snapAt)
 	}
 	for len(c.queue) > 0 && len(s.Frames) < catchUpPerAdvance {
 		s.Frames = append(s.Frames, c.queue[0])
@@ -315,6 +329,7 @@ func (c *Client) catchUp(now time.Time) Step {
 	}
 	if n := len(s.Frames); n > 0 {
 		c.ran = s.Frames[n-1].Number + 1
+		c.done = c.ran
 	}
 	if c.streamDone && len(c.queue) == 0 && c.have > c.newest {
 		c.catching, c.caughtUp = false, true

@@ -20,6 +20,8 @@ const (
 	maxMarginMs       = 1023
 	maxPacketBytes    = codec.MaxPacket // the unreliable channel's limit
 	maxHashEvery      = 1 << 16
+	// MaxSubsteps bounds Config.Substeps.
+	MaxSubsteps = 16
 	// DefaultMaxDelay is Config.MaxDelay's default.
 	DefaultMaxDelay = 300 * time.Millisecond
 	maxMaxDelay     = time.Minute
@@ -84,6 +86,22 @@ type Config struct {
 	// MaxAhead bounds how far ahead of the next cut an input may target
 	// (default 2 s of frames); inputs beyond are dropped as from the future.
 	MaxAhead int
+
+	// Substeps is how many logic frames the game runs for each frame the
+	// room cuts, for the whole match (default 1; at most MaxSubsteps):
+	// seed 001's client FPS extension. A room at 15 Hz with Substeps 4
+	// relays 15 frames a second and the game steps 60: the client hands
+	// each relay frame to the game as Substeps logic frames, numbered
+	// LogicFrame(n) .. LogicFrame(n+1)-1 and spread over the frame period
+	// as they play. The inputs are in the first; the others carry none,
+	// or repeat them with SubstepRepeat. Everything the game sees counts
+	// logic frames: Frame.Number, Step.SnapshotFrame, the frames of
+	// ReportHash, ReportEvent and DumpRequests (HashFrame says which to
+	// hash); the wire, the room and replays count relay frames.
+	Substeps int
+	// SubstepRepeat puts a frame's inputs in every logic frame of it, not
+	// only the first.
+	SubstepRepeat bool
 
 	// MaxDelay bounds the frames a client's jitter buffer holds, as time
 	// (default 300 ms; -1 for no bound): seed 001's latency tolerance. On a
@@ -161,6 +179,9 @@ func (c Config) WithDefaults() Config {
 	if c.MaxDelay == 0 {
 		c.MaxDelay = DefaultMaxDelay
 	}
+	if c.Substeps == 0 {
+		c.Substeps = 1
+	}
 	if c.CatchUpBytes == 0 {
 		c.CatchUpBytes = 32 << 10
 	}
@@ -186,6 +207,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: redundancy %d, want 0 to %d", ErrConfig, c.Redundancy, MaxRedundancy)
 	case c.MaxAhead < 1:
 		return fmt.Errorf("%w: max ahead %d frames", ErrConfig, c.MaxAhead)
+	case c.Substeps < 1 || c.Substeps > MaxSubsteps:
+		return fmt.Errorf("%w: %d substeps, want 1 to %d", ErrConfig, c.Substeps, MaxSubsteps)
+	case c.Substeps > 1 && c.Authoritative:
+		return fmt.Errorf("%w: an authoritative room sends state per relay frame: no substeps", ErrConfig)
 	case c.MaxDelay != -1 && (c.MaxDelay < time.Millisecond || c.MaxDelay > maxMaxDelay):
 		return fmt.Errorf("%w: max delay %v, want 1 ms to %v, or -1", ErrConfig, c.MaxDelay, maxMaxDelay)
 	case c.HashEvery < -1 || c.HashEvery == 0 || c.HashEvery > maxHashEvery:
@@ -206,13 +231,14 @@ type configKey struct {
 	inputBytes, inputsPerFrame, redundancy    int
 	maxAhead, hashEvery, catchUpBytes, stepsT int
 	maxDelay                                  time.Duration
-	dump, events, sim, auth                   bool
+	substeps                                  int
+	dump, events, sim, auth, repeat           bool
 }
 
 // key returns c's comparable part (whether a simulation is set, not which).
 func (c Config) key() configKey {
 	return configKey{c.Players, c.Hz, c.Fill, c.Late, c.InputBytes, c.InputsPerFrame, c.Redundancy,
-		c.MaxAhead, c.HashEvery, c.CatchUpBytes, c.SimStepsPerTick, c.MaxDelay, c.DumpOnDesync, c.VerifyEvents, c.Simulation != nil, c.Authoritative}
+		c.MaxAhead, c.HashEvery, c.CatchUpBytes, c.SimStepsPerTick, c.MaxDelay, c.Substeps, c.DumpOnDesync, c.VerifyEvents, c.Simulation != nil, c.Authoritative, c.SubstepRepeat}
 }
 
 // Period returns the time between two frames.
@@ -233,3 +259,41 @@ func (c Config) cutOffset(n int) time.Duration {
 // from the room's start, as a float: the clients' clock estimates and the
 // jitter buffer count in these. cutMs(1, hz) is the period.
 func cutMs(n, hz int) float64 { return float64(n) * 1000 / float64(hz) }
+
+// LogicFrame returns the first logic frame of relay frame n (Substeps).
+func (c Config) LogicFrame(n int) int { return n * max(c.Substeps, 1) }
+
+// RelayFrame returns the relay frame logic frame l belongs to.
+func (c Config) RelayFrame(l int) int { return l / max(c.Substeps, 1) }
+
+// HashFrame reports whether the room wants a hash of the game's state
+// after logic frame l (Client.ReportHash): after the last logic frame of
+// every HashEvery-th relay frame. Without substeps, every frame whose
+// number is a multiple of HashEvery.
+func (c Config) HashFrame(l int) bool {
+	n := max(c.Substeps, 1)
+	return c.HashEvery > 0 && l >= 0 && (l+1)%n == 0 && (l/n)%c.HashEvery == 0
+}
+
+// expand appends the logic frames of relay frame f to dst.
+func (c Config) expand(dst []Frame, f Frame) []Frame {
+	n := max(c.Substeps, 1)
+	if n == 1 {
+		return append(dst, f)
+	}
+	first := f.Number * n
+	f.Number = first
+	dst = append(dst, f)
+	var quiet []Slot
+	if !c.SubstepRepeat {
+		quiet = make([]Slot, len(f.Slots)) // no inputs, not made up
+	}
+	for k := 1; k < n; k++ {
+		g := Frame{Number: first + k, Slots: f.Slots}
+		if quiet != nil {
+			g.Slots = quiet
+		}
+		dst = append(dst, g)
+	}
+	return dst
+}

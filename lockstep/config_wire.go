@@ -38,6 +38,8 @@ func WriteConfig(w *codec.Writer, c Config) {
 		ms = -1 // no bound
 	}
 	w.WriteVarint(ms)
+	w.WriteUint(uint64(max(c.Substeps, 1)-1), MaxSubsteps-1)
+	w.WriteBool(c.SubstepRepeat)
 }
 
 // ReadConfig reads a configuration WriteConfig wrote and checks it as
@@ -45,7 +47,7 @@ func WriteConfig(w *codec.Writer, c Config) {
 func ReadConfig(r *codec.Reader) (Config, error) { return readConfig(r, true) }
 
 // readConfig reads a configuration; without maxDelay, as replays of
-// version 2 hold it (MaxDelay at its default).
+// version 2 hold it (MaxDelay at its default, no substeps).
 func readConfig(r *codec.Reader, maxDelay bool) (Config, error) {
 	var c Config
 	c.Players = int(r.ReadUint(MaxPlayers-1)) + 1
@@ -70,6 +72,10 @@ func readConfig(r *codec.Reader, maxDelay bool) (Config, error) {
 		if ms == -1 {
 			c.MaxDelay = -1
 		}
+		c.Substeps = int(r.ReadUint(MaxSubsteps-1)) + 1
+		c.SubstepRepeat = r.ReadBool()
+	} else {
+		c.Substeps = 1
 	}
 	if err := r.Err(); err != nil {
 		return c, fmt.Errorf("%w: room configuration: %w", ErrConfig, err)

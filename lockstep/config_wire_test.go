@@ -23,6 +23,7 @@ func TestConfigWire(t *testing.T) {
 		{Players: 2, MaxDelay: -1},
 		{Players: 2, MaxDelay: time.Millisecond},
 		{Players: 2, MaxDelay: maxMaxDelay},
+		{Players: 2, Substeps: MaxSubsteps, SubstepRepeat: true},
 	} {
 		c = c.WithDefaults()
 		var w codec.Writer
@@ -54,7 +55,7 @@ func TestReplayVersion2(t *testing.T) {
 	hw.WriteString("chain", maxReplayGame)
 	hw.WriteBytes(nil, maxReplayParams)
 	hw.WriteVarint(time.Unix(100, 0).UnixNano())
-	hw.WriteBitString(cw.Bytes(), cw.Len()-16) // without the max delay's varint (1000: two bytes)
+	hw.WriteBitString(cw.Bytes(), cw.Len()-16-5) // without the max delay's varint (1000: two bytes) and the substeps
 	hw.WriteString("ann", maxReplayName)
 	hw.WriteString("bob", maxReplayName)
 	var ew codec.Writer

@@ -193,3 +193,37 @@ func (s senderTo) SendUnreliable(p int, msg []byte) error {
 	return (*s.clients)[p].Deliver(*s.now, msg)
 }
 func (s senderTo) SendReliable(p int, msg []byte) error { return s.SendUnreliable(p, msg) }
+
+// TestSubstepFrames: a relay frame is Substeps logic frames, its inputs in
+// the first (or in all, with SubstepRepeat); the conversions and the hash
+// frames count logic frames.
+func TestSubstepFrames(t *testing.T) {
+	f := Frame{Number: 5, Slots: []Slot{{Inputs: [][]byte{{7}}}, {MadeUp: true}}}
+	for _, repeat := range []bool{false, true} {
+		cfg := Config{Players: 2, Substeps: 4, SubstepRepeat: repeat, HashEvery: 3}.WithDefaults()
+		got := cfg.expand(nil, f)
+		if len(got) != 4 {
+			t.Fatalf("%d logic frames", len(got))
+		}
+		for k, g := range got {
+			if g.Number != 20+k {
+				t.Errorf("logic frame %d numbered %d", k, g.Number)
+			}
+			has := len(g.Slots[0].Inputs) == 1
+			if want := k == 0 || repeat; has != want || (k > 0 && !repeat && g.Slots[1].MadeUp) {
+				t.Errorf("repeat %v: logic frame %d slots %+v", repeat, k, g.Slots)
+			}
+		}
+		if cfg.LogicFrame(5) != 20 || cfg.RelayFrame(23) != 5 || cfg.RelayFrame(24) != 6 {
+			t.Error("conversions")
+		}
+		for l, want := range map[int]bool{3: true, 0: false, 2: false, 15: true, 19: false, 27: true, 26: false} {
+			if cfg.HashFrame(l) != want {
+				t.Errorf("HashFrame(%d) = %v", l, !want)
+			}
+		}
+	}
+	if c := (Config{Players: 2, HashEvery: 3}.WithDefaults()); !c.HashFrame(6) || c.HashFrame(7) {
+		t.Error("without substeps, every HashEvery-th frame")
+	}
+}

@@ -231,6 +231,8 @@ func NewRollback(c *Client, cfg RollbackConfig) (*Rollback, error) {
 		return nil, ErrSpectator
 	case c.cfg.Authoritative:
 		return nil, fmt.Errorf("%w: an authoritative room sends state, not inputs: nothing to predict", ErrConfig)
+	case c.cfg.Substeps > 1:
+		return nil, fmt.Errorf("%w: the prediction mode runs one logic frame per relay frame: raise Hz instead of Substeps", ErrConfig)
 	}
 	cfg = cfg.withDefaults(c.cfg.Hz)
 	switch {
@@ -615,6 +617,7 @@ func (c *Client) confirmedFrames(now time.Time) Step {
 	c.queue = c.queue[:0]
 	if n := len(s.Frames); n > 0 {
 		c.ran = s.Frames[n-1].Number + 1
+		c.done = c.ran
 	}
 	return s
 }

@@ -419,6 +419,10 @@ func TestRollbackConfig(t *testing.T) {
 			t.Errorf("%+v: %v, want ErrConfig", bad, err)
 		}
 	}
+	sub, _ := lockstep.NewClient(lockstep.Config{Players: 2, Hz: 15, Substeps: 4}, 0)
+	if _, err := lockstep.NewRollback(sub, lockstep.RollbackConfig{}); !errors.Is(err, lockstep.ErrConfig) {
+		t.Errorf("substeps: %v, want ErrConfig", err)
+	}
 	spec, _ := lockstep.NewSpectator(cfg)
 	if _, err := lockstep.NewRollback(spec, lockstep.RollbackConfig{}); !errors.Is(err, lockstep.ErrSpectator) {
 		t.Errorf("spectator: %v", err)

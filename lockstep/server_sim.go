@@ -33,6 +33,7 @@ type serverSim struct {
 	prev   [][]byte    // each slot's last real input, for FillRepeat
 	rep    [][1][]byte // scratch for repeated inputs
 	slots  []Slot      // scratch frame
+	logic  []Frame     // scratch: the logic frames of a relay frame
 	hashes []uint64    // the hash after frame k*HashEvery, by k
 	behind bool        // reported as behind, not yet caught up
 
@@ -71,16 +72,19 @@ func (r *Room) stepSim() {
 		steps = defaultSimSteps
 	}
 	for i := 0; i < steps && s.frame < r.next; i++ {
-		f := r.resolvedFrame(s.frame)
-		s.sim.Step(f)
+		// A relay frame is Substeps logic frames of the game.
+		s.logic = r.cfg.expand(s.logic[:0], r.resolvedFrame(s.frame))
+		for _, f := range s.logic {
+			s.sim.Step(f)
+			if r.ver != nil && r.ver.sim != nil {
+				r.simEvents(s.frame)
+			}
+		}
 		if k := r.cfg.HashEvery; k > 0 && s.frame%k == 0 {
 			s.hashes = append(s.hashes, s.sim.Hash())
 		}
 		if r.auth != nil {
 			r.authFrame()
-		}
-		if r.ver != nil && r.ver.sim != nil {
-			r.simEvents(s.frame)
 		}
 		s.frame++
 		r.stats.SimFrames++

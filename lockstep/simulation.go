@@ -36,7 +36,7 @@ type Snapshotter interface {
 
 // VerifyResult is the outcome of re-running a replay.
 type VerifyResult struct {
-	Frames   int // frames run
+	Frames   int // relay frames run (each Config.Substeps logic frames)
 	Checked  int // hash checks with a majority compared against the simulation
 	Mismatch int // of those, checks whose majority hash the simulation did not reach
 	// FirstMismatch is the first frame whose recorded majority hash the
@@ -58,6 +58,7 @@ func Verify(rr *ReplayReader, sim Simulation) (VerifyResult, error) {
 	every := rr.Header().Config.HashEvery
 	ours := map[int]uint64{} // hashes of checked frames not yet compared
 	var pending []HashCheck
+	var logic []Frame
 	compare := func() {
 		keep := pending[:0]
 		for _, c := range pending {
@@ -101,7 +102,10 @@ func Verify(rr *ReplayReader, sim Simulation) (VerifyResult, error) {
 		if err != nil {
 			return res, err
 		}
-		sim.Step(f)
+		logic = rr.Header().Config.expand(logic[:0], f) // Substeps logic frames a relay frame
+		for _, g := range logic {
+			sim.Step(g)
+		}
 		res.Frames++
 		if every > 0 && f.Number%every == 0 {
 			ours[f.Number] = sim.Hash()
