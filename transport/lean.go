@@ -56,9 +56,10 @@ type leanEndpoint struct {
 	dirty []*leanPeer
 	wake  chan struct{}
 
-	closed chan struct{}
-	once   sync.Once
-	wg     sync.WaitGroup
+	closed    chan struct{}
+	once      sync.Once
+	wg        sync.WaitGroup
+	idleEvery time.Duration // how often the idle and keepalive checks run
 }
 
 func newLeanEndpoint(lim Limits, log *slog.Logger) (*leanEndpoint, error) {
@@ -74,6 +75,10 @@ func newLeanEndpoint(lim Limits, log *slog.Logger) (*leanEndpoint, error) {
 	ep := &leanEndpoint{lim: lim, log: log, cert: cert, fp: fp[:], cookieKey: make([]byte, 32),
 		peers: map[*leanPeer]struct{}{}, wake: make(chan struct{}, 1), closed: make(chan struct{})}
 	rand.Read(ep.cookieKey)
+	// The idle and keepalive checks run every second, or often enough to
+	// keep alive at the limits' KeepAlive: a check a second would send a
+	// keepalive due every 500 ms only every second.
+	ep.idleEvery = max(sweepEvery, min(time.Second, lim.withDefaults().KeepAlive/2))
 	ep.wg.Add(1)
 	go ep.flushLoop()
 	return ep, nil
@@ -138,7 +143,7 @@ func (ep *leanEndpoint) flushLoop() {
 		due = dirty[:0]
 		clear(dirty)
 		if sweep {
-			idle := now.Sub(lastIdle) >= time.Second
+			idle := now.Sub(lastIdle) >= ep.idleEvery
 			if idle {
 				lastIdle = now
 			}
