@@ -53,31 +53,32 @@ const (
 	slotOne      = 2
 	slotSeveral  = 3
 	slotKindBits = 2
+	// goneCount, in the count of a "several" slot (which holds 2 to
+	// MaxInputsPerFrame inputs, counts 0 to 14 in 4 bits), marks a gone
+	// player's made-up slot instead.
+	goneCount = MaxInputsPerFrame - 1
 )
 
 // encodeFrameBody writes the slots of f. prev, when not nil, is the frame
 // before f in the same packet: a slot that repeats it costs two bits. A
-// frame in which every input is made up costs two bits while no player is
-// gone.
+// frame in which every input is made up, and no player is gone, costs one
+// bit; a gone player's slot costs six.
 func encodeFrameBody(w *codec.Writer, f *Frame, prev *Frame) {
-	real := hasReal(f)
-	w.WriteBool(real)
-	if !real {
-		gone := anyGone(f)
-		w.WriteBool(gone)
-		if gone {
-			for i := range f.Slots {
-				w.WriteBool(f.Slots[i].Gone)
-			}
-		}
+	full := hasReal(f) || anyGone(f)
+	w.WriteBool(full)
+	if !full {
 		return
 	}
 	for i := range f.Slots {
 		s := &f.Slots[i]
 		switch {
+		case s.MadeUp && s.Gone:
+			// A gone player's slot: "several" with the count no input
+			// list can have.
+			w.WriteBits(slotSeveral, slotKindBits)
+			w.WriteUint(goneCount, goneCount)
 		case s.MadeUp:
 			w.WriteBits(slotMadeUp, slotKindBits)
-			w.WriteBool(s.Gone)
 		case prev != nil && sameInputs(s, &prev.Slots[i]):
 			w.WriteBits(slotSame, slotKindBits)
 		default:
@@ -141,7 +142,7 @@ func writeSlot(w *codec.Writer, s *Slot) {
 		return
 	}
 	w.WriteBits(slotSeveral, slotKindBits)
-	w.WriteUint(uint64(len(s.Inputs)-2), MaxInputsPerFrame-2)
+	w.WriteUint(uint64(len(s.Inputs)-2), goneCount) // the same 4 bits as uint[0, 14]
 	for _, in := range s.Inputs {
 		w.WriteBytes(in, MaxInputBytes)
 	}
@@ -151,10 +152,8 @@ func writeSlot(w *codec.Writer, s *Slot) {
 func decodeFrameBody(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
 	f := Frame{Number: n, Slots: make([]Slot, players)}
 	if !r.ReadBool() {
-		gone := r.ReadBool()
 		for i := range f.Slots {
 			f.Slots[i].MadeUp = true
-			f.Slots[i].Gone = gone && r.ReadBool()
 		}
 		return f, r.Err()
 	}
@@ -162,7 +161,7 @@ func decodeFrameBody(r *codec.Reader, n, players int, prev *Frame) (Frame, error
 		s := &f.Slots[i]
 		switch r.ReadBits(slotKindBits) {
 		case slotMadeUp:
-			s.MadeUp, s.Gone = true, r.ReadBool()
+			s.MadeUp = true
 		case slotSame:
 			if prev == nil || prev.Slots[i].MadeUp {
 				return f, fmt.Errorf("%w: frame %d slot %d repeats a frame not in the packet", ErrMalformed, n, i)
@@ -171,7 +170,12 @@ func decodeFrameBody(r *codec.Reader, n, players int, prev *Frame) (Frame, error
 		case slotOne:
 			s.Inputs = [][]byte{r.ReadBytes(nil, MaxInputBytes)}
 		case slotSeveral:
-			k := int(r.ReadUint(MaxInputsPerFrame-2)) + 2
+			c := r.ReadUint(goneCount)
+			if c == goneCount {
+				s.MadeUp, s.Gone = true, true
+				break
+			}
+			k := int(c) + 2
 			if r.Err() != nil {
 				break
 			}
