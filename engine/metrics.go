@@ -220,7 +220,7 @@ func (s *Server) writeMetrics(out io.Writer) {
 	fmt.Fprintf(&b, "tongbu_lockstep_matches_total %d\n", m.matches)
 	metric("tongbu_lockstep_desynced_matches_total", "counter", "Ended lockstep matches in which players' state hashes disagreed at least once.")
 	fmt.Fprintf(&b, "tongbu_lockstep_desynced_matches_total %d\n", m.desyncedMatches)
-	metric("tongbu_lockstep_desync_rate", "gauge", "Share of ended lockstep matches with a desync, since the server started (seed 003's shipped game: 0.0003).")
+	metric("tongbu_lockstep_desync_rate", "gauge", "Share of ended lockstep matches with a desync, since the server started (a shipped game's reference: 0.0003).")
 	rate := 0.0
 	if m.matches > 0 {
 		rate = float64(m.desyncedMatches) / float64(m.matches)

@@ -231,7 +231,7 @@ func (w *World) SetDisplay(id ID, d Display) error {
 // SetSpeedLimit sets the fastest a player may move from this frame on, in
 // units per frame (1 to Config.MaxSpeed): walking, running, mounted,
 // slowed. The world checks every move command against the limit that held
-// at the command's frame, kept with the movement history (seed 5.2.1), so
+// at the command's frame, kept with the movement history, so
 // a command stamped before a slow took effect still passes, and a client
 // that claims a faster speed (a speed hack) is corrected.
 func (w *World) SetSpeedLimit(player ID, speed int32) error {

@@ -38,8 +38,8 @@ type Config struct {
 	// RegionSize is a region's side in world units.
 	RegionSize int
 	// Width and Height are the map's size in regions. Coordinates take
-	// the bits the map's size in units needs: 15 for the seed's 64 x 64
-	// regions of 1024 units, up to 24 for larger maps.
+	// the bits the map's size in units needs: 15 for 64 x 64 regions of
+	// 1024 units (JX3's world), up to 24 for larger maps.
 	Width, Height int
 	// Hz is the world's frame rate.
 	Hz int
@@ -48,23 +48,23 @@ type Config struct {
 	MaxEntities int
 
 	// ForcedSync is how long after a player's range takes in a region the
-	// world sends it the entities there that have not broadcast since
-	// (seed 5.2.2). Default: 2 s less a frame, so that on a clean link the
-	// client holds them within the seed's 2 s. A region ahead of a moving
-	// player is synced earlier: Lead before the player is due to reach it.
+	// world sends it the entities there that have not broadcast since.
+	// Default: 2 s less a frame, so that on a clean link the client holds
+	// them within 2 s. A region on a moving player's path is synced
+	// earlier: Lead before the player is due to reach it.
 	ForcedSync time.Duration
 	// Lead is how long before a mover reaches a region ahead of it that
 	// the region's forced sync is sent. Default ForcedSync/2.
 	Lead time.Duration
 
 	// History is how far back the world keeps each player's positions to
-	// validate its moves against (seed 5.2.1).
+	// validate its moves against.
 	History time.Duration
 	// Tolerance is how far, in units, a move's source position may be
 	// from the world's record for that frame and still be accepted.
 	Tolerance int
 	// MaxSpeed is the fastest speed in units per frame a player may ask
-	// for. The seed's 16 m/s is 64 units a frame at 16 Hz.
+	// for. JX3's 16 m/s is 64 units a frame at 16 Hz.
 	MaxSpeed int
 	// MaxMove bounds how far a move's destination may be from its source,
 	// in units. Default 4 regions.
@@ -82,7 +82,7 @@ type Config struct {
 	// per second; more are dropped and counted.
 	DiscoveryRate int
 
-	// Policy sets the state-sync rates (seed 5.1.2).
+	// Policy sets the state-sync rates.
 	Policy Policy
 	// City reports whether a region is a city, for the policy. Nil means
 	// no region is.
@@ -213,13 +213,13 @@ type Rule struct {
 	Every time.Duration
 }
 
-// Policy is a declarative state-sync policy (seed 5.1.2): the first rule
+// Policy is a declarative state-sync policy: the first rule
 // that matches an entity sets its sync period.
 type Policy struct {
 	Rules []Rule
 }
 
-// DefaultPolicy is the seed's reasoning made concrete: a player's target
+// DefaultPolicy is JX3's reasoning made concrete: a player's target
 // is synced often; fighters often enough to show life bars move; city
 // folk, whose life and mana nobody watches, rarely.
 func DefaultPolicy() Policy {

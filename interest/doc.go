@@ -1,6 +1,7 @@
-// Package interest is tongbu's MMO state-sync mode (seed 000, the JX3 sync
-// strategy): a World cut into square regions, each client kept in sync
-// with the 3x3 regions around its character.
+// Package interest is tongbu's MMO state-sync mode: a World cut into
+// square regions, each client kept in sync with the 3x3 regions around
+// its character, the way JX3 does it (SPEC.md section 8 names the
+// sources).
 //
 // What a client is told:
 //   - commands (move with source and destination, jump, skill, and
@@ -9,15 +10,13 @@
 //     into its region's buffer and the same bits are spliced into every
 //     packet that carries it;
 //   - an entity that crosses into a region a client's range newly covers
-//     is announced to that client (the seed's
-//     G2C_NEW_CHARACTER_INTO_REGION);
+//     is announced to that client;
 //   - client discovery: a client that hears a command for an entity it
 //     does not know asks for its logic data, answered at a bounded rate;
 //   - forced sync: ForcedSync after a client's range takes in a region,
-//     the logic data of the entities there that have not broadcast since
-//     (the seed's m_nLastBroadcastFrame and m_nEnterRegionFrame[9]),
-//     sooner for regions ahead of a moving player, in one region-relative
-//     list (G2C_ALL_CHARACTER_IN_REGION);
+//     the logic data of the entities there that have not broadcast since,
+//     sooner for regions on a moving player's path, in one
+//     region-relative list;
 //   - state sync of changed logic data at rates a declarative Policy sets
 //     (target or not, in combat or not, city or field);
 //   - display data, fetched by the client once per version;
@@ -32,12 +31,12 @@
 // ordered by accumulated priority and drains under a byte budget per
 // frame, which spreads the burst of a region crossing over frames.
 //
-// Removal happens on the client (seed 1.1.1): the Client drops entities
+// Removal happens on the client: the Client drops entities
 // that leave its range, by its own moves or theirs, with a short grace.
 // Config.LeaveMessages adds explicit leave messages for clients that do
 // not run the Client half.
 //
-// Movement is client-driven and validated (seed 5.2.1): the world keeps
+// Movement is client-driven and validated: the world keeps
 // each player's position for every frame of Config.History, and its speed
 // limit (World.SetSpeedLimit), rewinds to a move's frame, compares its
 // source within Config.Tolerance and its speed with the limit then, and
@@ -50,5 +49,6 @@
 // Client.Packet), so tests run it with no network and no real clock. A
 // server that collects a frame's uplinks hands them over together with
 // World.DeliverAll, which loads each client's state a few packets ahead.
-// The wire is in SPEC.md, section 8.
+// The wire is in SPEC.md, section 8. The package Example shows a world
+// and a client from spawning to the first packet.
 package interest

@@ -26,7 +26,7 @@ func (k Kind) String() string {
 	return "kind?"
 }
 
-// Logic is an entity's logic data (seed 3.3, item 4): what every client
+// Logic is an entity's logic data: what every client
 // near it needs and what changes often. Life, Mana and Rage are
 // percentages, 0..100; State is the character's state-machine state,
 // 0..31; Magic is the visible magic state, Config.MagicBits wide.
@@ -45,7 +45,7 @@ func (l *Logic) Moving() bool { return l.Pos != l.Dest && l.Speed > 0 }
 // MaxName bounds a display name in bytes.
 const MaxName = 32
 
-// Display is an entity's display data (seed 3.3, item 5): what it looks
+// Display is an entity's display data: what it looks
 // like, its name and its camp. It rarely changes: clients fetch it once
 // per version and cache it.
 type Display struct {

@@ -2,8 +2,8 @@ package interest
 
 import "math"
 
-// Vec is a position or offset in world units (the seed's 1/32 of a cell;
-// a region is RegionSize units on a side).
+// Vec is a position or offset in world units (1/32 of a JX3 cell; a
+// region is RegionSize units on a side).
 type Vec struct{ X, Y int32 }
 
 // Add returns v + o.

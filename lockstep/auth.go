@@ -31,7 +31,7 @@ type StateChange struct {
 }
 
 // Authority is the Simulation of an authoritative room
-// (Config.Authoritative, seed 002): the room runs it, and sends each
+// (Config.Authoritative): the room runs it, and sends each
 // player, instead of the inputs, the state changes of the entities the
 // player may see. Only the room knows the whole state, which ends
 // fog-of-war cheating.

@@ -344,8 +344,7 @@ type Step struct {
 	// several when catching up.
 	Frames []Frame
 	// Alpha is the fraction of the way from the last frame run to the next,
-	// for interpolating the picture (seed 001 section 5.1: the game renders
-	// at its own rate).
+	// for interpolating the picture: the game renders at its own rate.
 	Alpha float64
 	// State is the playout state; Depth and Target the frames buffered and
 	// the depth aimed for.

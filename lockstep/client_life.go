@@ -47,7 +47,7 @@ type clientLife struct {
 }
 
 // ReportEvent reports a game event that running frame produced (a shot, a
-// goal, a score: seed 001 section 6.5) for the room's event verification
+// goal, a score) for the room's event verification
 // (Config.VerifyEvents). Report every event the game's simulation
 // produces, in order, while running the frames Advance returned: the room
 // compares every player's events of each frame, and a player whose events
@@ -134,11 +134,12 @@ const (
 )
 
 // ReportHash queues a hash of the game's state after running frame, for
-// the room's desync detection (seed 001 section 6). Report the frames for
+// the room's desync detection. Report the frames for
 // which Config.HashFrame is true (without substeps, those whose number is
 // a multiple of Config.HashEvery); the hash rides in the next uplink
 // packets. Hash only the state that must agree (positions, health,
-// scores), never what may differ between clients (seed 001 section 6.3).
+// scores), never what may differ between clients (effects, timers of
+// the picture).
 func (c *Client) ReportHash(frame int, hash uint64) {
 	if c.cfg.HashEvery < 0 || c.cfg.Authoritative || !c.cfg.HashFrame(frame) {
 		return

@@ -89,7 +89,7 @@ type Config struct {
 
 	// Substeps is how many logic frames the game runs for each frame the
 	// room cuts, for the whole match (default 1; at most MaxSubsteps):
-	// seed 001's client FPS extension. A room at 15 Hz with Substeps 4
+	// the client FPS extension. A room at 15 Hz with Substeps 4
 	// relays 15 frames a second and the game steps 60: the client hands
 	// each relay frame to the game as Substeps logic frames, numbered
 	// LogicFrame(n) .. LogicFrame(n+1)-1 and spread over the frame period
@@ -104,7 +104,7 @@ type Config struct {
 	SubstepRepeat bool
 
 	// MaxDelay bounds the frames a client's jitter buffer holds, as time
-	// (default 300 ms; -1 for no bound): seed 001's latency tolerance. On a
+	// (default 300 ms; -1 for no bound): the players' latency tolerance. On a
 	// link so jittery that the buffer would hold more, play pauses for the
 	// worst delays instead, and a backlog above it (after a spike) is
 	// played fast until it is under it. A link whose delay steps up keeps
@@ -141,12 +141,11 @@ type Config struct {
 	// Server-side only, like Simulation.
 	SimStepsPerTick int
 	// VerifyEvents makes clients report game events (Client.ReportEvent)
-	// and the room compare every player's events frame by frame (seed 001
-	// section 6.5): see Room.Result.
+	// and the room compare every player's events frame by frame: see Room.Result.
 	VerifyEvents bool
 	// Authoritative makes the room send each player, instead of the
 	// inputs, the state changes its simulation (an Authority) computed
-	// for the entities the player may see (seed 002). Clients still
+	// for the entities the player may see. Clients still
 	// advance frame by frame, applying Frame.Changes; they report no
 	// hashes. Spectators are refused, and a rejoining player is streamed
 	// its own view from frame 0 (a snapshot would show it everything).

@@ -16,7 +16,7 @@ type Slot struct {
 	// the frame (it left, or its connection was dropped), rather than late:
 	// a game hands a gone player's character to its own deterministic bot,
 	// which every client, the server's simulation and a replay run alike
-	// from this flag (seed 002's takeover), and leaves a late one as the
+	// from this flag (a takeover), and leaves a late one as the
 	// Fill says.
 	Gone bool
 	// Inputs are the player's inputs for the frame, in the order the room

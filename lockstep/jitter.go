@@ -5,8 +5,7 @@ import (
 	"time"
 )
 
-// PlayState is what the client's playout does on a render tick (seed 001
-// section 4.4).
+// PlayState is what the client's playout does on a render tick.
 type PlayState uint8
 
 const (

@@ -97,7 +97,7 @@ func (q *peerQuality) newSession() {
 }
 
 // PeerQuality is the quality of one peer's link and play over the match
-// (seed 003: stalls, loss, the highest latency and jitter), as the room
+// (stalls, loss, the highest latency and jitter), as the room
 // measured it and the client reported it.
 type PeerQuality struct {
 	Peer      int  // slot, or spectator id

@@ -160,7 +160,7 @@ type RollbackTick struct {
 	Alpha float64
 }
 
-// Rollback is the prediction mode of a lockstep client (seed 002's
+// Rollback is the prediction mode of a lockstep client (the
 // fighting-game mode): the player's own input shows in the next frame
 // run, the other players' inputs are predicted, and when the room's
 // frames arrive and differ from the prediction the session loads the last

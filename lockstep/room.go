@@ -72,7 +72,7 @@ type RoomStats struct {
 	ViewOverflow     uint64 // authoritative rooms: state changes left out of a view over its size bound
 }
 
-// Room is the relay of one lockstep match (seeds 001-003): it cuts frames
+// Room is the relay of one lockstep match: it cuts frames
 // on a drift-free schedule, fills in input for players who sent none, and
 // delivers every frame to every player over the unreliable channel with
 // redundancy, acknowledgements and retransmission from the match's frame
