@@ -309,6 +309,43 @@ func (d *demo) duelTicket(player string) (string, error) {
 // startBot connects a bot to room over the in-process network and runs
 // play with its connection until ctx is done.
 func (d *demo) startBot(ctx context.Context, room, name string, play func(context.Context, *engine.Client) error) error {
+	cl, err := d.connectBot(ctx, room, name)
+	if err != nil {
+		return err
+	}
+	d.wg.Add(1)
+	go func() {
+		defer d.wg.Done()
+		for {
+			err := play(ctx, cl)
+			cl.Close()
+			if ctx.Err() != nil {
+				return
+			}
+			// A bot whose connection was closed or whose game failed comes
+			// back, with its seat: the room catches it up.
+			d.cfg.Logger.Warn("bot stopped; restarting it", "room", room, "bot", name, "err", err)
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(botRestartDelay):
+				}
+				if cl, err = d.connectBot(ctx, room, name); err == nil {
+					break
+				}
+				d.cfg.Logger.Warn("bot could not rejoin", "room", room, "bot", name, "err", err)
+			}
+		}
+	}()
+	return nil
+}
+
+// botRestartDelay is how long a stopped bot waits before it rejoins.
+const botRestartDelay = time.Second
+
+// connectBot connects a bot to room over the in-process network.
+func (d *demo) connectBot(ctx context.Context, room, name string) (*engine.Client, error) {
 	c, s := d.bots.Pipe(transport.LinkConfig{}, transport.LinkConfig{})
 	tk, err := d.srv.Ticket(name, room, engine.RolePlayer, time.Minute)
 	if err == nil {
@@ -316,22 +353,14 @@ func (d *demo) startBot(ctx context.Context, room, name string, play func(contex
 	}
 	if err != nil {
 		c.Close()
-		return err
+		return nil, err
 	}
 	cl, err := engine.NewClient(ctx, c)
 	if err != nil {
 		c.Close()
-		return err
+		return nil, err
 	}
-	d.wg.Add(1)
-	go func() {
-		defer d.wg.Done()
-		defer cl.Close()
-		if err := play(ctx, cl); err != nil && ctx.Err() == nil {
-			d.cfg.Logger.Warn("bot stopped", "room", room, "bot", name, "err", err)
-		}
-	}()
-	return nil
+	return cl, nil
 }
 
 // playArenaBot is a bot's game loop: receive, play the frames through the
