@@ -9,11 +9,18 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strconv"
 	"strings"
 )
 
 //go:embed favicon.ico
 var favicon []byte
+
+// DecodedLengthHeader carries, on a compressed response, the length of
+// the file once decoded, for the loader page's progress bar (a browser's
+// Content-Length is the compressed size, and it hands the page decoded
+// bytes).
+const DecodedLengthHeader = "X-Decoded-Length"
 
 // Files serves the files of dir, such as Build writes: a .wasm file as
 // application/wasm, and, to a browser that accepts gzip, the .gz copy
@@ -42,6 +49,10 @@ func Files(dir string) http.Handler {
 		w.Header().Add("Vary", "Accept-Encoding")
 		if acceptsGzip(r) && !strings.HasSuffix(name, ".gz") {
 			if st, err := os.Stat(local + ".gz"); err == nil && st.Mode().IsRegular() {
+				if full, err := os.Stat(local); err == nil {
+					// The loader's progress bar counts decoded bytes.
+					w.Header().Set(DecodedLengthHeader, strconv.FormatInt(full.Size(), 10))
+				}
 				w.Header().Set("Content-Encoding", "gzip")
 				http.ServeFile(w, r, local+".gz")
 				return

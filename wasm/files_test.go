@@ -10,12 +10,14 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 )
 
 // TestFiles: a browser that accepts gzip gets the .gz copy with
 // Content-Encoding and the original's type; one that does not gets the
-// plain file; the favicon is there.
+// plain file; the favicon is there. A compressed file says its decoded
+// length, for the loader's progress bar.
 func TestFiles(t *testing.T) {
 	dir := t.TempDir()
 	plain := bytes.Repeat([]byte("\x00asm tongbu "), 1000)
@@ -55,6 +57,10 @@ func TestFiles(t *testing.T) {
 			t.Fatalf("%s (%q): gzip %v, want %v", tt.path, tt.accept, gz, tt.gzipped)
 		}
 		if tt.path == "/game.wasm" {
+			// The loader's progress bar: the decoded length of a compressed file.
+			if dl := resp.Header.Get(DecodedLengthHeader); (dl == strconv.Itoa(len(plain))) != tt.gzipped {
+				t.Fatalf("%s (%q): %s %q", tt.path, tt.accept, DecodedLengthHeader, dl)
+			}
 			if tt.gzipped {
 				zr, err := gzip.NewReader(bytes.NewReader(body))
 				if err != nil {
