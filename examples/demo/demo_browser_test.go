@@ -334,4 +334,18 @@ func TestDuelInBrowser(t *testing.T) {
 		}
 	}
 	notBlank(t, p, "duel page")
+
+	// A page that goes away frees its seat at once: it closes its
+	// connection, and only the bot's is left.
+	if got := u.metric(t, "tongbu_connections"); got != "2" {
+		t.Fatalf("tongbu_connections %s with the page and the bot, want 2", got)
+	}
+	if err := chromedp.Run(p, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(5 * time.Second); u.metric(t, "tongbu_connections") != "1"; time.Sleep(100 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatalf("tongbu_connections %s 5 s after the page went away, want 1", u.metric(t, "tongbu_connections"))
+		}
+	}
 }

@@ -229,28 +229,36 @@ func (v *View) drawScores(screen *ebiten.Image) {
 	ebitenutil.DebugPrintAt(screen, help, x, screenH-60)
 }
 
-// drawOverlay draws the network figures over the arena's top-left corner.
+// drawOverlay draws the network figures in the panel, under the
+// scoreboard, where they hide no part of the arena.
 func (v *View) drawOverlay(screen *ebiten.Image) {
 	st := v.s.step
 	ns := v.s.net.Stats()
 	var b strings.Builder
-	fmt.Fprintf(&b, "frame %d  %s  depth %.1f/%.1f\n", v.s.g.Frame(), st.State, st.Depth, st.Target)
-	fmt.Fprintf(&b, "rtt %d ms  loss up %.1f%% down %.1f%%", ns.RTT.Milliseconds(), 100*ns.LossUp, 100*ns.LossDown)
+	fmt.Fprintf(&b, "frame %d  %s\n", v.s.g.Frame(), st.State)
+	fmt.Fprintf(&b, "buffer %.1f of %.1f frames\n", st.Depth, st.Target)
+	fmt.Fprintf(&b, "rtt %d ms", ns.RTT.Milliseconds())
 	if ns.Status != "" {
 		fmt.Fprintf(&b, "  %s", ns.Status)
 	}
+	fmt.Fprintf(&b, "\nloss up %.1f%% down %.1f%%", 100*ns.LossUp, 100*ns.LossDown)
 	if n := v.s.g.Frame() - 1; n >= 0 {
 		h, _ := v.s.hashAt(n)
 		fmt.Fprintf(&b, "\nhash %016x", h)
 	}
 	if v.s.err != nil && v.now.Sub(v.s.errAt) < errorShown {
 		msg := v.s.err.Error()
-		if len(msg) > 60 {
-			msg = msg[:60] + "..."
+		for len(msg) > 0 { // wrapped to the panel
+			n := min(len(msg), 34)
+			fmt.Fprintf(&b, "\n%s", msg[:n])
+			msg = msg[n:]
+			if strings.Count(b.String(), "\n") > 9 {
+				break
+			}
 		}
-		fmt.Fprintf(&b, "\n%s", msg)
 	}
+	x, y := game.Width+8, 34+20*v.s.g.Players()+16
 	lines := strings.Count(b.String(), "\n") + 1
-	vector.DrawFilledRect(screen, 4, 4, 340, float32(lines*16+6), overlayBg, false)
-	ebitenutil.DebugPrintAt(screen, b.String(), 8, 6)
+	vector.DrawFilledRect(screen, float32(x-4), float32(y-2), panelW-8, float32(lines*16+6), overlayBg, false)
+	ebitenutil.DebugPrintAt(screen, b.String(), x, y)
 }

@@ -34,7 +34,17 @@ func Join(game string) (*engine.Client, error) {
 	if err := json.NewDecoder(resp.Body).Decode(&t); err != nil {
 		return nil, fmt.Errorf("ticket: %w", err)
 	}
-	return engine.Dial(ctx, origin, t.Ticket, nil)
+	c, err := engine.Dial(ctx, origin, t.Ticket, nil)
+	if err != nil {
+		return nil, err
+	}
+	// A page that goes away closes its connection, so that the server
+	// frees the seat at once rather than after the idle timeout.
+	js.Global().Get("window").Call("addEventListener", "pagehide", js.FuncOf(func(js.Value, []js.Value) any {
+		c.Close()
+		return nil
+	}))
+	return c, nil
 }
 
 // Fail shows err on the page and keeps the program alive.
