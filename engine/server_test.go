@@ -479,3 +479,73 @@ func TestHugePages(t *testing.T) {
 		t.Fatalf("log %q: want the heap's advised bytes", out)
 	}
 }
+
+// TestStarvedClientCatchesUp: a lockstep client that stops running for
+// 10 s (a starved process, a tab the browser stopped) finds its inbox
+// full and frames lost when it runs again; it gets them back, plays fast
+// until it is back at the room's pace, keeps reporting hashes that agree,
+// and is never dropped.
+func TestStarvedClientCatchesUp(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Config{})
+		defer h.shutdown()
+		room, err := h.s.CreateRoom("r", lockstep.Config{Players: 3, HashEvery: 15})
+		if err != nil {
+			t.Fatal(err)
+		}
+		desyncs := 0
+		room.OnEvent(func(e lockstep.Event) {
+			if e.Kind == lockstep.EventDesync || e.Kind == lockstep.EventDispute {
+				desyncs++
+			}
+		})
+		link := transport.LinkConfig{Latency: 20 * time.Millisecond, Jitter: 5 * time.Millisecond}
+		var clients []*Client
+		for i := range 3 {
+			c, err := h.join(fmt.Sprint("p", i), "r", RolePlayer, link)
+			if err != nil {
+				t.Fatal(err)
+			}
+			clients = append(clients, c)
+		}
+		ran := make([]int, 3)
+		start := time.Now()
+		starved := func(at time.Duration) bool { return at >= 5*time.Second && at < 15*time.Second }
+		var backAt time.Duration = -1
+		for now := start; now.Sub(start) < 40*time.Second; now = time.Now() {
+			at := now.Sub(start)
+			for i, c := range clients {
+				if i == 2 && starved(at) {
+					continue // not run at all: no Update, no Advance
+				}
+				if err := c.Update(now); err != nil {
+					t.Fatalf("client %d at %v: %v", i, at, err)
+				}
+				for _, f := range c.Lockstep().Advance(now).Frames {
+					if f.Number != ran[i] {
+						t.Fatalf("client %d played frame %d, want %d", i, f.Number, ran[i])
+					}
+					ran[i]++
+					if f.Number%15 == 0 {
+						c.Lockstep().ReportHash(f.Number, uint64(f.Number)*7)
+					}
+				}
+			}
+			if at >= 15*time.Second && backAt < 0 && ran[2] >= ran[0]-2 {
+				backAt = at - 15*time.Second
+			}
+			time.Sleep(16 * time.Millisecond)
+		}
+		t.Logf("frames run %v; the starved client was back at the others' frame %v after it ran again; playout %+v",
+			ran, backAt, clients[2].Lockstep().Playout())
+		if backAt < 0 || backAt > 10*time.Second {
+			t.Fatalf("the starved client did not catch up within 10 s (%v): ran %v", backAt, ran)
+		}
+		if desyncs != 0 {
+			t.Fatalf("%d desyncs", desyncs)
+		}
+		if got := h.metric("tongbu_connections"); got != "3" {
+			t.Fatalf("tongbu_connections %s, want 3: the starved client was dropped", got)
+		}
+	})
+}
