@@ -88,8 +88,8 @@ func demoCommand(args []string, stdout, stderr io.Writer) int {
 		cfg.Assets = filepath.Join(dir, "tongbu", "demo")
 	}
 	if !cfg.NoBuild {
-		fmt.Fprintf(stdout, "tongbu demo: building the browser clients into %s (the first build takes a minute)...\n", cfg.Assets)
-		if err := buildDemoClients(context.Background(), cfg.Assets); err != nil {
+		fmt.Fprintf(stdout, "tongbu demo: building the browser clients into %s (with an empty build cache, under a minute)\n", cfg.Assets)
+		if err := buildDemoClients(context.Background(), cfg.Assets, stdout); err != nil {
 			fmt.Fprintln(stderr, "tongbu demo:", err)
 			return 1
 		}
@@ -108,7 +108,7 @@ func demoCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	fmt.Fprintf(stdout, "tongbu demo: serving both demos with bots (UDP %s)\n", d.srv.UDPAddr())
+	fmt.Fprintf(stdout, "tongbu demo: serving the arena, duel and MMO demos with bots (UDP %s)\n", d.srv.UDPAddr())
 	fmt.Fprintf(stdout, "tongbu demo: open http://%s/ in a browser (Ctrl-C to stop)\n", browsable(ln.Addr()))
 	code := runServer(d.srv, ln, stderr)
 	d.stop()
@@ -127,11 +127,19 @@ func browsable(a net.Addr) string {
 	return net.JoinHostPort(host, port)
 }
 
-// buildDemoClients compiles the demo's browser clients into dir.
-func buildDemoClients(ctx context.Context, dir string) error {
-	for _, c := range demoClients {
+// buildDemoClients compiles the demo's browser clients into dir, saying
+// which one it builds to progress when it is not nil.
+func buildDemoClients(ctx context.Context, dir string, progress io.Writer) error {
+	for i, c := range demoClients {
+		if progress != nil {
+			fmt.Fprintf(progress, "tongbu demo:   %s (%d of %d)\n", c.file, i+1, len(demoClients))
+		}
+		t0 := time.Now()
 		if err := wasm.Build(ctx, dir, c.file, c.pkg); err != nil {
 			return err
+		}
+		if progress != nil && time.Since(t0) > 5*time.Second {
+			fmt.Fprintf(progress, "tongbu demo:   %s built in %v\n", c.file, time.Since(t0).Round(time.Second))
 		}
 	}
 	return nil

@@ -50,7 +50,7 @@ func startDemo(t *testing.T) *demoUnderTest {
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "tongbu-demo-")
 		if buildErr == nil {
-			buildErr = buildDemoClients(context.Background(), buildDir)
+			buildErr = buildDemoClients(context.Background(), buildDir, nil)
 		}
 	})
 	if buildErr != nil {
