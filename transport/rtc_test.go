@@ -399,6 +399,11 @@ func TestWebRTCSignalingRejects(t *testing.T) {
 			if len(bytes.TrimSpace(b)) == 0 {
 				t.Fatal("no explanation in the body")
 			}
+			// A refused origin is named, with how to allow it.
+			if o := tt.header["Origin"]; tt.code == http.StatusForbidden && o != "" &&
+				(!bytes.Contains(b, []byte(o)) || !bytes.Contains(b, []byte("AllowedOrigins"))) {
+				t.Fatalf("refusal %q does not name %s and how to allow it", b, o)
+			}
 		})
 	}
 	// Over the pending limit: one stalled handshake holds the only slot.

@@ -262,7 +262,8 @@ func httpError(w http.ResponseWriter, code int, msg string) {
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if origin := r.Header.Get("Origin"); origin != "" {
 		if !s.originAllowed(origin, r.Host) {
-			s.refuse(w, http.StatusForbidden, "origin", "origin not allowed")
+			s.refuse(w, http.StatusForbidden, "origin", fmt.Sprintf("origin %q not allowed: pages this server serves need nothing; "+
+				"list other origins in ServerConfig.AllowedOrigins (engine.Config.AllowedOrigins; `tongbu serve`: \"origins\" in its config)", origin))
 			return
 		}
 		w.Header().Set("Access-Control-Allow-Origin", origin)
