@@ -239,6 +239,25 @@ func TestMMOInBrowser(t *testing.T) {
 		t.Fatalf("the MMO page does not advance: %+v then %+v", s1, s2)
 	}
 	t.Logf("mmo: %+v then %+v", s1, s2)
+	// A plain click (pressed for 80 ms, as a person clicks) walks there.
+	type pos struct{ X, Y int }
+	var before, after pos
+	chromedp.Run(p, chromedp.Evaluate(`({X: tongbuMMO.x, Y: tongbuMMO.y})`, &before))
+	var w, h float64
+	chromedp.Run(p, chromedp.Evaluate(`window.innerWidth`, &w), chromedp.Evaluate(`window.innerHeight`, &h))
+	x, y := w/2+w/5, h/2 // right of the player, who is drawn in the middle
+	if err := chromedp.Run(p,
+		input.DispatchMouseEvent(input.MousePressed, x, y).WithButton(input.Left).WithClickCount(1),
+		chromedp.Sleep(80*time.Millisecond),
+		input.DispatchMouseEvent(input.MouseReleased, x, y).WithButton(input.Left).WithClickCount(1)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(2 * time.Second)
+	chromedp.Run(p, chromedp.Evaluate(`({X: tongbuMMO.x, Y: tongbuMMO.y})`, &after))
+	t.Logf("a click at (%.0f, %.0f) of %.0fx%.0f: the player went from %+v to %+v", x, y, w, h, before, after)
+	if after.X <= before.X+50 {
+		t.Errorf("a click to the right did not walk the player there: %+v then %+v", before, after)
+	}
 	notBlank(t, p, "mmo page")
 	if got := u.metric(t, "tongbu_connections"); got != "1" {
 		t.Fatalf("tongbu_connections %s with one page, want 1", got)
