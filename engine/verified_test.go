@@ -61,7 +61,13 @@ func TestVerifiedRoom(t *testing.T) {
 	for i := range games {
 		games[i], _ = movers.New(3, nil)
 	}
+	// Player 2 plants an event nobody else saw at a frame every client
+	// runs live: the first tenth frame a second after all three have
+	// stepped a frame (on a loaded machine a player may join late and
+	// catch up past any fixed frame).
 	var snapshotAt int
+	first := []int{-1, -1, -1}
+	plantAt, planted := -1, -1
 	play := func(until func() bool) {
 		for end := time.Now().Add(20 * time.Second); time.Now().Before(end) && !until(); time.Sleep(time.Second / 60) {
 			now := time.Now()
@@ -82,10 +88,17 @@ func TestVerifiedRoom(t *testing.T) {
 				}
 				for _, f := range st.Frames {
 					games[i].Step(f)
+					if first[i] < 0 {
+						first[i] = f.Number
+						if plantAt < 0 && slices.Min(first) >= 0 {
+							plantAt = f.Number + 30
+						}
+					}
 					if f.Number%10 == 0 {
 						c.Lockstep().ReportEvent(f.Number, fmt.Appendf(nil, "tick %d", f.Number))
-						if i == 2 && f.Number == 50 {
+						if i == 2 && planted < 0 && plantAt >= 0 && f.Number >= plantAt {
 							c.Lockstep().ReportEvent(f.Number, []byte("a goal nobody saw"))
+							planted = f.Number
 						}
 					}
 				}
@@ -98,8 +111,8 @@ func TestVerifiedRoom(t *testing.T) {
 		return len(verdicts) > 0
 	})
 	mu.Lock()
-	if len(verdicts) != 1 || !slices.Equal(verdicts[0].Players, []int{2}) || verdicts[0].Frame != 50 {
-		t.Fatalf("verdicts %+v", verdicts)
+	if len(verdicts) != 1 || !slices.Equal(verdicts[0].Players, []int{2}) || verdicts[0].Frame != planted {
+		t.Fatalf("verdicts %+v, planted at frame %d", verdicts, planted)
 	}
 	mu.Unlock()
 	res := make(chan lockstep.MatchResult, 1)
@@ -107,23 +120,26 @@ func TestVerifiedRoom(t *testing.T) {
 	r := <-res
 	// The players may have joined after frame 0 and caught up from a
 	// snapshot: the agreed events run from there, one every 10 frames,
-	// frame 50's among them.
+	// the planted frame's among them.
 	if r.Players[2].Disagreed != 1 || r.Players[0].Disagreed != 0 || r.Players[1].Disagreed != 0 || len(r.Events) < 3 {
 		t.Fatalf("result %+v", r)
 	}
-	has50 := false
+	hasPlanted := false
 	for i, e := range r.Events {
 		if want := fmt.Sprint("tick ", r.Events[0].Frame+10*i); string(e.Data) != want || e.Frame != r.Events[0].Frame+10*i {
 			t.Fatalf("agreed event %d: %q at frame %d, want %q", i, e.Data, e.Frame, want)
 		}
-		has50 = has50 || e.Frame == 50
+		hasPlanted = hasPlanted || e.Frame == planted
 	}
-	if !has50 {
+	if !hasPlanted {
 		t.Fatalf("agreed events %+v", r.Events)
 	}
 
 	// Player 0 reconnects with a fresh client: a snapshot of the room's
 	// game, then the frames after it.
+	// A player who joined after frame 0 took a snapshot already.
+	before := room.Stats().Snapshots
+	snapshotAt = 0
 	clients[0].Close()
 	clients[0] = dial("p0")
 	games[0], _ = movers.New(3, nil)
@@ -131,7 +147,7 @@ func TestVerifiedRoom(t *testing.T) {
 	if snapshotAt == 0 {
 		t.Fatal("no snapshot")
 	}
-	if st := room.Stats(); st.Snapshots != 1 || st.SimFrames == 0 {
+	if st := room.Stats(); st.Snapshots != before+1 || st.SimFrames == 0 {
 		t.Fatalf("room stats %+v", st)
 	}
 }
