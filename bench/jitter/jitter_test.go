@@ -39,3 +39,23 @@ func TestBenchJitter(t *testing.T) {
 		}
 	}
 }
+
+// TestLatencyBudget: seed 001's 150 ms figure on the 4g trace is a
+// game's choice of MaxDelay. At the default (300 ms) the buffer favours
+// fewer stalls and plays 90-93% of frames within 150 ms of their cut; a
+// game that caps it at 130 ms gets 95% or more with the same stalls, and
+// nothing beats it on both counts. The default cannot be lowered there:
+// bench loss and the wifi trace stall more (BENCHMARKS.md).
+func TestLatencyBudget(t *testing.T) {
+	def := harness.LastResult(t, "jitter", "-trace", "4g")
+	capped := harness.LastResult(t, "jitter", "-trace", "4g", "-max-delay", "130ms")
+	if w, _ := strconv.ParseFloat(capped["within150"], 64); w < 0.95 || capped["beaten_by"] != "0" {
+		t.Errorf("4g with MaxDelay 130 ms: within150 %s, beaten by %s; want >= 0.95 and 0", capped["within150"], capped["beaten_by"])
+	}
+	t.Logf("default %v; capped %v", def, capped)
+	d, _ := strconv.ParseFloat(def["stalls_per_10min"], 64)
+	c, _ := strconv.ParseFloat(capped["stalls_per_10min"], 64)
+	if c > d+1 {
+		t.Errorf("4g: %v stalls per 10 minutes with MaxDelay 130 ms, %v at the default", c, d)
+	}
+}
