@@ -210,6 +210,7 @@ func TestArenaInBrowser(t *testing.T) {
 		}
 	}
 	notBlank(t, a, "arena page")
+	playArena(t, a)
 
 	// Closing the pages releases their connections: the bots' two remain.
 	stopA()
@@ -219,6 +220,78 @@ func TestArenaInBrowser(t *testing.T) {
 			t.Fatalf("tongbu_connections %s 40 s after the pages closed, want 2", u.metric(t, "tongbu_connections"))
 		}
 	}
+}
+
+// arenaPlayer is the local player as the arena page publishes it.
+type arenaPlayer struct {
+	X, Y, Fired int
+	Alive       bool
+}
+
+func readArena(t *testing.T, page context.Context) arenaPlayer {
+	t.Helper()
+	var p arenaPlayer
+	if err := chromedp.Run(page, chromedp.Evaluate(`({X: tongbuArena.x, Y: tongbuArena.y, Fired: tongbuArena.fired, Alive: tongbuArena.alive})`, &p)); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// press holds a key as a person does, for hold.
+func press(page context.Context, key, code string, vk int64, hold time.Duration) error {
+	return chromedp.Run(page,
+		input.DispatchKeyEvent(input.KeyDown).WithKey(key).WithCode(code).WithWindowsVirtualKeyCode(vk),
+		chromedp.Sleep(hold),
+		input.DispatchKeyEvent(input.KeyUp).WithKey(key).WithCode(code).WithWindowsVirtualKeyCode(vk))
+}
+
+// playArena drives the arena page as a player: keys move the player, and
+// a tap of space and a plain click each fire a shot. The bots shoot back,
+// so each try waits for the player to be alive, and a try the player did
+// not live through is made again.
+func playArena(t *testing.T, page context.Context) {
+	t.Helper()
+	alive := func() arenaPlayer {
+		for end := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+			if p := readArena(t, page); p.Alive || time.Now().After(end) {
+				return p
+			}
+		}
+	}
+	try := func(what string, act func() error, done func(before, after arenaPlayer) bool) {
+		t.Helper()
+		var before, after arenaPlayer
+		for range 5 {
+			before = alive()
+			if err := act(); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(time.Second) // the input's round trip and the jitter buffer
+			after = readArena(t, page)
+			if done(before, after) {
+				t.Logf("arena, %s: %+v then %+v", what, before, after)
+				return
+			}
+		}
+		t.Errorf("arena, %s: nothing happened, %+v then %+v", what, before, after)
+	}
+	// A wall may stand on one side: either direction will do.
+	try("D held, or A", func() error {
+		if err := press(page, "d", "KeyD", 68, 600*time.Millisecond); err != nil {
+			return err
+		}
+		return press(page, "a", "KeyA", 65, 600*time.Millisecond)
+	}, func(b, a arenaPlayer) bool { return b.Alive && a.Alive && a.X != b.X })
+	try("a tap of space", func() error { return press(page, " ", "Space", 32, 80*time.Millisecond) },
+		func(b, a arenaPlayer) bool { return a.Fired > b.Fired })
+	var w, h float64
+	chromedp.Run(page, chromedp.Evaluate(`window.innerWidth`, &w), chromedp.Evaluate(`window.innerHeight`, &h))
+	try("a click", func() error {
+		return chromedp.Run(page,
+			input.DispatchMouseEvent(input.MousePressed, w/3, h/2).WithButton(input.Left).WithClickCount(1),
+			chromedp.Sleep(80*time.Millisecond),
+			input.DispatchMouseEvent(input.MouseReleased, w/3, h/2).WithButton(input.Left).WithClickCount(1))
+	}, func(b, a arenaPlayer) bool { return a.Fired > b.Fired })
 }
 
 // TestMMOInBrowser: the MMO page joins the world, advances, sees entities
@@ -320,10 +393,7 @@ func TestDuelInBrowser(t *testing.T) {
 	compared := map[int]bool{}
 	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(time.Second) {
 		// A jab: the key held for a few frames, as a person presses it.
-		if err := chromedp.Run(p,
-			input.DispatchKeyEvent(input.KeyDown).WithKey("j").WithCode("KeyJ").WithWindowsVirtualKeyCode(74),
-			chromedp.Sleep(100*time.Millisecond),
-			input.DispatchKeyEvent(input.KeyUp).WithKey("j").WithCode("KeyJ").WithWindowsVirtualKeyCode(74)); err != nil {
+		if err := press(p, "j", "KeyJ", 74, 100*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 		u.sameHashes(t, p, `tongbuDuel.hashes`, room, "the page's confirmed", compared)

@@ -16,6 +16,8 @@ import (
 //	tongbuArena.hash             the state hash after it, 16 hex digits
 //	tongbuArena.hashes[n]        the hash after frame n, for the last 1024 frames
 //	tongbuArena.state, .depth    the playout state and buffer depth in frames
+//	tongbuArena.x, .y, .alive    the local player's place (arena units) and life
+//	tongbuArena.fired            the frames in which the local player fired
 //	tongbuArena.error            the latest error, or ""
 //
 // Hashes are strings because a JavaScript number cannot hold 64 bits.
@@ -35,6 +37,7 @@ func (p *publisher) init(s *session) {
 	p.obj.Set("hash", "")
 	p.obj.Set("state", "")
 	p.obj.Set("depth", 0)
+	p.obj.Set("fired", 0)
 	p.obj.Set("error", "")
 	js.Global().Set("tongbuArena", p.obj)
 }
@@ -54,6 +57,11 @@ func (p *publisher) update(s *session) {
 	p.done = s.g.Frame()
 	p.obj.Set("state", s.step.State.String())
 	p.obj.Set("depth", s.step.Depth)
+	me := s.g.Player(s.slot)
+	p.obj.Set("x", me.Pos.X.Int())
+	p.obj.Set("y", me.Pos.Y.Int())
+	p.obj.Set("alive", me.Alive)
+	p.obj.Set("fired", s.fired)
 	if s.err != nil {
 		p.obj.Set("error", s.err.Error())
 	}

@@ -28,7 +28,29 @@ type session struct {
 	sent   []byte // the last input sent
 	sentAt int    // the game frame when it was sent
 	hashes [hashHistory]uint64
-	from   int // the first frame this session ran (after a snapshot, its frame)
+	from   int    // the first frame this session ran (after a snapshot, its frame)
+	fired  int    // the frames in which the local player fired
+	seen   []bool // per slot: a real input has come in this session
+	gone   []bool // per slot: gone (left or dropped) in the last frame run
+}
+
+// Seat states, as the scoreboard shows them.
+const (
+	seatPlaying = ""     // in the match
+	seatOpen    = "open" // nobody has played it yet: a bot-less empty seat
+	seatAway    = "bot"  // the player left or was dropped; the game's bot plays it
+)
+
+// seat says who holds slot i: a player, nobody yet, or the game's bot
+// for a player who left.
+func (s *session) seat(i int) string {
+	switch {
+	case s.gone[i]:
+		return seatAway
+	case !s.seen[i] && i != s.slot:
+		return seatOpen
+	}
+	return seatPlaying
 }
 
 func newSession(net Net, seed uint64) (*session, error) {
@@ -39,7 +61,8 @@ func newSession(net Net, seed uint64) (*session, error) {
 	if s := net.Slot(); s < 0 || s >= net.Players() {
 		return nil, fmt.Errorf("%w: local slot %d of %d", game.ErrPlayers, s, net.Players())
 	}
-	return &session{net: net, g: g, slot: net.Slot(), sentAt: -1}, nil
+	return &session{net: net, g: g, slot: net.Slot(), sentAt: -1,
+		seen: make([]bool, net.Players()), gone: make([]bool, net.Players())}, nil
 }
 
 // tick runs one render tick: it updates the network, runs the frames due,
@@ -62,6 +85,13 @@ func (s *session) tick(now time.Time, in game.Input) bool {
 		if err := s.g.Step(f); err != nil {
 			s.fail(now, err)
 			break
+		}
+		for i, sl := range f.Slots {
+			s.seen[i] = s.seen[i] || !sl.MadeUp
+			s.gone[i] = sl.Gone
+		}
+		if s.g.Player(s.slot).Cooldown == game.Cooldown { // set by a shot this frame
+			s.fired++
 		}
 		s.hashes[f.Number%hashHistory] = s.g.Hash()
 		if r, ok := s.net.(HashReporter); ok {

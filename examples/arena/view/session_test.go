@@ -185,3 +185,61 @@ func TestSessionSnapshot(t *testing.T) {
 		t.Errorf("a bad snapshot: err %v, frame %d", s2.err, s2.g.Frame())
 	}
 }
+
+// TestSessionCountsShots: a tap (one frame with the trigger, then its
+// release) fires once, and the session counts it; a held trigger fires
+// every Cooldown frames.
+func TestSessionCountsShots(t *testing.T) {
+	n := &scripted{players: 2}
+	s, err := newSession(n, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frames := func(in game.Input, count int) {
+		fs := idleFrames(s.g.Frame(), count, 2)
+		for i := range fs {
+			fs[i].Slots[0] = lockstep.Slot{Inputs: [][]byte{in.Append(nil)}}
+		}
+		n.queue = append(n.queue, fs)
+		s.tick(time.Unix(0, 0), in)
+	}
+	frames(game.Input{Fire: true}, 1)
+	frames(game.Input{}, 2*game.Cooldown)
+	if s.fired != 1 {
+		t.Fatalf("a tap fired %d times, want 1", s.fired)
+	}
+	frames(game.Input{Fire: true}, 2*game.Cooldown)
+	if s.fired != 3 {
+		t.Fatalf("%d shots after a tap and a hold of %d frames, want 3", s.fired, 2*game.Cooldown)
+	}
+}
+
+// TestSessionSeats: the scoreboard tells a seat nobody has played yet
+// from a player in the match and from one who left (the game's bot plays
+// a gone slot).
+func TestSessionSeats(t *testing.T) {
+	n := &scripted{players: 3}
+	s, err := newSession(n, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := idleFrames(0, 2, 3)
+	fs[0].Slots[1] = lockstep.Slot{Inputs: [][]byte{game.Input{MoveX: 1}.Append(nil)}}
+	n.queue = append(n.queue, fs)
+	s.tick(time.Unix(0, 0), game.Input{})
+	if got := []string{s.seat(0), s.seat(1), s.seat(2)}; got[0] != seatPlaying || got[1] != seatPlaying || got[2] != seatOpen {
+		t.Fatalf("seats %q, want you, playing, open", got)
+	}
+	fs = idleFrames(2, 1, 3)
+	fs[0].Slots[1].Gone = true
+	n.queue = append(n.queue, fs)
+	s.tick(time.Unix(0, 0), game.Input{})
+	if got := s.seat(1); got != seatAway {
+		t.Fatalf("a gone player's seat %q, want %q", got, seatAway)
+	}
+	n.queue = append(n.queue, idleFrames(3, 1, 3)) // back: late, not gone
+	s.tick(time.Unix(0, 0), game.Input{})
+	if got := s.seat(1); got != seatPlaying {
+		t.Fatalf("a player back from away: seat %q, want playing", got)
+	}
+}

@@ -220,8 +220,11 @@ func (v *View) drawScores(screen *ebiten.Image) {
 		y := 34 + row*20
 		vector.DrawFilledRect(screen, float32(x), float32(y+3), 10, 10, palette[i%len(palette)], false)
 		name := fmt.Sprintf("P%d", i+1)
-		if i == v.s.slot {
+		switch seat := v.s.seat(i); {
+		case i == v.s.slot:
 			name += " you"
+		case seat != seatPlaying:
+			name += " " + seat
 		}
 		ebitenutil.DebugPrintAt(screen, fmt.Sprintf("%-9s %3d %3d %5d", name, p.Kills, p.Deaths, p.Hits), x+16, y)
 	}
