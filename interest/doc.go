@@ -36,6 +36,12 @@
 // Config.LeaveMessages adds explicit leave messages for clients that do
 // not run the Client half.
 //
+// A player's jumps, skills and custom commands are the game's to resolve:
+// World.OnAction hands each one the world accepts to the game as it
+// arrives (a skill's target already checked to be in the player's
+// range), and the game applies it (World.Update for damage) while the
+// world broadcasts it.
+//
 // Movement is client-driven and validated: the world keeps
 // each player's position for every frame of Config.History, and its speed
 // limit (World.SetSpeedLimit), rewinds to a move's frame, compares its

@@ -253,6 +253,7 @@ func (o *observer) command(w *World, e *entity, c *command) (int, error) {
 		w.reregion(e)
 	case cmdJump:
 		w.pend = append(w.pend, pending{id: e.id, tag: tagJump, frame: c.frame})
+		w.acted(Action{Player: e.id, Frame: c.frame, Kind: ActionJump})
 	case cmdSkill:
 		// A target outside the sender's range is refused as an unknown one:
 		// the same drop, nothing sent back, so that a client cannot learn
@@ -261,9 +262,55 @@ func (o *observer) command(w *World, e *entity, c *command) (int, error) {
 			return DropUnknown, fmt.Errorf("%w: skill target %d", ErrUnknown, c.target)
 		}
 		w.pend = append(w.pend, pending{id: e.id, tag: tagSkill, frame: c.frame, c: command{skill: c.skill, target: c.target}})
+		w.acted(Action{Player: e.id, Frame: c.frame, Kind: ActionSkill, Skill: c.skill, Target: c.target})
 	case cmdCustom:
 		w.pend = append(w.pend, pending{id: e.id, tag: tagCustom, frame: c.frame,
 			c: command{ctag: c.ctag, data: append([]byte(nil), c.data...)}})
+		w.acted(Action{Player: e.id, Frame: c.frame, Kind: ActionCustom, Tag: c.ctag, Data: c.data})
 	}
 	return 0, nil
+}
+
+// ActionKind says what a player did (Action).
+type ActionKind uint8
+
+// The actions a player's client sends besides moves.
+const (
+	ActionJump   ActionKind = iota + 1 // Client.Jump
+	ActionSkill                        // Client.Skill
+	ActionCustom                       // Client.Custom
+)
+
+// Action is a jump, skill or custom command from a player's client that
+// the world accepted (OnAction). The world broadcasts it to the players
+// in range whatever the game does with it; the game decides what it
+// means: damage, a cooldown, a quest step.
+type Action struct {
+	Player ID
+	// Frame is the world frame the client stamped the action with: at or
+	// before the world's frame, or up to Config.MaxAhead after it.
+	Frame int
+	Kind  ActionKind
+	// Skill and Target are a skill's (ActionSkill). Target is 0 for none;
+	// otherwise it was in the player's range when the world accepted it.
+	Skill  uint16
+	Target ID
+	// Tag and Data are a custom command's (ActionCustom). Data is valid
+	// only during the call: copy what you keep.
+	Tag  uint8
+	Data []byte
+}
+
+// OnAction sets f to be called for every action a player's client sends
+// that the world accepts, as Deliver or DeliverAll hands it over, on the
+// goroutine that called them: this is where a game server resolves a
+// player's skills. f may call the world's methods (Update, Place, Move,
+// Skill, ...). A nil f removes the hook. Actions the server makes itself
+// (World.Jump, Skill, Custom) do not call it.
+func (w *World) OnAction(f func(Action)) { w.onAction = f }
+
+func (w *World) acted(a Action) {
+	if w.onAction != nil {
+		w.onAction(a)
+	}
 }

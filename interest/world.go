@@ -110,10 +110,11 @@ type World struct {
 	// By ID: the entity's observer waits for some region's forced sync
 	// (observer.open), so that a crossing passes over the observers
 	// around it that wait for none without reading them.
-	waiting []bool
-	pend    []pending
-	obs     []*observer
-	cross   []ID // entities that crossed a border this frame
+	waiting  []bool
+	pend     []pending
+	onAction func(Action) // World.OnAction
+	obs      []*observer
+	cross    []ID // entities that crossed a border this frame
 
 	w codec.Writer // entity encodings
 	// The packet being built, for one observer at a time: a packet is

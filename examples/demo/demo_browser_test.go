@@ -331,6 +331,28 @@ func TestMMOInBrowser(t *testing.T) {
 	if after.X <= before.X+50 {
 		t.Errorf("a click to the right did not walk the player there: %+v then %+v", before, after)
 	}
+	// F strikes the nearest NPC: the world resolves it and the page sees
+	// the NPC hurt. With none near, the player walks on and tries again.
+	type strike struct{ Strikes, StruckLife int }
+	var st strike
+	for try := 0; try < 6 && (st.Strikes == 0 || st.StruckLife < 0 || st.StruckLife >= 100); try++ {
+		if err := press(p, "f", "KeyF", 70, 80*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(1500 * time.Millisecond)
+		chromedp.Run(p, chromedp.Evaluate(`({Strikes: tongbuMMO.strikes, StruckLife: tongbuMMO.struckLife})`, &st))
+		if st.Strikes == 0 { // nothing near: walk on
+			chromedp.Run(p,
+				input.DispatchMouseEvent(input.MousePressed, x, y-h/5).WithButton(input.Left).WithClickCount(1),
+				chromedp.Sleep(80*time.Millisecond),
+				input.DispatchMouseEvent(input.MouseReleased, x, y-h/5).WithButton(input.Left).WithClickCount(1))
+			time.Sleep(2 * time.Second)
+		}
+	}
+	t.Logf("mmo, F: %+v", st)
+	if st.Strikes == 0 || st.StruckLife < 0 || st.StruckLife >= 100 {
+		t.Errorf("F struck no NPC the page then saw hurt: %+v", st)
+	}
 	notBlank(t, p, "mmo page")
 	if got := u.metric(t, "tongbu_connections"); got != "1" {
 		t.Fatalf("tongbu_connections %s with one page, want 1", got)

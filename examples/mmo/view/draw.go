@@ -3,9 +3,11 @@
 package view
 
 import (
+	"cmp"
 	"fmt"
 	"image/color"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -15,12 +17,6 @@ import (
 
 	"github.com/tongbu/tongbu/examples/mmo/world"
 	"github.com/tongbu/tongbu/interest"
-)
-
-// The debug font's glyph size, in pixels.
-const (
-	glyphW = 6
-	glyphH = 16
 )
 
 // maxNames bounds the names drawn a frame.
@@ -63,11 +59,10 @@ func (v *View) Draw(screen *ebiten.Image) {
 	c := v.net.Client()
 	me, ok := c.Self()
 	v.drawMap(screen, &me, ok)
-	names := 0
 	for _, players := range []bool{false, true} { // players on top
 		c.Each(func(id interest.ID, e interest.View) {
 			if (e.Kind == interest.Player) == players {
-				v.drawEntity(screen, &e, ok && near(regionOf(&v.cfg, me.Pos), regionOf(&v.cfg, e.Logic.Pos)), &names)
+				v.drawEntity(screen, &e, ok && near(regionOf(&v.cfg, me.Pos), regionOf(&v.cfg, e.Logic.Pos)))
 			}
 		})
 	}
@@ -75,8 +70,59 @@ func (v *View) Draw(screen *ebiten.Image) {
 		v.drawSelf(screen, &me)
 	}
 	v.drawEffects(screen, c, &me)
-	v.drawOverlay(screen, c, &me, ok)
+	hud := v.hud(c, &me, ok)
+	v.drawNames(screen, c, &me, hud)
+	v.drawHUD(screen, hud)
 	v.drawTime = time.Since(v.now)
+}
+
+// drawNames draws the names of the entities the client knows, when zoomed
+// in enough to read them: players' first, then the nearest NPCs', each
+// only where it overlaps no other name and no HUD panel.
+func (v *View) drawNames(dst *ebiten.Image, c *interest.Client, me *interest.Logic, hud []hudPanel) {
+	if v.cam.scale < 0.12 {
+		return
+	}
+	boxes := make([]box, 0, len(hud))
+	for _, p := range hud {
+		boxes = append(boxes, p.box())
+	}
+	v.labels.reset(boxes...)
+	v.named = v.named[:0]
+	c.Each(func(id interest.ID, e interest.View) {
+		if e.HasDisplay && e.Display.Name != "" {
+			v.named = append(v.named, namedEntity{e.Display.Name, e.Kind == interest.Player, me.Pos.DistSq(e.Logic.Pos), e.Logic})
+		}
+	})
+	slices.SortFunc(v.named, func(a, b namedEntity) int {
+		if a.player != b.player {
+			if a.player {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.dsq, b.dsq)
+	})
+	r := int(v.radius())
+	for _, n := range v.named {
+		if v.labels.placed() >= maxNames {
+			break
+		}
+		x, y := v.smooth(&n.lg)
+		sx, sy := v.cam.toScreen(x, y)
+		tx, ty := int(sx)-len(n.name)*glyphW/2, int(sy)-r-glyphH-4
+		if v.labels.place(textBox(n.name, tx, ty, 1)) {
+			ebitenutil.DebugPrintAt(dst, n.name, tx, ty)
+		}
+	}
+}
+
+// namedEntity is a name waiting for a place, with what orders it.
+type namedEntity struct {
+	name   string
+	player bool
+	dsq    int64
+	lg     interest.Logic
 }
 
 func (v *View) rect(dst *ebiten.Image, x0, y0, x1, y1 float64, clr color.Color) {
@@ -139,8 +185,9 @@ func (v *View) radius() float32 {
 
 // drawEntity draws one entity the client knows: a disc in its colour,
 // faded if it has left the range (the client drops it after a short
-// grace), a red ring in combat, a life bar when hurt, and its name.
-func (v *View) drawEntity(dst *ebiten.Image, e *interest.View, inRange bool, names *int) {
+// grace), a red ring in combat and a life bar when hurt (drawNames adds
+// its name).
+func (v *View) drawEntity(dst *ebiten.Image, e *interest.View, inRange bool) {
 	x, y := v.smooth(&e.Logic)
 	sx, sy := v.cam.toScreen(x, y)
 	r := v.radius()
@@ -156,11 +203,6 @@ func (v *View) drawEntity(dst *ebiten.Image, e *interest.View, inRange bool, nam
 		sprite(dst, ring, sx, sy, float64(r)+3, colCombat)
 	}
 	v.lifeBar(dst, sx, sy, r, e.Logic.Life)
-	if e.HasDisplay && v.cam.scale >= 0.12 && *names < maxNames {
-		*names++
-		name := e.Display.Name
-		ebitenutil.DebugPrintAt(dst, name, int(sx)-len(name)*glyphW/2, int(sy)-int(r)-glyphH-4)
-	}
 }
 
 func (v *View) lifeBar(dst *ebiten.Image, sx, sy float64, r float32, life uint8) {
@@ -226,8 +268,27 @@ func (v *View) drawEffects(dst *ebiten.Image, c *interest.Client, me *interest.L
 	}
 }
 
-// drawOverlay draws the figures panel, the help and the last error.
-func (v *View) drawOverlay(dst *ebiten.Image, c *interest.Client, me *interest.Logic, ok bool) {
+// hudPanel is one panel of the HUD: text on a translucent box at x, y.
+type hudPanel struct {
+	text string
+	x, y int
+	bg   color.Color
+}
+
+// box is where the panel is drawn.
+func (p hudPanel) box() box { return textBox(p.text, p.x+6, p.y+4, 6) }
+
+// drawHUD draws the panels.
+func (v *View) drawHUD(dst *ebiten.Image, hud []hudPanel) {
+	for _, p := range hud {
+		b := p.box()
+		vector.DrawFilledRect(dst, float32(b.x0), float32(b.y0), float32(b.x1-b.x0), float32(b.y1-b.y0), p.bg, false)
+		ebitenutil.DebugPrintAt(dst, p.text, p.x+6, p.y+4)
+	}
+}
+
+// hud returns the HUD's panels: the figures, the help and the last error.
+func (v *View) hud(c *interest.Client, me *interest.Logic, ok bool) []hudPanel {
 	cs, ns := c.Stats(), v.net.Stats()
 	var b strings.Builder
 	status := ns.Status
@@ -260,27 +321,16 @@ func (v *View) drawOverlay(dst *ebiten.Image, c *interest.Client, me *interest.L
 	}
 	fmt.Fprintf(&b, "lost %d  corrections %d  discovered %d  removed %d  zoom %.2f px/unit\n",
 		cs.LostPackets, cs.Corrections, cs.Discovered, cs.Removed, v.cam.scale)
-	panel(dst, b.String(), 8, 8, colPanel)
-
+	v.panels = append(v.panels[:0], hudPanel{b.String(), 8, 8, colPanel})
 	if v.help {
 		help := "WASD / arrows: run   Shift: sprint   click: walk there   Space: jump\n" +
 			"F: strike the nearest NPC   wheel or +/-: zoom   H: hide this help"
-		panel(dst, help, 8, v.cam.h-2*glyphH-16, colPanel)
+		v.panels = append(v.panels, hudPanel{help, 8, v.cam.h - 2*glyphH - 16, colPanel})
 	}
 	if v.err != nil && v.now.Sub(v.errAt) < 5*time.Second {
-		panel(dst, v.err.Error(), 8, v.cam.h-4*glyphH-24, colError)
+		v.panels = append(v.panels, hudPanel{v.err.Error(), 8, v.cam.h - 4*glyphH - 24, colError})
 	}
-}
-
-// panel prints text on a translucent box.
-func panel(dst *ebiten.Image, text string, x, y int, bg color.Color) {
-	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
-	w := 0
-	for _, l := range lines {
-		w = max(w, len(l))
-	}
-	vector.DrawFilledRect(dst, float32(x), float32(y), float32(w*glyphW+12), float32(len(lines)*glyphH+8), bg, false)
-	ebitenutil.DebugPrintAt(dst, text, x+6, y+4)
+	return v.panels
 }
 
 // bytes formats a byte rate.

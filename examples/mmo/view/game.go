@@ -14,9 +14,6 @@ import (
 	"github.com/tongbu/tongbu/interest"
 )
 
-// skillStrike is the skill the player's F key uses.
-const skillStrike = 1
-
 // View is the player's Ebiten game: it follows the player's character
 // with the camera, draws what the client knows, and turns keys and clicks
 // into the client's commands.
@@ -34,6 +31,11 @@ type View struct {
 	err     error
 	errAt   time.Time
 	help    bool
+	strikes int           // strikes sent
+	struck  interest.ID   // the last strike's target
+	labels  labels        // this frame's name places
+	named   []namedEntity // this frame's names, in the order they are placed
+	panels  []hudPanel    // this frame's HUD
 	census  census
 	ticks   int64
 	draws   int64
@@ -219,15 +221,19 @@ func (v *View) input(c *interest.Client, now time.Time) {
 		}
 	}
 	if inpututil.IsKeyJustPressed(ebiten.KeyF) {
-		if t := nearestNPC(c, me.Pos, int64(v.cfg.RegionSize)); t != 0 {
-			if err := c.Skill(skillStrike, t); err != nil {
-				v.fail(err, now)
-			} else {
-				v.effects = append(v.effects, effect{kind: fxSkill, id: selfID, to: t, at: now, lifetime: 400 * time.Millisecond})
-			}
+		if t := nearestNPC(c, me.Pos, int64(v.cfg.RegionSize)); t == 0 {
+			v.err, v.errAt = errNoTarget, now
+		} else if err := c.Skill(world.SkillStrike, t); err != nil {
+			v.fail(err, now)
+		} else {
+			v.strikes, v.struck = v.strikes+1, t
+			v.effects = append(v.effects, effect{kind: fxSkill, id: selfID, to: t, at: now, lifetime: 400 * time.Millisecond})
 		}
 	}
 }
+
+// errNoTarget is what F says with no NPC near enough to strike.
+var errNoTarget = errors.New("no NPC within 16 m to strike: walk closer")
 
 // selfID stands for the player's own entity in effects.
 const selfID = interest.ID(0)

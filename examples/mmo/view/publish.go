@@ -26,6 +26,8 @@ type page struct {
 //	bytesIn, bytesOut  the client's payload bytes each way
 //	status   the session's status word
 //	netMs    how long the last Net.Update took, drawMs the last Draw
+//	strikes  strikes sent (F); struckLife the last target's life as the
+//	         client knows it (-1 if it does not)
 func (v *View) publish(c *interest.Client, me *interest.Logic, ready bool) {
 	if !v.page.ok {
 		v.page.obj = js.Global().Get("Object").New()
@@ -49,4 +51,10 @@ func (v *View) publish(c *interest.Client, me *interest.Logic, ready bool) {
 	o.Set("status", v.net.Stats().Status)
 	o.Set("netMs", v.netTime.Seconds()*1000)
 	o.Set("drawMs", v.drawTime.Seconds()*1000)
+	o.Set("strikes", v.strikes)
+	life := -1
+	if e, ok := c.Entity(v.struck); ok && v.struck != 0 {
+		life = int(e.Logic.Life)
+	}
+	o.Set("struckLife", life)
 }

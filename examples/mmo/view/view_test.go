@@ -229,3 +229,43 @@ func TestColours(t *testing.T) {
 		t.Errorf("fade %v", f)
 	}
 }
+
+// TestLabels: names never overlap each other or a HUD panel; the first
+// asked wins a contested place.
+func TestLabels(t *testing.T) {
+	var l labels
+	hud := textBox("frame 1\nentities 3\n", 8, 8, 4)
+	if hud != (box{4, 4, 12 + 10*glyphW, 8 + 2*glyphH + 4}) {
+		t.Fatalf("panel box %+v", hud)
+	}
+	l.reset(hud)
+	name := func(s string, x, y int) box { return textBox(s, x-len(s)*glyphW/2, y, 1) }
+	for _, c := range []struct {
+		b    box
+		want bool
+	}{
+		{name("li bai", 30, 20), false},          // under the panel
+		{name("li bai", 300, 200), true},         // clear
+		{name("du fu", 305, 205), false},         // on top of li bai
+		{name("du fu", 300, 200+glyphH+2), true}, // the line below
+		{name("wang wei", 100, 200), true},
+	} {
+		if got := l.place(c.b); got != c.want {
+			t.Errorf("place %+v: %v, want %v", c.b, got, c.want)
+		}
+	}
+	if l.placed() != 3 {
+		t.Errorf("%d placed, want 3", l.placed())
+	}
+	for i, a := range l.taken {
+		for _, b := range l.taken[i+1:] {
+			if a.overlaps(b) {
+				t.Errorf("%+v and %+v overlap", a, b)
+			}
+		}
+	}
+	l.reset()
+	if l.placed() != 0 || !l.place(name("li bai", 30, 20)) {
+		t.Error("a fresh frame with no HUD refused a name")
+	}
+}

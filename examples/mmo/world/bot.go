@@ -15,7 +15,7 @@ const (
 	botHits     = 6                // strikes before a bot gives up on a target
 	botFight    = 0.35             // chance a rested bot picks a fight
 	botJump     = 0.05             // chance a bot jumps when it decides
-	skillStrike = 1                // the bots' skill
+	skillStrike = SkillStrike      // the bots' skill
 	botGiveUp   = 15 * time.Second // chase time before a bot gives up
 )
 
@@ -143,15 +143,9 @@ func (d *Demo) fight(b *bot, me *interest.Logic, f int) bool {
 	d.stats.BotSkills++
 	b.hits++
 	b.fought = f
-	// The world broadcasts the skill when the uplink arrives; the demo,
-	// the game's authority, resolves it now if the world agrees the
-	// target is in range.
-	if d.w.InRange(b.id, b.target) {
-		if d.hit(b.target, 10+d.rng.IntN(20), f) {
-			b.hits = botHits // killed: the fight is over
-		}
-		_ = d.w.Update(b.id, func(lg *interest.Logic) { lg.Combat, lg.Rage = true, min(lg.Rage+10, 100) })
-	}
+	// The strike goes up with the bot's uplink this tick; the world
+	// checks its target and the Demo resolves it (onAction), as it does a
+	// human player's.
 	b.next = f + d.frames(time.Second)
 	return true
 }

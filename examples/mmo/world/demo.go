@@ -13,9 +13,9 @@
 // Bots are players with real interest.Clients, in process: they hear the
 // world through its packets, move and use skills through their clients'
 // uplink (validated by the world like any player's), and fight the wild
-// NPCs near them. The Demo resolves their hits (life, combat, respawn);
-// the interest package gives the game no hook on a human player's skills,
-// so those are only broadcast.
+// NPCs near them. The Demo resolves every player's strike the world
+// accepts (World.OnAction), bots' and humans' alike: the NPC loses life,
+// both are in combat, and a dead NPC respawns at home.
 package world
 
 import (
@@ -67,7 +67,9 @@ type Stats struct {
 	Walks               int64 // NPC walks started
 	BotMoves            int64 // moves sent by bots' clients
 	BotSkills           int64 // skills used by bots
-	Kills               int64 // NPCs killed by bots (and respawned at home)
+	Strikes             int64 // strikes the world accepted and the Demo resolved, bots' and humans'
+	HumanStrikes        int64 // of those, human players'
+	Kills               int64 // NPCs killed by players (and respawned at home)
 	// BotRefused counts bot uplink packets the world refused in part:
 	// requests about entities that had just left the bot's range, which
 	// its client retries a few times before it gives up.
@@ -113,6 +115,7 @@ func New(cfg Config) (*Demo, error) {
 		}
 		d.w = w
 	}
+	d.w.OnAction(d.onAction)
 	d.wc = d.w.Config()
 	d.cities = Cities(d.wc.Width, d.wc.Height)
 	if d.wc.City != nil { // a given world may mark other regions

@@ -439,3 +439,92 @@ func BenchmarkDemoTick(b *testing.B) {
 	b.ReportMetric(float64(ws.BytesOut-ws0.BytesOut)/float64(frames), "bytes_out/frame")
 	b.ReportMetric(float64(ws.Commands-ws0.Commands)/float64(frames), "commands/frame")
 }
+
+// clients is a Sender that hands each human player's packets to its own
+// interest.Client, as the engine would over the network.
+type clients struct {
+	now time.Time
+	c   map[interest.ID]*interest.Client
+}
+
+func (s *clients) SendUnreliable(id interest.ID, msg []byte) error {
+	return s.c[id].Deliver(s.now, msg)
+}
+func (s *clients) SendReliable(id interest.ID, msg []byte) error { return s.SendUnreliable(id, msg) }
+
+// TestHumanStrike: a human player's strike, sent by its client, is
+// resolved like a bot's: the NPC loses life and is in combat, the striker
+// too, and another player near it sees the NPC hurt.
+func TestHumanStrike(t *testing.T) {
+	s := &clients{c: map[interest.ID]*interest.Client{}}
+	cfg := small(4, 600, 0)
+	cfg.Sender = s
+	d := newDemo(t, cfg)
+	var ids []interest.ID
+	for _, name := range []string{"li bai", "du fu"} {
+		id, err := d.SpawnPlayer(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := interest.NewClient(d.World().Config(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s.c[id] = c
+		ids = append(ids, id)
+	}
+	// The second player stands where the first does.
+	me, _ := d.World().Logic(ids[0])
+	if err := d.World().Place(ids[1], me.Pos); err != nil {
+		t.Fatal(err)
+	}
+	step := func(now time.Time) {
+		for _, id := range ids {
+			c := s.c[id]
+			c.Advance(now)
+			if pkt := c.Packet(now); pkt != nil {
+				if err := d.World().Deliver(id, pkt); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	w := d.World()
+	play := func(dur time.Duration) {
+		end := w.NextFrame().Add(dur)
+		for now := w.NextFrame(); now.Before(end); now = w.NextFrame() {
+			s.now = now // the packets World.Tick sends arrive now
+			d.Tick(now)
+			w.Tick(now)
+			step(now)
+		}
+	}
+	play(3 * time.Second)
+	c := s.c[ids[0]]
+	var target interest.ID
+	best := int64(-1)
+	c.Each(func(id interest.ID, v interest.View) {
+		if dsq := me.Pos.DistSq(v.Logic.Pos); v.Kind == interest.NPC && d.World().InRange(ids[0], id) && (best < 0 || dsq < best) {
+			target, best = id, dsq
+		}
+	})
+	if target == 0 {
+		t.Fatal("no NPC in the player's range")
+	}
+	before, _ := d.World().Logic(target)
+	if err := c.Skill(SkillStrike, target); err != nil {
+		t.Fatal(err)
+	}
+	play(2 * time.Second)
+	after, _ := d.World().Logic(target)
+	st := d.Stats()
+	if st.HumanStrikes != 1 || (after.Life >= before.Life && st.Kills == 0) || !after.Combat {
+		t.Fatalf("after a strike: NPC %+v (was %+v), stats %+v", after, before, st)
+	}
+	if lg, _ := d.World().Logic(ids[0]); !lg.Combat {
+		t.Errorf("the striker is not in combat: %+v", lg)
+	}
+	if v, ok := s.c[ids[1]].Entity(target); !ok || v.Logic.Life != after.Life {
+		t.Errorf("the other player sees the NPC as %+v (known %v), want life %d", v.Logic, ok, after.Life)
+	}
+}

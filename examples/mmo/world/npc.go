@@ -133,8 +133,34 @@ func (d *Demo) wake(i int32, f int) {
 	d.schedule(i, f+walkFrames(lg.Pos, dest, speed))
 }
 
-// hit resolves a bot's strike on an NPC: it loses life and is in combat;
-// at no life it dies and respawns at home, standing, and hit reports it.
+// SkillStrike is the demo's one skill: a player strikes an NPC in its
+// range (the mmo view's F key, the bots' attacks).
+const SkillStrike = 1
+
+// onAction resolves the players' strikes the world accepts: a strike at
+// an NPC takes 10 to 29 life from it, and puts both in combat. Other
+// actions are the world's to broadcast and nothing more.
+func (d *Demo) onAction(a interest.Action) {
+	if a.Kind != interest.ActionSkill || a.Skill != SkillStrike || a.Target == 0 {
+		return
+	}
+	if _, npc := d.byID[a.Target]; !npc {
+		return
+	}
+	d.stats.Strikes++
+	if d.humans[a.Player] {
+		d.stats.HumanStrikes++
+	}
+	if d.hit(a.Target, 10+d.rng.IntN(20), d.w.Frame()) {
+		if b := d.botIDs[a.Player]; b != nil {
+			b.hits = botHits // killed: the bot's fight is over
+		}
+	}
+	_ = d.w.Update(a.Player, func(lg *interest.Logic) { lg.Combat, lg.Rage = true, min(lg.Rage+10, 100) })
+}
+
+// hit resolves a strike on an NPC: it loses life and is in combat; at no
+// life it dies and respawns at home, standing, and hit reports it.
 func (d *Demo) hit(target interest.ID, damage int, f int) (dead bool) {
 	i, ok := d.byID[target]
 	if !ok {
