@@ -3,6 +3,7 @@ module github.com/tongbu/tongbu
 go 1.25.0
 
 require (
+	github.com/andybalholm/brotli v1.2.8
 	github.com/golang/snappy v1.0.0
 	github.com/nats-io/nats.go v1.51.0
 	github.com/pion/dtls/v3 v3.1.8

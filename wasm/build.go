@@ -7,16 +7,19 @@ import (
 	"compress/gzip"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+
+	"github.com/andybalholm/brotli"
 )
 
 // Build compiles the main package pkg (an import path or a directory) for
 // GOOS=js GOARCH=wasm into dir/name, without symbol tables or local paths,
-// writes a gzip copy beside it (dir/name.gz, which Files serves to
-// browsers that accept it), and copies wasm_exec.js from the same Go
+// writes brotli and gzip copies beside it (dir/name.br and dir/name.gz,
+// which Files serves to browsers that accept them), and copies wasm_exec.js from the same Go
 // installation into dir. It uses the go command on PATH (or GOROOT's),
 // whose build cache makes a rebuild with no changes take a second or two.
 func Build(ctx context.Context, dir, name, pkg string) error {
@@ -35,7 +38,7 @@ func Build(ctx context.Context, dir, name, pkg string) error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("wasm: go build %s: %v\n%s", pkg, err, strings.TrimSpace(stderr.String()))
 	}
-	if err := gzipFile(out); err != nil {
+	if err := compressFiles(out); err != nil {
 		return err
 	}
 	return copyWasmExec(ctx, goCmd, dir)
@@ -76,33 +79,55 @@ func copyWasmExec(ctx context.Context, goCmd, dir string) error {
 	return os.WriteFile(filepath.Join(dir, "wasm_exec.js"), src, 0o644)
 }
 
-// gzipFile writes path.gz, path compressed at the best level, through a
-// temporary file so that a server never serves half of it.
-func gzipFile(path string) error {
+// brotliQuality is the brotli level Build uses: on a 25 MB client it
+// takes about as long as gzip's best, which runs beside it, for a file
+// a fifth smaller (levels 10 and 11 take minutes).
+const brotliQuality = 9
+
+// compressFiles writes path.gz and path.br, path compressed with gzip at
+// its best level and with brotli, each through a temporary file so that a
+// server never serves half of one. The two run side by side.
+func compressFiles(path string) error {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
-	tmp := path + ".gz.tmp"
+	errs := make(chan error, 1)
+	go func() {
+		errs <- writeCompressed(path+".br", src, func(w io.Writer) io.WriteCloser {
+			return brotli.NewWriterLevel(w, brotliQuality)
+		})
+	}()
+	err = writeCompressed(path+".gz", src, func(w io.Writer) io.WriteCloser {
+		zw, _ := gzip.NewWriterLevel(w, gzip.BestCompression) // a valid level: no error
+		return zw
+	})
+	if berr := <-errs; err == nil {
+		err = berr
+	}
+	return err
+}
+
+// writeCompressed writes src to dst through the compressor z makes.
+func writeCompressed(dst string, src []byte, z func(io.Writer) io.WriteCloser) error {
+	tmp := dst + ".tmp"
 	f, err := os.Create(tmp)
 	if err != nil {
 		return err
 	}
-	zw, err := gzip.NewWriterLevel(f, gzip.BestCompression)
-	if err == nil {
-		_, err = zw.Write(src)
-	}
-	if err == nil {
-		err = zw.Close()
+	zw := z(f)
+	_, err = zw.Write(src)
+	if cerr := zw.Close(); err == nil {
+		err = cerr
 	}
 	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		os.Remove(tmp)
-		return fmt.Errorf("wasm: compressing %s: %w", path, err)
+		return fmt.Errorf("wasm: writing %s: %w", dst, err)
 	}
-	return os.Rename(tmp, path+".gz")
+	return os.Rename(tmp, dst)
 }
 
 func fileExists(p string) bool {

@@ -23,8 +23,9 @@ var favicon []byte
 const DecodedLengthHeader = "X-Decoded-Length"
 
 // Files serves the files of dir, such as Build writes: a .wasm file as
-// application/wasm, and, to a browser that accepts gzip, the .gz copy
-// beside a file in its place (Content-Encoding: gzip), which makes a
+// application/wasm, and, in its place, the brotli (.br) or gzip (.gz) copy
+// beside it to a browser that accepts that encoding, brotli first, with
+// Content-Encoding and the original's Content-Type, which makes a
 // client's download several times smaller. /favicon.ico is tongbu's
 // unless dir holds one. Files are revalidated on each load (no-cache), so
 // a rebuilt client is picked up at once.
@@ -47,30 +48,47 @@ func Files(dir string) http.Handler {
 			w.Header().Set("Content-Type", ctype)
 		}
 		w.Header().Add("Vary", "Accept-Encoding")
-		if acceptsGzip(r) && !strings.HasSuffix(name, ".gz") {
-			if st, err := os.Stat(local + ".gz"); err == nil && st.Mode().IsRegular() {
-				if full, err := os.Stat(local); err == nil {
-					// The loader's progress bar counts decoded bytes.
-					w.Header().Set(DecodedLengthHeader, strconv.FormatInt(full.Size(), 10))
+		if ext := path.Ext(name); ext != ".gz" && ext != ".br" {
+			for _, enc := range encodings {
+				if !accepts(r, enc.coding) {
+					continue
 				}
-				w.Header().Set("Content-Encoding", "gzip")
-				http.ServeFile(w, r, local+".gz")
-				return
+				if st, err := os.Stat(local + enc.ext); err == nil && st.Mode().IsRegular() {
+					if full, err := os.Stat(local); err == nil {
+						// The loader's progress bar counts decoded bytes.
+						w.Header().Set(DecodedLengthHeader, strconv.FormatInt(full.Size(), 10))
+					}
+					w.Header().Set("Content-Encoding", enc.coding)
+					http.ServeFile(w, r, local+enc.ext)
+					return
+				}
 			}
 		}
 		files.ServeHTTP(w, r)
 	})
 }
 
-// acceptsGzip reports whether a request's Accept-Encoding takes gzip
-// (and does not refuse it with q=0).
-func acceptsGzip(r *http.Request) bool {
+// encodings are the compressed copies Files looks for, best first.
+var encodings = []struct{ coding, ext string }{{"br", ".br"}, {"gzip", ".gz"}}
+
+// accepts reports whether a request's Accept-Encoding takes coding, by
+// name or by *, and does not refuse it with q=0.
+func accepts(r *http.Request, coding string) bool {
+	star := false
 	for _, part := range strings.Split(r.Header.Get("Accept-Encoding"), ",") {
-		coding, params, _ := strings.Cut(strings.TrimSpace(part), ";")
-		if strings.EqualFold(strings.TrimSpace(coding), "gzip") || strings.TrimSpace(coding) == "*" {
-			q := strings.ReplaceAll(params, " ", "")
-			return q != "q=0" && q != "q=0.0" && q != "q=0.00" && q != "q=0.000"
+		c, params, _ := strings.Cut(strings.TrimSpace(part), ";")
+		c = strings.TrimSpace(c)
+		ok := true
+		if _, q, found := strings.Cut(strings.ReplaceAll(params, " ", ""), "q="); found {
+			v, err := strconv.ParseFloat(q, 64)
+			ok = err == nil && v > 0
+		}
+		switch {
+		case strings.EqualFold(c, coding):
+			return ok
+		case c == "*":
+			star = ok
 		}
 	}
-	return false
+	return star
 }

@@ -12,19 +12,22 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+
+	"github.com/andybalholm/brotli"
 )
 
-// TestFiles: a browser that accepts gzip gets the .gz copy with
-// Content-Encoding and the original's type; one that does not gets the
-// plain file; the favicon is there. A compressed file says its decoded
-// length, for the loader's progress bar.
+// TestFiles: a browser that accepts brotli gets the .br copy, one that
+// accepts gzip only the .gz copy, each with Content-Encoding and the
+// original's type; one that accepts neither, or refuses them with q=0,
+// gets the plain file; the favicon is there. A compressed file says its
+// decoded length, for the loader's progress bar.
 func TestFiles(t *testing.T) {
 	dir := t.TempDir()
 	plain := bytes.Repeat([]byte("\x00asm tongbu "), 1000)
 	if err := os.WriteFile(filepath.Join(dir, "game.wasm"), plain, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := gzipFile(filepath.Join(dir, "game.wasm")); err != nil {
+	if err := compressFiles(filepath.Join(dir, "game.wasm")); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "wasm_exec.js"), []byte("// loader"), 0o644)
@@ -39,39 +42,48 @@ func TestFiles(t *testing.T) {
 		return rec.Result()
 	}
 	for _, tt := range []struct {
-		path, accept, ctype string
-		gzipped             bool
+		path, accept, ctype, enc string
 	}{
-		{"/game.wasm", "gzip, deflate, br", "application/wasm", true},
-		{"/game.wasm", "br;q=1.0, gzip;q=0.5", "application/wasm", true},
-		{"/game.wasm", "", "application/wasm", false},
-		{"/game.wasm", "gzip;q=0", "application/wasm", false},
-		{"/wasm_exec.js", "gzip", "text/javascript; charset=utf-8", false},
+		{"/game.wasm", "gzip, deflate, br", "application/wasm", "br"},
+		{"/game.wasm", "gzip, deflate, br, zstd", "application/wasm", "br"},
+		{"/game.wasm", "br;q=1.0, gzip;q=0.5", "application/wasm", "br"},
+		{"/game.wasm", "br;q=0, gzip", "application/wasm", "gzip"},
+		{"/game.wasm", "gzip", "application/wasm", "gzip"},
+		{"/game.wasm", "*", "application/wasm", "br"},
+		{"/game.wasm", "*;q=0", "application/wasm", ""},
+		{"/game.wasm", "", "application/wasm", ""},
+		{"/game.wasm", "gzip;q=0", "application/wasm", ""},
+		{"/game.wasm", "gzip;q=0.000, br;q=0.0", "application/wasm", ""},
+		{"/game.wasm", "identity", "application/wasm", ""},
+		{"/wasm_exec.js", "gzip, br", "text/javascript; charset=utf-8", ""},
 	} {
 		resp := get(tt.path, tt.accept)
 		body, _ := io.ReadAll(resp.Body)
 		if resp.StatusCode != 200 || resp.Header.Get("Content-Type") != tt.ctype {
 			t.Fatalf("%s (%q): %d %q", tt.path, tt.accept, resp.StatusCode, resp.Header.Get("Content-Type"))
 		}
-		if gz := resp.Header.Get("Content-Encoding") == "gzip"; gz != tt.gzipped {
-			t.Fatalf("%s (%q): gzip %v, want %v", tt.path, tt.accept, gz, tt.gzipped)
+		if enc := resp.Header.Get("Content-Encoding"); enc != tt.enc {
+			t.Fatalf("%s (%q): Content-Encoding %q, want %q", tt.path, tt.accept, enc, tt.enc)
 		}
 		if tt.path == "/game.wasm" {
 			// The loader's progress bar: the decoded length of a compressed file.
-			if dl := resp.Header.Get(DecodedLengthHeader); (dl == strconv.Itoa(len(plain))) != tt.gzipped {
+			if dl := resp.Header.Get(DecodedLengthHeader); (dl == strconv.Itoa(len(plain))) != (tt.enc != "") {
 				t.Fatalf("%s (%q): %s %q", tt.path, tt.accept, DecodedLengthHeader, dl)
 			}
-			if tt.gzipped {
-				zr, err := gzip.NewReader(bytes.NewReader(body))
+			var r io.Reader = bytes.NewReader(body)
+			switch tt.enc {
+			case "gzip":
+				zr, err := gzip.NewReader(r)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if body, err = io.ReadAll(zr); err != nil {
-					t.Fatal(err)
-				}
+				r = zr
+			case "br":
+				r = brotli.NewReader(r)
 			}
-			if !bytes.Equal(body, plain) {
-				t.Fatalf("%s (%q): not the file", tt.path, tt.accept)
+			got, err := io.ReadAll(r)
+			if err != nil || !bytes.Equal(got, plain) {
+				t.Fatalf("%s (%q): not the file (%v)", tt.path, tt.accept, err)
 			}
 		}
 	}

@@ -371,9 +371,9 @@ func TestMMOInBrowser(t *testing.T) {
 func TestPageWeight(t *testing.T) {
 	u := startDemo(t)
 	const budget = 8 << 20
-	size := func(p string) int {
+	size := func(p, accept string) int {
 		req, _ := http.NewRequest(http.MethodGet, u.web.URL+p, nil)
-		req.Header.Set("Accept-Encoding", "gzip, deflate, br") // set by hand: the client leaves the body compressed
+		req.Header.Set("Accept-Encoding", accept) // set by hand: the client leaves the body compressed
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)
@@ -383,13 +383,19 @@ func TestPageWeight(t *testing.T) {
 		if resp.StatusCode != 200 {
 			t.Fatalf("GET %s: %d", p, resp.StatusCode)
 		}
+		if want := map[string]string{"gzip": "gzip", "gzip, deflate, br, zstd": "br"}[accept]; strings.HasSuffix(p, ".wasm") && resp.Header.Get("Content-Encoding") != want {
+			t.Errorf("GET %s accepting %q: Content-Encoding %q, want %q", p, accept, resp.Header.Get("Content-Encoding"), want)
+		}
 		return int(n)
 	}
-	for _, page := range []struct{ html, wasm string }{{"/arena.html", "/arena.wasm"}, {"/mmo.html", "/mmo.wasm"}, {"/duel.html", "/duel.wasm"}} {
-		total := size(page.html) + size("/wasm_exec.js") + size(page.wasm) + size("/favicon.ico")
-		t.Logf("%s: %.1f MB on the wire", page.html, float64(total)/(1<<20))
-		if total > budget {
-			t.Errorf("%s: %d bytes on the wire, over %d", page.html, total, budget)
+	// What Chrome asks for over HTTPS, and over plain HTTP.
+	for _, accept := range []string{"gzip, deflate, br, zstd", "gzip"} {
+		for _, page := range []struct{ html, wasm string }{{"/arena.html", "/arena.wasm"}, {"/mmo.html", "/mmo.wasm"}, {"/duel.html", "/duel.wasm"}} {
+			total := size(page.html, accept) + size("/wasm_exec.js", accept) + size(page.wasm, accept) + size("/favicon.ico", accept)
+			t.Logf("%s accepting %q: %.1f MB on the wire", page.html, accept, float64(total)/(1<<20))
+			if total > budget {
+				t.Errorf("%s accepting %q: %d bytes on the wire, over %d", page.html, accept, total, budget)
+			}
 		}
 	}
 }
