@@ -28,7 +28,7 @@ import (
 
 func init() {
 	harness.Register("transport",
-		"bots in a second process echo through the server over WebRTC; engine vs pion defaults",
+		"bots in a second process echo through the server over WebRTC; engine vs pion defaults and the plain-UDP floor",
 		benchTransport)
 }
 
@@ -60,6 +60,7 @@ var phases = []phase{
 	{"tongbu lean (one socket, no goroutine per peer)", func() (echoServer, error) { return startEngineEcho(transport.StackLean) }, false, "lean"},
 	{"tongbu pion (mux, ICE-lite, detached, negotiated)", func() (echoServer, error) { return startEngineEcho(transport.StackPion) }, false, "lean"},
 	{"pion defaults (no mux, callbacks, in-band)", startPionEcho, true, ""},
+	{"udp floor (recvmmsg, sendmmsg on the tick, no crypto, no SCTP)", startUDPFloor, false, "udp"},
 }
 
 func (p phaseResult) cpuPerMsg() float64 {
@@ -117,24 +118,31 @@ func benchTransport(args []string, out io.Writer) error {
 		// phases' peers are still being freed.
 		med[i].heapPerConn = results[i][0].heapPerConn
 	}
-	lean, pion, defaults := med[0], med[1], med[2]
+	lean, pion, defaults, floor := med[0], med[1], med[2], med[3]
 	fmt.Fprintf(out, "\nmedians of %d rounds:\n", load.rounds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "server\tsent\techoed back\tdelivered\tserver msgs\tcpu us/msg\tKiB/conn\tgoroutines/conn\t")
-	for _, p := range med {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%d\t%.2f\t%.1f\t%.1f\t\n",
-			p.name, p.sent, p.recv, p.delivered(), p.serverMsgs, p.cpuPerMsg(), p.heapPerConn/1024, p.goroutPerConn)
+	for i, p := range med {
+		mem, gor := fmt.Sprintf("%.1f", p.heapPerConn/1024), fmt.Sprintf("%.1f", p.goroutPerConn)
+		if phases[i].stack == "udp" { // no sessions: nothing per connection to measure
+			mem, gor = "-", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%.4f\t%d\t%.2f\t%s\t%s\t\n",
+			p.name, p.sent, p.recv, p.delivered(), p.serverMsgs, p.cpuPerMsg(), mem, gor)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintf(out, "\ncpu us/msg is the server process's user+system time (rusage) per message it received or sent.\n")
 	fmt.Fprintf(out, "lean/pion cpu: %.3f (%.1f times less)\n", lean.cpuPerMsg()/pion.cpuPerMsg(), pion.cpuPerMsg()/lean.cpuPerMsg())
+	fmt.Fprintf(out, "lean above the udp floor: %.2f us/msg (%.1f times the floor); pion defaults are %.1f times it\n",
+		lean.cpuPerMsg()-floor.cpuPerMsg(), lean.cpuPerMsg()/floor.cpuPerMsg(), defaults.cpuPerMsg()/floor.cpuPerMsg())
 	fmt.Fprintln(out, harness.Result("transport",
 		"clients", load.clients,
 		"cpu_us_per_msg", lean.cpuPerMsg(),
 		"baseline_cpu_us_per_msg", pion.cpuPerMsg(),
 		"pion_defaults_cpu_us_per_msg", defaults.cpuPerMsg(),
+		"floor_cpu_us_per_msg", floor.cpuPerMsg(),
 		"delivered", lean.delivered(),
 		"baseline_delivered", pion.delivered(),
 		"kib_per_conn", lean.heapPerConn/1024,

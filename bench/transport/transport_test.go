@@ -31,13 +31,16 @@ func TestBenchTransport(t *testing.T) {
 	if m == nil || m[1] != "transport" {
 		t.Fatalf("last line %q", last)
 	}
-	for _, k := range []string{"clients=3", "cpu_us_per_msg=", "baseline_cpu_us_per_msg=", "delivered=", "kib_per_conn=", "goroutines_per_conn="} {
+	for _, k := range []string{"clients=3", "cpu_us_per_msg=", "baseline_cpu_us_per_msg=", "floor_cpu_us_per_msg=", "delivered=", "kib_per_conn=", "goroutines_per_conn="} {
 		if !strings.Contains(last, k) {
 			t.Errorf("RESULT lacks %s: %s", k, last)
 		}
 	}
 	if strings.Contains(last, " delivered=0.00") {
 		t.Errorf("nothing was echoed: %s", last)
+	}
+	if !strings.Contains(out.String(), "udp floor") || strings.Contains(last, "floor_cpu_us_per_msg=0.00") {
+		t.Errorf("the udp floor did not run: %s", out.String())
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"strings"
@@ -47,13 +48,17 @@ func Run(args []string, out io.Writer) error {
 	size := fs.Int("size", 100, "message bytes")
 	seconds := fs.Float64("seconds", 5, "sending time")
 	inband := fs.Bool("inband", false, "plain pion client with in-band channels (baseline)")
-	stackName := fs.String("stack", "lean", "the engine bots' client stack: lean or pion")
+	stackName := fs.String("stack", "lean", "the engine bots' client stack: lean or pion; udp: plain datagrams to a udp:// URL (the floor)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	stack, err := transport.ParseStack(*stackName)
-	if err != nil {
-		return err
+	raw := *stackName == "udp"
+	stack := transport.StackLean
+	if !raw {
+		var err error
+		if stack, err = transport.ParseStack(*stackName); err != nil {
+			return err
+		}
 	}
 	if path := os.Getenv("TONGBU_BOTS_CPUPROFILE"); path != "" { // for profiling the load generator
 		if *inband {
@@ -80,9 +85,12 @@ func Run(args []string, out io.Writer) error {
 			var l botLink
 			var err error
 			for try := 0; try < 20; try++ {
-				if *inband {
+				switch {
+				case raw:
+					l, err = dialUDP(*url, &received)
+				case *inband:
 					l, err = dialInband(*url, &received)
-				} else {
+				default:
 					l, err = dialEngine(*url, stack)
 				}
 				var se *transport.SignalingError
@@ -138,6 +146,42 @@ func Run(args []string, out io.Writer) error {
 	}
 	return nil
 }
+
+// udpBot sends plain datagrams from its own socket; a goroutine counts
+// the echoes (the floor's load: the bots' cost is not measured).
+type udpBot struct{ c *net.UDPConn }
+
+func dialUDP(url string, received *atomic.Uint64) (botLink, error) {
+	addr, ok := strings.CutPrefix(url, "udp://")
+	if !ok {
+		return nil, fmt.Errorf("-stack udp wants a udp:// URL, not %q", url)
+	}
+	ua, err := net.ResolveUDPAddr("udp4", addr)
+	if err != nil {
+		return nil, err
+	}
+	c, err := net.DialUDP("udp4", nil, ua)
+	if err != nil {
+		return nil, err
+	}
+	go func() {
+		buf := make([]byte, 1500)
+		for {
+			if _, err := c.Read(buf); err != nil {
+				if errors.Is(err, net.ErrClosed) {
+					return
+				}
+				continue // a refused send surfaces here; keep counting
+			}
+			received.Add(1)
+		}
+	}()
+	return udpBot{c}, nil
+}
+
+func (b udpBot) send(m []byte) error { _, err := b.c.Write(m); return err }
+func (b udpBot) close()              { b.c.Close() }
+func (b udpBot) drain() uint64       { return 0 } // counted by its reader
 
 type engineBot struct{ c transport.Conn }
 
