@@ -2,15 +2,13 @@ package interest
 
 import (
 	"bytes"
-	"encoding/hex"
 	"flag"
-	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/tongbu/tongbu/internal/vectorfile"
 )
 
 var updateVectors = flag.Bool("update-vectors", false, "rewrite testdata/vectors from the encoders")
@@ -111,26 +109,8 @@ func TestVectors(t *testing.T) {
 	vs := map[string][]byte{}
 	for _, v := range interestVectors(t) {
 		vs[v.name] = v.msg
-		path := filepath.Join(dir, v.name+".hex")
-		text := fmt.Sprintf("# %s\n%s\n", v.about, hex.EncodeToString(v.msg))
-		if *updateVectors {
-			os.MkdirAll(dir, 0o755)
-			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run with -update-vectors to write the vectors)", err)
-		}
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		got, err := hex.DecodeString(lines[len(lines)-1])
-		if err != nil {
+		if err := vectorfile.Check(dir, v.name, v.about, v.msg, *updateVectors); err != nil {
 			t.Fatal(err)
-		}
-		if !bytes.Equal(got, v.msg) {
-			t.Fatalf("%s: the file holds %x, the encoders write %x", path, got, v.msg)
 		}
 	}
 

@@ -1,17 +1,13 @@
 package lockstep
 
 import (
-	"bytes"
-	"encoding/hex"
 	"flag"
-	"fmt"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
+	"github.com/tongbu/tongbu/internal/vectorfile"
 )
 
 var updateVectors = flag.Bool("update-vectors", false, "rewrite testdata/vectors from the encoders")
@@ -84,26 +80,8 @@ func vectors(t *testing.T) []vector {
 func TestVectors(t *testing.T) {
 	dir := filepath.Join("testdata", "vectors")
 	for _, v := range vectors(t) {
-		path := filepath.Join(dir, v.name+".hex")
-		text := fmt.Sprintf("# %s\n%s\n", v.about, hex.EncodeToString(v.msg))
-		if *updateVectors {
-			os.MkdirAll(dir, 0o755)
-			if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatalf("%v (run with -update-vectors to write the vectors)", err)
-		}
-		lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-		got, err := hex.DecodeString(lines[len(lines)-1])
-		if err != nil {
+		if err := vectorfile.Check(dir, v.name, v.about, v.msg, *updateVectors); err != nil {
 			t.Fatal(err)
-		}
-		if !bytes.Equal(got, v.msg) {
-			t.Fatalf("%s: the file holds %x, the encoder writes %x", path, got, v.msg)
 		}
 	}
 	// And they decode to what they say.
