@@ -27,8 +27,8 @@ type metrics struct {
 	refusals map[string]uint64
 	drops    map[[2]string]uint64 // {mode, reason}
 	frames   uint64
-	cutLateH [len(cutLateBuckets) + 1]uint64
-	cutLateS float64
+	cutLate  histogram // how late rooms cut, seconds
+	tick     histogram // how long worlds' ticks took, seconds
 	closed   transport.Stats // summed over closed connections
 	interest map[string]uint64
 	events   map[string]uint64
@@ -39,10 +39,44 @@ type metrics struct {
 
 // cutLateBuckets are the upper bounds of the cut-lateness histogram, in
 // seconds.
-var cutLateBuckets = [...]float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1}
+var cutLateBuckets = []float64{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1}
+
+// worldTickBuckets are the upper bounds of the world-tick histogram, in
+// seconds: up to a 16 Hz world's whole frame and past it.
+var worldTickBuckets = []float64{0.0005, 0.001, 0.002, 0.003, 0.004, 0.006, 0.008, 0.012, 0.016, 0.024, 0.033, 0.05, 0.0625, 0.1, 0.25}
+
+// histogram counts observations in buckets (the last is +Inf) and sums
+// them; the metrics' mutex guards it.
+type histogram struct {
+	bounds []float64
+	counts []uint64
+	sum    float64
+}
+
+func newHistogram(bounds []float64) histogram {
+	return histogram{bounds: bounds, counts: make([]uint64, len(bounds)+1)}
+}
+
+func (h *histogram) observe(s float64) {
+	h.counts[sort.SearchFloat64s(h.bounds, s)]++
+	h.sum += s
+}
+
+// write writes h as the Prometheus histogram name.
+func (h *histogram) write(b *strings.Builder, name string) {
+	var cum uint64
+	for i, le := range h.bounds {
+		cum += h.counts[i]
+		fmt.Fprintf(b, "%s_bucket{le=\"%g\"} %d\n", name, le, cum)
+	}
+	cum += h.counts[len(h.bounds)]
+	fmt.Fprintf(b, "%s_bucket{le=\"+Inf\"} %d\n", name, cum)
+	fmt.Fprintf(b, "%s_sum %g\n%s_count %d\n", name, h.sum, name, cum)
+}
 
 func newMetrics() *metrics {
-	return &metrics{refusals: map[string]uint64{}, drops: map[[2]string]uint64{}, interest: map[string]uint64{}, events: map[string]uint64{}}
+	return &metrics{refusals: map[string]uint64{}, drops: map[[2]string]uint64{}, interest: map[string]uint64{}, events: map[string]uint64{},
+		cutLate: newHistogram(cutLateBuckets), tick: newHistogram(worldTickBuckets)}
 }
 
 func (m *metrics) refused(reason string) {
@@ -79,12 +113,17 @@ func (m *metrics) matchEnded(desynced bool) {
 	m.mu.Unlock()
 }
 
-func (m *metrics) cutLate(d time.Duration) {
-	s := max(d.Seconds(), 0)
-	i := sort.SearchFloat64s(cutLateBuckets[:], s)
+func (m *metrics) cutLateBy(d time.Duration) {
 	m.mu.Lock()
-	m.cutLateH[i]++
-	m.cutLateS += s
+	m.cutLate.observe(max(d.Seconds(), 0))
+	m.mu.Unlock()
+}
+
+// worldTick records how long a world's tick took: the game's Tick hook
+// and the world's frame.
+func (m *metrics) worldTick(d time.Duration) {
+	m.mu.Lock()
+	m.tick.observe(max(d.Seconds(), 0))
 	m.mu.Unlock()
 }
 
@@ -186,14 +225,9 @@ func (s *Server) writeMetrics(out io.Writer) {
 	metric("tongbu_frames_cut_total", "counter", "Lockstep frames cut.")
 	fmt.Fprintf(&b, "tongbu_frames_cut_total %d\n", m.frames)
 	metric("tongbu_cut_late_seconds", "histogram", "How late rooms ran after their scheduled cut.")
-	var cum uint64
-	for i, le := range cutLateBuckets {
-		cum += m.cutLateH[i]
-		fmt.Fprintf(&b, "tongbu_cut_late_seconds_bucket{le=\"%g\"} %d\n", le, cum)
-	}
-	cum += m.cutLateH[len(cutLateBuckets)]
-	fmt.Fprintf(&b, "tongbu_cut_late_seconds_bucket{le=\"+Inf\"} %d\n", cum)
-	fmt.Fprintf(&b, "tongbu_cut_late_seconds_sum %g\ntongbu_cut_late_seconds_count %d\n", m.cutLateS, cum)
+	m.cutLate.write(&b, "tongbu_cut_late_seconds")
+	metric("tongbu_world_tick_seconds", "histogram", "How long interest worlds' ticks took: the game's Tick hook and the world's frame.")
+	m.tick.write(&b, "tongbu_world_tick_seconds")
 	metric("tongbu_sent_bytes_total", "counter", "Bytes sent to clients, both channels.")
 	fmt.Fprintf(&b, "tongbu_sent_bytes_total %d\n", traffic.SentBytes)
 	metric("tongbu_received_bytes_total", "counter", "Bytes received from clients.")

@@ -270,7 +270,7 @@ func (l roomLoop) Tick(now time.Time) time.Time {
 	due := r.due
 	r.mu.Unlock()
 	if !due.IsZero() && r.room.NextFrame() > 0 {
-		r.s.metrics.cutLate(now.Sub(due))
+		r.s.metrics.cutLateBy(now.Sub(due))
 	}
 	r.room.Tick(now)
 	next := r.room.NextCut()

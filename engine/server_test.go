@@ -370,6 +370,12 @@ func TestWorld(t *testing.T) {
 		if !strings.Contains(b.String(), `tongbu_dropped_total{mode="interest",reason="malformed"} 1`) {
 			t.Fatalf("the malformed packet was not counted:\n%s", b.String())
 		}
+		// Every tick is timed (synctest's clock stands still while the tick
+		// runs: all in the first bucket).
+		if !strings.Contains(b.String(), "# TYPE tongbu_world_tick_seconds histogram") ||
+			!strings.Contains(b.String(), fmt.Sprintf("tongbu_world_tick_seconds_count %d", ticks.Load())) {
+			t.Fatalf("the world's ticks (%d) are not in the tick histogram:\n%s", ticks.Load(), b.String())
+		}
 		for _, c := range cs {
 			if err := c.Update(time.Now()); err != nil {
 				t.Fatalf("an honest client was hurt: %v", err)

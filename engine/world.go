@@ -193,10 +193,12 @@ func (l worldLoop) Stop() {
 // Tick runs the game's tick and the world's frame.
 func (l worldLoop) Tick(now time.Time) time.Time {
 	w := l.w
+	start := time.Now()
 	if w.cfg.Tick != nil {
 		w.cfg.Tick(w.world, now)
 	}
 	w.world.Tick(now)
+	w.s.metrics.worldTick(time.Since(start))
 	st := w.world.Stats()
 	w.mu.Lock()
 	prev := w.stats

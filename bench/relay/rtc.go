@@ -10,7 +10,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/http"
 	"os"
 	"os/exec"
 	"runtime"
@@ -40,17 +39,16 @@ const relayMaxP99 = 5 * time.Millisecond
 // relayRun is one measured run of the scenario over WebRTC.
 type relayRun struct {
 	players      int
-	join         time.Duration // until every bot had joined
-	wall         time.Duration // the measured window
-	cpu          time.Duration // the server process's CPU time in the window
-	playerFrames uint64        // frames cut in the window times the players in each room
-	late         []uint64      // cut lateness in the window, per histogram bucket (the last is +Inf)
-	bounds       []float64     // the histogram's upper bounds, seconds
-	expected     uint64        // frames the bots should have played (from the child)
-	played       uint64        // frames they played
-	lost         int           // bots whose connection closed
-	msgs         uint64        // messages the server received and sent in the window
-	botCores     float64       // the bots' process's CPU time over the window / the window
+	join         time.Duration     // until every bot had joined
+	wall         time.Duration     // the measured window
+	cpu          time.Duration     // the server process's CPU time in the window
+	playerFrames uint64            // frames cut in the window times the players in each room
+	late         harness.Histogram // cut lateness in the window, seconds
+	expected     uint64            // frames the bots should have played (from the child)
+	played       uint64            // frames they played
+	lost         int               // bots whose connection closed
+	msgs         uint64            // messages the server received and sent in the window
+	botCores     float64           // the bots' process's CPU time over the window / the window
 }
 
 func (r *relayRun) cpuPerPlayerFrame() float64 {
@@ -68,41 +66,20 @@ func (r *relayRun) delivered() float64 {
 // its histogram bucket as Prometheus's histogram_quantile does; over is
 // set when it lies past the last finite bound (the value is that bound).
 func (r *relayRun) p99() (ms float64, over bool) {
-	var n uint64
-	for _, c := range r.late {
-		n += c
-	}
-	if n == 0 {
-		return 0, false
-	}
-	rank := 0.99 * float64(n)
-	var cum uint64
-	for i, c := range r.late {
-		if float64(cum+c) >= rank && c > 0 {
-			if i == len(r.bounds) {
-				return r.bounds[len(r.bounds)-1] * 1e3, true
-			}
-			lo := 0.0
-			if i > 0 {
-				lo = r.bounds[i-1]
-			}
-			return (lo + (r.bounds[i]-lo)*(rank-float64(cum))/float64(c)) * 1e3, false
-		}
-		cum += c
-	}
-	return r.bounds[len(r.bounds)-1] * 1e3, true
+	v, over := r.late.Quantile(0.99)
+	return v * 1e3, over
 }
 
 // within reports whether at least 99% of cuts were at most d late: exact
 // when d is a bucket bound, as the pass mark (5 ms) is.
 func (r *relayRun) within(d time.Duration) bool {
-	var n, in uint64
-	for i, c := range r.late {
-		n += c
-		if i < len(r.bounds) && r.bounds[i] <= d.Seconds()+1e-12 {
+	var in uint64
+	for i, c := range r.late.Counts {
+		if i < len(r.late.Bounds) && r.late.Bounds[i] <= d.Seconds()+1e-12 {
 			in += c
 		}
 	}
+	n := r.late.Count()
 	return n > 0 && float64(in) >= 0.99*float64(n)
 }
 
@@ -355,11 +332,9 @@ func runRelayRTC(n int, seconds float64, profile string) (*relayRun, error) {
 	if err != nil {
 		return kill(err)
 	}
-	r.wall, r.cpu, r.bounds = w1.Sub(w0), cpu1-cpu0, m1.bounds
-	for i := range m1.late {
-		r.late = append(r.late, m1.late[i]-m0.late[i])
-	}
-	r.msgs = (m1.recv - m0.recv) + (m1.sent - m0.sent)
+	r.wall, r.cpu = w1.Sub(w0), cpu1-cpu0
+	r.late = m1.Hist[cutLateMetric].Since(m0.Hist[cutLateMetric])
+	r.msgs = messages(m1) - messages(m0)
 	var stop strings.Builder
 	for i, room := range rooms {
 		r.playerFrames += uint64(frames1[i]-frames0[i]) * uint64(min(relayRoomSize, n-i*relayRoomSize))
@@ -385,68 +360,15 @@ func runRelayRTC(n int, seconds float64, profile string) (*relayRun, error) {
 	return r, nil
 }
 
-// serverMetrics are the figures the scenario reads from the server's
-// metrics: the tongbu_cut_late_seconds histogram's upper bounds and its
-// counts per bucket (not cumulative; the last is +Inf), and the messages
-// received and sent.
-type serverMetrics struct {
-	bounds     []float64
-	late       []uint64
-	recv, sent uint64
+// cutLateMetric is the engine's histogram of how late rooms cut.
+const cutLateMetric = "tongbu_cut_late_seconds"
+
+// readServerMetrics reads the server's cut lateness and message counts.
+func readServerMetrics(base string) (harness.Metrics, error) {
+	return harness.ReadMetrics(strings.TrimSuffix(base, "/")+engine.MetricsPath, cutLateMetric)
 }
 
-func readServerMetrics(base string) (serverMetrics, error) {
-	var m serverMetrics
-	var err error
-	m.bounds, m.late, m.recv, m.sent, err = cutLateness(base)
-	return m, err
-}
-
-func cutLateness(base string) ([]float64, []uint64, uint64, uint64, error) {
-	resp, err := http.Get(strings.TrimSuffix(base, "/") + engine.MetricsPath)
-	if err != nil {
-		return nil, nil, 0, 0, err
-	}
-	defer resp.Body.Close()
-	const prefix = `tongbu_cut_late_seconds_bucket{le="`
-	var bounds []float64
-	var counts []uint64
-	var prev, recv, sent uint64
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "tongbu_received_messages_total "); ok {
-			recv, _ = strconv.ParseUint(v, 10, 64)
-		}
-		if v, ok := strings.CutPrefix(sc.Text(), "tongbu_sent_messages_total "); ok {
-			sent, _ = strconv.ParseUint(v, 10, 64)
-		}
-		rest, ok := strings.CutPrefix(sc.Text(), prefix)
-		if !ok {
-			continue
-		}
-		le, val, ok := strings.Cut(rest, `"} `)
-		if !ok {
-			return nil, nil, 0, 0, fmt.Errorf("metrics line %q", sc.Text())
-		}
-		cum, err := strconv.ParseUint(val, 10, 64)
-		if err != nil {
-			return nil, nil, 0, 0, fmt.Errorf("metrics line %q: %w", sc.Text(), err)
-		}
-		if le != "+Inf" {
-			b, err := strconv.ParseFloat(le, 64)
-			if err != nil {
-				return nil, nil, 0, 0, fmt.Errorf("metrics line %q: %w", sc.Text(), err)
-			}
-			bounds = append(bounds, b)
-		}
-		counts = append(counts, cum-prev)
-		prev = cum
-	}
-	if err := sc.Err(); err != nil {
-		return nil, nil, 0, 0, err
-	}
-	if len(bounds) == 0 || len(counts) != len(bounds)+1 || math.IsInf(bounds[len(bounds)-1], 0) {
-		return nil, nil, 0, 0, errors.New("metrics: no tongbu_cut_late_seconds histogram")
-	}
-	return bounds, counts, recv, sent, nil
+// messages returns the messages the server received and sent.
+func messages(m harness.Metrics) uint64 {
+	return uint64(m.Samples["tongbu_received_messages_total"] + m.Samples["tongbu_sent_messages_total"])
 }

@@ -243,6 +243,7 @@ func benchWorld(args []string, out io.Writer) error {
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to this file")
 	fs.StringVar(&o.ticks, "ticks", "", "write a line for each measured frame to this file: its server times (uplinks, whole tick, baseline) and what the world did in it")
+	via := fs.String("transport", "mem", "mem: the in-memory scenario above; webrtc: the players are bots in a second process over real WebRTC on loopback (-players, -npcs, -seconds, -warmup, -seed, -forced apply)")
 	fs.BoolVar(&o.hugePages, "hugepages", true, "ask Linux for transparent huge pages for the heap (both servers' and the clients'), after setup and again after warm-up, as tongbu serve does")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -259,6 +260,13 @@ func benchWorld(args []string, out io.Writer) error {
 	}
 	if o.players < 1 || o.npcs < 0 || o.players+o.npcs >= interest.DefaultMaxEntities || o.seconds < 1 || o.warmup < 0 || o.delay < 0 || o.sample < 1 {
 		return errors.New("want 1 <= -players, 0 <= -npcs, players+npcs < 65536, -seconds >= 1, -warmup >= 0, -delay >= 0, -sample >= 1")
+	}
+	switch *via {
+	case "mem":
+	case "webrtc":
+		return benchWorldRTC(o, out)
+	default:
+		return fmt.Errorf("-transport %q: want mem or webrtc", *via)
 	}
 	s, err := newWorldSim(o)
 	if err != nil {

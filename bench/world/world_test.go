@@ -9,8 +9,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tongbu/tongbu/bench/internal/bots"
 	"github.com/tongbu/tongbu/bench/internal/harness"
 )
+
+// TestMain lets the test binary act as the bots' process.
+func TestMain(m *testing.M) { bots.TestMain(m) }
 
 // TestBenchWorld runs the world scenario's quick version with a small
 // population and checks its closing line: every figure is there and sane,
@@ -77,6 +81,23 @@ func checkTicks(t *testing.T, name string, first, n int) {
 		}
 		if int(col["frame"]) != first+i || col["tick_ms"] <= 0 || col["tick_ms"] < col["up_ms"] || col["packets_out"] <= 0 {
 			t.Errorf("frame line %q (want frame %d)", l, first+i)
+		}
+	}
+}
+
+// TestBenchWorldWebRTC runs the scenario over real WebRTC with a few bots
+// in a child process (this test binary) and checks its closing line.
+func TestBenchWorldWebRTC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process and WebRTC connections")
+	}
+	kv := harness.LastResult(t, "world", "-transport", "webrtc", "-players", "20", "-npcs", "90", "-warmup", "1", "-seconds", "2")
+	if kv["transport"] != "webrtc" || kv["players"] != "20" {
+		t.Errorf("RESULT %v", kv)
+	}
+	for _, k := range []string{"tick_p99_ms", "transport_ms_per_frame", "total_ms_per_frame", "bots_cores"} {
+		if v, err := strconv.ParseFloat(kv[k], 64); err != nil || v <= 0 {
+			t.Errorf("%s=%q not measured: %v", k, kv[k], kv)
 		}
 	}
 }

@@ -41,6 +41,9 @@ func Run(args []string, out io.Writer) error {
 	if len(args) > 0 && args[0] == "relay" {
 		return runRelayBots(args[1:], os.Stdin, out)
 	}
+	if len(args) > 0 && args[0] == "world" {
+		return runWorldBots(args[1:], os.Stdin, out)
+	}
 	fs := flag.NewFlagSet("bots", flag.ContinueOnError)
 	url := fs.String("url", "", "signaling URL")
 	clients := fs.Int("clients", 10, "bots")

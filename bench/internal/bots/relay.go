@@ -59,16 +59,9 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 	}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	var rooms, tickets []string
-	for sc.Scan() && sc.Text() != "GO" {
-		f := strings.Fields(sc.Text())
-		if len(f) != 3 || f[0] != "T" {
-			return fmt.Errorf("ticket line %q: want T <room> <ticket>", sc.Text())
-		}
-		rooms, tickets = append(rooms, f[1]), append(tickets, f[2])
-	}
-	if len(tickets) == 0 {
-		return errors.New("no tickets on stdin")
+	rooms, tickets, err := readTickets(sc)
+	if err != nil {
+		return err
 	}
 
 	// The loops play every bot that has joined, from the moment it joins:
@@ -126,35 +119,12 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 		mu.Unlock()
 	}()
 
-	sem := make(chan struct{}, max(*dialers, 1))
-	var wg sync.WaitGroup
-	var errMu sync.Mutex
-	var dialErr error
-	for i := range tickets {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a loaded machine is slow
-			defer cancel()
-			// No retry: the ticket is spent at signaling even when the server
-			// answers 429 (too many handshakes), so dial under that limit.
-			c, err := engine.Dial(ctx, *url, tickets[i], &engine.ClientConfig{IncludeLoopback: true, Limits: RelayLimits})
-			if err != nil {
-				errMu.Lock()
-				dialErr = errors.Join(dialErr, fmt.Errorf("bot %d: %w", i, err))
-				errMu.Unlock()
-				return
-			}
-			mu.Lock()
-			bots = append(bots, &relayBot{c: c, room: rooms[i]})
-			mu.Unlock()
-		}()
-	}
-	wg.Wait()
-	if dialErr != nil {
-		return dialErr
+	if err := dialAll(*url, tickets, *dialers, func(i int, c *engine.Client) {
+		mu.Lock()
+		bots = append(bots, &relayBot{c: c, room: rooms[i]})
+		mu.Unlock()
+	}); err != nil {
+		return err
 	}
 	mu.Lock()
 	all := bots
@@ -202,3 +172,49 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 // RelayLimits are the connections' limits on both sides: the defaults but
 // a longer handshake, for handshakes queued on a loaded 2-core machine.
 var RelayLimits = transport.Limits{HandshakeTimeout: time.Minute}
+
+// readTickets reads "T <target> <ticket>" lines up to "GO".
+func readTickets(sc *bufio.Scanner) (targets, tickets []string, err error) {
+	for sc.Scan() && sc.Text() != "GO" {
+		f := strings.Fields(sc.Text())
+		if len(f) != 3 || f[0] != "T" {
+			return nil, nil, fmt.Errorf("ticket line %q: want T <target> <ticket>", sc.Text())
+		}
+		targets, tickets = append(targets, f[1]), append(tickets, f[2])
+	}
+	if len(tickets) == 0 {
+		return nil, nil, errors.New("no tickets on stdin")
+	}
+	return targets, tickets, nil
+}
+
+// dialAll dials a bot for every ticket, dialers at a time, and hands each
+// to joined as it connects (from the dialing goroutines). No retry: the
+// ticket is spent at signaling even when the server answers 429 (too many
+// handshakes), so dialers stays under that limit.
+func dialAll(url string, tickets []string, dialers int, joined func(i int, c *engine.Client)) error {
+	sem := make(chan struct{}, max(dialers, 1))
+	var wg sync.WaitGroup
+	var errMu sync.Mutex
+	var dialErr error
+	for i := range tickets {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a loaded machine is slow
+			defer cancel()
+			c, err := engine.Dial(ctx, url, tickets[i], &engine.ClientConfig{IncludeLoopback: true, Limits: RelayLimits})
+			if err != nil {
+				errMu.Lock()
+				dialErr = errors.Join(dialErr, fmt.Errorf("bot %d: %w", i, err))
+				errMu.Unlock()
+				return
+			}
+			joined(i, c)
+		}()
+	}
+	wg.Wait()
+	return dialErr
+}
