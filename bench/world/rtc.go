@@ -49,7 +49,15 @@ type worldRTCRun struct {
 	tick          harness.Histogram
 	botCores      float64
 	lost          int
-	packets       uint64 // the bots received in the window
+	packets       uint64  // the bots received in the window
+	msgs          float64 // the server received and sent in the window
+}
+
+// cpuPerMsg is the server's CPU per message it received or sent, in us.
+func (r *worldRTCRun) cpuPerMsg() float64 { return r.cpu.Seconds() * 1e6 / max(r.msgs, 1) }
+
+func serverMessages(m harness.Metrics) float64 {
+	return m.Samples["tongbu_received_messages_total"] + m.Samples["tongbu_sent_messages_total"]
 }
 
 // tickP99 is the world tick's 99th percentile, in ms.
@@ -84,6 +92,7 @@ func benchWorldRTC(o worldOpts, out io.Writer) error {
 	fmt.Fprintf(out, "world tick p99 %.2f ms, mean %.2f ms (tongbu_world_tick_seconds, %d ticks)\n", r.tickP99(), r.tick.Sum*1e3/float64(max(r.tick.Count(), 1)), r.tick.Count())
 	fmt.Fprintf(out, "server CPU %.2f s (%.2f cores); besides the ticks, %.2f ms a frame (transport, signaling, plumbing)\n",
 		r.cpu.Seconds(), r.cpu.Seconds()/r.wall.Seconds(), r.transportPerFrame())
+	fmt.Fprintf(out, "server messages: %.0f a second, %.2f us of CPU each (all of it, ticks included)\n", r.msgs/r.wall.Seconds(), r.cpuPerMsg())
 	fmt.Fprintf(out, "tick p99 + transport a frame: %.2f ms (budget %v on one core)\n", r.tickP99()+r.transportPerFrame(), rtcBudget)
 	fmt.Fprintf(out, "bots: %.2f cores, %d packets received (%.1f a player a second), %d lost\n",
 		r.botCores, r.packets, float64(r.packets)/r.wall.Seconds()/float64(o.players), r.lost)
@@ -97,6 +106,7 @@ func benchWorldRTC(o worldOpts, out io.Writer) error {
 		"tick_p99_ms", r.tickP99(),
 		"transport_ms_per_frame", r.transportPerFrame(),
 		"total_ms_per_frame", r.tickP99()+r.transportPerFrame(),
+		"cpu_us_per_msg", r.cpuPerMsg(),
 		"bots_cores", r.botCores,
 		"valid", r.valid(),
 	))
@@ -219,6 +229,7 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 	}
 	r.frames, r.cpu, r.wall = f1-f0, cpu1-cpu0, w1.Sub(w0)
 	r.tick = m1.Hist[worldTickMetric].Since(m0.Hist[worldTickMetric])
+	r.msgs = serverMessages(m1) - serverMessages(m0)
 	if _, err := io.WriteString(stdin, "STOP\n"); err != nil {
 		return kill(fmt.Errorf("telling the bots to stop: %w", err))
 	}
