@@ -27,8 +27,8 @@ type metrics struct {
 	refusals map[string]uint64
 	drops    map[[2]string]uint64 // {mode, reason}
 	frames   uint64
-	cutLate  histogram // how late rooms cut, seconds
-	tick     histogram // how long worlds' ticks took, seconds
+	cutLate  histogram       // how late rooms cut, seconds
+	tick     histogram       // how long worlds' ticks took, seconds
 	closed   transport.Stats // summed over closed connections
 	interest map[string]uint64
 	events   map[string]uint64
