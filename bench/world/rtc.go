@@ -23,6 +23,8 @@ import (
 	"github.com/tongbu/tongbu/interest"
 )
 
+func init() { worldWebRTC = benchWorldRTC }
+
 // worldTickMetric is the engine's histogram of world tick times.
 const worldTickMetric = "tongbu_world_tick_seconds"
 

@@ -72,6 +72,10 @@ var worldModel = []string{
 	"         up to 3 regions 1 trip in 5",
 }
 
+// worldWebRTC runs the scenario over real WebRTC (rtc.go; not in js
+// builds).
+var worldWebRTC func(o worldOpts, out io.Writer) error
+
 // npcZone is the side, in regions, of a zone of NPC templates.
 const npcZone = 8
 
@@ -264,7 +268,10 @@ func benchWorld(args []string, out io.Writer) error {
 	switch *via {
 	case "mem":
 	case "webrtc":
-		return benchWorldRTC(o, out)
+		if worldWebRTC == nil {
+			return errors.New("-transport webrtc: not in this build (js)")
+		}
+		return worldWebRTC(o, out)
 	default:
 		return fmt.Errorf("-transport %q: want mem or webrtc", *via)
 	}
