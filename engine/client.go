@@ -51,6 +51,7 @@ type Client struct {
 	lastSend  time.Time
 	closed    error
 	malformed uint64
+	seats     []Seat // the room's latest seats message
 }
 
 // maxEarly bounds the messages kept while waiting for the welcome.
@@ -230,9 +231,16 @@ func (c *Client) Receive(now time.Time) error {
 			break
 		}
 		if isEngine(m.Data) {
-			if engineType(m.Data) == typeBye {
+			switch engineType(m.Data) {
+			case typeBye:
 				if bye, err := readBye(m.Data); err == nil {
 					c.closed = bye
+				}
+			case typeSeats:
+				if seats, err := readSeats(m.Data, nil); err != nil {
+					c.malformed++ // counted and dropped, as a mode's bad message is
+				} else {
+					c.seats = seats
 				}
 			}
 			continue
@@ -266,6 +274,12 @@ func (c *Client) deliver(now time.Time, msg []byte) {
 		c.malformed++ // counted and dropped: one bad packet is not fatal
 	}
 }
+
+// Seats returns what each slot of a lockstep room holds (open, playing,
+// late or gone), as of the room's latest word, which comes when a seat
+// changes and every few seconds; nil before the first, and in a world.
+// The slice is valid until the next Update or Receive.
+func (c *Client) Seats() []Seat { return c.seats }
 
 // Flush sends the mode's uplink packet now: call it right after an input
 // or a command to save up to half a frame of latency.

@@ -24,6 +24,8 @@ func FuzzClientStream(f *testing.F) {
 	f.Add(false, []byte{0, 3, 1, 2, 3, 1, 2, 0x80, 0x01})
 	f.Add(true, []byte{1, 4, 'x', 'y', 'z', 'w', 0, 1, 0})
 	f.Add(false, append([]byte{1, byte(len(bye))}, bye...))
+	seats := appendSeats(nil, []Seat{SeatPlaying, SeatLate, SeatGone})
+	f.Add(false, append([]byte{1, byte(len(seats))}, seats...))
 	f.Add(true, append([]byte{0, 9}, appendWelcome(nil, &welcome{mode: Interest, target: "w", self: 1, interest: interest.Config{}.WithDefaults()})[:9]...))
 	f.Fuzz(func(t *testing.T, interestMode bool, data []byte) {
 		net := transport.NewNetwork(1)

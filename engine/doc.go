@@ -17,7 +17,9 @@
 // end). The server's first message, the welcome, carries the mode's
 // configuration, so the Client builds the right half: Lockstep returns a
 // lockstep.Client, Interest an interest.Client, which the game drives. The
-// game calls Update once per render tick to receive and send.
+// game calls Update once per render tick to receive and send. In a room,
+// Seats says what each slot holds (open, playing, late or gone), for a
+// scoreboard or a lobby.
 //
 // The Server is native only; the Client also builds for js/wasm, where
 // package wasm starts it in a page.

@@ -5,6 +5,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -38,6 +39,7 @@ type Room struct {
 	due     time.Time
 
 	qualityAt time.Time // owned by the worker
+	seats     seatWatch // owned by the worker
 	emptyAt   time.Time // owned by the worker: since when no one is connected
 	desynced  atomic.Bool
 }
@@ -297,6 +299,9 @@ func (l roomLoop) Tick(now time.Time) time.Time {
 	onEvent := r.onEvent
 	r.mu.Unlock()
 	r.s.metrics.roomDelta(&prev, &r.stats)
+	if fresh {
+		r.tellSeats(now)
+	}
 	for _, e := range events {
 		r.s.metrics.event(e.Kind.String())
 		switch e.Kind {
@@ -368,3 +373,65 @@ func (s roomSender) SendReliable(slot int, msg []byte) error {
 }
 
 var errAway = errors.New("engine: player not connected")
+
+// seatWatch is what the room last told its connections of its seats.
+type seatWatch struct {
+	told   []Seat
+	at     time.Time
+	late   []uint64 // each slot's late inputs (dropped and moved) at the last look
+	buf    []Seat
+	shared []*peer
+}
+
+// seatsEvery is how often the room repeats its seats when nothing
+// changed, for connections that joined since.
+const seatsEvery = 5 * time.Second
+
+// tellSeats runs on the worker once a second: it works out what each
+// slot holds and, when that changed or seatsEvery has passed, tells every
+// player and spectator.
+func (r *Room) tellSeats(now time.Time) {
+	w := &r.seats
+	if w.late == nil {
+		w.late = make([]uint64, r.cfg.Players)
+	}
+	r.mu.Lock()
+	taken := len(r.players)
+	spect := w.shared[:0]
+	for _, p := range r.spect {
+		spect = append(spect, p)
+	}
+	r.mu.Unlock()
+	seats := w.buf[:0]
+	behind := r.room.NextFrame() - r.cfg.Hz/2
+	for i := range r.cfg.Players {
+		st := r.room.PlayerStats(i)
+		late := st.LateDrops + st.LateMoved
+		seat := SeatPlaying
+		switch {
+		case i >= taken:
+			seat = SeatOpen
+		case r.slots[i].Load() == nil:
+			seat = SeatGone
+		case late > w.late[i] || st.Have < behind:
+			seat = SeatLate
+		}
+		w.late[i] = late
+		seats = append(seats, seat)
+	}
+	w.buf = seats
+	defer func() { clear(spect); w.shared = spect[:0] }()
+	if slices.Equal(seats, w.told) && now.Sub(w.at) < seatsEvery {
+		return
+	}
+	w.told, w.at = append(w.told[:0], seats...), now
+	msg := appendSeats(nil, seats)
+	for i := range r.slots {
+		if p := r.slots[i].Load(); p != nil {
+			p.conn.SendReliable(msg)
+		}
+	}
+	for _, p := range spect {
+		p.conn.SendReliable(msg)
+	}
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"flag"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/tongbu/tongbu/internal/vectorfile"
@@ -22,6 +23,14 @@ func TestVectors(t *testing.T) {
 		"(2 players, 60 Hz, repeat-last, late inputs to the next frame, 1-byte inputs, hash every 30, the rest at their defaults)"
 	if err := vectorfile.Check(filepath.Join("testdata", "vectors"), "welcome", about, msg, *updateVectors); err != nil {
 		t.Fatal(err)
+	}
+	seats := appendSeats(nil, []Seat{SeatPlaying, SeatLate, SeatGone, SeatOpen})
+	if err := vectorfile.Check(filepath.Join("testdata", "vectors"), "seats",
+		"9.2 seats: 4 slots, playing, late, gone and open", seats, *updateVectors); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := readSeats(seats, nil); err != nil || !slices.Equal(got, []Seat{SeatPlaying, SeatLate, SeatGone, SeatOpen}) {
+		t.Fatalf("seats read back %v, %v", got, err)
 	}
 	r, err := readWelcome(msg)
 	if err != nil || r.target != "duel-1" || r.slot != 1 || r.lockstep.Hz != 60 || r.lockstep.Fill != lockstep.FillRepeat {

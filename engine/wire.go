@@ -18,6 +18,7 @@ const (
 	typeBits     = 3
 	typeWelcome  = 0
 	typeBye      = 1
+	typeSeats    = 2
 	wireVersion  = 4 // 3 had no lockstep MaxDelay
 	maxByeText   = 200
 	maxWireUvint = 1 << 30
@@ -174,4 +175,63 @@ func engineType(msg []byte) int {
 		return -1
 	}
 	return int(msg[0]>>kindBits) & (1<<typeBits - 1)
+}
+
+// Seat is what a lockstep room's slot holds, as the room tells its
+// players and spectators (Client.Seats): for a game's scoreboard or
+// lobby.
+type Seat uint8
+
+const (
+	// SeatOpen: no player has taken the slot yet.
+	SeatOpen Seat = iota
+	// SeatPlaying: its player is connected and its inputs arrive in time.
+	SeatPlaying
+	// SeatLate: its player is connected, but in the last second its
+	// inputs arrived after their frame was cut, or it is half a second or
+	// more behind the frames: its input is being made up.
+	SeatLate
+	// SeatGone: its player left or was dropped (the frames mark the slot
+	// Gone); the seat is kept for it to come back.
+	SeatGone
+)
+
+var seatNames = [...]string{"open", "playing", "late", "gone"}
+
+// String returns "open", "playing", "late" or "gone".
+func (s Seat) String() string {
+	if int(s) < len(seatNames) {
+		return seatNames[s]
+	}
+	return fmt.Sprintf("seat(%d)", s)
+}
+
+// appendSeats writes the seats message (SPEC.md section 9.4): a count,
+// then 2 bits a seat.
+func appendSeats(dst []byte, seats []Seat) []byte {
+	w := codec.NewWriter(dst)
+	w.WriteBits(kindEngine, kindBits)
+	w.WriteBits(typeSeats, typeBits)
+	w.WriteUint(uint64(len(seats)), lockstep.MaxPlayers)
+	for _, s := range seats {
+		w.WriteBits(uint64(s), 2)
+	}
+	return w.Bytes()
+}
+
+// readSeats reads a seats message into dst.
+func readSeats(msg []byte, dst []Seat) ([]Seat, error) {
+	r := codec.NewReader(msg)
+	if r.ReadBits(kindBits) != kindEngine || r.ReadBits(typeBits) != typeSeats {
+		return dst, fmt.Errorf("%w: not a seats message", ErrMalformed)
+	}
+	n := int(r.ReadUint(lockstep.MaxPlayers))
+	dst = dst[:0]
+	for i := 0; i < n && r.Err() == nil; i++ {
+		dst = append(dst, Seat(r.ReadBits(2)))
+	}
+	if err := r.Err(); err != nil {
+		return dst[:0], fmt.Errorf("%w: seats: %v", ErrMalformed, err)
+	}
+	return dst, nil
 }

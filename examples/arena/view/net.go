@@ -58,6 +58,14 @@ type HashReporter interface {
 	ReportHash(frame int, hash uint64)
 }
 
+// SeatReporter is implemented by a Net that knows what the room says of
+// each slot (engine.Client.Seats): "open", "playing", "late" or "gone",
+// one word a slot, or nil before the room has said. Without it the view
+// tells from the frames alone, which cannot show a late player.
+type SeatReporter interface {
+	Seats() []string
+}
+
 // EventReporter is implemented by a Net that passes the game's events on
 // to the room for event verification (lockstep.Client.ReportEvent): the
 // view hands it every event of every frame it runs.

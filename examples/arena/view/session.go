@@ -37,13 +37,27 @@ type session struct {
 // Seat states, as the scoreboard shows them.
 const (
 	seatPlaying = ""     // in the match
-	seatOpen    = "open" // nobody has played it yet: a bot-less empty seat
+	seatOpen    = "open" // no input has come from it yet: nobody has taken the seat
+	seatLate    = "late" // connected, but its inputs arrive after their frames (the room says)
 	seatAway    = "bot"  // the player left or was dropped; the game's bot plays it
 )
 
-// seat says who holds slot i: a player, nobody yet, or the game's bot
-// for a player who left.
+// seat says who holds slot i: a player, a late one, nobody yet, or the
+// game's bot for a player who left. The room's word (SeatReporter) comes
+// first; the frames tell the rest.
 func (s *session) seat(i int) string {
+	if r, ok := s.net.(SeatReporter); ok {
+		if seats := r.Seats(); i < len(seats) {
+			switch seats[i] {
+			case "late":
+				return seatLate
+			case "open":
+				if i != s.slot {
+					return seatOpen
+				}
+			}
+		}
+	}
 	switch {
 	case s.gone[i]:
 		return seatAway

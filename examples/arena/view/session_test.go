@@ -243,3 +243,35 @@ func TestSessionSeats(t *testing.T) {
 		t.Fatalf("a player back from away: seat %q, want playing", got)
 	}
 }
+
+// seated is a scripted Net that also says what the room says of the seats.
+type seated struct {
+	scripted
+	seats []string
+}
+
+func (n *seated) Seats() []string { return n.seats }
+
+// TestSessionSeatsFromRoom: with the room's word, a late player shows as
+// late, which the frames alone cannot tell; gone still comes from the
+// frames.
+func TestSessionSeatsFromRoom(t *testing.T) {
+	n := &seated{scripted: scripted{players: 3}}
+	s, err := newSession(n, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs := idleFrames(0, 1, 3)
+	fs[0].Slots[1] = lockstep.Slot{Inputs: [][]byte{game.Input{MoveX: 1}.Append(nil)}}
+	fs[0].Slots[2].Gone = true
+	n.queue = append(n.queue, fs)
+	s.tick(time.Unix(0, 0), game.Input{})
+	n.seats = []string{"playing", "late", "gone"}
+	if got := []string{s.seat(0), s.seat(1), s.seat(2)}; got[0] != seatPlaying || got[1] != seatLate || got[2] != seatAway {
+		t.Fatalf("seats %q, want you, late, bot", got)
+	}
+	n.seats = []string{"open", "open", "open"} // the room's word on the local slot is ignored
+	if got := s.seat(0); got != seatPlaying {
+		t.Fatalf("the local seat %q", got)
+	}
+}

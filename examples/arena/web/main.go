@@ -31,8 +31,9 @@ func main() {
 
 // session is the view's Net over the engine client.
 type session struct {
-	c   *engine.Client
-	err error
+	c     *engine.Client
+	err   error
+	seats []string
 }
 
 func (s *session) Slot() int    { return s.c.Slot() }
@@ -63,6 +64,19 @@ func (s *session) ReportEvent(frame int, data []byte) {
 	if s.c.LockstepConfig().VerifyEvents {
 		s.c.Lockstep().ReportEvent(frame, data)
 	}
+}
+
+// Seats passes on what the room says of each slot.
+func (s *session) Seats() []string {
+	seats := s.c.Seats()
+	if seats == nil {
+		return nil
+	}
+	s.seats = s.seats[:0]
+	for _, st := range seats {
+		s.seats = append(s.seats, st.String())
+	}
+	return s.seats
 }
 
 func (s *session) Stats() view.NetStats {
