@@ -212,9 +212,26 @@ func TestArenaInBrowser(t *testing.T) {
 	notBlank(t, a, "arena page")
 	playArena(t, a)
 
-	// Closing the pages releases their connections: the bots' two remain.
-	stopA()
+	// A page that goes away says so and frees its seat at once, and the
+	// other page's scoreboard says the game's bot plays it. Then closing
+	// the pages releases their connections: the bots' two remain.
+	if err := chromedp.Run(b, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	left := time.Now()
+	var seat string
+	for seat != "bot" {
+		if err := chromedp.Run(a, chromedp.Evaluate(fmt.Sprintf(`tongbuArena.seats[%d]`, slotB), &seat)); err != nil {
+			t.Fatal(err)
+		}
+		if time.Since(left) > 10*time.Second {
+			t.Fatalf("page A shows page B's slot %d as %q 10 s after page B went away, want \"bot\"", slotB, seat)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("arena: page A showed page B's seat as the bot's %.1f s after page B went away", time.Since(left).Seconds())
 	stopB()
+	stopA()
 	for end := time.Now().Add(40 * time.Second); u.metric(t, "tongbu_connections") != "2"; time.Sleep(500 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatalf("tongbu_connections %s 40 s after the pages closed, want 2", u.metric(t, "tongbu_connections"))

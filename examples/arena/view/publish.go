@@ -18,12 +18,15 @@ import (
 //	tongbuArena.state, .depth    the playout state and buffer depth in frames
 //	tongbuArena.x, .y, .alive    the local player's place (arena units) and life
 //	tongbuArena.fired            the frames in which the local player fired
+//	tongbuArena.seats[i]         slot i as the scoreboard shows it: "" playing,
+//	                             "open", "late" or "bot" (left; the game's bot plays it)
 //	tongbuArena.error            the latest error, or ""
 //
 // Hashes are strings because a JavaScript number cannot hold 64 bits.
 type publisher struct {
 	obj    js.Value
 	hashes js.Value
+	seats  js.Value
 	done   int // frames published
 }
 
@@ -38,6 +41,8 @@ func (p *publisher) init(s *session) {
 	p.obj.Set("state", "")
 	p.obj.Set("depth", 0)
 	p.obj.Set("fired", 0)
+	p.seats = js.Global().Get("Array").New(s.g.Players())
+	p.obj.Set("seats", p.seats)
 	p.obj.Set("error", "")
 	js.Global().Set("tongbuArena", p.obj)
 }
@@ -62,6 +67,9 @@ func (p *publisher) update(s *session) {
 	p.obj.Set("y", me.Pos.Y.Int())
 	p.obj.Set("alive", me.Alive)
 	p.obj.Set("fired", s.fired)
+	for i := range s.g.Players() {
+		p.seats.SetIndex(i, s.seat(i))
+	}
 	if s.err != nil {
 		p.obj.Set("error", s.err.Error())
 	}
