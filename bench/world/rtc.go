@@ -222,9 +222,16 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 		w.Do(func(iw *interest.World) { f <- iw.Frame() })
 		return <-f
 	}
+	stopProfile := func() {}
+	if o.profile != "" {
+		if stopProfile, err = harness.StartCPUProfile(o.profile); err != nil {
+			return kill(err)
+		}
+	}
 	f0, cpu0, w0 := frames(), harness.CPUTime(), time.Now()
 	time.Sleep(time.Duration(o.seconds * float64(time.Second)))
 	f1, cpu1, w1 := frames(), harness.CPUTime(), time.Now()
+	stopProfile()
 	m1, err := harness.ReadMetrics(metricsURL, worldTickMetric)
 	if err != nil {
 		return kill(err)

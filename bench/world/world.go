@@ -101,6 +101,7 @@ type worldOpts struct {
 	seed            uint64
 	ticks           string // file for each measured frame's times
 	hugePages       bool   // advise the heap to use transparent huge pages
+	profile         string // -transport webrtc: the server's CPU profile of the measured window
 }
 
 // link carries one direction's packets for every player with a fixed
@@ -271,6 +272,7 @@ func benchWorld(args []string, out io.Writer) error {
 		if worldWebRTC == nil {
 			return errors.New("-transport webrtc: not in this build (js)")
 		}
+		o.profile = *profile // the measured window's, with -transport webrtc
 		return worldWebRTC(o, out)
 	default:
 		return fmt.Errorf("-transport %q: want mem or webrtc", *via)
