@@ -376,11 +376,9 @@ var errAway = errors.New("engine: player not connected")
 
 // seatWatch is what the room last told its connections of its seats.
 type seatWatch struct {
-	told   []Seat
-	at     time.Time
-	late   []uint64 // each slot's late inputs (dropped and moved) at the last look
-	buf    []Seat
-	shared []*peer
+	told []Seat
+	at   time.Time
+	late []uint64 // each slot's late inputs (dropped and moved) at the last look
 }
 
 // seatsEvery is how often the room repeats its seats when nothing
@@ -397,40 +395,40 @@ func (r *Room) tellSeats(now time.Time) {
 	}
 	r.mu.Lock()
 	taken := len(r.players)
-	spect := w.shared[:0]
-	for _, p := range r.spect {
-		spect = append(spect, p)
-	}
 	r.mu.Unlock()
-	seats := w.buf[:0]
+	seats := make([]Seat, r.cfg.Players)
 	behind := r.room.NextFrame() - r.cfg.Hz/2
-	for i := range r.cfg.Players {
+	for i := range seats {
 		st := r.room.PlayerStats(i)
 		late := st.LateDrops + st.LateMoved
-		seat := SeatPlaying
 		switch {
 		case i >= taken:
-			seat = SeatOpen
+			seats[i] = SeatOpen
 		case r.slots[i].Load() == nil:
-			seat = SeatGone
+			seats[i] = SeatGone
 		case late > w.late[i] || st.Have < behind:
-			seat = SeatLate
+			seats[i] = SeatLate
+		default:
+			seats[i] = SeatPlaying
 		}
 		w.late[i] = late
-		seats = append(seats, seat)
 	}
-	w.buf = seats
-	defer func() { clear(spect); w.shared = spect[:0] }()
 	if slices.Equal(seats, w.told) && now.Sub(w.at) < seatsEvery {
 		return
 	}
-	w.told, w.at = append(w.told[:0], seats...), now
+	w.told, w.at = seats, now
 	msg := appendSeats(nil, seats)
 	for i := range r.slots {
 		if p := r.slots[i].Load(); p != nil {
 			p.conn.SendReliable(msg)
 		}
 	}
+	r.mu.Lock()
+	spect := make([]*peer, 0, len(r.spect))
+	for _, p := range r.spect {
+		spect = append(spect, p)
+	}
+	r.mu.Unlock()
 	for _, p := range spect {
 		p.conn.SendReliable(msg)
 	}

@@ -3,15 +3,12 @@
 package relay
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
-	"os/exec"
 	"runtime"
 	"sort"
 	"strconv"
@@ -255,55 +252,17 @@ func runRelayRTC(n int, seconds float64, profile string) (*relayRun, error) {
 	}
 	tickets.WriteString("GO\n")
 
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(exe, "relay", "-url", url)
-	cmd.Env = append(os.Environ(), harness.BotsEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
 	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
+	child, err := bots.StartChild([]string{"relay", "-url", url}, tickets.String())
+	if err != nil {
 		return nil, err
 	}
-	exited := make(chan error, 1)
-	ready := make(chan struct{})
-	done := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			switch line := sc.Text(); {
-			case line == "READY":
-				close(ready)
-			case strings.HasPrefix(line, "DONE "):
-				done <- line
-			default:
-				fmt.Fprintln(os.Stderr, line)
-			}
-		}
-		exited <- cmd.Wait()
-	}()
-	go func() { io.WriteString(stdin, tickets.String()) }()
 	kill := func(err error) (*relayRun, error) {
-		cmd.Process.Kill()
-		<-exited
+		child.Kill()
 		return nil, err
 	}
-	joinLimit := 2*time.Minute + time.Duration(n)*100*time.Millisecond
-	select {
-	case <-ready:
-	case err := <-exited:
-		return nil, fmt.Errorf("bots exited before joining: %v", err)
-	case <-time.After(joinLimit):
-		return kill(fmt.Errorf("bots did not join within %v", joinLimit))
+	if err := child.WaitReady(2*time.Minute + time.Duration(n)*100*time.Millisecond); err != nil {
+		return nil, err
 	}
 	r.join = time.Since(t0)
 
@@ -341,21 +300,14 @@ func runRelayRTC(n int, seconds float64, profile string) (*relayRun, error) {
 		fmt.Fprintf(&stop, "CUT %s %d\n", room.Name(), frames1[i])
 	}
 	stop.WriteString("STOP\n")
-	if _, err := io.WriteString(stdin, stop.String()); err != nil {
-		return kill(fmt.Errorf("telling the bots to stop: %w", err))
-	}
-	select {
-	case line := <-done:
-		if _, err := fmt.Sscanf(line, "DONE expected=%d played=%d lost=%d cores=%g", &r.expected, &r.played, &r.lost, &r.botCores); err != nil {
-			return kill(fmt.Errorf("bots' result %q: %w", line, err))
+	line, err := child.Stop(stop.String())
+	if line != "" {
+		if _, perr := fmt.Sscanf(line, "DONE expected=%d played=%d lost=%d cores=%g", &r.expected, &r.played, &r.lost, &r.botCores); perr != nil {
+			return nil, fmt.Errorf("bots' result %q: %w", line, perr)
 		}
-	case err := <-exited:
-		return nil, fmt.Errorf("bots exited without a result: %v", err)
-	case <-time.After(2 * time.Minute):
-		return kill(errors.New("bots did not finish"))
 	}
-	if err := <-exited; err != nil {
-		return r, fmt.Errorf("bots: %w", err)
+	if err != nil {
+		return r, err
 	}
 	return r, nil
 }

@@ -3,15 +3,11 @@
 package world
 
 import (
-	"bufio"
 	"context"
 	"crypto/rand"
-	"errors"
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
-	"os"
-	"os/exec"
 	"runtime"
 	"strconv"
 	"strings"
@@ -160,55 +156,17 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 		fmt.Fprintf(&tickets, "T %s %s\n", w.Name(), t)
 	}
 	tickets.WriteString("GO\n")
-	exe, err := os.Executable()
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(exe, "world", "-url", url, "-seed", strconv.FormatUint(o.seed, 10))
-	cmd.Env = append(os.Environ(), harness.BotsEnv+"=1")
-	cmd.Stderr = os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	stdout, err := cmd.StdoutPipe()
-	if err != nil {
-		return nil, err
-	}
 	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
+	child, err := bots.StartChild([]string{"world", "-url", url, "-seed", strconv.FormatUint(o.seed, 10)}, tickets.String())
+	if err != nil {
 		return nil, err
 	}
-	exited := make(chan error, 1)
-	ready := make(chan struct{})
-	done := make(chan string, 1)
-	go func() {
-		sc := bufio.NewScanner(stdout)
-		for sc.Scan() {
-			switch line := sc.Text(); {
-			case line == "READY":
-				close(ready)
-			case strings.HasPrefix(line, "DONE "):
-				done <- line
-			default:
-				fmt.Fprintln(os.Stderr, line)
-			}
-		}
-		exited <- cmd.Wait()
-	}()
-	go func() { io.WriteString(stdin, tickets.String()) }()
 	kill := func(err error) (*worldRTCRun, error) {
-		cmd.Process.Kill()
-		<-exited
+		child.Kill()
 		return nil, err
 	}
-	joinLimit := 2*time.Minute + time.Duration(o.players)*100*time.Millisecond
-	select {
-	case <-ready:
-	case err := <-exited:
-		return nil, fmt.Errorf("bots exited before joining: %v", err)
-	case <-time.After(joinLimit):
-		return kill(fmt.Errorf("bots did not join within %v", joinLimit))
+	if err := child.WaitReady(2*time.Minute + time.Duration(o.players)*100*time.Millisecond); err != nil {
+		return nil, err
 	}
 	r.join = time.Since(t0)
 	time.Sleep(time.Duration(o.warmup * float64(time.Second))) // every client learns its range
@@ -239,21 +197,14 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 	r.frames, r.cpu, r.wall = f1-f0, cpu1-cpu0, w1.Sub(w0)
 	r.tick = m1.Hist[worldTickMetric].Since(m0.Hist[worldTickMetric])
 	r.msgs = serverMessages(m1) - serverMessages(m0)
-	if _, err := io.WriteString(stdin, "STOP\n"); err != nil {
-		return kill(fmt.Errorf("telling the bots to stop: %w", err))
-	}
-	select {
-	case line := <-done:
-		if _, err := fmt.Sscanf(line, "DONE lost=%d cores=%g packets=%d", &r.lost, &r.botCores, &r.packets); err != nil {
-			return kill(fmt.Errorf("bots' result %q: %w", line, err))
+	line, err := child.Stop("STOP\n")
+	if line != "" {
+		if _, perr := fmt.Sscanf(line, "DONE lost=%d cores=%g packets=%d", &r.lost, &r.botCores, &r.packets); perr != nil {
+			return nil, fmt.Errorf("bots' result %q: %w", line, perr)
 		}
-	case err := <-exited:
-		return nil, fmt.Errorf("bots exited without a result: %v", err)
-	case <-time.After(2 * time.Minute):
-		return kill(errors.New("bots did not finish"))
 	}
-	if err := <-exited; err != nil {
-		return r, fmt.Errorf("bots: %w", err)
+	if err != nil {
+		return nil, err
 	}
 	return r, nil
 }

@@ -31,8 +31,30 @@ type relayBot struct {
 	played atomic.Int64 // frames played, from frame 0 (frames play in order)
 	lost   atomic.Bool  // the connection closed
 	p0     int64        // played when the measured window began
-	n      byte
+	in     [RelayInputBytes]byte
 }
+
+// play runs the bot's client for a render tick and sends an input with
+// every tick that played a frame.
+func (b *relayBot) play(i int, now time.Time) {
+	if b.lost.Load() {
+		return
+	}
+	if err := b.c.Update(now); err != nil {
+		b.lost.Store(true)
+		return
+	}
+	ls := b.c.Lockstep()
+	st := ls.Advance(now)
+	if len(st.Frames) == 0 {
+		return
+	}
+	b.played.Store(int64(st.Frames[len(st.Frames)-1].Number + 1))
+	b.in[0], b.in[1] = byte(i), b.in[1]+1
+	ls.Input(now, b.in[:]) // ErrBacklog under overload: the room makes the input up
+}
+
+func (b *relayBot) close() { b.c.Close() }
 
 // runRelayBots is the child process of bench relay -transport webrtc. On
 // its stdin it reads the tickets ("T <room> <ticket>" lines, then "GO"),
@@ -64,71 +86,15 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 		return err
 	}
 
-	// The loops play every bot that has joined, from the moment it joins:
-	// a bot that waited for the others would fall behind its room.
-	var mu sync.Mutex
-	var bots []*relayBot
-	stop := make(chan struct{})
-	var loopsDone sync.WaitGroup
-	for g := range *loops {
-		loopsDone.Add(1)
-		go func() {
-			defer loopsDone.Done()
-			tk := time.NewTicker(time.Second / time.Duration(*tickHz))
-			defer tk.Stop()
-			in := make([]byte, RelayInputBytes)
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tk.C:
-				}
-				mu.Lock()
-				all := bots
-				mu.Unlock()
-				for i := g; i < len(all); i += *loops {
-					b := all[i]
-					if b.lost.Load() {
-						continue
-					}
-					now := time.Now()
-					if err := b.c.Update(now); err != nil {
-						b.lost.Store(true)
-						continue
-					}
-					ls := b.c.Lockstep()
-					st := ls.Advance(now)
-					if len(st.Frames) == 0 {
-						continue
-					}
-					b.played.Store(int64(st.Frames[len(st.Frames)-1].Number + 1))
-					b.n++
-					in[0], in[1] = byte(i), b.n
-					ls.Input(now, in) // ErrBacklog under overload: the room makes the input up
-				}
-			}
-		}()
-	}
-	defer func() {
-		close(stop)
-		loopsDone.Wait()
-		mu.Lock()
-		for _, b := range bots {
-			b.c.Close()
-		}
-		mu.Unlock()
-	}()
-
+	var bots flock[*relayBot]
+	bots.start(*loops, *tickHz)
+	defer bots.end()
 	if err := dialAll(*url, tickets, *dialers, func(i int, c *engine.Client) {
-		mu.Lock()
-		bots = append(bots, &relayBot{c: c, room: rooms[i]})
-		mu.Unlock()
+		bots.add(&relayBot{c: c, room: rooms[i]})
 	}); err != nil {
 		return err
 	}
-	mu.Lock()
-	all := bots
-	mu.Unlock()
+	all := bots.all()
 	for _, b := range all {
 		b.p0 = b.played.Load()
 	}

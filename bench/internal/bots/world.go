@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -51,52 +50,16 @@ func runWorldBots(args []string, in io.Reader, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	var mu sync.Mutex
-	var bots []*worldBot
-	stop := make(chan struct{})
-	var loopsDone sync.WaitGroup
-	for g := range *loops {
-		loopsDone.Add(1)
-		go func() {
-			defer loopsDone.Done()
-			tk := time.NewTicker(time.Second / 16)
-			defer tk.Stop()
-			for {
-				select {
-				case <-stop:
-					return
-				case <-tk.C:
-				}
-				mu.Lock()
-				all := bots
-				mu.Unlock()
-				now := time.Now()
-				for i := g; i < len(all); i += *loops {
-					all[i].play(now)
-				}
-			}
-		}()
-	}
-	defer func() {
-		close(stop)
-		loopsDone.Wait()
-		mu.Lock()
-		for _, b := range bots {
-			b.c.Close()
-		}
-		mu.Unlock()
-	}()
+	var bots flock[*worldBot]
+	bots.start(*loops, 16) // the world's rate
+	defer bots.end()
 	if err := dialAll(*url, tickets, *dialers, func(i int, c *engine.Client) {
 		b := &worldBot{c: c, rng: rand.New(rand.NewPCG(*seed, uint64(i))), next: time.Now().Add(time.Duration(i%4000) * time.Millisecond)}
-		mu.Lock()
-		bots = append(bots, b)
-		mu.Unlock()
+		bots.add(b)
 	}); err != nil {
 		return err
 	}
-	mu.Lock()
-	all := bots
-	mu.Unlock()
+	all := bots.all()
 	received := func() (n uint64) {
 		for _, b := range all {
 			n += b.c.Stats().RecvMessages
@@ -121,9 +84,11 @@ func runWorldBots(args []string, in io.Reader, out io.Writer) error {
 	return nil
 }
 
+func (b *worldBot) close() { b.c.Close() }
+
 // play runs one bot for a tick: its client takes what arrived, and when
 // it is time the bot sets off somewhere new.
-func (b *worldBot) play(now time.Time) {
+func (b *worldBot) play(_ int, now time.Time) {
 	if b.lost.Load() {
 		return
 	}

@@ -60,10 +60,10 @@ type HashReporter interface {
 
 // SeatReporter is implemented by a Net that knows what the room says of
 // each slot (engine.Client.Seats): "open", "playing", "late" or "gone",
-// one word a slot, or nil before the room has said. Without it the view
-// tells from the frames alone, which cannot show a late player.
+// or "" before the room has said. Without it the view tells from the
+// frames alone, which cannot show a late player.
 type SeatReporter interface {
-	Seats() []string
+	Seat(slot int) string
 }
 
 // EventReporter is implemented by a Net that passes the game's events on

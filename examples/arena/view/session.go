@@ -47,14 +47,12 @@ const (
 // first; the frames tell the rest.
 func (s *session) seat(i int) string {
 	if r, ok := s.net.(SeatReporter); ok {
-		if seats := r.Seats(); i < len(seats) {
-			switch seats[i] {
-			case "late":
-				return seatLate
-			case "open":
-				if i != s.slot {
-					return seatOpen
-				}
+		switch r.Seat(i) {
+		case "late":
+			return seatLate
+		case "open":
+			if i != s.slot {
+				return seatOpen
 			}
 		}
 	}

@@ -250,7 +250,12 @@ type seated struct {
 	seats []string
 }
 
-func (n *seated) Seats() []string { return n.seats }
+func (n *seated) Seat(i int) string {
+	if i < len(n.seats) {
+		return n.seats[i]
+	}
+	return ""
+}
 
 // TestSessionSeatsFromRoom: with the room's word, a late player shows as
 // late, which the frames alone cannot tell; gone still comes from the

@@ -31,9 +31,8 @@ func main() {
 
 // session is the view's Net over the engine client.
 type session struct {
-	c     *engine.Client
-	err   error
-	seats []string
+	c   *engine.Client
+	err error
 }
 
 func (s *session) Slot() int    { return s.c.Slot() }
@@ -66,17 +65,12 @@ func (s *session) ReportEvent(frame int, data []byte) {
 	}
 }
 
-// Seats passes on what the room says of each slot.
-func (s *session) Seats() []string {
-	seats := s.c.Seats()
-	if seats == nil {
-		return nil
+// Seat passes on what the room says of a slot.
+func (s *session) Seat(slot int) string {
+	if seats := s.c.Seats(); slot < len(seats) {
+		return seats[slot].String()
 	}
-	s.seats = s.seats[:0]
-	for _, st := range seats {
-		s.seats = append(s.seats, st.String())
-	}
-	return s.seats
+	return ""
 }
 
 func (s *session) Stats() view.NetStats {

@@ -1,0 +1,108 @@
+//go:build !js
+
+package bots
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/tongbu/tongbu/bench/internal/harness"
+)
+
+// Child is a scenario's bots' process: this executable started as the
+// bots, its tickets written to its stdin. It prints READY once every bot
+// has joined and a DONE line when told to stop; the rest of its output
+// goes to stderr.
+type Child struct {
+	cmd    *exec.Cmd
+	stdin  io.WriteCloser
+	exited chan error
+	ready  chan struct{}
+	done   chan string
+}
+
+// StartChild starts the bots' process with args and writes input to its
+// stdin.
+func StartChild(args []string, input string) (*Child, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	c := &Child{cmd: exec.Command(exe, args...), exited: make(chan error, 1), ready: make(chan struct{}), done: make(chan string, 1)}
+	c.cmd.Env = append(os.Environ(), harness.BotsEnv+"=1")
+	c.cmd.Stderr = os.Stderr
+	if c.stdin, err = c.cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	stdout, err := c.cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			switch line := sc.Text(); {
+			case line == "READY":
+				close(c.ready)
+			case strings.HasPrefix(line, "DONE "):
+				c.done <- line
+			default:
+				fmt.Fprintln(os.Stderr, line)
+			}
+		}
+		c.exited <- c.cmd.Wait()
+	}()
+	go func() { io.WriteString(c.stdin, input) }()
+	return c, nil
+}
+
+// WaitReady waits up to limit for every bot to join; past it the process
+// is killed.
+func (c *Child) WaitReady(limit time.Duration) error {
+	select {
+	case <-c.ready:
+		return nil
+	case err := <-c.exited:
+		return fmt.Errorf("bots exited before joining: %v", err)
+	case <-time.After(limit):
+		c.Kill()
+		return fmt.Errorf("bots did not join within %v", limit)
+	}
+}
+
+// Stop writes s (the scenario's closing lines) to the bots' stdin and
+// waits up to two minutes for their DONE line and their exit.
+func (c *Child) Stop(s string) (string, error) {
+	if _, err := io.WriteString(c.stdin, s); err != nil {
+		c.Kill()
+		return "", fmt.Errorf("telling the bots to stop: %w", err)
+	}
+	var line string
+	select {
+	case line = <-c.done:
+	case err := <-c.exited:
+		return "", fmt.Errorf("bots exited without a result: %v", err)
+	case <-time.After(2 * time.Minute):
+		c.Kill()
+		return "", errors.New("bots did not finish")
+	}
+	if err := <-c.exited; err != nil {
+		return line, fmt.Errorf("bots: %w", err)
+	}
+	return line, nil
+}
+
+// Kill ends the process and waits for it.
+func (c *Child) Kill() {
+	c.cmd.Process.Kill()
+	<-c.exited
+}
