@@ -13,6 +13,7 @@ import (
 	"log/slog"
 	"net"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -213,46 +214,52 @@ func (ep *leanEndpoint) close() {
 }
 
 // batchWriter gathers sealed datagrams and sends them with sendmmsg, a
-// batch per socket.
+// batch per socket. Its messages, their one-buffer lists and the buffers
+// are kept from batch to batch: queueing a datagram allocates nothing.
 type batchWriter struct {
 	sock *leanSocket
-	msgs []ipv4.Message
-	bufs [][]byte
+	msgs []ipv4.Message // msgs[:n] are queued; each has one buffer
+	bufs [][]byte       // bufs[i] backs msgs[i]
+	n    int
 }
 
 // buf returns an empty buffer to seal the next datagram into.
 func (w *batchWriter) buf() []byte {
-	n := len(w.msgs)
-	if n == len(w.bufs) {
+	if w.n == len(w.bufs) {
 		w.bufs = append(w.bufs, make([]byte, 0, bufSize+64))
+		w.msgs = append(w.msgs, ipv4.Message{Buffers: make([][]byte, 1)})
 	}
-	return w.bufs[n][:0]
+	return w.bufs[w.n][:0]
 }
 
 // commit queues b, the buffer buf returned, for addr on sock.
 func (w *batchWriter) commit(sock *leanSocket, addr *net.UDPAddr, b []byte) {
-	if w.sock != sock && len(w.msgs) > 0 {
+	if w.sock != sock && w.n > 0 {
 		w.send()
 		n := copy(w.bufs[0][:cap(w.bufs[0])], b) // buf's slice is reused: keep b
 		b = w.bufs[0][:n]
 	}
 	w.sock = sock
-	w.msgs = append(w.msgs, ipv4.Message{Buffers: [][]byte{b}, Addr: addr})
-	if len(w.msgs) == writeBatch {
+	m := &w.msgs[w.n]
+	m.Buffers[0], m.Addr = b, addr
+	w.n++
+	if w.n == writeBatch {
 		w.send()
 	}
 }
 
 func (w *batchWriter) send() {
-	for len(w.msgs) > 0 {
-		n, err := w.sock.batch.WriteBatch(w.msgs, 0)
+	for sent := 0; sent < w.n; {
+		n, err := w.sock.batch.WriteBatch(w.msgs[sent:w.n], 0)
 		if err != nil || n <= 0 {
 			break // the peers' protocols repair what is lost
 		}
-		w.msgs = w.msgs[n:]
+		sent += n
 	}
-	clear(w.msgs[:cap(w.msgs)])
-	w.msgs = w.msgs[:0]
+	for i := range w.msgs[:w.n] {
+		w.msgs[i].Buffers[0], w.msgs[i].Addr = nil, nil
+	}
+	w.n = 0
 }
 
 // leanSocket is one UDP socket and its reader.
@@ -309,8 +316,13 @@ func (s *leanSocket) readLoop() {
 	for i := range msgs {
 		msgs[i].Buffers = [][]byte{make([]byte, bufSize)}
 	}
+	// Packing a batch for recvmmsg costs for every message asked, not
+	// only those that come: ask for twice what the last read brought, so
+	// a read that fills its batch doubles the next, up to readBatch.
+	ask := readBatch
 	for {
-		n, err := s.batch.ReadBatch(msgs, 0)
+		n, err := s.batch.ReadBatch(msgs[:ask], 0)
+		ask = min(max(2*n, 2), readBatch)
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
@@ -325,6 +337,10 @@ func (s *leanSocket) readLoop() {
 			}
 			s.datagram(now, msgs[i].Buffers[0][:msgs[i].N], ua)
 		}
+		// A burst of every peer's datagrams would keep this goroutine
+		// reading for milliseconds, and a game loop whose time has come
+		// would wait for it on a busy server: let it run between batches.
+		runtime.Gosched()
 	}
 }
 
