@@ -65,13 +65,12 @@ const byeLinger = 250 * time.Millisecond
 
 // receive reads the peer's messages until its connection closes, handing
 // each mode message to deliver. Engine messages from clients are not
-// expected: they are counted and dropped.
+// expected: they are counted and dropped. A connection that can hand its
+// messages over as they arrive (the lean stack's) does so in its reading
+// goroutine, and this one only waits for the close: no goroutine wakes
+// per message.
 func (p *peer) receive(deliver func(msg []byte, now time.Time)) {
-	for {
-		m, err := p.conn.Receive(context.Background())
-		if err != nil {
-			return
-		}
+	take := func(m transport.Message) {
 		now := time.Now()
 		switch {
 		case !p.allow(now):
@@ -81,5 +80,31 @@ func (p *peer) receive(deliver func(msg []byte, now time.Time)) {
 		default:
 			deliver(m.Data, now)
 		}
+	}
+	if h, ok := p.conn.(transport.Handler); ok {
+		// The transport may be handing over a message as the connection
+		// closes: gone, set under mu, makes sure nothing is delivered
+		// once receive returns (the slot may be someone else's then).
+		var mu sync.Mutex
+		gone := false
+		h.Handle(func(m transport.Message) {
+			mu.Lock()
+			if !gone {
+				take(m)
+			}
+			mu.Unlock()
+		})
+		<-p.conn.Done()
+		mu.Lock()
+		gone = true
+		mu.Unlock()
+		return
+	}
+	for {
+		m, err := p.conn.Receive(context.Background())
+		if err != nil {
+			return
+		}
+		take(m)
 	}
 }

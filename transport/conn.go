@@ -81,6 +81,23 @@ type Conn interface {
 	Stats() Stats
 }
 
+// Handler is implemented by connections that can hand each message to a
+// function as it arrives, in the goroutine that read it, instead of
+// queueing it for Receive: the lean stack's connections, whose one reading
+// goroutine serves every peer. A server that takes its messages this way
+// saves a goroutine wake-up per message, and its game loops are not
+// queued behind one goroutine per peer.
+type Handler interface {
+	// Handle makes f take every message from now on, one at a time and in
+	// order: first those already queued (in Handle's own goroutine), then
+	// each as it arrives (in the transport's). f must not block, for it
+	// holds up every peer's traffic; it may send on the connection and
+	// close it. After Handle, Receive and TryReceive return nothing: call
+	// it once, before reading. Done still tells when the connection
+	// closes; a call to f may be under way as it does.
+	Handle(f func(Message))
+}
+
 // Stats counts a connection's traffic.
 type Stats struct {
 	RTT               time.Duration // smoothed round-trip estimate; 0 before the first sample

@@ -357,6 +357,7 @@ func (s *leanSocket) datagram(now time.Time, b []byte, ua *net.UDPAddr) {
 		s.mu.RUnlock()
 		if p != nil {
 			p.datagram(now, b)
+			p.handOver()
 		}
 	}
 }

@@ -88,6 +88,9 @@ type leanPeer struct {
 	onOpen   func(*leanPeer)
 	onClose  func(*leanPeer)
 	rtt      atomic.Int64
+
+	handler  atomic.Pointer[func(Message)] // set by Handle
+	handleMu sync.Mutex                    // held while messages go to the handler, which takes them one at a time
 }
 
 func newLeanPeer(ep *leanEndpoint, sock *leanSocket, id PeerID, client bool, lim Limits, log *slog.Logger) *leanPeer {
@@ -500,6 +503,33 @@ func (p *leanPeer) deliver(stream uint16, ppid uint32, data []byte) {
 	msg := p.slab[start:len(p.slab):len(p.slab)]
 	if !p.in.offer(Message{Channel: ch, Data: msg}) && ch == Reliable {
 		p.fail = fmt.Errorf("%w: the reader is %d reliable messages behind", ErrQueueFull, p.lim.InboxReliable)
+	}
+}
+
+var _ Handler = (*leanPeer)(nil)
+
+// Handle implements Handler.
+func (p *leanPeer) Handle(f func(Message)) {
+	p.handler.Store(&f)
+	p.handOver()
+}
+
+// handOver gives the handler, if one is set, what the inbox holds; the
+// reader calls it after each datagram, with p.mu not held (the handler
+// may send and close).
+func (p *leanPeer) handOver() {
+	h := p.handler.Load()
+	if h == nil {
+		return
+	}
+	p.handleMu.Lock()
+	defer p.handleMu.Unlock()
+	for {
+		m, ok := p.in.tryPop()
+		if !ok {
+			return
+		}
+		(*h)(m)
 	}
 }
 

@@ -363,3 +363,70 @@ func TestLeanAllInterfaces(t *testing.T) {
 		c.Close()
 	}
 }
+
+// TestLeanHandle: a lean connection hands its messages to a Handler in
+// order, those queued before Handle first; the handler may send on the
+// connection and close it; Receive's queue stays empty.
+func TestLeanHandle(t *testing.T) {
+	_, clients, servers := leanPair(t, 1)
+	client, server := clients[0], servers[0]
+	const before, after = 3, 100
+	for i := range before {
+		if err := client.SendReliable([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for server.Stats().RecvMessages < before && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	var mu sync.Mutex
+	var got []byte
+	server.(Handler).Handle(func(m Message) {
+		if string(m.Data) == "bye" {
+			server.Close()
+			return
+		}
+		mu.Lock()
+		got = append(got, m.Data[0])
+		mu.Unlock()
+		if err := server.SendReliable(m.Data); err != nil {
+			t.Errorf("echo from the handler: %v", err)
+		}
+	})
+	for i := before; i < before+after; i++ {
+		if err := client.SendReliable([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range before + after {
+		m, err := client.Receive(ctx)
+		if err != nil {
+			t.Fatalf("echo %d: %v", i, err)
+		}
+		if m.Data[0] != byte(i) {
+			t.Fatalf("echo %d is %d: out of order", i, m.Data[0])
+		}
+	}
+	mu.Lock()
+	if len(got) != before+after {
+		t.Errorf("the handler took %d messages, want %d", len(got), before+after)
+	}
+	mu.Unlock()
+	if _, ok := server.TryReceive(); ok {
+		t.Error("TryReceive returned a message after Handle")
+	}
+	client.SendReliable([]byte("bye"))
+	select {
+	case <-server.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a handler that closed its connection: not closed")
+	}
+	select {
+	case <-client.Done():
+	case <-time.After(5 * time.Second):
+		t.Error("the client did not see the close")
+	}
+}
