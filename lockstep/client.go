@@ -45,7 +45,8 @@ type Client struct {
 	lead                  float64 // frames of lead over the estimated server frame
 	lastTarget, perTarget int     // the last input's frame, and inputs aimed at it
 	stamps                []stamp
-	excess                []float64 // recent margins less the lead used, in frames
+	excess                [marginWindow]float64 // recent margins less the lead used, in frames: a ring
+	excessN               int                   // margins taken so far (the ring's next slot is excessN % marginWindow)
 	notices               []Notice
 
 	w   codec.Writer
@@ -279,13 +280,26 @@ func (c *Client) margin(seq uint32, ms int) {
 		return
 	}
 	period := cutMs(1, c.cfg.Hz)
-	c.excess = append(c.excess, float64(ms)/period-c.stamps[i].lead)
-	if len(c.excess) > marginWindow {
-		c.excess = c.excess[len(c.excess)-marginWindow:]
-	}
-	sorted := slices.Sorted(slices.Values(c.excess))
-	low := sorted[min(1, len(sorted)-1)]
+	c.excess[c.excessN%marginWindow] = float64(ms)/period - c.stamps[i].lead
+	c.excessN++
+	low := secondLeast(c.excess[:min(c.excessN, marginWindow)])
 	c.lead = max(0, min(0.25-low, float64(c.cfg.MaxAhead)/2))
+}
+
+// secondLeast returns the second-smallest of v, or its only value.
+func secondLeast(v []float64) float64 {
+	a, b := math.Inf(1), math.Inf(1) // a <= b: the two smallest so far
+	for _, x := range v {
+		if x < a {
+			a, b = x, a
+		} else if x < b {
+			b = x
+		}
+	}
+	if len(v) == 1 {
+		return a
+	}
+	return b
 }
 
 // frame takes one received frame.
