@@ -121,6 +121,7 @@ type Server struct {
 	refusalLog refusalLog
 	mux        *http.ServeMux
 	metrics    *metrics
+	made       atomic.Uint64 // rooms created, for their phases
 
 	mu         sync.Mutex
 	rooms      map[string]*Room
@@ -243,8 +244,10 @@ func (s *Server) Ticket(player, target string, role Role, ttl time.Duration) (st
 	return SignTicket(s.cfg.Secret, Ticket{Player: player, Target: target, Role: role, Expires: time.Now().Add(ttl)})
 }
 
-// CreateRoom creates a lockstep room named name. Its first frame is cut
-// one frame period from now.
+// CreateRoom creates a lockstep room named name. It cuts its first frame
+// at once and the next within one frame period: the server spreads its
+// rooms' cuts over the period, so that rooms created together do not all
+// cut at the same moment.
 func (s *Server) CreateRoom(name string, cfg lockstep.Config) (*Room, error) {
 	if len(name) == 0 || len(name) > MaxNameLen {
 		return nil, errstack.Wrapf(ErrConfig, "room name %q: want 1 to %d bytes", name, MaxNameLen)
@@ -255,7 +258,7 @@ func (s *Server) CreateRoom(name string, cfg lockstep.Config) (*Room, error) {
 	}
 	r := &Room{s: s, name: name, cfg: cfg, players: map[string]int{}, spect: map[int]*peer{},
 		slots: make([]atomic.Pointer[peer], cfg.Players), pstats: make([]lockstep.PlayerStats, cfg.Players)}
-	room, err := lockstep.NewRoom(cfg, time.Now(), roomSender{r})
+	room, err := lockstep.NewRoom(cfg, time.Now().Add(-roomPhase(s.made.Add(1)-1, cfg.Period())), roomSender{r})
 	if err != nil {
 		return nil, errstack.With(err)
 	}
@@ -267,6 +270,18 @@ func (s *Server) CreateRoom(name string, cfg lockstep.Config) (*Room, error) {
 	s.sched.Add(r.host, room.NextCut())
 	s.log.Info("room created", "room", name, "players", cfg.Players, "hz", cfg.Hz)
 	return r, nil
+}
+
+// roomPhase is how far into its frame period the k-th room created starts:
+// the fractional parts of k times the golden ratio, which spread any
+// number of rooms evenly over the period. Rooms created in one burst (a
+// server that opens its rooms at start) would otherwise all cut within a
+// millisecond, every frame, and the last of them would wait for all the
+// others: their lateness grows with the number of rooms. Each room's cuts
+// are as regular as ever; only their moment in the period differs.
+func roomPhase(k uint64, period time.Duration) time.Duration {
+	const goldenFrac = 0x9E3779B97F4A7C15 // 2^64 / the golden ratio
+	return time.Duration((k * goldenFrac >> 32) * uint64(period) >> 32)
 }
 
 // CreateWorld creates an interest world named name.

@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -554,4 +555,32 @@ func TestStarvedClientCatchesUp(t *testing.T) {
 			t.Fatalf("tongbu_connections %s, want 3: the starved client was dropped", got)
 		}
 	})
+}
+
+// TestRoomPhases: rooms created together start at phases spread over the
+// frame period, none twice and no gap much wider than an even spread.
+func TestRoomPhases(t *testing.T) {
+	period := time.Second / 15
+	for _, n := range []int{1, 2, 10, 200, 4000} {
+		ph := make([]time.Duration, n)
+		for k := range ph {
+			ph[k] = roomPhase(uint64(k), period)
+			if ph[k] < 0 || ph[k] >= period {
+				t.Fatalf("room %d: phase %v outside [0, %v)", k, ph[k], period)
+			}
+		}
+		slices.Sort(ph)
+		gap := period - ph[n-1] + ph[0] // around the end of the period
+		for i := 1; i < n; i++ {
+			if ph[i] == ph[i-1] {
+				t.Fatalf("%d rooms: two at phase %v", n, ph[i])
+			}
+			gap = max(gap, ph[i]-ph[i-1])
+		}
+		// The golden ratio's multiples leave gaps of at most about 2.62
+		// times an even spread (the three-distance theorem).
+		if n > 1 && gap > period*27/10/time.Duration(n) {
+			t.Errorf("%d rooms: widest gap %v, an even spread's %v", n, gap, period/time.Duration(n))
+		}
+	}
 }

@@ -507,7 +507,9 @@ func (r *Room) Tick(now time.Time) {
 		if late < 0 {
 			break
 		}
-		r.stats.MaxCutLate = max(r.stats.MaxCutLate, late)
+		if r.next > 0 { // frame 0 is cut when the room is made, whatever its start
+			r.stats.MaxCutLate = max(r.stats.MaxCutLate, late)
+		}
 		r.cut()
 		cut = true
 	}

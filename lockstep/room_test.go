@@ -280,3 +280,44 @@ func TestInputWindow(t *testing.T) {
 		t.Fatalf("notices %+v", ns)
 	}
 }
+
+// TestCutLateFromSecondFrame: a room whose start lies in the past (the
+// engine spreads its rooms' starts over the period) cuts frame 0 at once
+// without counting it late; later frames count as ever.
+func TestCutLateFromSecondFrame(t *testing.T) {
+	now := time.Unix(1000, 0)
+	cfg := Config{Players: 2, Hz: 20}
+	room, err := NewRoom(cfg, now.Add(-40*time.Millisecond), &recorder{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !room.NextCut().Before(now) {
+		t.Fatalf("frame 0 due at %v, want before %v", room.NextCut(), now)
+	}
+	room.Tick(now)
+	if room.NextFrame() != 1 || room.Stats().MaxCutLate != 0 {
+		t.Fatalf("after the first tick: next frame %d, max cut late %v; want 1 and 0", room.NextFrame(), room.Stats().MaxCutLate)
+	}
+	room.Tick(room.NextCut().Add(3 * time.Millisecond))
+	if got := room.Stats().MaxCutLate; got != 3*time.Millisecond {
+		t.Errorf("frame 1 cut 3 ms late: max cut late %v", got)
+	}
+}
+
+func TestSecondLeast(t *testing.T) {
+	for _, tc := range []struct {
+		in   []float64
+		want float64
+	}{
+		{[]float64{5}, 5},
+		{[]float64{5, 3}, 5},
+		{[]float64{3, 5}, 5},
+		{[]float64{2, 2, 9}, 2},
+		{[]float64{9, 1, 4, -3, 7}, 1},
+		{[]float64{-1, -1, -1}, -1},
+	} {
+		if got := secondLeast(tc.in); got != tc.want {
+			t.Errorf("secondLeast(%v) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+}
