@@ -199,6 +199,17 @@ func printRelayRuns(out io.Writer, runs []*relayRun) {
 		fmt.Fprintf(out, "%8d %6d %8.1f %10.1f %12d %8.2f %9.2f %12.2f %11s %6.4f %10.2f %13.2f %9.2f\n",
 			r.players, (r.players+relayRoomSize-1)/relayRoomSize, r.join.Seconds(), r.wall.Seconds(), r.playerFrames,
 			r.cpu.Seconds(), r.cpu.Seconds()/r.wall.Seconds(), r.cpuPerPlayerFrame(), mark+strconv.FormatFloat(p99, 'f', 2, 64), r.delivered(), r.botCores, r.msgsPerPF(), r.cpuPerMsg())
+		fmt.Fprintf(out, "%8s cuts late by at most:", "")
+		var cum uint64
+		for i, c := range r.late.Counts {
+			cum += c
+			bound := "more"
+			if i < len(r.late.Bounds) {
+				bound = strconv.FormatFloat(r.late.Bounds[i]*1e3, 'g', -1, 64) + " ms"
+			}
+			fmt.Fprintf(out, " %s %.4f;", bound, float64(cum)/float64(max(r.late.Count(), 1)))
+		}
+		fmt.Fprintln(out)
 		if !r.valid() {
 			fmt.Fprintf(out, "%8s invalid: the bots offered %.2f messages a player-frame, under %.2f (starved on this machine)\n", "", r.msgsPerPF(), relayMinMsgs)
 		}
@@ -253,7 +264,11 @@ func runRelayRTC(n int, seconds float64, profile string) (*relayRun, error) {
 	tickets.WriteString("GO\n")
 
 	t0 := time.Now()
-	child, err := bots.StartChild([]string{"relay", "-url", url}, tickets.String())
+	args := []string{"relay", "-url", url}
+	if profile != "" {
+		args = append(args, "-cpuprofile", profile+".bots") // the bots' process, over the same window
+	}
+	child, err := bots.StartChild(args, tickets.String())
 	if err != nil {
 		return nil, err
 	}

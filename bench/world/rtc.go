@@ -157,7 +157,11 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 	}
 	tickets.WriteString("GO\n")
 	t0 := time.Now()
-	child, err := bots.StartChild([]string{"world", "-url", url, "-seed", strconv.FormatUint(o.seed, 10)}, tickets.String())
+	args := []string{"world", "-url", url, "-seed", strconv.FormatUint(o.seed, 10)}
+	if o.profile != "" {
+		args = append(args, "-cpuprofile", o.profile+".bots") // the bots' process, over the same window
+	}
+	child, err := bots.StartChild(args, tickets.String())
 	if err != nil {
 		return nil, err
 	}

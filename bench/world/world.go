@@ -245,7 +245,7 @@ func benchWorld(args []string, out io.Writer) error {
 	fs.IntVar(&o.sample, "sample", 4, "follow every n-th player for discovery times")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed")
 	fs.DurationVar(&o.forced, "forced", 625*time.Millisecond, "the world's Config.ForcedSync (the engine's default is 2s)")
-	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (webrtc: of the server over the measured window, and the bots' to this file.bots)")
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to this file")
 	fs.StringVar(&o.ticks, "ticks", "", "write a line for each measured frame to this file: its server times (uplinks, whole tick, baseline) and what the world did in it")
 	via := fs.String("transport", "mem", "mem: the in-memory scenario above; webrtc: the players are bots in a second process over real WebRTC on loopback (-players, -npcs, -seconds, -warmup, -seed, -forced apply)")

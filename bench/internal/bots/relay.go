@@ -76,6 +76,7 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 	tickHz := fs.Int("tick", 30, "the bots' render ticks a second")
 	loops := fs.Int("loops", 4, "goroutines playing the bots")
 	grace := fs.Duration("grace", time.Second, "play on after STOP for the last frames to arrive")
+	profile := fs.String("cpuprofile", "", "write this process's CPU profile from READY to STOP to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -98,6 +99,10 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 	for _, b := range all {
 		b.p0 = b.played.Load()
 	}
+	stopProfile, err := startProfile(*profile)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(out, "READY")
 	cpu0, wall0 := harness.CPUTime(), time.Now()
 
@@ -117,6 +122,7 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 		return err
 	}
 	cpu, wall := harness.CPUTime()-cpu0, time.Since(wall0)
+	stopProfile()
 	time.Sleep(*grace)
 	var expected, played int64
 	lost := 0
@@ -133,6 +139,15 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 	}
 	fmt.Fprintf(out, "DONE expected=%d played=%d lost=%d cores=%.2f\n", expected, played, lost, cpu.Seconds()/wall.Seconds())
 	return nil
+}
+
+// startProfile starts a CPU profile to path, or nothing when path is
+// empty.
+func startProfile(path string) (stop func(), err error) {
+	if path == "" {
+		return func() {}, nil
+	}
+	return harness.StartCPUProfile(path)
 }
 
 // RelayLimits are the connections' limits on both sides: the defaults but

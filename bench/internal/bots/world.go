@@ -41,6 +41,7 @@ func runWorldBots(args []string, in io.Reader, out io.Writer) error {
 	dialers := fs.Int("dialers", 8, "bots dialing at once (well under the server's 256 handshakes in progress)")
 	loops := fs.Int("loops", 4, "goroutines playing the bots")
 	seed := fs.Uint64("seed", 1, "random seed of the bots' walks")
+	profile := fs.String("cpuprofile", "", "write this process's CPU profile from READY to STOP to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -66,6 +67,10 @@ func runWorldBots(args []string, in io.Reader, out io.Writer) error {
 		}
 		return n
 	}
+	stopProfile, err := startProfile(*profile)
+	if err != nil {
+		return err
+	}
 	fmt.Fprintln(out, "READY")
 	cpu0, wall0, recv0 := harness.CPUTime(), time.Now(), received()
 	for sc.Scan() && sc.Text() != "STOP" {
@@ -74,6 +79,7 @@ func runWorldBots(args []string, in io.Reader, out io.Writer) error {
 		return err
 	}
 	cpu, wall, recv := harness.CPUTime()-cpu0, time.Since(wall0), received()-recv0
+	stopProfile()
 	lost := 0
 	for _, b := range all {
 		if b.lost.Load() {
