@@ -112,7 +112,8 @@ func TestVerifiedRoom(t *testing.T) {
 	})
 	mu.Lock()
 	if len(verdicts) != 1 || !slices.Equal(verdicts[0].Players, []int{2}) || verdicts[0].Frame != planted {
-		t.Fatalf("verdicts %+v, planted at frame %d", verdicts, planted)
+		t.Fatalf("verdicts %+v, planted at frame %d (to plant at %d; the clients' first frames %v, frames they have %d %d %d)", verdicts, planted, plantAt, first,
+			clients[0].Lockstep().Have(), clients[1].Lockstep().Have(), clients[2].Lockstep().Have())
 	}
 	mu.Unlock()
 	res := make(chan lockstep.MatchResult, 1)
