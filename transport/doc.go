@@ -18,10 +18,12 @@
 //     and runs each through its peer's state machines (ICE-lite, DTLS
 //     records sealed and opened inline once pion/dtls has done the
 //     handshake, and a sans-IO SCTP), and one flusher sends what the peers
-//     queued in batches. StackPion runs a pion PeerConnection per peer:
-//     the reference and fallback. Browsers and pion clients connect to
-//     either; the lean native client drives thousands of peers from one
-//     process, for load tests.
+//     queued in batches. Its connections implement Handler: a server
+//     can take each message in that reader as it arrives, so that no
+//     goroutine wakes per message. StackPion runs a pion PeerConnection
+//     per peer: the reference and fallback. Browsers and pion clients
+//     connect to either; the lean native client drives thousands of peers
+//     from one process, for load tests.
 //
 //   - An in-memory Network with a seeded emulator of latency, jitter, loss
 //     (independent or Gilbert-Elliott bursts), duplication, reordering,

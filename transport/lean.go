@@ -35,6 +35,11 @@ const (
 	writeBatch = 64
 	bufSize    = 1500
 	sweepEvery = 10 * time.Millisecond
+	// readHold is the longest the server's reader keeps reading before it
+	// lets the server's other goroutines (a room due to cut) run; a read
+	// that took over readWaited is taken to have waited, letting them run.
+	readHold   = 500 * time.Microsecond
+	readWaited = 50 * time.Microsecond
 	// sockBuf holds a burst of every peer's datagrams in the server's
 	// socket. (Sleeping to let datagrams gather before a read was
 	// measured, and costs more than the wake-ups it saves.)
@@ -320,16 +325,21 @@ func (s *leanSocket) readLoop() {
 	// only those that come: ask for twice what the last read brought, so
 	// a read that fills its batch doubles the next, up to readBatch.
 	ask := readBatch
+	held := time.Now() // since when this goroutine has run without waiting
 	for {
+		asked := time.Now()
 		n, err := s.batch.ReadBatch(msgs[:ask], 0)
 		ask = min(max(2*n, 2), readBatch)
+		now := time.Now()
+		if now.Sub(asked) > readWaited {
+			held = now // the read waited: the others ran meanwhile
+		}
 		if err != nil {
 			if errors.Is(err, net.ErrClosed) {
 				return
 			}
 			continue
 		}
-		now := time.Now()
 		for i := range msgs[:n] {
 			ua, ok := msgs[i].Addr.(*net.UDPAddr)
 			if !ok || msgs[i].N == 0 {
@@ -337,10 +347,16 @@ func (s *leanSocket) readLoop() {
 			}
 			s.datagram(now, msgs[i].Buffers[0][:msgs[i].N], ua)
 		}
-		// A burst of every peer's datagrams would keep this goroutine
-		// reading for milliseconds, and a game loop whose time has come
-		// would wait for it on a busy server: let it run between batches.
-		runtime.Gosched()
+		// A burst of every peer's datagrams would keep the server's
+		// reader reading for milliseconds, and a game loop whose time has
+		// come would wait for it: let it run between batches, but not
+		// after every one (the reader would then wait behind every
+		// handshake's goroutines). A client's socket has one peer's
+		// datagrams, and its reader waits after nearly every one.
+		if t := time.Now(); s.server && t.Sub(held) > readHold {
+			runtime.Gosched()
+			held = t
+		}
 	}
 }
 
