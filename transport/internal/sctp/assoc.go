@@ -33,7 +33,7 @@ const (
 	maxGaps        = 64    // gap blocks reported in one SACK
 	maxDups        = 16
 	cookieLife     = 60 * time.Second
-	maxInitRetries = 8
+	maxInitRetries = 20 // about a minute of tries at MaxBackoff's default
 )
 
 // Config configures an association. Zero fields take the defaults.
@@ -57,6 +57,11 @@ type Config struct {
 	// RTOMin, RTOMax and RTOInitial bound the retransmission timeout
 	// (defaults 200 ms, 10 s, 1 s).
 	RTOMin, RTOMax, RTOInitial time.Duration
+	// MaxBackoff caps how far timeouts back the retransmission timer off
+	// (default 3 s, as libwebrtc sets its SCTP), though never under the
+	// timeout measured: after an outage, or through heavy loss while the
+	// association sets up, the next try is at most this far away.
+	MaxBackoff time.Duration
 	// MaxRetrans is how many consecutive retransmission timeouts end the
 	// association (default 10).
 	MaxRetrans int
@@ -89,6 +94,9 @@ func (c *Config) defaults() {
 	}
 	if c.RTOInitial <= 0 {
 		c.RTOInitial = time.Second
+	}
+	if c.MaxBackoff <= 0 {
+		c.MaxBackoff = 3 * time.Second
 	}
 	if c.MaxRetrans <= 0 {
 		c.MaxRetrans = 10

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 )
@@ -480,5 +481,52 @@ func TestCookieStateless(t *testing.T) {
 	}
 	if a.peerTag != 1234 || a.cumRecv != 98 {
 		t.Errorf("peer tag %d, cumulative TSN %d", a.peerTag, a.cumRecv)
+	}
+}
+
+// TestBackoffCapped: retransmission timeouts double up to MaxBackoff and
+// no further, both for INIT through a link that loses everything and for
+// reliable DATA that nothing acknowledges; the INITs go on for about a
+// minute before the association gives up.
+func TestBackoffCapped(t *testing.T) {
+	gaps := func(times []time.Time) []time.Duration {
+		var g []time.Duration
+		for i := 1; i < len(times); i++ {
+			g = append(g, times[i].Sub(times[i-1]).Round(10*time.Millisecond))
+		}
+		return g
+	}
+	want := []time.Duration{time.Second, 2 * time.Second, 3 * time.Second, 3 * time.Second, 3 * time.Second}
+
+	now := time.Unix(1000, 0)
+	a := New(Config{Client: true}, now)
+	var inits []time.Time
+	for range 7000 { // 70 s
+		a.Flush(now, func([]byte) { inits = append(inits, now) })
+		if closed, _ := a.Closed(); closed {
+			break
+		}
+		now = now.Add(10 * time.Millisecond)
+	}
+	if g := gaps(inits); len(g) < len(want) || !slices.Equal(g[:len(want)], want) || slices.Max(g) != 3*time.Second {
+		t.Errorf("INIT gaps %v, want %v then 3 s", g, want)
+	}
+	closed, err := a.Closed()
+	if took := inits[len(inits)-1].Sub(inits[0]); !closed || !errors.Is(err, ErrTimeout) || took < 50*time.Second || took > 65*time.Second {
+		t.Errorf("after %d INITs over %v: closed %v, %v; want a timeout after about a minute", len(inits), took, closed, err)
+	}
+
+	s, b := established(t)
+	_ = s
+	now = time.Unix(3000, 0)
+	b.SendOrdered(1, PPIDBinary, []byte("catch-up"))
+	var sends []time.Time
+	for range 2000 { // 20 s, and nothing comes back
+		b.Flush(now, func([]byte) { sends = append(sends, now) })
+		now = now.Add(10 * time.Millisecond)
+	}
+	g := gaps(sends)
+	if len(g) < 5 || slices.Max(g) > 3*time.Second || g[len(g)-1] != 3*time.Second {
+		t.Errorf("DATA retransmission gaps %v: want them doubling to 3 s and staying there", g)
 	}
 }

@@ -236,6 +236,12 @@ func (a *Assoc) giveUpAfter() time.Duration {
 	return max(2*a.srtt+4*a.rttvar, 50*time.Millisecond)
 }
 
+// backOff doubles the retransmission timeout after a timeout, up to
+// MaxBackoff (or the timeout measured, if longer) and RTOMax.
+func (a *Assoc) backOff() {
+	a.rto = min(2*a.rto, max(a.cfg.MaxBackoff, a.rtoBase), a.cfg.RTOMax)
+}
+
 // timers runs what is due at t.
 func (a *Assoc) timers(t time.Duration) {
 	if a.t1 != 0 && t >= a.t1 {
@@ -244,7 +250,7 @@ func (a *Assoc) timers(t time.Duration) {
 			a.close(ErrTimeout)
 			return
 		}
-		a.rto = min(2*a.rto, a.cfg.RTOMax)
+		a.backOff()
 		a.t1 = t + a.rto
 		switch a.st {
 		case stateCookieWait:
@@ -262,7 +268,7 @@ func (a *Assoc) timers(t time.Duration) {
 		a.ssthresh = max(a.cwnd/2, 4*a.cfg.MTU)
 		a.cwnd = a.cfg.MTU
 		a.pba = 0
-		a.rto = min(2*a.rto, a.cfg.RTOMax)
+		a.backOff()
 		a.t3 = t + a.rto
 		for k := a.outHead; k < len(a.out); k++ {
 			oc := &a.out[k]
