@@ -96,16 +96,11 @@ func lossMatch(stack transport.Stack, players int, d time.Duration, up, down udp
 	if _, err := srv.CreateRoom("loss", lockstep.Config{Players: players, Hz: 15}); err != nil {
 		return res, err
 	}
-	url, stopHTTP, err := harness.ServeHTTP(srv.Handler())
+	url, stop, err := harness.ServeEngine(srv)
 	if err != nil {
 		return res, err
 	}
-	defer stopHTTP()
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx) }()
-	defer func() { cancel(); <-served }()
+	defer stop()
 
 	type clientRun struct {
 		frames  []uint64 // a hash of each frame played, by number
@@ -127,7 +122,7 @@ func lossMatch(stack transport.Stack, players int, d time.Duration, up, down udp
 				runs[i].err = err
 				return
 			}
-			dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
+			dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
 			c, err := engine.Dial(dctx, url, ticket, &engine.ClientConfig{Stack: stack})
 			dcancel()
 			if err != nil {

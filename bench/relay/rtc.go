@@ -241,16 +241,12 @@ func runRelayRTC(n int, seconds float64, profile string) (*relayRun, error) {
 			return nil, err
 		}
 	}
-	url, stopHTTP, err := harness.ServeHTTP(srv.Handler())
+	url, stopServing, err := harness.ServeEngine(srv)
 	if err != nil {
 		srv.Shutdown(context.Background())
 		return nil, err
 	}
-	defer stopHTTP()
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { srv.Serve(ctx); close(served) }()
-	defer func() { cancel(); <-served }()
+	defer stopServing()
 
 	var tickets strings.Builder
 	for i := range n {
@@ -263,23 +259,15 @@ func runRelayRTC(n int, seconds float64, profile string) (*relayRun, error) {
 	}
 	tickets.WriteString("GO\n")
 
-	t0 := time.Now()
-	args := []string{"relay", "-url", url}
-	if profile != "" {
-		args = append(args, "-cpuprofile", profile+".bots") // the bots' process, over the same window
-	}
-	child, err := bots.StartChild(args, tickets.String())
+	child, join, err := bots.Launch([]string{"relay", "-url", url}, tickets.String(), n, profile)
 	if err != nil {
 		return nil, err
 	}
+	r.join = join
 	kill := func(err error) (*relayRun, error) {
 		child.Kill()
 		return nil, err
 	}
-	if err := child.WaitReady(2*time.Minute + time.Duration(n)*100*time.Millisecond); err != nil {
-		return nil, err
-	}
-	r.join = time.Since(t0)
 
 	frames := func() []int {
 		f := make([]int, len(rooms))

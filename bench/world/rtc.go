@@ -136,16 +136,12 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 		srv.Shutdown(context.Background())
 		return nil, err
 	}
-	url, stopHTTP, err := harness.ServeHTTP(srv.Handler())
+	url, stop, err := harness.ServeEngine(srv)
 	if err != nil {
 		srv.Shutdown(context.Background())
 		return nil, err
 	}
-	defer stopHTTP()
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { srv.Serve(ctx); close(served) }()
-	defer func() { cancel(); <-served }()
+	defer stop()
 
 	var tickets strings.Builder
 	for i := range o.players {
@@ -156,23 +152,15 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 		fmt.Fprintf(&tickets, "T %s %s\n", w.Name(), t)
 	}
 	tickets.WriteString("GO\n")
-	t0 := time.Now()
-	args := []string{"world", "-url", url, "-seed", strconv.FormatUint(o.seed, 10)}
-	if o.profile != "" {
-		args = append(args, "-cpuprofile", o.profile+".bots") // the bots' process, over the same window
-	}
-	child, err := bots.StartChild(args, tickets.String())
+	child, join, err := bots.Launch([]string{"world", "-url", url, "-seed", strconv.FormatUint(o.seed, 10)}, tickets.String(), o.players, o.profile)
 	if err != nil {
 		return nil, err
 	}
+	r.join = join
 	kill := func(err error) (*worldRTCRun, error) {
 		child.Kill()
 		return nil, err
 	}
-	if err := child.WaitReady(2*time.Minute + time.Duration(o.players)*100*time.Millisecond); err != nil {
-		return nil, err
-	}
-	r.join = time.Since(t0)
 	time.Sleep(time.Duration(o.warmup * float64(time.Second))) // every client learns its range
 	metricsURL := strings.TrimSuffix(url, "/") + engine.MetricsPath
 	m0, err := harness.ReadMetrics(metricsURL, worldTickMetric)

@@ -65,6 +65,26 @@ func StartChild(args []string, input string) (*Child, error) {
 	return c, nil
 }
 
+// Launch starts the bots' process with args and tickets (StartChild),
+// with "-cpuprofile profile.bots" when profile is set (the bots' profile
+// beside the server's), and waits for its players to join: up to two
+// minutes and 100 ms a player, on a loaded machine. It returns the
+// process and how long the joining took.
+func Launch(args []string, tickets string, players int, profile string) (*Child, time.Duration, error) {
+	if profile != "" {
+		args = append(args, "-cpuprofile", profile+".bots")
+	}
+	t0 := time.Now()
+	child, err := StartChild(args, tickets)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := child.WaitReady(2*time.Minute + time.Duration(players)*100*time.Millisecond); err != nil {
+		return nil, 0, err
+	}
+	return child, time.Since(t0), nil
+}
+
 // WaitReady waits up to limit for every bot to join; past it the process
 // is killed.
 func (c *Child) WaitReady(limit time.Duration) error {

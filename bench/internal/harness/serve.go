@@ -3,8 +3,11 @@
 package harness
 
 import (
+	"context"
 	"net"
 	"net/http"
+
+	"github.com/tongbu/tongbu/engine"
 )
 
 // ServeHTTP serves h on a fresh loopback port and returns its base URL
@@ -17,4 +20,18 @@ func ServeHTTP(h http.Handler) (string, func(), error) {
 	hs := &http.Server{Handler: h}
 	go hs.Serve(ln)
 	return "http://" + ln.Addr().String() + "/", func() { hs.Close() }, nil
+}
+
+// ServeEngine serves srv: its signaling with ServeHTTP, its connections
+// with Serve. It returns the base URL and a function that stops both and
+// waits for Serve to return.
+func ServeEngine(srv *engine.Server) (string, func(), error) {
+	url, stopHTTP, err := ServeHTTP(srv.Handler())
+	if err != nil {
+		return "", nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { srv.Serve(ctx); close(served) }()
+	return url, func() { cancel(); <-served; stopHTTP() }, nil
 }
