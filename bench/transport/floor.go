@@ -32,7 +32,7 @@ func startUDPFloor() (echoServer, error) {
 	var msgs atomic.Uint64
 	var mu sync.Mutex
 	var pending []ipv4.Message // read since the last tick
-	var spare []ipv4.Message    // sent, their one-buffer lists kept: a datagram allocates nothing
+	var spare []ipv4.Message   // sent, their one-buffer lists kept: a datagram allocates nothing
 	stop := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Add(2)
