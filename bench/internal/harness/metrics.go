@@ -52,7 +52,7 @@ func (h Histogram) Quantile(q float64) (v float64, over bool) {
 	var cum uint64
 	for i, c := range h.Counts {
 		if float64(cum+c) >= rank && c > 0 {
-			if i == len(h.Bounds) {
+			if i >= len(h.Bounds) { // the +Inf bucket (or a hand-made histogram's extra counts)
 				return h.Bounds[len(h.Bounds)-1], true
 			}
 			lo := 0.0

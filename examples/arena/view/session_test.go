@@ -237,7 +237,7 @@ func TestSessionSeats(t *testing.T) {
 	if got := s.seat(1); got != seatAway {
 		t.Fatalf("a gone player's seat %q, want %q", got, seatAway)
 	}
-	n.queue = append(n.queue, idleFrames(3, 1, 3)) // back: late, not gone
+	n.queue = append(n.queue, idleFrames(3, 1, 3)) // back: playing again
 	s.tick(time.Unix(0, 0), game.Input{})
 	if got := s.seat(1); got != seatPlaying {
 		t.Fatalf("a player back from away: seat %q, want playing", got)

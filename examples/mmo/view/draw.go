@@ -83,11 +83,11 @@ func (v *View) drawNames(dst *ebiten.Image, c *interest.Client, me *interest.Log
 	if v.cam.scale < 0.12 {
 		return
 	}
-	boxes := make([]box, 0, len(hud))
+	v.panelBoxes = v.panelBoxes[:0]
 	for _, p := range hud {
-		boxes = append(boxes, p.box())
+		v.panelBoxes = append(v.panelBoxes, p.box())
 	}
-	v.labels.reset(boxes...)
+	v.labels.reset(v.panelBoxes...)
 	v.named = v.named[:0]
 	c.Each(func(id interest.ID, e interest.View) {
 		if e.HasDisplay && e.Display.Name != "" {
@@ -111,7 +111,11 @@ func (v *View) drawNames(dst *ebiten.Image, c *interest.Client, me *interest.Log
 		x, y := v.smooth(&n.lg)
 		sx, sy := v.cam.toScreen(x, y)
 		tx, ty := int(sx)-len(n.name)*glyphW/2, int(sy)-r-glyphH-4
-		if v.labels.place(textBox(n.name, tx, ty, 1)) {
+		b := textBox(n.name, tx, ty, 1)
+		if b.x1 <= 0 || b.y1 <= 0 || b.x0 >= v.cam.w || b.y0 >= v.cam.h {
+			continue // off screen: it takes no place from the names on it
+		}
+		if v.labels.place(b) {
 			ebitenutil.DebugPrintAt(dst, n.name, tx, ty)
 		}
 	}

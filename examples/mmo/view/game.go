@@ -24,21 +24,22 @@ type View struct {
 	cam    camera
 	steer  steering
 
-	frame   int       // the client's frame, as last seen
-	frameAt time.Time // when the view saw it change, for smooth drawing
-	now     time.Time
-	effects []effect
-	err     error
-	errAt   time.Time
-	help    bool
-	strikes int           // strikes sent
-	struck  interest.ID   // the last strike's target
-	labels  labels        // this frame's name places
-	named   []namedEntity // this frame's names, in the order they are placed
-	panels  []hudPanel    // this frame's HUD
-	census  census
-	ticks   int64
-	draws   int64
+	frame      int       // the client's frame, as last seen
+	frameAt    time.Time // when the view saw it change, for smooth drawing
+	now        time.Time
+	effects    []effect
+	err        error
+	errAt      time.Time
+	help       bool
+	strikes    int           // strikes sent
+	struck     interest.ID   // the last strike's target
+	labels     labels        // this frame's name places
+	named      []namedEntity // this frame's names, in the order they are placed
+	panels     []hudPanel    // this frame's HUD
+	panelBoxes []box         // where its panels are, for the names to keep clear of
+	census     census
+	ticks      int64
+	draws      int64
 	// netTime is how long the last Net.Update took (in the offline mode,
 	// the whole world's frame); drawTime how long the last Draw took.
 	netTime, drawTime time.Duration
@@ -222,7 +223,7 @@ func (v *View) input(c *interest.Client, now time.Time) {
 	}
 	if inpututil.IsKeyJustPressed(ebiten.KeyF) {
 		if t := nearestNPC(c, me.Pos, int64(v.cfg.RegionSize)); t == 0 {
-			v.err, v.errAt = errNoTarget, now
+			v.fail(errNoTarget, now)
 		} else if err := c.Skill(world.SkillStrike, t); err != nil {
 			v.fail(err, now)
 		} else {

@@ -18,12 +18,11 @@ func (a box) overlaps(b box) bool {
 // textBox is where the debug font draws text at (x, y): its widest line
 // by its lines, plus pad on every side.
 func textBox(text string, x, y, pad int) box {
-	lines := strings.Split(strings.TrimRight(text, "\n"), "\n")
-	w := 0
-	for _, l := range lines {
-		w = max(w, len(l))
+	w, n := 0, 0
+	for l := range strings.Lines(strings.TrimRight(text, "\n")) {
+		w, n = max(w, len(strings.TrimSuffix(l, "\n"))), n+1
 	}
-	return box{x - pad, y - pad, x + w*glyphW + pad, y + len(lines)*glyphH + pad}
+	return box{x - pad, y - pad, x + w*glyphW + pad, y + max(n, 1)*glyphH + pad}
 }
 
 // labels hands out places for entity names on one drawn frame: a name is

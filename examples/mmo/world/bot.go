@@ -9,14 +9,13 @@ import (
 
 // Bot behaviour.
 const (
-	botRoam     = 3                // regions from home a bot wanders
-	botReach    = 3.0              // metres: how close a bot strikes from
-	botSight    = 1.5              // regions: how far a bot looks for prey
-	botHits     = 6                // strikes before a bot gives up on a target
-	botFight    = 0.35             // chance a rested bot picks a fight
-	botJump     = 0.05             // chance a bot jumps when it decides
-	skillStrike = SkillStrike      // the bots' skill
-	botGiveUp   = 15 * time.Second // chase time before a bot gives up
+	botRoam   = 3                // regions from home a bot wanders
+	botReach  = 3.0              // metres: how close a bot strikes from
+	botSight  = 1.5              // regions: how far a bot looks for prey
+	botHits   = 6                // strikes before a bot gives up on a target
+	botFight  = 0.35             // chance a rested bot picks a fight
+	botJump   = 0.05             // chance a bot jumps when it decides
+	botGiveUp = 15 * time.Second // chase time before a bot gives up
 )
 
 // bot is a player played by the demo through its own interest.Client.
@@ -136,7 +135,7 @@ func (d *Demo) fight(b *bot, me *interest.Logic, f int) bool {
 	if me.Moving() {
 		d.move(b, me.Pos, 0)
 	}
-	if err := b.c.Skill(skillStrike, b.target); err != nil {
+	if err := b.c.Skill(SkillStrike, b.target); err != nil {
 		b.next = f + 1
 		return true
 	}
