@@ -109,3 +109,44 @@ func TestOnAction(t *testing.T) {
 		}
 	})
 }
+
+// TestOnActionAfterPacket: the hook hears a packet's actions after the
+// world has applied the whole packet, so a hook that despawns the sender
+// (and a spawn that takes its ID again) leaves no later command of that
+// packet running into a dead entity; the world ticks on.
+func TestOnActionAfterPacket(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, harnessOptions{cfg: testConfig(), players: 2, npcs: 50, seed: 4})
+		h.run(2*time.Second, false)
+		p := h.players[0]
+		heard := 0
+		me, _ := p.c.Self()
+		dest := Vec{X: me.Pos.X + 64, Y: me.Pos.Y}
+		h.w.OnAction(func(a Action) {
+			heard++
+			lg, ok := h.w.Logic(a.Player)
+			if !ok {
+				t.Fatal("the hook: the sender is gone before it heard its action")
+			}
+			if lg.Dest != dest {
+				t.Errorf("the hook heard the jump before the packet's move was applied: dest %v, want %v", lg.Dest, dest)
+			}
+			if err := h.w.Despawn(a.Player); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.w.Spawn(NPC, Logic{Pos: lg.Pos, Dest: lg.Pos, Life: 100}, Display{}); err != nil {
+				t.Fatal(err)
+			}
+		})
+		if err := p.c.Jump(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.c.Move(dest, 8); err != nil { // in the same packet
+			t.Fatal(err)
+		}
+		h.run(2*time.Second, false)
+		if heard != 1 {
+			t.Errorf("the hook heard %d actions, want the jump", heard)
+		}
+	})
+}

@@ -120,6 +120,13 @@ func (o *observer) deliver(w *World, e *entity, msg []byte) error {
 	if len(u.display) > 0 {
 		o.displays(w, u.display, failReq)
 	}
+	// The game hears the packet's actions once the world is done with
+	// the packet: its hook may despawn the sender or move it, which the
+	// packet's later commands must not run into.
+	for _, a := range w.actions {
+		w.onAction(a)
+	}
+	w.actions = w.actions[:0]
 	return firstErr
 }
 
@@ -303,14 +310,16 @@ type Action struct {
 
 // OnAction sets f to be called for every action a player's client sends
 // that the world accepts, as Deliver or DeliverAll hands it over, on the
-// goroutine that called them: this is where a game server resolves a
-// player's skills. f may call the world's methods (Update, Place, Move,
-// Skill, ...). A nil f removes the hook. Actions the server makes itself
-// (World.Jump, Skill, Custom) do not call it.
+// goroutine that called them, once the world has applied the rest of the
+// packet: this is where a game server resolves a player's skills. f may
+// call the world's methods (Update, Place, Move, Skill, Despawn, ...) but
+// Deliver and DeliverAll. A nil f removes the hook. Actions the server
+// makes itself (World.Jump, Skill, Custom) do not call it.
 func (w *World) OnAction(f func(Action)) { w.onAction = f }
 
+// acted keeps a for the hook, which hears it after the packet.
 func (w *World) acted(a Action) {
 	if w.onAction != nil {
-		w.onAction(a)
+		w.actions = append(w.actions, a)
 	}
 }

@@ -113,6 +113,7 @@ type World struct {
 	waiting  []bool
 	pend     []pending
 	onAction func(Action) // World.OnAction
+	actions  []Action     // the packet's, for onAction after it
 	obs      []*observer
 	cross    []ID // entities that crossed a border this frame
 
