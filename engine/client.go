@@ -278,7 +278,8 @@ func (c *Client) deliver(now time.Time, msg []byte) {
 // Seats returns what each slot of a lockstep room holds (open, playing,
 // late or gone), as of the room's latest word, which comes when a seat
 // changes and every few seconds; nil before the first, and in a world.
-// The slice is valid until the next Update or Receive.
+// Each message brings a new slice: keep it as long as you like, but do
+// not change it.
 func (c *Client) Seats() []Seat { return c.seats }
 
 // Flush sends the mode's uplink packet now: call it right after an input

@@ -37,8 +37,7 @@ func TestSeats(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		// run plays the clients whose run flag is set for d, and returns
-		// what each client last heard of the seats.
+		// run plays the clients whose run flag is set for d.
 		run := func(d time.Duration, playing ...bool) {
 			for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(16 * time.Millisecond) {
 				now := time.Now()
@@ -76,7 +75,8 @@ func TestSeats(t *testing.T) {
 		run(3*time.Second, true, false)
 		want(cs[0], SeatPlaying, SeatGone, SeatOpen)
 
-		// A bad seats message is dropped and counted; the seats stay.
+		// The reader refuses a cut-off seats message and another kind of
+		// message (the client then drops it and keeps its seats).
 		bad := appendSeats(nil, []Seat{SeatPlaying, SeatGone, SeatOpen})
 		bad = bad[:1] // the count cut off
 		if _, err := readSeats(bad, nil); err == nil {

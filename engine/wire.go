@@ -206,7 +206,7 @@ func (s Seat) String() string {
 	return fmt.Sprintf("seat(%d)", s)
 }
 
-// appendSeats writes the seats message (SPEC.md section 9.4): a count,
+// appendSeats writes the seats message (SPEC.md section 9.2): a count,
 // then 2 bits a seat.
 func appendSeats(dst []byte, seats []Seat) []byte {
 	w := codec.NewWriter(dst)

@@ -79,9 +79,9 @@ func copyWasmExec(ctx context.Context, goCmd, dir string) error {
 	return os.WriteFile(filepath.Join(dir, "wasm_exec.js"), src, 0o644)
 }
 
-// brotliQuality is the brotli level Build uses: on a 25 MB client it
-// takes about as long as gzip's best, which runs beside it, for a file
-// a fifth smaller (levels 10 and 11 take minutes).
+// brotliQuality is the brotli level Build uses: the demo's pages come to
+// 4.4 MB with it against 5.4 with gzip's best (levels 10 and 11 switch to
+// brotli's far slower optimal parsing).
 const brotliQuality = 9
 
 // compressFiles writes path.gz and path.br, path compressed with gzip at
