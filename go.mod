@@ -15,6 +15,7 @@ require (
 	github.com/pion/webrtc/v4 v4.2.20
 	github.com/pkg/errors v0.9.1
 	golang.org/x/net v0.57.0
+	golang.org/x/sys v0.47.0
 )
 
 require (
@@ -33,6 +34,5 @@ require (
 	github.com/pion/turn/v5 v5.1.0 // indirect
 	github.com/wlynxg/anet v0.0.5 // indirect
 	golang.org/x/crypto v0.55.0 // indirect
-	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )

@@ -27,6 +27,11 @@ type ClientConfig struct {
 	// Stack chooses the native WebRTC implementation (default
 	// transport.StackLean); the browser uses its own.
 	Stack transport.Stack
+	// SharedSocket lets this process's clients of a loopback server share
+	// one UDP socket, each from its own 127.x.y.z address: for load
+	// generators that run thousands of players in one process (Linux;
+	// see transport.ClientConfig.SharedSocket).
+	SharedSocket bool
 	// Logger receives the client's logs (default: discarded).
 	Logger *slog.Logger
 }
@@ -91,6 +96,7 @@ func Dial(ctx context.Context, url, ticket string, cfg *ClientConfig) (*Client, 
 		IncludeLoopback: cfg.IncludeLoopback,
 		Limits:          cfg.Limits,
 		Stack:           cfg.Stack,
+		SharedSocket:    cfg.SharedSocket,
 		Logger:          cfg.Logger,
 	})
 	if err != nil {

@@ -33,6 +33,14 @@ type ClientConfig struct {
 	// URL reaches a loopback candidate). In the browser, the browser's
 	// own stack is used whatever this says.
 	Stack Stack
+	// SharedSocket lets the lean clients of this process that dial a
+	// loopback server over IPv4 share one UDP socket, each sending from
+	// an address of its own in 127.0.0.0/8, so that one reader and one
+	// batched writer serve them all. It is for load generators and tests
+	// that run thousands of clients in one process: on their own sockets
+	// each datagram costs a wake-up and a system call. Linux only: Dial
+	// fails with it elsewhere. Other clients keep their own sockets.
+	SharedSocket bool
 	// Logger receives the client's logs (default: discarded).
 	Logger *slog.Logger
 }

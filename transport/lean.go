@@ -238,8 +238,9 @@ func (w *batchWriter) buf() []byte {
 	return w.bufs[w.n][:0]
 }
 
-// commit queues b, the buffer buf returned, for addr on sock.
-func (w *batchWriter) commit(sock *leanSocket, addr *net.UDPAddr, b []byte) {
+// commit queues b, the buffer buf returned, for addr on sock; oob is the
+// sender's control message (its source address on a shared socket), or nil.
+func (w *batchWriter) commit(sock *leanSocket, addr *net.UDPAddr, oob, b []byte) {
 	if w.sock != sock && w.n > 0 {
 		w.send()
 		n := copy(w.bufs[0][:cap(w.bufs[0])], b) // buf's slice is reused: keep b
@@ -247,7 +248,7 @@ func (w *batchWriter) commit(sock *leanSocket, addr *net.UDPAddr, b []byte) {
 	}
 	w.sock = sock
 	m := &w.msgs[w.n]
-	m.Buffers[0], m.Addr = b, addr
+	m.Buffers[0], m.Addr, m.OOB = b, addr, oob
 	w.n++
 	if w.n == writeBatch {
 		w.send()
@@ -263,22 +264,26 @@ func (w *batchWriter) send() {
 		sent += n
 	}
 	for i := range w.msgs[:w.n] {
-		w.msgs[i].Buffers[0], w.msgs[i].Addr = nil, nil
+		w.msgs[i].Buffers[0], w.msgs[i].Addr, w.msgs[i].OOB = nil, nil, nil
 	}
 	w.n = 0
 }
 
-// leanSocket is one UDP socket and its reader.
+// leanSocket is one UDP socket and its reader: the server's, one
+// client's, or the clients' shared socket (see ClientConfig.SharedSocket).
 type leanSocket struct {
 	ep     *leanEndpoint
 	conn   *net.UDPConn
 	batch  *ipv4.PacketConn
 	server bool
-	client *leanPeer // a client's socket serves one peer
+	client *leanPeer // a client's own socket serves one peer
+	shared bool      // many clients, each at its own local address
 
 	mu      sync.RWMutex
 	byAddr  map[netip.AddrPort]*leanPeer
 	byUfrag map[string]*leanPeer
+	byLocal map[netip.Addr]*leanPeer // a shared socket's clients
+	next    uint32                   // the shared socket's next local address
 
 	stunMsg stun.Message // the reader's
 	stunOut stun.Message
@@ -296,8 +301,21 @@ func newLeanSocket(ep *leanEndpoint, conn *net.UDPConn, server bool) *leanSocket
 	return s
 }
 
+// newSharedSocket serves the clients of a shared socket, each at its own
+// local address (the control message IP_PKTINFO is on for conn).
+func newSharedSocket(ep *leanEndpoint, conn *net.UDPConn) *leanSocket {
+	s := &leanSocket{ep: ep, conn: conn, batch: ipv4.NewPacketConn(conn), shared: true,
+		byLocal: map[netip.Addr]*leanPeer{}}
+	ep.wg.Add(1)
+	go s.readLoop()
+	return s
+}
+
 func (s *leanSocket) forget(p *leanPeer) {
 	s.mu.Lock()
+	if p.local.IsValid() && s.byLocal[p.local] == p {
+		delete(s.byLocal, p.local)
+	}
 	if s.byUfrag[p.ufrag] == p {
 		delete(s.byUfrag, p.ufrag)
 	}
@@ -308,6 +326,9 @@ func (s *leanSocket) forget(p *leanPeer) {
 }
 
 func (s *leanSocket) rebind(p *leanPeer, old, ap netip.AddrPort) {
+	if s.shared {
+		return // its clients are found by their local address
+	}
 	s.mu.Lock()
 	if s.byAddr[old] == p {
 		delete(s.byAddr, old)
@@ -318,15 +339,19 @@ func (s *leanSocket) rebind(p *leanPeer, old, ap netip.AddrPort) {
 
 func (s *leanSocket) readLoop() {
 	defer s.ep.wg.Done()
-	// A client's socket carries one peer's datagrams, a few a tick: a
-	// smaller batch, for load generators that hold thousands of them.
+	// A client's own socket carries one peer's datagrams, a few a tick:
+	// a smaller batch, for load generators that hold thousands of them.
+	many := s.server || s.shared
 	batch := readBatch
-	if !s.server {
+	if !many {
 		batch = clientReadBatch
 	}
 	msgs := make([]ipv4.Message, batch)
 	for i := range msgs {
 		msgs[i].Buffers = [][]byte{make([]byte, bufSize)}
+		if s.shared {
+			msgs[i].OOB = ipv4.NewControlMessage(ipv4.FlagDst)
+		}
 	}
 	// Packing a batch for recvmmsg costs for every message asked, not
 	// only those that come: ask for twice what the last read brought, so
@@ -352,7 +377,13 @@ func (s *leanSocket) readLoop() {
 			if !ok || msgs[i].N == 0 {
 				continue
 			}
-			s.datagram(now, msgs[i].Buffers[0][:msgs[i].N], ua)
+			var dst netip.Addr
+			if s.shared {
+				if dst, ok = pktinfoDst(msgs[i].OOB[:msgs[i].NN]); !ok {
+					continue
+				}
+			}
+			s.datagram(now, msgs[i].Buffers[0][:msgs[i].N], ua, dst)
 		}
 		// A burst of every peer's datagrams would keep the server's
 		// reader reading for milliseconds, and a game loop whose time has
@@ -360,7 +391,7 @@ func (s *leanSocket) readLoop() {
 		// after every one (the reader would then wait behind every
 		// handshake's goroutines). A client's socket has one peer's
 		// datagrams, and its reader waits after nearly every one.
-		if t := time.Now(); s.server && t.Sub(held) > readHold {
+		if t := time.Now(); many && t.Sub(held) > readHold {
 			runtime.Gosched()
 			held = t
 		}
@@ -368,16 +399,34 @@ func (s *leanSocket) readLoop() {
 }
 
 // datagram routes one datagram by its first byte (RFC 7983): STUN to
-// ICE, DTLS to the peer of its address; the rest is dropped.
-func (s *leanSocket) datagram(now time.Time, b []byte, ua *net.UDPAddr) {
+// ICE, DTLS to the peer of its address; the rest is dropped. On a shared
+// socket the peer is the one at dst, the datagram's local address, and
+// the datagram must come from that peer's server.
+func (s *leanSocket) datagram(now time.Time, b []byte, ua *net.UDPAddr, dst netip.Addr) {
 	ap := netip.AddrPortFrom(ua.AddrPort().Addr().Unmap(), ua.AddrPort().Port())
+	var local *leanPeer
+	if s.shared {
+		s.mu.RLock()
+		local = s.byLocal[dst]
+		s.mu.RUnlock()
+		if local == nil {
+			return
+		}
+	}
 	switch {
 	case b[0] < 4:
-		s.stunPacket(b, ap)
+		s.stunPacket(b, ap, local)
 	case b[0] >= 20 && b[0] <= 63:
-		s.mu.RLock()
-		p := s.byAddr[ap]
-		s.mu.RUnlock()
+		p := local
+		if s.shared {
+			if ap != p.remoteAddr() {
+				p = nil
+			}
+		} else {
+			s.mu.RLock()
+			p = s.byAddr[ap]
+			s.mu.RUnlock()
+		}
 		if p != nil {
 			p.datagram(now, b)
 			p.handOver()
@@ -388,7 +437,8 @@ func (s *leanSocket) datagram(now time.Time, b []byte, ua *net.UDPAddr) {
 // stunPacket answers an authenticated binding request (the server, ICE
 // lite) or takes a binding response (a client). Anything else, and
 // anything that fails its integrity check, is dropped without a trace.
-func (s *leanSocket) stunPacket(b []byte, ap netip.AddrPort) {
+// local is the client a shared socket's datagram is for.
+func (s *leanSocket) stunPacket(b []byte, ap netip.AddrPort, local *leanPeer) {
 	m := &s.stunMsg
 	m.Raw = append(m.Raw[:0], b...)
 	if err := m.Decode(); err != nil {
@@ -396,9 +446,14 @@ func (s *leanSocket) stunPacket(b []byte, ap netip.AddrPort) {
 	}
 	switch m.Type {
 	case stun.BindingRequest:
-		s.bindingRequest(m, ap)
+		if s.server {
+			s.bindingRequest(m, ap)
+		}
 	case stun.BindingSuccess:
-		if s.client != nil {
+		switch {
+		case local != nil:
+			local.bindingResponse(m, ap)
+		case s.client != nil:
 			s.client.bindingResponse(m, ap)
 		}
 	}
@@ -441,4 +496,14 @@ func (s *leanSocket) bindingRequest(m *stun.Message, ap netip.AddrPort) {
 		return
 	}
 	s.conn.WriteToUDPAddrPort(out.Raw, ap)
+}
+
+// writeTo sends one datagram to ap now, from oob's source address when
+// oob is set (a shared socket's client).
+func (s *leanSocket) writeTo(b []byte, ap netip.AddrPort, oob []byte) (int, error) {
+	if oob != nil {
+		n, _, err := s.conn.WriteMsgUDPAddrPort(b, oob, ap)
+		return n, err
+	}
+	return s.conn.WriteToUDPAddrPort(b, ap)
 }

@@ -18,8 +18,8 @@ import (
 )
 
 // The lean clients of a process share one endpoint (one flusher and one
-// certificate); each has its own socket, so that the server tells them
-// apart by address.
+// certificate); each has its own socket, or its own address on the shared
+// socket, so that the server tells them apart by address.
 var (
 	clientEPOnce sync.Once
 	clientEP     *leanEndpoint
@@ -72,19 +72,31 @@ func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc
 	if target.Addr().Is6() {
 		network = "udp6"
 	}
-	udp, err := net.ListenUDP(network, nil)
-	if err != nil {
-		return nil, fmt.Errorf("transport: client socket: %w", err)
-	}
-	sock := newLeanSocket(ep, udp, false)
-	sock.client = p
-	p.sock = sock
 	p.rap = target
 	p.raddr = net.UDPAddrFromAddrPort(target)
 	done := make(chan struct{})
-	p.onClose = func(*leanPeer) { udp.Close(); close(done) }
+	if cfg.SharedSocket && target.Addr().Is4() && target.Addr().IsLoopback() {
+		sock, err := sharedClientSocket(ep)
+		if err == nil {
+			err = sock.attach(p)
+		}
+		if err != nil {
+			return nil, err
+		}
+		p.sock = sock
+		p.onClose = func(*leanPeer) { close(done) }
+	} else {
+		udp, err := net.ListenUDP(network, nil)
+		if err != nil {
+			return nil, fmt.Errorf("transport: client socket: %w", err)
+		}
+		sock := newLeanSocket(ep, udp, false)
+		sock.client = p
+		p.sock = sock
+		p.onClose = func(*leanPeer) { udp.Close(); close(done) }
+	}
 	if !ep.add(p) {
-		udp.Close()
+		p.closeWith(ErrClosed)
 		return nil, ErrClosed
 	}
 	p.mu.Lock()
@@ -152,7 +164,7 @@ func (p *leanPeer) sendCheck(now time.Time) {
 	if err != nil {
 		return
 	}
-	p.sock.conn.WriteToUDPAddrPort(m.Raw, p.rap)
+	p.sock.writeTo(m.Raw, p.rap, p.oob)
 	p.deadline.Store(now.Add(iceInterval).UnixNano())
 }
 

@@ -57,8 +57,8 @@ func FuzzLeanDatagram(f *testing.F) {
 			return
 		}
 		now := time.Now()
-		sock.datagram(now, bytes.Clone(b), from(victim))
-		sock.datagram(now, bytes.Clone(b), net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.9:9")))
+		sock.datagram(now, bytes.Clone(b), from(victim), netip.Addr{})
+		sock.datagram(now, bytes.Clone(b), net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.9:9")), netip.Addr{})
 		victim.mu.Lock()
 		var sealed []byte
 		if victim.ciph != nil {
@@ -66,7 +66,7 @@ func FuzzLeanDatagram(f *testing.F) {
 		}
 		victim.mu.Unlock()
 		if sealed != nil {
-			sock.datagram(now, sealed, from(victim))
+			sock.datagram(now, sealed, from(victim), netip.Addr{})
 		}
 		// And straight to the channels, as SCTP delivers a message.
 		vp := victimSrv.(*leanPeer)
@@ -77,7 +77,7 @@ func FuzzLeanDatagram(f *testing.F) {
 		var m stun.Message
 		m.Raw = b
 		if m.Decode() == nil {
-			sock.stunPacket(b, netip.MustParseAddrPort("127.0.0.9:9"))
+			sock.stunPacket(b, netip.MustParseAddrPort("127.0.0.9:9"), nil)
 		}
 		for {
 			if _, ok := victimSrv.TryReceive(); !ok {

@@ -17,7 +17,8 @@ import (
 // close_notify must not reach the peer, whose connection goes on), and
 // the last flight written is kept, to answer a peer that did not get it.
 type hsConn struct {
-	sock  *net.UDPConn
+	sock  *leanSocket
+	oob   []byte // the source address of a shared socket's client
 	local net.Addr
 	raddr *net.UDPAddr
 	rap   netip.AddrPort
@@ -33,8 +34,8 @@ type hsConn struct {
 	once      sync.Once
 }
 
-func newHSConn(sock *net.UDPConn, raddr *net.UDPAddr) *hsConn {
-	return &hsConn{sock: sock, local: sock.LocalAddr(), raddr: raddr, rap: raddr.AddrPort(),
+func newHSConn(sock *leanSocket, raddr *net.UDPAddr, oob []byte) *hsConn {
+	return &hsConn{sock: sock, oob: oob, local: sock.conn.LocalAddr(), raddr: raddr, rap: raddr.AddrPort(),
 		in: make(chan []byte, 32), poke: make(chan struct{}, 1), closed: make(chan struct{})}
 }
 
@@ -110,7 +111,7 @@ func (c *hsConn) WriteTo(b []byte, _ net.Addr) (int, error) {
 		return 0, net.ErrClosed
 	default:
 	}
-	return c.sock.WriteToUDPAddrPort(b, c.rap)
+	return c.sock.writeTo(b, c.rap, c.oob)
 }
 
 func (c *hsConn) Close() error {

@@ -53,6 +53,10 @@ type leanPeer struct {
 	ep     *leanEndpoint
 	sock   *leanSocket
 	client bool // the ICE controlling side, which sends SCTP's INIT
+	// local and oob: a shared socket's client sends from its own local
+	// address, named in each datagram's control message (IP_PKTINFO).
+	local netip.Addr
+	oob   []byte
 	// dtlsClient: this side starts the DTLS handshake (setup active).
 	dtlsClient bool
 	ufrag      string // this side's ICE credentials
@@ -107,6 +111,13 @@ func randToken(n int) string {
 }
 
 func (p *leanPeer) isOpen() bool { return p.opened.Load() }
+
+// remoteAddr is the peer's address.
+func (p *leanPeer) remoteAddr() netip.AddrPort {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.rap
+}
 
 // inICE reports whether no authenticated ICE check has arrived yet.
 func (p *leanPeer) inICE() bool {
@@ -212,7 +223,7 @@ func (p *leanPeer) closeWith(reason error) {
 			hs.Close()
 		}
 		for _, b := range bye {
-			p.sock.conn.WriteToUDPAddrPort(b, rap)
+			p.sock.writeTo(b, rap, p.oob)
 		}
 		close(p.done)
 		p.in.clear()
@@ -238,7 +249,7 @@ func (p *leanPeer) bind(ap netip.AddrPort) {
 	start := p.phase == phaseICE
 	if start {
 		p.phase = phaseDTLS
-		p.hs = newHSConn(p.sock.conn, p.raddr)
+		p.hs = newHSConn(p.sock, p.raddr, p.oob)
 	}
 	hs := p.hs
 	p.mu.Unlock()
@@ -416,7 +427,7 @@ func (p *leanPeer) records(now time.Time, b []byte) {
 				p.flightSent++
 				p.flightAt = now
 				for _, f := range p.flight {
-					p.sock.conn.WriteToUDPAddrPort(f, p.rap)
+					p.sock.writeTo(f, p.rap, p.oob)
 				}
 			}
 		}
@@ -554,7 +565,7 @@ func (p *leanPeer) flush(now time.Time, w *batchWriter) {
 		return
 	}
 	p.assoc.Flush(now, func(pkt []byte) {
-		w.commit(p.sock, p.raddr, p.ciph.Seal(w.buf(), record.ApplicationData, pkt))
+		w.commit(p.sock, p.raddr, p.oob, p.ciph.Seal(w.buf(), record.ApplicationData, pkt))
 	})
 	close := p.settle()
 	p.mu.Unlock()

@@ -193,7 +193,7 @@ func TestLeanStrangers(t *testing.T) {
 	// the socket as the kernel would hand them over.
 	from := peerAddr(servers[0])
 	for range 200 {
-		s.lean.sock.datagram(time.Now(), forger.Seal(nil, record.ApplicationData, []byte("forged")), from)
+		s.lean.sock.datagram(time.Now(), forger.Seal(nil, record.ApplicationData, []byte("forged")), from, netip.Addr{})
 	}
 	stranger.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 	if n, _, err := stranger.ReadFromUDPAddrPort(make([]byte, 1500)); err == nil {
@@ -230,7 +230,7 @@ func TestLeanFlood(t *testing.T) {
 		flooder.mu.Lock()
 		rec := flooder.ciph.Seal(nil, record.Alert, []byte{1, 99})
 		flooder.mu.Unlock()
-		s.lean.sock.datagram(time.Now(), rec, from)
+		s.lean.sock.datagram(time.Now(), rec, from, netip.Addr{})
 	}
 	if err := servers[0].(*leanPeer).Err(); !errors.Is(err, errFlood) {
 		t.Fatalf("the flooder: %v, want cut off for flooding", err)

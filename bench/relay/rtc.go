@@ -127,7 +127,7 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 	fmt.Fprintf(out, "relay over WebRTC: rooms of %d at %d Hz, the server in this process (GOMAXPROCS=1, one room worker),\n", relayRoomSize, relayHz)
 	fmt.Fprintf(out, "bots in a second process (every bot sends one %d-byte input a frame), %gs measured after all joined\n\n", bots.RelayInputBytes, o.seconds)
 	if !o.find {
-		r, err := runRelayRTC(o.players, o.seconds, o.profile)
+		r, err := runRelayRTC(o.players, o.seconds, o.profile, o.ownSock)
 		if err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 	var runs []*relayRun
 	var best *relayRun
 	try := func(n int) bool {
-		r, err := runRelayRTC(n, o.seconds, "")
+		r, err := runRelayRTC(n, o.seconds, "", o.ownSock)
 		if err != nil {
 			fmt.Fprintf(out, "%d players: failed: %v\n", n, err)
 			return false
@@ -224,7 +224,7 @@ func printRelayRuns(out io.Writer, runs []*relayRun) {
 
 // runRelayRTC runs the server with n players' rooms, starts the bots'
 // process with their tickets on its stdin, and measures the window.
-func runRelayRTC(n int, seconds float64, profile string) (*relayRun, error) {
+func runRelayRTC(n int, seconds float64, profile string, ownSock bool) (*relayRun, error) {
 	r := &relayRun{players: n}
 	secret := make([]byte, 32)
 	rand.Read(secret)
@@ -259,7 +259,7 @@ func runRelayRTC(n int, seconds float64, profile string) (*relayRun, error) {
 	}
 	tickets.WriteString("GO\n")
 
-	child, join, err := bots.Launch([]string{"relay", "-url", url}, tickets.String(), n, profile)
+	child, join, err := bots.Launch([]string{"relay", "-url", url, "-shared=" + strconv.FormatBool(!ownSock)}, tickets.String(), n, profile)
 	if err != nil {
 		return nil, err
 	}

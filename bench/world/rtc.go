@@ -152,7 +152,7 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 		fmt.Fprintf(&tickets, "T %s %s\n", w.Name(), t)
 	}
 	tickets.WriteString("GO\n")
-	child, join, err := bots.Launch([]string{"world", "-url", url, "-seed", strconv.FormatUint(o.seed, 10)}, tickets.String(), o.players, o.profile)
+	child, join, err := bots.Launch([]string{"world", "-url", url, "-seed", strconv.FormatUint(o.seed, 10), "-shared=" + strconv.FormatBool(!o.ownSock)}, tickets.String(), o.players, o.profile)
 	if err != nil {
 		return nil, err
 	}

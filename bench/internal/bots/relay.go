@@ -77,6 +77,7 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 	loops := fs.Int("loops", 4, "goroutines playing the bots")
 	grace := fs.Duration("grace", time.Second, "play on after STOP for the last frames to arrive")
 	profile := fs.String("cpuprofile", "", "write this process's CPU profile from READY to STOP to this file")
+	shared := fs.Bool("shared", true, "the bots share one UDP socket, each from its own loopback address (else a socket each)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -90,7 +91,7 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 	var bots flock[*relayBot]
 	bots.start(*loops, *tickHz)
 	defer bots.end()
-	if err := dialAll(*url, tickets, *dialers, func(i int, c *engine.Client) {
+	if err := dialAll(*url, tickets, *dialers, *shared, func(i int, c *engine.Client) {
 		bots.add(&relayBot{c: c, room: rooms[i]})
 	}); err != nil {
 		return err
@@ -169,11 +170,12 @@ func readTickets(sc *bufio.Scanner) (targets, tickets []string, err error) {
 	return targets, tickets, nil
 }
 
-// dialAll dials a bot for every ticket, dialers at a time, and hands each
-// to joined as it connects (from the dialing goroutines). No retry: the
+// dialAll dials a bot for every ticket, dialers at a time (on the shared
+// client socket when shared), and hands each to joined as it connects
+// (from the dialing goroutines). No retry: the
 // ticket is spent at signaling even when the server answers 429 (too many
 // handshakes), so dialers stays under that limit.
-func dialAll(url string, tickets []string, dialers int, joined func(i int, c *engine.Client)) error {
+func dialAll(url string, tickets []string, dialers int, shared bool, joined func(i int, c *engine.Client)) error {
 	sem := make(chan struct{}, max(dialers, 1))
 	var wg sync.WaitGroup
 	var errMu sync.Mutex
@@ -186,7 +188,7 @@ func dialAll(url string, tickets []string, dialers int, joined func(i int, c *en
 			defer func() { <-sem }()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a loaded machine is slow
 			defer cancel()
-			c, err := engine.Dial(ctx, url, tickets[i], &engine.ClientConfig{IncludeLoopback: true, Limits: RelayLimits})
+			c, err := engine.Dial(ctx, url, tickets[i], &engine.ClientConfig{IncludeLoopback: true, Limits: RelayLimits, SharedSocket: shared})
 			if err != nil {
 				errMu.Lock()
 				dialErr = errors.Join(dialErr, fmt.Errorf("bot %d: %w", i, err))

@@ -42,6 +42,7 @@ func runWorldBots(args []string, in io.Reader, out io.Writer) error {
 	loops := fs.Int("loops", 4, "goroutines playing the bots")
 	seed := fs.Uint64("seed", 1, "random seed of the bots' walks")
 	profile := fs.String("cpuprofile", "", "write this process's CPU profile from READY to STOP to this file")
+	shared := fs.Bool("shared", true, "the bots share one UDP socket, each from its own loopback address (else a socket each)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -54,7 +55,7 @@ func runWorldBots(args []string, in io.Reader, out io.Writer) error {
 	var bots flock[*worldBot]
 	bots.start(*loops, 16) // the world's rate
 	defer bots.end()
-	if err := dialAll(*url, tickets, *dialers, func(i int, c *engine.Client) {
+	if err := dialAll(*url, tickets, *dialers, *shared, func(i int, c *engine.Client) {
 		b := &worldBot{c: c, rng: rand.New(rand.NewPCG(*seed, uint64(i))), next: time.Now().Add(time.Duration(i%4000) * time.Millisecond)}
 		bots.add(b)
 	}); err != nil {
