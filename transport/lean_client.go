@@ -31,9 +31,15 @@ func leanClientEndpoint(lim Limits) (*leanEndpoint, error) {
 	return clientEP, clientEPErr
 }
 
-// iceInterval is how often a lean client repeats its binding request
-// until the server answers.
-const iceInterval = 50 * time.Millisecond
+// A lean client resends its binding request until the server answers:
+// first after iceInterval, then after twice the last wait, up to
+// iceMaxInterval. Every resend is the same STUN transaction (RFC 8489,
+// 6.2.1), so the answer to any of them is taken: a server further than
+// one interval away answers a request the client has resent since.
+const (
+	iceInterval    = 50 * time.Millisecond
+	iceMaxInterval = 500 * time.Millisecond
+)
 
 // dialLean is Dial over the lean stack: the client's half of the same
 // state machines, for load generators that drive thousands of peers.
@@ -145,27 +151,31 @@ func randUint63() uint64 {
 }
 
 // sendCheck sends the client's ICE binding request (controlling, with
-// USE-CANDIDATE: the server is ICE lite); p.mu is held.
+// USE-CANDIDATE: the server is ICE lite), the same one each time; p.mu
+// is held.
 func (p *leanPeer) sendCheck(now time.Time) {
 	if p.phase != phaseICE || p.iceTries > int(p.lim.HandshakeTimeout/iceInterval) {
 		return
 	}
-	p.iceTries++
-	p.iceAt = now
-	rand.Read(p.iceTx[:])
-	var tie [8]byte
-	rand.Read(tie[:])
-	m, err := stun.Build(stun.NewTransactionIDSetter(p.iceTx), stun.BindingRequest,
-		stun.NewUsername(p.remote.ufrag+":"+p.ufrag),
-		stun.RawAttribute{Type: stun.AttrICEControlling, Value: tie[:]},
-		stun.RawAttribute{Type: stun.AttrPriority, Value: binary.BigEndian.AppendUint32(nil, 1853824767)},
-		stun.RawAttribute{Type: stun.AttrUseCandidate},
-		stun.NewShortTermIntegrity(p.remote.pwd), stun.Fingerprint)
-	if err != nil {
-		return
+	if p.iceCheck == nil {
+		rand.Read(p.iceTx[:])
+		var tie [8]byte
+		rand.Read(tie[:])
+		m, err := stun.Build(stun.NewTransactionIDSetter(p.iceTx), stun.BindingRequest,
+			stun.NewUsername(p.remote.ufrag+":"+p.ufrag),
+			stun.RawAttribute{Type: stun.AttrICEControlling, Value: tie[:]},
+			stun.RawAttribute{Type: stun.AttrPriority, Value: binary.BigEndian.AppendUint32(nil, 1853824767)},
+			stun.RawAttribute{Type: stun.AttrUseCandidate},
+			stun.NewShortTermIntegrity(p.remote.pwd), stun.Fingerprint)
+		if err != nil {
+			return
+		}
+		p.iceCheck = m.Raw
 	}
-	p.sock.writeTo(m.Raw, p.rap, p.oob)
-	p.deadline.Store(now.Add(iceInterval).UnixNano())
+	p.sock.writeTo(p.iceCheck, p.rap, p.oob)
+	wait := min(iceInterval<<min(p.iceTries, 4), iceMaxInterval)
+	p.iceTries++
+	p.deadline.Store(now.Add(wait).UnixNano())
 }
 
 // bindingResponse takes the server's answer to a check: the path works,

@@ -81,8 +81,8 @@ type leanPeer struct {
 	rateSecond int64
 	rateCount  int
 	floods     int
-	iceTx      [12]byte
-	iceAt      time.Time
+	iceTx      [12]byte // the binding request's transaction
+	iceCheck   []byte   // the binding request, resent as it is
 	iceTries   int
 
 	deadline atomic.Int64 // unix nanoseconds of the association's next timer; 0: none

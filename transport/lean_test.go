@@ -430,3 +430,46 @@ func TestLeanHandle(t *testing.T) {
 		t.Error("the client did not see the close")
 	}
 }
+
+// TestLeanFarServer: a lean client reaches a server whose round trip is
+// longer than the client's interval between ICE checks. Each check is
+// the same STUN transaction resent (RFC 8489, 6.2.1), so the answer to
+// an early one is taken when it comes; a new transaction per check would
+// never see its answer at a fixed RTT over the interval.
+func TestLeanFarServer(t *testing.T) {
+	for _, oneWay := range []time.Duration{20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond} {
+		t.Run(fmt.Sprint("one way ", oneWay), func(t *testing.T) {
+			s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0", PublicIPs: []string{"127.0.0.2"}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			hs := httptest.NewServer(s)
+			defer hs.Close()
+			port := s.UDPAddr().(*net.UDPAddr).AddrPort().Port()
+			link := udpimpair.Link{Delay: oneWay}
+			relay, err := udpimpair.New(fmt.Sprintf("127.0.0.2:%d", port), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port), link, link, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer relay.Close()
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			client, err := Dial(ctx, hs.URL, &ClientConfig{Limits: Limits{HandshakeTimeout: 15 * time.Second}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			server, err := s.Accept(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := client.SendReliable([]byte("far")); err != nil {
+				t.Fatal(err)
+			}
+			if m, err := server.Receive(ctx); err != nil || string(m.Data) != "far" {
+				t.Fatalf("got %q, %v", m.Data, err)
+			}
+		})
+	}
+}
