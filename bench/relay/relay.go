@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/tongbu/tongbu/bench/internal/bots"
 	"github.com/tongbu/tongbu/bench/internal/harness"
 	"github.com/tongbu/tongbu/internal/sched"
 	"github.com/tongbu/tongbu/lockstep"
@@ -117,7 +118,7 @@ type relayRTCOpts struct {
 	find    bool
 	max     int
 	profile string
-	ownSock bool // each bot on its own UDP socket, not the shared one
+	bots    bots.Shape
 }
 
 // relayWebRTC runs the relay scenario over WebRTC; nil where the server
@@ -133,13 +134,14 @@ func benchRelay(args []string, out io.Writer) error {
 	find := fs.Bool("find", false, "webrtc: search for the most players the server holds, from -players up to -max")
 	maxPlayers := fs.Int("max", 4000, "webrtc -find: the largest load tried")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (webrtc: of the server over the measured window, and the bots' to this file.bots)")
-	ownSock := fs.Bool("own-sockets", false, "webrtc: each bot on a UDP socket of its own (the default shares one, each bot at its own loopback address: cheaper bots)")
+	var shape bots.Shape
+	shape.Flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	switch {
 	case *kind == "webrtc" && relayWebRTC != nil:
-		return relayWebRTC(relayRTCOpts{players: *players, seconds: *seconds, find: *find, max: *maxPlayers, profile: *profile, ownSock: *ownSock}, out)
+		return relayWebRTC(relayRTCOpts{players: *players, seconds: *seconds, find: *find, max: *maxPlayers, profile: *profile, bots: shape}, out)
 	case *kind != "mem":
 		return fmt.Errorf("transport %q: want mem or webrtc", *kind)
 	}

@@ -125,9 +125,9 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 	// with getrusage and may exceed the window only by time in syscalls.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	fmt.Fprintf(out, "relay over WebRTC: rooms of %d at %d Hz, the server in this process (GOMAXPROCS=1, one room worker),\n", relayRoomSize, relayHz)
-	fmt.Fprintf(out, "bots in a second process (every bot sends one %d-byte input a frame), %gs measured after all joined\n\n", bots.RelayInputBytes, o.seconds)
+	fmt.Fprintf(out, "bots in a second process (every bot sends one %d-byte input a frame; %v), %gs measured after all joined\n\n", bots.RelayInputBytes, o.bots, o.seconds)
 	if !o.find {
-		r, err := runRelayRTC(o.players, o.seconds, o.profile, o.ownSock)
+		r, err := runRelayRTC(o.players, o.seconds, o.profile, o.bots)
 		if err != nil {
 			return err
 		}
@@ -138,7 +138,7 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 	var runs []*relayRun
 	var best *relayRun
 	try := func(n int) bool {
-		r, err := runRelayRTC(n, o.seconds, "", o.ownSock)
+		r, err := runRelayRTC(n, o.seconds, "", o.bots)
 		if err != nil {
 			fmt.Fprintf(out, "%d players: failed: %v\n", n, err)
 			return false
@@ -224,7 +224,7 @@ func printRelayRuns(out io.Writer, runs []*relayRun) {
 
 // runRelayRTC runs the server with n players' rooms, starts the bots'
 // process with their tickets on its stdin, and measures the window.
-func runRelayRTC(n int, seconds float64, profile string, ownSock bool) (*relayRun, error) {
+func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*relayRun, error) {
 	r := &relayRun{players: n}
 	secret := make([]byte, 32)
 	rand.Read(secret)
@@ -259,7 +259,7 @@ func runRelayRTC(n int, seconds float64, profile string, ownSock bool) (*relayRu
 	}
 	tickets.WriteString("GO\n")
 
-	child, join, err := bots.Launch([]string{"relay", "-url", url, "-shared=" + strconv.FormatBool(!ownSock)}, tickets.String(), n, profile)
+	child, join, err := bots.Launch(append([]string{"relay", "-url", url}, shape.Args()...), tickets.String(), n, profile)
 	if err != nil {
 		return nil, err
 	}

@@ -77,7 +77,7 @@ func (r *worldRTCRun) valid() bool { return r.botCores < 0.95 && r.lost == 0 }
 func benchWorldRTC(o worldOpts, out io.Writer) error {
 	// The server on one core, as the target asks; the bots on the other.
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
-	fmt.Fprintf(out, "world over WebRTC: %d players, %d NPCs, 16 Hz, the server in this process (GOMAXPROCS=1), bots in a second process;\n", o.players, o.npcs)
+	fmt.Fprintf(out, "world over WebRTC: %d players, %d NPCs, 16 Hz, the server in this process (GOMAXPROCS=1), bots in a second process (%v);\n", o.players, o.npcs, o.bots)
 	fmt.Fprintf(out, "%.0f s warm-up after all joined, then %.0f s measured (wall time)\n", o.warmup, o.seconds)
 	for _, l := range rtcModel {
 		fmt.Fprintln(out, "  "+l)
@@ -152,7 +152,7 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 		fmt.Fprintf(&tickets, "T %s %s\n", w.Name(), t)
 	}
 	tickets.WriteString("GO\n")
-	child, join, err := bots.Launch([]string{"world", "-url", url, "-seed", strconv.FormatUint(o.seed, 10), "-shared=" + strconv.FormatBool(!o.ownSock)}, tickets.String(), o.players, o.profile)
+	child, join, err := bots.Launch(append([]string{"world", "-url", url, "-seed", strconv.FormatUint(o.seed, 10)}, o.bots.Args()...), tickets.String(), o.players, o.profile)
 	if err != nil {
 		return nil, err
 	}

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/tongbu/tongbu/bench/internal/bots"
 	"github.com/tongbu/tongbu/bench/internal/harness"
 	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/internal/hugepage"
@@ -99,10 +100,10 @@ type worldOpts struct {
 	sample          int // every sample-th player is followed for discovery
 	forced          time.Duration
 	seed            uint64
-	ticks           string // file for each measured frame's times
-	hugePages       bool   // advise the heap to use transparent huge pages
-	profile         string // -transport webrtc: the server's CPU profile of the measured window
-	ownSock         bool   // -transport webrtc: each bot on its own UDP socket
+	ticks           string     // file for each measured frame's times
+	hugePages       bool       // advise the heap to use transparent huge pages
+	profile         string     // -transport webrtc: the server's CPU profile of the measured window
+	bots            bots.Shape // -transport webrtc: how the bots' process runs
 }
 
 // link carries one direction's packets for every player with a fixed
@@ -247,7 +248,7 @@ func benchWorld(args []string, out io.Writer) error {
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed")
 	fs.DurationVar(&o.forced, "forced", 625*time.Millisecond, "the world's Config.ForcedSync (the engine's default is 2s)")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (webrtc: of the server over the measured window, and the bots' to this file.bots)")
-	fs.BoolVar(&o.ownSock, "own-sockets", false, "webrtc: each bot on a UDP socket of its own (the default shares one, each bot at its own loopback address: cheaper bots)")
+	o.bots.Flags(fs)
 	memProfile := fs.String("memprofile", "", "write a heap profile at the end of the run to this file")
 	fs.StringVar(&o.ticks, "ticks", "", "write a line for each measured frame to this file: its server times (uplinks, whole tick, baseline) and what the world did in it")
 	via := fs.String("transport", "mem", "mem: the in-memory scenario above; webrtc: the players are bots in a second process over real WebRTC on loopback (-players, -npcs, -seconds, -warmup, -seed, -forced apply)")

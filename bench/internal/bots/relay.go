@@ -78,8 +78,14 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 	grace := fs.Duration("grace", time.Second, "play on after STOP for the last frames to arrive")
 	profile := fs.String("cpuprofile", "", "write this process's CPU profile from READY to STOP to this file")
 	shared := fs.Bool("shared", true, "the bots share one UDP socket, each from its own loopback address (else a socket each)")
+	nice := fs.Int("nice", 0, "run the bots at this niceness (19: the server runs first when both want a core)")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *nice != 0 {
+		if err := renice(*nice); err != nil {
+			return err
+		}
 	}
 	sc := bufio.NewScanner(in)
 	sc.Buffer(make([]byte, 64<<10), 1<<20)
