@@ -39,7 +39,8 @@ type ClientConfig struct {
 	// batched writer serve them all. It is for load generators and tests
 	// that run thousands of clients in one process: on their own sockets
 	// each datagram costs a wake-up and a system call. Linux only: Dial
-	// fails with it elsewhere. Other clients keep their own sockets.
+	// fails with it elsewhere, before it posts the offer. A client whose
+	// server is not at an IPv4 loopback address keeps its own socket.
 	SharedSocket bool
 	// Logger receives the client's logs (default: discarded).
 	Logger *slog.Logger

@@ -52,6 +52,12 @@ func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
+	if cfg.SharedSocket {
+		// Known before the offer spends the caller's ticket.
+		if _, err := sharedClientSocket(ep); err != nil {
+			return nil, err
+		}
+	}
 	p := newLeanPeer(ep, nil, 0, true, lim, log)
 	offer := localSession{ufrag: p.ufrag, pwd: p.pwd, fingerprint: ep.fp, setup: "actpass", mid: "0", sessionID: randUint63()}
 	body, err := postOffer(ctx, hc, url, cfg.Header, offer.String(), maxAnswer)
@@ -83,14 +89,14 @@ func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc
 	done := make(chan struct{})
 	if cfg.SharedSocket && target.Addr().Is4() && target.Addr().IsLoopback() {
 		sock, err := sharedClientSocket(ep)
-		if err == nil {
-			err = sock.attach(p)
-		}
 		if err != nil {
 			return nil, err
 		}
 		p.sock = sock
 		p.onClose = func(*leanPeer) { close(done) }
+		if err := sock.attach(p); err != nil {
+			return nil, err
+		}
 	} else {
 		udp, err := net.ListenUDP(network, nil)
 		if err != nil {
@@ -154,7 +160,7 @@ func randUint63() uint64 {
 // USE-CANDIDATE: the server is ICE lite), the same one each time; p.mu
 // is held.
 func (p *leanPeer) sendCheck(now time.Time) {
-	if p.phase != phaseICE || p.iceTries > int(p.lim.HandshakeTimeout/iceInterval) {
+	if p.phase != phaseICE || now.Sub(p.made) > p.lim.HandshakeTimeout {
 		return
 	}
 	if p.iceCheck == nil {
@@ -184,13 +190,12 @@ func (p *leanPeer) bindingResponse(m *stun.Message, ap netip.AddrPort) {
 	p.mu.Lock()
 	ok := p.phase == phaseICE && m.TransactionID == p.iceTx && ap == p.rap &&
 		stun.NewShortTermIntegrity(p.remote.pwd).Check(m) == nil
+	if ok {
+		p.rap = netip.AddrPort{} // bind registers the address anew
+	}
 	p.mu.Unlock()
 	if ok {
-		p.mu.Lock()
-		p.phase = phaseICE // bind starts the handshake from here
-		p.rap = netip.AddrPort{}
-		p.mu.Unlock()
-		p.bind(ap)
+		p.bind(ap) // starts the handshake, unless the peer closed meanwhile
 	}
 }
 

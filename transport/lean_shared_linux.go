@@ -3,6 +3,8 @@
 package transport
 
 import (
+	"crypto/rand"
+	"encoding/binary"
 	"fmt"
 	"net"
 	"net/netip"
@@ -44,12 +46,18 @@ func sharedClientSocket(ep *leanEndpoint) (*leanSocket, error) {
 		udp.SetReadBuffer(sockBuf)
 		udp.SetWriteBuffer(sockBuf)
 		sharedSock = newSharedSocket(ep, udp)
+		// Start at a random address: a server that still holds a former
+		// process's clients does not see this one's at their addresses.
+		var r [4]byte
+		rand.Read(r[:])
+		sharedSock.next = binary.BigEndian.Uint32(r[:]) % sharedCount
 	})
 	return sharedSock, sharedErr
 }
 
-// Local addresses are handed out from 127.1.0.1 up, wrapping before
-// 127.255.255.255; 127.0.0.0/16 is left to servers and other programs.
+// Local addresses are handed out in turn from 127.1.0.1 up (from a random
+// one of them first), wrapping before 127.255.255.255; 127.0.0.0/16 is
+// left to servers and other programs.
 const (
 	sharedFirst = 0x7f010001
 	sharedCount = 0x7fffffff - sharedFirst

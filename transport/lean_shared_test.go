@@ -8,7 +8,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"net"
-	"net/http/httptest"
 	"net/netip"
 	"testing"
 	"time"
@@ -22,29 +21,7 @@ import (
 // socket, and the server's side of each.
 func sharedPair(t testing.TB, n int) (*Server, []Conn, []Conn) {
 	t.Helper()
-	s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	hs := httptest.NewServer(s)
-	t.Cleanup(hs.Close)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var clients, servers []Conn
-	for range n {
-		c, err := Dial(ctx, hs.URL, &ClientConfig{SharedSocket: true})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		sc, err := s.Accept(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		clients, servers = append(clients, c), append(servers, sc)
-	}
-	return s, clients, servers
+	return leanPairWith(t, n, &ClientConfig{SharedSocket: true})
 }
 
 func sharedClients(sock *leanSocket) int {

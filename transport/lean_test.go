@@ -26,20 +26,7 @@ import (
 func TestLeanThroughLoss(t *testing.T) {
 	for _, clientStack := range []Stack{StackLean, StackPion} {
 		t.Run("client "+clientStack.String(), func(t *testing.T) {
-			s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0", PublicIPs: []string{"127.0.0.2"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			hs := httptest.NewServer(s)
-			defer hs.Close()
-			port := s.UDPAddr().(*net.UDPAddr).AddrPort().Port()
-			link := udpimpair.Link{Loss: 0.2, Delay: 30 * time.Millisecond, Jitter: 20 * time.Millisecond}
-			relay, err := udpimpair.New(fmt.Sprintf("127.0.0.2:%d", port), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port), link, link, 3)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer relay.Close()
+			s, hs, relay := impairedServer(t, udpimpair.Link{Loss: 0.2, Delay: 30 * time.Millisecond, Jitter: 20 * time.Millisecond}, 3)
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
 			client, err := Dial(ctx, hs.URL, &ClientConfig{Stack: clientStack, Limits: Limits{HandshakeTimeout: 30 * time.Second}})
@@ -101,9 +88,36 @@ func TestLeanThroughLoss(t *testing.T) {
 	}
 }
 
+// impairedServer returns a lean server on 127.0.0.1 that advertises
+// 127.0.0.2, where a relay with link each way (seeded with seed) forwards
+// to it; all three close when the test ends.
+func impairedServer(t *testing.T, link udpimpair.Link, seed uint64) (*Server, *httptest.Server, *udpimpair.Relay) {
+	t.Helper()
+	s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0", PublicIPs: []string{"127.0.0.2"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	port := s.UDPAddr().(*net.UDPAddr).AddrPort().Port()
+	relay, err := udpimpair.New(fmt.Sprintf("127.0.0.2:%d", port), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port), link, link, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { relay.Close() })
+	return s, hs, relay
+}
+
 // leanPair returns a lean server with n lean clients connected, and the
 // server's side of each.
 func leanPair(t *testing.T, n int) (*Server, []Conn, []Conn) {
+	t.Helper()
+	return leanPairWith(t, n, nil)
+}
+
+// leanPairWith is leanPair with the clients dialed with cfg.
+func leanPairWith(t testing.TB, n int, cfg *ClientConfig) (*Server, []Conn, []Conn) {
 	t.Helper()
 	s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0"})
 	if err != nil {
@@ -116,7 +130,7 @@ func leanPair(t *testing.T, n int) (*Server, []Conn, []Conn) {
 	defer cancel()
 	var clients, servers []Conn
 	for range n {
-		c, err := Dial(ctx, hs.URL, nil)
+		c, err := Dial(ctx, hs.URL, cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -439,20 +453,7 @@ func TestLeanHandle(t *testing.T) {
 func TestLeanFarServer(t *testing.T) {
 	for _, oneWay := range []time.Duration{20 * time.Millisecond, 60 * time.Millisecond, 150 * time.Millisecond} {
 		t.Run(fmt.Sprint("one way ", oneWay), func(t *testing.T) {
-			s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0", PublicIPs: []string{"127.0.0.2"}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer s.Close()
-			hs := httptest.NewServer(s)
-			defer hs.Close()
-			port := s.UDPAddr().(*net.UDPAddr).AddrPort().Port()
-			link := udpimpair.Link{Delay: oneWay}
-			relay, err := udpimpair.New(fmt.Sprintf("127.0.0.2:%d", port), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), port), link, link, 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer relay.Close()
+			s, hs, _ := impairedServer(t, udpimpair.Link{Delay: oneWay}, 1)
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
 			client, err := Dial(ctx, hs.URL, &ClientConfig{Limits: Limits{HandshakeTimeout: 15 * time.Second}})

@@ -25,7 +25,7 @@ func renice(n int) error {
 			if err != nil || done[tid] {
 				continue
 			}
-			if err := unix.Setpriority(unix.PRIO_PROCESS, tid, n); err != nil {
+			if err := unix.Setpriority(unix.PRIO_PROCESS, tid, n); err != nil && err != unix.ESRCH { // ESRCH: the thread ended
 				return fmt.Errorf("renice thread %d to %d: %w", tid, n, err)
 			}
 			done[tid], fresh = true, true

@@ -7,7 +7,7 @@ import (
 )
 
 // TestRenice: every thread of the process is at the niceness asked for
-// (field 19 of each thread's stat).
+// (field 19 of each thread's stat). The test binary stays at nice 7.
 func TestRenice(t *testing.T) {
 	if err := renice(7); err != nil {
 		t.Fatal(err)
