@@ -4,20 +4,14 @@ package bots
 
 import (
 	"bufio"
-	"context"
-	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/tongbu/tongbu/bench/internal/harness"
 	"github.com/tongbu/tongbu/engine"
-	"github.com/tongbu/tongbu/transport"
 )
 
 // RelayInputBytes is the size of the input every relay bot sends a frame.
@@ -70,34 +64,17 @@ func (b *relayBot) close() { b.c.Close() }
 // the frames of those the bot played; cores is this process's CPU time
 // over the window divided by its length.
 func runRelayBots(args []string, in io.Reader, out io.Writer) error {
-	fs := flag.NewFlagSet("relay bots", flag.ContinueOnError)
-	url := fs.String("url", "", "server URL")
-	dialers := fs.Int("dialers", 8, "bots dialing at once (well under the server's 256 handshakes in progress)")
-	tickHz := fs.Int("tick", 30, "the bots' render ticks a second")
-	loops := fs.Int("loops", 4, "goroutines playing the bots")
-	grace := fs.Duration("grace", time.Second, "play on after STOP for the last frames to arrive")
-	profile := fs.String("cpuprofile", "", "write this process's CPU profile from READY to STOP to this file")
-	shared := fs.Bool("shared", true, "the bots share one UDP socket, each from its own loopback address (else a socket each)")
-	nice := fs.Int("nice", 0, "run the bots at this niceness (19: the server runs first when both want a core)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *nice != 0 {
-		if err := renice(*nice); err != nil {
-			return err
-		}
-	}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	rooms, tickets, err := readTickets(sc)
+	r := newRunner("relay bots")
+	tickHz := r.fs.Int("tick", 30, "the bots' render ticks a second")
+	grace := r.fs.Duration("grace", time.Second, "play on after STOP for the last frames to arrive")
+	rooms, tickets, err := r.parse(args, in)
 	if err != nil {
 		return err
 	}
-
 	var bots flock[*relayBot]
-	bots.start(*loops, *tickHz)
+	bots.start(r.loops, *tickHz)
 	defer bots.end()
-	if err := dialAll(*url, tickets, *dialers, *shared, func(i int, c *engine.Client) {
+	if err := r.dial(tickets, func(i int, c *engine.Client) {
 		bots.add(&relayBot{c: c, room: rooms[i]})
 	}); err != nil {
 		return err
@@ -106,30 +83,24 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 	for _, b := range all {
 		b.p0 = b.played.Load()
 	}
-	stopProfile, err := startProfile(*profile)
+	cut := map[string]int64{}
+	cores, err := r.window(out, func(sc *bufio.Scanner) error {
+		for sc.Scan() && sc.Text() != "STOP" {
+			f := strings.Fields(sc.Text())
+			if len(f) != 3 || f[0] != "CUT" {
+				return fmt.Errorf("cut line %q: want CUT <room> <frames>", sc.Text())
+			}
+			n, err := strconv.ParseInt(f[2], 10, 64)
+			if err != nil {
+				return fmt.Errorf("cut line %q: %w", sc.Text(), err)
+			}
+			cut[f[1]] = n
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "READY")
-	cpu0, wall0 := harness.CPUTime(), time.Now()
-
-	cut := map[string]int64{}
-	for sc.Scan() && sc.Text() != "STOP" {
-		f := strings.Fields(sc.Text())
-		if len(f) != 3 || f[0] != "CUT" {
-			return fmt.Errorf("cut line %q: want CUT <room> <frames>", sc.Text())
-		}
-		n, err := strconv.ParseInt(f[2], 10, 64)
-		if err != nil {
-			return fmt.Errorf("cut line %q: %w", sc.Text(), err)
-		}
-		cut[f[1]] = n
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	cpu, wall := harness.CPUTime()-cpu0, time.Since(wall0)
-	stopProfile()
 	time.Sleep(*grace)
 	var expected, played int64
 	lost := 0
@@ -144,66 +115,6 @@ func runRelayBots(args []string, in io.Reader, out io.Writer) error {
 		expected += max(end-b.p0, 0)
 		played += max(min(b.played.Load(), end)-b.p0, 0)
 	}
-	fmt.Fprintf(out, "DONE expected=%d played=%d lost=%d cores=%.2f\n", expected, played, lost, cpu.Seconds()/wall.Seconds())
+	fmt.Fprintf(out, "DONE expected=%d played=%d lost=%d cores=%.2f\n", expected, played, lost, cores)
 	return nil
-}
-
-// startProfile starts a CPU profile to path, or nothing when path is
-// empty.
-func startProfile(path string) (stop func(), err error) {
-	if path == "" {
-		return func() {}, nil
-	}
-	return harness.StartCPUProfile(path)
-}
-
-// RelayLimits are the connections' limits on both sides: the defaults but
-// a longer handshake, for handshakes queued on a loaded 2-core machine.
-var RelayLimits = transport.Limits{HandshakeTimeout: time.Minute}
-
-// readTickets reads "T <target> <ticket>" lines up to "GO".
-func readTickets(sc *bufio.Scanner) (targets, tickets []string, err error) {
-	for sc.Scan() && sc.Text() != "GO" {
-		f := strings.Fields(sc.Text())
-		if len(f) != 3 || f[0] != "T" {
-			return nil, nil, fmt.Errorf("ticket line %q: want T <target> <ticket>", sc.Text())
-		}
-		targets, tickets = append(targets, f[1]), append(tickets, f[2])
-	}
-	if len(tickets) == 0 {
-		return nil, nil, errors.New("no tickets on stdin")
-	}
-	return targets, tickets, nil
-}
-
-// dialAll dials a bot for every ticket, dialers at a time (on the shared
-// client socket when shared), and hands each to joined as it connects
-// (from the dialing goroutines). No retry: the
-// ticket is spent at signaling even when the server answers 429 (too many
-// handshakes), so dialers stays under that limit.
-func dialAll(url string, tickets []string, dialers int, shared bool, joined func(i int, c *engine.Client)) error {
-	sem := make(chan struct{}, max(dialers, 1))
-	var wg sync.WaitGroup
-	var errMu sync.Mutex
-	var dialErr error
-	for i := range tickets {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a loaded machine is slow
-			defer cancel()
-			c, err := engine.Dial(ctx, url, tickets[i], &engine.ClientConfig{IncludeLoopback: true, Limits: RelayLimits, SharedSocket: shared})
-			if err != nil {
-				errMu.Lock()
-				dialErr = errors.Join(dialErr, fmt.Errorf("bot %d: %w", i, err))
-				errMu.Unlock()
-				return
-			}
-			joined(i, c)
-		}()
-	}
-	wg.Wait()
-	return dialErr
 }

@@ -4,14 +4,12 @@ package bots
 
 import (
 	"bufio"
-	"flag"
 	"fmt"
 	"io"
 	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
-	"github.com/tongbu/tongbu/bench/internal/harness"
 	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/interest"
 )
@@ -36,32 +34,16 @@ type worldBot struct {
 // where cores is this process's CPU time from READY to STOP over that
 // time, and packets what the bots received in it.
 func runWorldBots(args []string, in io.Reader, out io.Writer) error {
-	fs := flag.NewFlagSet("world bots", flag.ContinueOnError)
-	url := fs.String("url", "", "server URL")
-	dialers := fs.Int("dialers", 8, "bots dialing at once (well under the server's 256 handshakes in progress)")
-	loops := fs.Int("loops", 4, "goroutines playing the bots")
-	seed := fs.Uint64("seed", 1, "random seed of the bots' walks")
-	profile := fs.String("cpuprofile", "", "write this process's CPU profile from READY to STOP to this file")
-	shared := fs.Bool("shared", true, "the bots share one UDP socket, each from its own loopback address (else a socket each)")
-	nice := fs.Int("nice", 0, "run the bots at this niceness (19: the server runs first when both want a core)")
-	if err := fs.Parse(args); err != nil {
-		return err
-	}
-	if *nice != 0 {
-		if err := renice(*nice); err != nil {
-			return err
-		}
-	}
-	sc := bufio.NewScanner(in)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	_, tickets, err := readTickets(sc)
+	r := newRunner("world bots")
+	seed := r.fs.Uint64("seed", 1, "random seed of the bots' walks")
+	_, tickets, err := r.parse(args, in)
 	if err != nil {
 		return err
 	}
 	var bots flock[*worldBot]
-	bots.start(*loops, 16) // the world's rate
+	bots.start(r.loops, 16) // the world's rate
 	defer bots.end()
-	if err := dialAll(*url, tickets, *dialers, *shared, func(i int, c *engine.Client) {
+	if err := r.dial(tickets, func(i int, c *engine.Client) {
 		b := &worldBot{c: c, rng: rand.New(rand.NewPCG(*seed, uint64(i))), next: time.Now().Add(time.Duration(i%4000) * time.Millisecond)}
 		bots.add(b)
 	}); err != nil {
@@ -74,26 +56,24 @@ func runWorldBots(args []string, in io.Reader, out io.Writer) error {
 		}
 		return n
 	}
-	stopProfile, err := startProfile(*profile)
+	var recv uint64
+	cores, err := r.window(out, func(sc *bufio.Scanner) error {
+		recv0 := received()
+		for sc.Scan() && sc.Text() != "STOP" {
+		}
+		recv = received() - recv0
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	fmt.Fprintln(out, "READY")
-	cpu0, wall0, recv0 := harness.CPUTime(), time.Now(), received()
-	for sc.Scan() && sc.Text() != "STOP" {
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	cpu, wall, recv := harness.CPUTime()-cpu0, time.Since(wall0), received()-recv0
-	stopProfile()
 	lost := 0
 	for _, b := range all {
 		if b.lost.Load() {
 			lost++
 		}
 	}
-	fmt.Fprintf(out, "DONE lost=%d cores=%.2f packets=%d\n", lost, cpu.Seconds()/wall.Seconds(), recv)
+	fmt.Fprintf(out, "DONE lost=%d cores=%.2f packets=%d\n", lost, cores, recv)
 	return nil
 }
 
