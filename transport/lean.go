@@ -255,11 +255,14 @@ func (w *batchWriter) commit(sock *leanSocket, addr *net.UDPAddr, oob, b []byte)
 	}
 }
 
+// send sends the batch. A datagram the kernel refuses (its address is
+// unreachable, say) is dropped, and the rest still go: they are other
+// peers'. The peers' protocols repair what is lost.
 func (w *batchWriter) send() {
 	for sent := 0; sent < w.n; {
 		n, err := w.sock.batch.WriteBatch(w.msgs[sent:w.n], 0)
 		if err != nil || n <= 0 {
-			break // the peers' protocols repair what is lost
+			n = 1 // sendmmsg reports the first refusal: skip that datagram
 		}
 		sent += n
 	}
