@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -114,20 +115,30 @@ func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc
 	p.mu.Lock()
 	p.sendCheck(time.Now())
 	p.mu.Unlock()
+	// A timeout says whether the server ever answered: with no answer to
+	// ICE, the path (or the advertised address) is what is wrong. The
+	// endpoint's own handshake timeout may close the peer as the
+	// context's ends: both say the same.
+	timedOut := func(cause error) error {
+		p.mu.Lock()
+		answered := p.iceAnswered
+		p.mu.Unlock()
+		if !answered {
+			return fmt.Errorf("%w: no network path to the server (no answer to ICE checks at %v): is its UDP port reachable from here, and does it advertise the right address? %w",
+				ErrHandshakeTimeout, target, cause)
+		}
+		return fmt.Errorf("%w: connected, but the channels did not open: %w", ErrHandshakeTimeout, cause)
+	}
 	select {
 	case <-p.open:
 		return p, nil
 	case <-done:
+		if err := p.Err(); errors.Is(err, ErrHandshakeTimeout) {
+			return nil, timedOut(err)
+		}
 		return nil, fmt.Errorf("transport: connection closed during handshake: %w", p.Err())
 	case <-ctx.Done():
-		p.mu.Lock()
-		phase := p.phase
-		p.mu.Unlock()
-		err := fmt.Errorf("%w: connected, but the channels did not open: %w", ErrHandshakeTimeout, ctx.Err())
-		if phase == phaseICE {
-			err = fmt.Errorf("%w: no network path to the server (no answer to ICE checks at %v): is its UDP port reachable from here, and does it advertise the right address? %w",
-				ErrHandshakeTimeout, target, ctx.Err())
-		}
+		err := timedOut(ctx.Err())
 		p.closeWith(err)
 		return nil, err
 	}
@@ -191,6 +202,7 @@ func (p *leanPeer) bindingResponse(m *stun.Message, ap netip.AddrPort) {
 	ok := p.phase == phaseICE && m.TransactionID == p.iceTx && ap == p.rap &&
 		stun.NewShortTermIntegrity(p.remote.pwd).Check(m) == nil
 	if ok {
+		p.iceAnswered = true
 		p.rap = netip.AddrPort{} // bind registers the address anew
 	}
 	p.mu.Unlock()

@@ -64,26 +64,27 @@ type leanPeer struct {
 	remote     remoteSession
 	made       time.Time
 
-	mu         sync.Mutex
-	phase      leanPhase
-	rap        netip.AddrPort
-	raddr      *net.UDPAddr
-	hs         *hsConn
-	flight     [][]byte
-	flightSent int
-	flightAt   time.Time
-	early      [][]byte
-	ciph       *record.Cipher
-	assoc      *sctp.Assoc
-	dirty      bool
-	slab       []byte
-	fail       error // why to close, found under the lock
-	rateSecond int64
-	rateCount  int
-	floods     int
-	iceTx      [12]byte // the binding request's transaction
-	iceCheck   []byte   // the binding request, resent as it is
-	iceTries   int
+	mu          sync.Mutex
+	phase       leanPhase
+	rap         netip.AddrPort
+	raddr       *net.UDPAddr
+	hs          *hsConn
+	flight      [][]byte
+	flightSent  int
+	flightAt    time.Time
+	early       [][]byte
+	ciph        *record.Cipher
+	assoc       *sctp.Assoc
+	dirty       bool
+	slab        []byte
+	fail        error // why to close, found under the lock
+	rateSecond  int64
+	rateCount   int
+	floods      int
+	iceTx       [12]byte // the binding request's transaction
+	iceCheck    []byte   // the binding request, resent as it is
+	iceTries    int
+	iceAnswered bool // the server answered the binding request
 
 	deadline atomic.Int64 // unix nanoseconds of the association's next timer; 0: none
 	opened   atomic.Bool
