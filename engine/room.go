@@ -377,6 +377,7 @@ var errAway = errors.New("engine: player not connected")
 // seatWatch is what the room last told its connections of its seats.
 type seatWatch struct {
 	told []Seat
+	look []Seat // the next look's seats (the slice told before, reused): a look that tells nothing allocates nothing
 	at   time.Time
 	late []uint64 // each slot's late inputs (dropped and moved) at the last look
 }
@@ -396,7 +397,10 @@ func (r *Room) tellSeats(now time.Time) {
 	r.mu.Lock()
 	taken := len(r.players)
 	r.mu.Unlock()
-	seats := make([]Seat, r.cfg.Players)
+	if len(w.look) != r.cfg.Players {
+		w.look = make([]Seat, r.cfg.Players)
+	}
+	seats := w.look
 	behind := r.room.NextFrame() - r.cfg.Hz/2
 	for i := range seats {
 		st := r.room.PlayerStats(i)
@@ -416,7 +420,7 @@ func (r *Room) tellSeats(now time.Time) {
 	if slices.Equal(seats, w.told) && now.Sub(w.at) < seatsEvery {
 		return
 	}
-	w.told, w.at = seats, now
+	w.told, w.look, w.at = seats, w.told, now
 	msg := appendSeats(nil, seats)
 	for i := range r.slots {
 		if p := r.slots[i].Load(); p != nil {

@@ -94,3 +94,25 @@ func TestSeats(t *testing.T) {
 		}
 	})
 }
+
+// TestSeatsLookAllocatesNothing: the room's once-a-second look at its
+// seats allocates only when it has something to tell.
+func TestSeatsLookAllocatesNothing(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Config{})
+		defer h.shutdown()
+		r, err := h.s.CreateRoom("r", lockstep.Config{Players: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.join("p0", "r", RolePlayer, transport.LinkConfig{}); err != nil {
+			t.Fatal(err)
+		}
+		synctest.Wait() // the room's worker waits for its next cut: the seats are this goroutine's
+		now := time.Now()
+		r.tellSeats(now) // tells, once
+		if n := testing.AllocsPerRun(100, func() { r.tellSeats(now) }); n != 0 {
+			t.Errorf("a look with nothing to tell allocated %.0f times", n)
+		}
+	})
+}
