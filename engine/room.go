@@ -377,7 +377,7 @@ var errAway = errors.New("engine: player not connected")
 // seatWatch is what the room last told its connections of its seats.
 type seatWatch struct {
 	told []Seat
-	look []Seat // the next look's seats (the slice told before, reused): a look that tells nothing allocates nothing
+	look []Seat // the next look's seats (the slice told before, reused): a look that tells nothing allocates nothing, after the first
 	at   time.Time
 	late []uint64 // each slot's late inputs (dropped and moved) at the last look
 }

@@ -379,8 +379,11 @@ func TestMMOInBrowser(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(1500 * time.Millisecond)
-		chromedp.Run(p, chromedp.Evaluate(`({Strikes: tongbuMMO.strikes, StruckLife: tongbuMMO.struckLife})`, &st))
+		// The world's count first: the page has sent at least as many.
 		human = u.humanStrikes(t)
+		if err := chromedp.Run(p, chromedp.Evaluate(`({Strikes: tongbuMMO.strikes, StruckLife: tongbuMMO.struckLife})`, &st)); err != nil {
+			t.Fatalf("reading the page's strikes: %v", err)
+		}
 		if st.Strikes == 0 || human <= 0 { // nothing near, or out of reach: walk on
 			chromedp.Run(p,
 				input.DispatchMouseEvent(input.MousePressed, x, y-h/5).WithButton(input.Left).WithClickCount(1),
