@@ -26,11 +26,16 @@ func TestOnAction(t *testing.T) {
 			}
 		})
 		h.run(3*time.Second, false)
+		// The NPCs stop here, and the one struck is one standing still,
+		// so that it stays in the striker's range (player 0 stands too)
+		// for the others to see the hit.
+		h.npcsStill = true
 		p := h.players[0]
 		var near, far ID
 		for _, id := range h.npcs {
+			lg, _ := h.w.Logic(id)
 			switch {
-			case near == 0 && h.w.InRange(p.id, id):
+			case near == 0 && h.w.InRange(p.id, id) && !lg.Moving():
 				near = id
 			case far == 0 && !h.w.InRange(p.id, id):
 				far = id
