@@ -56,6 +56,7 @@ type Game struct {
 	shots   []Shot
 	events  [][]byte // the last Step's events (not state: not hashed or saved)
 	evBuf   []byte
+	fired   uint16 // bit i: slot i fired in the last Step (not state either)
 }
 
 // New returns a game for players players (MinPlayers to MaxPlayers) whose
@@ -117,7 +118,7 @@ func (g *Game) Step(f lockstep.Frame) error {
 	if len(f.Slots) != len(g.players) {
 		return fmt.Errorf("%w: frame %d has %d slots, game has %d players", ErrFrame, f.Number, len(f.Slots), len(g.players))
 	}
-	g.events, g.evBuf = g.events[:0], g.evBuf[:0]
+	g.events, g.evBuf, g.fired = g.events[:0], g.evBuf[:0], 0
 	for i := range f.Slots {
 		if f.Slots[i].Gone {
 			// A player who left or was dropped: the game's own bot plays
@@ -292,6 +293,12 @@ func (g *Game) event(b ...byte) {
 	g.events = append(g.events, g.evBuf[n:len(g.evBuf):len(g.evBuf)])
 }
 
+// Fired reports whether the player in slot i fired in the last Step: its
+// weapon went off (a shot fired point-blank into a wall counts, though no
+// shot flies). It is not state (neither hashed nor saved), and Restore
+// clears it.
+func (g *Game) Fired(i int) bool { return g.fired&(1<<i) != 0 }
+
 // Events returns the events of the last Step, in order: the kills (see
 // EventKill). Every client reports them to a room that verifies events
 // (lockstep.Config.VerifyEvents), which names a player whose account of
@@ -308,6 +315,7 @@ func (g *Game) fire() {
 			continue
 		}
 		p.Cooldown, p.Shield = Cooldown, 0
+		g.fired |= 1 << i
 		at := p.Pos.Add(AimVec(p.Aim).Scale(muzzle))
 		if outside(at) || inWall(at) {
 			continue // fired point-blank into a wall

@@ -353,3 +353,30 @@ func TestGoneTakeover(t *testing.T) {
 		t.Errorf("a late player with no input moved: %+v", p)
 	}
 }
+
+// TestFired: Fired names the players whose weapon went off in the last
+// Step, and only then: not while the weapon cools down, nor after Restore.
+func TestFired(t *testing.T) {
+	g := arena(t, pt(100, 600), pt(800, 60))
+	right := AimOf(pt(1, 0))
+	step(t, g, &Input{Fire: true, Aim: right})
+	if !g.Fired(0) || g.Fired(1) {
+		t.Fatalf("after a shot: fired %v %v, want true false", g.Fired(0), g.Fired(1))
+	}
+	for range Cooldown - 1 {
+		step(t, g, &Input{Fire: true, Aim: right})
+		if g.Fired(0) {
+			t.Fatalf("fired at frame %d while the weapon cools down", g.Frame()-1)
+		}
+	}
+	step(t, g, &Input{Fire: true, Aim: right})
+	if !g.Fired(0) {
+		t.Fatal("the held trigger did not fire once the weapon was ready")
+	}
+	if err := g.Restore(g.Snapshot()); err != nil {
+		t.Fatal(err)
+	}
+	if g.Fired(0) {
+		t.Error("Fired survived Restore")
+	}
+}

@@ -170,7 +170,7 @@ func (g *Game) Restore(b []byte) error {
 	if err := r.Done(); err != nil {
 		return fmt.Errorf("%w: %w", ErrSnapshot, err)
 	}
-	g.frame, g.players, g.shots = frame, players, shots
+	g.frame, g.players, g.shots, g.fired = frame, players, shots, 0
 	g.rand.SetState(st)
 	return nil
 }

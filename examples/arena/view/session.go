@@ -102,7 +102,7 @@ func (s *session) tick(now time.Time, in game.Input) bool {
 			s.seen[i] = s.seen[i] || !sl.MadeUp
 			s.gone[i] = sl.Gone
 		}
-		if s.g.Player(s.slot).Cooldown == game.Cooldown { // set by a shot this frame
+		if s.g.Fired(s.slot) {
 			s.fired++
 		}
 		s.hashes[f.Number%hashHistory] = s.g.Hash()
