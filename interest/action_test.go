@@ -155,3 +155,28 @@ func TestOnActionAfterPacket(t *testing.T) {
 		}
 	})
 }
+
+// TestOnActionRemovesItself: a hook that removes itself while a packet's
+// actions are being heard hears no more of them, and nothing panics.
+func TestOnActionRemovesItself(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, harnessOptions{cfg: testConfig(), players: 1, npcs: 10, seed: 5})
+		h.run(2*time.Second, false)
+		p := h.players[0]
+		heard := 0
+		h.w.OnAction(func(Action) {
+			heard++
+			h.w.OnAction(nil)
+		})
+		if err := p.c.Jump(); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.c.Custom(1, []byte("x")); err != nil { // in the same packet
+			t.Fatal(err)
+		}
+		h.run(time.Second, false)
+		if heard != 1 {
+			t.Errorf("the hook heard %d actions, want 1", heard)
+		}
+	})
+}

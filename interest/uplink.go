@@ -124,7 +124,9 @@ func (o *observer) deliver(w *World, e *entity, msg []byte) error {
 	// the packet: its hook may despawn the sender or move it, which the
 	// packet's later commands must not run into.
 	for _, a := range w.actions {
-		w.onAction(a)
+		if w.onAction != nil { // the hook may remove itself
+			w.onAction(a)
+		}
 	}
 	w.actions = w.actions[:0]
 	return firstErr

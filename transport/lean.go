@@ -421,17 +421,12 @@ func (s *leanSocket) datagram(now time.Time, b []byte, ua *net.UDPAddr, dst neti
 		s.stunPacket(b, ap, local)
 	case b[0] >= 20 && b[0] <= 63:
 		p := local
-		if s.shared {
-			if ap != p.remoteAddr() {
-				p = nil
-			}
-		} else {
+		if !s.shared {
 			s.mu.RLock()
 			p = s.byAddr[ap]
 			s.mu.RUnlock()
 		}
-		if p != nil {
-			p.datagram(now, b)
+		if p != nil && p.datagram(now, b, ap) {
 			p.handOver()
 		}
 	}

@@ -59,13 +59,7 @@ func FuzzLeanDatagram(f *testing.F) {
 		now := time.Now()
 		sock.datagram(now, bytes.Clone(b), from(victim), netip.Addr{})
 		sock.datagram(now, bytes.Clone(b), net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.9:9")), netip.Addr{})
-		victim.mu.Lock()
-		var sealed []byte
-		if victim.ciph != nil {
-			sealed = victim.ciph.Seal(nil, record.ApplicationData, b)
-		}
-		victim.mu.Unlock()
-		if sealed != nil {
+		if sealed := sealedBy(victim, b); sealed != nil {
 			sock.datagram(now, sealed, from(victim), netip.Addr{})
 		}
 		// And straight to the channels, as SCTP delivers a message.
@@ -88,4 +82,15 @@ func FuzzLeanDatagram(f *testing.F) {
 			t.Fatalf("another peer closed: %v", otherSrv.(*leanPeer).Err())
 		}
 	})
+}
+
+// sealedBy seals b as an application record with p's keys (as p's
+// peer would receive it from p), or returns nil before p has keys.
+func sealedBy(p *leanPeer, b []byte) []byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ciph == nil {
+		return nil
+	}
+	return p.ciph.Seal(nil, record.ApplicationData, b)
 }

@@ -113,13 +113,6 @@ func randToken(n int) string {
 
 func (p *leanPeer) isOpen() bool { return p.opened.Load() }
 
-// remoteAddr is the peer's address.
-func (p *leanPeer) remoteAddr() netip.AddrPort {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.rap
-}
-
 // inICE reports whether no authenticated ICE check has arrived yet.
 func (p *leanPeer) inICE() bool {
 	p.mu.Lock()
@@ -351,16 +344,23 @@ func fingerprintMatches(cert, fp []byte) bool {
 	return len(fp) == len(sum) && string(sum[:]) == string(fp)
 }
 
-// datagram takes one DTLS datagram from the peer's address.
-func (p *leanPeer) datagram(now time.Time, b []byte) {
+// datagram takes one DTLS datagram that came from `from`. It reports
+// false, having done nothing, when that is not the peer's address (a
+// shared socket finds its client by the datagram's local address, so the
+// sender is checked here, under the lock the datagram takes anyway).
+func (p *leanPeer) datagram(now time.Time, b []byte, from netip.AddrPort) bool {
 	p.mu.Lock()
+	if from != p.rap {
+		p.mu.Unlock()
+		return false
+	}
 	if !p.admit(now) {
 		flood := p.floods > floodSeconds
 		p.mu.Unlock()
 		if flood {
 			p.closeWith(errFlood)
 		}
-		return
+		return true
 	}
 	switch p.phase {
 	case phaseDTLS:
@@ -374,13 +374,14 @@ func (p *leanPeer) datagram(now time.Time, b []byte) {
 			p.hs.feed(append([]byte(nil), b...))
 		}
 		p.mu.Unlock()
-		return
+		return true
 	case phaseSCTP, phaseOpen:
 		p.records(now, b)
 	}
 	close := p.settle()
 	p.mu.Unlock()
 	p.after(close)
+	return true
 }
 
 // admit counts a datagram against the peer's rate.

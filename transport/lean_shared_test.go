@@ -268,7 +268,7 @@ func FuzzSharedDatagram(f *testing.F) {
 	_, clients, _ := sharedPair(f, 2)
 	victim, other := clients[0].(*leanPeer), clients[1].(*leanPeer)
 	sock := victim.sock
-	server := net.UDPAddrFromAddrPort(victim.remoteAddr())
+	server := peerAddr(victim)
 	stranger := net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.9:9"))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		pktinfoDst(b)
@@ -279,13 +279,7 @@ func FuzzSharedDatagram(f *testing.F) {
 		sock.datagram(now, bytes.Clone(b), server, victim.local)
 		sock.datagram(now, bytes.Clone(b), stranger, victim.local)
 		sock.datagram(now, bytes.Clone(b), server, netip.MustParseAddr("127.200.0.1"))
-		victim.mu.Lock()
-		var sealed []byte
-		if victim.ciph != nil {
-			sealed = victim.ciph.Seal(nil, record.ApplicationData, b)
-		}
-		victim.mu.Unlock()
-		if sealed != nil {
+		if sealed := sealedBy(victim, b); sealed != nil {
 			sock.datagram(now, sealed, server, victim.local)
 		}
 		for {

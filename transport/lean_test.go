@@ -130,18 +130,26 @@ func leanPairWith(t testing.TB, n int, cfg *ClientConfig) (*Server, []Conn, []Co
 	defer cancel()
 	var clients, servers []Conn
 	for range n {
-		c, err := Dial(ctx, hs.URL, cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Close() })
-		sc, err := s.Accept(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, sc := dialAccept(t, ctx, s, hs.URL, cfg)
 		clients, servers = append(clients, c), append(servers, sc)
 	}
 	return s, clients, servers
+}
+
+// dialAccept dials s at url with cfg and returns the client and the
+// server's side of it; the client closes when the test ends.
+func dialAccept(t testing.TB, ctx context.Context, s *Server, url string, cfg *ClientConfig) (Conn, Conn) {
+	t.Helper()
+	c, err := Dial(ctx, url, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	sc, err := s.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c, sc
 }
 
 // peerAddr is the address the server knows a peer by.
@@ -360,14 +368,7 @@ func TestLeanAllInterfaces(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for _, stack := range []Stack{StackLean, StackPion} {
-		c, err := Dial(ctx, hs.URL, &ClientConfig{Stack: stack})
-		if err != nil {
-			t.Fatalf("%s client: %v", stack, err)
-		}
-		sc, err := s.Accept(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
+		c, sc := dialAccept(t, ctx, s, hs.URL, &ClientConfig{Stack: stack})
 		if err := sc.SendReliable([]byte("hello")); err != nil {
 			t.Fatal(err)
 		}
@@ -456,15 +457,7 @@ func TestLeanFarServer(t *testing.T) {
 			s, hs, _ := impairedServer(t, udpimpair.Link{Delay: oneWay}, 1)
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
-			client, err := Dial(ctx, hs.URL, &ClientConfig{Limits: Limits{HandshakeTimeout: 15 * time.Second}})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer client.Close()
-			server, err := s.Accept(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
+			client, server := dialAccept(t, ctx, s, hs.URL, &ClientConfig{Limits: Limits{HandshakeTimeout: 15 * time.Second}})
 			if err := client.SendReliable([]byte("far")); err != nil {
 				t.Fatal(err)
 			}
