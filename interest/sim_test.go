@@ -28,6 +28,7 @@ type harness struct {
 	leaks      int
 	maxDiff    time.Duration
 	maxDiffWho string
+	maxDiffKey [2]ID // client and entity of maxDiffWho: ties go to the lowest, so a seed names the same one every run
 	upErrs     map[string]int
 	trace      func(to ID, m *downMsg)
 	episodes   []time.Duration
@@ -328,8 +329,9 @@ func (h *harness) mark(p *tplayer, id ID, now time.Time, what string) {
 		p.diff[id] = difference{since: now, what: what}
 		return
 	}
-	if dur := now.Sub(d.since); dur > h.maxDiff {
-		h.maxDiff = dur
+	dur, key := now.Sub(d.since), [2]ID{p.id, id}
+	if dur > h.maxDiff || dur == h.maxDiff && slices.Compare(key[:], h.maxDiffKey[:]) < 0 {
+		h.maxDiff, h.maxDiffKey = dur, key
 		h.maxDiffWho = fmt.Sprintf("client %d (%v), entity %d %s since %v", p.id, p.b, id, what, d.since.Sub(h.w.start))
 	}
 }
