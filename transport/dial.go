@@ -125,7 +125,10 @@ func dial(ctx context.Context, url string, cfg *ClientConfig) (Conn, error) {
 			return fail(fmt.Errorf("%w: no network path to the server (ICE %s): is its UDP port reachable from here, and does it advertise the right address (PublicIPs behind a NAT)? %w",
 				ErrHandshakeTimeout, st, ctx.Err()))
 		}
-		return fail(fmt.Errorf("%w: connected, but the channels did not open: %w", ErrHandshakeTimeout, ctx.Err()))
+		if st := pc.ConnectionState(); st != webrtc.PeerConnectionStateConnected {
+			return fail(fmt.Errorf("%w: the server answered ICE, but the DTLS handshake did not finish (connection %s): %w", ErrHandshakeTimeout, st, ctx.Err()))
+		}
+		return fail(fmt.Errorf("%w: DTLS done, but the SCTP association or the channels did not open: %w", ErrHandshakeTimeout, ctx.Err()))
 	}
 }
 

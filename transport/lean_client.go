@@ -115,19 +115,30 @@ func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc
 	p.mu.Lock()
 	p.sendCheck(time.Now())
 	p.mu.Unlock()
-	// A timeout says whether the server ever answered: with no answer to
-	// ICE, the path (or the advertised address) is what is wrong. The
+	// A timeout says how far the handshake got: with no answer to ICE,
+	// the path (or the advertised address) is what is wrong. The
 	// endpoint's own handshake timeout may close the peer as the
 	// context's ends: both say the same.
 	timedOut := func(cause error) error {
 		p.mu.Lock()
-		answered := p.iceAnswered
-		p.mu.Unlock()
-		if !answered {
-			return fmt.Errorf("%w: no network path to the server (no answer to ICE checks at %v): is its UDP port reachable from here, and does it advertise the right address? %w",
-				ErrHandshakeTimeout, target, cause)
+		answered, at := p.iceAnswered, p.phase
+		if at == phaseClosed {
+			at = p.reached
 		}
-		return fmt.Errorf("%w: connected, but the channels did not open: %w", ErrHandshakeTimeout, cause)
+		p.mu.Unlock()
+		var stage string
+		switch {
+		case !answered:
+			stage = fmt.Sprintf("no network path to the server (no answer to ICE checks at %v): is its UDP port reachable from here, and does it advertise the right address?", target)
+		case at <= phaseDTLS:
+			stage = "the server answered ICE, but the DTLS handshake did not finish"
+		default:
+			stage = "DTLS done, but the SCTP association did not open"
+		}
+		if errors.Is(cause, ErrHandshakeTimeout) {
+			return fmt.Errorf("%w (%s)", cause, stage) // says "handshake timeout" once
+		}
+		return fmt.Errorf("%w: %s: %w", ErrHandshakeTimeout, stage, cause)
 	}
 	select {
 	case <-p.open:

@@ -66,6 +66,7 @@ type leanPeer struct {
 
 	mu          sync.Mutex
 	phase       leanPhase
+	reached     leanPhase // the phase the peer was in when it closed
 	rap         netip.AddrPort
 	raddr       *net.UDPAddr
 	hs          *hsConn
@@ -208,7 +209,7 @@ func (p *leanPeer) closeWith(reason error) {
 			})
 			bye = append(bye, p.ciph.Seal(nil, record.Alert, []byte{1, 0})) // close_notify
 		}
-		p.phase = phaseClosed
+		p.reached, p.phase = p.phase, phaseClosed
 		hs := p.hs
 		p.hs, p.early, p.flight = nil, nil, nil
 		rap := p.rap
@@ -308,7 +309,11 @@ func (p *leanPeer) handshake(hs *hsConn) {
 			dc.Close()
 		}
 		hs.Close()
-		p.closeWith(fmt.Errorf("%w: DTLS handshake: %w", ErrHandshakeTimeout, err))
+		why := ErrHandshake
+		if ctx.Err() != nil {
+			why = ErrHandshakeTimeout
+		}
+		p.closeWith(fmt.Errorf("%w: DTLS: %w", why, err))
 		return
 	}
 	now := time.Now()

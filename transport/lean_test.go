@@ -6,10 +6,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -466,4 +469,58 @@ func TestLeanFarServer(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestDialSaysStage: a lean dial that fails says how far the handshake
+// got, names the timeout once, and tells a handshake that failed (the
+// server's certificate is not the one its answer named) from one that ran
+// out of time.
+func TestDialSaysStage(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		drop func(b []byte) bool // what the path between them loses
+		want string
+	}{
+		{"DTLS cut off", func(b []byte) bool { return len(b) > 0 && b[0] >= 20 && b[0] <= 63 }, "the server answered ICE, but the DTLS handshake did not finish"},
+		{"SCTP cut off", func(b []byte) bool { return len(b) > 0 && b[0] == 23 }, "DTLS done, but the SCTP association did not open"}, // application data
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			_, hs, _ := impairedServer(t, udpimpair.Link{Drop: tt.drop}, 1)
+			_, err := Dial(context.Background(), hs.URL, &ClientConfig{Limits: Limits{HandshakeTimeout: time.Second}})
+			if !errors.Is(err, ErrHandshakeTimeout) || errors.Is(err, ErrHandshake) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("dial: %v", err)
+			}
+			if n := strings.Count(err.Error(), "handshake timeout"); n != 1 {
+				t.Errorf("%q says handshake timeout %d times", err, n)
+			}
+			t.Log(err)
+		})
+	}
+	t.Run("wrong certificate", func(t *testing.T) {
+		s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		// The signaling answers with another certificate's fingerprint,
+		// as a tampered or misrouted answer would.
+		forged := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rec := httptest.NewRecorder()
+			s.ServeHTTP(rec, r)
+			answer := rec.Body.String()
+			i := strings.Index(answer, "a=fingerprint:sha-256 ") + len("a=fingerprint:sha-256 ")
+			flip := "00"
+			if answer[i:i+2] == flip {
+				flip = "11"
+			}
+			w.WriteHeader(rec.Code)
+			io.WriteString(w, answer[:i]+flip+answer[i+2:])
+		}))
+		defer forged.Close()
+		_, err = Dial(context.Background(), forged.URL, &ClientConfig{Limits: Limits{HandshakeTimeout: 20 * time.Second}})
+		if !errors.Is(err, ErrHandshake) || errors.Is(err, ErrHandshakeTimeout) || !strings.Contains(err.Error(), "fingerprint") {
+			t.Fatalf("dial: %v", err)
+		}
+		t.Log(err)
+	})
 }

@@ -24,6 +24,10 @@ type Link struct {
 	Burst  float64       // mean burst length in packets (<= 1: independent loss)
 	Delay  time.Duration // one-way delay
 	Jitter time.Duration // uniform, +- around Delay
+	// Drop, when set, drops every datagram it reports true for, besides
+	// the random loss: to cut one protocol off a path (DTLS records, say)
+	// and see what the ends say.
+	Drop func(b []byte) bool
 }
 
 // Stats counts what the relay forwarded and dropped.
@@ -98,14 +102,17 @@ func (r *Relay) Close() error {
 	return nil
 }
 
-// fate decides a datagram's fate in direction dir: dropped, or the delay
+// fate decides the fate of datagram b in direction dir: dropped, or the delay
 // to deliver it after.
-func (r *Relay) fate(dir int) (time.Duration, bool) {
+func (r *Relay) fate(dir int, b []byte) (time.Duration, bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	l := r.up
 	if dir == 1 {
 		l = r.down
+	}
+	if l.Drop != nil && l.Drop(b) {
+		return 0, true
 	}
 	lost := false
 	if l.Burst > 1 && l.Loss > 0 {
@@ -179,7 +186,7 @@ func (r *Relay) flow(client netip.AddrPort) (*net.UDPConn, error) {
 }
 
 func (r *Relay) send(dir int, b []byte, write func([]byte)) {
-	d, lost := r.fate(dir)
+	d, lost := r.fate(dir, b)
 	if lost {
 		r.stats[2+dir].Add(1)
 		return
