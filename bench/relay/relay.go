@@ -131,7 +131,7 @@ func benchRelay(args []string, out io.Writer) error {
 	players := fs.Int("players", 1000, "players, in rooms of 10")
 	seconds := fs.Float64("seconds", 10, "run time")
 	inputRate := fs.Float64("input", 0.5, "chance a player sends an input each frame (mem; webrtc bots send one every frame)")
-	find := fs.Bool("find", false, "webrtc: search for the most players the server holds, from -players up to -max")
+	find := fs.Bool("find", false, "webrtc: search for the most players the server holds, from -players up to -max (below -players when it is not held)")
 	maxPlayers := fs.Int("max", 4000, "webrtc -find: the largest load tried")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (webrtc: of the server over the measured window, and the bots' to this file.bots)")
 	var shape bots.Shape

@@ -150,27 +150,7 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 		}
 		return r.pass()
 	}
-	// Double from -players up to -max, then halve the gap between the last
-	// load held and the first that was not, down to a tenth of it.
-	lo, hi := 0, 0
-	for n := o.players; ; n = min(2*n, o.max) {
-		if !try(n) {
-			hi = n
-			break
-		}
-		lo = n
-		if n == o.max {
-			break
-		}
-	}
-	for hi > 0 && lo > 0 && hi-lo > max(relayRoomSize, lo/10) {
-		mid := (lo + hi) / 2 / relayRoomSize * relayRoomSize
-		if try(mid) {
-			lo = mid
-		} else {
-			hi = mid
-		}
-	}
+	findMost(o.players, o.max, relayRoomSize, try)
 	fmt.Fprintln(out)
 	printRelayRuns(out, runs)
 	if best == nil {
@@ -326,4 +306,39 @@ func readServerMetrics(base string) (harness.Metrics, error) {
 // messages returns the messages the server received and sent.
 func messages(m harness.Metrics) uint64 {
 	return uint64(m.Samples["tongbu_received_messages_total"] + m.Samples["tongbu_sent_messages_total"])
+}
+
+// findMost looks for the largest load that try holds, trying loads in
+// steps of room: it doubles from start up to limit (or, when start is not
+// held, halves it down to one room), then halves the gap between the
+// last load held and the first that was not, down to a tenth of it. It
+// returns the largest load held, or 0.
+func findMost(start, limit, room int, try func(n int) bool) int {
+	lo, hi := 0, 0
+	for n := start; ; n = min(2*n, limit) {
+		if !try(n) {
+			hi = n
+			break
+		}
+		lo = n
+		if n == limit {
+			return lo
+		}
+	}
+	for n := hi / 2 / room * room; lo == 0 && n >= room; n = n / 2 / room * room {
+		if try(n) {
+			lo = n
+		} else {
+			hi = n
+		}
+	}
+	for lo > 0 && hi-lo > max(room, lo/10) {
+		mid := (lo + hi) / 2 / room * room
+		if try(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return lo
 }

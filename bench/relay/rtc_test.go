@@ -54,3 +54,43 @@ func TestBenchRelayWebRTC(t *testing.T) {
 		t.Errorf("delivered %s, want 1 (every bot played every frame): %s", kv["delivered"], last)
 	}
 }
+
+// TestFindMost: -find's search, against loads held up to a threshold,
+// finds the threshold to within a tenth (or a room), above and below its
+// start, and tries each load once.
+func TestFindMost(t *testing.T) {
+	for _, tt := range []struct {
+		start, limit, held int // held: the most the machine holds
+		want               int // 0: any load within a tenth (or a room) under held
+	}{
+		{2000, 4000, 4000, 4000}, // the limit held: stop there
+		{2000, 4000, 9000, 4000},
+		{2000, 6000, 4000, 0}, // doubling overshoots, then the gap is halved
+		{2000, 4000, 1200, 0}, // the start is not held: halve down, then bisect
+		{2000, 4000, 300, 0},
+		{2000, 4000, 5, 0}, // nothing held, not even one room
+		{10, 40, 10, 10},
+	} {
+		var tried []int
+		got := findMost(tt.start, tt.limit, 10, func(n int) bool {
+			if n%10 != 0 || n <= 0 || n > tt.limit {
+				t.Errorf("%+v: tried %d players", tt, n)
+			}
+			for _, m := range tried {
+				if m == n {
+					t.Errorf("%+v: tried %d twice", tt, n)
+				}
+			}
+			tried = append(tried, n)
+			return n <= tt.held
+		})
+		switch {
+		case tt.held < 10 && got != 0:
+			t.Errorf("%+v: found %d, want none", tt, got)
+		case tt.want != 0 && got != tt.want:
+			t.Errorf("%+v: found %d, want %d", tt, got, tt.want)
+		case tt.want == 0 && tt.held >= 10 && (got > tt.held || got < tt.held-max(10, tt.held/10)):
+			t.Errorf("%+v: found %d (tried %v)", tt, got, tried)
+		}
+	}
+}
