@@ -8,10 +8,13 @@ import (
 	"net"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/pion/stun/v4"
+	"github.com/tongbu/tongbu/internal/udpimpair"
 	"github.com/tongbu/tongbu/transport/internal/record"
 )
 
@@ -26,6 +29,9 @@ func FuzzLeanDatagram(f *testing.F) {
 	f.Add([]byte{23, 0xfe, 0xfd, 0, 1, 0, 0, 0, 0, 0, 9, 0, 4, 1, 2, 3, 4})
 	f.Add([]byte{22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1})
 	f.Add([]byte{0x13, 0x88, 0x13, 0x88, 0, 0, 0, 1, 0, 0, 0, 0, 0, 3, 0, 17, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 53, 'x'})
+	for _, b := range captured(f) {
+		f.Add(b)
+	}
 	s, err := NewServer(ServerConfig{Stack: StackLean, UDPAddr: "127.0.0.1:0"})
 	if err != nil {
 		f.Fatal(err)
@@ -82,6 +88,47 @@ func FuzzLeanDatagram(f *testing.F) {
 			t.Fatalf("another peer closed: %v", otherSrv.(*leanPeer).Err())
 		}
 	})
+}
+
+// captured returns the datagrams of one real lean session, both ways, as
+// they crossed the wire: the ICE check and its answer, the DTLS flights,
+// and the sealed records of SCTP's setup, of messages on both channels
+// and of the close. They seed the fuzz targets of what a socket reads.
+func captured(t testing.TB) [][]byte {
+	var mu sync.Mutex
+	var got [][]byte
+	tap := udpimpair.Link{Drop: func(b []byte) bool {
+		mu.Lock()
+		got = append(got, bytes.Clone(b))
+		mu.Unlock()
+		return false
+	}}
+	s, hs, _ := impairedServer(t, tap, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, sc := dialAccept(t, ctx, s, hs.URL, nil)
+	for _, send := range []func([]byte) error{c.SendReliable, c.SendUnreliable, sc.SendReliable, sc.SendUnreliable} {
+		if err := send([]byte("captured")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, r := range []Conn{sc, sc, c, c} {
+		if _, err := r.Receive(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c.Close()
+	select {
+	case <-sc.Done():
+	case <-ctx.Done():
+		t.Fatal("the server's side did not see the close")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(got) < 8 {
+		t.Fatalf("captured %d datagrams of a whole session", len(got))
+	}
+	return slices.Clone(got)
 }
 
 // sealedBy seals b as an application record with p's keys (as p's

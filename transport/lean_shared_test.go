@@ -265,6 +265,9 @@ func FuzzSharedDatagram(f *testing.F) {
 	f.Add([]byte{22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1})
 	f.Add([]byte{0x13, 0x88, 0x13, 0x88, 0, 0, 0, 1, 0, 0, 0, 0, 0, 3, 0, 17, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 53, 'x'})
 	f.Add(cmsg(unix.IPPROTO_IP, unix.IP_PKTINFO, []byte{1, 0, 0, 0, 127, 0, 0, 1, 127, 1, 2, 3}))
+	for _, b := range captured(f) {
+		f.Add(b)
+	}
 	_, clients, _ := sharedPair(f, 2)
 	victim, other := clients[0].(*leanPeer), clients[1].(*leanPeer)
 	sock := victim.sock

@@ -94,7 +94,7 @@ func TestLeanThroughLoss(t *testing.T) {
 // impairedServer returns a lean server on 127.0.0.1 that advertises
 // 127.0.0.2, where a relay with link each way (seeded with seed) forwards
 // to it; all three close when the test ends.
-func impairedServer(t *testing.T, link udpimpair.Link, seed uint64) (*Server, *httptest.Server, *udpimpair.Relay) {
+func impairedServer(t testing.TB, link udpimpair.Link, seed uint64) (*Server, *httptest.Server, *udpimpair.Relay) {
 	t.Helper()
 	s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0", PublicIPs: []string{"127.0.0.2"}})
 	if err != nil {
