@@ -26,7 +26,8 @@ type Link struct {
 	Jitter time.Duration // uniform, +- around Delay
 	// Drop, when set, drops every datagram it reports true for, besides
 	// the random loss: to cut one protocol off a path (DTLS records, say)
-	// and see what the ends say.
+	// and see what the ends say. One that always reports false sees every
+	// datagram: a tap.
 	Drop func(b []byte) bool
 }
 
