@@ -256,6 +256,16 @@ func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*rel
 		}
 		return f
 	}
+	// The server on one core and the bots on the other while measured
+	// (-pin), after a second for the move to settle.
+	unpin, err := shape.PinApart(child)
+	if err != nil {
+		return kill(err)
+	}
+	defer unpin()
+	if shape.Pin {
+		time.Sleep(time.Second)
+	}
 	m0, err := readServerMetrics(url)
 	if err != nil {
 		return kill(err)

@@ -161,6 +161,13 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 		child.Kill()
 		return nil, err
 	}
+	// The server on one core and the bots on the other from the warm-up
+	// on (-pin).
+	unpin, err := o.bots.PinApart(child)
+	if err != nil {
+		return kill(err)
+	}
+	defer unpin()
 	time.Sleep(time.Duration(o.warmup * float64(time.Second))) // every client learns its range
 	metricsURL := strings.TrimSuffix(url, "/") + engine.MetricsPath
 	m0, err := harness.ReadMetrics(metricsURL, worldTickMetric)

@@ -11,12 +11,14 @@ import (
 type Shape struct {
 	OwnSockets bool // each bot on a UDP socket of its own
 	Nice       int  // the bots' niceness
+	Pin        bool // while measured, the server on one CPU and the bots on another
 }
 
 // Flags registers the shape's flags on fs.
 func (s *Shape) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&s.OwnSockets, "own-sockets", false, "webrtc: each bot on a UDP socket of its own (the default shares one, each bot at its own loopback address: cheaper bots)")
-	fs.IntVar(&s.Nice, "bots-nice", 19, "webrtc: the bots' niceness (19: when both want a core the server runs first, as it would on a core of its own; 0: they share)")
+	fs.IntVar(&s.Nice, "bots-nice", 19, "webrtc: the bots' niceness (19: when both want a core the server runs first; 0: they share)")
+	fs.BoolVar(&s.Pin, "pin", true, "webrtc: while measured, the server's threads on one CPU and the bots' on another, a core each (Linux, 2 CPUs or more; else unpinned)")
 }
 
 // Args are the bots' process's flags for the shape.
@@ -30,5 +32,24 @@ func (s Shape) String() string {
 	if s.OwnSockets {
 		sock = "a UDP socket each"
 	}
-	return fmt.Sprintf("bots at nice %d, %s", s.Nice, sock)
+	cpus := "server and bots on any CPU"
+	if server, bots, ok := twoCPUs(); s.Pin && ok {
+		cpus = fmt.Sprintf("measured with the server on CPU %d and the bots on CPU %d (joined on any)", server, bots)
+	} else if s.Pin {
+		cpus = "not pinned (needs Linux and two CPUs)"
+	}
+	return fmt.Sprintf("bots at nice %d, %s; %s", s.Nice, sock, cpus)
+}
+
+// PinApart puts this process, the server's, on one CPU and the bots' process
+// on another when the shape pins, for the measured window, and returns
+// what undoes it; where pinning is not possible it does nothing. The
+// bots join unpinned: a handshake costs both sides more than play does,
+// and 4000 of them at once would not fit a core each.
+func (s Shape) PinApart(child *Child) (undo func(), err error) {
+	server, bots, ok := twoCPUs()
+	if !s.Pin || !ok {
+		return func() {}, nil
+	}
+	return pinApart(server, bots, child.cmd.Process.Pid)
 }

@@ -1,0 +1,97 @@
+package bots
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// eachThread calls f with every thread of process pid, going over them
+// until a pass finds no new one, for a thread made during a pass; threads
+// made later inherit what f set from the thread that makes them (Linux
+// keeps niceness and CPU affinity per thread).
+func eachThread(pid int, f func(tid int) error) error {
+	done := map[int]bool{}
+	for {
+		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task")
+		if err != nil {
+			return err
+		}
+		fresh := false
+		for _, t := range tasks {
+			tid, err := strconv.Atoi(t.Name())
+			if err != nil || done[tid] {
+				continue
+			}
+			if err := f(tid); err != nil && err != unix.ESRCH { // ESRCH: the thread ended
+				return fmt.Errorf("thread %d: %w", tid, err)
+			}
+			done[tid], fresh = true, true
+		}
+		if !fresh {
+			return nil
+		}
+	}
+}
+
+// renice sets the niceness of every thread of this process.
+func renice(n int) error {
+	if err := eachThread(os.Getpid(), func(tid int) error { return unix.Setpriority(unix.PRIO_PROCESS, tid, n) }); err != nil {
+		return fmt.Errorf("renice to %d: %w", n, err)
+	}
+	return nil
+}
+
+// twoCPUs returns the first two CPUs this process could run on when it
+// started (before it pinned itself, and a bots' process before it
+// inherited its server's pin): one for the server, one for the bots. ok
+// is false when it could run on fewer.
+func twoCPUs() (server, bots int, ok bool) { return startCPUs[0], startCPUs[1], startCPUs[2] == 1 }
+
+var startCPUs = func() [3]int {
+	var set unix.CPUSet
+	if unix.SchedGetaffinity(0, &set) != nil {
+		return [3]int{}
+	}
+	var cpus []int
+	for c := 0; c < len(set)*64 && len(cpus) < 2; c++ {
+		if set.IsSet(c) {
+			cpus = append(cpus, c)
+		}
+	}
+	if len(cpus) < 2 {
+		return [3]int{}
+	}
+	return [3]int{cpus[0], cpus[1], 1}
+}()
+
+// pin puts every thread of process pid on the CPUs of set.
+func pin(pid int, set unix.CPUSet) error {
+	return eachThread(pid, func(tid int) error { return unix.SchedSetaffinity(tid, &set) })
+}
+
+// pinApart puts this process on CPU server and process bots on CPU
+// bots, and returns what puts both back on the CPUs this one had.
+func pinApart(server, bots, botsPid int) (undo func(), err error) {
+	var was, s, b unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &was); err != nil {
+		return nil, fmt.Errorf("pin: %w", err)
+	}
+	undo = func() {
+		pin(os.Getpid(), was)
+		pin(botsPid, was)
+	}
+	s.Set(server)
+	b.Set(bots)
+	if err := pin(os.Getpid(), s); err != nil {
+		undo()
+		return nil, fmt.Errorf("pin the server to CPU %d: %w", server, err)
+	}
+	if err := pin(botsPid, b); err != nil {
+		undo()
+		return nil, fmt.Errorf("pin the bots to CPU %d: %w", bots, err)
+	}
+	return undo, nil
+}

@@ -1,0 +1,89 @@
+package bots
+
+import (
+	"maps"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+)
+
+// TestRenice: every thread of the process is at the niceness asked for
+// (field 19 of each thread's stat). The test binary stays at nice 7.
+func TestRenice(t *testing.T) {
+	if err := renice(7); err != nil {
+		t.Fatal(err)
+	}
+	tasks, err := os.ReadDir("/proc/self/task")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, task := range tasks {
+		b, err := os.ReadFile("/proc/self/task/" + task.Name() + "/stat")
+		if err != nil {
+			continue // the thread ended
+		}
+		// The command name, in parentheses, may hold spaces: count the
+		// fields after it.
+		f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+		if nice := f[16]; nice != "7" {
+			t.Errorf("thread %s is at nice %s, want 7", task.Name(), nice)
+		}
+	}
+}
+
+// TestPin: pinning apart puts every thread of this process on the
+// server's CPU and every thread of another process (here a sleep) on the
+// bots' (each thread's Cpus_allowed_list); undoing it gives both the CPUs
+// this one had.
+func TestPin(t *testing.T) {
+	server, bots, ok := twoCPUs()
+	if !ok {
+		t.Skip("fewer than two CPUs to pin to")
+	}
+	other := exec.Command("sleep", "30")
+	if err := other.Start(); err != nil {
+		t.Skip("no sleep to pin:", err)
+	}
+	defer func() { other.Process.Kill(); other.Wait() }()
+	allowed := func(pid int) map[string]bool { // the threads' CPU lists
+		lists := map[string]bool{}
+		dir := "/proc/" + strconv.Itoa(pid) + "/task/"
+		tasks, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile(dir + task.Name() + "/status")
+			if err != nil {
+				continue // the thread ended
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if v, ok := strings.CutPrefix(line, "Cpus_allowed_list:"); ok {
+					lists[strings.TrimSpace(v)] = true
+				}
+			}
+		}
+		return lists
+	}
+	me, it := os.Getpid(), other.Process.Pid
+	before := allowed(me)
+	undo, err := pinApart(server, bots, it)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := allowed(me), map[string]bool{strconv.Itoa(server): true}; !maps.Equal(got, want) {
+		t.Errorf("the server's threads may run on %v, want %v", got, want)
+	}
+	if got, want := allowed(it), map[string]bool{strconv.Itoa(bots): true}; !maps.Equal(got, want) {
+		t.Errorf("the bots' threads may run on %v, want %v", got, want)
+	}
+	undo()
+	if got := allowed(me); !maps.Equal(got, before) {
+		t.Errorf("after undo the server's threads may run on %v, want %v", got, before)
+	}
+	if got := allowed(it); !maps.Equal(got, before) {
+		t.Errorf("after undo the bots' threads may run on %v, want %v", got, before)
+	}
+}

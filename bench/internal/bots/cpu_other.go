@@ -1,0 +1,20 @@
+//go:build !linux
+
+package bots
+
+import "errors"
+
+// renice: only Linux's nice is wired up.
+func renice(n int) error {
+	if n == 0 {
+		return nil
+	}
+	return errors.New("renice: only on Linux")
+}
+
+// twoCPUs: pinning is only wired up on Linux.
+func twoCPUs() (server, bots int, ok bool) { return 0, 0, false }
+
+func pinApart(server, bots, botsPid int) (undo func(), err error) {
+	return nil, errors.New("pin: only on Linux")
+}
