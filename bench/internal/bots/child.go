@@ -126,3 +126,16 @@ func (c *Child) Kill() {
 	c.cmd.Process.Kill()
 	<-c.exited
 }
+
+// PinApart puts this process, the server's, on one CPU and the bots' process
+// on another when the shape pins, for the measured window, and returns
+// what undoes it; where pinning is not possible it does nothing. The
+// bots join unpinned: a handshake costs both sides more than play does,
+// and 4000 of them at once would not fit a core each.
+func (s Shape) PinApart(child *Child) (undo func(), err error) {
+	server, bots, ok := twoCPUs()
+	if !s.Pin || !ok {
+		return func() {}, nil
+	}
+	return pinApart(server, bots, child.cmd.Process.Pid)
+}
