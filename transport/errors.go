@@ -29,10 +29,11 @@ var (
 	// channels did not open within the handshake timeout.
 	ErrHandshakeTimeout = errors.New("transport: handshake timeout")
 
-	// ErrHandshake is the reason a connection closed when its handshake
-	// failed before the timeout: the peer's DTLS certificate did not match
-	// the fingerprint its SDP gave, or the peer ended the handshake with
-	// an alert. Retrying the same server will not help.
+	// ErrHandshake is the reason a lean-stack connection closed when its
+	// handshake failed before the timeout: the peer's DTLS certificate did
+	// not match the fingerprint its SDP gave, or the peer ended the
+	// handshake with an alert. Retrying the same server will not help. (On
+	// the pion stack such a handshake ends in ErrHandshakeTimeout.)
 	ErrHandshake = errors.New("transport: handshake failed")
 
 	// ErrQueueFull is returned when the reliable queue is over its limit.

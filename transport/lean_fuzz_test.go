@@ -85,7 +85,7 @@ func FuzzLeanDatagram(f *testing.F) {
 			}
 		}
 		if otherSrv.(*leanPeer).isDone() {
-			t.Fatalf("another peer closed: %v", otherSrv.(*leanPeer).Err())
+			t.Fatalf("another peer closed: %v (datagram %x)", otherSrv.(*leanPeer).Err(), b)
 		}
 	})
 }

@@ -291,7 +291,7 @@ func FuzzSharedDatagram(f *testing.F) {
 			}
 		}
 		if other.isDone() {
-			t.Fatalf("another client closed: %v", other.Err())
+			t.Fatalf("another client closed: %v (datagram %x)", other.Err(), b)
 		}
 	})
 }

@@ -486,7 +486,7 @@ func TestDialSaysStage(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			_, hs, _ := impairedServer(t, udpimpair.Link{Drop: tt.drop}, 1)
-			_, err := Dial(context.Background(), hs.URL, &ClientConfig{Limits: Limits{HandshakeTimeout: time.Second}})
+			_, err := Dial(context.Background(), hs.URL, &ClientConfig{Limits: Limits{HandshakeTimeout: 3 * time.Second}})
 			if !errors.Is(err, ErrHandshakeTimeout) || errors.Is(err, ErrHandshake) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("dial: %v", err)
 			}

@@ -258,12 +258,12 @@ func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*rel
 	}
 	// The server on one core and the bots on the other while measured
 	// (-pin), after a second for the move to settle.
-	unpin, err := shape.PinApart(child)
+	unpin, pinned, err := shape.PinApart(child)
 	if err != nil {
 		return kill(err)
 	}
 	defer unpin()
-	if shape.Pin {
+	if pinned {
 		time.Sleep(time.Second)
 	}
 	m0, err := readServerMetrics(url)
@@ -322,8 +322,11 @@ func messages(m harness.Metrics) uint64 {
 // steps of room: it doubles from start up to limit (or, when start is not
 // held, halves it down to one room), then halves the gap between the
 // last load held and the first that was not, down to a tenth of it. It
-// returns the largest load held, or 0.
+// returns the largest load held, or 0. Loads are whole rooms: start and
+// limit are rounded down to them.
 func findMost(start, limit, room int, try func(n int) bool) int {
+	start = max(room, start/room*room)
+	limit = max(start, limit/room*room)
 	lo, hi := 0, 0
 	for n := start; ; n = min(2*n, limit) {
 		if !try(n) {
@@ -344,6 +347,9 @@ func findMost(start, limit, room int, try func(n int) bool) int {
 	}
 	for lo > 0 && hi-lo > max(room, lo/10) {
 		mid := (lo + hi) / 2 / room * room
+		if mid <= lo || mid >= hi {
+			break
+		}
 		if try(mid) {
 			lo = mid
 		} else {

@@ -23,7 +23,8 @@ func TestBenchRelayWebRTC(t *testing.T) {
 		t.Skip("starts a child process and WebRTC connections")
 	}
 	var out, errOut bytes.Buffer
-	code := harness.Command([]string{"relay", "-transport", "webrtc", "-players", "20", "-seconds", "3"}, &out, &errOut)
+	// Unpinned: other test binaries run beside it (TestPin pins).
+	code := harness.Command([]string{"relay", "-transport", "webrtc", "-players", "20", "-seconds", "3", "-pin=false"}, &out, &errOut)
 	if code != 0 {
 		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
 	}
@@ -70,6 +71,9 @@ func TestFindMost(t *testing.T) {
 		{2000, 4000, 300, 0},
 		{2000, 4000, 5, 0}, // nothing held, not even one room
 		{10, 40, 10, 10},
+		{100, 115, 110, 110}, // not whole rooms: rounded down to them
+		{11, 45, 10, 10},
+		{11, 45, 25, 0},
 	} {
 		var tried []int
 		got := findMost(tt.start, tt.limit, 10, func(n int) bool {

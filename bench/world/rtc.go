@@ -163,7 +163,7 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 	}
 	// The server on one core and the bots on the other from the warm-up
 	// on (-pin).
-	unpin, err := o.bots.PinApart(child)
+	unpin, _, err := o.bots.PinApart(child)
 	if err != nil {
 		return kill(err)
 	}

@@ -127,15 +127,18 @@ func (c *Child) Kill() {
 	<-c.exited
 }
 
-// PinApart puts this process, the server's, on one CPU and the bots' process
-// on another when the shape pins, for the measured window, and returns
-// what undoes it; where pinning is not possible it does nothing. The
-// bots join unpinned: a handshake costs both sides more than play does,
-// and 4000 of them at once would not fit a core each.
-func (s Shape) PinApart(child *Child) (undo func(), err error) {
+// PinApart puts this process, the server's, on one CPU and the bots'
+// process on another when the shape pins, for the rest of the run, and
+// returns what undoes it and whether it pinned; where pinning is not
+// possible it does nothing. Call it once the bots have joined: a
+// handshake costs both sides more than play does, and 4000 of them at
+// once would not fit a CPU each. (Go reads the CPUs it may use again as
+// it runs: the bots' process then runs its goroutines on one thread.)
+func (s Shape) PinApart(child *Child) (undo func(), pinned bool, err error) {
 	server, bots, ok := twoCPUs()
 	if !s.Pin || !ok {
-		return func() {}, nil
+		return func() {}, false, nil
 	}
-	return pinApart(server, bots, child.cmd.Process.Pid)
+	undo, err = pinApart(server, bots, child.cmd.Process.Pid)
+	return undo, err == nil, err
 }

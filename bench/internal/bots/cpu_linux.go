@@ -45,9 +45,9 @@ func renice(n int) error {
 }
 
 // twoCPUs returns the first two CPUs this process could run on when it
-// started (before it pinned itself, and a bots' process before it
-// inherited its server's pin): one for the server, one for the bots. ok
-// is false when it could run on fewer.
+// started (before it pinned itself): one for the server, one for the
+// bots. They are logical CPUs: on a machine whose first two are threads
+// of one core, they share it. ok is false when it could run on fewer.
 func twoCPUs() (server, bots int, ok bool) { return startCPUs[0], startCPUs[1], startCPUs[2] == 1 }
 
 var startCPUs = func() [3]int {
@@ -73,15 +73,17 @@ func pin(pid int, set unix.CPUSet) error {
 }
 
 // pinApart puts this process on CPU server and process bots on CPU
-// bots, and returns what puts both back on the CPUs this one had.
+// bots, and returns what puts this one back on the CPUs it had (the
+// bots' process exits after the run, its pin with it).
 func pinApart(server, bots, botsPid int) (undo func(), err error) {
 	var was, s, b unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &was); err != nil {
 		return nil, fmt.Errorf("pin: %w", err)
 	}
 	undo = func() {
-		pin(os.Getpid(), was)
-		pin(botsPid, was)
+		if err := pin(os.Getpid(), was); err != nil {
+			fmt.Fprintf(os.Stderr, "bench: the server's CPUs not restored: %v\n", err)
+		}
 	}
 	s.Set(server)
 	b.Set(bots)

@@ -11,14 +11,14 @@ import (
 type Shape struct {
 	OwnSockets bool // each bot on a UDP socket of its own
 	Nice       int  // the bots' niceness
-	Pin        bool // while measured, the server on one CPU and the bots on another
+	Pin        bool // once joined, the server on one CPU and the bots on another
 }
 
 // Flags registers the shape's flags on fs.
 func (s *Shape) Flags(fs *flag.FlagSet) {
 	fs.BoolVar(&s.OwnSockets, "own-sockets", false, "webrtc: each bot on a UDP socket of its own (the default shares one, each bot at its own loopback address: cheaper bots)")
 	fs.IntVar(&s.Nice, "bots-nice", 19, "webrtc: the bots' niceness (19: when both want a core the server runs first; 0: they share)")
-	fs.BoolVar(&s.Pin, "pin", true, "webrtc: while measured, the server's threads on one CPU and the bots' on another, a core each (Linux, 2 CPUs or more; else unpinned)")
+	fs.BoolVar(&s.Pin, "pin", true, "webrtc: once the bots joined, the server's threads on one CPU and the bots' on another (Linux, 2 CPUs or more; else unpinned)")
 }
 
 // Args are the bots' process's flags for the shape.
