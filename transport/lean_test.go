@@ -508,7 +508,14 @@ func TestDialSaysStage(t *testing.T) {
 			rec := httptest.NewRecorder()
 			s.ServeHTTP(rec, r)
 			answer := rec.Body.String()
-			i := strings.Index(answer, "a=fingerprint:sha-256 ") + len("a=fingerprint:sha-256 ")
+			const line = "a=fingerprint:sha-256 "
+			i := strings.Index(answer, line)
+			if i < 0 {
+				t.Errorf("no %q in the answer: %q", line, answer)
+				http.Error(w, "no fingerprint", http.StatusInternalServerError)
+				return
+			}
+			i += len(line)
 			flip := "00"
 			if answer[i:i+2] == flip {
 				flip = "11"

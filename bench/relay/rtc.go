@@ -256,7 +256,7 @@ func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*rel
 		}
 		return f
 	}
-	// The server on one core and the bots on the other while measured
+	// The server on one CPU and the bots on the other while measured
 	// (-pin), after a second for the move to settle.
 	unpin, pinned, err := shape.PinApart(child)
 	if err != nil {

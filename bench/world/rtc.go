@@ -161,7 +161,7 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 		child.Kill()
 		return nil, err
 	}
-	// The server on one core and the bots on the other from the warm-up
+	// The server on one CPU and the bots on the other from the warm-up
 	// on (-pin).
 	unpin, _, err := o.bots.PinApart(child)
 	if err != nil {

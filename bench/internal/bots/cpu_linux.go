@@ -48,23 +48,28 @@ func renice(n int) error {
 // started (before it pinned itself): one for the server, one for the
 // bots. They are logical CPUs: on a machine whose first two are threads
 // of one core, they share it. ok is false when it could run on fewer.
-func twoCPUs() (server, bots int, ok bool) { return startCPUs[0], startCPUs[1], startCPUs[2] == 1 }
+func twoCPUs() (server, bots int, ok bool) {
+	return startCPUs.server, startCPUs.bots, startCPUs.ok
+}
 
-var startCPUs = func() [3]int {
+var startCPUs = func() (c struct {
+	server, bots int
+	ok           bool
+}) {
 	var set unix.CPUSet
 	if unix.SchedGetaffinity(0, &set) != nil {
-		return [3]int{}
+		return c
 	}
 	var cpus []int
-	for c := 0; c < len(set)*64 && len(cpus) < 2; c++ {
-		if set.IsSet(c) {
-			cpus = append(cpus, c)
+	for i := 0; i < len(set)*64 && len(cpus) < 2; i++ {
+		if set.IsSet(i) {
+			cpus = append(cpus, i)
 		}
 	}
-	if len(cpus) < 2 {
-		return [3]int{}
+	if len(cpus) == 2 {
+		c.server, c.bots, c.ok = cpus[0], cpus[1], true
 	}
-	return [3]int{cpus[0], cpus[1], 1}
+	return c
 }()
 
 // pin puts every thread of process pid on the CPUs of set.
