@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
-	"slices"
 	"time"
 )
 
@@ -27,11 +26,11 @@ const (
 
 // Bounds on what a peer can make the association hold.
 const (
-	maxTSNWindow   = 8192  // how far above the cumulative TSN a DATA chunk may be
-	maxRecvdTSNs   = 4096  // TSNs held above the cumulative TSN
+	maxTSNWindow   = 8192  // how far above the cumulative TSN a DATA chunk may be (a multiple of 64)
 	maxOutstanding = 16384 // chunks sent and not yet acknowledged or stepped over
 	maxGaps        = 64    // gap blocks reported in one SACK
 	maxDups        = 16
+	maxCtrl        = 16 // answers to the peer's control chunks queued before the next Flush
 	cookieLife     = 60 * time.Second
 	maxInitRetries = 20 // about a minute of tries at MaxBackoff's default
 )
@@ -125,24 +124,15 @@ type outChunk struct {
 	ppid      uint32
 	flags     uint8
 	reliable  bool
-	acked     bool // by a gap block
-	abandoned bool // unreliable, given up: FORWARD-TSN steps over it
-	rtx       bool // to retransmit
+	acked     bool   // by a gap block
+	abandoned bool   // unreliable, given up: FORWARD-TSN steps over it
+	skip      uint32 // settled (acked or abandoned): the next chunk in play is at most this far ahead
+	rtx       bool   // to retransmit
 	sends     uint8
 	misses    uint8
 	size      int
 	sent      time.Duration
 	data      []byte // reliable only
-}
-
-// inChunk is a received DATA chunk held for reassembly or order.
-type inChunk struct {
-	tsn    uint32
-	stream uint16
-	ssn    uint16
-	ppid   uint32
-	flags  uint8
-	data   []byte
 }
 
 // pendMsg is a message queued to send.
@@ -192,6 +182,7 @@ type Assoc struct {
 	fwdAt      time.Duration // when to resend a FORWARD-TSN not yet taken
 	out        []outChunk
 	outHead    int
+	nrtx       int // chunks in out marked to resend
 	ssnOut     [maxStreams]uint16
 	uq         []byte // unreliable messages' bytes, until the next Flush
 	um         []pendMsg
@@ -213,11 +204,10 @@ type Assoc struct {
 	errCount   int
 
 	// Receiving.
-	cumRecv  uint32
-	recvd    []uint32 // TSNs received above cumRecv, sorted
-	ord      []inChunk
-	unord    []inChunk
-	buffered int
+	recv     tsnSet
+	held     holding
+	gapBuf   [maxGaps][2]uint16
+	work     int // steps taken over held and outstanding chunks, for Work
 	nextSSN  [maxStreams]uint16
 	sackOwed bool
 	sackNow  bool
@@ -230,11 +220,15 @@ type Assoc struct {
 
 // Stats counts an association's traffic.
 type Stats struct {
-	DataSent, DataRecv  uint64 // DATA chunks, first transmissions
-	Retransmits         uint64
-	Abandoned           uint64 // unreliable chunks given up
-	SacksSent, Packets  uint64
-	Dropped             uint64 // received chunks dropped (window, bounds)
+	DataSent, DataRecv uint64 // DATA chunks, first transmissions
+	Retransmits        uint64
+	Abandoned          uint64 // unreliable chunks given up
+	SacksSent, Packets uint64
+	Dropped            uint64 // received chunks dropped (window, bounds)
+	HeldFull           uint64 // of those, dropped because the reassembly buffer was full
+	// Held is the chunks held now for reassembly or order, HeldMax the
+	// most held at once.
+	Held, HeldMax       int
 	SRTT                time.Duration
 	Cwnd, PeerRwnd, Out int
 }
@@ -273,6 +267,15 @@ func (a *Assoc) queueInit() {
 	a.ctrl = append(a.ctrl, ctrlChunk{tag: 0, chunk: encodeChunk(ctInit, 0, initValue(a.myTag, a.cfg.RecvWindow, a.initTSN, nil)), crc: true})
 }
 
+// answer queues a control chunk that answers the peer's, unless maxCtrl
+// answers wait already: a peer that packs its packets with chunks to
+// answer gets no more answers than one that does not.
+func (a *Assoc) answer(c ctrlChunk) {
+	if len(a.ctrl) < maxCtrl {
+		a.ctrl = append(a.ctrl, c)
+	}
+}
+
 // Established reports whether the association is up.
 func (a *Assoc) Established() bool { return a.st == stateEstablished }
 
@@ -284,8 +287,15 @@ func (a *Assoc) Closed() (bool, error) { return a.st == stateClosed, a.err }
 func (a *Assoc) Stats() Stats {
 	s := a.stats
 	s.SRTT, s.Cwnd, s.PeerRwnd, s.Out = a.srtt, a.cwnd, a.peerRwnd, len(a.out)-a.outHead
+	s.Held = a.held.n
 	return s
 }
+
+// Work returns a count of the steps the association has taken over what
+// it holds (chunks held, TSN bitmap words, outstanding chunks visited,
+// each map operation): tests bound the work a packet can cause with it,
+// whatever the packet.
+func (a *Assoc) Work() int { return a.work + a.recv.work + a.held.work }
 
 // SRTT returns the smoothed round-trip time; 0 before the first sample.
 func (a *Assoc) SRTT() time.Duration { return a.srtt }
@@ -308,8 +318,9 @@ func (a *Assoc) close(err error) {
 		return
 	}
 	a.st, a.err = stateClosed, err
-	a.out, a.rq, a.um, a.uq, a.ord, a.unord, a.recvd = nil, nil, nil, nil, nil, nil, nil
-	a.outHead, a.rqBytes, a.flight, a.outBytes, a.buffered = 0, 0, 0, 0, 0
+	a.out, a.rq, a.um, a.uq = nil, nil, nil, nil
+	a.recv, a.held = tsnSet{cum: a.recv.cum}, holding{}
+	a.outHead, a.nrtx, a.rqBytes, a.flight, a.outBytes = 0, 0, 0, 0, 0
 }
 
 // Close ends the association: the next Flush sends ABORT.
@@ -381,7 +392,7 @@ func (a *Assoc) Handle(now time.Time, pkt []byte) error {
 	}
 	t := a.since(now)
 	first := true
-	data := false
+	data, sacked, forwarded := false, false, false
 	for len(rest) > 0 {
 		c, r, err := NextChunk(rest)
 		if err != nil {
@@ -418,15 +429,25 @@ func (a *Assoc) Handle(now time.Time, pkt []byte) error {
 			if a.st != stateEstablished {
 				return nil
 			}
-			if err := a.handleData(c, t); err != nil {
+			if err := a.handleData(c); err != nil {
 				return err
 			}
 			data = true
 		case ctSack:
+			// One SACK a packet: each costs a pass over what is
+			// outstanding, and a second says nothing a sane peer needs.
+			if sacked {
+				continue
+			}
+			sacked = true
 			if err := a.handleSack(c, t); err != nil {
 				return err
 			}
 		case ctForwardTSN:
+			if forwarded { // one a packet too: each costs a pass over what is held
+				continue
+			}
+			forwarded = true
 			if err := a.handleForward(c); err != nil {
 				return err
 			}
@@ -439,13 +460,13 @@ func (a *Assoc) Handle(now time.Time, pkt []byte) error {
 				a.establish()
 			}
 		case ctHeartbeat:
-			a.ctrl = append(a.ctrl, ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctHeartbeatAck, 0, c.Value)})
+			a.answer(ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctHeartbeatAck, 0, c.Value)})
 		case ctReconfig:
 			a.handleReconfig(c)
 		case ctShutdown:
-			a.ctrl = append(a.ctrl, ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctShutdownAck, 0, nil)})
+			a.answer(ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctShutdownAck, 0, nil)})
 		case ctShutdownAck:
-			a.ctrl = append(a.ctrl, ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctShutdownComplete, 0, nil)})
+			a.answer(ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctShutdownComplete, 0, nil)})
 			a.close(ErrAborted)
 			return nil
 		case ctShutdownComplete, ctAbort:
@@ -472,7 +493,7 @@ func (a *Assoc) Handle(now time.Time, pkt []byte) error {
 			// second packet is acknowledged at once (RFC 9260 §6.2).
 			a.sackNow = true
 		}
-		if len(a.recvd) > 0 && a.pkts >= 4 {
+		if a.recv.n > 0 && a.pkts >= 4 {
 			a.sackNow = true // a gap that lasts: tell the peer
 		}
 	}
@@ -510,7 +531,7 @@ func (a *Assoc) handleInit(c Chunk, t time.Duration) error {
 	}
 	ck = append(ck, caps)
 	ck = append(ck, a.mac(ck)...)
-	a.ctrl = append(a.ctrl, ctrlChunk{tag: in.tag, chunk: encodeChunk(ctInitAck, 0, initValue(myTag, a.cfg.RecvWindow, myTSN, ck)), crc: true})
+	a.answer(ctrlChunk{tag: in.tag, chunk: encodeChunk(ctInitAck, 0, initValue(myTag, a.cfg.RecvWindow, myTSN, ck)), crc: true})
 	return nil
 }
 
@@ -540,13 +561,13 @@ func (a *Assoc) handleCookieEcho(c Chunk, hdr Header, t time.Duration) error {
 	} else {
 		a.myTag, a.peerTag = myTag, peerTag
 		a.initTSN = binary.BigEndian.Uint32(ck[13:])
-		a.cumRecv = binary.BigEndian.Uint32(ck[21:]) - 1
+		a.recv.cum = binary.BigEndian.Uint32(ck[21:]) - 1
 		a.peerRwnd = int(binary.BigEndian.Uint32(ck[25:]))
 		a.peerZero, a.peerFwd = ck[29]&1 != 0, ck[29]&2 != 0
 		a.pport, a.port = hdr.SrcPort, hdr.DstPort
 		a.establish()
 	}
-	a.ctrl = append(a.ctrl, ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctCookieAck, 0, nil)})
+	a.answer(ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctCookieAck, 0, nil)})
 	return nil
 }
 
@@ -562,7 +583,7 @@ func (a *Assoc) handleInitAck(c Chunk, t time.Duration) error {
 		return fmt.Errorf("%w: INIT-ACK without a cookie", ErrProtocol)
 	}
 	a.peerTag = in.tag
-	a.cumRecv = in.tsn - 1
+	a.recv.cum = in.tsn - 1
 	a.peerRwnd = int(in.rwnd)
 	a.peerZero, a.peerFwd = in.zeroChecksum, in.forwardTSN
 	a.cookie = append([]byte(nil), in.cookie...)
@@ -582,204 +603,6 @@ func (a *Assoc) establish() {
 	a.cookie = nil
 }
 
-// handleData takes one DATA chunk.
-func (a *Assoc) handleData(c Chunk, t time.Duration) error {
-	d, err := parseData(c)
-	if err != nil {
-		return err
-	}
-	if len(d.data) == 0 {
-		return fmt.Errorf("%w: empty DATA", ErrProtocol)
-	}
-	if tsnLE(d.tsn, a.cumRecv) || a.haveTSN(d.tsn) {
-		if len(a.dups) < maxDups {
-			a.dups = append(a.dups, d.tsn)
-		}
-		a.sackNow = true
-		return nil
-	}
-	if d.tsn-a.cumRecv > maxTSNWindow || len(a.recvd) >= maxRecvdTSNs {
-		a.stats.Dropped++
-		return nil // not acknowledged: a sane peer retransmits or steps over it
-	}
-	complete := d.flags&(flagBegin|flagEnd) == flagBegin|flagEnd
-	ordered := d.flags&flagUnordered == 0
-	deliverNow := complete && d.stream < maxStreams && (!ordered || d.ssn == a.nextSSN[d.stream])
-	if !deliverNow && d.stream < maxStreams {
-		if a.buffered+len(d.data) > int(a.cfg.RecvWindow) {
-			a.close(fmt.Errorf("%w: the peer overran the receive window", ErrProtocol))
-			return a.err
-		}
-	}
-	a.markTSN(d.tsn)
-	a.stats.DataRecv++
-	if d.stream >= maxStreams {
-		a.stats.Dropped++
-		return nil
-	}
-	if deliverNow {
-		if ordered {
-			a.nextSSN[d.stream]++
-		}
-		a.deliver(d.stream, d.ppid, d.data)
-		if ordered {
-			a.deliverOrdered(d.stream)
-		}
-		return nil
-	}
-	ic := inChunk{tsn: d.tsn, stream: d.stream, ssn: d.ssn, ppid: d.ppid, flags: d.flags, data: append([]byte(nil), d.data...)}
-	a.buffered += len(ic.data)
-	if ordered {
-		a.ord = insertChunk(a.ord, ic)
-		a.deliverOrdered(d.stream)
-	} else {
-		a.unord = insertChunk(a.unord, ic)
-		a.deliverUnordered()
-	}
-	return nil
-}
-
-func (a *Assoc) deliver(stream uint16, ppid uint32, data []byte) {
-	if a.cfg.Deliver != nil {
-		a.cfg.Deliver(stream, ppid, data)
-	}
-}
-
-func insertChunk(s []inChunk, c inChunk) []inChunk {
-	i, _ := slices.BinarySearchFunc(s, c.tsn, func(x inChunk, tsn uint32) int {
-		switch {
-		case x.tsn == tsn:
-			return 0
-		case tsnLess(x.tsn, tsn):
-			return -1
-		}
-		return 1
-	})
-	return slices.Insert(s, i, c)
-}
-
-func (a *Assoc) haveTSN(tsn uint32) bool {
-	_, ok := a.findTSN(tsn)
-	return ok
-}
-
-func (a *Assoc) findTSN(tsn uint32) (int, bool) {
-	return slices.BinarySearchFunc(a.recvd, tsn, func(x, t uint32) int {
-		switch {
-		case x == t:
-			return 0
-		case tsnLess(x, t):
-			return -1
-		}
-		return 1
-	})
-}
-
-// markTSN records tsn received and moves the cumulative TSN over what is
-// now contiguous.
-func (a *Assoc) markTSN(tsn uint32) {
-	if tsn == a.cumRecv+1 {
-		a.cumRecv = tsn
-	} else {
-		i, _ := a.findTSN(tsn)
-		a.recvd = slices.Insert(a.recvd, i, tsn)
-	}
-	a.advanceCum()
-}
-
-func (a *Assoc) advanceCum() {
-	n := 0
-	for n < len(a.recvd) && tsnLE(a.recvd[n], a.cumRecv+1) {
-		if a.recvd[n] == a.cumRecv+1 {
-			a.cumRecv++
-		}
-		n++
-	}
-	if n > 0 {
-		a.recvd = append(a.recvd[:0], a.recvd[n:]...)
-	}
-}
-
-// assemble joins the chunks s[i:j] into one message.
-func (a *Assoc) assemble(s []inChunk) []byte {
-	if len(s) == 1 {
-		return s[0].data
-	}
-	a.asm = a.asm[:0]
-	for _, c := range s {
-		a.asm = append(a.asm, c.data...)
-	}
-	return a.asm
-}
-
-// run returns the end (exclusive) of a complete message starting at s[i],
-// a chunk with the B flag, or -1 while one of its chunks is missing.
-func (a *Assoc) run(s []inChunk, i int) int {
-	size := 0
-	for j := i; j < len(s); j++ {
-		c := s[j]
-		if j > i && (c.tsn != s[j-1].tsn+1 || c.stream != s[i].stream || c.flags&flagBegin != 0) {
-			return -1
-		}
-		size += len(c.data)
-		if size > a.cfg.MaxMessage {
-			return -2
-		}
-		if c.flags&flagEnd != 0 {
-			return j + 1
-		}
-	}
-	return -1
-}
-
-func (a *Assoc) deliverOrdered(stream uint16) {
-	for {
-		i := slices.IndexFunc(a.ord, func(c inChunk) bool {
-			return c.stream == stream && c.ssn == a.nextSSN[stream] && c.flags&flagBegin != 0
-		})
-		if i < 0 {
-			return
-		}
-		j := a.run(a.ord, i)
-		if j == -2 {
-			a.close(fmt.Errorf("%w: a message over %d bytes", ErrProtocol, a.cfg.MaxMessage))
-			return
-		}
-		if j < 0 {
-			return
-		}
-		a.nextSSN[stream]++
-		a.deliver(stream, a.ord[i].ppid, a.assemble(a.ord[i:j]))
-		a.drop(&a.ord, i, j)
-	}
-}
-
-func (a *Assoc) deliverUnordered() {
-	for i := 0; i < len(a.unord); i++ {
-		if a.unord[i].flags&flagBegin == 0 {
-			continue
-		}
-		j := a.run(a.unord, i)
-		if j == -2 {
-			a.close(fmt.Errorf("%w: a message over %d bytes", ErrProtocol, a.cfg.MaxMessage))
-			return
-		}
-		if j < 0 {
-			continue
-		}
-		a.deliver(a.unord[i].stream, a.unord[i].ppid, a.assemble(a.unord[i:j]))
-		a.drop(&a.unord, i, j)
-		i--
-	}
-}
-
-func (a *Assoc) drop(s *[]inChunk, i, j int) {
-	for _, c := range (*s)[i:j] {
-		a.buffered -= len(c.data)
-	}
-	*s = slices.Delete(*s, i, j)
-}
-
 // handleForward takes a FORWARD-TSN: the peer gave up on everything up
 // to its new cumulative TSN.
 func (a *Assoc) handleForward(c Chunk) error {
@@ -793,37 +616,20 @@ func (a *Assoc) handleForward(c Chunk) error {
 		a.sackOwed, a.owedAt = true, 0
 	}
 	a.sackNow = true
-	if tsnLE(cum, a.cumRecv) {
+	if tsnLE(cum, a.recv.cum) {
 		return nil
 	}
-	if cum-a.cumRecv > maxTSNWindow {
-		return fmt.Errorf("%w: FORWARD-TSN %d too far past %d", ErrProtocol, cum, a.cumRecv)
+	if cum-a.recv.cum > maxTSNWindow {
+		return fmt.Errorf("%w: FORWARD-TSN %d too far past %d", ErrProtocol, cum, a.recv.cum)
 	}
-	a.cumRecv = cum
-	a.advanceCum()
+	a.recv.forward(cum)
 	for p := c.Value[4:]; len(p) >= 4; p = p[4:] {
 		s, ssn := binary.BigEndian.Uint16(p), binary.BigEndian.Uint16(p[2:])
 		if s < maxStreams && !ssnLess(ssn, a.nextSSN[s]) {
 			a.nextSSN[s] = ssn + 1
 		}
 	}
-	// What was stepped over can never complete.
-	for i := 0; i < len(a.unord); i++ {
-		if tsnLE(a.unord[i].tsn, a.cumRecv) {
-			a.drop(&a.unord, i, i+1)
-			i--
-		}
-	}
-	for i := 0; i < len(a.ord); i++ {
-		if c := a.ord[i]; tsnLE(c.tsn, a.cumRecv) && ssnLess(c.ssn, a.nextSSN[c.stream]) {
-			a.drop(&a.ord, i, i+1)
-			i--
-		}
-	}
-	for s := range uint16(maxStreams) {
-		a.deliverOrdered(s)
-	}
-	a.deliverUnordered()
+	a.forwardHeld()
 	return nil
 }
 
@@ -849,7 +655,7 @@ func (a *Assoc) handleReconfig(c Chunk) {
 			}
 			resp := binary.BigEndian.AppendUint32(nil, req)
 			resp = binary.BigEndian.AppendUint32(resp, 1) // success, performed
-			a.ctrl = append(a.ctrl, ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctReconfig, 0, appendParam(nil, ptReconfigResponse, resp))})
+			a.answer(ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctReconfig, 0, appendParam(nil, ptReconfigResponse, resp))})
 			if a.cfg.Reset != nil {
 				a.cfg.Reset(streams)
 			}

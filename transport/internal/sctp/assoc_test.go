@@ -175,7 +175,9 @@ func TestLossyLink(t *testing.T) {
 					}
 				}
 			}
-			s.run(20*time.Second, 16*time.Millisecond)
+			// Long enough for the last SACKs: through 40% loss a retransmission
+			// and its SACK both arrive a third of the time, every 3 s at most.
+			s.run(60*time.Second, 16*time.Millisecond)
 			for i, ep := range s.ep {
 				var rel []string
 				unrel := map[string]int{}
@@ -205,14 +207,14 @@ func TestLossyLink(t *testing.T) {
 				if want := 1 - tc.loss; got < want-0.05 || got > want+0.05 {
 					t.Errorf("side %d: %.3f of unreliable frames arrived, want about %.2f", i, got, want)
 				}
-				if n := len(ep.a.recvd); n > 64 {
+				if n := ep.a.recv.n; n > 64 {
 					t.Errorf("side %d holds %d TSNs above its cumulative ack", i, n)
 				}
 				if st := ep.a.Stats(); st.Out > 0 {
 					for _, oc := range ep.a.out[ep.a.outHead:] {
 						t.Logf("tsn %d rel %v acked %v ab %v rtx %v sends %d", oc.tsn, oc.reliable, oc.acked, oc.abandoned, oc.rtx, oc.sends)
 					}
-					t.Logf("cumAck %d advAck %d fwdAt %v t3 %v flight %d; peer cum %d", ep.a.cumAck, ep.a.advAck, ep.a.fwdAt, ep.a.t3, ep.a.flight, s.ep[1-i].a.cumRecv)
+					t.Logf("cumAck %d advAck %d fwdAt %v t3 %v flight %d; peer cum %d", ep.a.cumAck, ep.a.advAck, ep.a.fwdAt, ep.a.t3, ep.a.flight, s.ep[1-i].a.recv.cum)
 					t.Errorf("side %d: %d chunks outstanding at the end", i, st.Out)
 				}
 				for _, err := range s.errors[i] {
@@ -258,8 +260,8 @@ func TestFragmentation(t *testing.T) {
 	if gotBig != 1 || gotSmall < 25 {
 		t.Errorf("got %d big, %d small of 50", gotBig, gotSmall)
 	}
-	if s.ep[1].a.buffered != 0 || len(s.ep[1].a.unord) != 0 {
-		t.Errorf("reassembly holds %d bytes in %d chunks", s.ep[1].a.buffered, len(s.ep[1].a.unord))
+	if h := s.ep[1].a.held; h.charged != 0 || h.n != 0 {
+		t.Errorf("reassembly holds %d bytes in %d chunks", h.charged, h.n)
 	}
 }
 
@@ -318,10 +320,10 @@ func TestHostile(t *testing.T) {
 		err    error
 	}{
 		{"wrong tag", func(a *Assoc) [][]byte {
-			return [][]byte{packet(a.myTag+1, dataChunkBytes(3, a.cumRecv+1, 0, 0, []byte("x")))}
+			return [][]byte{packet(a.myTag+1, dataChunkBytes(3, a.recv.cum+1, 0, 0, []byte("x")))}
 		}, false, nil},
 		{"bad checksum", func(a *Assoc) [][]byte {
-			p := packet(a.myTag, dataChunkBytes(3, a.cumRecv+1, 0, 0, []byte("x")))
+			p := packet(a.myTag, dataChunkBytes(3, a.recv.cum+1, 0, 0, []byte("x")))
 			p[8] ^= 1
 			return [][]byte{p}
 		}, false, ErrChecksum},
@@ -332,20 +334,21 @@ func TestHostile(t *testing.T) {
 			return [][]byte{packet(a.myTag, sackBytes(a.cumAck, 1<<16, 2, 100))}
 		}, true, ErrProtocol},
 		{"tsn far ahead", func(a *Assoc) [][]byte {
-			return [][]byte{packet(a.myTag, dataChunkBytes(3, a.cumRecv+maxTSNWindow+10, 0, 0, []byte("x")))}
+			return [][]byte{packet(a.myTag, dataChunkBytes(3, a.recv.cum+maxTSNWindow+10, 0, 0, []byte("x")))}
 		}, false, nil},
 		{"window overrun", func(a *Assoc) [][]byte {
 			var ps [][]byte
-			// Fragments of a message that never completes, past the window.
+			// Whole messages that wait for an earlier one, past the
+			// window: those over it are dropped, unacknowledged.
 			for i := range uint32(300) {
-				ps = append(ps, packet(a.myTag, dataChunkBytes(flagBegin*boolU8(i == 0), a.cumRecv+2+i, 1, 0, make([]byte, 1000))))
+				ps = append(ps, packet(a.myTag, dataChunkBytes(flagBegin|flagEnd, a.recv.cum+2+i, 1, uint16(1+i), make([]byte, 1000))))
 			}
 			return ps
-		}, true, ErrProtocol},
+		}, false, nil},
 		{"message over the limit", func(a *Assoc) [][]byte {
 			var ps [][]byte
 			for i := range uint32(70) {
-				ps = append(ps, packet(a.myTag, dataChunkBytes(flagBegin*boolU8(i == 0), a.cumRecv+1+i, 1, 0, make([]byte, 1000))))
+				ps = append(ps, packet(a.myTag, dataChunkBytes(flagBegin*boolU8(i == 0), a.recv.cum+1+i, 1, 0, make([]byte, 1000))))
 			}
 			return ps
 		}, true, ErrProtocol},
@@ -353,16 +356,16 @@ func TestHostile(t *testing.T) {
 			return [][]byte{packet(a.myTag, encodeChunk(ctCookieEcho, 0, make([]byte, cookieLen)))}
 		}, false, ErrProtocol},
 		{"forward tsn far", func(a *Assoc) [][]byte {
-			return [][]byte{packet(a.myTag, encodeChunk(ctForwardTSN, 0, binary.BigEndian.AppendUint32(nil, a.cumRecv+1<<20)))}
+			return [][]byte{packet(a.myTag, encodeChunk(ctForwardTSN, 0, binary.BigEndian.AppendUint32(nil, a.recv.cum+1<<20)))}
 		}, false, ErrProtocol},
 		{"truncated chunk", func(a *Assoc) [][]byte {
-			p := packet(a.myTag, dataChunkBytes(3, a.cumRecv+1, 0, 0, []byte("xyz")))
+			p := packet(a.myTag, dataChunkBytes(3, a.recv.cum+1, 0, 0, []byte("xyz")))
 			binary.BigEndian.PutUint16(p[14:], 400)
 			binary.LittleEndian.PutUint32(p[8:], checksum(p))
 			return [][]byte{p}
 		}, false, ErrMalformed},
 		{"empty data", func(a *Assoc) [][]byte {
-			return [][]byte{packet(a.myTag, dataChunkBytes(3, a.cumRecv+1, 0, 0, nil))}
+			return [][]byte{packet(a.myTag, dataChunkBytes(3, a.recv.cum+1, 0, 0, nil))}
 		}, false, ErrProtocol},
 		{"abort", func(a *Assoc) [][]byte {
 			return [][]byte{packet(a.myTag, encodeChunk(ctAbort, 0, nil))}
@@ -387,10 +390,52 @@ func TestHostile(t *testing.T) {
 			if tc.err == nil && last != nil {
 				t.Errorf("error %v, want none", last)
 			}
-			if a.buffered > int(a.cfg.RecvWindow) || len(a.recvd) > maxRecvdTSNs {
-				t.Errorf("holds %d bytes and %d TSNs", a.buffered, len(a.recvd))
-			}
+			checkBounds(t, a)
 		})
+	}
+}
+
+// checkBounds fails t when a holds more than its bounds allow, or when
+// what it counts of its reassembly buffer is not what the buffer holds.
+func checkBounds(t testing.TB, a *Assoc) {
+	t.Helper()
+	h := &a.held
+	if h.n > maxHeld+heldReserve || h.charged > int(a.cfg.RecvWindow)*3/2 {
+		t.Fatalf("holds %d chunks, %d bytes charged", h.n, h.charged)
+	}
+	inTable := 0
+	for _, sl := range h.at.slots {
+		if sl.idx != 0 {
+			inTable++
+		}
+	}
+	if inTable != h.n || len(h.ready) > h.n {
+		t.Fatalf("holds %d chunks by TSN, %d ready, counts %d", inTable, len(h.ready), h.n)
+	}
+	charged := 0
+	for i := range h.slab {
+		if !h.slab[i].used {
+			continue
+		}
+		tsn := h.slab[i].tsn
+		if j, ok, _ := h.at.get(tsn); !ok || int(j) != i {
+			t.Fatalf("TSN %d finds slot %d, %v; it is in %d", tsn, j, ok, i)
+		}
+		// At or below the cumulative TSN only the first fragments of a
+		// message that goes on above it.
+		if !tsnLess(a.recv.cum-maxHeld-heldReserve, tsn) || tsnLess(a.recv.cum, tsn) && tsn-a.recv.cum > maxTSNWindow {
+			t.Fatalf("holds TSN %d, cumulative %d", tsn, a.recv.cum)
+		}
+		charged += len(h.slab[i].data) + chunkOverhead
+	}
+	if len(h.slab)-len(h.free) != h.n {
+		t.Fatalf("%d slab slots, %d free, %d held", len(h.slab), len(h.free), h.n)
+	}
+	if charged != h.charged {
+		t.Fatalf("charged %d, holds %d", h.charged, charged)
+	}
+	if a.recv.n > maxTSNWindow || len(a.out)-a.outHead > maxOutstanding || len(a.ctrl) > maxCtrl {
+		t.Fatalf("%d TSNs above the cumulative one, %d outstanding, %d control chunks", a.recv.n, len(a.out)-a.outHead, len(a.ctrl))
 	}
 }
 
@@ -432,7 +477,7 @@ func TestStreamReset(t *testing.T) {
 	a.cfg.Reset = func(s []uint16) { reset = s }
 	req := binary.BigEndian.AppendUint32(nil, 7)
 	req = binary.BigEndian.AppendUint32(req, 0)
-	req = binary.BigEndian.AppendUint32(req, a.cumRecv)
+	req = binary.BigEndian.AppendUint32(req, a.recv.cum)
 	req = binary.BigEndian.AppendUint16(req, 1)
 	if err := a.Handle(time.Now(), packet(a.myTag, encodeChunk(ctReconfig, 0, appendParam(nil, ptOutgoingReset, req)))); err != nil {
 		t.Fatal(err)
@@ -479,8 +524,8 @@ func TestCookieStateless(t *testing.T) {
 	if err := a.Handle(now, packet(in.tag, encodeChunk(ctCookieEcho, 0, in.cookie))); err != nil || !a.Established() {
 		t.Errorf("good cookie: %v, established %v", err, a.Established())
 	}
-	if a.peerTag != 1234 || a.cumRecv != 98 {
-		t.Errorf("peer tag %d, cumulative TSN %d", a.peerTag, a.cumRecv)
+	if a.peerTag != 1234 || a.recv.cum != 98 {
+		t.Errorf("peer tag %d, cumulative TSN %d", a.peerTag, a.recv.cum)
 	}
 }
 

@@ -35,51 +35,68 @@ func (a *Assoc) handleSack(c Chunk, t time.Duration) error {
 				sample = t - oc.sent
 			}
 		}
+		if oc.rtx {
+			a.nrtx--
+		}
 		*oc = outChunk{}
 		a.outHead++
 	}
 	a.cumAck = s.cum
 	a.compact()
-	highest := s.cum
+	// The highest TSN this SACK acknowledges for the first time: only the
+	// chunks missing below it get a miss indication (HTNA, RFC 9260
+	// §7.2.4), so a SACK that repeats an earlier one costs nothing more.
+	var highest uint32
+	newly := false
+	var prevEnd uint16
 	for i := 0; i < s.ngaps; i++ {
 		start, end := s.gap(i)
 		if start == 0 || end < start {
 			return fmt.Errorf("%w: SACK gap %d-%d", ErrMalformed, start, end)
 		}
+		if start <= prevEnd {
+			// Gap blocks go up and do not overlap (RFC 9260 §3.3.4): the
+			// rest are ignored, so that no chunk is visited twice.
+			break
+		}
+		prevEnd = end
 		lo, hi := s.cum+uint32(start), s.cum+uint32(end)
 		if tsnLE(a.nextTSN, hi) {
 			a.close(fmt.Errorf("%w: SACK gap up to TSN %d, never sent", ErrProtocol, hi))
 			return a.err
 		}
-		if tsnLess(highest, hi) {
-			highest = hi
+		k := a.index(lo)
+		if k < 0 {
+			continue
 		}
-		for k := a.index(lo); k >= 0 && k < len(a.out) && tsnLE(a.out[k].tsn, hi); k++ {
-			if oc := &a.out[k]; !oc.acked {
-				acked += a.ack(oc)
-				oc.acked = true
-				if oc.sends == 1 && !oc.abandoned {
-					sample = t - oc.sent
-				}
+		for k = a.nextLive(k); k < len(a.out) && tsnLE(a.out[k].tsn, hi); k = a.nextLive(k + 1) {
+			oc := &a.out[k]
+			acked += a.ack(oc)
+			oc.acked = true
+			a.settled(k)
+			if oc.sends == 1 {
+				sample = t - oc.sent
 			}
+			highest, newly = oc.tsn, true
 		}
 	}
 	if sample >= 0 {
 		a.rttSample(sample)
 	}
-	// Miss indications: every chunk below the highest acknowledged that
-	// is still missing.
-	for k := a.outHead; k < len(a.out) && tsnLess(a.out[k].tsn, highest); k++ {
+	// Miss indications: every chunk still missing below the highest newly
+	// acknowledged.
+	for k := a.nextLive(a.outHead); newly && k < len(a.out) && tsnLess(a.out[k].tsn, highest); k = a.nextLive(k + 1) {
 		oc := &a.out[k]
-		if oc.acked || oc.abandoned || oc.rtx {
+		if oc.rtx {
 			continue
 		}
 		oc.misses++
 		switch {
 		case !oc.reliable && oc.misses >= 2:
-			a.abandon(oc)
+			a.abandon(k)
 		case oc.reliable && oc.misses >= 3:
 			oc.rtx = true
+			a.nrtx++
 			oc.misses = 0
 			if !a.inRecovery {
 				a.inRecovery, a.recoverTSN = true, a.nextTSN-1
@@ -140,11 +157,13 @@ func (a *Assoc) ack(oc *outChunk) int {
 	return oc.size
 }
 
-// abandon gives up an unreliable chunk.
-func (a *Assoc) abandon(oc *outChunk) {
+// abandon gives up the unreliable chunk out[k].
+func (a *Assoc) abandon(k int) {
+	oc := &a.out[k]
 	oc.abandoned = true
 	a.outBytes -= oc.size
 	a.stats.Abandoned++
+	a.settled(k)
 }
 
 // advance moves the Advanced.Peer.Ack.Point over abandoned and
@@ -154,6 +173,7 @@ func (a *Assoc) advance() {
 		return
 	}
 	for k := a.index(a.advAck + 1); k >= a.outHead && k < len(a.out); k++ {
+		a.work++
 		oc := &a.out[k]
 		if !oc.abandoned && !oc.acked {
 			break
@@ -188,6 +208,41 @@ func (a *Assoc) compact() {
 	}
 }
 
+// settled marks out[k] acknowledged by a gap block or given up: the
+// loops over what is still in play step over it from now on.
+func (a *Assoc) settled(k int) {
+	oc := &a.out[k]
+	oc.skip = 1
+	if oc.rtx {
+		oc.rtx = false
+		a.nrtx--
+	}
+}
+
+// nextLive returns the index of the first chunk at or after k that is
+// neither acknowledged nor given up, or len(out). Each settled chunk
+// keeps how far ahead the next one in play may be, and the walk shortens
+// those distances as it goes (path halving), so that a peer that never
+// acknowledges what it was sent, or acknowledges everything but the
+// first chunk, does not make every SACK and every timer pass over all it
+// was sent: the loops over out visit the chunks still in play.
+func (a *Assoc) nextLive(k int) int {
+	k = max(k, a.outHead)
+	for k < len(a.out) {
+		s := int(a.out[k].skip)
+		if s == 0 {
+			return k
+		}
+		a.work++
+		j := k + s
+		if j < len(a.out) && a.out[j].skip != 0 {
+			a.out[k].skip += a.out[j].skip
+		}
+		k = j
+	}
+	return len(a.out)
+}
+
 func (a *Assoc) rttSample(r time.Duration) {
 	if a.srtt == 0 {
 		a.srtt, a.rttvar = r, r/2
@@ -218,8 +273,8 @@ func (a *Assoc) Deadline() time.Time {
 	if a.sackOwed {
 		pick(a.owedAt + a.cfg.SackDelay)
 	}
-	if a.outHead < len(a.out) {
-		pick(a.out[a.outHead].sent + a.giveUpAfter())
+	if k := a.nextLive(a.outHead); k < len(a.out) {
+		pick(a.out[k].sent + a.giveUpAfter())
 	}
 	if d == 0 {
 		return time.Time{}
@@ -233,7 +288,10 @@ func (a *Assoc) giveUpAfter() time.Duration {
 	if a.srtt == 0 {
 		return 400 * time.Millisecond
 	}
-	return max(2*a.srtt+4*a.rttvar, 50*time.Millisecond)
+	// At most MaxBackoff: unreliable data that old is of no use, and a
+	// peer that slows its SACKs would otherwise make the association keep
+	// all it sent for as long as it likes.
+	return min(max(2*a.srtt+4*a.rttvar, 50*time.Millisecond), a.cfg.MaxBackoff)
 }
 
 // backOff doubles the retransmission timeout after a timeout, up to
@@ -270,14 +328,13 @@ func (a *Assoc) timers(t time.Duration) {
 		a.pba = 0
 		a.backOff()
 		a.t3 = t + a.rto
-		for k := a.outHead; k < len(a.out); k++ {
-			oc := &a.out[k]
-			switch {
-			case oc.acked || oc.abandoned:
-			case oc.reliable:
+		for k := a.nextLive(a.outHead); k < len(a.out); k = a.nextLive(k + 1) {
+			switch oc := &a.out[k]; {
+			case !oc.reliable:
+				a.abandon(k)
+			case !oc.rtx:
 				oc.rtx = true
-			default:
-				a.abandon(oc)
+				a.nrtx++
 			}
 		}
 		a.advance()
@@ -289,11 +346,16 @@ func (a *Assoc) timers(t time.Duration) {
 	// Unreliable chunks no SACK has spoken of in time are given up.
 	limit := t - a.giveUpAfter()
 	gave := false
-	for k := a.outHead; k < len(a.out) && a.out[k].sent <= limit; k++ {
-		if oc := &a.out[k]; !oc.reliable && !oc.acked && !oc.abandoned {
-			a.abandon(oc)
-			gave = true
+	for k := a.nextLive(a.outHead); k < len(a.out); k = a.nextLive(k + 1) {
+		oc := &a.out[k]
+		if oc.reliable {
+			continue // resent until acknowledged: T3 and fast retransmit see to it
 		}
+		if oc.sent > limit {
+			break // an unreliable chunk is sent once: those after it are younger
+		}
+		a.abandon(k)
+		gave = true
 	}
 	if gave {
 		a.advance()
@@ -335,14 +397,7 @@ func (a *Assoc) Flush(now time.Time, out func(pkt []byte)) {
 		return
 	}
 	haveData := len(a.um) > 0 || len(a.rq) > 0 && a.flight < a.cwnd && (a.peerRwnd > 0 || a.flight == 0)
-	if !haveData {
-		for k := a.outHead; k < len(a.out); k++ {
-			if a.out[k].rtx {
-				haveData = true
-				break
-			}
-		}
-	}
+	haveData = haveData || a.nrtx > 0
 	sack := a.sackOwed && (haveData || a.sackNow || t >= a.owedAt+a.cfg.SackDelay)
 	if !haveData && !sack && !a.fwdOwed {
 		return
@@ -366,15 +421,13 @@ func (a *Assoc) Flush(now time.Time, out func(pkt []byte)) {
 	maxData := a.cfg.MTU - commonHeaderLen - dataHeaderLen
 	// Retransmissions first, within the congestion window.
 	budget := a.cwnd
-	for k := a.outHead; k < len(a.out) && budget > 0; k++ {
+	for k := a.nextLive(a.outHead); a.nrtx > 0 && k < len(a.out) && budget > 0; k = a.nextLive(k + 1) {
 		oc := &a.out[k]
 		if !oc.rtx {
 			continue
 		}
 		oc.rtx = false
-		if oc.acked || oc.abandoned {
-			continue
-		}
+		a.nrtx--
 		if a.b.room() < dataHeaderLen+len(oc.data) {
 			emit()
 		}
@@ -469,30 +522,17 @@ func (a *Assoc) writeData(oc *outChunk, payload []byte) {
 }
 
 func (a *Assoc) writeSack() {
-	// Gap blocks from the runs of received TSNs above the cumulative one.
-	ngaps := 0
-	for i := 0; i < len(a.recvd) && ngaps < maxGaps; ngaps++ {
-		j := i
-		for j+1 < len(a.recvd) && a.recvd[j+1] == a.recvd[j]+1 {
-			j++
-		}
-		i = j + 1
-	}
+	ngaps := a.recv.gaps(&a.gapBuf)
 	v := a.b.chunk(ctSack, 0, 12+4*ngaps+4*len(a.dups))
-	binary.BigEndian.PutUint32(v[0:], a.cumRecv)
-	binary.BigEndian.PutUint32(v[4:], uint32(max(int(a.cfg.RecvWindow)-a.buffered, 0)))
+	binary.BigEndian.PutUint32(v[0:], a.recv.cum)
+	binary.BigEndian.PutUint32(v[4:], uint32(max(int(a.cfg.RecvWindow)-a.held.charged, 0)))
 	binary.BigEndian.PutUint16(v[8:], uint16(ngaps))
 	binary.BigEndian.PutUint16(v[10:], uint16(len(a.dups)))
 	p := v[12:]
-	for i, g := 0, 0; g < ngaps; g++ {
-		j := i
-		for j+1 < len(a.recvd) && a.recvd[j+1] == a.recvd[j]+1 {
-			j++
-		}
-		binary.BigEndian.PutUint16(p, uint16(a.recvd[i]-a.cumRecv))
-		binary.BigEndian.PutUint16(p[2:], uint16(a.recvd[j]-a.cumRecv))
+	for _, g := range a.gapBuf[:ngaps] {
+		binary.BigEndian.PutUint16(p, g[0])
+		binary.BigEndian.PutUint16(p[2:], g[1])
 		p = p[4:]
-		i = j + 1
 	}
 	for _, d := range a.dups {
 		binary.BigEndian.PutUint32(p, d)
