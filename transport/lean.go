@@ -67,6 +67,8 @@ type leanEndpoint struct {
 	once      sync.Once
 	wg        sync.WaitGroup
 	idleEvery time.Duration // how often the idle and keepalive checks run
+
+	stats dataPathCounters
 }
 
 func newLeanEndpoint(lim Limits, log *slog.Logger) (*leanEndpoint, error) {
@@ -283,7 +285,8 @@ type leanSocket struct {
 	shared bool      // many clients, each at its own local address
 
 	mu      sync.RWMutex
-	byAddr  map[netip.AddrPort]*leanPeer
+	byAddr  map[netip.AddrPort]*leanPeer // where each peer is
+	byCand  map[netip.AddrPort]*leanPeer // a new address a peer's checks came from, not yet proven
 	byUfrag map[string]*leanPeer
 	byLocal map[netip.Addr]*leanPeer // a shared socket's clients
 	next    uint32                   // the shared socket's next local address
@@ -294,7 +297,7 @@ type leanSocket struct {
 
 func newLeanSocket(ep *leanEndpoint, conn *net.UDPConn, server bool) *leanSocket {
 	s := &leanSocket{ep: ep, conn: conn, batch: ipv4.NewPacketConn(conn), server: server,
-		byAddr: map[netip.AddrPort]*leanPeer{}, byUfrag: map[string]*leanPeer{}}
+		byAddr: map[netip.AddrPort]*leanPeer{}, byCand: map[netip.AddrPort]*leanPeer{}, byUfrag: map[string]*leanPeer{}}
 	if server {
 		conn.SetReadBuffer(sockBuf)
 		conn.SetWriteBuffer(sockBuf)
@@ -325,19 +328,51 @@ func (s *leanSocket) forget(p *leanPeer) {
 	if s.byAddr[p.rap] == p {
 		delete(s.byAddr, p.rap)
 	}
+	if s.byCand[p.cand] == p {
+		delete(s.byCand, p.cand)
+	}
 	s.mu.Unlock()
 }
 
-func (s *leanSocket) rebind(p *leanPeer, old, ap netip.AddrPort) {
+// rebind moves p from old to ap, and reports false, moving nothing, when
+// another peer is at ap.
+func (s *leanSocket) rebind(p *leanPeer, old, ap netip.AddrPort) bool {
 	if s.shared {
-		return // its clients are found by their local address
+		return true // its clients are found by their local address
 	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q := s.byAddr[ap]; q != nil && q != p {
+		s.ep.stats.checksRefused.Add(1)
+		return false
+	}
 	if s.byAddr[old] == p {
 		delete(s.byAddr, old)
 	}
+	if s.byCand[ap] == p {
+		delete(s.byCand, ap)
+	}
 	s.byAddr[ap] = p
-	s.mu.Unlock()
+	return true
+}
+
+// candidate makes ap p's candidate path in place of old, and reports
+// false when another peer is at ap.
+func (s *leanSocket) candidate(p *leanPeer, old, ap netip.AddrPort) bool {
+	if s.shared {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if q := s.byAddr[ap]; q != nil && q != p {
+		s.ep.stats.checksRefused.Add(1)
+		return false
+	}
+	if s.byCand[old] == p {
+		delete(s.byCand, old)
+	}
+	s.byCand[ap] = p
+	return true
 }
 
 func (s *leanSocket) readLoop() {
@@ -375,6 +410,7 @@ func (s *leanSocket) readLoop() {
 			}
 			continue
 		}
+		began := now
 		for i := range msgs[:n] {
 			ua, ok := msgs[i].Addr.(*net.UDPAddr)
 			if !ok || msgs[i].N == 0 {
@@ -387,6 +423,13 @@ func (s *leanSocket) readLoop() {
 				}
 			}
 			s.datagram(now, msgs[i].Buffers[0][:msgs[i].N], ua, dst)
+			if s.server {
+				// What each datagram cost, for DataPathStats: one clock
+				// read a datagram.
+				done := time.Now()
+				s.ep.stats.datagram(done.Sub(began))
+				began = done
+			}
 		}
 		// A burst of every peer's datagrams would keep the server's
 		// reader reading for milliseconds, and a game loop whose time has
@@ -423,7 +466,9 @@ func (s *leanSocket) datagram(now time.Time, b []byte, ua *net.UDPAddr, dst neti
 		p := local
 		if !s.shared {
 			s.mu.RLock()
-			p = s.byAddr[ap]
+			if p = s.byAddr[ap]; p == nil {
+				p = s.byCand[ap]
+			}
 			s.mu.RUnlock()
 		}
 		if p != nil && p.datagram(now, b, ap) {
@@ -476,14 +521,10 @@ func (s *leanSocket) bindingRequest(m *stun.Message, ap netip.AddrPort) {
 		return
 	}
 	// The first authenticated check binds the peer, before the answer
-	// goes (the client starts DTLS as soon as it has it); one from another
-	// address moves it: the check's MAC proves it is the same peer (its
-	// NAT rebound).
-	p.mu.Lock()
-	same := p.rap == ap
-	p.mu.Unlock()
-	if !same {
-		p.bind(ap)
+	// goes (the client starts DTLS as soon as it has it); see checked
+	// for one from another address.
+	if !p.checked(ap) {
+		return
 	}
 	out := &s.stunOut
 	out.Reset()

@@ -114,7 +114,7 @@ func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc
 	}
 	p.mu.Lock()
 	p.sendCheck(time.Now())
-	p.mu.Unlock()
+	p.unlock()
 	// A timeout says how far the handshake got: with no answer to ICE,
 	// the path (or the advertised address) is what is wrong. The
 	// endpoint's own handshake timeout may close the peer as the
@@ -125,7 +125,7 @@ func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc
 		if at == phaseClosed {
 			at = p.reached
 		}
-		p.mu.Unlock()
+		p.unlock()
 		var stage string
 		switch {
 		case !answered:
@@ -216,7 +216,7 @@ func (p *leanPeer) bindingResponse(m *stun.Message, ap netip.AddrPort) {
 		p.iceAnswered = true
 		p.rap = netip.AddrPort{} // bind registers the address anew
 	}
-	p.mu.Unlock()
+	p.unlock()
 	if ok {
 		p.bind(ap) // starts the handshake, unless the peer closed meanwhile
 	}

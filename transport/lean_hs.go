@@ -20,11 +20,11 @@ type hsConn struct {
 	sock  *leanSocket
 	oob   []byte // the source address of a shared socket's client
 	local net.Addr
-	raddr *net.UDPAddr
-	rap   netip.AddrPort
 	in    chan []byte
 
 	mu        sync.Mutex
+	raddr     *net.UDPAddr // where the peer is: it may move while the handshake runs
+	rap       netip.AddrPort
 	handed    bool
 	flight    [][]byte // the datagrams written since the last read
 	readSince bool
@@ -82,8 +82,9 @@ func (c *hsConn) ReadFrom(b []byte) (int, net.Addr, error) {
 		case p := <-c.in:
 			c.mu.Lock()
 			c.readSince = true
+			from := c.raddr
 			c.mu.Unlock()
-			return copy(b, p), c.raddr, nil
+			return copy(b, p), from, nil
 		case <-c.closed:
 			return 0, nil, net.ErrClosed
 		case <-c.poke:
@@ -105,13 +106,29 @@ func (c *hsConn) WriteTo(b []byte, _ net.Addr) (int, error) {
 	if len(c.flight) < 8 {
 		c.flight = append(c.flight, append([]byte(nil), b...))
 	}
+	to := c.rap
 	c.mu.Unlock()
 	select {
 	case <-c.closed:
 		return 0, net.ErrClosed
 	default:
 	}
-	return c.sock.writeTo(b, c.rap, c.oob)
+	return c.sock.writeTo(b, to, c.oob)
+}
+
+// addr returns where the peer is.
+func (c *hsConn) addr() *net.UDPAddr {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.raddr
+}
+
+// moveTo sends the rest of the handshake to ap: the peer's checks moved
+// it before the handshake was done.
+func (c *hsConn) moveTo(ap netip.AddrPort) {
+	c.mu.Lock()
+	c.raddr, c.rap = net.UDPAddrFromAddrPort(ap), ap
+	c.mu.Unlock()
 }
 
 func (c *hsConn) Close() error {

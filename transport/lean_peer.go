@@ -41,6 +41,9 @@ const (
 	maxFlightSends = 10   // resends of the last handshake flight
 	maxPacketRate  = 4000 // datagrams a second before a peer is throttled
 	floodSeconds   = 3    // seconds over the rate before it is cut off
+	// maxMoves bounds how often a peer moves to a new address (its NAT
+	// rebound, or it changed networks): at most this many a minute.
+	maxMoves = 4
 )
 
 // errFlood closes a peer that sends datagrams faster than any client
@@ -69,6 +72,8 @@ type leanPeer struct {
 	reached     leanPhase // the phase the peer was in when it closed
 	rap         netip.AddrPort
 	raddr       *net.UDPAddr
+	cand        netip.AddrPort      // a new address the peer's ICE checks came from, not yet proven
+	moved       [maxMoves]time.Time // when it last moved, oldest first
 	hs          *hsConn
 	flight      [][]byte
 	flightSent  int
@@ -88,6 +93,7 @@ type leanPeer struct {
 	iceAnswered bool // the server answered the binding request
 
 	deadline atomic.Int64 // unix nanoseconds of the association's next timer; 0: none
+	skipped  atomic.Bool  // the flusher found the peer busy: whoever unlocks it queues it again
 	opened   atomic.Bool
 	open     chan struct{}
 	once     sync.Once
@@ -114,10 +120,23 @@ func randToken(n int) string {
 
 func (p *leanPeer) isOpen() bool { return p.opened.Load() }
 
-// inICE reports whether no authenticated ICE check has arrived yet.
+// unlock releases p.mu and, when the flusher passed the peer by while
+// the lock was held, queues it to flush again.
+func (p *leanPeer) unlock() {
+	p.mu.Unlock()
+	if p.skipped.Load() && p.skipped.CompareAndSwap(true, false) {
+		p.ep.markDirty(p)
+	}
+}
+
+// inICE reports whether no authenticated ICE check has arrived yet; a
+// peer busy in another goroutine is taken to be past it (the flusher
+// never waits for one: it looks again a second later).
 func (p *leanPeer) inICE() bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	if !p.mu.TryLock() {
+		return false
+	}
+	defer p.unlock()
 	return p.phase == phaseICE
 }
 
@@ -135,27 +154,27 @@ func (p *leanPeer) send(ch Channel, msg []byte) error {
 	}
 	p.mu.Lock()
 	if p.assoc == nil || p.phase != phaseOpen {
-		p.mu.Unlock()
+		p.unlock()
 		return ErrClosed
 	}
 	var err error
 	if ch == Unreliable {
 		if p.assoc.BufferedUnreliable() > p.lim.MaxBufferedUnreliable {
-			p.mu.Unlock()
+			p.unlock()
 			p.dropped.Add(1)
 			return ErrDropped
 		}
 		err = p.assoc.SendUnordered(uint16(Unreliable), sctp.PPIDBinary, msg)
 	} else {
 		if p.assoc.BufferedReliable() > p.lim.MaxReliableQueue {
-			p.mu.Unlock()
+			p.unlock()
 			return ErrQueueFull
 		}
 		err = p.assoc.SendOrdered(uint16(Reliable), sctp.PPIDBinary, msg)
 	}
 	mark := !p.dirty
 	p.dirty = true
-	p.mu.Unlock()
+	p.unlock()
 	if err != nil {
 		return fmt.Errorf("transport: send on %s: %w", ch, err)
 	}
@@ -167,20 +186,23 @@ func (p *leanPeer) send(ch Channel, msg []byte) error {
 }
 
 // keepalive queues an empty message on the reliable channel (WebRTC's
-// empty binary message: one zero byte under its own PPID).
+// empty binary message: one zero byte under its own PPID). The flusher
+// sends it; a peer busy in another goroutine gets it on a later sweep.
 func (p *leanPeer) keepalive() {
-	p.mu.Lock()
+	if !p.mu.TryLock() {
+		return
+	}
 	if p.phase == phaseOpen {
 		p.assoc.SendOrdered(uint16(Reliable), sctp.PPIDBinaryEmpty, []byte{0})
 		p.lastSend.Store(time.Now().UnixNano())
 		if !p.dirty {
 			p.dirty = true
-			p.mu.Unlock()
+			p.unlock()
 			p.ep.markDirty(p)
 			return
 		}
 	}
-	p.mu.Unlock()
+	p.unlock()
 }
 
 func (p *leanPeer) Close() error {
@@ -213,7 +235,7 @@ func (p *leanPeer) closeWith(reason error) {
 		hs := p.hs
 		p.hs, p.early, p.flight = nil, nil, nil
 		rap := p.rap
-		p.mu.Unlock()
+		p.unlock()
 		if hs != nil {
 			hs.Close()
 		}
@@ -230,30 +252,76 @@ func (p *leanPeer) closeWith(reason error) {
 	})
 }
 
-// bind sets the peer's address (from an authenticated ICE check) and
-// starts the DTLS handshake when it has not started.
-func (p *leanPeer) bind(ap netip.AddrPort) {
+// bind sets the peer's address from an authenticated ICE check (the
+// server's) or its answer (a client's) while the handshake is not done,
+// and starts the DTLS handshake when it has not started. It reports
+// false, changing nothing, when another live peer is at ap: one peer's
+// credentials never take another's address.
+func (p *leanPeer) bind(ap netip.AddrPort) bool {
 	p.mu.Lock()
-	if p.phase == phaseClosed {
-		p.mu.Unlock()
-		return
+	if p.phase == phaseClosed || p.rap != ap && !p.sock.rebind(p, p.rap, ap) {
+		p.unlock()
+		return false
 	}
-	old := p.rap
 	p.rap = ap
 	p.raddr = net.UDPAddrFromAddrPort(ap)
 	start := p.phase == phaseICE
 	if start {
 		p.phase = phaseDTLS
 		p.hs = newHSConn(p.sock, p.raddr, p.oob)
+	} else if p.hs != nil {
+		p.hs.moveTo(ap)
 	}
 	hs := p.hs
-	p.mu.Unlock()
-	if old != ap {
-		p.sock.rebind(p, old, ap)
-	}
+	p.unlock()
 	if start {
 		go p.handshake(hs)
 	}
+	return true
+}
+
+// checked takes the server's authenticated ICE check from ap and
+// reports whether to answer it. Before the handshake is done, a check
+// says where the peer is (bind). After, a check from a new address makes
+// it a candidate path only: the peer moves there when a record that
+// authenticates under its keys arrives from it (moveTo), as QUIC
+// validates a path (RFC 9000 §9), so a check forged from another's
+// address with one's own credentials moves nothing, and another live
+// peer's address is never taken nor answered.
+func (p *leanPeer) checked(ap netip.AddrPort) bool {
+	p.mu.Lock()
+	switch {
+	case p.phase == phaseClosed:
+		p.unlock()
+		return false
+	case p.rap == ap:
+		p.unlock()
+		return true
+	case p.phase == phaseICE || p.phase == phaseDTLS:
+		p.unlock()
+		return p.bind(ap)
+	}
+	ok := p.sock.candidate(p, p.cand, ap)
+	if ok {
+		p.cand = ap
+	}
+	p.unlock()
+	return ok
+}
+
+// moveTo moves the peer to ap, its candidate path, which a record that
+// authenticated just came from, unless it moved maxMoves times in the
+// last minute or another live peer is at ap; p.mu is held.
+func (p *leanPeer) moveTo(now time.Time, ap netip.AddrPort) {
+	st := &p.ep.stats
+	if now.Sub(p.moved[0]) < time.Minute || !p.sock.rebind(p, p.rap, ap) {
+		st.movesRefused.Add(1)
+		return
+	}
+	copy(p.moved[:], p.moved[1:])
+	p.moved[maxMoves-1] = now
+	p.rap, p.raddr, p.cand = ap, net.UDPAddrFromAddrPort(ap), netip.AddrPort{}
+	st.moves.Add(1)
 }
 
 // dtlsConfig holds the handshake to the one suite the inline records
@@ -288,9 +356,9 @@ func (p *leanPeer) handshake(hs *hsConn) {
 	var dc *dtls.Conn
 	var err error
 	if p.dtlsClient {
-		dc, err = dtls.Client(hs, hs.raddr, p.dtlsConfig())
+		dc, err = dtls.Client(hs, hs.addr(), p.dtlsConfig())
 	} else {
-		dc, err = dtls.Server(hs, hs.raddr, p.dtlsConfig())
+		dc, err = dtls.Server(hs, hs.addr(), p.dtlsConfig())
 	}
 	if err == nil {
 		err = dc.HandshakeContext(ctx)
@@ -319,7 +387,7 @@ func (p *leanPeer) handshake(hs *hsConn) {
 	now := time.Now()
 	p.mu.Lock()
 	if p.phase != phaseDTLS {
-		p.mu.Unlock()
+		p.unlock()
 		dc.Close()
 		hs.Close()
 		return
@@ -336,7 +404,7 @@ func (p *leanPeer) handshake(hs *hsConn) {
 		p.records(now, b)
 	}
 	close := p.settle()
-	p.mu.Unlock()
+	p.unlock()
 	// pion's connection ends quietly: its writes are dropped now.
 	dc.Close()
 	hs.Close()
@@ -355,13 +423,18 @@ func fingerprintMatches(cert, fp []byte) bool {
 // sender is checked here, under the lock the datagram takes anyway).
 func (p *leanPeer) datagram(now time.Time, b []byte, from netip.AddrPort) bool {
 	p.mu.Lock()
+	onCand := false
 	if from != p.rap {
-		p.mu.Unlock()
-		return false
+		// Only records on the candidate path, once the keys are known.
+		if from != p.cand || !p.cand.IsValid() || p.phase != phaseSCTP && p.phase != phaseOpen {
+			p.unlock()
+			return false
+		}
+		onCand = true
 	}
 	if !p.admit(now) {
 		flood := p.floods > floodSeconds
-		p.mu.Unlock()
+		p.unlock()
 		if flood {
 			p.closeWith(errFlood)
 		}
@@ -378,13 +451,16 @@ func (p *leanPeer) datagram(now time.Time, b []byte, from netip.AddrPort) bool {
 		} else if p.hs != nil {
 			p.hs.feed(append([]byte(nil), b...))
 		}
-		p.mu.Unlock()
+		p.unlock()
 		return true
 	case phaseSCTP, phaseOpen:
-		p.records(now, b)
+		if p.records(now, b) > 0 && onCand {
+			p.moveTo(now, from)
+		}
+		p.ep.stats.held(p.assoc.Held())
 	}
 	close := p.settle()
-	p.mu.Unlock()
+	p.unlock()
 	p.after(close)
 	return true
 }
@@ -404,12 +480,16 @@ func (p *leanPeer) admit(now time.Time) bool {
 	return p.rateCount <= maxPacketRate
 }
 
-// records takes the records of one datagram; p.mu is held.
-func (p *leanPeer) records(now time.Time, b []byte) {
+// records takes the records of one datagram and returns how many
+// authenticated; p.mu is held. Each record costs one AES-GCM open of its
+// own bytes at most (a forged one fails there); the replay window is a
+// 64-bit map, O(1) a record.
+func (p *leanPeer) records(now time.Time, b []byte) int {
+	opened := 0
 	for len(b) > 0 && p.phase != phaseClosed {
 		h, body, rest, err := record.Next(b)
 		if err != nil {
-			return
+			return opened
 		}
 		b = rest
 		switch h.Type {
@@ -418,6 +498,7 @@ func (p *leanPeer) records(now time.Time, b []byte) {
 			if err != nil {
 				continue // forged, replayed or corrupt: dropped
 			}
+			opened++
 			p.assoc.Handle(now, pt) // a closed association is found by settle
 
 		case record.Alert:
@@ -425,7 +506,11 @@ func (p *leanPeer) records(now time.Time, b []byte) {
 				continue
 			}
 			pt, err := p.ciph.Open(h, body)
-			if err == nil && len(pt) == 2 && (pt[1] == 0 || pt[0] == 2) { // close_notify, or fatal
+			if err != nil {
+				continue
+			}
+			opened++
+			if len(pt) == 2 && (pt[1] == 0 || pt[0] == 2) { // close_notify, or fatal
 				p.fail = fmt.Errorf("%w: the peer closed (DTLS alert %d)", ErrClosed, pt[1])
 			}
 		case record.Handshake, record.ChangeCipherSpec:
@@ -439,6 +524,7 @@ func (p *leanPeer) records(now time.Time, b []byte) {
 			}
 		}
 	}
+	return opened
 }
 
 // settle looks at the association after input or timers: it opens the
@@ -560,21 +646,32 @@ func (p *leanPeer) reset(streams []uint16) {
 	}
 }
 
-// flush sends what the association has to send, sealed, through w.
+// flush sends what the association has to send, sealed, through w. A
+// peer whose lock another goroutine holds (the reader, in the middle of
+// its datagram) is not waited for: it is marked skipped, and whoever
+// holds it queues it again on letting go (unlock), so one peer's work
+// never holds up every other peer's sends.
 func (p *leanPeer) flush(now time.Time, w *batchWriter) {
-	p.mu.Lock()
+	if !p.mu.TryLock() {
+		p.skipped.Store(true)
+		if !p.mu.TryLock() {
+			p.ep.stats.flushesDeferred.Add(1)
+			return
+		}
+		p.skipped.Store(false)
+	}
 	p.dirty = false
 	if p.client && p.phase == phaseICE {
 		p.sendCheck(now)
 	}
 	if p.assoc == nil || p.ciph == nil || p.phase == phaseClosed {
-		p.mu.Unlock()
+		p.unlock()
 		return
 	}
 	p.assoc.Flush(now, func(pkt []byte) {
 		w.commit(p.sock, p.raddr, p.oob, p.ciph.Seal(w.buf(), record.ApplicationData, pkt))
 	})
 	close := p.settle()
-	p.mu.Unlock()
+	p.unlock()
 	p.after(close)
 }

@@ -289,11 +289,14 @@ func TestLeanCloseBothWays(t *testing.T) {
 }
 
 // TestLeanRebind: a binding request with the peer's credentials from a new
-// address (the client's NAT rebound) moves the peer there; one with a
-// wrong MAC does not.
+// address (the client's NAT rebound) is answered, but moves the peer only
+// once a record that authenticates under its keys comes from there (path
+// validation); a check with a wrong MAC, or a forged record, moves
+// nothing; and no peer moves more than maxMoves times a minute.
 func TestLeanRebind(t *testing.T) {
-	_, _, servers := leanPair(t, 1)
+	s, clients, servers := leanPair(t, 1)
 	p := servers[0].(*leanPeer)
+	client := clients[0].(*leanPeer)
 	p.mu.Lock()
 	ufrag, pwd, remote, old := p.ufrag, p.pwd, p.remote.ufrag, p.rap
 	p.mu.Unlock()
@@ -330,8 +333,101 @@ func TestLeanRebind(t *testing.T) {
 	if err := resp.Decode(); err != nil || resp.Type != stun.BindingSuccess {
 		t.Fatalf("answer %v %v", resp.Type, err)
 	}
-	if got := where(); got != moved.LocalAddr().(*net.UDPAddr).AddrPort() {
-		t.Fatalf("the peer is at %v, want %v", got, moved.LocalAddr())
+	if where() != old {
+		t.Fatalf("a check alone moved the peer to %v", where())
+	}
+	to := moved.LocalAddr().(*net.UDPAddr).AddrPort()
+	forger, _ := record.New(make([]byte, 16), make([]byte, 4), make([]byte, 16), make([]byte, 4))
+	s.lean.sock.datagram(time.Now(), forger.Seal(nil, record.Alert, []byte{1, 99}), net.UDPAddrFromAddrPort(to), netip.Addr{})
+	if where() != old {
+		t.Fatalf("a forged record from the new address moved the peer to %v", where())
+	}
+	client.mu.Lock()
+	rec := client.ciph.Seal(nil, record.Alert, []byte{1, 99}) // a warning alert: nothing to act on
+	client.mu.Unlock()
+	s.lean.sock.datagram(time.Now(), rec, net.UDPAddrFromAddrPort(to), netip.Addr{})
+	if got := where(); got != to {
+		t.Fatalf("the peer is at %v after a record from %v", got, to)
+	}
+	if st := s.DataPath(); st.Moves != 1 {
+		t.Errorf("%d moves counted, want 1", st.Moves)
+	}
+	// Back and forth: the fifth move within a minute is refused.
+	addrs := []netip.AddrPort{old, to}
+	for i := range maxMoves {
+		next := addrs[i%2]
+		s.lean.sock.datagram(time.Now(), mustBuild(t, ufrag+":"+remote, pwd), net.UDPAddrFromAddrPort(next), netip.Addr{})
+		client.mu.Lock()
+		rec := client.ciph.Seal(nil, record.Alert, []byte{1, 99})
+		client.mu.Unlock()
+		s.lean.sock.datagram(time.Now(), rec, net.UDPAddrFromAddrPort(next), netip.Addr{})
+	}
+	if st := s.DataPath(); st.Moves != maxMoves || st.MovesRefused != 1 {
+		t.Errorf("%d moves, %d refused; want %d and 1", st.Moves, st.MovesRefused, maxMoves)
+	}
+}
+
+// mustBuild returns an authenticated ICE binding request of user.
+func mustBuild(t *testing.T, user, pwd string) []byte {
+	t.Helper()
+	m, err := stun.Build(stun.TransactionID, stun.BindingRequest, stun.NewUsername(user),
+		stun.NewShortTermIntegrity(pwd), stun.Fingerprint)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Raw
+}
+
+// TestLeanSpoofedCheck is issue 34's address takeover: a peer's own
+// credentials in a check forged from another live peer's address (as an
+// attacker on a network that lets it spoof sources would send, over a
+// sweep of ports) move nothing and get no answer, and the victim keeps
+// exchanging messages.
+func TestLeanSpoofedCheck(t *testing.T) {
+	s, clients, servers := leanPair(t, 2)
+	victim, attacker := servers[0].(*leanPeer), servers[1].(*leanPeer)
+	attacker.mu.Lock()
+	user, pwd, home := attacker.ufrag+":"+attacker.remote.ufrag, attacker.pwd, attacker.rap
+	attacker.mu.Unlock()
+	victimAt := peerAddr(victim).AddrPort()
+	check := mustBuild(t, user, pwd)
+	// A sweep of the victim's ports, and the victim's own address.
+	for port := victimAt.Port() - 50; port != victimAt.Port()+50; port++ {
+		s.lean.sock.datagram(time.Now(), check, net.UDPAddrFromAddrPort(netip.AddrPortFrom(victimAt.Addr(), port)), netip.Addr{})
+	}
+	if got := peerAddr(victim).AddrPort(); got != victimAt {
+		t.Fatalf("the victim moved to %v", got)
+	}
+	s.lean.sock.mu.RLock()
+	holder := s.lean.sock.byAddr[victimAt]
+	s.lean.sock.mu.RUnlock()
+	if holder != victim {
+		t.Fatalf("the victim's address routes to %p, not the victim %p", holder, victim)
+	}
+	if st := s.DataPath(); st.ChecksRefused == 0 {
+		t.Errorf("no check refused: %+v", st)
+	}
+	// The attacker's records from the victim's address would go to the
+	// victim, whose keys refuse them; and the attacker stays where it is.
+	if got := peerAddr(attacker).AddrPort(); got != home {
+		t.Errorf("the attacker moved to %v", got)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for i := range 20 {
+		msg := fmt.Appendf(nil, "still mine %d", i)
+		if err := clients[0].SendUnreliable(msg); err != nil {
+			t.Fatal(err)
+		}
+		if err := victim.SendUnreliable(msg); err != nil {
+			t.Fatal(err)
+		}
+		if m, err := victim.Receive(ctx); err != nil || string(m.Data) != string(msg) {
+			t.Fatalf("the victim's server side got %q %v", m.Data, err)
+		}
+		if m, err := clients[0].Receive(ctx); err != nil || string(m.Data) != string(msg) {
+			t.Fatalf("the victim got %q %v", m.Data, err)
+		}
 	}
 }
 

@@ -297,6 +297,14 @@ func (a *Assoc) Stats() Stats {
 // whatever the packet.
 func (a *Assoc) Work() int { return a.work + a.recv.work + a.held.work }
 
+// Tags returns the association's verification tags, this side's and the
+// peer's, and the TSN of the next DATA chunk this side sends: what a test
+// needs to speak for this side with packets of its own.
+func (a *Assoc) Tags() (mine, peer, nextTSN uint32) { return a.myTag, a.peerTag, a.nextTSN }
+
+// Held returns the chunks held now for reassembly or order.
+func (a *Assoc) Held() int { return a.held.n }
+
 // SRTT returns the smoothed round-trip time; 0 before the first sample.
 func (a *Assoc) SRTT() time.Duration { return a.srtt }
 
