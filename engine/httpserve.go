@@ -5,6 +5,8 @@ package engine
 import (
 	"net/http"
 	"time"
+
+	"github.com/tongbu/tongbu/transport"
 )
 
 // The timeouts HTTPServer sets. The offer's body has its own, shorter
@@ -26,11 +28,16 @@ const (
 // browser client's files are large and a slow link must be able to fetch
 // them.
 //
-// Serve it on a listener from transport.LimitListener, so that one
-// address cannot open every connection:
+// Serve it on a listener from transport.NewListener (or LimitListener),
+// so that one client network cannot open every connection and idle
+// keep-alives cannot fill the server: the server tells the listener which
+// connections sit idle (transport.ConnState), and at its MaxConns the one
+// idle the longest makes room for a new one. Signaling answers end their
+// connection (a client makes one request), so only pages keep a
+// connection alive.
 //
 //	hs := engine.HTTPServer("", srv.Handler())
-//	go hs.Serve(transport.LimitListener(ln, transport.DefaultConnsPerAddr))
+//	go hs.Serve(transport.NewListener(ln, transport.ListenerConfig{Networks: cfg.ClientNetworks}))
 func HTTPServer(addr string, h http.Handler) *http.Server {
 	return &http.Server{
 		Addr:              addr,
@@ -38,5 +45,6 @@ func HTTPServer(addr string, h http.Handler) *http.Server {
 		ReadHeaderTimeout: HTTPReadHeaderTimeout,
 		ReadTimeout:       HTTPReadTimeout,
 		IdleTimeout:       HTTPIdleTimeout,
+		ConnState:         transport.ConnState,
 	}
 }

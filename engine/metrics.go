@@ -282,6 +282,10 @@ func (s *Server) writeMetrics(out io.Writer) {
 		{"tongbu_lockstep_redundancy", "gauge", "Frames repeated per downlink packet.", func(q *lockstep.PeerQuality) float64 { return float64(q.Redundancy) }},
 		{"tongbu_lockstep_reconnects_total", "counter", "Joins after the match started.", func(q *lockstep.PeerQuality) float64 { return float64(q.Reconnects) }},
 	}
+	if s.rtc != nil {
+		writeDataPathMetrics(&b, s.rtc.DataPath())
+	}
+	writeRuntimeMetrics(&b)
 	if !s.cfg.PeerMetrics {
 		io.WriteString(out, b.String())
 		return

@@ -8,6 +8,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"testing"
 	"testing/synctest"
@@ -162,4 +163,60 @@ func TestDesyncRate(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRuntimeMetrics: /metrics carries the Go runtime's and the process's
+// figures under the Prometheus collectors' names, and the data path's;
+// every line is well formed and every family is declared once, before its
+// samples.
+func TestRuntimeMetrics(t *testing.T) {
+	s, err := NewServer(Config{Secret: testSecret, UDPAddr: "127.0.0.1:0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(t.Context())
+	rec := httptest.NewRecorder()
+	s.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, MetricsPath, nil))
+	body := rec.Body.String()
+	for _, name := range []string{
+		"go_goroutines", "go_threads", "go_info", "go_gc_duration_seconds", "go_memstats_heap_alloc_bytes",
+		"go_memstats_alloc_bytes_total", "go_memstats_next_gc_bytes", "process_cpu_seconds_total",
+		"process_resident_memory_bytes", "process_open_fds", "process_start_time_seconds",
+		"tongbu_transport_datagram_seconds", "tongbu_transport_held_chunks_max", "tongbu_transport_moves_total",
+	} {
+		if !strings.Contains(body, "\n# TYPE "+name+" ") {
+			t.Errorf("no %s", name)
+		}
+	}
+	declared := map[string]bool{}
+	for i, line := range strings.Split(strings.TrimSuffix(body, "\n"), "\n") {
+		if f, ok := strings.CutPrefix(line, "# TYPE "); ok {
+			name := strings.Fields(f)[0]
+			if declared[name] {
+				t.Errorf("line %d: %s declared twice", i+1, name)
+			}
+			declared[name] = true
+			continue
+		}
+		if strings.HasPrefix(line, "# HELP ") {
+			continue
+		}
+		name, value, ok := strings.Cut(line, " ")
+		if !ok {
+			t.Fatalf("line %d: %q", i+1, line)
+		}
+		if _, err := strconv.ParseFloat(value, 64); err != nil {
+			t.Errorf("line %d: value %q: %v", i+1, value, err)
+		}
+		base, _, _ := strings.Cut(name, "{")
+		family := base
+		for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+			if f, ok := strings.CutSuffix(base, suffix); ok && declared[f] {
+				family = f
+			}
+		}
+		if !declared[family] {
+			t.Errorf("line %d: %s before its TYPE", i+1, name)
+		}
+	}
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -50,6 +51,12 @@ type Config struct {
 	NoWebRTC bool
 	// MaxConns bounds the connections open at once (default 10,000).
 	MaxConns int
+	// ClientNetworks finds a signaling request's client (behind a trusted
+	// reverse proxy, the one it names) and says which addresses count as
+	// one client (an IPv4 address, an IPv6 /64) for the per-client bound
+	// on handshakes in progress. Serve the HTTP side on a
+	// transport.NewListener with the same value.
+	ClientNetworks transport.ClientNetworks
 	// MaxRooms bounds the rooms and worlds at once (default 10,000).
 	MaxRooms int
 	// MaxTicketTTL refuses tickets that expire further away than this, so
@@ -167,6 +174,7 @@ func NewServer(cfg Config) (*Server, error) {
 			IncludeLoopback: cfg.IncludeLoopback, Limits: cfg.Limits, Stack: cfg.Stack,
 			Authorize: s.authorize, Admit: s.admitOffer, Refused: s.signalingRefused,
 			Logger: cfg.Logger, AcceptQueue: 1024, MaxPending: 256,
+			ClientNetworks: cfg.ClientNetworks, OfferKey: offerKey,
 		})
 		if err != nil {
 			return nil, errstack.With(err)
@@ -420,6 +428,14 @@ func (s *Server) admitOffer(meta any) error {
 		return err
 	}
 	return nil
+}
+
+// offerKey names the ticket an offer uses, so that one ticket holds at
+// most two handshakes in progress (transport.ServerConfig.OfferKey): its
+// nonce, which every copy of the ticket shares.
+func offerKey(meta any) string {
+	t, _ := meta.(Ticket)
+	return strconv.FormatUint(t.Nonce, 36)
 }
 
 // signalingRefused is the transport's hook for the requests it refuses

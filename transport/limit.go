@@ -4,7 +4,11 @@ package transport
 
 import (
 	"net"
+	"net/http"
+	"net/netip"
 	"sync"
+	"sync/atomic"
+	"time"
 )
 
 // DefaultConnsPerAddr is a limit for LimitListener that a player's
@@ -12,21 +16,62 @@ import (
 // reaches.
 const DefaultConnsPerAddr = 32
 
+// DefaultMaxConns is a Listener's default bound on the connections open
+// at once: well under a server's usual descriptor limit, and far over
+// what a server's signaling and pages need.
+const DefaultMaxConns = 4096
+
+// ListenerConfig bounds the connections a Listener keeps open.
+type ListenerConfig struct {
+	// PerNetwork bounds the connections open from one client network (an
+	// IPv4 address or IPv6 /64, as Networks counts them; default
+	// DefaultConnsPerAddr). Players behind one NAT share an address, so
+	// leave room for them.
+	PerNetwork int
+	// MaxConns bounds the connections open at once (default
+	// DefaultMaxConns). At the bound, a new connection closes the one
+	// that has been idle between requests the longest, if the HTTP server
+	// reports idleness (ConnState, as engine.HTTPServer sets it), and is
+	// closed itself otherwise: idle keep-alives from many addresses never
+	// lock players out.
+	MaxConns int
+	// Networks finds and groups clients' addresses.
+	Networks ClientNetworks
+}
+
 // LimitListener returns a listener that accepts at most perAddr open
-// connections from one IP address: a further connection from it is closed
-// at once. Players behind one NAT share an address, so leave room for
-// them. Loopback addresses are not limited (local bots, tests, a reverse
-// proxy on the same host: behind a proxy, limit at the proxy).
+// connections from one client network (an IPv4 address, an IPv6 /64) and
+// DefaultMaxConns in all: see NewListener. Loopback addresses are not
+// limited per address (local bots, tests; a reverse proxy on the same
+// host: list it in ListenerConfig.Networks.TrustedProxies).
 func LimitListener(ln net.Listener, perAddr int) net.Listener {
-	return &limitListener{Listener: ln, per: perAddr, open: make(map[string]int)}
+	return NewListener(ln, ListenerConfig{PerNetwork: perAddr})
+}
+
+// NewListener returns a listener that bounds the connections open per
+// client network and in all, as cfg says. A further connection is
+// closed at once (or, at MaxConns, takes the place of the longest idle
+// one). Serve HTTP on it with an http.Server whose ConnState hook calls
+// ConnState (engine.HTTPServer does), so that it knows which connections
+// sit idle.
+func NewListener(ln net.Listener, cfg ListenerConfig) net.Listener {
+	if cfg.PerNetwork <= 0 {
+		cfg.PerNetwork = DefaultConnsPerAddr
+	}
+	if cfg.MaxConns <= 0 {
+		cfg.MaxConns = DefaultMaxConns
+	}
+	return &limitListener{Listener: ln, cfg: cfg, open: make(map[netip.Prefix]int), conns: make(map[*limitConn]struct{})}
 }
 
 type limitListener struct {
 	net.Listener
-	per int
+	cfg     ListenerConfig
+	evicted atomic.Uint64
 
-	mu   sync.Mutex
-	open map[string]int // open connections by IP address
+	mu    sync.Mutex
+	open  map[netip.Prefix]int // open connections by client network
+	conns map[*limitConn]struct{}
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -35,39 +80,94 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		addr := limitKey(c.RemoteAddr().String())
-		if addr == "" {
-			return c, nil
-		}
+		key, bounded := l.cfg.Networks.connKey(c.RemoteAddr())
+		lc := &limitConn{Conn: c, l: l, key: key, bounded: bounded}
+		var evict *limitConn
 		l.mu.Lock()
-		full := l.open[addr] >= l.per
-		if !full {
-			l.open[addr]++
+		ok := !bounded || l.open[key] < l.cfg.PerNetwork
+		if ok && len(l.conns) >= l.cfg.MaxConns {
+			if evict = l.longestIdle(); evict == nil {
+				ok = false
+			}
+		}
+		if ok {
+			if bounded {
+				l.open[key]++
+			}
+			l.conns[lc] = struct{}{}
 		}
 		l.mu.Unlock()
-		if full {
+		if evict != nil {
+			l.evicted.Add(1)
+			evict.Close()
+		}
+		if !ok {
 			c.Close()
 			continue
 		}
-		return &limitConn{Conn: c, l: l, addr: addr}, nil
+		return lc, nil
 	}
+}
+
+// longestIdle returns the connection idle between requests the longest,
+// or nil; l.mu is held. It looks at every connection, which it does only
+// at MaxConns.
+func (l *limitListener) longestIdle() *limitConn {
+	var best *limitConn
+	var since int64
+	for c := range l.conns {
+		if t := c.idleSince.Load(); t != 0 && (best == nil || t < since) {
+			best, since = c, t
+		}
+	}
+	return best
 }
 
 // limitConn gives its place back when closed, once.
 type limitConn struct {
 	net.Conn
-	l    *limitListener
-	addr string
-	once sync.Once
+	l         *limitListener
+	key       netip.Prefix
+	bounded   bool
+	idleSince atomic.Int64 // unix nanoseconds since it sits between requests; 0 when not
+	once      sync.Once
 }
 
 func (c *limitConn) Close() error {
-	c.once.Do(func() {
-		c.l.mu.Lock()
-		if c.l.open[c.addr]--; c.l.open[c.addr] <= 0 {
-			delete(c.l.open, c.addr)
-		}
-		c.l.mu.Unlock()
-	})
+	c.release()
 	return c.Conn.Close()
+}
+
+func (c *limitConn) release() {
+	c.once.Do(func() {
+		l := c.l
+		l.mu.Lock()
+		delete(l.conns, c)
+		if c.bounded {
+			if l.open[c.key]--; l.open[c.key] <= 0 {
+				delete(l.open, c.key)
+			}
+		}
+		l.mu.Unlock()
+	})
+}
+
+// ConnState is an http.Server ConnState hook that tells a Listener's
+// connections when they sit idle between requests (those are the ones
+// it closes to make room at its MaxConns). Other connections are left
+// alone.
+func ConnState(c net.Conn, st http.ConnState) {
+	lc, ok := c.(*limitConn)
+	if !ok {
+		return
+	}
+	switch st {
+	case http.StateIdle:
+		lc.idleSince.Store(time.Now().UnixNano())
+	case http.StateActive:
+		lc.idleSince.Store(0)
+	case http.StateHijacked, http.StateClosed:
+		lc.idleSince.Store(0)
+		lc.release()
+	}
 }

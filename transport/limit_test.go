@@ -3,10 +3,13 @@
 package transport
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"os"
+	"sync"
 	"testing"
 	"time"
 )
@@ -95,4 +98,149 @@ func TestLimitListener(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestListenerMaxConns: at MaxConns, a new connection closes the one idle
+// the longest between requests (the HTTP server reports idleness through
+// ConnState) and is served; with none idle, it is closed itself. One IPv6
+// /64 counts as one client network.
+func TestListenerMaxConns(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := make(chan struct{})
+	hs := &http.Server{ConnState: ConnState, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/block" {
+			<-block
+		}
+		io.WriteString(w, "ok")
+	})}
+	lim := NewListener(ln, ListenerConfig{MaxConns: 3, Networks: ClientNetworks{BoundLoopback: true}, PerNetwork: 100})
+	go hs.Serve(lim)
+	defer hs.Close()
+	defer close(block)
+	dial := func() net.Conn {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c
+	}
+	get := func(c net.Conn, path string) error {
+		c.SetDeadline(time.Now().Add(3 * time.Second))
+		if _, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: x\r\n\r\n", path); err != nil {
+			return err
+		}
+		_, err := io.ReadFull(c, make([]byte, 12))
+		return err
+	}
+	closed := func(c net.Conn) bool { // the rest of its last answer, then the end
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		_, err := io.Copy(io.Discard, c)
+		return !errors.Is(err, os.ErrDeadlineExceeded)
+	}
+	first, second := dial(), dial()
+	for _, c := range []net.Conn{first, second} {
+		if err := get(c, "/"); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(20 * time.Millisecond) // first is idle the longest
+	}
+	busy := dial()
+	fmt.Fprintf(busy, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+	time.Sleep(50 * time.Millisecond)
+	fourth := dial()
+	if err := get(fourth, "/"); err != nil {
+		t.Fatalf("a fourth connection at the bound: %v", err)
+	}
+	if !closed(first) {
+		t.Fatal("the connection idle the longest was not closed")
+	}
+	// Second and fourth idle, second the longer: a fifth takes its place.
+	fifth := dial()
+	if err := get(fifth, "/"); err != nil {
+		t.Fatalf("a fifth connection: %v", err)
+	}
+	if !closed(second) {
+		t.Fatal("the second connection, idle the longest, was not closed")
+	}
+	fmt.Fprintf(fourth, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+	fmt.Fprintf(fifth, "GET /block HTTP/1.1\r\nHost: x\r\n\r\n")
+	time.Sleep(50 * time.Millisecond)
+	if !closed(dial()) { // none idle: the new one goes
+		t.Fatal("a connection served at the bound with none idle")
+	}
+	if l := lim.(*limitListener); l.evicted.Load() != 2 {
+		t.Fatalf("%d evicted, want 2", l.evicted.Load())
+	}
+}
+
+// TestListenerPerNetwork: the addresses of one IPv6 /64 share
+// PerNetwork; another /64 does not.
+func TestListenerPerNetwork(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	next := 0
+	addrs := []string{"[2001:db8:1:1::1]:1", "[2001:db8:1:1::2]:1", "[2001:db8:1:1:ffff::3]:1", "[2001:db8:1:2::1]:1"}
+	l := NewListener(shiftingRemote{ln, func() net.Addr {
+		mu.Lock()
+		defer mu.Unlock()
+		a, _ := net.ResolveTCPAddr("tcp", addrs[next%len(addrs)])
+		next++
+		return a
+	}}, ListenerConfig{PerNetwork: 2})
+	defer l.Close()
+	accepted := make(chan net.Conn, 4)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	var got []string
+	for range 4 {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+	}
+	for deadline := time.After(2 * time.Second); len(got) < 3; {
+		select {
+		case c := <-accepted:
+			got = append(got, c.RemoteAddr().String())
+		case <-deadline:
+			t.Fatalf("accepted %v", got)
+		}
+	}
+	select {
+	case c := <-accepted:
+		t.Fatalf("a third connection of one /64 accepted: %v (and %v)", c.RemoteAddr(), got)
+	case <-time.After(200 * time.Millisecond):
+	}
+	if got[2] != "[2001:db8:1:2::1]:1" {
+		t.Fatalf("accepted %v: want the other /64's third", got)
+	}
+}
+
+// shiftingRemote gives each connection it accepts the next address.
+type shiftingRemote struct {
+	net.Listener
+	next func() net.Addr
+}
+
+func (l shiftingRemote) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err != nil {
+		return nil, err
+	}
+	return remoteConn{c, l.next()}, nil
 }

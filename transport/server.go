@@ -51,11 +51,24 @@ type ServerConfig struct {
 	// over it is refused with 429.
 	MaxPending int
 	// MaxPendingPerAddr bounds the handshakes in progress from one client
-	// IP address (default 8), so that one client cannot take every slot;
-	// an offer over it is refused with 429. Loopback addresses (local bots,
-	// tests, a reverse proxy on the same host) are bounded by MaxPending
-	// alone.
+	// network (default 8; an IPv4 address or an IPv6 /64, as
+	// ClientNetworks counts them), so that one client cannot take every
+	// slot; an offer over it is refused with 429. Loopback addresses
+	// (local bots, tests) are bounded by MaxPending alone, unless
+	// ClientNetworks says otherwise.
 	MaxPendingPerAddr int
+	// ClientNetworks finds a request's client (behind a trusted reverse
+	// proxy, the one it names) and groups addresses into networks.
+	ClientNetworks ClientNetworks
+	// OfferKey, when set, names the permission an offer uses (a ticket's
+	// nonce), from what Authorize returned: at most MaxPendingPerKey
+	// handshakes with one key are in progress at once, so that one valid
+	// ticket cannot hold every slot with slow offers; more are refused
+	// with 429.
+	OfferKey func(meta any) string
+	// MaxPendingPerKey bounds the handshakes in progress with one
+	// OfferKey (default 2: a client's offer and its retry).
+	MaxPendingPerKey int
 	// MaxOfferBytes bounds the offer body (default 16 KiB); a larger one is
 	// refused with 413.
 	MaxOfferBytes int64
@@ -82,7 +95,7 @@ type ServerConfig struct {
 	// Refused, when set, is told of each signaling request the server
 	// refuses (not those Authorize or Admit refuse, which know already),
 	// with the HTTP status and a short reason for metrics: "busy",
-	// "busy_addr", "slow_offer", "offer_too_large", "bad_offer",
+	// "busy_addr", "busy_ticket", "slow_offer", "offer_too_large", "bad_offer",
 	// "closing", "origin", "content_type", "method". Keep it cheap: it
 	// runs on the request's goroutine.
 	Refused func(code int, reason string)
@@ -111,11 +124,13 @@ type Server struct {
 	pending atomic.Int32
 	nextID  atomic.Uint64
 
-	mu     sync.Mutex
-	conns  map[*rtcConn]struct{}
-	byAddr map[string]int // handshakes in progress by client IP address
-	closed chan struct{}
-	once   sync.Once
+	mu      sync.Mutex
+	conns   map[*rtcConn]struct{}
+	byAddr  map[netip.Prefix]int // handshakes in progress by client network
+	byKey   map[string]int       // handshakes in progress by OfferKey
+	closed  chan struct{}
+	once    sync.Once
+	proxied sync.Once // the warning that a proxy's requests are all counted as one
 }
 
 // NewServer listens on the configured UDP address and returns the server.
@@ -135,6 +150,9 @@ func newServer(cfg ServerConfig) (*Server, error) {
 	}
 	if cfg.MaxPendingPerAddr <= 0 {
 		cfg.MaxPendingPerAddr = 8
+	}
+	if cfg.MaxPendingPerKey <= 0 {
+		cfg.MaxPendingPerKey = 2
 	}
 	if cfg.MaxOfferBytes <= 0 {
 		cfg.MaxOfferBytes = 16 << 10
@@ -165,7 +183,8 @@ func newServer(cfg ServerConfig) (*Server, error) {
 		cfg: cfg, lim: cfg.Limits.withDefaults(), log: log, cert: *cert, udp: udp,
 		accept: make(chan Conn, cfg.AcceptQueue),
 		conns:  make(map[*rtcConn]struct{}),
-		byAddr: make(map[string]int),
+		byAddr: make(map[netip.Prefix]int),
+		byKey:  make(map[string]int),
 		closed: make(chan struct{}),
 	}
 	if cfg.Stack == StackLean {
@@ -276,6 +295,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	case http.MethodPost:
+		// One request is all signaling takes: the connection ends with
+		// the answer (or the refusal), rather than sit idle for the HTTP
+		// server's keep-alive.
+		w.Header().Set("Connection", "close")
 	default:
 		w.Header().Set("Allow", "POST, OPTIONS")
 		s.refuse(w, http.StatusMethodNotAllowed, "method", "POST an SDP offer")
@@ -302,13 +325,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	// A request refused for the server's load has spent nothing (Admit
 	// has not run), so the client can retry it.
-	addr := clientAddr(r)
-	if reason := s.takeSlot(addr); reason != "" {
+	sl := s.slotOf(r, meta)
+	if reason := s.takeSlot(sl); reason != "" {
 		w.Header().Set("Retry-After", "1")
 		s.refuse(w, http.StatusTooManyRequests, reason, "too many handshakes in progress")
 		return
 	}
-	release := sync.OnceFunc(func() { s.giveSlot(addr) })
+	release := sync.OnceFunc(func() { s.giveSlot(sl) })
 	body, code, reason, err := s.readOffer(w, r)
 	if err != nil {
 		release()
@@ -353,56 +376,69 @@ func (s *Server) readOffer(w http.ResponseWriter, r *http.Request) ([]byte, int,
 	return nil, http.StatusBadRequest, "bad_offer", fmt.Errorf("reading offer: %w", err)
 }
 
-// takeSlot takes a handshake slot for a client at addr, or returns why it
-// cannot ("busy": the server's, "busy_addr": the address's).
-func (s *Server) takeSlot(addr string) string {
+// slot is what a handshake in progress is counted against: the client's
+// network, and the permission (OfferKey) it uses.
+type slot struct {
+	net     netip.Prefix
+	bounded bool // by its network
+	key     string
+}
+
+// slotOf finds the client and the permission of a request.
+func (s *Server) slotOf(r *http.Request, meta any) slot {
+	var sl slot
+	sl.net, sl.bounded = s.cfg.ClientNetworks.requestKey(r)
+	if !sl.bounded && len(s.cfg.ClientNetworks.TrustedProxies) == 0 && r.Header.Get("X-Forwarded-For")+r.Header.Get("Forwarded") != "" {
+		s.proxied.Do(func() {
+			s.log.Warn("transport: signaling requests come through a proxy that is not trusted: every client behind it is counted as the proxy; "+
+				"list it in ClientNetworks.TrustedProxies (tongbu serve: \"trusted_proxies\")", "proxy", r.RemoteAddr)
+		})
+	}
+	if s.cfg.OfferKey != nil {
+		sl.key = s.cfg.OfferKey(meta)
+	}
+	return sl
+}
+
+// takeSlot takes a handshake slot, or returns why it cannot ("busy": the
+// server's, "busy_addr": the client network's, "busy_ticket": the
+// permission's).
+func (s *Server) takeSlot(sl slot) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if int(s.pending.Load()) >= s.cfg.MaxPending {
+	switch {
+	case int(s.pending.Load()) >= s.cfg.MaxPending:
 		return "busy"
-	}
-	if addr != "" && s.byAddr[addr] >= s.cfg.MaxPendingPerAddr {
+	case sl.bounded && s.byAddr[sl.net] >= s.cfg.MaxPendingPerAddr:
 		return "busy_addr"
+	case sl.key != "" && s.byKey[sl.key] >= s.cfg.MaxPendingPerKey:
+		return "busy_ticket"
 	}
 	s.pending.Add(1)
-	if addr != "" {
-		s.byAddr[addr]++
+	if sl.bounded {
+		s.byAddr[sl.net]++
+	}
+	if sl.key != "" {
+		s.byKey[sl.key]++
 	}
 	return ""
 }
 
-// giveSlot returns a slot taken for addr.
-func (s *Server) giveSlot(addr string) {
+// giveSlot returns a slot taken.
+func (s *Server) giveSlot(sl slot) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pending.Add(-1)
-	if addr == "" {
-		return
+	if sl.bounded {
+		if s.byAddr[sl.net]--; s.byAddr[sl.net] <= 0 {
+			delete(s.byAddr, sl.net)
+		}
 	}
-	if s.byAddr[addr]--; s.byAddr[addr] <= 0 {
-		delete(s.byAddr, addr)
+	if sl.key != "" {
+		if s.byKey[sl.key]--; s.byKey[sl.key] <= 0 {
+			delete(s.byKey, sl.key)
+		}
 	}
-}
-
-// clientAddr is the IP address a request came from, as the key of the
-// per-address bound: empty for a loopback address, which has none.
-func clientAddr(r *http.Request) string {
-	return limitKey(r.RemoteAddr)
-}
-
-// limitKey returns the key a per-address limit counts a remote address
-// ("host:port" or a bare host) under: its IP address, or "" for a loopback
-// address, which such limits leave alone (local bots, tests, a reverse
-// proxy on the same host).
-func limitKey(remote string) string {
-	host := remote
-	if h, _, err := net.SplitHostPort(remote); err == nil {
-		host = h
-	}
-	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() || host == "localhost" {
-		return ""
-	}
-	return host
 }
 
 // refuse answers a request with code and tells the Refused hook.

@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"net/url"
 	"slices"
 	"strings"
@@ -165,7 +166,10 @@ func TestSignalingPerAddress(t *testing.T) {
 		r.RemoteAddr = r.Header.Get("X-Test-From") + ":40000"
 		s.ServeHTTP(w, r)
 	}))
-	defer web.Close()
+	defer func() {
+		web.CloseClientConnections() // the slow offers: Close would wait out their minute
+		web.Close()
+	}()
 	from := func(ip string) (net.Conn, *bufio.Reader) {
 		return slowOffer(t, web.URL, "Bearer good\r\nX-Test-From: "+ip)
 	}
@@ -181,6 +185,71 @@ func TestSignalingPerAddress(t *testing.T) {
 	}
 	from("198.51.100.1")
 	waitPending(t, s, 3)
+}
+
+// TestSignalingPerTicket is issue 34's lock-out with one ticket: slow
+// offers that all carry one valid ticket hold at most MaxPendingPerKey
+// slots, whatever their addresses, and an honest client with its own
+// ticket still gets in.
+func TestSignalingPerTicket(t *testing.T) {
+	var ref refusals
+	s := newTestServer(t, ServerConfig{
+		MaxPending: 10, OfferTimeout: time.Minute, Refused: ref.hook,
+		Authorize: func(r *http.Request) (any, error) {
+			if a := r.Header.Get("Authorization"); a == "Bearer good" || a == "Bearer other" {
+				return a, nil
+			}
+			return nil, errors.New("bad ticket")
+		},
+		OfferKey: func(meta any) string { return meta.(string) },
+		// Each slow offer stands for another address, behind a proxy.
+		ClientNetworks: ClientNetworks{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+	})
+	for i := range 5 {
+		c, br := slowOffer(t, s.http.URL, fmt.Sprintf("Bearer good\r\nX-Forwarded-For: 203.0.113.%d", i))
+		if i >= 2 {
+			if code := status(t, c, br, 5*time.Second); code != http.StatusTooManyRequests {
+				t.Fatalf("slow offer %d with one ticket: %d, want 429", i, code)
+			}
+		}
+	}
+	waitPending(t, s, 2)
+	if ref.count("busy_ticket") != 3 {
+		t.Fatalf("refusals %v, want three busy_ticket", ref.reasons)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, s.http.URL, &ClientConfig{IncludeLoopback: true, Header: http.Header{"Authorization": {"Bearer other"}}})
+	if err != nil {
+		t.Fatalf("another ticket: %v", err)
+	}
+	c.Close()
+}
+
+// TestSignalingPerNetwork: the addresses of one IPv6 /64 share one
+// MaxPendingPerAddr, and a trusted proxy's requests count against the
+// clients it names.
+func TestSignalingPerNetwork(t *testing.T) {
+	var ref refusals
+	s := newTestServer(t, ServerConfig{
+		MaxPending: 10, MaxPendingPerAddr: 2, OfferTimeout: time.Minute, Authorize: bearer, Refused: ref.hook,
+		ClientNetworks: ClientNetworks{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8")}},
+	})
+	from := func(ip string) (net.Conn, *bufio.Reader) {
+		return slowOffer(t, s.http.URL, "Bearer good\r\nX-Forwarded-For: "+ip)
+	}
+	from("2001:db8:5:6::1")
+	from("2001:db8:5:6:ffff::2")
+	waitPending(t, s, 2)
+	c, br := from("2001:db8:5:6:1234:5678:9abc:def0")
+	if code := status(t, c, br, 5*time.Second); code != http.StatusTooManyRequests {
+		t.Fatalf("a third address of one /64: %d, want 429", code)
+	}
+	from("2001:db8:5:7::1") // the next /64
+	waitPending(t, s, 3)
+	if ref.count("busy_addr") != 1 {
+		t.Fatalf("refusals %v, want one busy_addr", ref.reasons)
+	}
 }
 
 // TestSignalingAdmitAfterParse: Admit (which spends a one-use ticket) runs

@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/signal"
 	"strconv"
@@ -28,16 +29,21 @@ import (
 // serveConfig is the file `tongbu serve -config` reads (JSON). Flags
 // override its addresses.
 type serveConfig struct {
-	HTTP      string       `json:"http"`       // HTTP address, default ":8080"
-	UDP       udpSpec      `json:"udp"`        // UDP port or host:port, default 3478
-	Stack     string       `json:"stack"`      // "lean" (default) or "pion"
-	PublicIPs []string     `json:"public_ips"` // addresses to advertise behind a 1:1 NAT
-	Origins   []string     `json:"origins"`    // browser origins allowed ("*" for any)
-	MaxConns  int          `json:"max_conns"`
-	MaxRooms  int          `json:"max_rooms"`
-	Loopback  bool         `json:"loopback"` // offer loopback candidates (local tests and demos)
-	Rooms     []roomConfig `json:"rooms"`
-	Worlds    []struct {
+	HTTP      string   `json:"http"`       // HTTP address, default ":8080"
+	UDP       udpSpec  `json:"udp"`        // UDP port or host:port, default 3478
+	Stack     string   `json:"stack"`      // "lean" (default) or "pion"
+	PublicIPs []string `json:"public_ips"` // addresses to advertise behind a 1:1 NAT
+	Origins   []string `json:"origins"`    // browser origins allowed ("*" for any)
+	MaxConns  int      `json:"max_conns"`
+	MaxRooms  int      `json:"max_rooms"`
+	// The HTTP side's bounds (signaling, pages): see transport.ClientNetworks.
+	TrustedProxies []string     `json:"trusted_proxies"` // networks of reverse proxies in front (their X-Forwarded-For is taken)
+	IPv4Prefix     int          `json:"ipv4_prefix"`     // bits of an IPv4 address that name one client (default 32)
+	IPv6Prefix     int          `json:"ipv6_prefix"`     // bits of an IPv6 address that name one client (default 64)
+	MaxHTTPConns   int          `json:"max_http_conns"`  // HTTP connections open at once (default 4096)
+	Loopback       bool         `json:"loopback"`        // offer loopback candidates (local tests and demos)
+	Rooms          []roomConfig `json:"rooms"`
+	Worlds         []struct {
 		Name       string `json:"name"`
 		RegionSize int    `json:"region_size"`
 		Width      int    `json:"width"`
@@ -60,6 +66,9 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
     "public_ips": ["203.0.113.10"],    addresses to advertise behind a 1:1 NAT
     "origins": ["https://game.example"],  other browser origins allowed ("*": any; pages this server serves need none)
     "max_conns": 10000, "max_rooms": 10000,
+    "trusted_proxies": ["127.0.0.1/32"],  reverse proxies in front: each player is bounded by the address they name
+    "ipv4_prefix": 32, "ipv6_prefix": 64, bits of an address that name one client (an IPv6 host has a /64)
+    "max_http_conns": 4096,            HTTP connections open at once (the longest idle makes room)
     "loopback": false,                 offer loopback candidates (local tests)
     "rooms": [{"name": "duel-1", "players": 2, "hz": 30,
                "fill": "idle|repeat|absent", "late": "drop|next"}],
@@ -215,9 +224,15 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tongbu serve:", err)
 		return 2
 	}
+	nets, err := cfg.clientNetworks()
+	if err != nil {
+		fmt.Fprintln(stderr, "tongbu serve:", err)
+		return 2
+	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
 	srv, err := engine.NewServer(engine.Config{
-		Secret: secret, UDPAddr: udpAddr, PublicIPs: cfg.PublicIPs, Stack: st,
+		ClientNetworks: nets,
+		Secret:         secret, UDPAddr: udpAddr, PublicIPs: cfg.PublicIPs, Stack: st,
 		AllowedOrigins: cfg.Origins, MaxConns: cfg.MaxConns, MaxRooms: cfg.MaxRooms, Logger: log,
 		IncludeLoopback: cfg.Loopback, HugePages: *huge,
 		MetricsToken: os.Getenv("TONGBU_METRICS_TOKEN"), SeparateMetrics: *metricsAddr != "", PeerMetrics: *peerMetrics,
@@ -266,11 +281,33 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		metricsAt = "http://" + mln.Addr().String() + engine.MetricsPath
 	}
 	fmt.Fprintf(stdout, "tongbu serve: http://%s (UDP %s); metrics at %s\n", ln.Addr(), srv.UDPAddr(), metricsAt)
-	return runServerWith(srv, handler, ln, stderr, leave)
+	lc := transport.ListenerConfig{PerNetwork: transport.DefaultConnsPerAddr, MaxConns: cfg.MaxHTTPConns, Networks: nets}
+	return runServerWith(srv, handler, transport.NewListener(ln, lc), stderr, leave)
 }
 
-// runServerWith serves h on ln until SIGINT or SIGTERM; then it calls
-// leave (if not nil) before it shuts srv down gracefully.
+// clientNetworks is the config's transport.ClientNetworks.
+func (c *serveConfig) clientNetworks() (transport.ClientNetworks, error) {
+	n := transport.ClientNetworks{IPv4Prefix: c.IPv4Prefix, IPv6Prefix: c.IPv6Prefix}
+	if c.IPv4Prefix < 0 || c.IPv4Prefix > 32 || c.IPv6Prefix < 0 || c.IPv6Prefix > 128 {
+		return n, fmt.Errorf("ipv4_prefix %d, ipv6_prefix %d: want 1-32 and 1-128", c.IPv4Prefix, c.IPv6Prefix)
+	}
+	for _, s := range c.TrustedProxies {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			a, aerr := netip.ParseAddr(s)
+			if aerr != nil {
+				return n, fmt.Errorf("trusted_proxies: %q is neither a network (10.0.0.0/8) nor an address", s)
+			}
+			p = netip.PrefixFrom(a, a.BitLen())
+		}
+		n.TrustedProxies = append(n.TrustedProxies, p.Masked())
+	}
+	return n, nil
+}
+
+// runServerWith serves h on ln (a transport.NewListener) until SIGINT or
+// SIGTERM; then it calls leave (if not nil) before it shuts srv down
+// gracefully.
 func runServerWith(srv *engine.Server, h http.Handler, ln net.Listener, stderr io.Writer, leave func()) int {
 	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -284,7 +321,7 @@ func runServerWith(srv *engine.Server, h http.Handler, ln net.Listener, stderr i
 		cancel()
 	}()
 	hs := engine.HTTPServer("", h)
-	go hs.Serve(transport.LimitListener(ln, transport.DefaultConnsPerAddr))
+	go hs.Serve(ln)
 	err := srv.Serve(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

@@ -160,3 +160,37 @@ func TestTicketChecksTarget(t *testing.T) {
 		}
 	}
 }
+
+// TestServeClientNetworks: the HTTP bounds' keys of the config file.
+func TestServeClientNetworks(t *testing.T) {
+	for _, tc := range []struct {
+		json, err string
+		proxies   []string
+	}{
+		{`{"trusted_proxies":["127.0.0.1","10.0.0.0/8","2001:db8::1/48"],"ipv6_prefix":56}`, "", []string{"127.0.0.1/32", "10.0.0.0/8", "2001:db8::/48"}},
+		{`{"trusted_proxies":["proxy.local"]}`, "neither a network", nil},
+		{`{"ipv4_prefix":33}`, "want 1-32", nil},
+	} {
+		var cfg serveConfig
+		if err := json.Unmarshal([]byte(tc.json), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		n, err := cfg.clientNetworks()
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: %v, want %q", tc.json, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.json, err)
+		}
+		var got []string
+		for _, p := range n.TrustedProxies {
+			got = append(got, p.String())
+		}
+		if strings.Join(got, " ") != strings.Join(tc.proxies, " ") || n.IPv6Prefix != 56 {
+			t.Errorf("%s: proxies %v, ipv6 /%d", tc.json, got, n.IPv6Prefix)
+		}
+	}
+}
