@@ -238,6 +238,16 @@ func (s *Server) UDPAddr() net.Addr {
 	return s.rtc.UDPAddr()
 }
 
+// DataPath returns the WebRTC data path's figures: the time it takes a
+// datagram, what its bounds on hostile peers held and refused (see
+// transport.DataPathStats; /metrics shows them too). Zeros with NoWebRTC.
+func (s *Server) DataPath() transport.DataPathStats {
+	if s.rtc == nil {
+		return transport.DataPathStats{DatagramBuckets: make([]uint64, len(transport.DatagramBounds)+1)}
+	}
+	return s.rtc.DataPath()
+}
+
 // handshakes returns the WebRTC handshakes in progress.
 func (s *Server) handshakes() int {
 	if s.rtc == nil {

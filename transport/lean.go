@@ -357,8 +357,9 @@ func (s *leanSocket) rebind(p *leanPeer, old, ap netip.AddrPort) bool {
 }
 
 // candidate makes ap p's candidate path in place of old, and reports
-// false when another peer is at ap.
-func (s *leanSocket) candidate(p *leanPeer, old, ap netip.AddrPort) bool {
+// false when another peer is at ap, or when over (p's checks from new
+// addresses are over their rate) is set.
+func (s *leanSocket) candidate(p *leanPeer, old, ap netip.AddrPort, over bool) bool {
 	if s.shared {
 		return false
 	}
@@ -366,6 +367,9 @@ func (s *leanSocket) candidate(p *leanPeer, old, ap netip.AddrPort) bool {
 	defer s.mu.Unlock()
 	if q := s.byAddr[ap]; q != nil && q != p {
 		s.ep.stats.checksRefused.Add(1)
+		return false
+	}
+	if over {
 		return false
 	}
 	if s.byCand[old] == p {

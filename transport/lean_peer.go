@@ -44,6 +44,11 @@ const (
 	// maxMoves bounds how often a peer moves to a new address (its NAT
 	// rebound, or it changed networks): at most this many a minute.
 	maxMoves = 4
+	// maxCandChecks bounds the checks from new addresses a peer past its
+	// handshake gets answered a second (a browser sends one every few
+	// seconds a path): more are dropped, so that forged ones neither cost
+	// the server much nor turn it into a reflector.
+	maxCandChecks = 8
 )
 
 // errFlood closes a peer that sends datagrams faster than any client
@@ -72,7 +77,9 @@ type leanPeer struct {
 	reached     leanPhase // the phase the peer was in when it closed
 	rap         netip.AddrPort
 	raddr       *net.UDPAddr
-	cand        netip.AddrPort      // a new address the peer's ICE checks came from, not yet proven
+	cand        netip.AddrPort // a new address the peer's ICE checks came from, not yet proven
+	candSecond  int64          // the second candChecks counts
+	candChecks  int
 	moved       [maxMoves]time.Time // when it last moved, oldest first
 	hs          *hsConn
 	flight      [][]byte
@@ -301,7 +308,11 @@ func (p *leanPeer) checked(ap netip.AddrPort) bool {
 		p.unlock()
 		return p.bind(ap)
 	}
-	ok := p.sock.candidate(p, p.cand, ap)
+	if sec := time.Now().Unix(); sec != p.candSecond {
+		p.candSecond, p.candChecks = sec, 0
+	}
+	p.candChecks++
+	ok := p.sock.candidate(p, p.cand, ap, p.candChecks > maxCandChecks)
 	if ok {
 		p.cand = ap
 	}

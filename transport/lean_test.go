@@ -391,9 +391,21 @@ func TestLeanSpoofedCheck(t *testing.T) {
 	attacker.mu.Unlock()
 	victimAt := peerAddr(victim).AddrPort()
 	check := mustBuild(t, user, pwd)
-	// A sweep of the victim's ports, and the victim's own address.
-	for port := victimAt.Port() - 50; port != victimAt.Port()+50; port++ {
+	quiet := startHonestRoom(t, clients[:1], servers[:1])
+	time.Sleep(500 * time.Millisecond)
+	quietMax, _, _ := quiet.end()
+	room := startHonestRoom(t, clients[:1], servers[:1])
+	// A sweep of every ephemeral port of the victim's address, its own
+	// among them, at the speed of the reader.
+	for port := uint16(32768); port <= 60999; port++ {
 		s.lean.sock.datagram(time.Now(), check, net.UDPAddrFromAddrPort(netip.AddrPortFrom(victimAt.Addr(), port)), netip.Addr{})
+	}
+	s.lean.sock.datagram(time.Now(), check, net.UDPAddrFromAddrPort(victimAt), netip.Addr{})
+	time.Sleep(500 * time.Millisecond)
+	maxGap, _, drops := room.end()
+	t.Logf("the victim's largest frame gap: %v quiet, %v through the sweep", quietMax, maxGap)
+	if drops > 0 || maxGap > 2*quietMax+250*time.Millisecond {
+		t.Errorf("the victim's largest gap %v (quiet %v), dropped %v", maxGap, quietMax, drops > 0)
 	}
 	if got := peerAddr(victim).AddrPort(); got != victimAt {
 		t.Fatalf("the victim moved to %v", got)
@@ -626,4 +638,37 @@ func TestDialSaysStage(t *testing.T) {
 		}
 		t.Log(err)
 	})
+}
+
+// TestLeanCandidateRate: checks from a new address past the handshake
+// get at most maxCandChecks answers a second, so forged ones neither cost
+// much nor make the server a reflector.
+func TestLeanCandidateRate(t *testing.T) {
+	_, _, servers := leanPair(t, 1)
+	p := servers[0].(*leanPeer)
+	p.mu.Lock()
+	user, pwd := p.ufrag+":"+p.remote.ufrag, p.pwd
+	p.mu.Unlock()
+	other, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close()
+	srv := p.sock.conn.LocalAddr().(*net.UDPAddr).AddrPort()
+	for range 40 {
+		other.WriteToUDPAddrPort(mustBuild(t, user, pwd), srv)
+	}
+	answers := 0
+	buf := make([]byte, 1500)
+	for {
+		other.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
+		if _, _, err := other.ReadFromUDPAddrPort(buf); err != nil {
+			break
+		}
+		answers++
+	}
+	// The 40 may straddle a second: two seconds' worth at most.
+	if answers == 0 || answers > 2*maxCandChecks {
+		t.Fatalf("%d of 40 checks from a new address answered, want 1 to %d", answers, 2*maxCandChecks)
+	}
 }

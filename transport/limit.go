@@ -17,9 +17,10 @@ import (
 const DefaultConnsPerAddr = 32
 
 // DefaultMaxConns is a Listener's default bound on the connections open
-// at once: well under a server's usual descriptor limit, and far over
-// what a server's signaling and pages need.
-const DefaultMaxConns = 4096
+// at once: well under a server's usual descriptor limit, and about 30 MiB
+// of idle HTTP connections. Signaling needs a connection for one request;
+// pages keep theirs alive, but idle ones make room for new ones.
+const DefaultMaxConns = 2048
 
 // ListenerConfig bounds the connections a Listener keeps open.
 type ListenerConfig struct {

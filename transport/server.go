@@ -263,8 +263,14 @@ func (s *Server) opened(c Conn, id PeerID, refuse func()) {
 	}
 }
 
-// httpError writes a plain-text error.
+// httpError writes a plain-text error. A request refused before its
+// body is read ends its connection at once: net/http would otherwise wait
+// for up to 256 KiB of the unread body (until the server's ReadTimeout,
+// for a client that never sends it) before closing.
 func httpError(w http.ResponseWriter, code int, msg string) {
+	if w.Header().Get("Connection") == "close" {
+		http.NewResponseController(w).SetReadDeadline(time.Now())
+	}
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(code)
 	io.WriteString(w, msg+"\n")

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -353,5 +354,33 @@ func TestDialSaysNoPath(t *testing.T) {
 	_, err = Dial(context.Background(), web.URL, &ClientConfig{Limits: Limits{HandshakeTimeout: time.Second}})
 	if !errors.Is(err, ErrHandshakeTimeout) || !strings.Contains(err.Error(), "no network path") {
 		t.Fatalf("dial with no path: %v", err)
+	}
+}
+
+// TestSignalingRefusalEndsConnection: a request refused before its body
+// is read (a forged ticket, a full server) is answered and its
+// connection ended at once; net/http would otherwise wait for the unread
+// body, up to the server's read timeout, holding the connection.
+func TestSignalingRefusalEndsConnection(t *testing.T) {
+	s := newTestServer(t, ServerConfig{MaxPending: 1, OfferTimeout: time.Minute, Authorize: bearer})
+	slowOffer(t, s.http.URL, "Bearer good") // holds the one slot
+	waitPending(t, s, 1)
+	u, _ := url.Parse(s.http.URL)
+	for _, auth := range []string{"Bearer forged", "Bearer good"} {
+		// A body net/http would wait for (under its 256 KiB).
+		c, err := net.Dial("tcp", u.Host)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/sdp\r\nAuthorization: %s\r\nContent-Length: 100000\r\n\r\nv=0\r\n", auth)
+		br := bufio.NewReader(c)
+		began := time.Now()
+		code := status(t, c, br, 5*time.Second)
+		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		_, err = io.Copy(io.Discard, br)
+		if took := time.Since(began); err != nil || took > 2*time.Second {
+			t.Errorf("%s: %d, connection ended after %v (%v)", auth, code, took, err)
+		}
 	}
 }

@@ -40,7 +40,7 @@ type serveConfig struct {
 	TrustedProxies []string     `json:"trusted_proxies"` // networks of reverse proxies in front (their X-Forwarded-For is taken)
 	IPv4Prefix     int          `json:"ipv4_prefix"`     // bits of an IPv4 address that name one client (default 32)
 	IPv6Prefix     int          `json:"ipv6_prefix"`     // bits of an IPv6 address that name one client (default 64)
-	MaxHTTPConns   int          `json:"max_http_conns"`  // HTTP connections open at once (default 4096)
+	MaxHTTPConns   int          `json:"max_http_conns"`  // HTTP connections open at once (default 2048)
 	Loopback       bool         `json:"loopback"`        // offer loopback candidates (local tests and demos)
 	Rooms          []roomConfig `json:"rooms"`
 	Worlds         []struct {
@@ -68,7 +68,7 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
     "max_conns": 10000, "max_rooms": 10000,
     "trusted_proxies": ["127.0.0.1/32"],  reverse proxies in front: each player is bounded by the address they name
     "ipv4_prefix": 32, "ipv6_prefix": 64, bits of an address that name one client (an IPv6 host has a /64)
-    "max_http_conns": 4096,            HTTP connections open at once (the longest idle makes room)
+    "max_http_conns": 2048,            HTTP connections open at once (the longest idle makes room)
     "loopback": false,                 offer loopback candidates (local tests)
     "rooms": [{"name": "duel-1", "players": 2, "hz": 30,
                "fill": "idle|repeat|absent", "late": "drop|next"}],

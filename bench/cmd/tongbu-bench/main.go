@@ -19,6 +19,7 @@ import (
 	"io"
 	"os"
 
+	_ "github.com/tongbu/tongbu/bench/abuse"
 	_ "github.com/tongbu/tongbu/bench/churn"
 	_ "github.com/tongbu/tongbu/bench/codec"
 	"github.com/tongbu/tongbu/bench/internal/bots"

@@ -22,6 +22,7 @@ import (
 	"github.com/pion/webrtc/v4"
 
 	"github.com/tongbu/tongbu/bench/internal/harness"
+	"github.com/tongbu/tongbu/bench/internal/hostile"
 	"github.com/tongbu/tongbu/transport"
 )
 
@@ -43,6 +44,9 @@ func Run(args []string, out io.Writer) error {
 	}
 	if len(args) > 0 && args[0] == "world" {
 		return runWorldBots(args[1:], os.Stdin, out)
+	}
+	if len(args) > 0 && args[0] == "abuse" {
+		return hostile.Run(args[1:], os.Stdin, out)
 	}
 	fs := flag.NewFlagSet("bots", flag.ContinueOnError)
 	url := fs.String("url", "", "signaling URL")
