@@ -55,3 +55,27 @@ func TestClientNetworks(t *testing.T) {
 		})
 	}
 }
+
+// FuzzClientOf feeds the proxy headers arbitrary values: nothing panics,
+// and the client found is the proxy itself or an address that is not a
+// trusted proxy.
+func FuzzClientOf(f *testing.F) {
+	f.Add("for=192.0.2.60;proto=http, for=\"[2001:db8::1]:4711\"", "198.51.100.1, 10.2.2.2")
+	f.Add("for=unknown", "")
+	f.Add("", "not an address,,  , 300.1.1.1")
+	nets := ClientNetworks{TrustedProxies: []netip.Prefix{netip.MustParsePrefix("10.0.0.0/8")}}
+	f.Fuzz(func(t *testing.T, fwd, xff string) {
+		r := &http.Request{RemoteAddr: "10.1.1.1:4000", Header: http.Header{}}
+		if fwd != "" {
+			r.Header.Set("Forwarded", fwd)
+		}
+		if xff != "" {
+			r.Header.Set("X-Forwarded-For", xff)
+		}
+		got := nets.clientOf(r)
+		if got != netip.MustParseAddr("10.1.1.1") && (!got.IsValid() || nets.trusted(got)) {
+			t.Fatalf("client %v from Forwarded %q, X-Forwarded-For %q", got, fwd, xff)
+		}
+		nets.requestKey(r)
+	})
+}

@@ -30,12 +30,21 @@ type ListenerConfig struct {
 	// leave room for them.
 	PerNetwork int
 	// MaxConns bounds the connections open at once (default
-	// DefaultMaxConns). At the bound, a new connection closes the one
-	// that has been idle between requests the longest, if the HTTP server
-	// reports idleness (ConnState, as engine.HTTPServer sets it), and is
-	// closed itself otherwise: idle keep-alives from many addresses never
-	// lock players out.
+	// DefaultMaxConns). At the bound, a new connection from a network
+	// that holds few (under a quarter of PerNetwork) takes the place of an
+	// idle one (between requests, as the HTTP server reports through
+	// ConnState; engine.HTTPServer sets it): of the network that holds the
+	// most, the one idle the longest. A new connection from a network that
+	// holds more, or when none is idle, is closed at once. So idle
+	// keep-alives from many addresses never lock players out, and cannot
+	// make the server cycle through connections either.
 	MaxConns int
+	// ConnRate bounds how many new connections one client network may
+	// open a second, after a burst of twice as many (default 8: a page
+	// load opens a few, a join one); more are closed as they are
+	// accepted, before the HTTP server spends anything on them. A negative
+	// value leaves the rate unbounded.
+	ConnRate int
 	// Networks finds and groups clients' addresses.
 	Networks ClientNetworks
 }
@@ -62,7 +71,11 @@ func NewListener(ln net.Listener, cfg ListenerConfig) net.Listener {
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = DefaultMaxConns
 	}
-	return &limitListener{Listener: ln, cfg: cfg, open: make(map[netip.Prefix]int), conns: make(map[*limitConn]struct{})}
+	if cfg.ConnRate == 0 {
+		cfg.ConnRate = 8
+	}
+	return &limitListener{Listener: ln, cfg: cfg, open: make(map[netip.Prefix]int), conns: make(map[*limitConn]struct{}),
+		rate: make(map[netip.Prefix]*bucket)}
 }
 
 type limitListener struct {
@@ -73,6 +86,45 @@ type limitListener struct {
 	mu    sync.Mutex
 	open  map[netip.Prefix]int // open connections by client network
 	conns map[*limitConn]struct{}
+	rate  map[netip.Prefix]*bucket
+}
+
+// bucket is a client network's new-connection allowance: a token bucket
+// of 2*ConnRate, refilled at ConnRate a second.
+type bucket struct {
+	tokens float64
+	at     time.Time
+}
+
+// allow takes a token for a new connection from key; l.mu is held.
+// Buckets that have refilled are forgotten on the way, a few a call, so
+// the map holds only the networks that connected lately.
+func (l *limitListener) allow(key netip.Prefix, now time.Time) bool {
+	if l.cfg.ConnRate < 0 {
+		return true
+	}
+	rate, burst := float64(l.cfg.ConnRate), float64(2*l.cfg.ConnRate)
+	n := 0
+	for k, b := range l.rate { // map order: a different few each time
+		if n++; n > 4 {
+			break
+		}
+		if k != key && now.Sub(b.at).Seconds()*rate+b.tokens >= burst {
+			delete(l.rate, k)
+		}
+	}
+	b := l.rate[key]
+	if b == nil {
+		b = &bucket{tokens: burst, at: now}
+		l.rate[key] = b
+	}
+	b.tokens = min(burst, b.tokens+now.Sub(b.at).Seconds()*rate)
+	b.at = now
+	if b.tokens < 1 {
+		return false
+	}
+	b.tokens--
+	return true
 }
 
 func (l *limitListener) Accept() (net.Conn, error) {
@@ -85,9 +137,11 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		lc := &limitConn{Conn: c, l: l, key: key, bounded: bounded}
 		var evict *limitConn
 		l.mu.Lock()
-		ok := !bounded || l.open[key] < l.cfg.PerNetwork
+		ok := !bounded || l.open[key] < l.cfg.PerNetwork && l.allow(key, time.Now())
 		if ok && len(l.conns) >= l.cfg.MaxConns {
-			if evict = l.longestIdle(); evict == nil {
+			if bounded && l.open[key] >= max(1, l.cfg.PerNetwork/4) {
+				ok = false // it holds its share: it makes no room
+			} else if evict = l.idlest(); evict == nil {
 				ok = false
 			}
 		}
@@ -110,15 +164,25 @@ func (l *limitListener) Accept() (net.Conn, error) {
 	}
 }
 
-// longestIdle returns the connection idle between requests the longest,
-// or nil; l.mu is held. It looks at every connection, which it does only
-// at MaxConns.
-func (l *limitListener) longestIdle() *limitConn {
+// idlest returns the idle connection to close for a new one: of the
+// network that holds the most connections, the one idle the longest; nil
+// when none is idle. l.mu is held. It looks at every connection, which
+// it does only at MaxConns.
+func (l *limitListener) idlest() *limitConn {
 	var best *limitConn
 	var since int64
+	most := -1
 	for c := range l.conns {
-		if t := c.idleSince.Load(); t != 0 && (best == nil || t < since) {
-			best, since = c, t
+		t := c.idleSince.Load()
+		if t == 0 {
+			continue
+		}
+		n := 0
+		if c.bounded {
+			n = l.open[c.key]
+		}
+		if n > most || n == most && t < since {
+			best, since, most = c, t, n
 		}
 	}
 	return best

@@ -244,3 +244,117 @@ func (l shiftingRemote) Accept() (net.Conn, error) {
 	}
 	return remoteConn{c, l.next()}, nil
 }
+
+// TestListenerFairEviction: at MaxConns, a network that holds its share
+// (a quarter of PerNetwork) is refused rather than make room, and a
+// newcomer's connection takes the place of the heavy network's idle one.
+func TestListenerFairEviction(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	from := "127.0.0.1"
+	lim := NewListener(shiftingRemote{ln, func() net.Addr {
+		mu.Lock()
+		defer mu.Unlock()
+		a, _ := net.ResolveTCPAddr("tcp", from+":1")
+		return a
+	}}, ListenerConfig{MaxConns: 8, PerNetwork: 16, Networks: ClientNetworks{BoundLoopback: true}})
+	hs := &http.Server{ConnState: ConnState, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
+	go hs.Serve(lim)
+	defer hs.Close()
+	var heavy []net.Conn
+	open := func(as string) (net.Conn, error) {
+		mu.Lock()
+		from = as
+		mu.Unlock()
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(2 * time.Second))
+		fmt.Fprintf(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+		_, err = io.ReadFull(c, make([]byte, 12))
+		return c, err
+	}
+	for range 8 { // the attacker fills the listener: 8 of its 16, idle
+		c, err := open("203.0.113.9")
+		if err != nil {
+			t.Fatal(err)
+		}
+		heavy = append(heavy, c)
+	}
+	time.Sleep(20 * time.Millisecond)
+	if _, err := open("203.0.113.9"); err == nil {
+		t.Fatal("the network that fills the listener made room for its ninth")
+	}
+	if _, err := open("198.51.100.4"); err != nil {
+		t.Fatalf("a newcomer at the bound: %v", err)
+	}
+	if l := lim.(*limitListener); l.evicted.Load() != 1 {
+		t.Fatalf("%d evicted, want 1", l.evicted.Load())
+	}
+}
+
+// TestListenerConnRate: one client network opens at most 2*ConnRate
+// connections at once and ConnRate a second after; the rest are closed as
+// they are accepted, and another network is not affected.
+func TestListenerConnRate(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	from := "203.0.113.9"
+	l := NewListener(shiftingRemote{ln, func() net.Addr {
+		mu.Lock()
+		defer mu.Unlock()
+		a, _ := net.ResolveTCPAddr("tcp", from+":1")
+		return a
+	}}, ListenerConfig{ConnRate: 4, PerNetwork: 100})
+	defer l.Close()
+	accepted := make(chan net.Conn, 100)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			accepted <- c
+		}
+	}()
+	burst := func(as string, n int) int {
+		mu.Lock()
+		from = as
+		mu.Unlock()
+		for range n {
+			c, err := net.Dial("tcp", ln.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+		}
+		got := 0
+		for {
+			select {
+			case c := <-accepted:
+				defer c.Close()
+				got++
+			case <-time.After(200 * time.Millisecond):
+				return got
+			}
+		}
+	}
+	if got := burst("203.0.113.9", 20); got != 8 {
+		t.Fatalf("%d of a burst of 20 accepted, want 8 (twice the rate)", got)
+	}
+	if got := burst("198.51.100.4", 3); got != 3 {
+		t.Fatalf("another network: %d of 3 accepted", got)
+	}
+	time.Sleep(time.Second)
+	if got := burst("203.0.113.9", 20); got < 4 || got > 6 {
+		t.Fatalf("%d accepted a second later, want about 4 (the rate)", got)
+	}
+}

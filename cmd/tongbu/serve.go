@@ -41,6 +41,7 @@ type serveConfig struct {
 	IPv4Prefix     int          `json:"ipv4_prefix"`     // bits of an IPv4 address that name one client (default 32)
 	IPv6Prefix     int          `json:"ipv6_prefix"`     // bits of an IPv6 address that name one client (default 64)
 	MaxHTTPConns   int          `json:"max_http_conns"`  // HTTP connections open at once (default 2048)
+	HTTPConnRate   int          `json:"http_conn_rate"`  // new HTTP connections a client network may open a second (default 8, after twice as many)
 	Loopback       bool         `json:"loopback"`        // offer loopback candidates (local tests and demos)
 	Rooms          []roomConfig `json:"rooms"`
 	Worlds         []struct {
@@ -69,6 +70,7 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
     "trusted_proxies": ["127.0.0.1/32"],  reverse proxies in front: each player is bounded by the address they name
     "ipv4_prefix": 32, "ipv6_prefix": 64, bits of an address that name one client (an IPv6 host has a /64)
     "max_http_conns": 2048,            HTTP connections open at once (the longest idle makes room)
+    "http_conn_rate": 8,               new HTTP connections a client network may open a second
     "loopback": false,                 offer loopback candidates (local tests)
     "rooms": [{"name": "duel-1", "players": 2, "hz": 30,
                "fill": "idle|repeat|absent", "late": "drop|next"}],
@@ -281,7 +283,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		metricsAt = "http://" + mln.Addr().String() + engine.MetricsPath
 	}
 	fmt.Fprintf(stdout, "tongbu serve: http://%s (UDP %s); metrics at %s\n", ln.Addr(), srv.UDPAddr(), metricsAt)
-	lc := transport.ListenerConfig{PerNetwork: transport.DefaultConnsPerAddr, MaxConns: cfg.MaxHTTPConns, Networks: nets}
+	lc := transport.ListenerConfig{PerNetwork: transport.DefaultConnsPerAddr, MaxConns: cfg.MaxHTTPConns, ConnRate: cfg.HTTPConnRate, Networks: nets}
 	return runServerWith(srv, handler, transport.NewListener(ln, lc), stderr, leave)
 }
 
