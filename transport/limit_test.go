@@ -177,24 +177,36 @@ func TestListenerMaxConns(t *testing.T) {
 	}
 }
 
-// TestListenerPerNetwork: the addresses of one IPv6 /64 share
-// PerNetwork; another /64 does not.
-func TestListenerPerNetwork(t *testing.T) {
+// listenFrom returns a Listener of cfg on a loopback port whose
+// connections report as their remote address what from returns as each
+// is accepted ("host:port"): loopback connections stand for clients on
+// the internet. It returns the listener and the address to dial.
+func listenFrom(t *testing.T, cfg ListenerConfig, from func() string) (net.Listener, string) {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	l := NewListener(shiftingRemote{ln, func() net.Addr {
+		a, _ := net.ResolveTCPAddr("tcp", from())
+		return a
+	}}, cfg)
+	t.Cleanup(func() { l.Close() })
+	return l, ln.Addr().String()
+}
+
+// TestListenerPerNetwork: the addresses of one IPv6 /64 share
+// PerNetwork; another /64 does not.
+func TestListenerPerNetwork(t *testing.T) {
 	var mu sync.Mutex
 	next := 0
 	addrs := []string{"[2001:db8:1:1::1]:1", "[2001:db8:1:1::2]:1", "[2001:db8:1:1:ffff::3]:1", "[2001:db8:1:2::1]:1"}
-	l := NewListener(shiftingRemote{ln, func() net.Addr {
+	l, at := listenFrom(t, ListenerConfig{PerNetwork: 2}, func() string {
 		mu.Lock()
 		defer mu.Unlock()
-		a, _ := net.ResolveTCPAddr("tcp", addrs[next%len(addrs)])
 		next++
-		return a
-	}}, ListenerConfig{PerNetwork: 2})
-	defer l.Close()
+		return addrs[(next-1)%len(addrs)]
+	})
 	accepted := make(chan net.Conn, 4)
 	go func() {
 		for {
@@ -207,7 +219,7 @@ func TestListenerPerNetwork(t *testing.T) {
 	}()
 	var got []string
 	for range 4 {
-		c, err := net.Dial("tcp", ln.Addr().String())
+		c, err := net.Dial("tcp", at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -249,18 +261,13 @@ func (l shiftingRemote) Accept() (net.Conn, error) {
 // (a quarter of PerNetwork) is refused rather than make room, and a
 // newcomer's connection takes the place of the heavy network's idle one.
 func TestListenerFairEviction(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	from := "127.0.0.1"
-	lim := NewListener(shiftingRemote{ln, func() net.Addr {
+	lim, at := listenFrom(t, ListenerConfig{MaxConns: 8, PerNetwork: 16}, func() string {
 		mu.Lock()
 		defer mu.Unlock()
-		a, _ := net.ResolveTCPAddr("tcp", from+":1")
-		return a
-	}}, ListenerConfig{MaxConns: 8, PerNetwork: 16, Networks: ClientNetworks{BoundLoopback: true}})
+		return from + ":1"
+	})
 	hs := &http.Server{ConnState: ConnState, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "ok") })}
 	go hs.Serve(lim)
 	defer hs.Close()
@@ -269,7 +276,7 @@ func TestListenerFairEviction(t *testing.T) {
 		mu.Lock()
 		from = as
 		mu.Unlock()
-		c, err := net.Dial("tcp", ln.Addr().String())
+		c, err := net.Dial("tcp", at)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -302,19 +309,13 @@ func TestListenerFairEviction(t *testing.T) {
 // connections at once and ConnRate a second after; the rest are closed as
 // they are accepted, and another network is not affected.
 func TestListenerConnRate(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var mu sync.Mutex
 	from := "203.0.113.9"
-	l := NewListener(shiftingRemote{ln, func() net.Addr {
+	l, at := listenFrom(t, ListenerConfig{ConnRate: 4, PerNetwork: 100}, func() string {
 		mu.Lock()
 		defer mu.Unlock()
-		a, _ := net.ResolveTCPAddr("tcp", from+":1")
-		return a
-	}}, ListenerConfig{ConnRate: 4, PerNetwork: 100})
-	defer l.Close()
+		return from + ":1"
+	})
 	accepted := make(chan net.Conn, 100)
 	go func() {
 		for {
@@ -330,7 +331,7 @@ func TestListenerConnRate(t *testing.T) {
 		from = as
 		mu.Unlock()
 		for range n {
-			c, err := net.Dial("tcp", ln.Addr().String())
+			c, err := net.Dial("tcp", at)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"slices"
 	"strconv"
@@ -132,21 +131,11 @@ func run(attack string, players int, quiet, seconds time.Duration) (result, erro
 	if err != nil {
 		return r, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, stop, err := harness.ServeFacing(srv, transport.ListenerConfig{Networks: nets})
 	if err != nil {
 		return r, err
 	}
-	hs := engine.HTTPServer("", srv.Handler())
-	go hs.Serve(transport.NewListener(ln, transport.ListenerConfig{Networks: nets}))
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx) }()
-	defer func() {
-		cancel()
-		<-served
-		hs.Close()
-	}()
-	url := "http://" + ln.Addr().String()
+	defer stop()
 	if _, err := srv.CreateRoom("honest", lockstep.Config{Players: players, Hz: 30}); err != nil {
 		return r, err
 	}

@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"runtime"
 	"slices"
@@ -110,31 +109,21 @@ func churn(stack transport.Stack, cycles, warm int) (churnRun, error) {
 	if err != nil {
 		return r, err
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, stop, err := harness.ServeFacing(srv, transport.ListenerConfig{})
 	if err != nil {
 		return r, err
 	}
-	hs := engine.HTTPServer("", srv.Handler())
-	go hs.Serve(transport.LimitListener(ln, transport.DefaultConnsPerAddr))
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ctx) }()
-	defer func() {
-		cancel()
-		<-served
-		hs.Close()
-	}()
+	defer stop()
 	room, err := srv.CreateRoom("churn", lockstep.Config{Players: 2, Hz: 15})
 	if err != nil {
 		return r, err
 	}
-	url := "http://" + ln.Addr().String()
 	cycle := func() (time.Duration, error) {
 		tk, err := srv.Ticket("p", "churn", engine.RolePlayer, time.Minute)
 		if err != nil {
 			return 0, err
 		}
-		dctx, dcancel := context.WithTimeout(ctx, 30*time.Second)
+		dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer dcancel()
 		began := time.Now()
 		c, err := engine.Dial(dctx, url, tk, &engine.ClientConfig{IncludeLoopback: true, Stack: stack})

@@ -8,6 +8,7 @@ import (
 	"net/http"
 
 	"github.com/tongbu/tongbu/engine"
+	"github.com/tongbu/tongbu/transport"
 )
 
 // ServeHTTP serves h on a fresh loopback port and returns its base URL
@@ -34,4 +35,22 @@ func ServeEngine(srv *engine.Server) (string, func(), error) {
 	served := make(chan struct{})
 	go func() { srv.Serve(ctx); close(served) }()
 	return url, func() { cancel(); <-served; stopHTTP() }, nil
+}
+
+// ServeFacing serves srv as tongbu serve does, facing the internet: its
+// HTTP side with engine.HTTPServer on a transport.NewListener of lc, on a
+// fresh loopback port, and its connections with Serve. It returns the
+// base URL (no trailing slash) and a function that stops both and waits
+// for Serve to return.
+func ServeFacing(srv *engine.Server, lc transport.ListenerConfig) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	hs := engine.HTTPServer("", srv.Handler())
+	go hs.Serve(transport.NewListener(ln, lc))
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { srv.Serve(ctx); close(served) }()
+	return "http://" + ln.Addr().String(), func() { cancel(); <-served; hs.Close() }, nil
 }
