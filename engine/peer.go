@@ -63,13 +63,14 @@ func (p *peer) bye(reason int, text string) {
 // message to be delivered.
 const byeLinger = 250 * time.Millisecond
 
-// receive reads the peer's messages until its connection closes, handing
-// each mode message to deliver. Engine messages from clients are not
-// expected: they are counted and dropped. A connection that can hand its
-// messages over as they arrive (the lean stack's) does so in its reading
-// goroutine, and this one only waits for the close: no goroutine wakes
-// per message.
-func (p *peer) receive(deliver func(msg []byte, now time.Time)) {
+// receive hands each of the peer's mode messages to deliver until its
+// connection closes, then calls gone, once. Engine messages from clients
+// are not expected: they are counted and dropped. A connection that can
+// hand its messages over as they arrive and tell of its close (the lean
+// stack's, a transport.Handler) does both in the transport's goroutines:
+// no goroutine waits for it, and none wakes per message. Another is read
+// by a goroutine of its own.
+func (p *peer) receive(deliver func(msg []byte, now time.Time), gone func()) {
 	take := func(m transport.Message) {
 		now := time.Now()
 		switch {
@@ -83,28 +84,33 @@ func (p *peer) receive(deliver func(msg []byte, now time.Time)) {
 	}
 	if h, ok := p.conn.(transport.Handler); ok {
 		// The transport may be handing over a message as the connection
-		// closes: gone, set under mu, makes sure nothing is delivered
-		// once receive returns (the slot may be someone else's then).
+		// closes: closed, set under mu, makes sure nothing is delivered
+		// once gone runs (the slot may be someone else's then).
 		var mu sync.Mutex
-		gone := false
+		closed := false
 		h.Handle(func(m transport.Message) {
 			mu.Lock()
-			if !gone {
+			if !closed {
 				take(m)
 			}
 			mu.Unlock()
 		})
-		<-p.conn.Done()
-		mu.Lock()
-		gone = true
-		mu.Unlock()
+		h.HandleClose(func() {
+			mu.Lock()
+			closed = true
+			mu.Unlock()
+			gone()
+		})
 		return
 	}
-	for {
-		m, err := p.conn.Receive(context.Background())
-		if err != nil {
-			return
+	go func() {
+		for {
+			m, err := p.conn.Receive(context.Background())
+			if err != nil {
+				break
+			}
+			take(m)
 		}
-		take(m)
-	}
+		gone()
+	}()
 }

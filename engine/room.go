@@ -218,13 +218,12 @@ func (r *Room) attach(p *peer) error {
 			room.Join(slot, time.Now()) // a fresh client: stream it the match so far
 		}
 	})
-	go func() {
-		p.receive(func(msg []byte, now time.Time) { r.host.Deliver(sched.RoomPacket{Slot: slot, Msg: msg, At: now}) })
+	p.receive(func(msg []byte, now time.Time) { r.host.Deliver(sched.RoomPacket{Slot: slot, Msg: msg, At: now}) }, func() {
 		if r.slots[slot].CompareAndSwap(p, nil) { // not replaced: the player is away
 			r.Do(func(room *lockstep.Room) { room.Leave(slot) })
 		}
 		r.s.release(p)
-	}()
+	})
 	return nil
 }
 
@@ -248,14 +247,13 @@ func (r *Room) addSpectator(p *peer, delay time.Duration) {
 	r.mu.Lock()
 	r.spect[id] = p
 	r.mu.Unlock()
-	go func() {
-		p.receive(func(msg []byte, now time.Time) { r.host.Deliver(sched.RoomPacket{Slot: id, Msg: msg, At: now}) })
+	p.receive(func(msg []byte, now time.Time) { r.host.Deliver(sched.RoomPacket{Slot: id, Msg: msg, At: now}) }, func() {
 		r.mu.Lock()
 		delete(r.spect, id)
 		r.mu.Unlock()
 		r.Do(func(room *lockstep.Room) { room.RemoveSpectator(id) })
 		r.s.release(p)
-	}()
+	})
 }
 
 // roomLoop is the room's loop on its Host: the packets, then the cuts

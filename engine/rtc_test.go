@@ -4,9 +4,11 @@ package engine
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -76,5 +78,71 @@ func TestWebRTC(t *testing.T) {
 	cancel()
 	if err := <-served; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestNoGoroutinePerPeer: players and world members joined over the lean
+// stack cost the server no goroutine each (the transport hands over their
+// messages and tells of their close), and their leaving is seen all the
+// same: the room frees their slots, the world their entities.
+func TestNoGoroutinePerPeer(t *testing.T) {
+	s, err := NewServer(Config{Secret: testSecret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := httptest.NewServer(s.Handler())
+	defer web.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	served := make(chan error, 1)
+	go func() { served <- s.Serve(ctx) }()
+	room, err := s.CreateRoom("r", lockstep.Config{Players: 20, Hz: 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.CreateWorld("w", WorldConfig{}); err != nil {
+		t.Fatal(err)
+	}
+	peers := func() int {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return len(s.peers)
+	}
+	// The clients' side: the lean client's endpoint is per process, so
+	// its goroutines do not grow with clients either; count the server's
+	// by the difference of twenty joins against two.
+	join := func(n int, target string) []*Client {
+		var cs []*Client
+		for i := range n {
+			tk, _ := s.Ticket(fmt.Sprintf("%s%d", target, i), target, RolePlayer, time.Minute)
+			dctx, dcancel := context.WithTimeout(ctx, 20*time.Second)
+			c, err := Dial(dctx, web.URL, tk, &ClientConfig{IncludeLoopback: true, SharedSocket: true})
+			dcancel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs = append(cs, c)
+		}
+		return cs
+	}
+	settle := func() int {
+		time.Sleep(300 * time.Millisecond)
+		return runtime.NumGoroutine()
+	}
+	few := append(join(1, "r"), join(1, "w")...)
+	g0 := settle()
+	many := append(join(9, "r"), join(9, "w")...)
+	g1 := settle()
+	t.Logf("goroutines: %d with 2 joined, %d with 20", g0, g1)
+	if per := float64(g1-g0) / 18; per > 0.05 {
+		t.Errorf("%.2f goroutines a connection", per)
+	}
+	for _, c := range append(few, many...) {
+		c.Close()
+	}
+	for deadline := time.Now().Add(10 * time.Second); room.Connected() > 0 || peers() > 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("after every client closed: %d in the room, %d connections held", room.Connected(), peers())
+		}
 	}
 }

@@ -134,11 +134,10 @@ func (w *World) join(p *peer) {
 	wp := &worldPeer{peer: p, id: id}
 	w.peers[id] = wp
 	w.players[player] = wp
-	go func() {
-		p.receive(func(msg []byte, _ time.Time) { w.host.Deliver(worldPacket{wp, msg}) })
+	p.receive(func(msg []byte, _ time.Time) { w.host.Deliver(worldPacket{wp, msg}) }, func() {
 		w.Do(func(*interest.World) { w.leave(wp) })
 		w.s.release(p)
-	}()
+	})
 }
 
 func defaultJoin(w *interest.World, player string) (interest.ID, error) {

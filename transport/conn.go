@@ -96,6 +96,12 @@ type Handler interface {
 	// it once, before reading. Done still tells when the connection
 	// closes; a call to f may be under way as it does.
 	Handle(f func(Message))
+	// HandleClose makes f run once the connection has closed, in a
+	// goroutine of its own that lasts as long as f (at once if it is
+	// closed already): a server learns of each close without a goroutine
+	// per connection waiting on Done. A call to Handle's function may be
+	// under way as f starts.
+	HandleClose(f func())
 }
 
 // Stats counts a connection's traffic.

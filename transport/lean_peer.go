@@ -110,6 +110,7 @@ type leanPeer struct {
 
 	handler  atomic.Pointer[func(Message)] // set by Handle
 	handleMu sync.Mutex                    // held while messages go to the handler, which takes them one at a time
+	closer   atomic.Pointer[func()]        // set by HandleClose: runs once, after the close
 }
 
 func newLeanPeer(ep *leanEndpoint, sock *leanSocket, id PeerID, client bool, lim Limits, log *slog.Logger) *leanPeer {
@@ -255,6 +256,9 @@ func (p *leanPeer) closeWith(reason error) {
 		p.ep.forget(p)
 		if p.onClose != nil {
 			p.onClose(p)
+		}
+		if f := p.closer.Load(); f != nil {
+			go (*f)()
 		}
 	})
 }
@@ -627,6 +631,15 @@ var _ Handler = (*leanPeer)(nil)
 func (p *leanPeer) Handle(f func(Message)) {
 	p.handler.Store(&f)
 	p.handOver()
+}
+
+// HandleClose implements Handler.
+func (p *leanPeer) HandleClose(f func()) {
+	f = sync.OnceFunc(f)
+	p.closer.Store(&f)
+	if p.isDone() { // closed before the hook was set: closeWith may have missed it
+		go f()
+	}
 }
 
 // handOver gives the handler, if one is set, what the inbox holds; the
