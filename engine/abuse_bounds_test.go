@@ -143,6 +143,15 @@ func honestJoins(t *testing.T, s *Server, url string, n int) time.Duration {
 	return slowest
 }
 
+// generous is the largest frame gap an attack may cause in a test, for a
+// quiet one of quiet: twice it and a quarter second, and at least a
+// second, for a loaded CI machine with the race detector on. The holes
+// this guards against froze rooms for seconds; bench abuse holds the
+// attacks to twice the quiet gap.
+func generous(quiet time.Duration) time.Duration {
+	return max(2*quiet+250*time.Millisecond, time.Second)
+}
+
 // TestAbuseOneTicket is issue 34's lock-out with one valid ticket: 300
 // slow offers that all carry it, reopened as each is cut off, hold two
 // handshake slots at most; honest players join without a 429 and the
@@ -173,6 +182,7 @@ func TestAbuseOneTicket(t *testing.T) {
 					c.Read(make([]byte, 512))
 					close(done)
 				}()
+				began := time.Now()
 				select {
 				case <-stop:
 					c.Close()
@@ -180,6 +190,15 @@ func TestAbuseOneTicket(t *testing.T) {
 					return
 				case <-done:
 					c.Close()
+				}
+				if time.Since(began) < 100*time.Millisecond {
+					// Refused at once (429): back after the second its
+					// Retry-After asks, not in a spin (TestAbuse floods).
+					select {
+					case <-stop:
+						return
+					case <-time.After(time.Second):
+					}
 				}
 			}
 		}()
@@ -197,14 +216,14 @@ func TestAbuseOneTicket(t *testing.T) {
 	if drops > 0 {
 		t.Errorf("%d honest players dropped", drops)
 	}
-	if attacked > 2*quiet+250*time.Millisecond {
+	if attacked > generous(quiet) {
 		t.Errorf("largest frame gap %v under attack, %v quiet", attacked, quiet)
 	}
 }
 
 // TestAbuseIdleKeepAlives is issue 34's descriptor exhaustion: idle
-// keep-alive connections from many addresses (here 64 loopback
-// addresses, bounded like any other) fill the listener's MaxConns, and
+// keep-alive connections from many addresses (here 16 from each of 64
+// loopback addresses, bounded like any other) fill the listener's MaxConns, and
 // still every honest join and page fetch gets in, in place of the
 // longest idle.
 func TestAbuseIdleKeepAlives(t *testing.T) {
@@ -224,7 +243,7 @@ func TestAbuseIdleKeepAlives(t *testing.T) {
 	}()
 	for a := range 64 {
 		d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 2, byte(1+a))}}
-		for range transport.DefaultConnsPerAddr {
+		for range 16 { // the most one network may open at once
 			c, err := d.Dial("tcp", addr)
 			if err != nil {
 				t.Fatal(err)
@@ -246,7 +265,7 @@ func TestAbuseIdleKeepAlives(t *testing.T) {
 	if drops > 0 {
 		t.Errorf("%d honest players dropped", drops)
 	}
-	if attacked > 2*quiet+250*time.Millisecond {
+	if attacked > generous(quiet) {
 		t.Errorf("largest frame gap %v under attack, %v quiet", attacked, quiet)
 	}
 }
