@@ -19,7 +19,6 @@ import (
 
 	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/internal/errstack"
-	"github.com/tongbu/tongbu/internal/hugepage"
 	"github.com/tongbu/tongbu/internal/sched"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
@@ -97,21 +96,6 @@ type Config struct {
 	// for clients that cannot set the Authorization header. Off by
 	// default: proxies and access logs keep URLs, and the tickets in them.
 	TicketInQuery bool
-	// HugePages asks Linux to back the Go heap with transparent huge
-	// pages, unless the system's mode for them is "never": at start and
-	// then every minute for the heap's new mappings, until Shutdown. In
-	// "madvise" mode (most distributions' default) that is what puts the
-	// heap on huge pages; in "always" mode it changes nothing the system
-	// would not do, but for collapsing the pages already there now. A
-	// large interest world reads tens of megabytes scattered over the heap
-	// every tick: in one paired run of bench world (before the tick's
-	// prefetching) its ticks were about a tenth faster on huge pages
-	// (README), at the cost of a larger resident heap (a huge page is
-	// resident whole). It acts on the whole process, and the servers of a
-	// process share one record of what was advised (hugepage.Keep); where
-	// there are no huge pages to ask for (other systems, mode "never",
-	// GODEBUG=disablethp=1) it logs so once and stops.
-	HugePages bool
 }
 
 // Server hosts lockstep rooms and interest worlds behind one HTTP handler
@@ -130,15 +114,13 @@ type Server struct {
 	metrics    *metrics
 	made       atomic.Uint64 // rooms created, for their phases
 
-	mu         sync.Mutex
-	rooms      map[string]*Room
-	worlds     map[string]*World
-	peers      map[*peer]struct{}
-	closing    bool
-	shutdown   chan struct{}
-	served     chan struct{}
-	advised    chan struct{} // closed when Config.HugePages' advice stops
-	stopAdvice context.CancelFunc
+	mu       sync.Mutex
+	rooms    map[string]*Room
+	worlds   map[string]*World
+	peers    map[*peer]struct{}
+	closing  bool
+	shutdown chan struct{}
+	served   chan struct{}
 }
 
 // NewServer starts a server's UDP port and workers. Serve it with Handler
@@ -190,33 +172,7 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.Assets != nil {
 		s.mux.Handle("/", cfg.Assets)
 	}
-	if cfg.HugePages {
-		var ctx context.Context
-		ctx, s.stopAdvice = context.WithCancel(context.Background())
-		s.advised = make(chan struct{})
-		go s.adviseHugePages(ctx)
-	}
 	return s, nil
-}
-
-// adviseHugePages runs Config.HugePages' advice until ctx is done
-// (Shutdown), logging what the first call got (which advises nothing
-// when another server of the process has advised the heap already) and
-// then what each call that advised anything got.
-func (s *Server) adviseHugePages(ctx context.Context) {
-	defer close(s.advised)
-	first := true
-	hugepage.Keep(ctx, time.Minute, func(r hugepage.Report, err error) {
-		switch {
-		case errors.Is(err, hugepage.ErrUnsupported):
-			s.log.Info("huge pages for the heap: none to ask for", "err", err)
-		case err != nil:
-			s.log.Warn("huge pages for the heap", "err", err)
-		case r.Advised > 0 || first:
-			s.log.Info("huge pages for the heap", "thp", r.Mode, "advised_bytes", r.Advised, "huge_bytes", r.Huge)
-		}
-		first = false
-	})
 }
 
 // MetricsHandler returns the handler of the server's metrics, in the
@@ -651,14 +607,6 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.rtc.Close()
 	}
 	s.sched.Close()
-	if s.advised != nil {
-		s.stopAdvice()
-		select {
-		case <-s.advised:
-		case <-ctx.Done():
-			err = ctx.Err()
-		}
-	}
 	return errstack.With(err)
 }
 

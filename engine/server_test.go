@@ -3,13 +3,10 @@
 package engine
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net/http/httptest"
-	"runtime"
 	"slices"
 	"strings"
 	"sync/atomic"
@@ -458,33 +455,6 @@ func TestSpectatorAndRejoin(t *testing.T) {
 		}
 		h.shutdown()
 	})
-}
-
-// TestHugePages: a server asked for huge pages advises the heap at start
-// and says so in its log (or why it cannot); Shutdown stops the advice
-// and waits for it, so the log is complete when it returns (hugepage.Keep
-// advises once before it looks at its context).
-func TestHugePages(t *testing.T) {
-	var logs bytes.Buffer
-	s, err := NewServer(Config{Secret: testSecret, NoWebRTC: true, HugePages: true, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	out := logs.String()
-	if !strings.Contains(out, "huge pages for the heap") {
-		t.Fatalf("log %q: want a line on huge pages", out)
-	}
-	switch {
-	case runtime.GOOS != "linux":
-		if !strings.Contains(out, "none to ask for") {
-			t.Fatalf("log %q: want why there are no huge pages on %s", out, runtime.GOOS)
-		}
-	case !strings.Contains(out, "none to ask for") && !strings.Contains(out, "advised_bytes="):
-		t.Fatalf("log %q: want the heap's advised bytes", out)
-	}
 }
 
 // TestStarvedClientCatchesUp: a lockstep client that stops running for
