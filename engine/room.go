@@ -23,7 +23,7 @@ type Room struct {
 	name  string
 	cfg   lockstep.Config
 	room  *lockstep.Room
-	host  *sched.Host[sched.RoomPacket]
+	host  *sched.Host[roomPacket]
 	slots []atomic.Pointer[peer] // the connection of each slot, nil when away
 
 	mu      sync.Mutex
@@ -218,7 +218,7 @@ func (r *Room) attach(p *peer) error {
 			room.Join(slot, time.Now()) // a fresh client: stream it the match so far
 		}
 	})
-	p.receive(func(msg []byte, now time.Time) { r.host.Deliver(sched.RoomPacket{Slot: slot, Msg: msg, At: now}) }, func() {
+	p.receive(func(msg []byte, now time.Time) { r.host.Deliver(roomPacket{Slot: slot, Msg: msg, At: now}) }, func() {
 		if r.slots[slot].CompareAndSwap(p, nil) { // not replaced: the player is away
 			r.Do(func(room *lockstep.Room) { room.Leave(slot) })
 		}
@@ -247,7 +247,7 @@ func (r *Room) addSpectator(p *peer, delay time.Duration) {
 	r.mu.Lock()
 	r.spect[id] = p
 	r.mu.Unlock()
-	p.receive(func(msg []byte, now time.Time) { r.host.Deliver(sched.RoomPacket{Slot: id, Msg: msg, At: now}) }, func() {
+	p.receive(func(msg []byte, now time.Time) { r.host.Deliver(roomPacket{Slot: id, Msg: msg, At: now}) }, func() {
 		r.mu.Lock()
 		delete(r.spect, id)
 		r.mu.Unlock()
@@ -256,11 +256,24 @@ func (r *Room) addSpectator(p *peer, delay time.Duration) {
 	})
 }
 
+// roomPacket is a packet for a lockstep room: from the peer in Slot (a
+// player's slot or a spectator's id), received At.
+type roomPacket struct {
+	Slot int
+	Msg  []byte
+	At   time.Time
+}
+
 // roomLoop is the room's loop on its Host: the packets, then the cuts
 // that are due, the events, and the counters the server reads.
 type roomLoop struct{ r *Room }
 
-func (l roomLoop) Take(in []sched.RoomPacket) { sched.RoomLoop{Room: l.r.room}.Take(in) }
+// Take delivers the packets to the room.
+func (l roomLoop) Take(in []roomPacket) {
+	for _, p := range in {
+		l.r.room.Deliver(p.Slot, p.Msg, p.At)
+	}
+}
 
 func (roomLoop) Stop() {} // Close told the connections already
 

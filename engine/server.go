@@ -237,7 +237,7 @@ func (s *Server) CreateRoom(name string, cfg lockstep.Config) (*Room, error) {
 		return nil, errstack.With(err)
 	}
 	r.room = room
-	r.host = sched.NewHost[sched.RoomPacket](roomLoop{r})
+	r.host = sched.NewHost[roomPacket](roomLoop{r})
 	if err := s.register(name, r, nil); err != nil {
 		return nil, errstack.With(err)
 	}

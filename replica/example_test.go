@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tongbu/tongbu/internal/replicatest"
 	"github.com/tongbu/tongbu/replica"
+	"github.com/tongbu/tongbu/replica/replicatest"
 )
 
 // A world server shares its guilds with a game server over the in-process

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
-	"github.com/tongbu/tongbu/internal/replicatest"
+	"github.com/tongbu/tongbu/replica/replicatest"
 )
 
 type guild = replicatest.Guild

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/pion/stun/v4"
-	"github.com/tongbu/tongbu/internal/udpimpair"
 	"github.com/tongbu/tongbu/transport/internal/record"
+	"github.com/tongbu/tongbu/transport/udpimpair"
 )
 
 // FuzzLeanDatagram feeds a lean server's socket, with one peer connected,

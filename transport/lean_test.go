@@ -18,8 +18,8 @@ import (
 	"time"
 
 	"github.com/pion/stun/v4"
-	"github.com/tongbu/tongbu/internal/udpimpair"
 	"github.com/tongbu/tongbu/transport/internal/record"
+	"github.com/tongbu/tongbu/transport/udpimpair"
 )
 
 // TestLeanThroughLoss runs both channels between a lean server and each

@@ -11,9 +11,9 @@ import (
 
 	"github.com/tongbu/tongbu/bench/internal/harness"
 	"github.com/tongbu/tongbu/internal/lockstepsim"
-	"github.com/tongbu/tongbu/internal/udpimpair"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/udpimpair"
 )
 
 func init() {

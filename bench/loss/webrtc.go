@@ -16,9 +16,9 @@ import (
 
 	"github.com/tongbu/tongbu/bench/internal/harness"
 	"github.com/tongbu/tongbu/engine"
-	"github.com/tongbu/tongbu/internal/udpimpair"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/udpimpair"
 )
 
 // lossRun is one stack's match over the impaired path.

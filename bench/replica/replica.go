@@ -17,8 +17,8 @@ import (
 
 	"github.com/tongbu/tongbu/bench/internal/harness"
 	"github.com/tongbu/tongbu/codec"
-	"github.com/tongbu/tongbu/internal/replicatest"
 	"github.com/tongbu/tongbu/replica"
+	"github.com/tongbu/tongbu/replica/replicatest"
 )
 
 func init() {

@@ -237,7 +237,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		Secret:         secret, UDPAddr: udpAddr, PublicIPs: cfg.PublicIPs, Stack: st,
 		AllowedOrigins: cfg.Origins, MaxConns: cfg.MaxConns, MaxRooms: cfg.MaxRooms, Logger: log,
 		IncludeLoopback: cfg.Loopback,
-		MetricsToken: os.Getenv("TONGBU_METRICS_TOKEN"), SeparateMetrics: *metricsAddr != "", PeerMetrics: *peerMetrics,
+		MetricsToken:    os.Getenv("TONGBU_METRICS_TOKEN"), SeparateMetrics: *metricsAddr != "", PeerMetrics: *peerMetrics,
 		RoomIdleTimeout: *roomIdle,
 	})
 	if err != nil {

@@ -3,8 +3,6 @@ package sched
 import (
 	"sync"
 	"time"
-
-	"github.com/tongbu/tongbu/lockstep"
 )
 
 // Loop is a game loop a Host runs: a room's or a world's. Its methods are
@@ -84,31 +82,3 @@ func (h *Host[P]) Run(now time.Time) time.Time {
 	h.spare = in[:0]
 	return h.loop.Tick(now)
 }
-
-// RoomPacket is a packet for a lockstep room: from the peer in Slot (a
-// player's slot or a spectator's id), received At.
-type RoomPacket struct {
-	Slot int
-	Msg  []byte
-	At   time.Time
-}
-
-// RoomLoop is the plain loop of a lockstep room: it delivers the packets
-// and cuts the frames that are due.
-type RoomLoop struct{ Room *lockstep.Room }
-
-// Take delivers the packets to the room.
-func (l RoomLoop) Take(in []RoomPacket) {
-	for _, p := range in {
-		l.Room.Deliver(p.Slot, p.Msg, p.At)
-	}
-}
-
-// Tick cuts what is due and returns the next cut.
-func (l RoomLoop) Tick(now time.Time) time.Time {
-	l.Room.Tick(now)
-	return l.Room.NextCut()
-}
-
-// Stop does nothing: the room holds no resources.
-func (RoomLoop) Stop() {}

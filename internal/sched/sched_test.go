@@ -5,8 +5,6 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
-
-	"github.com/tongbu/tongbu/lockstep"
 )
 
 // periodic is a job that runs every period, optionally taking long.
@@ -63,47 +61,6 @@ func TestSchedulerSlowRoomDoesNotDelayOthers(t *testing.T) {
 		}
 	})
 }
-
-// TestHostRunsRooms: rooms on a scheduler cut frames on schedule, and
-// packets handed to a Host from other goroutines reach the room.
-func TestHostRunsRooms(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		s := NewScheduler(0)
-		defer s.Close()
-		start := time.Now()
-		var hosts []*Host[RoomPacket]
-		var rooms []*lockstep.Room
-		for range 20 {
-			room, err := lockstep.NewRoom(lockstep.Config{Players: 2}, start, discard{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			h := NewHost[RoomPacket](RoomLoop{room})
-			hosts, rooms = append(hosts, h), append(rooms, room)
-			s.Add(h, room.NextCut())
-		}
-		c, _ := lockstep.NewClient(lockstep.Config{Players: 2}, 1)
-		target, _ := c.Input(start, []byte("hi"))
-		hosts[7].Deliver(RoomPacket{1, append([]byte(nil), c.Packet(start)...), start})
-		time.Sleep(10*time.Second + time.Millisecond)
-		s.Close()
-		for i, room := range rooms {
-			if n := room.NextFrame(); n != 151 { // frames 0..150 in 10 s at 15 Hz
-				t.Errorf("room %d cut %d frames", i, n)
-			}
-		}
-		f, _ := rooms[7].Frame(target)
-		if f.Slots[1].MadeUp || string(f.Slots[1].Inputs[0]) != "hi" {
-			t.Fatalf("frame %d: %+v", target, f.Slots[1])
-		}
-	})
-}
-
-// discard is a room's sender that sends nowhere.
-type discard struct{}
-
-func (discard) SendUnreliable(int, []byte) error { return nil }
-func (discard) SendReliable(int, []byte) error   { return nil }
 
 // counting is a loop that records what its host hands it.
 type counting struct {

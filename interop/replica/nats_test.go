@@ -7,10 +7,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tongbu/tongbu/internal/replicatest"
 	"github.com/tongbu/tongbu/interop/natstest"
 	"github.com/tongbu/tongbu/natsbus"
 	"github.com/tongbu/tongbu/replica"
+	"github.com/tongbu/tongbu/replica/replicatest"
 )
 
 var _ replica.Bus = (*natsbus.Bus)(nil)

@@ -1,7 +1,9 @@
 // Package udpimpair is a user-space UDP relay that impairs what it
 // forwards: loss (independent or in bursts), delay and jitter, each way.
 // Kernel netem is not always there; this is, for tests and benchmarks of
-// real WebRTC paths on loopback.
+// real WebRTC paths on loopback: a game's tests can play a match through
+// it as tongbu's do (advertise the relay's address as the server's public
+// address, transport.ServerConfig.PublicIPs).
 //
 // Clients send to the relay's front address; each client gets its own
 // upstream socket to the target, so the target tells clients apart as it

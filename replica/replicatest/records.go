@@ -1,6 +1,8 @@
-// Package replicatest holds the records that replica's tests,
-// fuzz targets and example, and tongbu bench replica, replicate: the
-// seed's guilds and teams.
+// Package replicatest holds sample records for replica: seed 004's guilds
+// and teams, declared with codec tags and encoded by code codecgen
+// generated. replica's tests, fuzz targets and example replicate them, as
+// does tongbu bench replica; a game's own tests of its replication can
+// too.
 package replicatest
 
 // Guild is a guild as the world server shares it (seed 004: 帮会).
