@@ -6,9 +6,15 @@ require github.com/tongbu/tongbu v0.0.0
 
 replace github.com/tongbu/tongbu => ../
 
+replace github.com/tongbu/tongbu/examples/duel/game => ../examples/duel/game
+
 require (
+	github.com/pion/dtls/v3 v3.1.8
+	github.com/pion/sdp/v3 v3.0.19
+	github.com/pion/stun/v4 v4.0.0
 	github.com/pion/webrtc/v4 v4.2.20
-	github.com/tongbu/tongbu/examples v0.0.0
+	github.com/tongbu/tongbu/examples/duel/game v0.0.0
+	golang.org/x/net v0.57.0
 	golang.org/x/sys v0.47.0
 )
 
@@ -16,7 +22,6 @@ require (
 	github.com/golang/snappy v1.0.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/pion/datachannel v1.6.2 // indirect
-	github.com/pion/dtls/v3 v3.1.8 // indirect
 	github.com/pion/ice/v4 v4.4.2 // indirect
 	github.com/pion/interceptor v0.1.48 // indirect
 	github.com/pion/logging v0.2.4 // indirect
@@ -25,15 +30,12 @@ require (
 	github.com/pion/rtcp v1.2.17 // indirect
 	github.com/pion/rtp v1.10.5 // indirect
 	github.com/pion/sctp v1.11.1 // indirect
-	github.com/pion/sdp/v3 v3.0.19 // indirect
 	github.com/pion/srtp/v3 v3.0.13 // indirect
-	github.com/pion/stun/v4 v4.0.0 // indirect
 	github.com/pion/transport/v4 v4.1.0 // indirect
 	github.com/pion/turn/v5 v5.1.0 // indirect
 	github.com/pkg/errors v0.9.1 // indirect
 	github.com/wlynxg/anet v0.0.5 // indirect
 	golang.org/x/crypto v0.55.0 // indirect
-	golang.org/x/net v0.57.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )
 

@@ -2,9 +2,14 @@ module github.com/tongbu/tongbu/examples
 
 go 1.25.0
 
-require github.com/tongbu/tongbu v0.0.0
+require (
+	github.com/tongbu/tongbu v0.0.0
+	github.com/tongbu/tongbu/examples/duel/game v0.0.0
+)
 
 replace github.com/tongbu/tongbu => ../
+
+replace github.com/tongbu/tongbu/examples/duel/game => ./duel/game
 
 require (
 	github.com/chromedp/cdproto v0.0.0-20250724212937-08a3db8b4327

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/bench/internal/harness"
+	"github.com/tongbu/tongbu/bench/internal/moba"
 	"github.com/tongbu/tongbu/bench/internal/simmatch"
-	"github.com/tongbu/tongbu/examples/moba"
 	"github.com/tongbu/tongbu/internal/sched"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/movers"

@@ -11,8 +11,8 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/bench/internal/harness"
+	"github.com/tongbu/tongbu/bench/internal/moba"
 	"github.com/tongbu/tongbu/bench/internal/simmatch"
-	"github.com/tongbu/tongbu/examples/moba"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/movers"
 )

@@ -142,7 +142,7 @@ func TestCheck(t *testing.T) {
 		{"an internal helper on testing", m("internal/timeq"), []string{"testing"}, 1},
 		{"an internal helper on chromedp", m("internal/replaycli"), []string{"github.com/chromedp/chromedp"}, 1},
 		{"examples on anything", m("examples/demo"), []string{m("engine"), "github.com/hajimehoshi/ebiten/v2", "testing"}, 0},
-		{"benchmarks on anything", m("bench/world"), []string{m("examples/moba"), "testing"}, 0},
+		{"benchmarks on anything", m("bench/world"), []string{m("bench/internal/moba"), "testing"}, 0},
 		{"interop on the NATS server and chromedp", m("interop/natstest"), []string{"github.com/nats-io/nats-server/v2/server", "github.com/chromedp/chromedp", "testing"}, 0},
 		{"natsbus on nats.go", m("natsbus"), []string{"github.com/nats-io/nats.go", "github.com/nats-io/nuid"}, 0},
 		{"cluster on natsbus, engine and nats.go", m("cluster"), []string{m("natsbus"), m("engine"), "github.com/nats-io/nats.go"}, 0},

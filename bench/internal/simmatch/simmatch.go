@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/tongbu/tongbu/examples/moba"
+	"github.com/tongbu/tongbu/bench/internal/moba"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/movers"
 )
