@@ -38,8 +38,3 @@ require (
 	golang.org/x/crypto v0.55.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 )
-
-replace (
-	github.com/tongbu/tongbu/examples => ../examples
-	github.com/tongbu/tongbu/interop => ../interop
-)
