@@ -400,6 +400,7 @@ func (s *leanSocket) readLoop() {
 	// a read that fills its batch doubles the next, up to the batch.
 	ask := batch
 	held := time.Now() // since when this goroutine has run without waiting
+	var hand []Message // a datagram's messages for a Handler, handed over after it
 	for {
 		asked := time.Now()
 		n, err := s.batch.ReadBatch(msgs[:ask], 0)
@@ -426,7 +427,7 @@ func (s *leanSocket) readLoop() {
 					continue
 				}
 			}
-			s.datagram(now, msgs[i].Buffers[0][:msgs[i].N], ua, dst)
+			s.take(now, msgs[i].Buffers[0][:msgs[i].N], ua, dst, &hand)
 			if s.server {
 				// What each datagram cost, for DataPathStats: one clock
 				// read a datagram.
@@ -453,6 +454,13 @@ func (s *leanSocket) readLoop() {
 // socket the peer is the one at dst, the datagram's local address, and
 // the datagram must come from that peer's server.
 func (s *leanSocket) datagram(now time.Time, b []byte, ua *net.UDPAddr, dst netip.Addr) {
+	var hand []Message
+	s.take(now, b, ua, dst, &hand)
+}
+
+// take is datagram with the caller's buffer for the messages a Handler
+// is handed (the reader's, reused from datagram to datagram).
+func (s *leanSocket) take(now time.Time, b []byte, ua *net.UDPAddr, dst netip.Addr, hand *[]Message) {
 	ap := netip.AddrPortFrom(ua.AddrPort().Addr().Unmap(), ua.AddrPort().Port())
 	var local *leanPeer
 	if s.shared {
@@ -475,8 +483,10 @@ func (s *leanSocket) datagram(now time.Time, b []byte, ua *net.UDPAddr, dst neti
 			}
 			s.mu.RUnlock()
 		}
-		if p != nil && p.datagram(now, b, ap) {
-			p.handOver()
+		if p != nil && p.datagram(now, b, ap, hand) {
+			p.handOver(*hand)
+			clear(*hand)
+			*hand = (*hand)[:0]
 		}
 	}
 }

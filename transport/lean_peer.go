@@ -91,6 +91,8 @@ type leanPeer struct {
 	dirty       bool
 	slab        []byte
 	fail        error // why to close, found under the lock
+	taken       []sctp.Message // the association's messages, as the reader takes them
+	handTo      *[]Message     // while the reader holds the lock: where messages for the handler go
 	rateSecond  int64
 	rateCount   int
 	floods      int
@@ -410,7 +412,7 @@ func (p *leanPeer) handshake(hs *hsConn) {
 	p.flight = hs.handoff()
 	p.hs = nil
 	p.ciph = ciph
-	p.assoc = sctp.New(sctp.Config{Client: p.client, CookieKey: p.ep.cookieKey, Deliver: p.deliver, Reset: p.reset,
+	p.assoc = sctp.New(sctp.Config{Client: p.client, CookieKey: p.ep.cookieKey,
 		MaxMessage: p.lim.MaxReliable, RecvWindow: 256 << 10}, now)
 	p.phase = phaseSCTP
 	early := p.early
@@ -436,7 +438,10 @@ func fingerprintMatches(cert, fp []byte) bool {
 // false, having done nothing, when that is not the peer's address (a
 // shared socket finds its client by the datagram's local address, so the
 // sender is checked here, under the lock the datagram takes anyway).
-func (p *leanPeer) datagram(now time.Time, b []byte, from netip.AddrPort) bool {
+//
+// Messages for a Handler are appended to *hand, for the reader to hand
+// over once the lock is let go (handOver); the rest go to the inbox.
+func (p *leanPeer) datagram(now time.Time, b []byte, from netip.AddrPort, hand *[]Message) bool {
 	p.mu.Lock()
 	onCand := false
 	if from != p.rap {
@@ -469,9 +474,11 @@ func (p *leanPeer) datagram(now time.Time, b []byte, from netip.AddrPort) bool {
 		p.unlock()
 		return true
 	case phaseSCTP, phaseOpen:
+		p.handTo = hand // for deliver, while the lock is held
 		if p.records(now, b) > 0 && onCand {
 			p.moveTo(now, from)
 		}
+		p.handTo = nil
 		p.ep.stats.held(p.assoc.Held())
 	}
 	close := p.settle()
@@ -515,6 +522,15 @@ func (p *leanPeer) records(now time.Time, b []byte) int {
 			}
 			opened++
 			p.assoc.Handle(now, pt) // a closed association is found by settle
+			p.taken = p.assoc.Messages(p.taken[:0])
+			for _, m := range p.taken {
+				if m.Reset {
+					p.reset(m.Stream)
+				} else {
+					p.deliver(m.Stream, m.PPID, m.Data)
+				}
+			}
+			clear(p.taken)
 
 		case record.Alert:
 			if h.Epoch != 1 {
@@ -619,8 +635,12 @@ func (p *leanPeer) deliver(stream uint16, ppid uint32, data []byte) {
 	}
 	start := len(p.slab)
 	p.slab = append(p.slab, data...)
-	msg := p.slab[start:len(p.slab):len(p.slab)]
-	if !p.in.offer(Message{Channel: ch, Data: msg}) && ch == Reliable {
+	msg := Message{Channel: ch, Data: p.slab[start:len(p.slab):len(p.slab)]}
+	if p.handTo != nil && p.handler.Load() != nil {
+		*p.handTo = append(*p.handTo, msg) // straight to the handler: no inbox between
+		return
+	}
+	if !p.in.offer(msg) && ch == Reliable {
 		p.fail = fmt.Errorf("%w: the reader is %d reliable messages behind", ErrQueueFull, p.lim.InboxReliable)
 	}
 }
@@ -630,7 +650,7 @@ var _ Handler = (*leanPeer)(nil)
 // Handle implements Handler.
 func (p *leanPeer) Handle(f func(Message)) {
 	p.handler.Store(&f)
-	p.handOver()
+	p.handOver(nil)
 }
 
 // HandleClose implements Handler.
@@ -642,10 +662,11 @@ func (p *leanPeer) HandleClose(f func()) {
 	}
 }
 
-// handOver gives the handler, if one is set, what the inbox holds; the
-// reader calls it after each datagram, with p.mu not held (the handler
-// may send and close).
-func (p *leanPeer) handOver() {
+// handOver gives the handler, if one is set, what the inbox holds and
+// then the messages of hand (which are newer: they went past the inbox
+// once the handler was set); the reader calls it after each datagram,
+// with p.mu not held (the handler may send and close).
+func (p *leanPeer) handOver(hand []Message) {
 	h := p.handler.Load()
 	if h == nil {
 		return
@@ -655,18 +676,19 @@ func (p *leanPeer) handOver() {
 	for {
 		m, ok := p.in.tryPop()
 		if !ok {
-			return
+			break
 		}
+		(*h)(m)
+	}
+	for _, m := range hand {
 		(*h)(m)
 	}
 }
 
 // reset: a channel the peer closed ends the connection.
-func (p *leanPeer) reset(streams []uint16) {
-	for _, s := range streams {
-		if s <= uint16(Reliable) {
-			p.fail = fmt.Errorf("%w: the peer closed channel %s", ErrClosed, Channel(s))
-		}
+func (p *leanPeer) reset(stream uint16) {
+	if stream <= uint16(Reliable) {
+		p.fail = fmt.Errorf("%w: the peer closed channel %s", ErrClosed, Channel(stream))
 	}
 }
 

@@ -64,12 +64,16 @@ type Config struct {
 	// MaxRetrans is how many consecutive retransmission timeouts end the
 	// association (default 10).
 	MaxRetrans int
-	// Deliver receives each complete message; data is valid only during
-	// the call. Messages on streams at or over 16 are dropped.
-	Deliver func(stream uint16, ppid uint32, data []byte)
-	// Reset, when set, is told of streams the peer reset (a data channel
-	// the peer closed).
-	Reset func(streams []uint16)
+}
+
+// Message is what the association completed for its user: a message
+// received whole on Stream, or, with Reset set, the news that the peer
+// reset Stream (a data channel it closed). Messages takes them.
+type Message struct {
+	Stream uint16
+	PPID   uint32
+	Data   []byte
+	Reset  bool
 }
 
 func (c *Config) defaults() {
@@ -207,6 +211,7 @@ type Assoc struct {
 	recv     tsnSet
 	held     holding
 	gapBuf   [maxGaps][2]uint16
+	done     []Message // completed since the last Messages
 	work     int // steps taken over held and outstanding chunks, for Work
 	nextSSN  [maxStreams]uint16
 	sackOwed bool
@@ -377,6 +382,19 @@ func (a *Assoc) checkSend(stream uint16, msg []byte) error {
 		return fmt.Errorf("%w: %d bytes over %d", ErrTooLarge, len(msg), a.cfg.MaxMessage)
 	}
 	return nil
+}
+
+// Messages appends to out the messages completed, and the stream resets
+// heard, since the last call, in order, and forgets them. A message's
+// Data aliases the packet it came in (for a message in one chunk) or the
+// association's reassembly buffer: it is valid until the next call to
+// Messages, and as long as the packets handed to Handle are.
+func (a *Assoc) Messages(out []Message) []Message {
+	out = append(out, a.done...)
+	clear(a.done)
+	a.done = a.done[:0]
+	a.asm = a.asm[:0]
+	return out
 }
 
 // Handle takes one received SCTP packet. An error of ErrMalformed or
@@ -660,13 +678,13 @@ func (a *Assoc) handleReconfig(c Chunk) {
 				if s < maxStreams {
 					a.nextSSN[s] = 0
 				}
+				if len(a.done) < maxStreams*4 { // a packet's worth of resets is a bounded count
+					a.done = append(a.done, Message{Stream: s, Reset: true})
+				}
 			}
 			resp := binary.BigEndian.AppendUint32(nil, req)
 			resp = binary.BigEndian.AppendUint32(resp, 1) // success, performed
 			a.answer(ctrlChunk{tag: a.peerTag, chunk: encodeChunk(ctReconfig, 0, appendParam(nil, ptReconfigResponse, resp))})
-			if a.cfg.Reset != nil {
-				a.cfg.Reset(streams)
-			}
 		}
 		pad := (n + 3) &^ 3
 		if pad > len(p) {

@@ -48,10 +48,7 @@ func newSim(t *testing.T, seed uint64, loss float64, delay time.Duration) *sim {
 	s := &sim{t: t, now: time.Unix(1000, 0), rng: rand.New(rand.NewPCG(seed, 1)), loss: loss, delay: delay}
 	for i := range s.ep {
 		ep := &endpoint{}
-		cfg := Config{Client: i == 0, Deliver: func(stream uint16, ppid uint32, data []byte) {
-			ep.got = append(ep.got, msg{stream, ppid, string(data)})
-		}}
-		ep.a = New(cfg, s.now)
+		ep.a = New(Config{Client: i == 0}, s.now)
 		s.ep[i] = ep
 	}
 	return s
@@ -67,8 +64,12 @@ func (s *sim) step(d time.Duration) {
 			keep = append(keep, p)
 			continue
 		}
-		if err := s.ep[p.to].a.Handle(s.now, p.pkt); err != nil {
+		ep := s.ep[p.to]
+		if err := ep.a.Handle(s.now, p.pkt); err != nil {
 			s.errors[p.to] = append(s.errors[p.to], err)
+		}
+		for _, m := range ep.a.Messages(nil) {
+			ep.got = append(ep.got, msg{m.Stream, m.PPID, string(m.Data)})
 		}
 	}
 	s.wire = keep
@@ -473,8 +474,6 @@ func TestZeroWindow(t *testing.T) {
 
 func TestStreamReset(t *testing.T) {
 	_, a := established(t)
-	var reset []uint16
-	a.cfg.Reset = func(s []uint16) { reset = s }
 	req := binary.BigEndian.AppendUint32(nil, 7)
 	req = binary.BigEndian.AppendUint32(req, 0)
 	req = binary.BigEndian.AppendUint32(req, a.recv.cum)
@@ -482,8 +481,8 @@ func TestStreamReset(t *testing.T) {
 	if err := a.Handle(time.Now(), packet(a.myTag, encodeChunk(ctReconfig, 0, appendParam(nil, ptOutgoingReset, req)))); err != nil {
 		t.Fatal(err)
 	}
-	if fmt.Sprint(reset) != "[1]" {
-		t.Errorf("reset %v", reset)
+	if got := a.Messages(nil); len(got) != 1 || !got[0].Reset || got[0].Stream != 1 {
+		t.Errorf("messages after a reset of stream 1: %+v", got)
 	}
 	var resp []byte
 	a.Flush(time.Now(), func(p []byte) { resp = bytes.Clone(p) })

@@ -78,7 +78,6 @@ func FuzzReassembly(f *testing.F) {
 	f.Add(bytes.Repeat([]byte{1, 0, 1, 3, 200}, 100))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		_, a := established(t)
-		a.cfg.Deliver = func(uint16, uint32, []byte) {}
 		now := time.Unix(5000, 0)
 		p := packer{tag: a.myTag}
 		for ; len(in) >= 5; in = in[5:] {
@@ -93,6 +92,7 @@ func FuzzReassembly(f *testing.F) {
 		for _, pkt := range p.done() {
 			before := a.Work()
 			a.Handle(now, pkt)
+			a.Messages(nil)
 			if w := a.Work() - before; w > maxWorkPerPacket {
 				t.Fatalf("a packet of %d bytes took %d steps", len(pkt), w)
 			}

@@ -425,10 +425,9 @@ func (a *Assoc) deliverReady(stream uint16) {
 	}
 }
 
+// deliver hands a complete message to Messages.
 func (a *Assoc) deliver(stream uint16, ppid uint32, data []byte) {
-	if a.cfg.Deliver != nil {
-		a.cfg.Deliver(stream, ppid, data)
-	}
+	a.done = append(a.done, Message{Stream: stream, PPID: ppid, Data: data})
 }
 
 // deliverRun delivers the message held in first..last and lets it go.
@@ -437,14 +436,22 @@ func (a *Assoc) deliverRun(first, last uint32) {
 	stream, ppid := c.stream, c.ppid
 	data := c.data
 	if first != last {
-		a.asm = a.asm[:0]
+		// Appended to what Messages has not taken yet: their Data stays
+		// as it was (a buffer that grows leaves the old one to them).
+		start := len(a.asm)
 		for x := first; ; x++ {
 			a.asm = append(a.asm, a.held.get(x).data...)
 			if x == last {
 				break
 			}
 		}
-		data = a.asm
+		data = a.asm[start:len(a.asm):len(a.asm)]
+	} else {
+		// The held chunk's buffer goes back to the slab for reuse: the
+		// message keeps a copy.
+		start := len(a.asm)
+		a.asm = append(a.asm, data...)
+		data = a.asm[start:len(a.asm):len(a.asm)]
 	}
 	a.deliver(stream, ppid, data)
 	a.dropRun(first, last)
