@@ -90,7 +90,7 @@ type leanPeer struct {
 	assoc       *sctp.Assoc
 	dirty       bool
 	slab        []byte
-	fail        error // why to close, found under the lock
+	fail        error          // why to close, found under the lock
 	taken       []sctp.Message // the association's messages, as the reader takes them
 	handTo      *[]Message     // while the reader holds the lock: where messages for the handler go
 	rateSecond  int64

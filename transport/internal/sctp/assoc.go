@@ -212,7 +212,7 @@ type Assoc struct {
 	held     holding
 	gapBuf   [maxGaps][2]uint16
 	done     []Message // completed since the last Messages
-	work     int // steps taken over held and outstanding chunks, for Work
+	work     int       // steps taken over held and outstanding chunks, for Work
 	nextSSN  [maxStreams]uint16
 	sackOwed bool
 	sackNow  bool
