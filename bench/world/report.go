@@ -42,27 +42,49 @@ func mean[T int64 | time.Duration | int](v []T) float64 {
 
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
-func (s *worldSim) report(out io.Writer, in reportIn) error {
+// clientRates is each player's bytes a second over the measured window:
+// sent by the interest server (ours), by the baseline, and up; and the
+// sums of the two servers' over the city and the field players.
+type clientRates struct {
+	ours, base, up                             []int64
+	cityBytes, fieldBytes, cityBase, fieldBase float64
+	nCity                                      int
+}
+
+// clientRates returns the players' bytes a second over the measured
+// window.
+func (s *worldSim) clientRates() clientRates {
 	secs := s.o.seconds
 	n := len(s.players)
-	ours, base, up := make([]int64, n), make([]int64, n), make([]int64, n)
-	cityBytes, fieldBytes, cityBase, fieldBase := 0.0, 0.0, 0.0, 0.0
-	nCity := 0
+	r := clientRates{ours: make([]int64, n), base: make([]int64, n), up: make([]int64, n)}
 	for i, p := range s.players {
-		ours[i] = int64(float64(p.bytes) / secs)
-		base[i] = int64(float64(p.baseBytes) / secs)
-		up[i] = int64(float64(p.upBytes) / secs)
+		r.ours[i] = int64(float64(p.bytes) / secs)
+		r.base[i] = int64(float64(p.baseBytes) / secs)
+		r.up[i] = int64(float64(p.upBytes) / secs)
 		if p.city >= 0 {
-			nCity++
-			cityBytes += float64(ours[i])
-			cityBase += float64(base[i])
+			r.nCity++
+			r.cityBytes += float64(r.ours[i])
+			r.cityBase += float64(r.base[i])
 		} else {
-			fieldBytes += float64(ours[i])
-			fieldBase += float64(base[i])
+			r.fieldBytes += float64(r.ours[i])
+			r.fieldBase += float64(r.base[i])
 		}
 	}
-	var oursEp, baseEp []time.Duration
-	oursGone, baseGone, open := 0, 0, 0
+	return r
+}
+
+// discoveryTimes is how the discovery episodes ended, for each side: the
+// times to know a region, the regions left before they were known, and
+// the episode sides still open.
+type discoveryTimes struct {
+	oursEp, baseEp     []time.Duration
+	oursGone, baseGone int
+	open               int
+}
+
+// discoveryTimes tallies the episodes of the sampled players.
+func (s *worldSim) discoveryTimes() discoveryTimes {
+	var t discoveryTimes
 	// An episode ended when the mover knew the region (at frames), or
 	// when it left the region first (gone); else it is still open.
 	tally := func(at int, gone bool, eps *[]time.Duration, goneN *int) {
@@ -72,13 +94,26 @@ func (s *worldSim) report(out io.Writer, in reportIn) error {
 		case gone:
 			*goneN++
 		default:
-			open++
+			t.open++
 		}
 	}
 	for _, e := range s.episodes {
-		tally(e.ours, e.gone, &oursEp, &oursGone)
-		tally(e.base, e.gone, &baseEp, &baseGone)
+		tally(e.ours, e.gone, &t.oursEp, &t.oursGone)
+		tally(e.base, e.gone, &t.baseEp, &t.baseGone)
 	}
+	return t
+}
+
+// report prints the figures of the measured window, the interest server
+// beside the baseline, and the RESULT line.
+func (s *worldSim) report(out io.Writer, in reportIn) error {
+	secs := s.o.seconds
+	n := len(s.players)
+	r := s.clientRates()
+	ours, base, up := r.ours, r.base, r.up
+	cityBytes, fieldBytes, cityBase, fieldBase, nCity := r.cityBytes, r.fieldBytes, r.cityBase, r.fieldBase, r.nCity
+	t := s.discoveryTimes()
+	oursEp, baseEp, oursGone, baseGone, open := t.oursEp, t.baseEp, t.oursGone, t.baseGone, t.open
 	d := func(a, b int64) float64 { return float64(b-a) / secs / float64(n) }
 	st0, st := in.st0, in.st
 	diverged := s.base.diverged(s.w)

@@ -90,6 +90,8 @@ func (s *worldSim) SendUnreliable(id interest.ID, msg []byte) error {
 
 func (s *worldSim) SendReliable(id interest.ID, msg []byte) error { return s.SendUnreliable(id, msg) }
 
+// newWorldSim makes the world and its baseline and fills both: the NPCs
+// first, then the players, each with its client.
 func newWorldSim(o worldOpts) (*worldSim, error) {
 	s := &worldSim{o: o, rng: rand.New(rand.NewPCG(o.seed, 0x6000)), start: time.Unix(1e9, 0)}
 	for i := range s.cities {
@@ -109,7 +111,18 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 	s.byPlayer, s.byNPC = make([]*wplayer, n), make([]*wnpc, n)
 	s.base.sampled = make([]bool, n)
 	s.base.heard = s.heard
+	if err := s.spawnNPCs(); err != nil {
+		return nil, err
+	}
+	if err := s.spawnPlayers(); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
 
+// spawnNPCs places -npcs NPCs uniformly over the map, in the world and in
+// the baseline, each from one of its zone's templates.
+func (s *worldSim) spawnNPCs() error {
 	// NPC templates: each of the 8 names in 8 looks, a camp each; every
 	// 8x8-region zone of the map spawns from 4 of them.
 	names := []string{"野狼", "山贼", "巡逻卫兵", "药铺掌柜", "毒蛇", "恶霸", "流寇头目", "黑熊"}
@@ -126,24 +139,32 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 			zones[i][j] = s.rng.IntN(len(templates))
 		}
 	}
-	for range o.npcs {
+	for range s.o.npcs {
 		pos := s.randIn(interest.Region{}, interest.Region{X: s.cfg.Width - 1, Y: s.cfg.Height - 1})
 		lg := interest.Logic{Pos: pos, Life: 100, Mana: 100}
 		r := s.w.RegionOf(pos)
 		d := templates[zones[r.Y/npcZone*zoneW+r.X/npcZone][s.rng.IntN(4)]]
-		id, err := w.Spawn(interest.NPC, lg, d)
+		id, err := s.w.Spawn(interest.NPC, lg, d)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		s.base.spawn(id, false, lg, d.Camp)
 		npc := &wnpc{id: id, home: pos, next: s.rng.IntN(16 * s.cfg.Hz), life: 100}
 		s.npcs = append(s.npcs, npc)
 		s.byNPC[id] = npc
 	}
-	city := o.players * 2 / 5
+	return nil
+}
+
+// spawnPlayers places -players players, 40% in the cities and the rest
+// in the field in parties of 5, in the world and in the baseline, joins
+// each to the world and gives it a client.
+func (s *worldSim) spawnPlayers() error {
+	w := s.w
+	city := s.o.players * 2 / 5
 	var spot interest.Vec
-	for i := range o.players {
-		p := &wplayer{city: -1, life: 100, sampled: i%o.sample == 0}
+	for i := range s.o.players {
+		p := &wplayer{city: -1, life: 100, sampled: i%s.o.sample == 0}
 		var pos interest.Vec
 		if i < city {
 			p.city = i % len(s.cities)
@@ -159,19 +180,19 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 		d := interest.Display{Appearance: s.rng.Uint32(), Name: fmt.Sprintf("侠客%04d", i), Camp: uint8(s.rng.IntN(4))}
 		id, err := w.Spawn(interest.Player, lg, d)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if i == 0 {
 			s.firstPlayer = id
 		} else if id != s.firstPlayer+interest.ID(i) {
-			return nil, fmt.Errorf("bench world: player %d got ID %d, not %d: the IDs after the NPCs' are not in order", i, id, s.firstPlayer+interest.ID(i))
+			return fmt.Errorf("bench world: player %d got ID %d, not %d: the IDs after the NPCs' are not in order", i, id, s.firstPlayer+interest.ID(i))
 		}
 		s.base.spawn(id, true, lg, d.Camp)
 		if err := w.Join(id); err != nil {
-			return nil, err
+			return err
 		}
 		if p.c, err = interest.NewClient(s.cfg, id); err != nil {
-			return nil, err
+			return err
 		}
 		p.id, p.reg, p.until, p.index = id, w.RegionOf(pos), s.rng.IntN(4*s.cfg.Hz), int32(len(s.players))
 		if p.sampled {
@@ -181,7 +202,7 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 		s.players = append(s.players, p)
 		s.byPlayer[id] = p
 	}
-	return s, nil
+	return nil
 }
 
 func (s *worldSim) cityOf(r interest.Region) int {

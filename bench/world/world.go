@@ -140,15 +140,7 @@ func benchWorld(args []string, out io.Writer) error {
 		}
 		defer stop()
 	}
-	fmt.Fprintf(out, "world: %d players, %d NPCs, %d Hz, %.0f s warm-up then %.0f s measured (virtual time), %d frame(s) one way, seed %d\n",
-		o.players, o.npcs, s.cfg.Hz, o.warmup, o.seconds, o.delay, o.seed)
-	fmt.Fprintf(out, "interest config: defaults but ForcedSync %v (engine default %v) and City as below\n", s.cfg.ForcedSync, interest.DefaultForcedSync)
-	for _, l := range worldModel {
-		fmt.Fprintln(out, "  "+l)
-	}
-	if !o.hugePages {
-		fmt.Fprintln(out, "heap: huge pages not asked for (-hugepages=false): the system's setting decides")
-	}
+	s.printHeader(out)
 	s.advise(out, "after setup")
 	if err := s.run(out); err != nil {
 		return err
@@ -159,4 +151,20 @@ func benchWorld(args []string, out io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// printHeader prints what the in-memory run is: its population and
+// times, the world's settings, the behaviour model, and the heap's
+// setting when huge pages are not asked for.
+func (s *worldSim) printHeader(out io.Writer) {
+	o := s.o
+	fmt.Fprintf(out, "world: %d players, %d NPCs, %d Hz, %.0f s warm-up then %.0f s measured (virtual time), %d frame(s) one way, seed %d\n",
+		o.players, o.npcs, s.cfg.Hz, o.warmup, o.seconds, o.delay, o.seed)
+	fmt.Fprintf(out, "interest config: defaults but ForcedSync %v (engine default %v) and City as below\n", s.cfg.ForcedSync, interest.DefaultForcedSync)
+	for _, l := range worldModel {
+		fmt.Fprintln(out, "  "+l)
+	}
+	if !o.hugePages {
+		fmt.Fprintln(out, "heap: huge pages not asked for (-hugepages=false): the system's setting decides")
+	}
 }
