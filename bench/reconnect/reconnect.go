@@ -10,6 +10,7 @@ import (
 	"github.com/tongbu/tongbu/bench/internal/harness"
 )
 
+// init registers the scenario with the tongbu-bench command.
 func init() {
 	harness.Register("reconnect",
 		"a 5v5 lockstep player drops at minute 19 of 20 and rejoins over a 50 ms RTT link beside 20 other rooms: time to live, bytes, other rooms' cut lateness",
@@ -30,6 +31,9 @@ type reconnectFigures struct {
 	lateMs           float64
 }
 
+// benchReconnect runs the scenario with its flags: the room streams the
+// full frame log, or with -snapshot catches the player up from a
+// snapshot (run after the full log, and beside it, with -compare).
 func benchReconnect(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("reconnect", flag.ContinueOnError)
 	var o reconnectOpts

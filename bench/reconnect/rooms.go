@@ -28,12 +28,14 @@ const (
 	phaseAfter
 )
 
+// add records d in the current phase; early counts as 0.
 func (l *lateRec) add(d time.Duration) {
 	l.mu.Lock()
 	l.late[l.phase] = append(l.late[l.phase], max(d, 0))
 	l.mu.Unlock()
 }
 
+// set moves to phase: what add records from now on goes to it.
 func (l *lateRec) set(phase int) {
 	l.mu.Lock()
 	l.phase = phase
@@ -68,12 +70,15 @@ type roomJob struct {
 	todo []func(now time.Time)
 }
 
+// do queues f for the job's next run, on the scheduler.
 func (j *roomJob) do(f func(now time.Time)) {
 	j.mu.Lock()
 	j.todo = append(j.todo, f)
 	j.mu.Unlock()
 }
 
+// Run is the job's turn on the scheduler; it returns when the job wants
+// its next: the room's next cut.
 func (j *roomJob) Run(now time.Time) time.Time {
 	if j.late != nil && !j.due.IsZero() {
 		j.late.add(now.Sub(j.due))
@@ -111,6 +116,7 @@ func (j *roomJob) Run(now time.Time) time.Time {
 // jobSender is a room's Sender over its job's connections.
 type jobSender struct{ j *roomJob }
 
+// SendUnreliable sends msg to peer over its connection, if it has one.
 func (s jobSender) SendUnreliable(peer int, msg []byte) error {
 	if c := s.j.conns[peer]; c != nil {
 		return c.SendUnreliable(msg)
@@ -118,6 +124,8 @@ func (s jobSender) SendUnreliable(peer int, msg []byte) error {
 	return errors.New("no connection")
 }
 
+// SendReliable sends msg to peer reliably over its connection, if it has
+// one.
 func (s jobSender) SendReliable(peer int, msg []byte) error {
 	if c := s.j.conns[peer]; c != nil {
 		return c.SendReliable(msg)

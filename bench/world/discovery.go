@@ -93,10 +93,14 @@ func (s *worldSim) follow(open bool) {
 	}
 }
 
+// near reports whether region b is in the 3x3 range around region a.
 func near(a, b interest.Region) bool {
 	return a.X-b.X >= -1 && a.X-b.X <= 1 && a.Y-b.Y >= -1 && a.Y-b.Y <= 1
 }
 
+// openEpisodes opens an episode for each region that p's range took in
+// on moving from region from to region to, with the entities there then
+// but p; a region with no one there is only counted.
 func (s *worldSim) openEpisodes(p *wplayer, from, to interest.Region) {
 	for dy := -1; dy <= 1; dy++ {
 		for dx := -1; dx <= 1; dx++ {

@@ -7,17 +7,21 @@ type link struct {
 	batches []batch // by frame modulo len
 }
 
+// batch is one frame's packets on a link.
 type batch struct {
 	frame int
 	data  []byte
 	pkts  []linkPkt
 }
 
+// linkPkt is one packet of a batch: its player and its bytes in the
+// batch's arena.
 type linkPkt struct {
 	to       int32 // index in worldSim.players
 	off, end int32
 }
 
+// newLink returns a link that delays packets by delay frames.
 func newLink(delay int) *link { return &link{batches: make([]batch, delay+2)} }
 
 // push queues msg for player i, sent at frame f.

@@ -83,6 +83,8 @@ func (s *worldSim) drive(p *wplayer) {
 	}
 }
 
+// idle lets p stand for a while: 1-4 s in a city, 0.5-2.5 s in the
+// field.
 func (s *worldSim) idle(p *wplayer) {
 	p.state = stIdle
 	if p.city >= 0 {
@@ -92,6 +94,9 @@ func (s *worldSim) idle(p *wplayer) {
 	}
 }
 
+// move sends p towards dest at speed through its client, no further than
+// a move reaches, and gives the baseline the same command; a move the
+// client refuses leaves p idle.
 func (s *worldSim) move(p *wplayer, me interest.Logic, dest interest.Vec, speed int32) {
 	dest = clampTo(s.clamp(dest), me.Pos, int32(s.cfg.MaxMove))
 	if p.c.Move(dest, speed) != nil {
@@ -102,6 +107,8 @@ func (s *worldSim) move(p *wplayer, me interest.Logic, dest interest.Vec, speed 
 	p.state = stWalk
 }
 
+// cityDecide is a city player's next step after standing: an emote one
+// time in ten, else a walk within 4 regions, inside its city.
 func (s *worldSim) cityDecide(p *wplayer, me interest.Logic) {
 	if r := s.rng.Float64(); r < 0.1 {
 		if r < 0.05 {
@@ -129,6 +136,9 @@ func (s *worldSim) cityDecide(p *wplayer, me interest.Logic) {
 	s.move(p, me, dest, speed)
 }
 
+// fieldDecide is a field player's next step after standing: 30% of the
+// time a fight with the nearest free NPC in range, else a trip around
+// its party's spot, which moves one time in five.
 func (s *worldSim) fieldDecide(p *wplayer, me interest.Logic) {
 	if s.rng.Float64() < 0.3 {
 		if npc := s.nearestFree(me.Pos); npc != nil {
@@ -220,6 +230,8 @@ func (s *worldSim) setLife(id interest.ID, life int, combat bool) {
 	s.base.ents[id].life = uint8(life)
 }
 
+// setState changes an entity's state (an NPC's 1: dead) in the world and
+// in the baseline.
 func (s *worldSim) setState(id interest.ID, state uint8) {
 	_ = s.w.Update(id, func(lg *interest.Logic) { lg.State = state })
 	s.base.ents[id].state = state

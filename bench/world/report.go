@@ -10,6 +10,7 @@ import (
 	"github.com/tongbu/tongbu/interest"
 )
 
+// reportIn is what run measured, for the report.
 type reportIn struct {
 	tick, tickWall, baseTick []time.Duration
 	worldAlloc               uint64
@@ -19,6 +20,8 @@ type reportIn struct {
 	wall                     time.Duration
 }
 
+// quantile returns the q-quantile of v by nearest rank, or 0 when v is
+// empty.
 func quantile[T int64 | time.Duration | int](v []T, q float64) T {
 	if len(v) == 0 {
 		return 0
@@ -29,6 +32,7 @@ func quantile[T int64 | time.Duration | int](v []T, q float64) T {
 	return s[min(max(i, 0), len(s)-1)]
 }
 
+// mean returns the mean of v, or 0 when v is empty.
 func mean[T int64 | time.Duration | int](v []T) float64 {
 	if len(v) == 0 {
 		return 0
@@ -40,6 +44,7 @@ func mean[T int64 | time.Duration | int](v []T) float64 {
 	return t / float64(len(v))
 }
 
+// ms is d in milliseconds.
 func ms(d time.Duration) float64 { return float64(d) / 1e6 }
 
 // clientRates is each player's bytes a second over the measured window:
@@ -167,6 +172,8 @@ func (s *worldSim) report(out io.Writer, in reportIn) error {
 	return nil
 }
 
+// drops returns the uplinks the world dropped between its stats a and b,
+// by reason, for the reasons with any.
 func drops(a, b interest.Stats) map[string]int64 {
 	m := map[string]int64{}
 	for i := range b.Dropped {

@@ -16,6 +16,9 @@ const npcZone = 8
 // cities of 12 x 12 regions is the seed's 4-6 players a region.
 const citySide = 12
 
+// wplayer is a player of the model: its client, its state machine, the
+// bytes each server sent it and, when sampled, what the baseline's
+// client knows and the discovery episodes it has open.
 type wplayer struct {
 	id      interest.ID
 	c       *interest.Client
@@ -36,11 +39,13 @@ type wplayer struct {
 	open  []*episode
 }
 
+// baseKnown is an entity the baseline's client of a sampled player knows.
 type baseKnown struct {
 	from int // frame from which the client knows it
 	doom int
 }
 
+// wnpc is an NPC of the model.
 type wnpc struct {
 	id      interest.ID
 	home    interest.Vec
@@ -51,6 +56,9 @@ type wnpc struct {
 	rise    int // frame it rises again, when dead
 }
 
+// worldSim is the in-memory scenario: the world, the baseline fed the
+// same commands, the players' clients, the links between them, and
+// what the run measures.
 type worldSim struct {
 	o      worldOpts
 	cfg    interest.Config
@@ -205,6 +213,7 @@ func (s *worldSim) spawnPlayers() error {
 	return nil
 }
 
+// cityOf returns the city that region r is in, or -1 in the field.
 func (s *worldSim) cityOf(r interest.Region) int {
 	for i, c := range s.cities {
 		if r.X >= c[0].X && r.X <= c[1].X && r.Y >= c[0].Y && r.Y <= c[1].Y {
@@ -223,6 +232,7 @@ func (s *worldSim) randIn(lo, hi interest.Region) interest.Vec {
 	}
 }
 
+// fieldPos returns a random position on the map outside the cities.
 func (s *worldSim) fieldPos() interest.Vec {
 	for {
 		p := s.randIn(interest.Region{}, interest.Region{X: s.cfg.Width - 1, Y: s.cfg.Height - 1})
@@ -237,6 +247,7 @@ func (s *worldSim) around(p interest.Vec, d int) interest.Vec {
 	return interest.Vec{X: p.X + int32(s.rng.IntN(2*d+1)-d), Y: p.Y + int32(s.rng.IntN(2*d+1)-d)}
 }
 
+// clamp keeps p on the map.
 func (s *worldSim) clamp(p interest.Vec) interest.Vec {
 	hi := s.cfg.Bounds()
 	p.X = min(max(p.X, 0), hi.X)
@@ -251,6 +262,7 @@ func clampTo(p, q interest.Vec, d int32) interest.Vec {
 	return p
 }
 
+// secs returns a random number of frames from lo to hi seconds.
 func (s *worldSim) secs(lo, hi float64) int {
 	return int((lo + s.rng.Float64()*(hi-lo)) * float64(s.cfg.Hz))
 }

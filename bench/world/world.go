@@ -13,6 +13,7 @@ import (
 	"github.com/tongbu/tongbu/interest"
 )
 
+// init registers the scenario with the tongbu-bench command.
 func init() {
 	harness.Register("world",
 		"interest mode in seed 000's environment (6400 players, 28800 NPCs, 16 Hz) beside JX1's state sync",
@@ -71,6 +72,7 @@ var worldModel = []string{
 // builds).
 var worldWebRTC func(o worldOpts, out io.Writer) error
 
+// worldOpts are the scenario's flags.
 type worldOpts struct {
 	players, npcs   int
 	warmup, seconds float64
@@ -84,6 +86,8 @@ type worldOpts struct {
 	bots            bots.Shape // -transport webrtc: how the bots' process runs
 }
 
+// benchWorld runs the scenario with its flags: in memory, or with
+// -transport webrtc over real WebRTC (rtc.go).
 func benchWorld(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("world", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "a shorter run of the same scenario (CI)")
