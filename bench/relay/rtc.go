@@ -4,7 +4,6 @@ package relay
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -206,10 +205,7 @@ func printRelayRuns(out io.Writer, runs []*relayRun) {
 // process with their tickets on its stdin, and measures the window.
 func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*relayRun, error) {
 	r := &relayRun{players: n}
-	secret := make([]byte, 32)
-	rand.Read(secret)
-	srv, err := engine.NewServer(engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true, Workers: 1,
-		Limits: bots.RelayLimits})
+	srv, err := bots.NewServer(0)
 	if err != nil {
 		return nil, err
 	}
@@ -221,29 +217,14 @@ func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*rel
 			return nil, err
 		}
 	}
-	url, stopServing, err := harness.ServeEngine(srv)
-	if err != nil {
-		srv.Shutdown(context.Background())
-		return nil, err
-	}
-	defer stopServing()
-
-	var tickets strings.Builder
-	for i := range n {
-		room := rooms[i/relayRoomSize].Name()
-		t, err := srv.Ticket("bot-"+strconv.Itoa(i), room, engine.RolePlayer, 30*time.Minute)
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(&tickets, "T %s %s\n", room, t)
-	}
-	tickets.WriteString("GO\n")
-
-	child, join, err := bots.Launch(append([]string{"relay", "-url", url}, shape.Args()...), tickets.String(), n, profile)
+	bs, err := bots.Start(srv, bots.Spec{Kind: "relay", Shape: shape, Players: n, TTL: 30 * time.Minute, Profile: profile,
+		Seat: func(i int) (string, string) { return "bot-" + strconv.Itoa(i), rooms[i/relayRoomSize].Name() }})
 	if err != nil {
 		return nil, err
 	}
-	r.join = join
+	defer bs.Close()
+	r.join = bs.Join
+	child := bs.Child
 	kill := func(err error) (*relayRun, error) {
 		child.Kill()
 		return nil, err
@@ -266,57 +247,28 @@ func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*rel
 	if pinned {
 		time.Sleep(time.Second)
 	}
-	m0, err := readServerMetrics(url)
+	win, marks, err := bots.Measure(bs.URL, time.Duration(seconds*float64(time.Second)), profile, frames, cutLateMetric)
 	if err != nil {
 		return kill(err)
 	}
-	stopProfile := func() {}
-	if profile != "" {
-		if stopProfile, err = harness.StartCPUProfile(profile); err != nil {
-			return kill(err)
-		}
-	}
-	frames0, cpu0, w0 := frames(), harness.CPUTime(), time.Now()
-	time.Sleep(time.Duration(seconds * float64(time.Second)))
-	stopProfile()
-	frames1, cpu1, w1 := frames(), harness.CPUTime(), time.Now()
-	m1, err := readServerMetrics(url)
-	if err != nil {
-		return kill(err)
-	}
-	r.wall, r.cpu = w1.Sub(w0), cpu1-cpu0
-	r.late = m1.Hist[cutLateMetric].Since(m0.Hist[cutLateMetric])
-	r.msgs = messages(m1) - messages(m0)
+	frames0, frames1 := marks[0], marks[1]
+	r.wall, r.cpu = win.Wall, win.CPU
+	r.late = win.After.Hist[cutLateMetric].Since(win.Before.Hist[cutLateMetric])
+	r.msgs = uint64(win.After.Messages()) - uint64(win.Before.Messages())
 	var stop strings.Builder
 	for i, room := range rooms {
 		r.playerFrames += uint64(frames1[i]-frames0[i]) * uint64(min(relayRoomSize, n-i*relayRoomSize))
 		fmt.Fprintf(&stop, "CUT %s %d\n", room.Name(), frames1[i])
 	}
 	stop.WriteString("STOP\n")
-	line, err := child.Stop(stop.String())
-	if line != "" {
-		if _, perr := fmt.Sscanf(line, "DONE expected=%d played=%d lost=%d cores=%g", &r.expected, &r.played, &r.lost, &r.botCores); perr != nil {
-			return nil, fmt.Errorf("bots' result %q: %w", line, perr)
-		}
-	}
-	if err != nil {
-		return r, err
+	if err := child.Finish(stop.String(), "DONE expected=%d played=%d lost=%d cores=%g", &r.expected, &r.played, &r.lost, &r.botCores); err != nil {
+		return nil, err
 	}
 	return r, nil
 }
 
 // cutLateMetric is the engine's histogram of how late rooms cut.
 const cutLateMetric = "tongbu_cut_late_seconds"
-
-// readServerMetrics reads the server's cut lateness and message counts.
-func readServerMetrics(base string) (harness.Metrics, error) {
-	return harness.ReadMetrics(strings.TrimSuffix(base, "/")+engine.MetricsPath, cutLateMetric)
-}
-
-// messages returns the messages the server received and sent.
-func messages(m harness.Metrics) uint64 {
-	return uint64(m.Samples["tongbu_received_messages_total"] + m.Samples["tongbu_sent_messages_total"])
-}
 
 // findMost looks for the largest load that try holds, trying loads in
 // steps of room: it doubles from start up to limit (or, when start is not

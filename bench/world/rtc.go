@@ -4,7 +4,6 @@ package world
 
 import (
 	"context"
-	"crypto/rand"
 	"fmt"
 	"io"
 	mrand "math/rand/v2"
@@ -53,10 +52,6 @@ type worldRTCRun struct {
 
 // cpuPerMsg is the server's CPU per message it received or sent, in us.
 func (r *worldRTCRun) cpuPerMsg() float64 { return r.cpu.Seconds() * 1e6 / max(r.msgs, 1) }
-
-func serverMessages(m harness.Metrics) float64 {
-	return m.Samples["tongbu_received_messages_total"] + m.Samples["tongbu_sent_messages_total"]
-}
 
 // tickP99 is the world tick's 99th percentile, in ms.
 func (r *worldRTCRun) tickP99() float64 {
@@ -111,12 +106,12 @@ func benchWorldRTC(o worldOpts, out io.Writer) error {
 	return nil
 }
 
+// runWorldRTC runs the world with its NPCs in this process and the
+// players as bots in a second one, and measures the window after the
+// warm-up.
 func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 	r := &worldRTCRun{players: o.players, npcs: o.npcs}
-	secret := make([]byte, 32)
-	rand.Read(secret)
-	srv, err := engine.NewServer(engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true, Workers: 1,
-		Limits: bots.RelayLimits, MaxConns: o.players + 16})
+	srv, err := bots.NewServer(o.players + 16)
 	if err != nil {
 		return nil, err
 	}
@@ -136,27 +131,15 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 		srv.Shutdown(context.Background())
 		return nil, err
 	}
-	url, stop, err := harness.ServeEngine(srv)
-	if err != nil {
-		srv.Shutdown(context.Background())
-		return nil, err
-	}
-	defer stop()
-
-	var tickets strings.Builder
-	for i := range o.players {
-		t, err := srv.Ticket("p"+strconv.Itoa(i), w.Name(), engine.RolePlayer, time.Hour)
-		if err != nil {
-			return nil, err
-		}
-		fmt.Fprintf(&tickets, "T %s %s\n", w.Name(), t)
-	}
-	tickets.WriteString("GO\n")
-	child, join, err := bots.Launch(append([]string{"world", "-url", url, "-seed", strconv.FormatUint(o.seed, 10)}, o.bots.Args()...), tickets.String(), o.players, o.profile)
+	bs, err := bots.Start(srv, bots.Spec{Kind: "world", Args: []string{"-seed", strconv.FormatUint(o.seed, 10)}, Shape: o.bots,
+		Players: o.players, TTL: time.Hour, Profile: o.profile,
+		Seat: func(i int) (string, string) { return "p" + strconv.Itoa(i), w.Name() }})
 	if err != nil {
 		return nil, err
 	}
-	r.join = join
+	defer bs.Close()
+	r.join = bs.Join
+	child := bs.Child
 	kill := func(err error) (*worldRTCRun, error) {
 		child.Kill()
 		return nil, err
@@ -169,40 +152,19 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 	}
 	defer unpin()
 	time.Sleep(time.Duration(o.warmup * float64(time.Second))) // every client learns its range
-	metricsURL := strings.TrimSuffix(url, "/") + engine.MetricsPath
-	m0, err := harness.ReadMetrics(metricsURL, worldTickMetric)
-	if err != nil {
-		return kill(err)
-	}
 	frames := func() int {
 		f := make(chan int, 1)
 		w.Do(func(iw *interest.World) { f <- iw.Frame() })
 		return <-f
 	}
-	stopProfile := func() {}
-	if o.profile != "" {
-		if stopProfile, err = harness.StartCPUProfile(o.profile); err != nil {
-			return kill(err)
-		}
-	}
-	f0, cpu0, w0 := frames(), harness.CPUTime(), time.Now()
-	time.Sleep(time.Duration(o.seconds * float64(time.Second)))
-	f1, cpu1, w1 := frames(), harness.CPUTime(), time.Now()
-	stopProfile()
-	m1, err := harness.ReadMetrics(metricsURL, worldTickMetric)
+	win, marks, err := bots.Measure(bs.URL, time.Duration(o.seconds*float64(time.Second)), o.profile, frames, worldTickMetric)
 	if err != nil {
 		return kill(err)
 	}
-	r.frames, r.cpu, r.wall = f1-f0, cpu1-cpu0, w1.Sub(w0)
-	r.tick = m1.Hist[worldTickMetric].Since(m0.Hist[worldTickMetric])
-	r.msgs = serverMessages(m1) - serverMessages(m0)
-	line, err := child.Stop("STOP\n")
-	if line != "" {
-		if _, perr := fmt.Sscanf(line, "DONE lost=%d cores=%g packets=%d", &r.lost, &r.botCores, &r.packets); perr != nil {
-			return nil, fmt.Errorf("bots' result %q: %w", line, perr)
-		}
-	}
-	if err != nil {
+	r.frames, r.cpu, r.wall = marks[1]-marks[0], win.CPU, win.Wall
+	r.tick = win.After.Hist[worldTickMetric].Since(win.Before.Hist[worldTickMetric])
+	r.msgs = win.After.Messages() - win.Before.Messages()
+	if err := child.Finish("STOP\n", "DONE lost=%d cores=%g packets=%d", &r.lost, &r.botCores, &r.packets); err != nil {
 		return nil, err
 	}
 	return r, nil

@@ -73,6 +73,12 @@ type Metrics struct {
 	Samples map[string]float64
 }
 
+// Messages returns the messages an engine server received and sent
+// (tongbu_received_messages_total and tongbu_sent_messages_total).
+func (m Metrics) Messages() float64 {
+	return m.Samples["tongbu_received_messages_total"] + m.Samples["tongbu_sent_messages_total"]
+}
+
 // ReadMetrics reads the server's metrics at url and returns the named
 // histograms (each must be there) and the unlabelled samples.
 func ReadMetrics(url string, histograms ...string) (Metrics, error) {
