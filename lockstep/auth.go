@@ -18,10 +18,6 @@ const (
 	maxEntity      = 1<<32 - 1
 )
 
-// authPlayers, passed to the frame decoders as the player count, selects
-// view bodies: the frames of an authoritative room.
-const authPlayers = -1
-
 // StateChange is one entity's change in one frame of an authoritative
 // room: the entity and bytes the game encodes (a new state or a delta;
 // the client applies a frame's changes in order).
@@ -96,41 +92,6 @@ func (r *Room) authFrame() {
 		a.views[p] = append(a.views[p], viewFrame{body: r.keep(b), bits: w.Len()})
 		a.buf = b[:0]
 	}
-}
-
-// decodeViewBody reads one frame of an authoritative room: its changes.
-func decodeViewBody(r *codec.Reader, n int) (Frame, error) {
-	f := Frame{Number: n}
-	k := int(r.ReadUint(maxViewChanges))
-	if err := r.Err(); err != nil {
-		return f, fmt.Errorf("%w: frame %d view: %w", ErrMalformed, n, err)
-	}
-	if k > 0 {
-		// Room for what the packet can hold (a change takes a byte or
-		// more), not for what the count claims.
-		f.Changes = make([]StateChange, 0, min(k, 1+r.Remaining()/8))
-	}
-	for i := range k {
-		e := r.ReadUvarint()
-		data := r.ReadBytes(nil, MaxChangeBytes)
-		if err := r.Err(); err != nil {
-			return f, fmt.Errorf("%w: frame %d change %d: %w", ErrMalformed, n, i, err)
-		}
-		if e > maxEntity {
-			return f, fmt.Errorf("%w: frame %d change %d: entity %d", ErrMalformed, n, i, e)
-		}
-		f.Changes = append(f.Changes, StateChange{Entity: uint32(e), Data: data})
-	}
-	return f, nil
-}
-
-// decodeBody reads a frame body: inputs for players slots, or a view
-// when players is authPlayers.
-func decodeBody(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
-	if players == authPlayers {
-		return decodeViewBody(r, n)
-	}
-	return decodeFrameBody(r, n, players, prev)
 }
 
 // body returns what frame n looks like on the wire to peer: its inputs
