@@ -89,7 +89,7 @@ func (r *Room) authFrame() {
 		}
 		b := w.Bytes()
 		patchUint(b, 0, uint64(sent), maxViewChanges)
-		a.views[p] = append(a.views[p], viewFrame{body: r.keep(b), bits: w.Len()})
+		a.views[p] = append(a.views[p], viewFrame{body: r.mem.keep(b), bits: w.Len()})
 		a.buf = b[:0]
 	}
 }
@@ -127,7 +127,7 @@ func (r *Room) ensureRel(cf *cutFrame) {
 	w.Reset(r.buf2[:0])
 	encodeFrameBody(w, &cf.Frame, prev)
 	cf.relBits = w.Len()
-	cf.rel = r.keep(w.Bytes())
+	cf.rel = r.mem.keep(w.Bytes())
 	r.buf2 = w.Bytes()[:0]
 }
 

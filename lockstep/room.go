@@ -96,14 +96,9 @@ type Room struct {
 	up     uplink // decode scratch
 	period time.Duration
 
-	// The match's frames live in slabs, allocated a few thousand frames at
-	// a time (fewer at first, doubling), so cutting a frame allocates
-	// nothing in the steady state and a short match holds little memory.
-	arena    []byte
-	slotSlab []Slot
-	inSlab   [][]byte
-	w2       codec.Writer // relative encodings, made while w holds a packet
-	buf2     []byte
+	mem  arena        // the match's inputs, slots and frame encodings
+	w2   codec.Writer // relative encodings, made while w holds a packet
+	buf2 []byte
 
 	sim  *serverSim // nil without Config.Simulation
 	ver  *verifier  // nil without Config.VerifyEvents
@@ -127,43 +122,55 @@ const (
 	maxSlabFrames   = 1024
 )
 
-// keep copies b into the room's arena and returns the copy.
-func (r *Room) keep(b []byte) []byte {
-	if cap(r.arena)-len(r.arena) < len(b) {
+// arena is where a room keeps its match: the inputs and frame encodings
+// in byte slabs, the frames' slots and input lists in slabs of their own.
+// The match's frames live in slabs, allocated a few thousand frames at
+// a time (fewer at first, doubling), so cutting a frame allocates
+// nothing in the steady state and a short match holds little memory.
+type arena struct {
+	bytes    []byte
+	slotSlab []Slot
+	inSlab   [][]byte
+}
+
+// keep copies b into the arena and returns the copy.
+func (a *arena) keep(b []byte) []byte {
+	if cap(a.bytes)-len(a.bytes) < len(b) {
 		size := firstArenaChunk
-		if r.arena != nil {
-			size = min(2*cap(r.arena), arenaChunk)
+		if a.bytes != nil {
+			size = min(2*cap(a.bytes), arenaChunk)
 		}
-		r.arena = make([]byte, 0, max(size, len(b)))
+		a.bytes = make([]byte, 0, max(size, len(b)))
 	}
-	start := len(r.arena)
-	r.arena = append(r.arena, b...)
-	return r.arena[start:len(r.arena):len(r.arena)]
+	start := len(a.bytes)
+	a.bytes = append(a.bytes, b...)
+	return a.bytes[start:len(a.bytes):len(a.bytes)]
 }
 
-// slabFrames returns how many frames the next slab holds: firstSlabFrames
-// at first, twice as many with each slab, at most maxSlabFrames.
-func (r *Room) slabFrames() int {
-	return min(max(firstSlabFrames, r.next), maxSlabFrames)
+// slabFrames returns how many frames the next slab holds when the room is
+// about to cut frame next: firstSlabFrames at first, twice as many with
+// each slab, at most maxSlabFrames.
+func slabFrames(next int) int {
+	return min(max(firstSlabFrames, next), maxSlabFrames)
 }
 
-// slots returns n zeroed slots from the slab.
-func (r *Room) slots(n int) []Slot {
-	if len(r.slotSlab) < n {
-		r.slotSlab = make([]Slot, r.slabFrames()*n)
+// slots returns n zeroed slots from the slab, for frame next.
+func (a *arena) slots(n, next int) []Slot {
+	if len(a.slotSlab) < n {
+		a.slotSlab = make([]Slot, slabFrames(next)*n)
 	}
-	s := r.slotSlab[:n:n]
-	r.slotSlab = r.slotSlab[n:]
+	s := a.slotSlab[:n:n]
+	a.slotSlab = a.slotSlab[n:]
 	return s
 }
 
-// inputSlice returns a slice for n inputs from the slab.
-func (r *Room) inputSlice(n int) [][]byte {
-	if len(r.inSlab) < n {
-		r.inSlab = make([][]byte, max(4*r.slabFrames(), n))
+// inputSlice returns a slice for n inputs from the slab, for frame next.
+func (a *arena) inputSlice(n, next int) [][]byte {
+	if len(a.inSlab) < n {
+		a.inSlab = make([][]byte, max(4*slabFrames(next), n))
 	}
-	s := r.inSlab[:n:n]
-	r.inSlab = r.inSlab[n:]
+	s := a.inSlab[:n:n]
+	a.inSlab = a.inSlab[n:]
 	return s
 }
 
@@ -486,7 +493,7 @@ func (r *Room) input(p *player, seq uint32, in upInput, at time.Duration) error 
 		r.stats.Dropped[DropTooMany]++
 		return fmt.Errorf("%w: more than %d inputs for frame %d", ErrMalformed, r.cfg.InputsPerFrame, target)
 	}
-	in.data = r.keep(in.data)
+	in.data = r.mem.keep(in.data)
 	if i == len(p.pending) {
 		p.pending = append(p.pending, pendingInput{frame: target, data: in.data})
 	} else {
@@ -535,7 +542,7 @@ func (r *Room) Tick(now time.Time) {
 // cut makes frame r.next from the pending inputs.
 func (r *Room) cut() {
 	n := r.next
-	f := cutFrame{Frame: Frame{Number: n, Slots: r.slots(len(r.players))}}
+	f := cutFrame{Frame: Frame{Number: n, Slots: r.mem.slots(len(r.players), n)}}
 	for i := range r.players {
 		p := &r.players[i]
 		k := 0
@@ -548,7 +555,7 @@ func (r *Room) cut() {
 			r.stats.MadeUp++
 			continue
 		}
-		ins := r.inputSlice(k)
+		ins := r.mem.inputSlice(k, n)
 		for j := range ins {
 			ins[j] = p.pending[j].data
 		}
@@ -562,7 +569,7 @@ func (r *Room) cut() {
 	r.w.Reset(r.buf[:0])
 	encodeFrameBody(&r.w, &f.Frame, nil)
 	f.fullBits = r.w.Len()
-	f.full = r.keep(r.w.Bytes())
+	f.full = r.mem.keep(r.w.Bytes())
 	r.buf = r.w.Bytes()[:0]
 	r.frames = append(r.frames, f)
 	r.next++

@@ -185,7 +185,7 @@ func (r *Room) eventMessage(id int, p *player, rd *codec.Reader) error {
 			r.lateEvents(id, ev.Frame, rep.events)
 			continue
 		}
-		v.pend[id] = append(v.pend[id], GameEvent{Frame: ev.Frame, Data: r.keep(ev.Data)})
+		v.pend[id] = append(v.pend[id], GameEvent{Frame: ev.Frame, Data: r.mem.keep(ev.Data)})
 	}
 	if rep.through > v.through[id] {
 		// Frames compared without this player, and now reported complete
@@ -256,7 +256,7 @@ func (r *Room) simEvents(frame int) {
 	v := r.ver
 	for _, e := range v.sim.StepEvents() {
 		if len(e) <= MaxEventBytes {
-			v.simEvents = append(v.simEvents, GameEvent{Frame: frame, Data: r.keep(e)})
+			v.simEvents = append(v.simEvents, GameEvent{Frame: frame, Data: r.mem.keep(e)})
 		}
 	}
 }
