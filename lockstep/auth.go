@@ -102,33 +102,7 @@ func (r *Room) body(id, n int, full bool) ([]byte, int) {
 		v := &r.auth.views[id][n]
 		return v.body, v.bits
 	}
-	cf := r.hot(n)
-	if cf == nil {
-		return r.coldBody(n, full)
-	}
-	if full {
-		return cf.full, cf.fullBits
-	}
-	r.ensureRel(cf)
-	return cf.rel, cf.relBits
-}
-
-// ensureRel encodes a cut frame relative to the frame before, unless that
-// is done already.
-func (r *Room) ensureRel(cf *cutFrame) {
-	if cf.relBits != 0 {
-		return
-	}
-	var prev *Frame
-	if n := cf.Number; n > 0 {
-		prev = r.frameAt(n - 1)
-	}
-	w := &r.w2
-	w.Reset(r.buf2[:0])
-	encodeFrameBody(w, &cf.Frame, prev)
-	cf.relBits = w.Len()
-	cf.rel = r.mem.keep(w.Bytes())
-	r.buf2 = w.Bytes()[:0]
+	return r.log.body(n, full)
 }
 
 // sendable returns how many frames, from frame 0, can be sent to peer id:

@@ -404,17 +404,9 @@ func (r *Room) Record(rw *ReplayWriter) error {
 	if rw.total != 0 {
 		return fmt.Errorf("%w: the writer already holds %d frames", ErrReplay, rw.total)
 	}
+	var tmp cutFrame
 	for i := range r.next { // frames cut before the replay was attached
-		cf := r.hot(i)
-		if cf == nil {
-			tmp := cutFrame{Frame: Frame{Number: i}}
-			tmp.full, tmp.fullBits = r.cold.body(i)
-			tmp.rel, tmp.relBits = r.coldBody(i, false)
-			rw.frame(&tmp)
-			continue
-		}
-		r.ensureRel(cf)
-		rw.frame(cf)
+		rw.frame(r.log.encoded(i, &tmp))
 	}
 	for i, res := range r.results { // comparisons made so far, without the dissenting hashes
 		if res.known {

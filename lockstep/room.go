@@ -85,9 +85,8 @@ type Room struct {
 	cfg     Config
 	out     Sender
 	start   time.Time
-	next    int        // the next frame to cut
-	frames  []cutFrame // the hot window: frames cold.len() .. next-1
-	cold    coldLog    // frames 0 .. cold.len()-1, bodies only
+	next    int      // the next frame to cut
+	log     frameLog // frames 0 .. next-1
 	players []player
 	stats   RoomStats
 
@@ -96,9 +95,7 @@ type Room struct {
 	up     uplink // decode scratch
 	period time.Duration
 
-	mem  arena        // the match's inputs, slots and frame encodings
-	w2   codec.Writer // relative encodings, made while w holds a packet
-	buf2 []byte
+	mem arena // the match's inputs, slots and frame encodings
 
 	sim  *serverSim // nil without Config.Simulation
 	ver  *verifier  // nil without Config.VerifyEvents
@@ -268,6 +265,7 @@ func NewRoom(cfg Config, start time.Time, out Sender) (*Room, error) {
 		return nil, err
 	}
 	r := &Room{cfg: cfg, out: out, start: start, players: make([]player, cfg.Players), period: cfg.Period()}
+	r.log = newFrameLog(cfg.Players, &r.mem)
 	// The players' pending inputs start side by side in one array, a few
 	// each (a player who sends more gets an array of its own).
 	pending := make([]pendingInput, pendingEach*cfg.Players)
@@ -327,7 +325,7 @@ func (r *Room) Frame(n int) (Frame, bool) {
 	if n < 0 || n >= r.next {
 		return Frame{}, false
 	}
-	return *r.frameAt(n), true
+	return *r.log.frameAt(n), true
 }
 
 // NextCut returns when the next frame is due.
@@ -571,15 +569,15 @@ func (r *Room) cut() {
 	f.fullBits = r.w.Len()
 	f.full = r.mem.keep(r.w.Bytes())
 	r.buf = r.w.Bytes()[:0]
-	r.frames = append(r.frames, f)
+	r.log.add(f)
 	r.next++
 	r.stats.Frames++
 	if r.rec != nil {
-		cf := r.hot(n)
-		r.ensureRel(cf) // the replay takes the relative body at once
+		cf := r.log.hot(n)
+		r.log.ensureRel(cf) // the replay takes the relative body at once
 		r.rec.frame(cf)
 	}
-	r.cool()
+	r.log.cool()
 }
 
 // packetBits is the room's budget for one downlink packet.

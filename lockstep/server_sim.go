@@ -104,7 +104,7 @@ func (r *Room) stepSim() {
 // resolvedFrame returns cut frame n with the Fill applied, for the
 // server-side simulation; n must be the simulation's next frame.
 func (r *Room) resolvedFrame(n int) Frame {
-	return r.sim.resolve(r.frameAt(n), r.cfg.Fill)
+	return r.sim.resolve(r.log.frameAt(n), r.cfg.Fill)
 }
 
 // SimFrame returns how many frames the server-side simulation has run
