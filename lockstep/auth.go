@@ -65,10 +65,10 @@ func newAuthState(cfg Config, sim Simulation) (*authState, error) {
 	return &authState{sim: a, views: make([][]viewFrame, cfg.Players)}, nil
 }
 
-// authFrame encodes every player's view of the frame the simulation just
-// ran.
-func (r *Room) authFrame() {
-	a := r.auth
+// encodeFrame encodes every player's view of the frame the simulation
+// just ran, keeping the views in mem. It returns how many changes it left
+// out for being over the view's bounds.
+func (a *authState) encodeFrame(mem *arena) (overflow uint64) {
 	changes := a.sim.Changes()
 	for p := range a.views {
 		w := &a.w
@@ -80,7 +80,7 @@ func (r *Room) authFrame() {
 				continue // what the player may not see never leaves the room
 			}
 			if sent == maxViewChanges || len(ch.Data) > MaxChangeBytes || w.Len()+8*(len(ch.Data)+7) > MaxViewBytes*8 {
-				r.stats.ViewOverflow++
+				overflow++
 				continue
 			}
 			w.WriteUvarint(uint64(ch.Entity))
@@ -89,27 +89,17 @@ func (r *Room) authFrame() {
 		}
 		b := w.Bytes()
 		patchUint(b, 0, uint64(sent), maxViewChanges)
-		a.views[p] = append(a.views[p], viewFrame{body: r.mem.keep(b), bits: w.Len()})
+		a.views[p] = append(a.views[p], viewFrame{body: mem.keep(b), bits: w.Len()})
 		a.buf = b[:0]
 	}
+	return overflow
 }
 
-// body returns what frame n looks like on the wire to peer: its inputs
-// (in full, or relative to the frame before), or in an authoritative room
-// the player's view.
-func (r *Room) body(id, n int, full bool) ([]byte, int) {
-	if r.auth != nil {
-		v := &r.auth.views[id][n]
-		return v.body, v.bits
-	}
-	return r.log.body(n, full)
+// view returns player id's view of frame n as it goes on the wire.
+func (a *authState) view(id, n int) ([]byte, int) {
+	v := &a.views[id][n]
+	return v.body, v.bits
 }
 
-// sendable returns how many frames, from frame 0, can be sent to peer id:
-// the frames cut, or in an authoritative room the views computed.
-func (r *Room) sendable(id int) int {
-	if r.auth != nil {
-		return len(r.auth.views[id])
-	}
-	return r.next
-}
+// frames returns how many views, from frame 0, are encoded for player id.
+func (a *authState) frames(id int) int { return len(a.views[id]) }

@@ -580,6 +580,25 @@ func (r *Room) cut() {
 	r.log.cool()
 }
 
+// body returns what frame n looks like on the wire to peer: its inputs
+// (in full, or relative to the frame before), or in an authoritative room
+// the player's view.
+func (r *Room) body(id, n int, full bool) ([]byte, int) {
+	if r.auth != nil {
+		return r.auth.view(id, n)
+	}
+	return r.log.body(n, full)
+}
+
+// sendable returns how many frames, from frame 0, can be sent to peer id:
+// the frames cut, or in an authoritative room the views computed.
+func (r *Room) sendable(id int) int {
+	if r.auth != nil {
+		return r.auth.frames(id)
+	}
+	return r.next
+}
+
 // packetBits is the room's budget for one downlink packet.
 const packetBits = maxPacketBytes * 8
 
