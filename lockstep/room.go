@@ -599,6 +599,30 @@ func (r *Room) sendable(id int) int {
 	return r.next
 }
 
+// stepSim runs the server-side simulation through the frames cut, at most
+// the configured steps per tick, and reports a simulation that fell more
+// than a second of frames behind the cut.
+func (r *Room) stepSim() {
+	s := r.sim
+	if s == nil {
+		return
+	}
+	steps := stepsPerTick(r.cfg.SimStepsPerTick)
+	for i := 0; i < steps && s.frame < r.next; i++ {
+		s.step(r.log.frameAt(s.frame), &r.cfg, r.ver, &r.mem)
+		if r.auth != nil {
+			r.stats.ViewOverflow += r.auth.encodeFrame(&r.mem)
+		}
+		r.stats.SimFrames++
+	}
+	lag := r.next - s.frame
+	r.stats.MaxSimLag = max(r.stats.MaxSimLag, lag)
+	if s.fellBehind(lag, r.cfg.Hz, steps) {
+		r.stats.SimBehind++
+		r.events = append(r.events, Event{Kind: EventSimBehind, Frame: s.frame, Behind: lag})
+	}
+}
+
 // packetBits is the room's budget for one downlink packet.
 const packetBits = maxPacketBytes * 8
 

@@ -253,7 +253,7 @@ func (r *Room) startStream(p *player, end int) {
 	p.stream = stream{active: true, next: 0, end: end}
 	r.streaming = true
 	if r.sim != nil && r.auth == nil && r.sim.frame <= end {
-		if snap, ok := r.snapshotPayload(); ok {
+		if snap, ok := r.sim.snapshot(&r.stats); ok {
 			p.stream.snap, p.stream.next = snap, r.sim.frame
 		}
 	}
@@ -689,4 +689,22 @@ func (r *Room) MajorityHash(frame int) (uint64, bool) {
 	}
 	res := r.results[frame/k]
 	return res.hash, res.known && res.decided()
+}
+
+// SimFrame returns how many frames the server-side simulation has run
+// (0 without one).
+func (r *Room) SimFrame() int {
+	if r.sim == nil {
+		return 0
+	}
+	return r.sim.frame
+}
+
+// SimHash returns the server-side simulation's hash after frame, for a
+// frame it has run whose number is a multiple of HashEvery.
+func (r *Room) SimHash(frame int) (uint64, bool) {
+	if r.sim == nil {
+		return 0, false
+	}
+	return r.sim.hash(frame, r.cfg.HashEvery)
 }

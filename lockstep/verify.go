@@ -251,12 +251,15 @@ func (r *Room) disagree(frame int, ids []int) {
 	}
 }
 
-// simEvents takes the room's simulation's events of the frame it just ran.
-func (r *Room) simEvents(frame int) {
-	v := r.ver
+// takeSimEvents takes the room's simulation's events of the frame it
+// just ran, keeping them in mem, when the simulation is the reference.
+func (v *verifier) takeSimEvents(frame int, mem *arena) {
+	if v.sim == nil {
+		return
+	}
 	for _, e := range v.sim.StepEvents() {
 		if len(e) <= MaxEventBytes {
-			v.simEvents = append(v.simEvents, GameEvent{Frame: frame, Data: r.mem.keep(e)})
+			v.simEvents = append(v.simEvents, GameEvent{Frame: frame, Data: mem.keep(e)})
 		}
 	}
 }
