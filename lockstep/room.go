@@ -294,11 +294,7 @@ func NewRoom(cfg Config, start time.Time, out Sender) (*Room, error) {
 		r.auth = a
 	}
 	if cfg.VerifyEvents {
-		var sim Simulation
-		if r.sim != nil {
-			sim = r.sim.sim
-		}
-		r.ver = newVerifier(cfg.Players, sim)
+		r.ver = newVerifier(cfg.Players, cfg.Hz, r.sim)
 	}
 	r.now = start
 	return r, nil
@@ -759,4 +755,16 @@ func patchUint(b []byte, pos int, v, max uint64) {
 		pos += k
 		n -= k
 	}
+}
+
+// livePlayers returns the players present and playing live, a bit per
+// slot.
+func livePlayers(players []player) uint32 {
+	var live uint32
+	for i := range players {
+		if p := &players[i]; !p.away && p.live {
+			live |= 1 << i
+		}
+	}
+	return live
 }

@@ -336,7 +336,9 @@ func (r *Room) tickLife(now time.Time) {
 		r.streaming = active
 	}
 	r.resolveChecks(false)
-	r.resolveEvents(false)
+	if r.ver != nil {
+		r.ver.resolve(false, r.next, livePlayers(r.players), &r.events)
+	}
 }
 
 // streamTo sends catch-up messages to a peer while the budget lasts and
@@ -707,4 +709,40 @@ func (r *Room) SimHash(frame int) (uint64, bool) {
 		return 0, false
 	}
 	return r.sim.hash(frame, r.cfg.HashEvery)
+}
+
+// eventMessage handles a player's events report.
+func (r *Room) eventMessage(id int, p *player, rd *codec.Reader) error {
+	rep, err := decodeEventReport(rd)
+	switch {
+	case err != nil:
+		r.stats.Dropped[DropEvent]++
+		return err
+	case p.spectator:
+		r.stats.Dropped[DropSpectator]++
+		return fmt.Errorf("%w: a spectator reported events", ErrMalformed)
+	case r.ver == nil:
+		r.stats.Dropped[DropEvent]++
+		return fmt.Errorf("%w: events reported to a room that does not verify them", ErrMalformed)
+	case rep.through > r.next:
+		r.stats.Dropped[DropEvent]++
+		return fmt.Errorf("%w: events through frame %d, only %d cut", ErrMalformed, rep.through, r.next)
+	}
+	drops, dropped := r.ver.report(id, p, rep, &r.mem, &r.events)
+	r.stats.Dropped[DropEvent] += drops
+	r.ver.resolve(false, r.next, livePlayers(r.players), &r.events)
+	return dropped
+}
+
+// Result compares every frame any player reported its events for and
+// returns the match's agreed events and the verdicts (Config.VerifyEvents;
+// the zero MatchResult otherwise). Call it when the match ends, after the
+// last reports arrived; frames reported later are judged against the
+// agreed events as they come.
+func (r *Room) Result() MatchResult {
+	if r.ver == nil {
+		return MatchResult{}
+	}
+	r.ver.resolve(true, r.next, livePlayers(r.players), &r.events)
+	return r.ver.result()
 }
