@@ -156,7 +156,7 @@ type Quality struct {
 // Quality returns the quality report so far, as of the last tick. Call it
 // live or at the match's end.
 func (r *Room) Quality() Quality {
-	out := Quality{Frames: r.next, Elapsed: r.now.Sub(r.start), Desyncs: r.desyncs}
+	out := Quality{Frames: r.next, Elapsed: r.now.Sub(r.start), Desyncs: r.checks.desyncs}
 	var m PeerQuality
 	var rttN, jitN uint64
 	var rttSum time.Duration

@@ -408,11 +408,7 @@ func (r *Room) Record(rw *ReplayWriter) error {
 	for i := range r.next { // frames cut before the replay was attached
 		rw.frame(r.log.encoded(i, &tmp))
 	}
-	for i, res := range r.results { // comparisons made so far, without the dissenting hashes
-		if res.known {
-			rw.check(&hashCheck{frame: i * r.cfg.HashEvery, reported: res.agree}, res)
-		}
-	}
+	r.checks.recordTo(rw) // comparisons made so far, without the dissenting hashes
 	r.rec = rw
 	return nil
 }

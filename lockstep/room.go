@@ -101,6 +101,8 @@ type Room struct {
 	ver  *verifier  // nil without Config.VerifyEvents
 	auth *authState // nil without Config.Authoritative
 
+	checks hashChecks // desync detection
+
 	lifecycle
 }
 
@@ -296,6 +298,7 @@ func NewRoom(cfg Config, start time.Time, out Sender) (*Room, error) {
 	if cfg.VerifyEvents {
 		r.ver = newVerifier(cfg.Players, cfg.Hz, r.sim)
 	}
+	r.checks = newHashChecks(&cfg, r.sim)
 	r.now = start
 	return r, nil
 }
@@ -353,8 +356,11 @@ func (r *Room) Deliver(slot int, msg []byte, now time.Time) error {
 	u := &r.up
 	var err error
 	r.uplinkQuality(p, u, at)
-	if u.hasHash {
-		err = r.hashReport(slot, p, u.hashFrame, u.hash)
+	if u.hasHash && !p.spectator && r.auth == nil { // spectators' and authoritative rooms' hashes are not compared
+		cr := r.checkRoom()
+		if err = r.checks.report(&cr, slot, p, u.hashFrame, u.hash); err != nil {
+			r.stats.Dropped[DropHash]++
+		}
 	}
 	if p.spectator {
 		if len(u.inputs) > 0 {

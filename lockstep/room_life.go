@@ -17,16 +17,7 @@ type lifecycle struct {
 	nextID int       // the next spectator's peer id (ids are not reused)
 	events []Event
 	rec    *ReplayWriter
-	// desyncs counts the compared frames on which players disagreed
-	// (EventDesync and EventDispute), for the quality report.
-	desyncs int
-
-	checks  []hashCheck   // pending comparisons, by frame
-	results []checkResult // resolved comparisons, by frame / HashEvery
-	// disputing is set by a comparison with no majority (EventDispute)
-	// and cleared by one on which every reporter agreed.
-	disputing bool
-	raw       []byte // catch-up scratch: frame bodies
+	raw    []byte // catch-up scratch: frame bodies
 	// streaming is set when a catch-up stream starts, and cleared by the
 	// first tick that finds none active.
 	streaming bool
@@ -335,7 +326,8 @@ func (r *Room) tickLife(now time.Time) {
 		}
 		r.streaming = active
 	}
-	r.resolveChecks(false)
+	cr := r.checkRoom()
+	r.checks.resolvePending(&cr, false)
 	if r.ver != nil {
 		r.ver.resolve(false, r.next, livePlayers(r.players), &r.events)
 	}
@@ -445,254 +437,6 @@ func (r *Room) RequestDump(id, frame int) error {
 	return nil
 }
 
-// hashCheck collects the hashes players reported for one frame.
-type hashCheck struct {
-	frame    int
-	reported uint32
-	hashes   [MaxPlayers]uint64
-}
-
-// checkResult is a resolved comparison.
-type checkResult struct {
-	known     bool
-	ref       bool   // hash is the server-side simulation's
-	hash      uint64 // the majority's hash (when majority)
-	agree     uint32 // the players who reported it
-	support   int    // how many agreed, when that was a majority (or ref)
-	reporters int    // how many had reported when it was resolved
-}
-
-// decided reports whether the comparison has a reference hash: the
-// simulation's, or a majority's.
-func (c *checkResult) decided() bool { return c.ref || c.support > 0 }
-
-// hashWindow is how long, in seconds of frames, the room waits for every
-// live player's hash of a frame before comparing the ones it has.
-const hashWindow = 3
-
-// hashReport takes a player's hash of its state after frame.
-func (r *Room) hashReport(slot int, p *player, frame int, hash uint64) error {
-	k := r.cfg.HashEvery
-	if p.spectator || r.auth != nil {
-		return nil // spectators' and authoritative rooms' hashes are not compared
-	}
-	if k < 0 || frame%k != 0 || frame >= r.next {
-		r.stats.Dropped[DropHash]++
-		return fmt.Errorf("%w: hash of frame %d (every %d, %d cut)", ErrMalformed, frame, k, r.next)
-	}
-	idx := frame / k
-	if idx < len(r.results) && r.results[idx].known {
-		res := &r.results[idx]
-		if res.agree&(1<<slot) != 0 || !res.decided() {
-			return nil // a late report decides nothing alone
-		}
-		if hash == res.hash {
-			res.agree |= 1 << slot
-			return nil
-		}
-		// A late report (a rejoined client catching up) that differs: it
-		// is named while the majority still holds with it counted.
-		res.reporters++
-		if !p.desynced && (res.ref || res.support*2 > res.reporters) {
-			r.diverge(frame, []int{slot}, res.agree, res.support)
-		}
-		return nil
-	}
-	if idx < len(r.results) {
-		return nil // compared without it: nobody had reported it in time
-	}
-	i, found := slices.BinarySearchFunc(r.checks, frame, func(c hashCheck, f int) int { return c.frame - f })
-	if !found {
-		if len(r.checks) >= 8*hashWindow*r.cfg.Hz/k+8 {
-			r.stats.Dropped[DropHash]++
-			return fmt.Errorf("%w: too many frames awaiting comparison", ErrMalformed)
-		}
-		r.checks = slices.Insert(r.checks, i, hashCheck{frame: frame})
-	}
-	c := &r.checks[i]
-	if c.reported&(1<<slot) != 0 {
-		if c.hashes[slot] != hash {
-			r.stats.Dropped[DropHash]++
-			return fmt.Errorf("%w: player %d reported two hashes for frame %d", ErrMalformed, slot, frame)
-		}
-		return nil
-	}
-	c.reported |= 1 << slot
-	c.hashes[slot] = hash
-	r.resolveChecks(true)
-	return nil
-}
-
-func bitsCount(x uint32) int {
-	n := 0
-	for ; x != 0; x &= x - 1 {
-		n++
-	}
-	return n
-}
-
-// resolveChecks compares the pending checks in frame order: each once
-// every live player has reported (two at least, unless the room's
-// simulation is the reference), or once it is hashWindow seconds old.
-func (r *Room) resolveChecks(onlyComplete bool) {
-	var want uint32
-	for i := range r.players {
-		if p := &r.players[i]; !p.away && p.live {
-			want |= 1 << i
-		}
-	}
-	for len(r.checks) > 0 {
-		c := &r.checks[0]
-		// A lone live player's report is not complete: it would decide
-		// the frame alone.
-		complete := c.reported&want == want && (r.sim != nil || bitsCount(c.reported) >= 2)
-		old := r.next-c.frame > hashWindow*r.cfg.Hz
-		if !complete && (onlyComplete || !old) {
-			return
-		}
-		if r.sim != nil && c.frame >= r.sim.frame {
-			return // the reference is not computed yet
-		}
-		r.resolve(c)
-		r.checks = slices.Delete(r.checks, 0, 1)
-	}
-}
-
-// resolve compares the hashes of one frame.
-func (r *Room) resolve(c *hashCheck) {
-	idx := c.frame / r.cfg.HashEvery
-	for len(r.results) <= idx {
-		r.results = append(r.results, checkResult{})
-	}
-	reporters := bitsCount(c.reported)
-	best, support := uint64(0), 0
-	for i := range r.players {
-		if c.reported&(1<<i) == 0 {
-			continue
-		}
-		n := 0
-		for j := range r.players {
-			if c.reported&(1<<j) != 0 && c.hashes[j] == c.hashes[i] {
-				n++
-			}
-		}
-		if n > support {
-			best, support = c.hashes[i], n
-		}
-	}
-	res := checkResult{known: true, reporters: reporters}
-	var div []int
-	if support*2 > reporters && support >= 2 { // a quorum: two or more, and a strict majority
-		res.hash, res.support = best, support
-	}
-	if r.sim != nil && idx < len(r.sim.hashes) {
-		// The room's own simulation is the reference: attribution works
-		// with any number of players.
-		best = r.sim.hashes[idx]
-		res = checkResult{known: true, ref: true, hash: best, reporters: reporters}
-		for i := range r.players {
-			if c.reported&(1<<i) != 0 && c.hashes[i] == best {
-				res.support++
-			}
-		}
-	}
-	if !res.decided() {
-		r.results[idx] = res
-		if r.rec != nil {
-			r.rec.check(c, res)
-		}
-		r.dispute(c)
-		return
-	}
-	for i := range r.players {
-		if c.reported&(1<<i) == 0 {
-			continue
-		}
-		if c.hashes[i] == best {
-			res.agree |= 1 << i
-		} else if !r.players[i].desynced {
-			div = append(div, i)
-		}
-	}
-	r.results[idx] = res
-	if r.rec != nil {
-		r.rec.check(c, res)
-	}
-	if res.agree == c.reported {
-		r.disputing = false
-	}
-	if len(div) > 0 {
-		r.diverge(c.frame, div, res.agree, res.support)
-	}
-}
-
-// dispute handles a comparison with no reference hash: when the reporters
-// disagree, it raises EventDispute naming them all (once, until a frame on
-// which they agree) and flags no one.
-func (r *Room) dispute(c *hashCheck) {
-	var players []int
-	var hashes []uint64
-	agreed := true
-	for i := range r.players {
-		if c.reported&(1<<i) != 0 {
-			players = append(players, i)
-			hashes = append(hashes, c.hashes[i])
-			agreed = agreed && c.hashes[i] == hashes[0]
-		}
-	}
-	if agreed { // a lone reporter, or all alike without a quorum
-		if len(players) >= 2 {
-			r.disputing = false
-		}
-		return
-	}
-	if r.disputing {
-		return
-	}
-	r.disputing = true
-	r.events = append(r.events, Event{Kind: EventDispute, Frame: c.frame, Players: players, Hashes: hashes})
-	r.desyncs++
-}
-
-// diverge raises a desync event naming the players in div, against the
-// reference that the players in agree (agreed of them) reported, and asks
-// for dumps when so configured.
-func (r *Room) diverge(frame int, div []int, agree uint32, agreed int) {
-	slices.Sort(div)
-	for _, i := range div {
-		p := &r.players[i]
-		p.desynced = true
-		if !p.q.desynced { // the match's quality report keeps the first
-			p.q.desyncAt, p.q.desynced = frame, true
-		}
-	}
-	r.events = append(r.events, Event{Kind: EventDesync, Frame: frame, Players: div, Agreed: agreed})
-	r.desyncs++
-	if !r.cfg.DumpOnDesync {
-		return
-	}
-	for _, i := range div {
-		r.RequestDump(i, frame)
-	}
-	for i := range r.players {
-		if agree&(1<<i) != 0 && !r.players[i].desynced && !r.players[i].away {
-			r.RequestDump(i, frame)
-			break
-		}
-	}
-}
-
-// MajorityHash returns the hash most players reported for frame, when the
-// room compared that frame's hashes and a majority agreed.
-func (r *Room) MajorityHash(frame int) (uint64, bool) {
-	k := r.cfg.HashEvery
-	if k < 0 || frame < 0 || frame%k != 0 || frame/k >= len(r.results) {
-		return 0, false
-	}
-	res := r.results[frame/k]
-	return res.hash, res.known && res.decided()
-}
-
 // SimFrame returns how many frames the server-side simulation has run
 // (0 without one).
 func (r *Room) SimFrame() int {
@@ -745,4 +489,13 @@ func (r *Room) Result() MatchResult {
 	}
 	r.ver.resolve(true, r.next, livePlayers(r.players), &r.events)
 	return r.ver.result()
+}
+
+// MajorityHash returns the hash most players reported for frame, when the
+// room compared that frame's hashes and a majority agreed.
+func (r *Room) MajorityHash(frame int) (uint64, bool) { return r.checks.majority(frame) }
+
+// checkRoom returns the room's state its hash comparisons work with.
+func (r *Room) checkRoom() checkRoom {
+	return checkRoom{players: r.players, next: r.next, events: &r.events, rec: r.rec, dumps: r}
 }
