@@ -235,8 +235,8 @@ func (r *Room) Quality() Quality {
 	for i := range r.players {
 		add(i, &r.players[i])
 	}
-	for i := range r.specs {
-		add(r.specID[i], &r.specs[i])
+	for id, s := range r.specs.all() {
+		add(id, s)
 	}
 	if rttN > 0 {
 		m.RTTMean = rttSum / time.Duration(rttN)

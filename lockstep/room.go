@@ -102,6 +102,7 @@ type Room struct {
 	auth *authState // nil without Config.Authoritative
 
 	checks hashChecks // desync detection
+	specs  spectators // the peers watching
 
 	lifecycle
 }

@@ -2,7 +2,6 @@ package lockstep
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
@@ -12,9 +11,6 @@ import (
 // catch-up streams, desync detection, events and the replay.
 type lifecycle struct {
 	now    time.Time // the last tick
-	specs  []player  // the spectators watching now
-	specID []int     // their peer ids, ascending, beside specs
-	nextID int       // the next spectator's peer id (ids are not reused)
 	events []Event
 	rec    *ReplayWriter
 	raw    []byte // catch-up scratch: frame bodies
@@ -24,9 +20,6 @@ type lifecycle struct {
 	comp      []byte // catch-up scratch: the message
 	cw        codec.Writer
 }
-
-// maxSpectators bounds the spectators watching one room at once.
-const maxSpectators = 4096
 
 // echoRing is how many downlink send times a peer remembers for RTT.
 const echoRing = 64
@@ -66,9 +59,7 @@ func (r *Room) peer(id int) *player {
 	case id >= 0 && id < len(r.players):
 		return &r.players[id]
 	case id >= len(r.players):
-		if i, ok := slices.BinarySearch(r.specID, id); ok {
-			return &r.specs[i]
-		}
+		return r.specs.find(id)
 	}
 	return nil
 }
@@ -263,18 +254,12 @@ func (r *Room) AddSpectator(delay time.Duration, now time.Time) (int, error) {
 	if r.auth != nil {
 		return 0, fmt.Errorf("%w: an authoritative room takes no spectators", ErrConfig)
 	}
-	if len(r.specs) >= maxSpectators {
-		return 0, fmt.Errorf("%w: %d watching", ErrSpectatorsFull, len(r.specs))
+	id, s, err := r.specs.add(len(r.players), delay, r.cfg.Redundancy, now)
+	if err != nil {
+		return 0, err
 	}
-	id := max(r.nextID, len(r.players))
-	r.nextID = id + 1
-	r.specs = append(r.specs, player{peerState: peerState{redundancy: uint8(r.cfg.Redundancy)}})
-	r.specID = append(r.specID, id)
-	s := &r.specs[len(r.specs)-1]
-	s.initLife(now)
-	s.spectator, s.delay = true, delay
 	r.resetPeer(s, now)
-	r.advanceVisible(s, now)
+	s.advanceVisible(r.next, &r.cfg, r.start, now)
 	r.startStream(s, s.visible)
 	return id, nil
 }
@@ -282,30 +267,16 @@ func (r *Room) AddSpectator(delay time.Duration, now time.Time) (int, error) {
 // RemoveSpectator stops sending to a spectator and forgets it (the match's
 // quality report then leaves it out). Its id is not reused.
 func (r *Room) RemoveSpectator(id int) error {
-	i, ok := slices.BinarySearch(r.specID, id)
-	if id < len(r.players) || !ok {
-		return fmt.Errorf("%w: no spectator %d", ErrSlot, id)
-	}
-	r.specs = slices.Delete(r.specs, i, i+1)
-	r.specID = slices.Delete(r.specID, i, i+1)
-	return nil
-}
-
-// advanceVisible moves a spectator's visible frames up to now - delay.
-func (r *Room) advanceVisible(s *player, now time.Time) {
-	for s.visible < r.next && !r.cfg.cutTime(r.start, s.visible).Add(s.delay).After(now) {
-		s.visible++
-	}
+	return r.specs.remove(id, len(r.players))
 }
 
 // tickLife runs after a tick that cut frames: spectators' packets,
 // catch-up streams and pending hash comparisons.
 func (r *Room) tickLife(now time.Time) {
-	for i := range r.specs {
-		s := &r.specs[i]
-		r.advanceVisible(s, now)
+	for id, s := range r.specs.all() {
+		s.advanceVisible(r.next, &r.cfg, r.start, now)
 		if s.visible > 0 {
-			r.send(r.specID[i], s, s.visible-1, now.Sub(r.start))
+			r.send(id, s, s.visible-1, now.Sub(r.start))
 		}
 	}
 	if r.streaming {
@@ -321,8 +292,8 @@ func (r *Room) tickLife(now time.Time) {
 		for id := range r.players {
 			stream(id, &r.players[id])
 		}
-		for i := range r.specs {
-			stream(r.specID[i], &r.specs[i])
+		for id, s := range r.specs.all() {
+			stream(id, s)
 		}
 		r.streaming = active
 	}
