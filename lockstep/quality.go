@@ -27,6 +27,9 @@ type peerQuality struct {
 	desynced       bool // desyncAt is set
 }
 
+// echoRing is how many downlink send times a peer remembers for RTT.
+const echoRing = 64
+
 // echoEntry is when a downlink packet was sent, for the RTT: microseconds
 // from the room's start, wrapping (the RTT is taken modulo 2^32 us, over
 // an hour, and an RTT over 30 s is discarded).

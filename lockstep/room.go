@@ -103,8 +103,11 @@ type Room struct {
 
 	checks hashChecks // desync detection
 	specs  spectators // the peers watching
+	life   lifecycle  // joins and catch-up streams
 
-	lifecycle
+	now    time.Time // the last tick
+	events []Event
+	rec    *ReplayWriter
 }
 
 // arenaChunk is the largest of the byte slabs inputs and frame encodings

@@ -7,52 +7,6 @@ import (
 	"github.com/tongbu/tongbu/codec"
 )
 
-// lifecycle is the room's state for the match lifecycle: spectators,
-// catch-up streams, desync detection, events and the replay.
-type lifecycle struct {
-	now    time.Time // the last tick
-	events []Event
-	rec    *ReplayWriter
-	raw    []byte // catch-up scratch: frame bodies
-	// streaming is set when a catch-up stream starts, and cleared by the
-	// first tick that finds none active.
-	streaming bool
-	comp      []byte // catch-up scratch: the message
-	cw        codec.Writer
-}
-
-// echoRing is how many downlink send times a peer remembers for RTT.
-const echoRing = 64
-
-// peerLife is a peer's lifecycle state.
-type peerLife struct {
-	delay     time.Duration // spectators: how far behind the cut
-	visible   int           // spectators: frames 0 .. visible-1 may be sent
-	joinedAt  time.Time
-	connected time.Duration // time connected before the current session
-	desynced  bool
-	evFrom    int    // the first frame this client runs (after a snapshot)
-	evRerun   bool   // a rejoined client re-running frames it reported before
-	dumpWant  int    // frame of the dump asked for, or -1
-	dump      []byte // dump parts so far
-	dumpParts int
-}
-
-// stream is a catch-up stream: frames next .. end-1 from the log on the
-// reliable channel.
-type stream struct {
-	active    bool
-	next, end int
-	snap      []byte // a snapshot to send first (the state after frames 0 .. next-1), compressed
-	snapSent  int    // its parts sent
-}
-
-func (p *player) initLife(now time.Time) {
-	p.live = true
-	p.joinedAt = now
-	p.dumpWant = -1
-}
-
 // peer returns the player or spectator with id, or nil.
 func (r *Room) peer(id int) *player {
 	switch {
@@ -193,7 +147,7 @@ func (r *Room) Join(slot int, now time.Time) error {
 	p.away = false
 	p.desynced = false // a fresh client, caught up from the room's log: judged anew
 	p.q.reconnects++
-	r.resetPeer(p, now)
+	p.reset(now, r.start, r.cfg.Redundancy)
 	r.startStream(p, r.sendable(slot))
 	p.evFrom, p.evRerun = 0, true
 	if p.stream.active {
@@ -208,37 +162,16 @@ func (r *Room) Join(slot int, now time.Time) error {
 	return nil
 }
 
-// resetPeer forgets a peer's connection state for a fresh client.
-func (r *Room) resetPeer(p *player, now time.Time) {
-	p.joinedAt, p.heard = now, now.Sub(r.start)
-	p.have, p.mask, p.maskLen = 0, 0, 0
-	clear(p.retransAt)
-	p.retransWait = false
-	p.redundancy = uint8(r.cfg.Redundancy)
-	p.lastSent, p.lastRecv, p.loss, p.lossWant = p.seq, 0, 0, 0
-	p.inAck, p.inSeen, p.hasMargin = 0, 0, false
-	p.notices, p.noticed = p.notices[:0], false
-	p.dumpWant, p.dump, p.dumpParts = -1, nil, 0
-	p.q.newSession()
-	p.echo, p.recent = [echoRing]echoEntry{}, [2]echoEntry{}
-	p.live = true
-}
-
-// startStream starts a catch-up stream of frames 0 .. end-1, or, when the
-// room's simulation can snapshot and has not run past end, of a snapshot
-// of the simulation and the frames after it.
+// startStream starts a catch-up stream to p of frames 0 .. end-1, from a
+// snapshot of the room's simulation when it can take one. An
+// authoritative room sends none (a snapshot would show the player
+// everything): the player is streamed its own views from frame 0.
 func (r *Room) startStream(p *player, end int) {
-	if end <= 0 {
-		return // nothing to catch up: the client starts live
+	sim := r.sim
+	if r.auth != nil {
+		sim = nil
 	}
-	p.live = false
-	p.stream = stream{active: true, next: 0, end: end}
-	r.streaming = true
-	if r.sim != nil && r.auth == nil && r.sim.frame <= end {
-		if snap, ok := r.sim.snapshot(&r.stats); ok {
-			p.stream.snap, p.stream.next = snap, r.sim.frame
-		}
-	}
+	r.life.start(p, end, sim, &r.stats)
 }
 
 // AddSpectator adds a spectator who sees the match delay behind the cut:
@@ -258,7 +191,7 @@ func (r *Room) AddSpectator(delay time.Duration, now time.Time) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	r.resetPeer(s, now)
+	s.reset(now, r.start, r.cfg.Redundancy)
 	s.advanceVisible(r.next, &r.cfg, r.start, now)
 	r.startStream(s, s.visible)
 	return id, nil
@@ -279,66 +212,12 @@ func (r *Room) tickLife(now time.Time) {
 			r.send(id, s, s.visible-1, now.Sub(r.start))
 		}
 	}
-	if r.streaming {
-		budget, active := r.cfg.CatchUpBytes, false
-		stream := func(id int, p *player) {
-			if !p.away && p.stream.active {
-				if budget > 0 {
-					budget = r.streamTo(id, p, budget)
-				}
-				active = active || p.stream.active
-			}
-		}
-		for id := range r.players {
-			stream(id, &r.players[id])
-		}
-		for id, s := range r.specs.all() {
-			stream(id, s)
-		}
-		r.streaming = active
-	}
+	r.life.tick(r.cfg.CatchUpBytes, r.players, &r.specs, r, &r.stats)
 	cr := r.checkRoom()
 	r.checks.resolvePending(&cr, false)
 	if r.ver != nil {
 		r.ver.resolve(false, r.next, livePlayers(r.players), &r.events)
 	}
-}
-
-// streamTo sends catch-up messages to a peer while the budget lasts and
-// returns what is left of it.
-func (r *Room) streamTo(id int, p *player, budget int) int {
-	if p.stream.snap != nil {
-		if budget = r.streamSnapshot(id, p, budget); p.stream.snap != nil {
-			return budget
-		}
-	}
-	for p.stream.active && budget > catchUpChunkBytes {
-		first := p.stream.next
-		w := &r.cw
-		w.Reset(r.raw[:0])
-		n := first
-		for ; n < p.stream.end && n-first < maxChunkFrames; n++ {
-			body, bits := r.body(id, n, n == first)
-			if n > first && w.Len()+bits > catchUpChunkBytes*8 {
-				break
-			}
-			w.WriteBitString(body, bits)
-		}
-		r.raw = w.Bytes()
-		last := n == p.stream.end
-		w.Reset(r.comp[:0])
-		catchUpHeader(w, first, n-first, last)
-		r.comp = codec.Compress(w.Bytes(), r.raw)
-		r.sendReliable(id, p, r.comp)
-		r.stats.CatchUp += uint64(len(r.comp))
-		p.q.catchUpBytes += uint64(len(r.comp))
-		budget -= len(r.comp)
-		p.stream.next = n
-		if last {
-			p.stream.active = false
-		}
-	}
-	return budget
 }
 
 // lifeMessage handles a lifecycle message from a peer.
@@ -400,11 +279,7 @@ func (r *Room) RequestDump(id, frame int) error {
 		return fmt.Errorf("%w: %d", ErrSlot, id)
 	}
 	p.dumpWant, p.dump, p.dumpParts = frame, nil, 0
-	w := &r.cw
-	w.Reset(r.comp[:0])
-	encodeFrameNumber(w, lifeDumpRequest, frame)
-	r.comp = w.Bytes()
-	r.sendReliable(id, p, r.comp)
+	r.sendReliable(id, p, r.life.dumpRequest(frame))
 	return nil
 }
 

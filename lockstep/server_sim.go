@@ -182,27 +182,3 @@ func decodeSnapshotPayload(comp []byte, players int) (prev [][]byte, game []byte
 	}
 	return prev, game, nil
 }
-
-// streamSnapshot sends the parts of a stream's snapshot while the budget
-// lasts and returns what is left of it.
-func (r *Room) streamSnapshot(id int, p *player, budget int) int {
-	st := &p.stream
-	parts := snapshotSpec.count(len(st.snap))
-	for st.snapSent < parts && budget > catchUpChunkBytes {
-		i := st.snapSent
-		d := snapshotPart{frame: st.next, part: i, parts: parts, data: snapshotSpec.piece(st.snap, i)}
-		w := &r.cw
-		w.Reset(r.comp[:0])
-		d.encode(w)
-		r.comp = w.Bytes()
-		r.sendReliable(id, p, r.comp)
-		r.stats.CatchUp += uint64(len(r.comp))
-		p.q.catchUpBytes += uint64(len(r.comp))
-		budget -= len(r.comp)
-		st.snapSent++
-	}
-	if st.snapSent == parts {
-		st.snap = nil
-	}
-	return budget
-}
