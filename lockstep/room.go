@@ -359,7 +359,7 @@ func (r *Room) Deliver(slot int, msg []byte, now time.Time) error {
 	p.heard = at
 	u := &r.up
 	var err error
-	r.uplinkQuality(p, u, at)
+	p.uplinkQuality(u, at)
 	if u.hasHash && !p.spectator && r.auth == nil { // spectators' and authoritative rooms' hashes are not compared
 		cr := r.checkRoom()
 		if err = r.checks.report(&cr, slot, p, u.hashFrame, u.hash); err != nil {

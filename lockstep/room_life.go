@@ -345,3 +345,16 @@ func (r *Room) MajorityHash(frame int) (uint64, bool) { return r.checks.majority
 func (r *Room) checkRoom() checkRoom {
 	return checkRoom{players: r.players, next: r.next, events: &r.events, rec: r.rec, dumps: r}
 }
+
+// Quality returns the quality report so far, as of the last tick. Call it
+// live or at the match's end.
+func (r *Room) Quality() Quality {
+	rep := newQualityReport(r.next, r.now.Sub(r.start), r.checks.desyncs, r.now)
+	for i := range r.players {
+		rep.add(i, &r.players[i])
+	}
+	for id, s := range r.specs.all() {
+		rep.add(id, s)
+	}
+	return rep.done()
+}
