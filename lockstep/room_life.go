@@ -7,125 +7,11 @@ import (
 	"github.com/tongbu/tongbu/codec"
 )
 
-// peer returns the player or spectator with id, or nil.
-func (r *Room) peer(id int) *player {
-	switch {
-	case id >= 0 && id < len(r.players):
-		return &r.players[id]
-	case id >= len(r.players):
-		return r.specs.find(id)
-	}
-	return nil
-}
-
-func (r *Room) sendUnreliable(id int, p *player, msg []byte) {
-	p.q.bytesDown += uint64(len(msg))
-	if err := r.out.SendUnreliable(id, msg); err != nil {
-		r.stats.SendErrors++
-	}
-}
-
-func (r *Room) sendReliable(id int, p *player, msg []byte) {
-	p.q.bytesDown += uint64(len(msg))
-	if err := r.out.SendReliable(id, msg); err != nil {
-		r.stats.SendErrors++
-	}
-}
-
-// EventKind says what an Event reports.
-type EventKind uint8
-
-const (
-	// EventDesync: the players in Players reported a state hash for Frame
-	// that differs from the reference: the room's simulation's when it
-	// runs one (Config.Simulation), else the hash a strict majority of at
-	// least two reporters agreed on (Agreed says how many). It is the
-	// first diverging frame seen for each of them since they joined.
-	//
-	// Without a simulation in the room this is a vote, and a vote is
-	// defeated by collusion: two cheating players of three outvote the
-	// honest one. Ranked matches should run the simulation in the room.
-	EventDesync EventKind = iota + 1
-	// EventDump: the peer in Slot sent the state dump asked for Frame
-	// after a desync; Agrees is set for the agreeing client asked for
-	// comparison.
-	EventDump
-	// EventLive: the peer in Slot caught up after joining and plays live
-	// from Frame; After is the time from Join (or AddSpectator) to then.
-	EventLive
-	// EventSimBehind: the room's server-side simulation is Behind frames
-	// behind the cut, having run frames 0 .. Frame-1 (raised again only
-	// after it caught up).
-	EventSimBehind
-	// EventVerdict: the players in Players reported game events for Frame
-	// that differ from the agreed ones (the majority's, or the room's
-	// simulation's; with no majority every reporter). Each player is named
-	// once, at its first disagreeing frame; Room.Result has the rest.
-	EventVerdict
-	// EventDispute: the players in Players reported different hashes for
-	// Frame (Hashes, in the same order) and no strict majority of two or
-	// more agreed, so no one is named: with two players, one of them is
-	// wrong and the room cannot tell which. Raised at the first disputed
-	// frame, and again only after a frame on which the reporters agreed.
-	EventDispute
-)
-
-func (k EventKind) String() string {
-	switch k {
-	case EventDesync:
-		return "desync"
-	case EventDump:
-		return "dump"
-	case EventLive:
-		return "live"
-	case EventSimBehind:
-		return "sim_behind"
-	case EventVerdict:
-		return "verdict"
-	case EventDispute:
-		return "dispute"
-	}
-	return fmt.Sprintf("EventKind(%d)", uint8(k))
-}
-
-// Event is something the room reports to the engine (see Room.Events).
-type Event struct {
-	Kind    EventKind
-	Frame   int
-	Players []int         // EventDesync, EventVerdict, EventDispute: the players named, ascending
-	Agreed  int           // EventDesync: how many players agreed on the reference hash
-	Hashes  []uint64      // EventDispute: each named player's hash
-	Slot    int           // EventDump, EventLive: the peer
-	Dump    []byte        // EventDump: the game's state dump
-	Agrees  bool          // EventDump: the peer agreed with the majority
-	After   time.Duration // EventLive: time from joining to live
-	Behind  int           // EventSimBehind: frames behind the cut
-}
-
 // Events returns and clears the events raised since the last call.
 func (r *Room) Events() []Event {
 	e := r.events
 	r.events = nil
 	return e
-}
-
-// Leave marks the player in slot as gone: the room sends it nothing and
-// makes up its input (by the room's Fill) until it joins again. Inputs it
-// already sent for later frames stay. Leaving twice is harmless.
-func (r *Room) Leave(slot int) error {
-	if slot < 0 || slot >= len(r.players) {
-		return fmt.Errorf("%w: %d", ErrSlot, slot)
-	}
-	p := &r.players[slot]
-	if p.away {
-		return nil
-	}
-	p.away, p.live, p.stream = true, false, stream{}
-	p.connected += r.now.Sub(p.joinedAt)
-	if r.rec != nil {
-		r.rec.event(recLeave, slot, r.next)
-	}
-	return nil
 }
 
 // Join gives slot to a fresh client of the player (a reconnect after a
@@ -158,6 +44,25 @@ func (r *Room) Join(slot int, now time.Time) error {
 	}
 	if r.rec != nil {
 		r.rec.event(recJoin, slot, r.next)
+	}
+	return nil
+}
+
+// Leave marks the player in slot as gone: the room sends it nothing and
+// makes up its input (by the room's Fill) until it joins again. Inputs it
+// already sent for later frames stay. Leaving twice is harmless.
+func (r *Room) Leave(slot int) error {
+	if slot < 0 || slot >= len(r.players) {
+		return fmt.Errorf("%w: %d", ErrSlot, slot)
+	}
+	p := &r.players[slot]
+	if p.away {
+		return nil
+	}
+	p.away, p.live, p.stream = true, false, stream{}
+	p.connected += r.now.Sub(p.joinedAt)
+	if r.rec != nil {
+		r.rec.event(recLeave, slot, r.next)
 	}
 	return nil
 }
@@ -201,6 +106,18 @@ func (r *Room) AddSpectator(delay time.Duration, now time.Time) (int, error) {
 // quality report then leaves it out). Its id is not reused.
 func (r *Room) RemoveSpectator(id int) error {
 	return r.specs.remove(id, len(r.players))
+}
+
+// RequestDump asks a peer for a dump of its state after frame (the game
+// answers through Client.Dump); the dump arrives as an EventDump.
+func (r *Room) RequestDump(id, frame int) error {
+	p := r.peer(id)
+	if p == nil || p.away {
+		return fmt.Errorf("%w: %d", ErrSlot, id)
+	}
+	p.dumpWant, p.dump, p.dumpParts = frame, nil, 0
+	r.sendReliable(id, p, r.life.dumpRequest(frame))
+	return nil
 }
 
 // tickLife runs after a tick that cut frames: spectators' packets,
@@ -271,36 +188,6 @@ func (r *Room) lifeMessage(id int, p *player, msg []byte, now time.Time) error {
 	return fmt.Errorf("%w: lifecycle message %d from a client", ErrMalformed, sub)
 }
 
-// RequestDump asks a peer for a dump of its state after frame (the game
-// answers through Client.Dump); the dump arrives as an EventDump.
-func (r *Room) RequestDump(id, frame int) error {
-	p := r.peer(id)
-	if p == nil || p.away {
-		return fmt.Errorf("%w: %d", ErrSlot, id)
-	}
-	p.dumpWant, p.dump, p.dumpParts = frame, nil, 0
-	r.sendReliable(id, p, r.life.dumpRequest(frame))
-	return nil
-}
-
-// SimFrame returns how many frames the server-side simulation has run
-// (0 without one).
-func (r *Room) SimFrame() int {
-	if r.sim == nil {
-		return 0
-	}
-	return r.sim.frame
-}
-
-// SimHash returns the server-side simulation's hash after frame, for a
-// frame it has run whose number is a multiple of HashEvery.
-func (r *Room) SimHash(frame int) (uint64, bool) {
-	if r.sim == nil {
-		return 0, false
-	}
-	return r.sim.hash(frame, r.cfg.HashEvery)
-}
-
 // eventMessage handles a player's events report.
 func (r *Room) eventMessage(id int, p *player, rd *codec.Reader) error {
 	rep, err := decodeEventReport(rd)
@@ -324,41 +211,6 @@ func (r *Room) eventMessage(id int, p *player, rd *codec.Reader) error {
 	return dropped
 }
 
-// Result compares every frame any player reported its events for and
-// returns the match's agreed events and the verdicts (Config.VerifyEvents;
-// the zero MatchResult otherwise). Call it when the match ends, after the
-// last reports arrived; frames reported later are judged against the
-// agreed events as they come.
-func (r *Room) Result() MatchResult {
-	if r.ver == nil {
-		return MatchResult{}
-	}
-	r.ver.resolve(true, r.next, livePlayers(r.players), &r.events)
-	return r.ver.result()
-}
-
-// MajorityHash returns the hash most players reported for frame, when the
-// room compared that frame's hashes and a majority agreed.
-func (r *Room) MajorityHash(frame int) (uint64, bool) { return r.checks.majority(frame) }
-
-// checkRoom returns the room's state its hash comparisons work with.
-func (r *Room) checkRoom() checkRoom {
-	return checkRoom{players: r.players, next: r.next, events: &r.events, rec: r.rec, dumps: r}
-}
-
-// Quality returns the quality report so far, as of the last tick. Call it
-// live or at the match's end.
-func (r *Room) Quality() Quality {
-	rep := newQualityReport(r.next, r.now.Sub(r.start), r.checks.desyncs, r.now)
-	for i := range r.players {
-		rep.add(i, &r.players[i])
-	}
-	for id, s := range r.specs.all() {
-		rep.add(id, s)
-	}
-	return rep.done()
-}
-
 // Record makes the room write its match to rw: the frames cut so far at
 // once, then each frame as it is cut, the hash comparisons, and players
 // leaving and joining. rw's header must carry the room's configuration.
@@ -376,4 +228,127 @@ func (r *Room) Record(rw *ReplayWriter) error {
 	r.checks.recordTo(rw) // comparisons made so far, without the dissenting hashes
 	r.rec = rw
 	return nil
+}
+
+// MajorityHash returns the hash most players reported for frame, when the
+// room compared that frame's hashes and a majority agreed.
+func (r *Room) MajorityHash(frame int) (uint64, bool) { return r.checks.majority(frame) }
+
+// checkRoom returns the room's state its hash comparisons work with.
+func (r *Room) checkRoom() checkRoom {
+	return checkRoom{players: r.players, next: r.next, events: &r.events, rec: r.rec, dumps: r}
+}
+
+// Result compares every frame any player reported its events for and
+// returns the match's agreed events and the verdicts (Config.VerifyEvents;
+// the zero MatchResult otherwise). Call it when the match ends, after the
+// last reports arrived; frames reported later are judged against the
+// agreed events as they come.
+func (r *Room) Result() MatchResult {
+	if r.ver == nil {
+		return MatchResult{}
+	}
+	r.ver.resolve(true, r.next, livePlayers(r.players), &r.events)
+	return r.ver.result()
+}
+
+// SimFrame returns how many frames the server-side simulation has run
+// (0 without one).
+func (r *Room) SimFrame() int {
+	if r.sim == nil {
+		return 0
+	}
+	return r.sim.frame
+}
+
+// SimHash returns the server-side simulation's hash after frame, for a
+// frame it has run whose number is a multiple of HashEvery.
+func (r *Room) SimHash(frame int) (uint64, bool) {
+	if r.sim == nil {
+		return 0, false
+	}
+	return r.sim.hash(frame, r.cfg.HashEvery)
+}
+
+// Quality returns the quality report so far, as of the last tick. Call it
+// live or at the match's end.
+func (r *Room) Quality() Quality {
+	rep := newQualityReport(r.next, r.now.Sub(r.start), r.checks.desyncs, r.now)
+	for i := range r.players {
+		rep.add(i, &r.players[i])
+	}
+	for id, s := range r.specs.all() {
+		rep.add(id, s)
+	}
+	return rep.done()
+}
+
+// EventKind says what an Event reports.
+type EventKind uint8
+
+const (
+	// EventDesync: the players in Players reported a state hash for Frame
+	// that differs from the reference: the room's simulation's when it
+	// runs one (Config.Simulation), else the hash a strict majority of at
+	// least two reporters agreed on (Agreed says how many). It is the
+	// first diverging frame seen for each of them since they joined.
+	//
+	// Without a simulation in the room this is a vote, and a vote is
+	// defeated by collusion: two cheating players of three outvote the
+	// honest one. Ranked matches should run the simulation in the room.
+	EventDesync EventKind = iota + 1
+	// EventDump: the peer in Slot sent the state dump asked for Frame
+	// after a desync; Agrees is set for the agreeing client asked for
+	// comparison.
+	EventDump
+	// EventLive: the peer in Slot caught up after joining and plays live
+	// from Frame; After is the time from Join (or AddSpectator) to then.
+	EventLive
+	// EventSimBehind: the room's server-side simulation is Behind frames
+	// behind the cut, having run frames 0 .. Frame-1 (raised again only
+	// after it caught up).
+	EventSimBehind
+	// EventVerdict: the players in Players reported game events for Frame
+	// that differ from the agreed ones (the majority's, or the room's
+	// simulation's; with no majority every reporter). Each player is named
+	// once, at its first disagreeing frame; Room.Result has the rest.
+	EventVerdict
+	// EventDispute: the players in Players reported different hashes for
+	// Frame (Hashes, in the same order) and no strict majority of two or
+	// more agreed, so no one is named: with two players, one of them is
+	// wrong and the room cannot tell which. Raised at the first disputed
+	// frame, and again only after a frame on which the reporters agreed.
+	EventDispute
+)
+
+func (k EventKind) String() string {
+	switch k {
+	case EventDesync:
+		return "desync"
+	case EventDump:
+		return "dump"
+	case EventLive:
+		return "live"
+	case EventSimBehind:
+		return "sim_behind"
+	case EventVerdict:
+		return "verdict"
+	case EventDispute:
+		return "dispute"
+	}
+	return fmt.Sprintf("EventKind(%d)", uint8(k))
+}
+
+// Event is something the room reports to the engine (see Room.Events).
+type Event struct {
+	Kind    EventKind
+	Frame   int
+	Players []int         // EventDesync, EventVerdict, EventDispute: the players named, ascending
+	Agreed  int           // EventDesync: how many players agreed on the reference hash
+	Hashes  []uint64      // EventDispute: each named player's hash
+	Slot    int           // EventDump, EventLive: the peer
+	Dump    []byte        // EventDump: the game's state dump
+	Agrees  bool          // EventDump: the peer agreed with the majority
+	After   time.Duration // EventLive: time from joining to live
+	Behind  int           // EventSimBehind: frames behind the cut
 }
