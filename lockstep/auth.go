@@ -18,10 +18,6 @@ const (
 	maxEntity      = 1<<32 - 1
 )
 
-// authPlayers, passed to the frame decoders as the player count, selects
-// view bodies: the frames of an authoritative room.
-const authPlayers = -1
-
 // StateChange is one entity's change in one frame of an authoritative
 // room: the entity and bytes the game encodes (a new state or a delta;
 // the client applies a frame's changes in order).
@@ -69,10 +65,10 @@ func newAuthState(cfg Config, sim Simulation) (*authState, error) {
 	return &authState{sim: a, views: make([][]viewFrame, cfg.Players)}, nil
 }
 
-// authFrame encodes every player's view of the frame the simulation just
-// ran.
-func (r *Room) authFrame() {
-	a := r.auth
+// encodeFrame encodes every player's view of the frame the simulation
+// just ran, keeping the views in mem. It returns how many changes it left
+// out for being over the view's bounds.
+func (a *authState) encodeFrame(mem *arena) (overflow uint64) {
 	changes := a.sim.Changes()
 	for p := range a.views {
 		w := &a.w
@@ -84,7 +80,7 @@ func (r *Room) authFrame() {
 				continue // what the player may not see never leaves the room
 			}
 			if sent == maxViewChanges || len(ch.Data) > MaxChangeBytes || w.Len()+8*(len(ch.Data)+7) > MaxViewBytes*8 {
-				r.stats.ViewOverflow++
+				overflow++
 				continue
 			}
 			w.WriteUvarint(uint64(ch.Entity))
@@ -93,88 +89,17 @@ func (r *Room) authFrame() {
 		}
 		b := w.Bytes()
 		patchUint(b, 0, uint64(sent), maxViewChanges)
-		a.views[p] = append(a.views[p], viewFrame{body: r.keep(b), bits: w.Len()})
+		a.views[p] = append(a.views[p], viewFrame{body: mem.keep(b), bits: w.Len()})
 		a.buf = b[:0]
 	}
+	return overflow
 }
 
-// decodeViewBody reads one frame of an authoritative room: its changes.
-func decodeViewBody(r *codec.Reader, n int) (Frame, error) {
-	f := Frame{Number: n}
-	k := int(r.ReadUint(maxViewChanges))
-	if err := r.Err(); err != nil {
-		return f, fmt.Errorf("%w: frame %d view: %w", ErrMalformed, n, err)
-	}
-	if k > 0 {
-		// Room for what the packet can hold (a change takes a byte or
-		// more), not for what the count claims.
-		f.Changes = make([]StateChange, 0, min(k, 1+r.Remaining()/8))
-	}
-	for i := range k {
-		e := r.ReadUvarint()
-		data := r.ReadBytes(nil, MaxChangeBytes)
-		if err := r.Err(); err != nil {
-			return f, fmt.Errorf("%w: frame %d change %d: %w", ErrMalformed, n, i, err)
-		}
-		if e > maxEntity {
-			return f, fmt.Errorf("%w: frame %d change %d: entity %d", ErrMalformed, n, i, e)
-		}
-		f.Changes = append(f.Changes, StateChange{Entity: uint32(e), Data: data})
-	}
-	return f, nil
+// view returns player id's view of frame n as it goes on the wire.
+func (a *authState) view(id, n int) ([]byte, int) {
+	v := &a.views[id][n]
+	return v.body, v.bits
 }
 
-// decodeBody reads a frame body: inputs for players slots, or a view
-// when players is authPlayers.
-func decodeBody(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
-	if players == authPlayers {
-		return decodeViewBody(r, n)
-	}
-	return decodeFrameBody(r, n, players, prev)
-}
-
-// body returns what frame n looks like on the wire to peer: its inputs
-// (in full, or relative to the frame before), or in an authoritative room
-// the player's view.
-func (r *Room) body(id, n int, full bool) ([]byte, int) {
-	if r.auth != nil {
-		v := &r.auth.views[id][n]
-		return v.body, v.bits
-	}
-	cf := r.hot(n)
-	if cf == nil {
-		return r.coldBody(n, full)
-	}
-	if full {
-		return cf.full, cf.fullBits
-	}
-	r.ensureRel(cf)
-	return cf.rel, cf.relBits
-}
-
-// ensureRel encodes a cut frame relative to the frame before, unless that
-// is done already.
-func (r *Room) ensureRel(cf *cutFrame) {
-	if cf.relBits != 0 {
-		return
-	}
-	var prev *Frame
-	if n := cf.Number; n > 0 {
-		prev = r.frameAt(n - 1)
-	}
-	w := &r.w2
-	w.Reset(r.buf2[:0])
-	encodeFrameBody(w, &cf.Frame, prev)
-	cf.relBits = w.Len()
-	cf.rel = r.keep(w.Bytes())
-	r.buf2 = w.Bytes()[:0]
-}
-
-// sendable returns how many frames, from frame 0, can be sent to peer id:
-// the frames cut, or in an authoritative room the views computed.
-func (r *Room) sendable(id int) int {
-	if r.auth != nil {
-		return len(r.auth.views[id])
-	}
-	return r.next
-}
+// frames returns how many views, from frame 0, are encoded for player id.
+func (a *authState) frames(id int) int { return len(a.views[id]) }

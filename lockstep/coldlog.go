@@ -83,23 +83,48 @@ func (c *coldLog) bytes() int {
 	return n + 2*c.n + 8*len(c.index)
 }
 
+// frameLog is the match's frame log, which the room keeps whole: the
+// newest frames hot (whole, with both encoded bodies), the older ones in
+// the cold log (full bodies only).
+type frameLog struct {
+	frames  []cutFrame // the hot window: frames cold.len() .. cold.len()+len(frames)-1
+	cold    coldLog    // frames 0 .. cold.len()-1, bodies only
+	players int        // slots per frame, to decode cold frames
+	mem     *arena     // the room's arena, where relative bodies are kept
+
+	w2   codec.Writer // relative encodings, made while the room's writer holds a packet
+	buf2 []byte
+}
+
+// newFrameLog returns an empty log of frames of players slots, keeping
+// its encodings in mem.
+func newFrameLog(players int, mem *arena) frameLog {
+	return frameLog{players: players, mem: mem}
+}
+
+// add appends a frame just cut, the log's next.
+func (l *frameLog) add(f cutFrame) {
+	l.frames = append(l.frames, f)
+}
+
 // hot returns the cut frame n when it is in the hot window, else nil.
-func (r *Room) hot(n int) *cutFrame {
-	if n < r.cold.len() || n >= r.next {
+func (l *frameLog) hot(n int) *cutFrame {
+	i := n - l.cold.len()
+	if i < 0 || i >= len(l.frames) {
 		return nil
 	}
-	return &r.frames[n-r.cold.len()]
+	return &l.frames[i]
 }
 
 // frameAt returns frame n: the hot frame itself, or a cold one decoded
 // (a new Frame each call).
-func (r *Room) frameAt(n int) *Frame {
-	if cf := r.hot(n); cf != nil {
+func (l *frameLog) frameAt(n int) *Frame {
+	if cf := l.hot(n); cf != nil {
 		return &cf.Frame
 	}
-	body, bits := r.cold.body(n)
+	body, bits := l.cold.body(n)
 	rd := codec.NewReader(body)
-	f, err := decodeFrameBody(rd, n, len(r.players), nil)
+	f, err := decodeFrameBody(rd, n, l.players, nil)
 	if err != nil || rd.Pos() > bits {
 		// The room encoded it: this cannot happen short of memory
 		// corruption.
@@ -115,32 +140,78 @@ func errString(err error) string {
 	return err.Error()
 }
 
+// body returns frame n's body, in full or relative to the frame before.
+func (l *frameLog) body(n int, full bool) ([]byte, int) {
+	cf := l.hot(n)
+	if cf == nil {
+		return l.coldBody(n, full)
+	}
+	if full {
+		return cf.full, cf.fullBits
+	}
+	l.ensureRel(cf)
+	return cf.rel, cf.relBits
+}
+
+// ensureRel encodes a cut frame relative to the frame before, unless that
+// is done already.
+func (l *frameLog) ensureRel(cf *cutFrame) {
+	if cf.relBits != 0 {
+		return
+	}
+	var prev *Frame
+	if n := cf.Number; n > 0 {
+		prev = l.frameAt(n - 1)
+	}
+	w := &l.w2
+	w.Reset(l.buf2[:0])
+	encodeFrameBody(w, &cf.Frame, prev)
+	cf.relBits = w.Len()
+	cf.rel = l.mem.keep(w.Bytes())
+	l.buf2 = w.Bytes()[:0]
+}
+
 // coldBody returns cold frame n's body, in full or relative to the frame
 // before (encoded now, into a buffer reused by the next call).
-func (r *Room) coldBody(n int, full bool) ([]byte, int) {
+func (l *frameLog) coldBody(n int, full bool) ([]byte, int) {
 	if full || n == 0 {
-		return r.cold.body(n)
+		return l.cold.body(n)
 	}
-	cur, prev := r.frameAt(n), r.frameAt(n-1)
-	w := &r.w2
-	w.Reset(r.buf2[:0])
+	cur, prev := l.frameAt(n), l.frameAt(n-1)
+	w := &l.w2
+	w.Reset(l.buf2[:0])
 	encodeFrameBody(w, cur, prev)
-	r.buf2 = w.Bytes()[:0]
+	l.buf2 = w.Bytes()[:0]
 	return w.Bytes(), w.Len()
+}
+
+// encoded returns frame n with both its bodies encoded: the hot frame
+// itself, or for a cold one tmp filled with its bodies (the relative one
+// valid until the log's next encoding).
+func (l *frameLog) encoded(n int, tmp *cutFrame) *cutFrame {
+	cf := l.hot(n)
+	if cf == nil {
+		*tmp = cutFrame{Frame: Frame{Number: n}}
+		tmp.full, tmp.fullBits = l.cold.body(n)
+		tmp.rel, tmp.relBits = l.coldBody(n, false)
+		return tmp
+	}
+	l.ensureRel(cf)
+	return cf
 }
 
 // cool moves the oldest hot frames to the cold log once the hot window is
 // twice its size, and lets their slots, inputs and encoded bodies go.
-func (r *Room) cool() {
-	if len(r.frames) < 2*hotFrames {
+func (l *frameLog) cool() {
+	if len(l.frames) < 2*hotFrames {
 		return
 	}
 	for i := range hotFrames {
-		cf := &r.frames[i]
-		r.cold.add(cf.full, cf.fullBits)
+		cf := &l.frames[i]
+		l.cold.add(cf.full, cf.fullBits)
 	}
-	n := copy(r.frames, r.frames[hotFrames:])
-	clear(r.frames[n:])
+	n := copy(l.frames, l.frames[hotFrames:])
+	clear(l.frames[n:])
 	// A new backing array: the old one's head would keep its size.
-	r.frames = append(make([]cutFrame, 0, 2*hotFrames), r.frames[:n]...)
+	l.frames = append(make([]cutFrame, 0, 2*hotFrames), l.frames[:n]...)
 }

@@ -28,14 +28,14 @@ func TestColdFrames(t *testing.T) {
 		}
 		m.run(4*time.Minute, 0.5)
 		r := m.room
-		if r.cold.len() < 2*hotFrames {
-			t.Fatalf("%d cold frames of %d: the match is too short to test them", r.cold.len(), r.next)
+		if r.log.cold.len() < 2*hotFrames {
+			t.Fatalf("%d cold frames of %d: the match is too short to test them", r.log.cold.len(), r.next)
 		}
-		if len(r.frames) >= 2*hotFrames {
-			t.Fatalf("%d hot frames, over the window", len(r.frames))
+		if len(r.log.frames) >= 2*hotFrames {
+			t.Fatalf("%d hot frames, over the window", len(r.log.frames))
 		}
 		for n, want := range cut {
-			if r.hot(n) != nil {
+			if r.log.hot(n) != nil {
 				t.Fatalf("frame %d still hot", n)
 			}
 			got, ok := r.Frame(n)
@@ -45,17 +45,17 @@ func TestColdFrames(t *testing.T) {
 		}
 		// Bodies: full ones as cut; relative ones decode against the
 		// frame before to the frame itself.
-		for n := 1; n < r.cold.len(); n += 97 {
+		for n := 1; n < r.log.cold.len(); n += 97 {
 			body, bits := r.body(0, n, false)
-			prev := r.frameAt(n - 1)
+			prev := r.log.frameAt(n - 1)
 			f, err := decodeFrameBody(codec.NewReader(bytes.Clone(body[:(bits+7)/8])), n, 4, prev)
-			if err != nil || !sameFrame(f, *r.frameAt(n), FillIdle) {
+			if err != nil || !sameFrame(f, *r.log.frameAt(n), FillIdle) {
 				t.Fatalf("relative body of cold frame %d: %v", n, err)
 			}
 		}
 		// A cold frame costs its body and 6 bytes (bench room-idle measures
 		// what a room holds an hour).
-		t.Logf("the cold log takes %.1f bytes a frame, inputs included", float64(r.cold.bytes())/float64(r.cold.len()))
+		t.Logf("the cold log takes %.1f bytes a frame, inputs included", float64(r.log.cold.bytes())/float64(r.log.cold.len()))
 		// A player who rejoins now catches up through the cold frames.
 		m.crash(1)
 		m.run(3*time.Second, 0.5)

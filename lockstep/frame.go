@@ -148,6 +148,19 @@ func writeSlot(w *codec.Writer, s *Slot) {
 	}
 }
 
+// authPlayers, passed to the frame decoders as the player count, selects
+// view bodies: the frames of an authoritative room.
+const authPlayers = -1
+
+// decodeBody reads a frame body: inputs for players slots, or a view
+// when players is authPlayers.
+func decodeBody(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
+	if players == authPlayers {
+		return decodeViewBody(r, n)
+	}
+	return decodeFrameBody(r, n, players, prev)
+}
+
 // decodeFrameBody reads the slots of frame number n for players players.
 func decodeFrameBody(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
 	f := Frame{Number: n, Slots: make([]Slot, players)}
@@ -187,6 +200,32 @@ func decodeFrameBody(r *codec.Reader, n, players int, prev *Frame) (Frame, error
 		if err := r.Err(); err != nil {
 			return f, fmt.Errorf("%w: frame %d slot %d: %w", ErrMalformed, n, i, err)
 		}
+	}
+	return f, nil
+}
+
+// decodeViewBody reads one frame of an authoritative room: its changes.
+func decodeViewBody(r *codec.Reader, n int) (Frame, error) {
+	f := Frame{Number: n}
+	k := int(r.ReadUint(maxViewChanges))
+	if err := r.Err(); err != nil {
+		return f, fmt.Errorf("%w: frame %d view: %w", ErrMalformed, n, err)
+	}
+	if k > 0 {
+		// Room for what the packet can hold (a change takes a byte or
+		// more), not for what the count claims.
+		f.Changes = make([]StateChange, 0, min(k, 1+r.Remaining()/8))
+	}
+	for i := range k {
+		e := r.ReadUvarint()
+		data := r.ReadBytes(nil, MaxChangeBytes)
+		if err := r.Err(); err != nil {
+			return f, fmt.Errorf("%w: frame %d change %d: %w", ErrMalformed, n, i, err)
+		}
+		if e > maxEntity {
+			return f, fmt.Errorf("%w: frame %d change %d: entity %d", ErrMalformed, n, i, e)
+		}
+		f.Changes = append(f.Changes, StateChange{Entity: uint32(e), Data: data})
 	}
 	return f, nil
 }

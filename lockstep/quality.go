@@ -27,6 +27,9 @@ type peerQuality struct {
 	desynced       bool // desyncAt is set
 }
 
+// echoRing is how many downlink send times a peer remembers for RTT.
+const echoRing = 64
+
 // echoEntry is when a downlink packet was sent, for the RTT: microseconds
 // from the room's start, wrapping (the RTT is taken modulo 2^32 us, over
 // an hour, and an RTT over 30 s is discarded).
@@ -38,7 +41,7 @@ type echoEntry struct {
 
 // uplinkQuality takes the uplink's packet counter and echo.
 // at is the packet's arrival, from the room's start.
-func (r *Room) uplinkQuality(p *player, u *uplink, at time.Duration) {
+func (p *player) uplinkQuality(u *uplink, at time.Duration) {
 	q := &p.q
 	switch d := u.sent - q.upLast; {
 	case !q.upSeen:
@@ -153,108 +156,123 @@ type Quality struct {
 	Match   PeerQuality
 }
 
-// Quality returns the quality report so far, as of the last tick. Call it
-// live or at the match's end.
-func (r *Room) Quality() Quality {
-	out := Quality{Frames: r.next, Elapsed: r.now.Sub(r.start), Desyncs: r.desyncs}
-	var m PeerQuality
-	var rttN, jitN uint64
-	var rttSum time.Duration
-	var jitSum float64
-	var upE, upG, dnS, dnG uint64
-	var secs float64
-	first := true
-	add := func(id int, p *player) {
-		q := &p.q
-		connected := p.connected
-		if !p.away {
-			connected += r.now.Sub(p.joinedAt)
-		}
-		pq := PeerQuality{
-			Peer: id, Spectator: p.spectator, Away: p.away,
-			RTTMin: q.rttMin, RTTMax: q.rttMax,
-			JitterMax: q.jitMax,
-			Stalls:    q.past.stalls + q.cur.stalls,
-			Stalled:   msDuration(q.past.stalledMs + q.cur.stalledMs),
-			Fast:      msDuration(q.past.fastMs + q.cur.fastMs),
-			CatchUp:   msDuration(q.past.catchUpMs + q.cur.catchUpMs),
-			LateDrops: p.lateDrops, Redundancy: int(p.redundancy), MaxRedundancy: int(max(q.maxRedundancy, p.redundancy)),
-			CatchUpBytes: q.catchUpBytes, Reconnects: q.reconnects, ToLive: q.toLive, Connected: connected,
-			DesyncFrame: -1,
-		}
-		if q.desynced {
-			pq.DesyncFrame = q.desyncAt
-		}
-		if q.rttN > 0 {
-			pq.RTTMean = q.rttSum / time.Duration(q.rttN)
-		}
-		if q.jitN > 0 {
-			pq.JitterMean = q.jitSum / float64(q.jitN)
-		}
-		if q.upExpected > 0 {
-			pq.LossUp = 1 - float64(q.upGot)/float64(q.upExpected)
-		}
-		if q.downSent > 0 {
-			pq.LossDown = 1 - float64(q.downGot)/float64(q.downSent)
-		}
-		if s := connected.Seconds(); s > 0 {
-			pq.BytesUpPerSec = float64(q.bytesUp) / s
-			pq.BytesDownPerSec = float64(q.bytesDown) / s
-		}
-		out.Peers = append(out.Peers, pq)
+// qualityReport sums the peers' quality up into a match's Quality report:
+// the room adds each peer, then takes the report.
+type qualityReport struct {
+	out    Quality
+	m      PeerQuality // the match, so far
+	now    time.Time   // the room's last tick
+	rttN   uint64
+	jitN   uint64
+	rttSum time.Duration
+	jitSum float64
 
-		if q.rttN > 0 && (first || q.rttMin < m.RTTMin) {
-			m.RTTMin = q.rttMin
-			first = false
-		}
-		m.RTTMax = max(m.RTTMax, q.rttMax)
-		rttSum += q.rttSum
-		rttN += q.rttN
-		jitSum += q.jitSum
-		jitN += q.jitN
-		m.JitterMax = max(m.JitterMax, q.jitMax)
-		upE, upG, dnS, dnG = upE+q.upExpected, upG+q.upGot, dnS+q.downSent, dnG+q.downGot
-		m.Stalls += pq.Stalls
-		m.Stalled += pq.Stalled
-		m.Fast += pq.Fast
-		m.CatchUp += pq.CatchUp
-		m.LateDrops += pq.LateDrops
-		m.Redundancy = max(m.Redundancy, pq.Redundancy)
-		m.MaxRedundancy = max(m.MaxRedundancy, pq.MaxRedundancy)
-		m.BytesUpPerSec += float64(q.bytesUp)
-		m.BytesDownPerSec += float64(q.bytesDown)
-		m.CatchUpBytes += q.catchUpBytes
-		m.Reconnects += q.reconnects
-		m.ToLive = max(m.ToLive, q.toLive)
-		if pq.DesyncFrame >= 0 && (m.DesyncFrame < 0 || pq.DesyncFrame < m.DesyncFrame) {
-			m.DesyncFrame = pq.DesyncFrame
-		}
-		secs = max(secs, connected.Seconds())
+	upE, upG, dnS, dnG uint64
+	secs               float64
+	first              bool // no peer's RTT taken yet
+}
+
+// newQualityReport starts the report of a match that cut frames frames
+// in elapsed, with desyncs compared frames in disagreement, as of the
+// room's last tick, now.
+func newQualityReport(frames int, elapsed time.Duration, desyncs int, now time.Time) qualityReport {
+	b := qualityReport{out: Quality{Frames: frames, Elapsed: elapsed, Desyncs: desyncs}, now: now, first: true}
+	b.m.Peer, b.m.DesyncFrame = -1, -1
+	return b
+}
+
+// add adds the peer with id to the report.
+func (b *qualityReport) add(id int, p *player) {
+	m := &b.m
+	q := &p.q
+	connected := p.connected
+	if !p.away {
+		connected += b.now.Sub(p.joinedAt)
 	}
-	m.Peer, m.DesyncFrame = -1, -1
-	for i := range r.players {
-		add(i, &r.players[i])
+	pq := PeerQuality{
+		Peer: id, Spectator: p.spectator, Away: p.away,
+		RTTMin: q.rttMin, RTTMax: q.rttMax,
+		JitterMax: q.jitMax,
+		Stalls:    q.past.stalls + q.cur.stalls,
+		Stalled:   msDuration(q.past.stalledMs + q.cur.stalledMs),
+		Fast:      msDuration(q.past.fastMs + q.cur.fastMs),
+		CatchUp:   msDuration(q.past.catchUpMs + q.cur.catchUpMs),
+		LateDrops: p.lateDrops, Redundancy: int(p.redundancy), MaxRedundancy: int(max(q.maxRedundancy, p.redundancy)),
+		CatchUpBytes: q.catchUpBytes, Reconnects: q.reconnects, ToLive: q.toLive, Connected: connected,
+		DesyncFrame: -1,
 	}
-	for i := range r.specs {
-		add(r.specID[i], &r.specs[i])
+	if q.desynced {
+		pq.DesyncFrame = q.desyncAt
 	}
-	if rttN > 0 {
-		m.RTTMean = rttSum / time.Duration(rttN)
+	if q.rttN > 0 {
+		pq.RTTMean = q.rttSum / time.Duration(q.rttN)
 	}
-	if jitN > 0 {
-		m.JitterMean = jitSum / float64(jitN)
+	if q.jitN > 0 {
+		pq.JitterMean = q.jitSum / float64(q.jitN)
 	}
-	if upE > 0 {
-		m.LossUp = 1 - float64(upG)/float64(upE)
+	if q.upExpected > 0 {
+		pq.LossUp = 1 - float64(q.upGot)/float64(q.upExpected)
 	}
-	if dnS > 0 {
-		m.LossDown = 1 - float64(dnG)/float64(dnS)
+	if q.downSent > 0 {
+		pq.LossDown = 1 - float64(q.downGot)/float64(q.downSent)
 	}
-	if secs > 0 {
-		m.BytesUpPerSec /= secs
-		m.BytesDownPerSec /= secs
+	if s := connected.Seconds(); s > 0 {
+		pq.BytesUpPerSec = float64(q.bytesUp) / s
+		pq.BytesDownPerSec = float64(q.bytesDown) / s
 	}
-	m.Connected = time.Duration(secs * float64(time.Second))
+	b.out.Peers = append(b.out.Peers, pq)
+
+	if q.rttN > 0 && (b.first || q.rttMin < m.RTTMin) {
+		m.RTTMin = q.rttMin
+		b.first = false
+	}
+	m.RTTMax = max(m.RTTMax, q.rttMax)
+	b.rttSum += q.rttSum
+	b.rttN += q.rttN
+	b.jitSum += q.jitSum
+	b.jitN += q.jitN
+	m.JitterMax = max(m.JitterMax, q.jitMax)
+	b.upE, b.upG, b.dnS, b.dnG = b.upE+q.upExpected, b.upG+q.upGot, b.dnS+q.downSent, b.dnG+q.downGot
+	m.Stalls += pq.Stalls
+	m.Stalled += pq.Stalled
+	m.Fast += pq.Fast
+	m.CatchUp += pq.CatchUp
+	m.LateDrops += pq.LateDrops
+	m.Redundancy = max(m.Redundancy, pq.Redundancy)
+	m.MaxRedundancy = max(m.MaxRedundancy, pq.MaxRedundancy)
+	m.BytesUpPerSec += float64(q.bytesUp)
+	m.BytesDownPerSec += float64(q.bytesDown)
+	m.CatchUpBytes += q.catchUpBytes
+	m.Reconnects += q.reconnects
+	m.ToLive = max(m.ToLive, q.toLive)
+	if pq.DesyncFrame >= 0 && (m.DesyncFrame < 0 || pq.DesyncFrame < m.DesyncFrame) {
+		m.DesyncFrame = pq.DesyncFrame
+	}
+	b.secs = max(b.secs, connected.Seconds())
+}
+
+// done returns the report, with the match's means, losses and rates
+// worked out.
+func (b *qualityReport) done() Quality {
+	m := b.m
+	if b.rttN > 0 {
+		m.RTTMean = b.rttSum / time.Duration(b.rttN)
+	}
+	if b.jitN > 0 {
+		m.JitterMean = b.jitSum / float64(b.jitN)
+	}
+	if b.upE > 0 {
+		m.LossUp = 1 - float64(b.upG)/float64(b.upE)
+	}
+	if b.dnS > 0 {
+		m.LossDown = 1 - float64(b.dnG)/float64(b.dnS)
+	}
+	if b.secs > 0 {
+		m.BytesUpPerSec /= b.secs
+		m.BytesDownPerSec /= b.secs
+	}
+	m.Connected = time.Duration(b.secs * float64(time.Second))
+	out := b.out
 	out.Match = m
 	return out
 }

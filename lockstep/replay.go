@@ -394,37 +394,6 @@ func (rw *ReplayWriter) Close() error {
 	return rw.err
 }
 
-// Record makes the room write its match to rw: the frames cut so far at
-// once, then each frame as it is cut, the hash comparisons, and players
-// leaving and joining. rw's header must carry the room's configuration.
-func (r *Room) Record(rw *ReplayWriter) error {
-	if rw.h.Config.key() != r.cfg.key() {
-		return fmt.Errorf("%w: the replay's configuration %+v is not the room's %+v", ErrReplay, rw.h.Config, r.cfg)
-	}
-	if rw.total != 0 {
-		return fmt.Errorf("%w: the writer already holds %d frames", ErrReplay, rw.total)
-	}
-	for i := range r.next { // frames cut before the replay was attached
-		cf := r.hot(i)
-		if cf == nil {
-			tmp := cutFrame{Frame: Frame{Number: i}}
-			tmp.full, tmp.fullBits = r.cold.body(i)
-			tmp.rel, tmp.relBits = r.coldBody(i, false)
-			rw.frame(&tmp)
-			continue
-		}
-		r.ensureRel(cf)
-		rw.frame(cf)
-	}
-	for i, res := range r.results { // comparisons made so far, without the dissenting hashes
-		if res.known {
-			rw.check(&hashCheck{frame: i * r.cfg.HashEvery, reported: res.agree}, res)
-		}
-	}
-	r.rec = rw
-	return nil
-}
-
 // ReplayReader reads a replay file as a stream, checking every field:
 // Next returns the frames in order, as the clients ran them (a made-up
 // input under FillRepeat carries the player's previous input), and

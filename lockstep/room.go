@@ -11,67 +11,6 @@ import (
 	"github.com/tongbu/tongbu/codec"
 )
 
-// Sender is how a room reaches its peers: the engine implements it over
-// its transport connections, a test over anything. The peer is a player's
-// slot (0 .. Players-1) or a spectator's id (Players and up, as returned by
-// Room.AddSpectator; ids are not reused). msg is only valid during the
-// call. A send may fail (a full queue, a closed connection); the room
-// counts it and carries on.
-type Sender interface {
-	SendUnreliable(peer int, msg []byte) error
-	SendReliable(peer int, msg []byte) error
-}
-
-// Drop reasons, counted in RoomStats.Dropped.
-const (
-	DropMalformed = iota // the packet did not decode
-	DropSlot             // a slot the room does not have
-	DropLate             // an input for a frame already cut (and the room drops late input)
-	DropFuture           // an input for a frame too far ahead
-	DropTooMany          // more inputs for one frame than the room allows
-	DropSize             // an input over the room's size limit
-	DropSequence         // an input sequence number out of any plausible window
-	DropAck              // an acknowledgement of frames not yet cut
-	DropSpectator        // an input from a spectator
-	DropAway             // a packet from a player who left
-	DropHash             // a hash report for a frame that is not checked, not cut, or reported twice differently
-	DropLifecycle        // a lifecycle message that does not decode or was not asked for
-	DropEvent            // a game event report that does not decode, or an event for a frame not cut, already reported complete, or over the limits
-	numDrops
-)
-
-var dropNames = [numDrops]string{"malformed", "slot", "late", "future", "too_many", "size", "sequence", "ack",
-	"spectator", "away", "hash", "lifecycle", "event"}
-
-// DropName returns the name of a drop reason, for logs and metrics.
-func DropName(reason int) string {
-	if reason < 0 || reason >= numDrops {
-		return "unknown"
-	}
-	return dropNames[reason]
-}
-
-// RoomStats counts a room's work.
-type RoomStats struct {
-	Frames      int              // frames cut
-	Inputs      uint64           // inputs placed in frames
-	MadeUp      uint64           // made-up inputs
-	Packets     uint64           // downlink packets sent
-	Retransmits uint64           // frames retransmitted beyond the redundant window
-	SendErrors  uint64           // sends that failed
-	Dropped     [numDrops]uint64 // by reason (DropMalformed ...)
-	MaxCutLate  time.Duration    // the latest a frame was cut after its scheduled time
-	CatchUp     uint64           // catch-up bytes sent (snapshots included)
-
-	// Server-side simulation (Config.Simulation).
-	SimFrames        int    // frames the simulation ran
-	MaxSimLag        int    // the most frames it was behind the cut after a tick
-	SimBehind        uint64 // times it fell over a second of frames behind (EventSimBehind)
-	Snapshots        uint64 // snapshots taken for catch-up
-	SnapshotFailures uint64 // snapshots too big to send (the frame log went instead)
-	ViewOverflow     uint64 // authoritative rooms: state changes left out of a view over its size bound
-}
-
 // Room is the relay of one lockstep match: it cuts frames
 // on a drift-free schedule, fills in input for players who sent none, and
 // delivers every frame to every player over the unreliable channel with
@@ -85,9 +24,8 @@ type Room struct {
 	cfg     Config
 	out     Sender
 	start   time.Time
-	next    int        // the next frame to cut
-	frames  []cutFrame // the hot window: frames cold.len() .. next-1
-	cold    coldLog    // frames 0 .. cold.len()-1, bodies only
+	next    int      // the next frame to cut
+	log     frameLog // frames 0 .. next-1
 	players []player
 	stats   RoomStats
 
@@ -96,161 +34,19 @@ type Room struct {
 	up     uplink // decode scratch
 	period time.Duration
 
-	// The match's frames live in slabs, allocated a few thousand frames at
-	// a time (fewer at first, doubling), so cutting a frame allocates
-	// nothing in the steady state and a short match holds little memory.
-	arena    []byte
-	slotSlab []Slot
-	inSlab   [][]byte
-	w2       codec.Writer // relative encodings, made while w holds a packet
-	buf2     []byte
+	mem arena // the match's inputs, slots and frame encodings
 
 	sim  *serverSim // nil without Config.Simulation
 	ver  *verifier  // nil without Config.VerifyEvents
 	auth *authState // nil without Config.Authoritative
 
-	lifecycle
-}
+	checks hashChecks // desync detection
+	specs  spectators // the peers watching
+	life   lifecycle  // joins and catch-up streams
 
-// arenaChunk is the largest of the byte slabs inputs and frame encodings
-// are kept in; the first is firstArenaChunk, and each after it twice the
-// one before.
-const (
-	arenaChunk      = 64 << 10
-	firstArenaChunk = 2 << 10
-)
-
-// Slab sizes, in frames: the first, and the largest (each slab after the
-// first is twice the one before).
-const (
-	firstSlabFrames = 64
-	maxSlabFrames   = 1024
-)
-
-// keep copies b into the room's arena and returns the copy.
-func (r *Room) keep(b []byte) []byte {
-	if cap(r.arena)-len(r.arena) < len(b) {
-		size := firstArenaChunk
-		if r.arena != nil {
-			size = min(2*cap(r.arena), arenaChunk)
-		}
-		r.arena = make([]byte, 0, max(size, len(b)))
-	}
-	start := len(r.arena)
-	r.arena = append(r.arena, b...)
-	return r.arena[start:len(r.arena):len(r.arena)]
-}
-
-// slabFrames returns how many frames the next slab holds: firstSlabFrames
-// at first, twice as many with each slab, at most maxSlabFrames.
-func (r *Room) slabFrames() int {
-	return min(max(firstSlabFrames, r.next), maxSlabFrames)
-}
-
-// slots returns n zeroed slots from the slab.
-func (r *Room) slots(n int) []Slot {
-	if len(r.slotSlab) < n {
-		r.slotSlab = make([]Slot, r.slabFrames()*n)
-	}
-	s := r.slotSlab[:n:n]
-	r.slotSlab = r.slotSlab[n:]
-	return s
-}
-
-// inputSlice returns a slice for n inputs from the slab.
-func (r *Room) inputSlice(n int) [][]byte {
-	if len(r.inSlab) < n {
-		r.inSlab = make([][]byte, max(4*r.slabFrames(), n))
-	}
-	s := r.inSlab[:n:n]
-	r.inSlab = r.inSlab[n:]
-	return s
-}
-
-// cutFrame is a frame with its body encoded once for every packet: alone
-// when cut, and relative to the frame before when first needed (a packet
-// that carries it after that frame, or the replay). A player who holds
-// every frame but the newest, the usual case, needs only the first.
-type cutFrame struct {
-	Frame
-	full, rel         []byte // body alone, and relative to the frame before
-	fullBits, relBits int    // relBits 0: rel not encoded yet (a body is at least 1 bit)
-}
-
-// player is the room's state for one slot. The fields every packet
-// touches come first, in the first three cache lines (players are 64-byte
-// multiples, see TestPlayerLayout), so that a room's turn reads few cache
-// lines of each player when many rooms share a core.
-type player struct {
-	peerState
-	// The pad rounds player up to a multiple of 64 bytes. It is never empty,
-	// since a trailing empty field would add 8 bytes: when peerState is
-	// itself a multiple of 64 bytes, the pad is a whole 64-byte line.
-	_ [64 - unsafe.Sizeof(peerState{})%64]byte
-}
-
-// peerState is a player's (or spectator's) state in the room.
-type peerState struct {
-	have      int           // frames 0 .. have-1 are held
-	mask      uint64        // bit i: frame have+1+i is held
-	heard     time.Duration // when the last packet arrived, from the room's start (never: neverHeard)
-	inSeen    uint64        // bit i: input inAck+2+i arrived
-	inAck     uint32        // inputs up to this sequence number arrived
-	marginSeq uint32
-	margin    int32
-	seq       uint16 // downlink packets sent
-	lastRecv  uint16 // the client's count of downlink packets received, at its last report
-	lastSent  uint16 // our count at that report
-	maskLen   uint8
-	// redundancy is the frames repeated per packet now, lossWant what the
-	// loss estimate asks for (both at most MaxRedundancy).
-	redundancy, lossWant uint8
-	hasMargin            bool
-	away                 bool // left: nothing is sent, input is made up
-	spectator            bool
-	live                 bool // playing live (false while catching up)
-	noticed              bool // notices holds some
-	retransWait          bool // retransAt holds some
-
-	pending []pendingInput // by frame, then arrival; frames next .. next+MaxAhead
-	inputs  uint64         // inputs placed in frames
-	madeUp  uint64         // frames with made-up input
-	// recent are the last two downlink packets sent, by seq % 2: the RTT
-	// of an echo of either is taken without reading echo.
-	recent [2]echoEntry
-	q      peerQuality // its first fields are touched by every packet
-
-	// Touched once every few packets, or less.
-	notices   []Notice
-	retransAt map[int]int // missing frame -> the room frame when last retransmitted; nil until the first
-	loss      float64
-	lateDrops uint64 // inputs dropped as late
-	lateMoved uint64 // late inputs moved to the next frame
-	stream    stream
-	peerLife
-	echo [echoRing]echoEntry // downlink packets sent, by seq % echoRing
-}
-
-// pendingEach is the room of each player's first pending-input array.
-const pendingEach = 2
-
-// neverHeard is player.heard before the first packet.
-const neverHeard = -1 << 62
-
-type pendingInput struct {
-	frame int
-	data  []byte
-}
-
-// PlayerStats counts one player's traffic in the room.
-type PlayerStats struct {
-	Inputs     uint64  // inputs placed in frames
-	LateDrops  uint64  // inputs dropped as late
-	LateMoved  uint64  // late inputs moved to the next frame
-	MadeUp     uint64  // frames in which the room made the player's input up
-	Redundancy int     // frames repeated per packet now
-	Loss       float64 // estimated downlink packet loss
-	Have       int     // frames the player holds contiguously
+	now    time.Time     // the last tick
+	events []Event       // raised since the engine last took them (Events)
+	rec    *ReplayWriter // the replay being written, or nil (Record)
 }
 
 // NewRoom returns a room whose frame 0 is cut at start. cfg is validated
@@ -261,6 +57,7 @@ func NewRoom(cfg Config, start time.Time, out Sender) (*Room, error) {
 		return nil, err
 	}
 	r := &Room{cfg: cfg, out: out, start: start, players: make([]player, cfg.Players), period: cfg.Period()}
+	r.log = newFrameLog(cfg.Players, &r.mem)
 	// The players' pending inputs start side by side in one array, a few
 	// each (a player who sends more gets an array of its own).
 	pending := make([]pendingInput, pendingEach*cfg.Players)
@@ -289,12 +86,9 @@ func NewRoom(cfg Config, start time.Time, out Sender) (*Room, error) {
 		r.auth = a
 	}
 	if cfg.VerifyEvents {
-		var sim Simulation
-		if r.sim != nil {
-			sim = r.sim.sim
-		}
-		r.ver = newVerifier(cfg.Players, sim)
+		r.ver = newVerifier(cfg.Players, cfg.Hz, r.sim)
 	}
+	r.checks = newHashChecks(&cfg, r.sim)
 	r.now = start
 	return r, nil
 }
@@ -320,7 +114,7 @@ func (r *Room) Frame(n int) (Frame, bool) {
 	if n < 0 || n >= r.next {
 		return Frame{}, false
 	}
-	return *r.frameAt(n), true
+	return *r.log.frameAt(n), true
 }
 
 // NextCut returns when the next frame is due.
@@ -351,9 +145,12 @@ func (r *Room) Deliver(slot int, msg []byte, now time.Time) error {
 	p.heard = at
 	u := &r.up
 	var err error
-	r.uplinkQuality(p, u, at)
-	if u.hasHash {
-		err = r.hashReport(slot, p, u.hashFrame, u.hash)
+	p.uplinkQuality(u, at)
+	if u.hasHash && !p.spectator && r.auth == nil { // spectators' and authoritative rooms' hashes are not compared
+		cr := r.checkRoom()
+		if err = r.checks.report(&cr, slot, p, u.hashFrame, u.hash); err != nil {
+			r.stats.Dropped[DropHash]++
+		}
 	}
 	if p.spectator {
 		if len(u.inputs) > 0 {
@@ -383,46 +180,6 @@ func (r *Room) Deliver(slot int, msg []byte, now time.Time) error {
 		}
 	}
 	return err
-}
-
-// lossReport updates the downlink loss estimate and the redundancy.
-func (r *Room) lossReport(p *player, recv uint16, run int) {
-	sent := p.seq - p.lastSent
-	got := recv - p.lastRecv
-	if sent >= 8 && got <= sent { // a window of at least 8 packets
-		p.q.downSent += uint64(sent)
-		p.q.downGot += uint64(got)
-		sample := 1 - float64(got)/float64(sent)
-		p.loss += (sample - p.loss) / 4
-		p.lastSent, p.lastRecv = p.seq, recv
-		// Enough redundancy that losing every copy of a frame is rarer than
-		// 1 in 1000 (for independent loss).
-		want := r.cfg.Redundancy
-		if p.loss > 0.001 {
-			want = max(want, int(math.Ceil(math.Log(1e-3)/math.Log(p.loss)))-1)
-		}
-		p.lossWant = uint8(min(want, MaxRedundancy))
-	}
-	// And more than the longest loss run the player reports.
-	want := uint8(min(max(int(p.lossWant), run, r.cfg.Redundancy), MaxRedundancy))
-	switch {
-	case want > p.redundancy:
-		p.redundancy = want // up at once
-	case want < p.redundancy && p.loss < 0.01:
-		p.redundancy-- // down slowly, once the link is clean
-	}
-}
-
-// maxNotices bounds the notices held for one player between two ticks; a
-// client that sends more late inputs than that learns of the rest from the
-// frames themselves.
-const maxNotices = 64
-
-func (p *player) notice(n Notice) {
-	if len(p.notices) < maxNotices {
-		p.notices = append(p.notices, n)
-		p.noticed = true
-	}
 }
 
 // input places one input from a player that arrived at (from the room's
@@ -486,13 +243,41 @@ func (r *Room) input(p *player, seq uint32, in upInput, at time.Duration) error 
 		r.stats.Dropped[DropTooMany]++
 		return fmt.Errorf("%w: more than %d inputs for frame %d", ErrMalformed, r.cfg.InputsPerFrame, target)
 	}
-	in.data = r.keep(in.data)
+	in.data = r.mem.keep(in.data)
 	if i == len(p.pending) {
 		p.pending = append(p.pending, pendingInput{frame: target, data: in.data})
 	} else {
 		p.pending = slices.Insert(p.pending, i, pendingInput{frame: target, data: in.data})
 	}
 	return nil
+}
+
+// lossReport updates the downlink loss estimate and the redundancy.
+func (r *Room) lossReport(p *player, recv uint16, run int) {
+	sent := p.seq - p.lastSent
+	got := recv - p.lastRecv
+	if sent >= 8 && got <= sent { // a window of at least 8 packets
+		p.q.downSent += uint64(sent)
+		p.q.downGot += uint64(got)
+		sample := 1 - float64(got)/float64(sent)
+		p.loss += (sample - p.loss) / 4
+		p.lastSent, p.lastRecv = p.seq, recv
+		// Enough redundancy that losing every copy of a frame is rarer than
+		// 1 in 1000 (for independent loss).
+		want := r.cfg.Redundancy
+		if p.loss > 0.001 {
+			want = max(want, int(math.Ceil(math.Log(1e-3)/math.Log(p.loss)))-1)
+		}
+		p.lossWant = uint8(min(want, MaxRedundancy))
+	}
+	// And more than the longest loss run the player reports.
+	want := uint8(min(max(int(p.lossWant), run, r.cfg.Redundancy), MaxRedundancy))
+	switch {
+	case want > p.redundancy:
+		p.redundancy = want // up at once
+	case want < p.redundancy && p.loss < 0.01:
+		p.redundancy-- // down slowly, once the link is clean
+	}
 }
 
 // Tick cuts every frame that is due at now and sends each player its
@@ -535,7 +320,7 @@ func (r *Room) Tick(now time.Time) {
 // cut makes frame r.next from the pending inputs.
 func (r *Room) cut() {
 	n := r.next
-	f := cutFrame{Frame: Frame{Number: n, Slots: r.slots(len(r.players))}}
+	f := cutFrame{Frame: Frame{Number: n, Slots: r.mem.slots(len(r.players), n)}}
 	for i := range r.players {
 		p := &r.players[i]
 		k := 0
@@ -548,7 +333,7 @@ func (r *Room) cut() {
 			r.stats.MadeUp++
 			continue
 		}
-		ins := r.inputSlice(k)
+		ins := r.mem.inputSlice(k, n)
 		for j := range ins {
 			ins[j] = p.pending[j].data
 		}
@@ -562,21 +347,42 @@ func (r *Room) cut() {
 	r.w.Reset(r.buf[:0])
 	encodeFrameBody(&r.w, &f.Frame, nil)
 	f.fullBits = r.w.Len()
-	f.full = r.keep(r.w.Bytes())
+	f.full = r.mem.keep(r.w.Bytes())
 	r.buf = r.w.Bytes()[:0]
-	r.frames = append(r.frames, f)
+	r.log.add(f)
 	r.next++
 	r.stats.Frames++
 	if r.rec != nil {
-		cf := r.hot(n)
-		r.ensureRel(cf) // the replay takes the relative body at once
+		cf := r.log.hot(n)
+		r.log.ensureRel(cf) // the replay takes the relative body at once
 		r.rec.frame(cf)
 	}
-	r.cool()
+	r.log.cool()
 }
 
-// packetBits is the room's budget for one downlink packet.
-const packetBits = maxPacketBytes * 8
+// stepSim runs the server-side simulation through the frames cut, at most
+// the configured steps per tick, and reports a simulation that fell more
+// than a second of frames behind the cut.
+func (r *Room) stepSim() {
+	s := r.sim
+	if s == nil {
+		return
+	}
+	steps := stepsPerTick(r.cfg.SimStepsPerTick)
+	for i := 0; i < steps && s.frame < r.next; i++ {
+		s.step(r.log.frameAt(s.frame), &r.cfg, r.ver, &r.mem)
+		if r.auth != nil {
+			r.stats.ViewOverflow += r.auth.encodeFrame(&r.mem)
+		}
+		r.stats.SimFrames++
+	}
+	lag := r.next - s.frame
+	r.stats.MaxSimLag = max(r.stats.MaxSimLag, lag)
+	if s.fellBehind(lag, r.cfg.Hz, steps) {
+		r.stats.SimBehind++
+		r.events = append(r.events, Event{Kind: EventSimBehind, Frame: s.frame, Behind: lag})
+	}
+}
 
 // send builds and sends one player's packet: the input acknowledgement,
 // the newest frames it does not hold (the newest plus its redundancy, or
@@ -691,6 +497,224 @@ func (r *Room) sendNotices(slot int, p *player) {
 	p.notices, p.noticed = p.notices[:0], false
 }
 
+// body returns what frame n looks like on the wire to peer: its inputs
+// (in full, or relative to the frame before), or in an authoritative room
+// the player's view.
+func (r *Room) body(id, n int, full bool) ([]byte, int) {
+	if r.auth != nil {
+		return r.auth.view(id, n)
+	}
+	return r.log.body(n, full)
+}
+
+// sendable returns how many frames, from frame 0, can be sent to peer id:
+// the frames cut, or in an authoritative room the views computed.
+func (r *Room) sendable(id int) int {
+	if r.auth != nil {
+		return r.auth.frames(id)
+	}
+	return r.next
+}
+
+// peer returns the player or spectator with id, or nil.
+func (r *Room) peer(id int) *player {
+	switch {
+	case id >= 0 && id < len(r.players):
+		return &r.players[id]
+	case id >= len(r.players):
+		return r.specs.find(id)
+	}
+	return nil
+}
+
+func (r *Room) sendUnreliable(id int, p *player, msg []byte) {
+	p.q.bytesDown += uint64(len(msg))
+	if err := r.out.SendUnreliable(id, msg); err != nil {
+		r.stats.SendErrors++
+	}
+}
+
+func (r *Room) sendReliable(id int, p *player, msg []byte) {
+	p.q.bytesDown += uint64(len(msg))
+	if err := r.out.SendReliable(id, msg); err != nil {
+		r.stats.SendErrors++
+	}
+}
+
+// Sender is how a room reaches its peers: the engine implements it over
+// its transport connections, a test over anything. The peer is a player's
+// slot (0 .. Players-1) or a spectator's id (Players and up, as returned by
+// Room.AddSpectator; ids are not reused). msg is only valid during the
+// call. A send may fail (a full queue, a closed connection); the room
+// counts it and carries on.
+type Sender interface {
+	SendUnreliable(peer int, msg []byte) error
+	SendReliable(peer int, msg []byte) error
+}
+
+// Drop reasons, counted in RoomStats.Dropped.
+const (
+	DropMalformed = iota // the packet did not decode
+	DropSlot             // a slot the room does not have
+	DropLate             // an input for a frame already cut (and the room drops late input)
+	DropFuture           // an input for a frame too far ahead
+	DropTooMany          // more inputs for one frame than the room allows
+	DropSize             // an input over the room's size limit
+	DropSequence         // an input sequence number out of any plausible window
+	DropAck              // an acknowledgement of frames not yet cut
+	DropSpectator        // an input from a spectator
+	DropAway             // a packet from a player who left
+	DropHash             // a hash report for a frame that is not checked, not cut, or reported twice differently
+	DropLifecycle        // a lifecycle message that does not decode or was not asked for
+	DropEvent            // a game event report that does not decode, or an event for a frame not cut, already reported complete, or over the limits
+	numDrops
+)
+
+var dropNames = [numDrops]string{"malformed", "slot", "late", "future", "too_many", "size", "sequence", "ack",
+	"spectator", "away", "hash", "lifecycle", "event"}
+
+// DropName returns the name of a drop reason, for logs and metrics.
+func DropName(reason int) string {
+	if reason < 0 || reason >= numDrops {
+		return "unknown"
+	}
+	return dropNames[reason]
+}
+
+// RoomStats counts a room's work.
+type RoomStats struct {
+	Frames      int              // frames cut
+	Inputs      uint64           // inputs placed in frames
+	MadeUp      uint64           // made-up inputs
+	Packets     uint64           // downlink packets sent
+	Retransmits uint64           // frames retransmitted beyond the redundant window
+	SendErrors  uint64           // sends that failed
+	Dropped     [numDrops]uint64 // by reason (DropMalformed ...)
+	MaxCutLate  time.Duration    // the latest a frame was cut after its scheduled time
+	CatchUp     uint64           // catch-up bytes sent (snapshots included)
+
+	// Server-side simulation (Config.Simulation).
+	SimFrames        int    // frames the simulation ran
+	MaxSimLag        int    // the most frames it was behind the cut after a tick
+	SimBehind        uint64 // times it fell over a second of frames behind (EventSimBehind)
+	Snapshots        uint64 // snapshots taken for catch-up
+	SnapshotFailures uint64 // snapshots too big to send (the frame log went instead)
+	ViewOverflow     uint64 // authoritative rooms: state changes left out of a view over its size bound
+}
+
+// PlayerStats counts one player's traffic in the room.
+type PlayerStats struct {
+	Inputs     uint64  // inputs placed in frames
+	LateDrops  uint64  // inputs dropped as late
+	LateMoved  uint64  // late inputs moved to the next frame
+	MadeUp     uint64  // frames in which the room made the player's input up
+	Redundancy int     // frames repeated per packet now
+	Loss       float64 // estimated downlink packet loss
+	Have       int     // frames the player holds contiguously
+}
+
+// cutFrame is a frame with its body encoded once for every packet: alone
+// when cut, and relative to the frame before when first needed (a packet
+// that carries it after that frame, or the replay). A player who holds
+// every frame but the newest, the usual case, needs only the first.
+type cutFrame struct {
+	Frame
+	full, rel         []byte // body alone, and relative to the frame before
+	fullBits, relBits int    // relBits 0: rel not encoded yet (a body is at least 1 bit)
+}
+
+// player is the room's state for one slot. The fields every packet
+// touches come first, in the first three cache lines (players are 64-byte
+// multiples, see TestPlayerLayout), so that a room's turn reads few cache
+// lines of each player when many rooms share a core.
+type player struct {
+	peerState
+	// The pad rounds player up to a multiple of 64 bytes. It is never empty,
+	// since a trailing empty field would add 8 bytes: when peerState is
+	// itself a multiple of 64 bytes, the pad is a whole 64-byte line.
+	_ [64 - unsafe.Sizeof(peerState{})%64]byte
+}
+
+// peerState is a player's (or spectator's) state in the room.
+type peerState struct {
+	have      int           // frames 0 .. have-1 are held
+	mask      uint64        // bit i: frame have+1+i is held
+	heard     time.Duration // when the last packet arrived, from the room's start (never: neverHeard)
+	inSeen    uint64        // bit i: input inAck+2+i arrived
+	inAck     uint32        // inputs up to this sequence number arrived
+	marginSeq uint32
+	margin    int32
+	seq       uint16 // downlink packets sent
+	lastRecv  uint16 // the client's count of downlink packets received, at its last report
+	lastSent  uint16 // our count at that report
+	maskLen   uint8
+	// redundancy is the frames repeated per packet now, lossWant what the
+	// loss estimate asks for (both at most MaxRedundancy).
+	redundancy, lossWant uint8
+	hasMargin            bool
+	away                 bool // left: nothing is sent, input is made up
+	spectator            bool
+	live                 bool // playing live (false while catching up)
+	noticed              bool // notices holds some
+	retransWait          bool // retransAt holds some
+
+	pending []pendingInput // by frame, then arrival; frames next .. next+MaxAhead
+	inputs  uint64         // inputs placed in frames
+	madeUp  uint64         // frames with made-up input
+	// recent are the last two downlink packets sent, by seq % 2: the RTT
+	// of an echo of either is taken without reading echo.
+	recent [2]echoEntry
+	q      peerQuality // its first fields are touched by every packet
+
+	// Touched once every few packets, or less.
+	notices   []Notice
+	retransAt map[int]int // missing frame -> the room frame when last retransmitted; nil until the first
+	loss      float64
+	lateDrops uint64 // inputs dropped as late
+	lateMoved uint64 // late inputs moved to the next frame
+	stream    stream
+	peerLife
+	echo [echoRing]echoEntry // downlink packets sent, by seq % echoRing
+}
+
+// pendingEach is the room of each player's first pending-input array.
+const pendingEach = 2
+
+// neverHeard is player.heard before the first packet.
+const neverHeard = -1 << 62
+
+type pendingInput struct {
+	frame int
+	data  []byte
+}
+
+// maxNotices bounds the notices held for one player between two ticks; a
+// client that sends more late inputs than that learns of the rest from the
+// frames themselves.
+const maxNotices = 64
+
+func (p *player) notice(n Notice) {
+	if len(p.notices) < maxNotices {
+		p.notices = append(p.notices, n)
+		p.noticed = true
+	}
+}
+
+// livePlayers returns the players present and playing live, a bit per
+// slot.
+func livePlayers(players []player) uint32 {
+	var live uint32
+	for i := range players {
+		if p := &players[i]; !p.away && p.live {
+			live |= 1 << i
+		}
+	}
+	return live
+}
+
+// packetBits is the room's budget for one downlink packet.
+const packetBits = maxPacketBytes * 8
+
 // retransmitSilence is how long a player may stay silent before the room
 // stops retransmitting to it.
 const retransmitSilence = time.Second
@@ -711,4 +735,71 @@ func patchUint(b []byte, pos int, v, max uint64) {
 		pos += k
 		n -= k
 	}
+}
+
+// arenaChunk is the largest of the byte slabs inputs and frame encodings
+// are kept in; the first is firstArenaChunk, and each after it twice the
+// one before.
+const (
+	arenaChunk      = 64 << 10
+	firstArenaChunk = 2 << 10
+)
+
+// Slab sizes, in frames: the first, and the largest (each slab after the
+// first is twice the one before).
+const (
+	firstSlabFrames = 64
+	maxSlabFrames   = 1024
+)
+
+// arena is where a room keeps its match: the inputs and frame encodings
+// in byte slabs, the frames' slots and input lists in slabs of their own.
+// The match's frames live in slabs, allocated a few thousand frames at
+// a time (fewer at first, doubling), so cutting a frame allocates
+// nothing in the steady state and a short match holds little memory.
+type arena struct {
+	bytes    []byte
+	slotSlab []Slot
+	inSlab   [][]byte
+}
+
+// keep copies b into the arena and returns the copy.
+func (a *arena) keep(b []byte) []byte {
+	if cap(a.bytes)-len(a.bytes) < len(b) {
+		size := firstArenaChunk
+		if a.bytes != nil {
+			size = min(2*cap(a.bytes), arenaChunk)
+		}
+		a.bytes = make([]byte, 0, max(size, len(b)))
+	}
+	start := len(a.bytes)
+	a.bytes = append(a.bytes, b...)
+	return a.bytes[start:len(a.bytes):len(a.bytes)]
+}
+
+// slabFrames returns how many frames the next slab holds when the room is
+// about to cut frame next: firstSlabFrames at first, twice as many with
+// each slab, at most maxSlabFrames.
+func slabFrames(next int) int {
+	return min(max(firstSlabFrames, next), maxSlabFrames)
+}
+
+// slots returns n zeroed slots from the slab, for frame next.
+func (a *arena) slots(n, next int) []Slot {
+	if len(a.slotSlab) < n {
+		a.slotSlab = make([]Slot, slabFrames(next)*n)
+	}
+	s := a.slotSlab[:n:n]
+	a.slotSlab = a.slotSlab[n:]
+	return s
+}
+
+// inputSlice returns a slice for n inputs from the slab, for frame next.
+func (a *arena) inputSlice(n, next int) [][]byte {
+	if len(a.inSlab) < n {
+		a.inSlab = make([][]byte, max(4*slabFrames(next), n))
+	}
+	s := a.inSlab[:n:n]
+	a.inSlab = a.inSlab[n:]
+	return s
 }

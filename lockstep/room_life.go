@@ -2,98 +2,285 @@ package lockstep
 
 import (
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
 )
 
-// lifecycle is the room's state for the match lifecycle: spectators,
-// catch-up streams, desync detection, events and the replay.
-type lifecycle struct {
-	now    time.Time // the last tick
-	specs  []player  // the spectators watching now
-	specID []int     // their peer ids, ascending, beside specs
-	nextID int       // the next spectator's peer id (ids are not reused)
-	events []Event
-	rec    *ReplayWriter
-	// desyncs counts the compared frames on which players disagreed
-	// (EventDesync and EventDispute), for the quality report.
-	desyncs int
-
-	checks  []hashCheck   // pending comparisons, by frame
-	results []checkResult // resolved comparisons, by frame / HashEvery
-	// disputing is set by a comparison with no majority (EventDispute)
-	// and cleared by one on which every reporter agreed.
-	disputing bool
-	raw       []byte // catch-up scratch: frame bodies
-	// streaming is set when a catch-up stream starts, and cleared by the
-	// first tick that finds none active.
-	streaming bool
-	comp      []byte // catch-up scratch: the message
-	cw        codec.Writer
+// Events returns and clears the events raised since the last call.
+func (r *Room) Events() []Event {
+	e := r.events
+	r.events = nil
+	return e
 }
 
-// maxSpectators bounds the spectators watching one room at once.
-const maxSpectators = 4096
-
-// echoRing is how many downlink send times a peer remembers for RTT.
-const echoRing = 64
-
-// peerLife is a peer's lifecycle state.
-type peerLife struct {
-	delay     time.Duration // spectators: how far behind the cut
-	visible   int           // spectators: frames 0 .. visible-1 may be sent
-	joinedAt  time.Time
-	connected time.Duration // time connected before the current session
-	desynced  bool
-	evFrom    int    // the first frame this client runs (after a snapshot)
-	evRerun   bool   // a rejoined client re-running frames it reported before
-	dumpWant  int    // frame of the dump asked for, or -1
-	dump      []byte // dump parts so far
-	dumpParts int
-}
-
-// stream is a catch-up stream: frames next .. end-1 from the log on the
-// reliable channel.
-type stream struct {
-	active    bool
-	next, end int
-	snap      []byte // a snapshot to send first (the state after frames 0 .. next-1), compressed
-	snapSent  int    // its parts sent
-}
-
-func (p *player) initLife(now time.Time) {
-	p.live = true
-	p.joinedAt = now
-	p.dumpWant = -1
-}
-
-// peer returns the player or spectator with id, or nil.
-func (r *Room) peer(id int) *player {
-	switch {
-	case id >= 0 && id < len(r.players):
-		return &r.players[id]
-	case id >= len(r.players):
-		if i, ok := slices.BinarySearch(r.specID, id); ok {
-			return &r.specs[i]
-		}
+// Join gives slot to a fresh client of the player (a reconnect after a
+// crash, or a late join): the room forgets what it knew of the old
+// connection, streams the frame log from frame 0 on the reliable channel,
+// paced by Config.CatchUpBytes, alongside the newest frames on the
+// unreliable one; the client runs the frames without rendering and reports
+// when it is live, which raises EventLive. A room running a Snapshotter
+// (Config.Simulation) sends a snapshot of it instead, and streams only the
+// frames after it (Step.Snapshot on the client). Checking the player's ticket is
+// the engine's job. Joining a slot that is connected replaces the
+// connection.
+func (r *Room) Join(slot int, now time.Time) error {
+	if slot < 0 || slot >= len(r.players) {
+		return fmt.Errorf("%w: %d", ErrSlot, slot)
+	}
+	r.Leave(slot)
+	p := &r.players[slot]
+	p.away = false
+	p.desynced = false // a fresh client, caught up from the room's log: judged anew
+	p.q.reconnects++
+	p.reset(now, r.start, r.cfg.Redundancy)
+	r.startStream(p, r.sendable(slot))
+	p.evFrom, p.evRerun = 0, true
+	if p.stream.active {
+		p.evFrom = p.stream.next
+	}
+	if r.ver != nil {
+		r.ver.joined(slot, p.evFrom)
+	}
+	if r.rec != nil {
+		r.rec.event(recJoin, slot, r.next)
 	}
 	return nil
 }
 
-func (r *Room) sendUnreliable(id int, p *player, msg []byte) {
-	p.q.bytesDown += uint64(len(msg))
-	if err := r.out.SendUnreliable(id, msg); err != nil {
-		r.stats.SendErrors++
+// Leave marks the player in slot as gone: the room sends it nothing and
+// makes up its input (by the room's Fill) until it joins again. Inputs it
+// already sent for later frames stay. Leaving twice is harmless.
+func (r *Room) Leave(slot int) error {
+	if slot < 0 || slot >= len(r.players) {
+		return fmt.Errorf("%w: %d", ErrSlot, slot)
+	}
+	p := &r.players[slot]
+	if p.away {
+		return nil
+	}
+	p.away, p.live, p.stream = true, false, stream{}
+	p.connected += r.now.Sub(p.joinedAt)
+	if r.rec != nil {
+		r.rec.event(recLeave, slot, r.next)
+	}
+	return nil
+}
+
+// startStream starts a catch-up stream to p of frames 0 .. end-1, from a
+// snapshot of the room's simulation when it can take one. An
+// authoritative room sends none (a snapshot would show the player
+// everything): the player is streamed its own views from frame 0.
+func (r *Room) startStream(p *player, end int) {
+	sim := r.sim
+	if r.auth != nil {
+		sim = nil
+	}
+	r.life.start(p, end, sim, &r.stats)
+}
+
+// AddSpectator adds a spectator who sees the match delay behind the cut:
+// the room sends it frame n no earlier than delay after cutting it, and
+// takes no input from it (its uplink packets only acknowledge). It returns
+// the spectator's peer id, Players or above, which the room uses with the
+// Sender and the engine with Deliver. A spectator who joins after frames
+// are already visible catches up like a rejoining player.
+func (r *Room) AddSpectator(delay time.Duration, now time.Time) (int, error) {
+	if delay < 0 {
+		return 0, fmt.Errorf("%w: spectator delay %v", ErrConfig, delay)
+	}
+	if r.auth != nil {
+		return 0, fmt.Errorf("%w: an authoritative room takes no spectators", ErrConfig)
+	}
+	id, s, err := r.specs.add(len(r.players), delay, r.cfg.Redundancy, now)
+	if err != nil {
+		return 0, err
+	}
+	s.reset(now, r.start, r.cfg.Redundancy)
+	s.advanceVisible(r.next, &r.cfg, r.start, now)
+	r.startStream(s, s.visible)
+	return id, nil
+}
+
+// RemoveSpectator stops sending to a spectator and forgets it (the match's
+// quality report then leaves it out). Its id is not reused.
+func (r *Room) RemoveSpectator(id int) error {
+	return r.specs.remove(id, len(r.players))
+}
+
+// RequestDump asks a peer for a dump of its state after frame (the game
+// answers through Client.Dump); the dump arrives as an EventDump.
+func (r *Room) RequestDump(id, frame int) error {
+	p := r.peer(id)
+	if p == nil || p.away {
+		return fmt.Errorf("%w: %d", ErrSlot, id)
+	}
+	p.dumpWant, p.dump, p.dumpParts = frame, nil, 0
+	r.sendReliable(id, p, r.life.dumpRequest(frame))
+	return nil
+}
+
+// tickLife runs after a tick that cut frames: spectators' packets,
+// catch-up streams and pending hash comparisons.
+func (r *Room) tickLife(now time.Time) {
+	for id, s := range r.specs.all() {
+		s.advanceVisible(r.next, &r.cfg, r.start, now)
+		if s.visible > 0 {
+			r.send(id, s, s.visible-1, now.Sub(r.start))
+		}
+	}
+	r.life.tick(r.cfg.CatchUpBytes, r.players, &r.specs, r, &r.stats)
+	cr := r.checkRoom()
+	r.checks.resolvePending(&cr, false)
+	if r.ver != nil {
+		r.ver.resolve(false, r.next, livePlayers(r.players), &r.events)
 	}
 }
 
-func (r *Room) sendReliable(id int, p *player, msg []byte) {
-	p.q.bytesDown += uint64(len(msg))
-	if err := r.out.SendReliable(id, msg); err != nil {
-		r.stats.SendErrors++
+// lifeMessage handles a lifecycle message from a peer.
+func (r *Room) lifeMessage(id int, p *player, msg []byte, now time.Time) error {
+	sub, rd, err := lifeKind(msg)
+	if err != nil {
+		r.stats.Dropped[DropLifecycle]++
+		return err
 	}
+	switch sub {
+	case lifeLive:
+		f, err := decodeFrameNumber(rd)
+		if err != nil || p.live || f > r.next {
+			r.stats.Dropped[DropLifecycle]++
+			return fmt.Errorf("%w: live at frame %d (already live %v): %v", ErrMalformed, f, p.live, err)
+		}
+		p.live = true
+		after := now.Sub(p.joinedAt)
+		p.q.toLive = after
+		r.events = append(r.events, Event{Kind: EventLive, Slot: id, Frame: f, After: after})
+		return nil
+	case lifeReport:
+		rep, err := decodePlayReport(rd)
+		if err != nil {
+			r.stats.Dropped[DropLifecycle]++
+			return err
+		}
+		p.q.report(rep)
+		return nil
+	case lifeEvents:
+		return r.eventMessage(id, p, rd)
+	case lifeDump:
+		d, err := decodeDumpPart(rd)
+		if err != nil || d.frame != p.dumpWant || d.part != p.dumpParts {
+			r.stats.Dropped[DropLifecycle]++
+			return fmt.Errorf("%w: dump part %d of %d for frame %d, want part %d for %d: %v",
+				ErrMalformed, d.part, d.parts, d.frame, p.dumpParts, p.dumpWant, err)
+		}
+		p.dump = append(p.dump, d.data...)
+		p.dumpParts++
+		if p.dumpParts == d.parts {
+			r.events = append(r.events, Event{Kind: EventDump, Slot: id, Frame: d.frame, Dump: p.dump, Agrees: !p.desynced})
+			if r.rec != nil && id < r.cfg.Players {
+				r.rec.dump(id, d.frame, !p.desynced, p.dump)
+			}
+			p.dumpWant, p.dump, p.dumpParts = -1, nil, 0
+		}
+		return nil
+	}
+	r.stats.Dropped[DropLifecycle]++
+	return fmt.Errorf("%w: lifecycle message %d from a client", ErrMalformed, sub)
+}
+
+// eventMessage handles a player's events report.
+func (r *Room) eventMessage(id int, p *player, rd *codec.Reader) error {
+	rep, err := decodeEventReport(rd)
+	switch {
+	case err != nil:
+		r.stats.Dropped[DropEvent]++
+		return err
+	case p.spectator:
+		r.stats.Dropped[DropSpectator]++
+		return fmt.Errorf("%w: a spectator reported events", ErrMalformed)
+	case r.ver == nil:
+		r.stats.Dropped[DropEvent]++
+		return fmt.Errorf("%w: events reported to a room that does not verify them", ErrMalformed)
+	case rep.through > r.next:
+		r.stats.Dropped[DropEvent]++
+		return fmt.Errorf("%w: events through frame %d, only %d cut", ErrMalformed, rep.through, r.next)
+	}
+	drops, dropped := r.ver.report(id, p, rep, &r.mem, &r.events)
+	r.stats.Dropped[DropEvent] += drops
+	r.ver.resolve(false, r.next, livePlayers(r.players), &r.events)
+	return dropped
+}
+
+// Record makes the room write its match to rw: the frames cut so far at
+// once, then each frame as it is cut, the hash comparisons, and players
+// leaving and joining. rw's header must carry the room's configuration.
+func (r *Room) Record(rw *ReplayWriter) error {
+	if rw.h.Config.key() != r.cfg.key() {
+		return fmt.Errorf("%w: the replay's configuration %+v is not the room's %+v", ErrReplay, rw.h.Config, r.cfg)
+	}
+	if rw.total != 0 {
+		return fmt.Errorf("%w: the writer already holds %d frames", ErrReplay, rw.total)
+	}
+	var tmp cutFrame
+	for i := range r.next { // frames cut before the replay was attached
+		rw.frame(r.log.encoded(i, &tmp))
+	}
+	r.checks.recordTo(rw) // comparisons made so far, without the dissenting hashes
+	r.rec = rw
+	return nil
+}
+
+// MajorityHash returns the hash most players reported for frame, when the
+// room compared that frame's hashes and a majority agreed.
+func (r *Room) MajorityHash(frame int) (uint64, bool) { return r.checks.majority(frame) }
+
+// checkRoom returns the room's state its hash comparisons work with.
+func (r *Room) checkRoom() checkRoom {
+	return checkRoom{players: r.players, next: r.next, events: &r.events, rec: r.rec, dumps: r}
+}
+
+// Result compares every frame any player reported its events for and
+// returns the match's agreed events and the verdicts (Config.VerifyEvents;
+// the zero MatchResult otherwise). Call it when the match ends, after the
+// last reports arrived; frames reported later are judged against the
+// agreed events as they come.
+func (r *Room) Result() MatchResult {
+	if r.ver == nil {
+		return MatchResult{}
+	}
+	r.ver.resolve(true, r.next, livePlayers(r.players), &r.events)
+	return r.ver.result()
+}
+
+// SimFrame returns how many frames the server-side simulation has run
+// (0 without one).
+func (r *Room) SimFrame() int {
+	if r.sim == nil {
+		return 0
+	}
+	return r.sim.frame
+}
+
+// SimHash returns the server-side simulation's hash after frame, for a
+// frame it has run whose number is a multiple of HashEvery.
+func (r *Room) SimHash(frame int) (uint64, bool) {
+	if r.sim == nil {
+		return 0, false
+	}
+	return r.sim.hash(frame, r.cfg.HashEvery)
+}
+
+// Quality returns the quality report so far, as of the last tick. Call it
+// live or at the match's end.
+func (r *Room) Quality() Quality {
+	rep := newQualityReport(r.next, r.now.Sub(r.start), r.checks.desyncs, r.now)
+	for i := range r.players {
+		rep.add(i, &r.players[i])
+	}
+	for id, s := range r.specs.all() {
+		rep.add(id, s)
+	}
+	return rep.done()
 }
 
 // EventKind says what an Event reports.
@@ -164,529 +351,4 @@ type Event struct {
 	Agrees  bool          // EventDump: the peer agreed with the majority
 	After   time.Duration // EventLive: time from joining to live
 	Behind  int           // EventSimBehind: frames behind the cut
-}
-
-// Events returns and clears the events raised since the last call.
-func (r *Room) Events() []Event {
-	e := r.events
-	r.events = nil
-	return e
-}
-
-// Leave marks the player in slot as gone: the room sends it nothing and
-// makes up its input (by the room's Fill) until it joins again. Inputs it
-// already sent for later frames stay. Leaving twice is harmless.
-func (r *Room) Leave(slot int) error {
-	if slot < 0 || slot >= len(r.players) {
-		return fmt.Errorf("%w: %d", ErrSlot, slot)
-	}
-	p := &r.players[slot]
-	if p.away {
-		return nil
-	}
-	p.away, p.live, p.stream = true, false, stream{}
-	p.connected += r.now.Sub(p.joinedAt)
-	if r.rec != nil {
-		r.rec.event(recLeave, slot, r.next)
-	}
-	return nil
-}
-
-// Join gives slot to a fresh client of the player (a reconnect after a
-// crash, or a late join): the room forgets what it knew of the old
-// connection, streams the frame log from frame 0 on the reliable channel,
-// paced by Config.CatchUpBytes, alongside the newest frames on the
-// unreliable one; the client runs the frames without rendering and reports
-// when it is live, which raises EventLive. A room running a Snapshotter
-// (Config.Simulation) sends a snapshot of it instead, and streams only the
-// frames after it (Step.Snapshot on the client). Checking the player's ticket is
-// the engine's job. Joining a slot that is connected replaces the
-// connection.
-func (r *Room) Join(slot int, now time.Time) error {
-	if slot < 0 || slot >= len(r.players) {
-		return fmt.Errorf("%w: %d", ErrSlot, slot)
-	}
-	r.Leave(slot)
-	p := &r.players[slot]
-	p.away = false
-	p.desynced = false // a fresh client, caught up from the room's log: judged anew
-	p.q.reconnects++
-	r.resetPeer(p, now)
-	r.startStream(p, r.sendable(slot))
-	p.evFrom, p.evRerun = 0, true
-	if p.stream.active {
-		p.evFrom = p.stream.next
-	}
-	if r.ver != nil {
-		r.ver.joined(slot, p.evFrom)
-	}
-	if r.rec != nil {
-		r.rec.event(recJoin, slot, r.next)
-	}
-	return nil
-}
-
-// resetPeer forgets a peer's connection state for a fresh client.
-func (r *Room) resetPeer(p *player, now time.Time) {
-	p.joinedAt, p.heard = now, now.Sub(r.start)
-	p.have, p.mask, p.maskLen = 0, 0, 0
-	clear(p.retransAt)
-	p.retransWait = false
-	p.redundancy = uint8(r.cfg.Redundancy)
-	p.lastSent, p.lastRecv, p.loss, p.lossWant = p.seq, 0, 0, 0
-	p.inAck, p.inSeen, p.hasMargin = 0, 0, false
-	p.notices, p.noticed = p.notices[:0], false
-	p.dumpWant, p.dump, p.dumpParts = -1, nil, 0
-	p.q.newSession()
-	p.echo, p.recent = [echoRing]echoEntry{}, [2]echoEntry{}
-	p.live = true
-}
-
-// startStream starts a catch-up stream of frames 0 .. end-1, or, when the
-// room's simulation can snapshot and has not run past end, of a snapshot
-// of the simulation and the frames after it.
-func (r *Room) startStream(p *player, end int) {
-	if end <= 0 {
-		return // nothing to catch up: the client starts live
-	}
-	p.live = false
-	p.stream = stream{active: true, next: 0, end: end}
-	r.streaming = true
-	if r.sim != nil && r.auth == nil && r.sim.frame <= end {
-		if snap, ok := r.snapshotPayload(); ok {
-			p.stream.snap, p.stream.next = snap, r.sim.frame
-		}
-	}
-}
-
-// AddSpectator adds a spectator who sees the match delay behind the cut:
-// the room sends it frame n no earlier than delay after cutting it, and
-// takes no input from it (its uplink packets only acknowledge). It returns
-// the spectator's peer id, Players or above, which the room uses with the
-// Sender and the engine with Deliver. A spectator who joins after frames
-// are already visible catches up like a rejoining player.
-func (r *Room) AddSpectator(delay time.Duration, now time.Time) (int, error) {
-	if delay < 0 {
-		return 0, fmt.Errorf("%w: spectator delay %v", ErrConfig, delay)
-	}
-	if r.auth != nil {
-		return 0, fmt.Errorf("%w: an authoritative room takes no spectators", ErrConfig)
-	}
-	if len(r.specs) >= maxSpectators {
-		return 0, fmt.Errorf("%w: %d watching", ErrSpectatorsFull, len(r.specs))
-	}
-	id := max(r.nextID, len(r.players))
-	r.nextID = id + 1
-	r.specs = append(r.specs, player{peerState: peerState{redundancy: uint8(r.cfg.Redundancy)}})
-	r.specID = append(r.specID, id)
-	s := &r.specs[len(r.specs)-1]
-	s.initLife(now)
-	s.spectator, s.delay = true, delay
-	r.resetPeer(s, now)
-	r.advanceVisible(s, now)
-	r.startStream(s, s.visible)
-	return id, nil
-}
-
-// RemoveSpectator stops sending to a spectator and forgets it (the match's
-// quality report then leaves it out). Its id is not reused.
-func (r *Room) RemoveSpectator(id int) error {
-	i, ok := slices.BinarySearch(r.specID, id)
-	if id < len(r.players) || !ok {
-		return fmt.Errorf("%w: no spectator %d", ErrSlot, id)
-	}
-	r.specs = slices.Delete(r.specs, i, i+1)
-	r.specID = slices.Delete(r.specID, i, i+1)
-	return nil
-}
-
-// advanceVisible moves a spectator's visible frames up to now - delay.
-func (r *Room) advanceVisible(s *player, now time.Time) {
-	for s.visible < r.next && !r.cfg.cutTime(r.start, s.visible).Add(s.delay).After(now) {
-		s.visible++
-	}
-}
-
-// tickLife runs after a tick that cut frames: spectators' packets,
-// catch-up streams and pending hash comparisons.
-func (r *Room) tickLife(now time.Time) {
-	for i := range r.specs {
-		s := &r.specs[i]
-		r.advanceVisible(s, now)
-		if s.visible > 0 {
-			r.send(r.specID[i], s, s.visible-1, now.Sub(r.start))
-		}
-	}
-	if r.streaming {
-		budget, active := r.cfg.CatchUpBytes, false
-		stream := func(id int, p *player) {
-			if !p.away && p.stream.active {
-				if budget > 0 {
-					budget = r.streamTo(id, p, budget)
-				}
-				active = active || p.stream.active
-			}
-		}
-		for id := range r.players {
-			stream(id, &r.players[id])
-		}
-		for i := range r.specs {
-			stream(r.specID[i], &r.specs[i])
-		}
-		r.streaming = active
-	}
-	r.resolveChecks(false)
-	r.resolveEvents(false)
-}
-
-// streamTo sends catch-up messages to a peer while the budget lasts and
-// returns what is left of it.
-func (r *Room) streamTo(id int, p *player, budget int) int {
-	if p.stream.snap != nil {
-		if budget = r.streamSnapshot(id, p, budget); p.stream.snap != nil {
-			return budget
-		}
-	}
-	for p.stream.active && budget > catchUpChunkBytes {
-		first := p.stream.next
-		w := &r.cw
-		w.Reset(r.raw[:0])
-		n := first
-		for ; n < p.stream.end && n-first < maxChunkFrames; n++ {
-			body, bits := r.body(id, n, n == first)
-			if n > first && w.Len()+bits > catchUpChunkBytes*8 {
-				break
-			}
-			w.WriteBitString(body, bits)
-		}
-		r.raw = w.Bytes()
-		last := n == p.stream.end
-		w.Reset(r.comp[:0])
-		catchUpHeader(w, first, n-first, last)
-		r.comp = codec.Compress(w.Bytes(), r.raw)
-		r.sendReliable(id, p, r.comp)
-		r.stats.CatchUp += uint64(len(r.comp))
-		p.q.catchUpBytes += uint64(len(r.comp))
-		budget -= len(r.comp)
-		p.stream.next = n
-		if last {
-			p.stream.active = false
-		}
-	}
-	return budget
-}
-
-// lifeMessage handles a lifecycle message from a peer.
-func (r *Room) lifeMessage(id int, p *player, msg []byte, now time.Time) error {
-	sub, rd, err := lifeKind(msg)
-	if err != nil {
-		r.stats.Dropped[DropLifecycle]++
-		return err
-	}
-	switch sub {
-	case lifeLive:
-		f, err := decodeFrameNumber(rd)
-		if err != nil || p.live || f > r.next {
-			r.stats.Dropped[DropLifecycle]++
-			return fmt.Errorf("%w: live at frame %d (already live %v): %v", ErrMalformed, f, p.live, err)
-		}
-		p.live = true
-		after := now.Sub(p.joinedAt)
-		p.q.toLive = after
-		r.events = append(r.events, Event{Kind: EventLive, Slot: id, Frame: f, After: after})
-		return nil
-	case lifeReport:
-		rep, err := decodePlayReport(rd)
-		if err != nil {
-			r.stats.Dropped[DropLifecycle]++
-			return err
-		}
-		p.q.report(rep)
-		return nil
-	case lifeEvents:
-		return r.eventMessage(id, p, rd)
-	case lifeDump:
-		d, err := decodeDumpPart(rd)
-		if err != nil || d.frame != p.dumpWant || d.part != p.dumpParts {
-			r.stats.Dropped[DropLifecycle]++
-			return fmt.Errorf("%w: dump part %d of %d for frame %d, want part %d for %d: %v",
-				ErrMalformed, d.part, d.parts, d.frame, p.dumpParts, p.dumpWant, err)
-		}
-		p.dump = append(p.dump, d.data...)
-		p.dumpParts++
-		if p.dumpParts == d.parts {
-			r.events = append(r.events, Event{Kind: EventDump, Slot: id, Frame: d.frame, Dump: p.dump, Agrees: !p.desynced})
-			if r.rec != nil && id < r.cfg.Players {
-				r.rec.dump(id, d.frame, !p.desynced, p.dump)
-			}
-			p.dumpWant, p.dump, p.dumpParts = -1, nil, 0
-		}
-		return nil
-	}
-	r.stats.Dropped[DropLifecycle]++
-	return fmt.Errorf("%w: lifecycle message %d from a client", ErrMalformed, sub)
-}
-
-// RequestDump asks a peer for a dump of its state after frame (the game
-// answers through Client.Dump); the dump arrives as an EventDump.
-func (r *Room) RequestDump(id, frame int) error {
-	p := r.peer(id)
-	if p == nil || p.away {
-		return fmt.Errorf("%w: %d", ErrSlot, id)
-	}
-	p.dumpWant, p.dump, p.dumpParts = frame, nil, 0
-	w := &r.cw
-	w.Reset(r.comp[:0])
-	encodeFrameNumber(w, lifeDumpRequest, frame)
-	r.comp = w.Bytes()
-	r.sendReliable(id, p, r.comp)
-	return nil
-}
-
-// hashCheck collects the hashes players reported for one frame.
-type hashCheck struct {
-	frame    int
-	reported uint32
-	hashes   [MaxPlayers]uint64
-}
-
-// checkResult is a resolved comparison.
-type checkResult struct {
-	known     bool
-	ref       bool   // hash is the server-side simulation's
-	hash      uint64 // the majority's hash (when majority)
-	agree     uint32 // the players who reported it
-	support   int    // how many agreed, when that was a majority (or ref)
-	reporters int    // how many had reported when it was resolved
-}
-
-// decided reports whether the comparison has a reference hash: the
-// simulation's, or a majority's.
-func (c *checkResult) decided() bool { return c.ref || c.support > 0 }
-
-// hashWindow is how long, in seconds of frames, the room waits for every
-// live player's hash of a frame before comparing the ones it has.
-const hashWindow = 3
-
-// hashReport takes a player's hash of its state after frame.
-func (r *Room) hashReport(slot int, p *player, frame int, hash uint64) error {
-	k := r.cfg.HashEvery
-	if p.spectator || r.auth != nil {
-		return nil // spectators' and authoritative rooms' hashes are not compared
-	}
-	if k < 0 || frame%k != 0 || frame >= r.next {
-		r.stats.Dropped[DropHash]++
-		return fmt.Errorf("%w: hash of frame %d (every %d, %d cut)", ErrMalformed, frame, k, r.next)
-	}
-	idx := frame / k
-	if idx < len(r.results) && r.results[idx].known {
-		res := &r.results[idx]
-		if res.agree&(1<<slot) != 0 || !res.decided() {
-			return nil // a late report decides nothing alone
-		}
-		if hash == res.hash {
-			res.agree |= 1 << slot
-			return nil
-		}
-		// A late report (a rejoined client catching up) that differs: it
-		// is named while the majority still holds with it counted.
-		res.reporters++
-		if !p.desynced && (res.ref || res.support*2 > res.reporters) {
-			r.diverge(frame, []int{slot}, res.agree, res.support)
-		}
-		return nil
-	}
-	if idx < len(r.results) {
-		return nil // compared without it: nobody had reported it in time
-	}
-	i, found := slices.BinarySearchFunc(r.checks, frame, func(c hashCheck, f int) int { return c.frame - f })
-	if !found {
-		if len(r.checks) >= 8*hashWindow*r.cfg.Hz/k+8 {
-			r.stats.Dropped[DropHash]++
-			return fmt.Errorf("%w: too many frames awaiting comparison", ErrMalformed)
-		}
-		r.checks = slices.Insert(r.checks, i, hashCheck{frame: frame})
-	}
-	c := &r.checks[i]
-	if c.reported&(1<<slot) != 0 {
-		if c.hashes[slot] != hash {
-			r.stats.Dropped[DropHash]++
-			return fmt.Errorf("%w: player %d reported two hashes for frame %d", ErrMalformed, slot, frame)
-		}
-		return nil
-	}
-	c.reported |= 1 << slot
-	c.hashes[slot] = hash
-	r.resolveChecks(true)
-	return nil
-}
-
-func bitsCount(x uint32) int {
-	n := 0
-	for ; x != 0; x &= x - 1 {
-		n++
-	}
-	return n
-}
-
-// resolveChecks compares the pending checks in frame order: each once
-// every live player has reported (two at least, unless the room's
-// simulation is the reference), or once it is hashWindow seconds old.
-func (r *Room) resolveChecks(onlyComplete bool) {
-	var want uint32
-	for i := range r.players {
-		if p := &r.players[i]; !p.away && p.live {
-			want |= 1 << i
-		}
-	}
-	for len(r.checks) > 0 {
-		c := &r.checks[0]
-		// A lone live player's report is not complete: it would decide
-		// the frame alone.
-		complete := c.reported&want == want && (r.sim != nil || bitsCount(c.reported) >= 2)
-		old := r.next-c.frame > hashWindow*r.cfg.Hz
-		if !complete && (onlyComplete || !old) {
-			return
-		}
-		if r.sim != nil && c.frame >= r.sim.frame {
-			return // the reference is not computed yet
-		}
-		r.resolve(c)
-		r.checks = slices.Delete(r.checks, 0, 1)
-	}
-}
-
-// resolve compares the hashes of one frame.
-func (r *Room) resolve(c *hashCheck) {
-	idx := c.frame / r.cfg.HashEvery
-	for len(r.results) <= idx {
-		r.results = append(r.results, checkResult{})
-	}
-	reporters := bitsCount(c.reported)
-	best, support := uint64(0), 0
-	for i := range r.players {
-		if c.reported&(1<<i) == 0 {
-			continue
-		}
-		n := 0
-		for j := range r.players {
-			if c.reported&(1<<j) != 0 && c.hashes[j] == c.hashes[i] {
-				n++
-			}
-		}
-		if n > support {
-			best, support = c.hashes[i], n
-		}
-	}
-	res := checkResult{known: true, reporters: reporters}
-	var div []int
-	if support*2 > reporters && support >= 2 { // a quorum: two or more, and a strict majority
-		res.hash, res.support = best, support
-	}
-	if r.sim != nil && idx < len(r.sim.hashes) {
-		// The room's own simulation is the reference: attribution works
-		// with any number of players.
-		best = r.sim.hashes[idx]
-		res = checkResult{known: true, ref: true, hash: best, reporters: reporters}
-		for i := range r.players {
-			if c.reported&(1<<i) != 0 && c.hashes[i] == best {
-				res.support++
-			}
-		}
-	}
-	if !res.decided() {
-		r.results[idx] = res
-		if r.rec != nil {
-			r.rec.check(c, res)
-		}
-		r.dispute(c)
-		return
-	}
-	for i := range r.players {
-		if c.reported&(1<<i) == 0 {
-			continue
-		}
-		if c.hashes[i] == best {
-			res.agree |= 1 << i
-		} else if !r.players[i].desynced {
-			div = append(div, i)
-		}
-	}
-	r.results[idx] = res
-	if r.rec != nil {
-		r.rec.check(c, res)
-	}
-	if res.agree == c.reported {
-		r.disputing = false
-	}
-	if len(div) > 0 {
-		r.diverge(c.frame, div, res.agree, res.support)
-	}
-}
-
-// dispute handles a comparison with no reference hash: when the reporters
-// disagree, it raises EventDispute naming them all (once, until a frame on
-// which they agree) and flags no one.
-func (r *Room) dispute(c *hashCheck) {
-	var players []int
-	var hashes []uint64
-	agreed := true
-	for i := range r.players {
-		if c.reported&(1<<i) != 0 {
-			players = append(players, i)
-			hashes = append(hashes, c.hashes[i])
-			agreed = agreed && c.hashes[i] == hashes[0]
-		}
-	}
-	if agreed { // a lone reporter, or all alike without a quorum
-		if len(players) >= 2 {
-			r.disputing = false
-		}
-		return
-	}
-	if r.disputing {
-		return
-	}
-	r.disputing = true
-	r.events = append(r.events, Event{Kind: EventDispute, Frame: c.frame, Players: players, Hashes: hashes})
-	r.desyncs++
-}
-
-// diverge raises a desync event naming the players in div, against the
-// reference that the players in agree (agreed of them) reported, and asks
-// for dumps when so configured.
-func (r *Room) diverge(frame int, div []int, agree uint32, agreed int) {
-	slices.Sort(div)
-	for _, i := range div {
-		p := &r.players[i]
-		p.desynced = true
-		if !p.q.desynced { // the match's quality report keeps the first
-			p.q.desyncAt, p.q.desynced = frame, true
-		}
-	}
-	r.events = append(r.events, Event{Kind: EventDesync, Frame: frame, Players: div, Agreed: agreed})
-	r.desyncs++
-	if !r.cfg.DumpOnDesync {
-		return
-	}
-	for _, i := range div {
-		r.RequestDump(i, frame)
-	}
-	for i := range r.players {
-		if agree&(1<<i) != 0 && !r.players[i].desynced && !r.players[i].away {
-			r.RequestDump(i, frame)
-			break
-		}
-	}
-}
-
-// MajorityHash returns the hash most players reported for frame, when the
-// room compared that frame's hashes and a majority agreed.
-func (r *Room) MajorityHash(frame int) (uint64, bool) {
-	k := r.cfg.HashEvery
-	if k < 0 || frame < 0 || frame%k != 0 || frame/k >= len(r.results) {
-		return 0, false
-	}
-	res := r.results[frame/k]
-	return res.hash, res.known && res.decided()
 }

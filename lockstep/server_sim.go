@@ -59,79 +59,64 @@ func (s *serverSim) resolve(f *Frame, fill Fill) Frame {
 	return Frame{Number: f.Number, Slots: s.slots}
 }
 
-// stepSim runs the server-side simulation through the frames cut, at most
-// the configured steps per tick, and reports a simulation that fell more
-// than a second of frames behind the cut.
-func (r *Room) stepSim() {
-	s := r.sim
-	if s == nil {
-		return
+// stepsPerTick returns how many frames the simulation may run in one
+// tick, given Config.SimStepsPerTick.
+func stepsPerTick(configured int) int {
+	if configured == 0 {
+		return defaultSimSteps
 	}
-	steps := r.cfg.SimStepsPerTick
-	if steps == 0 {
-		steps = defaultSimSteps
+	return configured
+}
+
+// step runs cut, the cut frame that is the simulation's next, with the
+// room's Fill applied, and keeps the hash after it when one is due. ver,
+// when not nil, takes each logic frame's events.
+func (s *serverSim) step(cut *Frame, cfg *Config, ver *verifier, mem *arena) {
+	// A relay frame is Substeps logic frames of the game.
+	s.logic = cfg.expand(s.logic[:0], s.resolve(cut, cfg.Fill))
+	for _, f := range s.logic {
+		s.sim.Step(f)
+		if ver != nil {
+			ver.takeSimEvents(s.frame, mem)
+		}
 	}
-	for i := 0; i < steps && s.frame < r.next; i++ {
-		// A relay frame is Substeps logic frames of the game.
-		s.logic = r.cfg.expand(s.logic[:0], r.resolvedFrame(s.frame))
-		for _, f := range s.logic {
-			s.sim.Step(f)
-			if r.ver != nil && r.ver.sim != nil {
-				r.simEvents(s.frame)
-			}
-		}
-		if k := r.cfg.HashEvery; k > 0 && s.frame%k == 0 {
-			s.hashes = append(s.hashes, s.sim.Hash())
-		}
-		if r.auth != nil {
-			r.authFrame()
-		}
-		s.frame++
-		r.stats.SimFrames++
+	if k := cfg.HashEvery; k > 0 && s.frame%k == 0 {
+		s.hashes = append(s.hashes, s.sim.Hash())
 	}
-	lag := r.next - s.frame
-	r.stats.MaxSimLag = max(r.stats.MaxSimLag, lag)
+	s.frame++
+}
+
+// fellBehind takes the simulation's lag behind the cut after a tick in
+// which it could run steps frames, and reports whether it just fell more
+// than hz frames (a second) behind: it is reported again only after it
+// caught up.
+func (s *serverSim) fellBehind(lag, hz, steps int) bool {
 	switch {
-	case !s.behind && lag > r.cfg.Hz:
+	case !s.behind && lag > hz:
 		s.behind = true
-		r.stats.SimBehind++
-		r.events = append(r.events, Event{Kind: EventSimBehind, Frame: s.frame, Behind: lag})
+		return true
 	case s.behind && lag <= steps:
 		s.behind = false
 	}
+	return false
 }
 
-// resolvedFrame returns cut frame n with the Fill applied, for the
-// server-side simulation; n must be the simulation's next frame.
-func (r *Room) resolvedFrame(n int) Frame {
-	return r.sim.resolve(r.frameAt(n), r.cfg.Fill)
-}
-
-// SimFrame returns how many frames the server-side simulation has run
-// (0 without one).
-func (r *Room) SimFrame() int {
-	if r.sim == nil {
-		return 0
-	}
-	return r.sim.frame
-}
-
-// SimHash returns the server-side simulation's hash after frame, for a
-// frame it has run whose number is a multiple of HashEvery.
-func (r *Room) SimHash(frame int) (uint64, bool) {
-	k := r.cfg.HashEvery
-	if r.sim == nil || k < 0 || frame < 0 || frame%k != 0 || frame/k >= len(r.sim.hashes) {
+// hash returns the simulation's hash after frame, for a frame it has run
+// whose number is a multiple of every (Config.HashEvery).
+func (s *serverSim) hash(frame, every int) (uint64, bool) {
+	k := every
+	if k < 0 || frame < 0 || frame%k != 0 || frame/k >= len(s.hashes) {
 		return 0, false
 	}
-	return r.sim.hashes[frame/k], true
+	return s.hashes[frame/k], true
 }
 
-// snapshotPayload returns the compressed snapshot of the simulation as it
-// is now (the state after frames 0 .. frame-1), cached for joins at the
-// same frame, or false when it cannot be sent (no Snapshotter, too big).
-func (r *Room) snapshotPayload() ([]byte, bool) {
-	s := r.sim
-	if s == nil || s.snap == nil || s.frame == 0 {
+// snapshot returns the compressed snapshot of the simulation as it is now
+// (the state after frames 0 .. frame-1), cached for joins at the same
+// frame, or false when it cannot be sent (no Snapshotter, too big). It
+// counts snapshots taken and failed in stats.
+func (s *serverSim) snapshot(stats *RoomStats) ([]byte, bool) {
+	if s.snap == nil || s.frame == 0 {
 		return nil, false
 	}
 	if s.cacheFrame == s.frame {
@@ -139,7 +124,7 @@ func (r *Room) snapshotPayload() ([]byte, bool) {
 	}
 	game := s.snap.Snapshot()
 	if len(game) > MaxSnapshotBytes {
-		r.stats.SnapshotFailures++
+		stats.SnapshotFailures++
 		return nil, false
 	}
 	var w codec.Writer
@@ -153,11 +138,11 @@ func (r *Room) snapshotPayload() ([]byte, bool) {
 	raw := append(w.Bytes(), game...)
 	comp := codec.Compress(nil, raw)
 	if len(comp) > maxSnapshotParts*SnapshotPartBytes {
-		r.stats.SnapshotFailures++
+		stats.SnapshotFailures++
 		return nil, false
 	}
 	s.cache, s.cacheFrame = comp, s.frame
-	r.stats.Snapshots++
+	stats.Snapshots++
 	return comp, true
 }
 
@@ -196,28 +181,4 @@ func decodeSnapshotPayload(comp []byte, players int) (prev [][]byte, game []byte
 		return nil, nil, fmt.Errorf("%w: snapshot of %d bytes", ErrMalformed, len(game))
 	}
 	return prev, game, nil
-}
-
-// streamSnapshot sends the parts of a stream's snapshot while the budget
-// lasts and returns what is left of it.
-func (r *Room) streamSnapshot(id int, p *player, budget int) int {
-	st := &p.stream
-	parts := snapshotSpec.count(len(st.snap))
-	for st.snapSent < parts && budget > catchUpChunkBytes {
-		i := st.snapSent
-		d := snapshotPart{frame: st.next, part: i, parts: parts, data: snapshotSpec.piece(st.snap, i)}
-		w := &r.cw
-		w.Reset(r.comp[:0])
-		d.encode(w)
-		r.comp = w.Bytes()
-		r.sendReliable(id, p, r.comp)
-		r.stats.CatchUp += uint64(len(r.comp))
-		p.q.catchUpBytes += uint64(len(r.comp))
-		budget -= len(r.comp)
-		st.snapSent++
-	}
-	if st.snapSent == parts {
-		st.snap = nil
-	}
-	return budget
 }

@@ -56,8 +56,8 @@ func TestSpectatorsComeAndGo(t *testing.T) {
 	if err := room.RemoveSpectator(ids[100]); err == nil {
 		t.Fatal("a spectator removed twice")
 	}
-	if len(room.specs) != 100 || cap(room.specs) > 2*maxSpectators {
-		t.Fatalf("%d spectators held (capacity %d), want the 100 watching", len(room.specs), cap(room.specs))
+	if len(room.specs.peers) != 100 || cap(room.specs.peers) > 2*maxSpectators {
+		t.Fatalf("%d spectators held (capacity %d), want the 100 watching", len(room.specs.peers), cap(room.specs.peers))
 	}
 	var w codec.Writer
 	(&uplink{}).encode(&w)

@@ -79,15 +79,24 @@ type verifier struct {
 	through    []int         // per player: frames reported complete, this session and before
 	gaps       [][][2]int    // per player: frames it never ran (skipped by a snapshot), [from, to)
 	sim        EventSource   // the reference, when the room runs one
+	ref        *serverSim    // the room's simulation, nil without one
 	simEvents  []GameEvent   // its events of frames >= done
 	keys       [MaxPlayers][]byte
+	hz         int // the room's frame rate
 }
 
-func newVerifier(players int, sim Simulation) *verifier {
+// newVerifier returns the event verification of a room of players slots
+// cutting hz frames a second; ref is the room's simulation, nil without
+// one, and the reference when it reports events.
+func newVerifier(players, hz int, ref *serverSim) *verifier {
 	v := &verifier{pend: make([][]GameEvent, players), through: make([]int, players), gaps: make([][][2]int, players),
-		verdicts: make([]PlayerVerdict, players), named: make([]bool, players)}
+		verdicts: make([]PlayerVerdict, players), named: make([]bool, players), hz: hz, ref: ref}
 	for i := range v.verdicts {
 		v.verdicts[i].First = -1
+	}
+	var sim Simulation
+	if ref != nil {
+		sim = ref.sim
 	}
 	v.sim, _ = sim.(EventSource)
 	return v
@@ -141,33 +150,19 @@ func decodeEventReport(r *codec.Reader) (eventReport, error) {
 	return e, nil
 }
 
-// eventMessage handles a player's events report.
-func (r *Room) eventMessage(id int, p *player, rd *codec.Reader) error {
-	rep, err := decodeEventReport(rd)
-	switch {
-	case err != nil:
-		r.stats.Dropped[DropEvent]++
-		return err
-	case p.spectator:
-		r.stats.Dropped[DropSpectator]++
-		return fmt.Errorf("%w: a spectator reported events", ErrMalformed)
-	case r.ver == nil:
-		r.stats.Dropped[DropEvent]++
-		return fmt.Errorf("%w: events reported to a room that does not verify them", ErrMalformed)
-	case rep.through > r.next:
-		r.stats.Dropped[DropEvent]++
-		return fmt.Errorf("%w: events through frame %d, only %d cut", ErrMalformed, rep.through, r.next)
-	}
-	v := r.ver
+// report takes player id's events report, rep, which the room checked
+// (rep.through is a frame cut), keeping the events in mem; disagreements
+// with frames already compared raise events. It returns how many events it
+// dropped, and why it dropped the last.
+func (v *verifier) report(id int, p *player, rep eventReport, mem *arena, events *[]Event) (drops uint64, dropped error) {
 	from := max(v.through[id], p.evFrom) // frames already reported, or not run by this client
-	var dropped error
 	perFrame, last := 0, -1
 	for _, ev := range rep.events {
 		if ev.Frame < from {
 			if ev.Frame < p.evFrom || p.evRerun {
 				continue // a rejoined client running frames it reported before it left
 			}
-			r.stats.Dropped[DropEvent]++
+			drops++
 			dropped = fmt.Errorf("%w: event for frame %d, reported complete through %d", ErrMalformed, ev.Frame, from)
 			continue
 		}
@@ -177,35 +172,33 @@ func (r *Room) eventMessage(id int, p *player, rd *codec.Reader) error {
 			last, perFrame = ev.Frame, 1
 		}
 		if perFrame > MaxEventsPerFrame || len(v.pend[id]) >= maxPendingEvents {
-			r.stats.Dropped[DropEvent]++
+			drops++
 			dropped = fmt.Errorf("%w: over %d events for frame %d, or %d held", ErrMalformed, MaxEventsPerFrame, ev.Frame, maxPendingEvents)
 			continue
 		}
 		if ev.Frame < v.done {
-			r.lateEvents(id, ev.Frame, rep.events)
+			v.lateEvents(id, ev.Frame, rep.events, events)
 			continue
 		}
-		v.pend[id] = append(v.pend[id], GameEvent{Frame: ev.Frame, Data: r.keep(ev.Data)})
+		v.pend[id] = append(v.pend[id], GameEvent{Frame: ev.Frame, Data: mem.keep(ev.Data)})
 	}
 	if rep.through > v.through[id] {
 		// Frames compared without this player, and now reported complete
 		// with no events: check those against the agreed ones too.
 		for f := max(v.through[id], p.evFrom); f < min(rep.through, v.done); f++ {
 			if !slices.ContainsFunc(rep.events, func(e GameEvent) bool { return e.Frame == f }) {
-				r.lateEvents(id, f, nil)
+				v.lateEvents(id, f, nil, events)
 			}
 		}
 		v.through[id] = rep.through
 		p.evRerun = false // past what it reported before it left
 	}
-	r.resolveEvents(false)
-	return dropped
+	return drops, dropped
 }
 
 // lateEvents checks a player's events of a frame already compared
 // against the agreed ones (a rejoined client's, or a slow one's).
-func (r *Room) lateEvents(id, frame int, evs []GameEvent) {
-	v := r.ver
+func (v *verifier) lateEvents(id, frame int, evs []GameEvent, events *[]Event) {
 	if _, bad := slices.BinarySearch(v.noMajority, frame); bad {
 		return
 	}
@@ -226,14 +219,13 @@ func (r *Room) lateEvents(id, frame int, evs []GameEvent) {
 	}
 	if !same && v.through[id] <= frame {
 		v.through[id] = frame + 1 // judged once
-		r.disagree(frame, []int{id})
+		v.disagree(frame, []int{id}, events)
 	}
 }
 
 // disagree records the players whose events of frame differ from the
 // agreed ones and names the ones not named before.
-func (r *Room) disagree(frame int, ids []int) {
-	v := r.ver
+func (v *verifier) disagree(frame int, ids []int, events *[]Event) {
 	var fresh []int
 	for _, i := range ids {
 		pv := &v.verdicts[i]
@@ -247,34 +239,34 @@ func (r *Room) disagree(frame int, ids []int) {
 		}
 	}
 	if len(fresh) > 0 {
-		r.events = append(r.events, Event{Kind: EventVerdict, Frame: frame, Players: fresh})
+		*events = append(*events, Event{Kind: EventVerdict, Frame: frame, Players: fresh})
 	}
 }
 
-// simEvents takes the room's simulation's events of the frame it just ran.
-func (r *Room) simEvents(frame int) {
-	v := r.ver
+// takeSimEvents takes the room's simulation's events of the frame it
+// just ran, keeping them in mem, when the simulation is the reference.
+func (v *verifier) takeSimEvents(frame int, mem *arena) {
+	if v.sim == nil {
+		return
+	}
 	for _, e := range v.sim.StepEvents() {
 		if len(e) <= MaxEventBytes {
-			v.simEvents = append(v.simEvents, GameEvent{Frame: frame, Data: r.keep(e)})
+			v.simEvents = append(v.simEvents, GameEvent{Frame: frame, Data: mem.keep(e)})
 		}
 	}
 }
 
-// resolveEvents compares the players' events frame by frame: each frame
-// once every live player reported it complete, or once it is eventWindow
-// seconds old; with final, every frame anybody reported.
-func (r *Room) resolveEvents(final bool) {
-	v := r.ver
-	if v == nil {
-		return
-	}
+// resolve compares the players' events frame by frame: each frame once
+// every live player (by slot, in live) reported it complete, or once it
+// is eventWindow seconds old; with final, every frame anybody reported.
+// next is the room's next frame to cut.
+func (v *verifier) resolve(final bool, next int, live uint32, events *[]Event) {
 	// The frames every live player has reported, and those old enough to
 	// compare without the others.
-	upTo, anyone := r.next, 0
-	for i := range r.players {
+	upTo, anyone := next, 0
+	for i := range v.through {
 		anyone = max(anyone, v.through[i])
-		if p := &r.players[i]; !p.away && p.live {
+		if live&(1<<i) != 0 {
 			upTo = min(upTo, v.through[i])
 		}
 	}
@@ -285,10 +277,10 @@ func (r *Room) resolveEvents(final bool) {
 		slices.Sort(th)
 		upTo = th[len(th)-(len(th)/2+1)]
 	} else {
-		upTo = max(min(upTo, anyone), min(anyone, r.next-eventWindow*r.cfg.Hz))
+		upTo = max(min(upTo, anyone), min(anyone, next-eventWindow*v.hz))
 	}
 	if v.sim != nil {
-		upTo = min(upTo, r.sim.frame) // the reference is not computed yet
+		upTo = min(upTo, v.ref.frame) // the reference is not computed yet
 	}
 	for v.done < upTo {
 		// The next frame with any event: every frame before it is empty
@@ -307,15 +299,14 @@ func (r *Room) resolveEvents(final bool) {
 			break
 		}
 		v.done = f
-		r.compareFrame(f)
+		v.compareFrame(f, events)
 		v.done = f + 1
 	}
 }
 
 // compareFrame compares the players' events of frame f, the first not yet
 // compared, and takes them off the pending lists.
-func (r *Room) compareFrame(f int) {
-	v := r.ver
+func (v *verifier) compareFrame(f int, events *[]Event) {
 	var reporters []int
 	for i := range v.pend {
 		n := 0
@@ -372,7 +363,7 @@ func (r *Room) compareFrame(f int) {
 		v.noMajority = append(v.noMajority, f)
 	}
 	if len(div) > 0 {
-		r.disagree(f, div)
+		v.disagree(f, div, events)
 	}
 }
 
@@ -407,17 +398,8 @@ func eventsOfKey(f int, key []byte) []GameEvent {
 	return out
 }
 
-// Result compares every frame any player reported its events for and
-// returns the match's agreed events and the verdicts (Config.VerifyEvents;
-// the zero MatchResult otherwise). Call it when the match ends, after the
-// last reports arrived; frames reported later are judged against the
-// agreed events as they come.
-func (r *Room) Result() MatchResult {
-	v := r.ver
-	if v == nil {
-		return MatchResult{}
-	}
-	r.resolveEvents(true)
+// result returns the match's agreed events and the verdicts so far.
+func (v *verifier) result() MatchResult {
 	res := MatchResult{Frames: v.done, Events: slices.Clone(v.agreed), NoMajority: slices.Clone(v.noMajority),
 		Players: slices.Clone(v.verdicts)}
 	for i := range res.Players {
