@@ -14,6 +14,7 @@ import (
 
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // TestAbuse runs a server as tongbu serve does (HTTPServer on a
@@ -166,7 +167,7 @@ func TestChurn(t *testing.T) {
 		return len(h.s.peers) + room.Connected()
 	}
 	cycle := func() {
-		c, err := h.join("alice", "r", RolePlayer, transport.LinkConfig{})
+		c, err := h.join("alice", "r", RolePlayer, memnet.LinkConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -126,7 +126,7 @@ func connectURL(s string) (string, error) {
 
 // NewClient runs the client side over conn, a connection already open to
 // the server (Dial does this for WebRTC; an in-process bot passes one end
-// of a transport.Network pipe whose other end went to Server.Attach). It
+// of a memnet.Network pipe whose other end went to Server.Attach). It
 // waits for the server's welcome.
 func NewClient(ctx context.Context, conn transport.Conn) (*Client, error) {
 	c := &Client{conn: conn}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/lockstep"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // FuzzClientStream plays a hostile server to an engine.Client: a welcome,
@@ -28,8 +28,8 @@ func FuzzClientStream(f *testing.F) {
 	f.Add(false, append([]byte{1, byte(len(seats))}, seats...))
 	f.Add(true, append([]byte{0, 9}, appendWelcome(nil, &welcome{mode: Interest, target: "w", self: 1, interest: interest.Config{}.WithDefaults()})[:9]...))
 	f.Fuzz(func(t *testing.T, interestMode bool, data []byte) {
-		net := transport.NewNetwork(1)
-		c, s := net.Pipe(transport.LinkConfig{}, transport.LinkConfig{})
+		net := memnet.New(1)
+		c, s := net.Pipe(memnet.LinkConfig{}, memnet.LinkConfig{})
 		defer c.Close()
 		defer s.Close()
 		w := &welcome{mode: Lockstep, target: "r", slot: 1, lockstep: lockstep.Config{Players: 2}.WithDefaults()}

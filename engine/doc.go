@@ -13,7 +13,7 @@
 // due one to a free worker), not a goroutine each; each connection has one reading goroutine.
 //
 // A Client joins with Dial (WebRTC) or NewClient (any transport.Conn: an
-// in-process bot over transport.Network, with Server.Attach on the other
+// in-process bot over memnet.Network, with Server.Attach on the other
 // end). The server's first message, the welcome, carries the mode's
 // configuration, so the Client builds the right half: Lockstep returns a
 // lockstep.Client, Interest an interest.Client, which the game drives. The

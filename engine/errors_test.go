@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/lockstep"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // TestErrors provokes each of the engine's errors through its exported
@@ -27,13 +27,13 @@ func TestErrors(t *testing.T) {
 		t.Fatal(err)
 	}
 	alice, _ := h.s.Ticket("alice", "r", RolePlayer, time.Minute)
-	if c, err := h.joinWith(alice, transport.LinkConfig{}); err != nil {
+	if c, err := h.joinWith(alice, memnet.LinkConfig{}); err != nil {
 		t.Fatal(err)
 	} else {
 		defer c.Close()
 	}
 	attach := func(ticket string) error {
-		c, s := h.net.Pipe(transport.LinkConfig{}, transport.LinkConfig{})
+		c, s := h.net.Pipe(memnet.LinkConfig{}, memnet.LinkConfig{})
 		defer c.Close()
 		return h.s.Attach(s, ticket)
 	}
@@ -64,7 +64,7 @@ func TestErrors(t *testing.T) {
 		{"parse", func() error { _, err := ParseTicket(testSecret, "!!", time.Now()); return err }, ErrTicketInvalid},
 		{"sign", func() error { _, err := SignTicket(testSecret, Ticket{Target: "r"}); return err }, ErrTicketInvalid},
 		{"bad welcome", func() error {
-			c, s := h.net.Pipe(transport.LinkConfig{}, transport.LinkConfig{})
+			c, s := h.net.Pipe(memnet.LinkConfig{}, memnet.LinkConfig{})
 			defer c.Close()
 			s.SendReliable([]byte{kindEngine | typeWelcome<<kindBits, 0xff})
 			_, err := NewClient(context.Background(), c)

@@ -11,7 +11,7 @@ import (
 	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/lockstep"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 var secret = []byte("share-this-with-your-game-server")
@@ -70,7 +70,7 @@ func ExampleServer_CreateWorld() {
 		panic(err)
 	}
 
-	client, server := transport.NewNetwork(1).Pipe(transport.LinkConfig{}, transport.LinkConfig{})
+	client, server := memnet.New(1).Pipe(memnet.LinkConfig{}, memnet.LinkConfig{})
 	ticket, _ := srv.Ticket("alice", "field", engine.RolePlayer, time.Minute)
 	if err := srv.Attach(server, ticket); err != nil {
 		panic(err)

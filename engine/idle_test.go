@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/lockstep"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // TestRoomIdleTimeout: a room stays while a player is connected, closes
@@ -27,7 +27,7 @@ func TestRoomIdleTimeout(t *testing.T) {
 	}
 	closed := make(chan bool, 1)
 	r.OnClose(func(idle bool) { closed <- idle })
-	c, err := h.join("alice", "r", RolePlayer, transport.LinkConfig{})
+	c, err := h.join("alice", "r", RolePlayer, memnet.LinkConfig{})
 	if err != nil {
 		t.Fatal(err)
 	}

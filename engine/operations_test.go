@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/lockstep"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // TestMetricsSurface: /metrics behind a token, per-peer gauges only when
@@ -53,7 +53,7 @@ func TestMetricsSurface(t *testing.T) {
 			if _, err := h.s.CreateRoom("secret-room-name", lockstep.Config{Players: 2}); err != nil {
 				t.Fatal(err)
 			}
-			c, err := h.join("alice", "secret-room-name", RolePlayer, transport.LinkConfig{})
+			c, err := h.join("alice", "secret-room-name", RolePlayer, memnet.LinkConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -126,7 +126,7 @@ func TestDesyncRate(t *testing.T) {
 			}
 			var cs []*Client
 			for i := range 3 {
-				c, err := h.join(fmt.Sprint(room, i), room, RolePlayer, transport.LinkConfig{Latency: 10 * time.Millisecond})
+				c, err := h.join(fmt.Sprint(room, i), room, RolePlayer, memnet.LinkConfig{Latency: 10 * time.Millisecond})
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/lockstep"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // TestSeats: a room tells its players and spectators what each slot
@@ -24,7 +24,7 @@ func TestSeats(t *testing.T) {
 		if _, err := h.s.CreateRoom("r", lockstep.Config{Players: 3}); err != nil {
 			t.Fatal(err)
 		}
-		link := transport.LinkConfig{Latency: 20 * time.Millisecond}
+		link := memnet.LinkConfig{Latency: 20 * time.Millisecond}
 		var cs []*Client
 		for _, p := range []string{"p0", "p1"} {
 			c, err := h.join(p, "r", RolePlayer, link)
@@ -105,7 +105,7 @@ func TestSeatsLookAllocatesNothing(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := h.join("p0", "r", RolePlayer, transport.LinkConfig{}); err != nil {
+		if _, err := h.join("p0", "r", RolePlayer, memnet.LinkConfig{}); err != nil {
 			t.Fatal(err)
 		}
 		synctest.Wait() // the room's worker waits for its next cut: the seats are this goroutine's

@@ -45,7 +45,7 @@ type Config struct {
 	// send no Origin.
 	AllowedOrigins []string
 	// NoWebRTC serves only connections handed to Attach (in-process bots
-	// over transport.Network, tests): no UDP port is opened and ConnectPath
+	// over memnet.Network, tests): no UDP port is opened and ConnectPath
 	// is not served.
 	NoWebRTC bool
 	// MaxConns bounds the connections open at once (default 10,000).
@@ -466,7 +466,7 @@ func refuseReason(err error) string {
 }
 
 // Attach joins conn, a connection made by other means than the server's
-// WebRTC (an in-process bot over transport.Network, a test), with the
+// WebRTC (an in-process bot over memnet.Network, a test), with the
 // ticket it presents. On error conn is closed.
 func (s *Server) Attach(conn transport.Conn, ticket string) error {
 	t, err := s.admit(ticket, time.Now())

@@ -16,14 +16,14 @@ import (
 
 	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/lockstep"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // harness is a server with no WebRTC, reached over an emulated network.
 type harness struct {
 	t   *testing.T
 	s   *Server
-	net *transport.Network
+	net *memnet.Network
 }
 
 func newHarness(t *testing.T, cfg Config) *harness {
@@ -36,12 +36,12 @@ func newHarness(t *testing.T, cfg Config) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &harness{t: t, s: s, net: transport.NewNetwork(1)}
+	return &harness{t: t, s: s, net: memnet.New(1)}
 }
 
 // join connects player to target over a fresh pipe with link cfg and
 // returns the client, or the error the server gave.
-func (h *harness) join(player, target string, role Role, link transport.LinkConfig) (*Client, error) {
+func (h *harness) join(player, target string, role Role, link memnet.LinkConfig) (*Client, error) {
 	tk, err := h.s.Ticket(player, target, role, time.Minute)
 	if err != nil {
 		h.t.Fatal(err)
@@ -49,7 +49,7 @@ func (h *harness) join(player, target string, role Role, link transport.LinkConf
 	return h.joinWith(tk, link)
 }
 
-func (h *harness) joinWith(ticket string, link transport.LinkConfig) (*Client, error) {
+func (h *harness) joinWith(ticket string, link memnet.LinkConfig) (*Client, error) {
 	c, sc := h.net.Pipe(link, link)
 	if err := h.s.Attach(sc, ticket); err != nil {
 		c.Close()
@@ -112,7 +112,7 @@ func TestLockstepRoom(t *testing.T) {
 		if _, err := h.s.CreateRoom("r", lockstep.Config{Players: 4}); err != nil {
 			t.Fatal(err)
 		}
-		link := transport.LinkConfig{Latency: 20 * time.Millisecond, Jitter: 5 * time.Millisecond, Loss: 0.05}
+		link := memnet.LinkConfig{Latency: 20 * time.Millisecond, Jitter: 5 * time.Millisecond, Loss: 0.05}
 		var clients []*Client
 		for i := range 4 {
 			c, err := h.join(fmt.Sprint("p", i), "r", RolePlayer, link)
@@ -192,14 +192,14 @@ func TestJoinRefused(t *testing.T) {
 		h.s.CreateWorld("w", WorldConfig{Interest: interest.Config{Width: 4, Height: 4}})
 		var keep []*Client
 		for _, p := range []string{"a", "b"} {
-			c, err := h.join(p, "duo", RolePlayer, transport.LinkConfig{})
+			c, err := h.join(p, "duo", RolePlayer, memnet.LinkConfig{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			keep = append(keep, c)
 		}
 		used, _ := h.s.Ticket("c", "w", RolePlayer, time.Minute)
-		c, err := h.joinWith(used, transport.LinkConfig{})
+		c, err := h.joinWith(used, memnet.LinkConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,14 +223,14 @@ func TestJoinRefused(t *testing.T) {
 			{"spectator in a world", tk("x", "w", RoleSpectator), "players only"},
 			{"connection limit", tk("x", "w", RolePlayer), "full"},
 		} {
-			_, err := h.joinWith(tc.ticket, transport.LinkConfig{})
+			_, err := h.joinWith(tc.ticket, memnet.LinkConfig{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("%s: err = %v, want it to say %q", tc.name, err, tc.want)
 			}
 		}
 		keep[2].Close() // below the connection limit again
 		time.Sleep(time.Second)
-		_, err = h.join("c3", "duo", RolePlayer, transport.LinkConfig{})
+		_, err = h.join("c3", "duo", RolePlayer, memnet.LinkConfig{})
 		if err == nil || !strings.Contains(err.Error(), "slots taken") {
 			t.Errorf("third player in a two-player room: %v", err)
 		}
@@ -257,9 +257,9 @@ func TestReconnectKeepsSlot(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		h := newHarness(t, Config{})
 		h.s.CreateRoom("r", lockstep.Config{Players: 3})
-		a, _ := h.join("a", "r", RolePlayer, transport.LinkConfig{})
-		b, _ := h.join("b", "r", RolePlayer, transport.LinkConfig{})
-		b2, err := h.join("b", "r", RolePlayer, transport.LinkConfig{})
+		a, _ := h.join("a", "r", RolePlayer, memnet.LinkConfig{})
+		b, _ := h.join("b", "r", RolePlayer, memnet.LinkConfig{})
+		b2, err := h.join("b", "r", RolePlayer, memnet.LinkConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,8 +287,8 @@ func TestShutdownTellsClients(t *testing.T) {
 		h := newHarness(t, Config{})
 		h.s.CreateRoom("r", lockstep.Config{Players: 2})
 		h.s.CreateWorld("w", WorldConfig{Interest: interest.Config{Width: 4, Height: 4}})
-		a, _ := h.join("a", "r", RolePlayer, transport.LinkConfig{})
-		b, err := h.join("b", "w", RolePlayer, transport.LinkConfig{})
+		a, _ := h.join("a", "r", RolePlayer, memnet.LinkConfig{})
+		b, err := h.join("b", "w", RolePlayer, memnet.LinkConfig{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,7 +299,7 @@ func TestShutdownTellsClients(t *testing.T) {
 				t.Fatalf("%v client after shutdown: %v", c.Mode(), err)
 			}
 		}
-		if _, err := h.join("c", "r", RolePlayer, transport.LinkConfig{}); !errors.Is(err, ErrServerClosed) {
+		if _, err := h.join("c", "r", RolePlayer, memnet.LinkConfig{}); !errors.Is(err, ErrServerClosed) {
 			t.Fatalf("join after shutdown: %v", err)
 		}
 		if _, err := h.s.CreateRoom("r2", lockstep.Config{}); !errors.Is(err, ErrServerClosed) {
@@ -327,7 +327,7 @@ func TestWorld(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		link := transport.LinkConfig{Latency: 30 * time.Millisecond}
+		link := memnet.LinkConfig{Latency: 30 * time.Millisecond}
 		var cs []*Client
 		for i := range 3 {
 			c, err := h.join(fmt.Sprint("p", i), "w", RolePlayer, link)
@@ -399,7 +399,7 @@ func TestSpectatorAndRejoin(t *testing.T) {
 		h := newHarness(t, Config{})
 		r, _ := h.s.CreateRoom("r", lockstep.Config{Players: 2})
 		r.SetSpectatorDelay(time.Second)
-		link := transport.LinkConfig{Latency: 25 * time.Millisecond, Loss: 0.05}
+		link := memnet.LinkConfig{Latency: 25 * time.Millisecond, Loss: 0.05}
 		a, _ := h.join("a", "r", RolePlayer, link)
 		b, _ := h.join("b", "r", RolePlayer, link)
 		played := map[*Client][]lockstep.Frame{}
@@ -476,7 +476,7 @@ func TestStarvedClientCatchesUp(t *testing.T) {
 				desyncs++
 			}
 		})
-		link := transport.LinkConfig{Latency: 20 * time.Millisecond, Jitter: 5 * time.Millisecond}
+		link := memnet.LinkConfig{Latency: 20 * time.Millisecond, Jitter: 5 * time.Millisecond}
 		var clients []*Client
 		for i := range 3 {
 			c, err := h.join(fmt.Sprint("p", i), "r", RolePlayer, link)

@@ -13,7 +13,7 @@ import (
 	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/movers"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // TestVerifiedRoom: an engine room that runs movers and verifies game
@@ -40,9 +40,9 @@ func TestVerifiedRoom(t *testing.T) {
 			mu.Unlock()
 		}
 	})
-	net := transport.NewNetwork(1)
+	net := memnet.New(1)
 	dial := func(player string) *engine.Client {
-		client, server := net.Pipe(transport.LinkConfig{}, transport.LinkConfig{})
+		client, server := net.Pipe(memnet.LinkConfig{}, memnet.LinkConfig{})
 		ticket, _ := srv.Ticket(player, "verified", engine.RolePlayer, time.Minute)
 		if err := srv.Attach(server, ticket); err != nil {
 			t.Fatal(err)

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // uplinkBytes encodes an uplink packet as a client would, without the
@@ -100,7 +100,7 @@ func TestHostileUplink(t *testing.T) {
 // 150 ms of latency are almost never corrected.
 func TestMovementValidation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		link := transport.LinkConfig{Latency: 75 * time.Millisecond, Jitter: 20 * time.Millisecond}
+		link := memnet.LinkConfig{Latency: 75 * time.Millisecond, Jitter: 20 * time.Millisecond}
 		h := newHarness(t, harnessOptions{cfg: testConfig(), players: 12, npcs: 100, link: link, seed: 5})
 		h.run(60*time.Second, false)
 		moves := int64(0)

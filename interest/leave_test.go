@@ -5,7 +5,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // TestLeaveMessages checks Config.LeaveMessages: every time an entity
@@ -19,7 +19,7 @@ func TestLeaveMessages(t *testing.T) {
 		synctest.Test(t, func(t *testing.T) {
 			cfg := testConfig()
 			cfg.LeaveMessages = leave
-			link := transport.LinkConfig{Latency: 40 * time.Millisecond, Jitter: 10 * time.Millisecond}
+			link := memnet.LinkConfig{Latency: 40 * time.Millisecond, Jitter: 10 * time.Millisecond}
 			h := newHarness(t, harnessOptions{cfg: cfg, players: 12, npcs: 300, link: link, seed: 5})
 			type pair struct{ to, id ID }
 			inRange := map[pair]bool{}

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // harness runs a world and its clients over the in-memory network inside a
@@ -18,8 +18,8 @@ type harness struct {
 	t       testing.TB
 	w       *World
 	cfg     Config
-	net     *transport.Network
-	srv     map[ID]*transport.MemConn
+	net     *memnet.Network
+	srv     map[ID]*memnet.Conn
 	players []*tplayer
 	npcs    []ID
 	rng     *rand.Rand
@@ -46,7 +46,7 @@ const (
 type tplayer struct {
 	id   ID
 	c    *Client
-	conn *transport.MemConn
+	conn *memnet.Conn
 	b    behaviour
 	next time.Time
 	diff map[ID]difference
@@ -64,13 +64,13 @@ type harnessOptions struct {
 	cfg     Config
 	players int
 	npcs    int
-	link    transport.LinkConfig
+	link    memnet.LinkConfig
 	seed    uint64
 }
 
 func newHarness(t testing.TB, o harnessOptions) *harness {
-	h := &harness{t: t, cfg: o.cfg.WithDefaults(), net: transport.NewNetwork(o.seed),
-		srv: map[ID]*transport.MemConn{}, rng: rand.New(rand.NewPCG(o.seed, 7)), upErrs: map[string]int{}}
+	h := &harness{t: t, cfg: o.cfg.WithDefaults(), net: memnet.New(o.seed),
+		srv: map[ID]*memnet.Conn{}, rng: rand.New(rand.NewPCG(o.seed, 7)), upErrs: map[string]int{}}
 	w, err := NewWorld(o.cfg, time.Now(), h)
 	if err != nil {
 		t.Fatal(err)

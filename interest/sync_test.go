@@ -7,7 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 func testConfig() Config {
@@ -46,7 +46,7 @@ func TestKnownSetMatchesTruth(t *testing.T) {
 // first second after the joins, where the whole range is due at once and
 // spread over frames).
 func knownSetRun(t *testing.T, loss float64, seed uint64) {
-	link := transport.LinkConfig{Latency: 40 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: loss}
+	link := memnet.LinkConfig{Latency: 40 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: loss}
 	h := newHarness(t, harnessOptions{cfg: testConfig(), players: 24, npcs: 400, link: link, seed: seed})
 	h.run(3*time.Minute, true)
 	// Let every walk end, then the clients must hold exactly the truth.

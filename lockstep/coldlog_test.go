@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // TestColdFrames: a match long enough that most of its frames are cold
@@ -17,7 +17,7 @@ import (
 func TestColdFrames(t *testing.T) {
 	var file bytes.Buffer
 	synctest.Test(t, func(t *testing.T) {
-		link := transport.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.05}
+		link := memnet.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.05}
 		m := newMatch(t, Config{Players: 4, Fill: FillRepeat}, 21, link, link)
 		// Keep every frame as cut, to compare with the cold ones later.
 		var cut []Frame

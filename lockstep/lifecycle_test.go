@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // crash takes a player's client away: the room is told it left.
@@ -97,7 +97,7 @@ func TestReconnect(t *testing.T) {
 		total, at = 2*time.Minute, 90*time.Second
 	}
 	synctest.Test(t, func(t *testing.T) {
-		link := transport.LinkConfig{Latency: 25 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
+		link := memnet.LinkConfig{Latency: 25 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
 		m := newMatch(t, Config{Players: 10}, 11, link, link)
 		m.run(at, 0.3)
 		m.crash(4)
@@ -135,7 +135,7 @@ func TestReconnect(t *testing.T) {
 func TestDesync(t *testing.T) {
 	for _, at := range []int{31, 45, 200} {
 		synctest.Test(t, func(t *testing.T) {
-			link := transport.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
+			link := memnet.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
 			m := newMatch(t, Config{Players: 5, DumpOnDesync: true}, uint64(at), link, link)
 			m.corrupt[3] = at
 			m.run(30*time.Second, 0.3)
@@ -174,7 +174,7 @@ func TestDesyncTrials(t *testing.T) {
 	for trial := range trials {
 		slot, at := rng.IntN(10), 1+rng.IntN(150)
 		synctest.Test(t, func(t *testing.T) {
-			link := transport.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
+			link := memnet.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
 			m := newMatch(t, Config{Players: 10}, uint64(100+trial), link, link)
 			m.corrupt[slot] = at
 			// The divergence, its checked frame, and the room's 3 s wait
@@ -200,7 +200,7 @@ func TestDesyncTrials(t *testing.T) {
 // reports a dispute, with both hashes, and names no one.
 func TestDesyncTwoPlayers(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		link := transport.LinkConfig{Latency: 20 * time.Millisecond}
+		link := memnet.LinkConfig{Latency: 20 * time.Millisecond}
 		m := newMatch(t, Config{Players: 2}, 5, link, link)
 		m.corrupt[1] = 100
 		m.run(20*time.Second, 0.3)
@@ -219,7 +219,7 @@ func TestDesyncTwoPlayers(t *testing.T) {
 // than the delay after its cut; one who comes late catches up.
 func TestSpectators(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		link := transport.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.05}
+		link := memnet.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.05}
 		m := newMatch(t, Config{Players: 4}, 6, link, link)
 		const delay = 3 * time.Second
 		early := m.spectate(delay)
@@ -257,7 +257,7 @@ func TestSpectators(t *testing.T) {
 func recordedMatch(t *testing.T) ([]byte, *match) {
 	var buf bytes.Buffer
 	synctest.Test(t, func(t *testing.T) {
-		link := transport.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.05}
+		link := memnet.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.05}
 		m := newMatch(t, Config{Players: 4, Fill: FillRepeat}, 8, link, link)
 		rw, err := NewReplayWriter(&buf, ReplayHeader{Game: "chain", Config: m.cfg, Start: m.room.start, Players: []string{"a", "b", "c", "d"}})
 		if err != nil {

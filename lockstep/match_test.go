@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // connSender is the room's Sender over the server ends of in-memory
@@ -27,8 +27,8 @@ type match struct {
 	cfg     Config
 	room    *Room
 	clients []*Client
-	cside   []*transport.MemConn
-	sside   []*transport.MemConn
+	cside   []*memnet.Conn
+	sside   []*memnet.Conn
 	rng     *rand.Rand
 
 	// What each client sent: input id -> target frame, and what it played.
@@ -38,8 +38,8 @@ type match struct {
 
 	// Lifecycle: each client's simulation and the hashes it reached at the
 	// checked frames; players who are away; a frame to corrupt a sim at.
-	net      *transport.Network
-	up, down transport.LinkConfig
+	net      *memnet.Network
+	up, down memnet.LinkConfig
 	sims     []*chainSim
 	hashes   []map[int]uint64
 	away     []bool
@@ -51,9 +51,9 @@ type match struct {
 	ids      []uint32                                          // the last input id of each client
 }
 
-func newMatch(t *testing.T, cfg Config, seed uint64, up, down transport.LinkConfig) *match {
+func newMatch(t *testing.T, cfg Config, seed uint64, up, down memnet.LinkConfig) *match {
 	cfg = cfg.WithDefaults()
-	net := transport.NewNetwork(seed)
+	net := memnet.New(seed)
 	m := &match{t: t, cfg: cfg, rng: rand.New(rand.NewPCG(seed, 99)), net: net, up: up, down: down, corrupt: map[int]int{}}
 	for range cfg.Players {
 		c, s := net.Pipe(up, down)

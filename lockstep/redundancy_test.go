@@ -5,7 +5,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // TestRedundancyAdapts (seed 001 §5.2): a player's downlink redundancy
@@ -15,7 +15,7 @@ import (
 // player's, on a clean link throughout, does not move.
 func TestRedundancyAdapts(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		clean := transport.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 5 * time.Millisecond}
+		clean := memnet.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 5 * time.Millisecond}
 		lossy := clean
 		lossy.Loss = 0.2
 		m := newMatch(t, Config{Players: 2}, 31, clean, clean)

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tongbu/tongbu/internal/lockstepsim"
 	"github.com/tongbu/tongbu/lockstep"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // tagGame is a small deterministic game whose players interact: each
@@ -160,8 +160,8 @@ func stick() func(int, lockstep.RollbackGame, *rand.Rand) []byte {
 	}
 }
 
-func duelLink() transport.LinkConfig {
-	return transport.LinkConfig{Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.02}
+func duelLink() memnet.LinkConfig {
+	return memnet.LinkConfig{Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.02}
 }
 
 func rollbackMatch(t *testing.T, o lockstepsim.RollbackOptions) lockstepsim.RollbackResult {
@@ -240,7 +240,7 @@ func TestRollbackInputDelay(t *testing.T) {
 // room drops them; the frames the room cut say so, and the session rolls
 // its own input back too, with no desync.
 func TestRollbackLateInputsRollBack(t *testing.T) {
-	up := transport.LinkConfig{Latency: 40 * time.Millisecond, Jitter: 35 * time.Millisecond, Loss: 0.05}
+	up := memnet.LinkConfig{Latency: 40 * time.Millisecond, Jitter: 35 * time.Millisecond, Loss: 0.05}
 	down := duelLink()
 	cfg := lockstep.Config{Players: 2, Hz: 60, Fill: lockstep.FillRepeat, Late: lockstep.LateDrop, InputBytes: 1, HashEvery: 30}
 	r := rollbackMatch(t, lockstepsim.RollbackOptions{Config: cfg, Up: up, Down: down, Seed: 3, Duration: 30 * time.Second})

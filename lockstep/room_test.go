@@ -7,7 +7,7 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 func TestMatchUnderLoss(t *testing.T) {
@@ -16,7 +16,7 @@ func TestMatchUnderLoss(t *testing.T) {
 		minutes = 2
 	}
 	synctest.Test(t, func(t *testing.T) {
-		link := transport.LinkConfig{Latency: 40 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 0.2}
+		link := memnet.LinkConfig{Latency: 40 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 0.2}
 		m := newMatch(t, Config{Players: 10}, 1, link, link)
 		m.run(time.Duration(minutes)*time.Minute, 0.3)
 		m.check()
@@ -38,9 +38,9 @@ func TestMatchBurstyLossReorderDuplicate(t *testing.T) {
 		minutes = 1
 	}
 	synctest.Test(t, func(t *testing.T) {
-		link := transport.LinkConfig{
-			Latency: 50 * time.Millisecond, Jitter: 30 * time.Millisecond, Dist: transport.Pareto,
-			Burst:     &transport.GilbertElliott{GoodToBad: 0.03, BadToGood: 0.3, LossGood: 0.01, LossBad: 0.7},
+		link := memnet.LinkConfig{
+			Latency: 50 * time.Millisecond, Jitter: 30 * time.Millisecond, Dist: memnet.Pareto,
+			Burst:     &memnet.GilbertElliott{GoodToBad: 0.03, BadToGood: 0.3, LossGood: 0.01, LossBad: 0.7},
 			Reorder:   0.05,
 			Duplicate: 0.05,
 		}
@@ -52,7 +52,7 @@ func TestMatchBurstyLossReorderDuplicate(t *testing.T) {
 
 func TestMatchLateNextFrame(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		link := transport.LinkConfig{Latency: 60 * time.Millisecond, Jitter: 80 * time.Millisecond, Dist: transport.Pareto, Loss: 0.1}
+		link := memnet.LinkConfig{Latency: 60 * time.Millisecond, Jitter: 80 * time.Millisecond, Dist: memnet.Pareto, Loss: 0.1}
 		m := newMatch(t, Config{Players: 4, Late: LateNextFrame}, 3, link, link)
 		m.run(time.Minute, 0.5)
 		m.check()
@@ -63,12 +63,12 @@ func TestMatchLateNextFrame(t *testing.T) {
 // room makes its input up in every frame after.
 func TestDeadUplink(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		link := transport.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 5 * time.Millisecond}
+		link := memnet.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 5 * time.Millisecond}
 		m := newMatch(t, Config{Players: 4}, 4, link, link)
 		m.run(20*time.Second, 0.5)
 		deadFrom := m.room.NextFrame()
 		before := append([]int(nil), m.stalls...)
-		if err := m.cside[2].SetLink(transport.LinkConfig{Loss: 1}); err != nil {
+		if err := m.cside[2].SetLink(memnet.LinkConfig{Loss: 1}); err != nil {
 			t.Fatal(err)
 		}
 		m.run(40*time.Second, 0.5)

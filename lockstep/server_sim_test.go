@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 func chainFactory() Simulation { return &chainSim{} }
@@ -20,7 +20,7 @@ func TestSimDesyncTwoPlayers(t *testing.T) {
 		slot, at int
 	}{{0, 31}, {1, 45}, {1, 200}} {
 		synctest.Test(t, func(t *testing.T) {
-			link := transport.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
+			link := memnet.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
 			m := newMatch(t, Config{Players: 2, Simulation: chainFactory}, uint64(tt.at), link, link)
 			m.corrupt[tt.slot] = tt.at
 			m.run(30*time.Second, 0.3)
@@ -60,7 +60,7 @@ func TestSimDesyncTwoPlayers(t *testing.T) {
 func TestReconnectSnapshot(t *testing.T) {
 	total, at := 3*time.Minute, 150*time.Second
 	synctest.Test(t, func(t *testing.T) {
-		link := transport.LinkConfig{Latency: 25 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
+		link := memnet.LinkConfig{Latency: 25 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
 		m := newMatch(t, Config{Players: 10, Simulation: chainFactory}, 12, link, link)
 		m.run(at, 0.3)
 		m.crash(4)

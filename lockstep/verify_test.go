@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // scoreEvents makes every client report a score event for every input
@@ -53,7 +53,7 @@ func TestEventVerdictTamperedScore(t *testing.T) {
 	}
 	for seed := range seeds {
 		synctest.Test(t, func(t *testing.T) {
-			link := transport.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
+			link := memnet.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
 			m := newMatch(t, Config{Players: 5, VerifyEvents: true}, uint64(seed), link, link)
 			cheat := seed % 5
 			scores := scoreEvents(m, cheat)
@@ -97,7 +97,7 @@ func TestEventVerdictTamperedScore(t *testing.T) {
 // with a crash and a rejoin from the frame log.
 func TestEventVerdictHonest(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		link := transport.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
+		link := memnet.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
 		m := newMatch(t, Config{Players: 4, VerifyEvents: true}, 5, link, link)
 		scores := scoreEvents(m, -1)
 		m.run(20*time.Second, 0.3)
@@ -147,7 +147,7 @@ func (s *scoreSim) StepEvents() [][]byte { return s.evs }
 func TestEventVerdictTwoPlayersWithSim(t *testing.T) {
 	for cheat := range 2 {
 		synctest.Test(t, func(t *testing.T) {
-			link := transport.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
+			link := memnet.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.1}
 			cfg := Config{Players: 2, VerifyEvents: true, Simulation: func() Simulation { return &scoreSim{} }}
 			m := newMatch(t, cfg, uint64(cheat+40), link, link)
 			scoreEvents(m, cheat)

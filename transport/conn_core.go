@@ -2,10 +2,13 @@ package transport
 
 import (
 	"context"
+
 	"fmt"
 	"log/slog"
 	"sync/atomic"
 	"time"
+
+	"github.com/tongbu/tongbu/transport/internal/inbox"
 )
 
 // connCore is what every network Conn (pion's and the lean stack's)
@@ -16,7 +19,7 @@ type connCore struct {
 	log  *slog.Logger
 	meta any
 
-	in       *inbox
+	in       *inbox.Inbox[Message]
 	done     chan struct{}
 	closeErr atomic.Value // error: why it closed
 
@@ -24,10 +27,13 @@ type connCore struct {
 	sentMsgs, sentBytes, recvMsgs, recvBytes, dropped atomic.Uint64
 }
 
+// isReliable tells an inbox a message's channel.
+func isReliable(m Message) bool { return m.Channel == Reliable }
+
 func (c *connCore) init(id PeerID, lim Limits, log *slog.Logger) {
 	c.id, c.lim, c.log = id, lim, log
 	c.done = make(chan struct{})
-	c.in = newInbox(c.done, lim.InboxUnreliable, lim.InboxReliable)
+	c.in = inbox.New(c.done, lim.InboxUnreliable, lim.InboxReliable, isReliable, ErrClosed)
 	now := time.Now().UnixNano()
 	c.lastRecv.Store(now)
 	c.lastSend.Store(now)
@@ -35,9 +41,9 @@ func (c *connCore) init(id PeerID, lim Limits, log *slog.Logger) {
 
 func (c *connCore) ID() PeerID { return c.id }
 
-func (c *connCore) Receive(ctx context.Context) (Message, error) { return c.in.pop(ctx) }
+func (c *connCore) Receive(ctx context.Context) (Message, error) { return c.in.Pop(ctx) }
 
-func (c *connCore) TryReceive() (Message, bool) { return c.in.tryPop() }
+func (c *connCore) TryReceive() (Message, bool) { return c.in.TryPop() }
 
 func (c *connCore) Done() <-chan struct{} { return c.done }
 

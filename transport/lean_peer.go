@@ -253,7 +253,7 @@ func (p *leanPeer) closeWith(reason error) {
 			p.sock.writeTo(b, rap, p.oob)
 		}
 		close(p.done)
-		p.in.clear()
+		p.in.Clear()
 		p.sock.forget(p)
 		p.ep.forget(p)
 		if p.onClose != nil {
@@ -640,7 +640,7 @@ func (p *leanPeer) deliver(stream uint16, ppid uint32, data []byte) {
 		*p.handTo = append(*p.handTo, msg) // straight to the handler: no inbox between
 		return
 	}
-	if !p.in.offer(msg) && ch == Reliable {
+	if !p.in.Offer(msg) && ch == Reliable {
 		p.fail = fmt.Errorf("%w: the reader is %d reliable messages behind", ErrQueueFull, p.lim.InboxReliable)
 	}
 }
@@ -674,7 +674,7 @@ func (p *leanPeer) handOver(hand []Message) {
 	p.handleMu.Lock()
 	defer p.handleMu.Unlock()
 	for {
-		m, ok := p.in.tryPop()
+		m, ok := p.in.TryPop()
 		if !ok {
 			break
 		}

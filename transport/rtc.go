@@ -147,7 +147,7 @@ func (c *rtcConn) received(ch Channel, data []byte) {
 		go c.closeWith(err)
 	}
 	if ok {
-		c.in.push(Message{Channel: ch, Data: data})
+		c.in.Push(Message{Channel: ch, Data: data})
 	}
 }
 
@@ -216,7 +216,7 @@ func (c *rtcConn) closeWith(reason error) {
 		wasOpen := c.isOpen()
 		close(c.done)
 		c.timer.Stop()
-		c.in.clear()
+		c.in.Clear()
 		if err := c.pc.Close(); err != nil {
 			c.log.Debug("transport: closing peer connection", "peer", c.id, "err", err)
 		}

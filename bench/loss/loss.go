@@ -12,7 +12,7 @@ import (
 	"github.com/tongbu/tongbu/bench/internal/harness"
 	"github.com/tongbu/tongbu/internal/lockstepsim"
 	"github.com/tongbu/tongbu/lockstep"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 	"github.com/tongbu/tongbu/transport/udpimpair"
 )
 
@@ -58,12 +58,12 @@ func benchLoss(args []string, out io.Writer) error {
 	} else if *via != "mem" {
 		return fmt.Errorf("-transport %q: want mem or webrtc", *via)
 	}
-	link := transport.LinkConfig{Latency: *latency, Jitter: *jitter}
+	link := memnet.LinkConfig{Latency: *latency, Jitter: *jitter}
 	if *burst > 1 && *loss > 0 {
 		// Gilbert-Elliott with a lossless good state and a lossy bad one:
 		// mean burst B, mean loss P.
 		b2g := 1 / *burst
-		link.Burst = &transport.GilbertElliott{BadToGood: b2g, GoodToBad: *loss * b2g / (1 - *loss), LossBad: 1}
+		link.Burst = &memnet.GilbertElliott{BadToGood: b2g, GoodToBad: *loss * b2g / (1 - *loss), LossBad: 1}
 	} else {
 		link.Loss = *loss
 	}

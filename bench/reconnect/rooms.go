@@ -10,7 +10,7 @@ import (
 	"github.com/tongbu/tongbu/bench/internal/simmatch"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/movers"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // lateRec collects the other rooms' cut lateness by phase of the
@@ -60,9 +60,9 @@ func (l *lateRec) quantile(phase int, q float64) (time.Duration, int) {
 // run came against the cut it asked for.
 type roomJob struct {
 	room    *lockstep.Room
-	conns   []*transport.MemConn // server ends by peer; touched only in Run
-	late    *lateRec             // other rooms: how late each run came
-	spent   *lateRec             // the reconnect room: how long each run took
+	conns   []*memnet.Conn // server ends by peer; touched only in Run
+	late    *lateRec       // other rooms: how late each run came
+	spent   *lateRec       // the reconnect room: how long each run took
 	due     time.Time
 	onEvent func(lockstep.Event)
 
@@ -136,7 +136,7 @@ func (s jobSender) SendReliable(peer int, msg []byte) error {
 // liveClient is a client over its connection, with its game.
 type liveClient struct {
 	c    *lockstep.Client
-	conn *transport.MemConn
+	conn *memnet.Conn
 	game *movers.Game
 	slot int
 

@@ -12,7 +12,7 @@ import (
 	"github.com/tongbu/tongbu/internal/sched"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/movers"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // dropSlot is the slot of the player who drops and rejoins.
@@ -52,12 +52,12 @@ type matchRun struct {
 	o        reconnectOpts
 	snapshot bool
 	cfg      lockstep.Config
-	link     transport.LinkConfig
+	link     memnet.LinkConfig
 
 	m         *simmatch.Match
 	simulated time.Duration // the wall time the match up to the drop took
 
-	net       *transport.Network
+	net       *memnet.Network
 	rj        *roomJob      // the reconnect room
 	rc        []*liveClient // its players but the one who dropped
 	liveCh    chan lockstep.Event
@@ -87,7 +87,7 @@ func newMatchRun(o reconnectOpts, snapshot bool) *matchRun {
 			return g
 		}
 	}
-	return &matchRun{o: o, snapshot: snapshot, cfg: cfg, link: transport.LinkConfig{Latency: o.latency}}
+	return &matchRun{o: o, snapshot: snapshot, cfg: cfg, link: memnet.LinkConfig{Latency: o.latency}}
 }
 
 // playToDrop plays the match up to the drop, on a simulated clock that
@@ -113,8 +113,8 @@ func (r *matchRun) playToDrop() error {
 // player in dropSlot has crashed. The room's events tell when the
 // rejoining player is live and collect desyncs.
 func (r *matchRun) goLive() error {
-	r.net = transport.NewNetwork(r.o.seed)
-	r.rj = &roomJob{room: r.m.Room, conns: make([]*transport.MemConn, r.cfg.Players)}
+	r.net = memnet.New(r.o.seed)
+	r.rj = &roomJob{room: r.m.Room, conns: make([]*memnet.Conn, r.cfg.Players)}
 	for i, c := range r.m.Clients {
 		if i == dropSlot {
 			continue
@@ -151,7 +151,7 @@ func (r *matchRun) addOtherRooms() error {
 	cfg := r.cfg
 	otherStart := time.Now().Add(100 * time.Millisecond)
 	for room := range r.o.others {
-		j := &roomJob{conns: make([]*transport.MemConn, cfg.Players), late: r.lr}
+		j := &roomJob{conns: make([]*memnet.Conn, cfg.Players), late: r.lr}
 		var err error
 		j.room, err = lockstep.NewRoom(cfg, otherStart, jobSender{j})
 		if err != nil {
@@ -246,7 +246,7 @@ func (r *matchRun) playReconnectRoom() {
 // end of its connection, the frames the room had cut when it joined, and
 // the room's live event for it.
 type rejoined struct {
-	cc       *transport.MemConn
+	cc       *memnet.Conn
 	streamed chan int
 	live     lockstep.Event
 }

@@ -14,7 +14,7 @@ import (
 	"github.com/tongbu/tongbu/bench/internal/harness"
 	"github.com/tongbu/tongbu/internal/sched"
 	"github.com/tongbu/tongbu/lockstep"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 func init() {
@@ -28,7 +28,7 @@ func init() {
 // code alone.
 type relayJob struct {
 	room  *lockstep.Room
-	conns []*transport.MemConn
+	conns []*memnet.Conn
 	out   *runSender
 	in    []inbound
 	mu    *sync.Mutex
@@ -69,7 +69,7 @@ func (s *runSender) add(slot int, reliable bool, msg []byte) error {
 }
 
 // flush sends what the run queued; the network copies each message.
-func (s *runSender) flush(conns []*transport.MemConn) {
+func (s *runSender) flush(conns []*memnet.Conn) {
 	for _, m := range s.msgs {
 		if m.reliable {
 			_ = conns[m.slot].SendReliable(s.buf[m.from:m.to])
@@ -150,7 +150,7 @@ func benchRelay(args []string, out io.Writer) error {
 	}
 	rooms := *players / 10
 	cfg := lockstep.Config{Players: 10, Hz: 15}
-	net := transport.NewNetwork(1)
+	net := memnet.New(1)
 	scheduler := sched.NewScheduler(1) // the room code on one core; the bots use the other
 	defer scheduler.Close()
 	var mu sync.Mutex
@@ -158,17 +158,17 @@ func benchRelay(args []string, out io.Writer) error {
 	var msgs uint64
 	type bot struct {
 		c    *lockstep.Client
-		conn *transport.MemConn
+		conn *memnet.Conn
 	}
 	var bots []bot
 	var jobs []*relayJob
 	start := time.Now().Add(100 * time.Millisecond)
 	for range rooms {
 		j := &relayJob{mu: &mu, spent: &spent, msgs: &msgs}
-		var sconns []*transport.MemConn
+		var sconns []*memnet.Conn
 		var err error
 		for slot := range cfg.Players {
-			cc, sc := net.Pipe(transport.LinkConfig{}, transport.LinkConfig{})
+			cc, sc := net.Pipe(memnet.LinkConfig{}, memnet.LinkConfig{})
 			sconns = append(sconns, sc)
 			c, cerr := lockstep.NewClient(cfg, slot)
 			if cerr != nil {

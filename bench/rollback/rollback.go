@@ -18,7 +18,7 @@ import (
 	duel "github.com/tongbu/tongbu/examples/duel/game"
 	"github.com/tongbu/tongbu/internal/lockstepsim"
 	"github.com/tongbu/tongbu/lockstep"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 func init() {
@@ -38,7 +38,7 @@ func benchRollback(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	link := transport.LinkConfig{Latency: *latency, Jitter: *jitter, Loss: *loss}
+	link := memnet.LinkConfig{Latency: *latency, Jitter: *jitter, Loss: *loss}
 	d := time.Duration(*minutes * float64(time.Minute))
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()

@@ -28,7 +28,7 @@ import (
 	mmo "github.com/tongbu/tongbu/examples/mmo/world"
 	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/lockstep"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 	"github.com/tongbu/tongbu/wasm"
 )
 
@@ -151,7 +151,7 @@ func buildDemoClients(ctx context.Context, dir string, progress io.Writer) error
 type demo struct {
 	cfg    demoConfig
 	srv    *engine.Server
-	bots   *transport.Network // in-process bots connect over it
+	bots   *memnet.Network // in-process bots connect over it
 	ctx    context.Context
 	cancel context.CancelFunc
 	wg     sync.WaitGroup
@@ -179,7 +179,7 @@ type arenaRoom struct {
 func newDemo(cfg demoConfig) (*demo, error) {
 	secret := make([]byte, 32)
 	rand.Read(secret)
-	d := &demo{cfg: cfg, bots: transport.NewNetwork(uint64(time.Now().UnixNano()))}
+	d := &demo{cfg: cfg, bots: memnet.New(uint64(time.Now().UnixNano()))}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
 	srv, err := engine.NewServer(engine.Config{
 		Secret: secret, UDPAddr: fmt.Sprintf(":%d", cfg.UDP), PublicIPs: cfg.PublicIPs,
@@ -354,7 +354,7 @@ const botRestartDelay = time.Second
 
 // connectBot connects a bot to room over the in-process network.
 func (d *demo) connectBot(ctx context.Context, room, name string) (*engine.Client, error) {
-	c, s := d.bots.Pipe(transport.LinkConfig{}, transport.LinkConfig{})
+	c, s := d.bots.Pipe(memnet.LinkConfig{}, memnet.LinkConfig{})
 	tk, err := d.srv.Ticket(name, room, engine.RolePlayer, time.Minute)
 	if err == nil {
 		err = d.srv.Attach(s, tk)

@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/engine"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // TestBotRestarts: a demo bot whose connection is taken from it (here by
@@ -53,7 +53,7 @@ func TestBotRestarts(t *testing.T) {
 	}
 	wait("the bot plays", func() bool { return newest() > 60 })
 	// Take the bot's seat: the server closes the bot's connection.
-	c, s := d.bots.Pipe(transport.LinkConfig{}, transport.LinkConfig{})
+	c, s := d.bots.Pipe(memnet.LinkConfig{}, memnet.LinkConfig{})
 	tk, _ := d.srv.Ticket("bot", room, engine.RolePlayer, time.Minute)
 	if err := d.srv.Attach(s, tk); err != nil {
 		t.Fatal(err)

@@ -19,7 +19,7 @@ import (
 
 // packages are the library's packages that read bytes from the network
 // (or from files another process wrote).
-var packages = []string{"transport", "transport/internal/sctp", "transport/internal/record", "engine", "lockstep", "interest", "replica", "cluster", "codec"}
+var packages = []string{"transport", "transport/memnet", "transport/internal/sctp", "transport/internal/record", "engine", "lockstep", "interest", "replica", "cluster", "codec"}
 
 // decoderName picks the functions that take bytes in: a function or
 // method with a []byte parameter whose name says it reads, parses or

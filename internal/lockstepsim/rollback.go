@@ -11,6 +11,7 @@ import (
 
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // RollbackOptions describe a simulated match of a game in the prediction
@@ -22,7 +23,7 @@ type RollbackOptions struct {
 	// jitter buffer) instead: inputs are sent when they change.
 	Plain    bool
 	Duration time.Duration
-	Up, Down transport.LinkConfig
+	Up, Down memnet.LinkConfig
 	RenderHz int // the clients' render rate (default 60)
 	Seed     uint64
 	// NewGame makes a player's copy of the game.

@@ -1,5 +1,5 @@
 // Package lockstepsim plays a lockstep match in virtual time: a Room, its
-// Clients and an emulated network (transport.LinkModel), driven by an
+// Clients and an emulated network (memnet.LinkModel), driven by an
 // event queue instead of clocks, so `tongbu bench loss` runs twenty minutes
 // of a match in a second and the same seed gives the same match.
 package lockstepsim
@@ -14,15 +14,16 @@ import (
 	"github.com/tongbu/tongbu/internal/timeq"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // Options describe a simulated match.
 type Options struct {
 	Config    lockstep.Config
 	Duration  time.Duration
-	Up, Down  transport.LinkConfig // each player's uplink and downlink
-	RenderHz  int                  // the clients' render rate (default 30)
-	InputRate float64              // inputs per player per second (default 5)
+	Up, Down  memnet.LinkConfig // each player's uplink and downlink
+	RenderHz  int               // the clients' render rate (default 30)
+	InputRate float64           // inputs per player per second (default 5)
 	Seed      uint64
 }
 
@@ -56,20 +57,20 @@ const (
 
 type sim struct {
 	q    timeq.Queue[event]
-	up   []*transport.LinkModel
-	down []*transport.LinkModel
+	up   []*memnet.LinkModel
+	down []*memnet.LinkModel
 	res  Result
 }
 
 // newSim returns a simulation with links up and down links, seeded.
-func newSim(links int, up, down transport.LinkConfig, seed uint64) (*sim, error) {
+func newSim(links int, up, down memnet.LinkConfig, seed uint64) (*sim, error) {
 	s := &sim{}
 	for i := range links {
-		u, err := transport.NewLinkModel(up, seed*1000+uint64(2*i))
+		u, err := memnet.NewLinkModel(up, seed*1000+uint64(2*i))
 		if err != nil {
 			return nil, err
 		}
-		d, err := transport.NewLinkModel(down, seed*1000+uint64(2*i+1))
+		d, err := memnet.NewLinkModel(down, seed*1000+uint64(2*i+1))
 		if err != nil {
 			return nil, err
 		}
@@ -90,7 +91,7 @@ func nextThing(room *lockstep.Room, nextRender []time.Time) (time.Time, int) {
 	return next, what
 }
 
-func (s *sim) send(now time.Time, link *transport.LinkModel, kind, slot int, msg []byte, ch transport.Channel) {
+func (s *sim) send(now time.Time, link *memnet.LinkModel, kind, slot int, msg []byte, ch transport.Channel) {
 	fate := link.Fate(ch)
 	if fate.Lost {
 		return

@@ -5,11 +5,11 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/lockstep"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 func TestCleanMatch(t *testing.T) {
-	link := transport.LinkConfig{Latency: 30 * time.Millisecond}
+	link := memnet.LinkConfig{Latency: 30 * time.Millisecond}
 	r, err := Run(Options{Config: lockstep.Config{Players: 4}, Duration: time.Minute, Up: link, Down: link, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -23,7 +23,7 @@ func TestCleanMatch(t *testing.T) {
 }
 
 func TestSameSeedSameMatch(t *testing.T) {
-	link := transport.LinkConfig{Latency: 40 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 0.1}
+	link := memnet.LinkConfig{Latency: 40 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 0.1}
 	o := Options{Config: lockstep.Config{Players: 3}, Duration: 30 * time.Second, Up: link, Down: link, Seed: 7}
 	a, err := Run(o)
 	if err != nil {

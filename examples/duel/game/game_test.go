@@ -8,7 +8,7 @@ import (
 	"github.com/tongbu/tongbu/internal/lockstepsim"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/fixed"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // frame builds a frame with each player's input.
@@ -179,7 +179,7 @@ func TestSyncTest(t *testing.T) {
 // TestRollbackMatch plays 30 s of two bots in the prediction mode through
 // the real room over a 50 ms ± 10 ms link with 2% loss: no desync.
 func TestRollbackMatch(t *testing.T) {
-	link := transport.LinkConfig{Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.02}
+	link := memnet.LinkConfig{Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.02}
 	r, err := lockstepsim.RunRollback(lockstepsim.RollbackOptions{
 		Config: RoomConfig(), Duration: 30 * time.Second, Up: link, Down: link, Seed: 1,
 		NewGame: func() lockstep.RollbackGame { return New() }, Input: BotInputs(1),

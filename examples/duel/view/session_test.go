@@ -12,7 +12,7 @@ import (
 	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/examples/duel/game"
 	"github.com/tongbu/tongbu/lockstep"
-	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 )
 
 // TestSessionsAgree plays 20 s of a duel between two bots, each through
@@ -39,8 +39,8 @@ func TestSessionsAgree(t *testing.T) {
 				desyncs++
 			}
 		})
-		net := transport.NewNetwork(1)
-		link := transport.LinkConfig{Latency: 25 * time.Millisecond, Jitter: 5 * time.Millisecond, Loss: 0.01}
+		net := memnet.New(1)
+		link := memnet.LinkConfig{Latency: 25 * time.Millisecond, Jitter: 5 * time.Millisecond, Loss: 0.01}
 		hashes := []map[int]uint64{{}, {}}
 		var sessions []*Session
 		var conns []*engine.Client

@@ -1,4 +1,4 @@
-package transport
+package memnet
 
 import (
 	"bytes"
@@ -11,11 +11,13 @@ import (
 	"testing"
 	"testing/synctest"
 	"time"
+
+	"github.com/tongbu/tongbu/transport"
 )
 
 // pump sends n numbered messages from a to b, one every interval, and
 // returns the sequence numbers in the order b received them.
-func pump(t *testing.T, a, b *MemConn, ch Channel, n int, interval time.Duration) []uint32 {
+func pump(t *testing.T, a, b *Conn, ch transport.Channel, n int, interval time.Duration) []uint32 {
 	t.Helper()
 	var got []uint32
 	done := make(chan struct{})
@@ -38,12 +40,12 @@ func pump(t *testing.T, a, b *MemConn, ch Channel, n int, interval time.Duration
 	for i := range n {
 		binary.LittleEndian.PutUint32(msg, uint32(i))
 		var err error
-		if ch == Reliable {
+		if ch == transport.Reliable {
 			err = a.SendReliable(msg)
 		} else {
 			err = a.SendUnreliable(msg)
 		}
-		if err != nil && !errors.Is(err, ErrDropped) {
+		if err != nil && !errors.Is(err, transport.ErrDropped) {
 			t.Fatalf("send %d: %v", i, err)
 		}
 		time.Sleep(interval)
@@ -57,9 +59,9 @@ func pump(t *testing.T, a, b *MemConn, ch Channel, n int, interval time.Duration
 
 func TestPerfectLink(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, s := NewNetwork(1).Pipe(LinkConfig{}, LinkConfig{})
+		c, s := New(1).Pipe(LinkConfig{}, LinkConfig{})
 		defer c.Close()
-		got := pump(t, c, s, Reliable, 100, time.Millisecond)
+		got := pump(t, c, s, transport.Reliable, 100, time.Millisecond)
 		for i, v := range got {
 			if v != uint32(i) {
 				t.Fatalf("message %d is %d", i, v)
@@ -77,10 +79,10 @@ func TestPerfectLink(t *testing.T) {
 func TestLossLatencyReorderMatchConfig(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		cfg := LinkConfig{Latency: 40 * time.Millisecond, Jitter: 20 * time.Millisecond, Loss: 0.10, Reorder: 0.05, ReorderDelay: 30 * time.Millisecond}
-		c, s := NewNetwork(7).Pipe(cfg, LinkConfig{})
+		c, s := New(7).Pipe(cfg, LinkConfig{})
 		defer c.Close()
 		const n = 20000
-		got := pump(t, c, s, Unreliable, n, 5*time.Millisecond)
+		got := pump(t, c, s, transport.Unreliable, n, 5*time.Millisecond)
 		st := c.LinkStats()
 		loss := 1 - float64(len(got))/n
 		if math.Abs(loss-0.10) > 0.01 {
@@ -111,10 +113,10 @@ func TestLossLatencyReorderMatchConfig(t *testing.T) {
 func TestBurstLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ge := GilbertElliott{GoodToBad: 0.02, BadToGood: 0.25, LossGood: 0, LossBad: 1}
-		c, s := NewNetwork(3).Pipe(LinkConfig{Latency: 10 * time.Millisecond, Burst: &ge}, LinkConfig{})
+		c, s := New(3).Pipe(LinkConfig{Latency: 10 * time.Millisecond, Burst: &ge}, LinkConfig{})
 		defer c.Close()
 		const n = 40000
-		got := pump(t, c, s, Unreliable, n, time.Millisecond)
+		got := pump(t, c, s, transport.Unreliable, n, time.Millisecond)
 		loss := 1 - float64(len(got))/n
 		if want := ge.MeanLoss(); math.Abs(loss-want) > 0.015 {
 			t.Errorf("loss %.4f, chain's mean %.4f", loss, want)
@@ -140,9 +142,9 @@ func TestSameSeedSameTrace(t *testing.T) {
 		var tr Trace
 		synctest.Test(t, func(t *testing.T) {
 			cfg := LinkConfig{Latency: 30 * time.Millisecond, Jitter: 15 * time.Millisecond, Dist: Pareto, Loss: 0.05, Duplicate: 0.02, Reorder: 0.02, Record: &tr}
-			c, s := NewNetwork(seed).Pipe(cfg, LinkConfig{})
+			c, s := New(seed).Pipe(cfg, LinkConfig{})
 			defer c.Close()
-			pump(t, c, s, Unreliable, 2000, 2*time.Millisecond)
+			pump(t, c, s, transport.Unreliable, 2000, 2*time.Millisecond)
 		})
 		return tr.Events()
 	}
@@ -172,9 +174,9 @@ func TestReplayReproducesArrivals(t *testing.T) {
 	var first []uint32
 	synctest.Test(t, func(t *testing.T) {
 		cfg := LinkConfig{Latency: 20 * time.Millisecond, Jitter: 40 * time.Millisecond, Dist: Normal, Loss: 0.1, Record: &tr}
-		c, s := NewNetwork(9).Pipe(cfg, LinkConfig{})
+		c, s := New(9).Pipe(cfg, LinkConfig{})
 		defer c.Close()
-		first = pump(t, c, s, Unreliable, 1000, time.Millisecond)
+		first = pump(t, c, s, transport.Unreliable, 1000, time.Millisecond)
 	})
 	// Save and load the trace, then replay it on a network with another seed.
 	var buf bytes.Buffer
@@ -186,9 +188,9 @@ func TestReplayReproducesArrivals(t *testing.T) {
 		t.Fatal(err)
 	}
 	synctest.Test(t, func(t *testing.T) {
-		c, s := NewNetwork(1234).Pipe(LinkConfig{Replay: loaded}, LinkConfig{})
+		c, s := New(1234).Pipe(LinkConfig{Replay: loaded}, LinkConfig{})
 		defer c.Close()
-		second := pump(t, c, s, Unreliable, 1000, time.Millisecond)
+		second := pump(t, c, s, transport.Unreliable, 1000, time.Millisecond)
 		if len(second) != len(first) {
 			t.Fatalf("replay delivered %d, recording %d", len(second), len(first))
 		}
@@ -202,9 +204,9 @@ func TestReplayReproducesArrivals(t *testing.T) {
 
 func TestReliableOrderedUnderLoss(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, s := NewNetwork(5).Pipe(LinkConfig{Latency: 50 * time.Millisecond, Jitter: 30 * time.Millisecond, Loss: 0.3}, LinkConfig{})
+		c, s := New(5).Pipe(LinkConfig{Latency: 50 * time.Millisecond, Jitter: 30 * time.Millisecond, Loss: 0.3}, LinkConfig{})
 		defer c.Close()
-		got := pump(t, c, s, Reliable, 1000, time.Millisecond)
+		got := pump(t, c, s, transport.Reliable, 1000, time.Millisecond)
 		if len(got) != 1000 {
 			t.Fatalf("reliable channel delivered %d of 1000", len(got))
 		}
@@ -222,9 +224,9 @@ func TestReliableOrderedUnderLoss(t *testing.T) {
 func TestBandwidthCapDropsUnreliable(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		// 10 KB/s; 100-byte messages every millisecond is 100 KB/s offered.
-		c, s := NewNetwork(1).Pipe(LinkConfig{Bandwidth: 10_000}, LinkConfig{})
+		c, s := New(1).Pipe(LinkConfig{Bandwidth: 10_000}, LinkConfig{})
 		defer c.Close()
-		got := pump(t, c, s, Unreliable, 5000, time.Millisecond)
+		got := pump(t, c, s, transport.Unreliable, 5000, time.Millisecond)
 		dropped := c.Stats().DroppedUnreliable
 		if dropped == 0 || int(dropped)+len(got) != 5000 {
 			t.Fatalf("dropped %d, delivered %d, of 5000", dropped, len(got))
@@ -238,8 +240,8 @@ func TestBandwidthCapDropsUnreliable(t *testing.T) {
 
 func TestMemConnErrorsAndClose(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, s := NewNetwork(1).Pipe(LinkConfig{}, LinkConfig{})
-		if err := c.SendUnreliable(make([]byte, DefaultMaxUnreliable+1)); !errors.Is(err, ErrTooLarge) {
+		c, s := New(1).Pipe(LinkConfig{}, LinkConfig{})
+		if err := c.SendUnreliable(make([]byte, transport.DefaultMaxUnreliable+1)); !errors.Is(err, transport.ErrTooLarge) {
 			t.Fatalf("oversized: %v", err)
 		}
 		if err := c.SendReliable(make([]byte, 64<<10)); err != nil {
@@ -257,7 +259,7 @@ func TestMemConnErrorsAndClose(t *testing.T) {
 			t.Fatal(err)
 		}
 		c.Close()
-		if err := <-received; !errors.Is(err, ErrClosed) {
+		if err := <-received; !errors.Is(err, transport.ErrClosed) {
 			t.Fatalf("receive after close: %v", err)
 		}
 		select {
@@ -265,12 +267,12 @@ func TestMemConnErrorsAndClose(t *testing.T) {
 		default:
 			t.Fatal("closing one end did not close the other")
 		}
-		if err := s.SendReliable([]byte("x")); !errors.Is(err, ErrClosed) {
+		if err := s.SendReliable([]byte("x")); !errors.Is(err, transport.ErrClosed) {
 			t.Fatalf("send after close: %v", err)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
-		c2, _ := NewNetwork(2).Pipe(LinkConfig{}, LinkConfig{})
+		c2, _ := New(2).Pipe(LinkConfig{}, LinkConfig{})
 		defer c2.Close()
 		if _, err := c2.Receive(ctx); !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("receive with deadline: %v", err)
@@ -311,7 +313,7 @@ func TestReadTraceErrors(t *testing.T) {
 
 func TestTryReceive(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		c, s := NewNetwork(1).Pipe(LinkConfig{Latency: 10 * time.Millisecond}, LinkConfig{})
+		c, s := New(1).Pipe(LinkConfig{Latency: 10 * time.Millisecond}, LinkConfig{})
 		defer c.Close()
 		if _, ok := s.TryReceive(); ok {
 			t.Fatal("a message before anything was sent")
@@ -345,7 +347,7 @@ func TestTryReceive(t *testing.T) {
 // messages every time; in a testing/synctest bubble the wait would take no
 // time at all.
 func ExampleNetwork() {
-	net := NewNetwork(42)
+	net := New(42)
 	client, server := net.Pipe(LinkConfig{Latency: 5 * time.Millisecond, Loss: 0.5}, LinkConfig{})
 	defer client.Close()
 	for i := range 100 {
@@ -361,4 +363,36 @@ func ExampleNetwork() {
 	}
 	fmt.Printf("%d of 100 arrived; the link lost %d\n", n, client.LinkStats().Lost)
 	// Output: 54 of 100 arrived; the link lost 46
+}
+
+// TestClosedSendIsBare: a send on a closed connection returns the bare
+// transport.ErrClosed (no stack: sends are on the data path).
+func TestClosedSendIsBare(t *testing.T) {
+	c, _ := New(1).Pipe(LinkConfig{}, LinkConfig{})
+	c.Close()
+	if err := c.SendReliable([]byte{1}); err != transport.ErrClosed {
+		t.Fatalf("a send on a closed connection: %v, want the bare ErrClosed", err)
+	}
+}
+
+// FuzzReadTrace reads arbitrary trace files: nothing panics, and what
+// reads back writes out and reads again to the same events.
+func FuzzReadTrace(f *testing.F) {
+	f.Add([]byte("# a trace\n1500\n2000 lost\n\n300 dup\n"))
+	f.Add([]byte("99999999999 lost dup\n"))
+	f.Add([]byte("-1\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		tr, err := ReadTrace(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		var out bytes.Buffer
+		if _, err := tr.WriteTo(&out); err != nil {
+			t.Fatal(err)
+		}
+		again, err := ReadTrace(&out)
+		if err != nil || !equalEvents(tr.events, again.events) {
+			t.Fatalf("%q read back as %v, %v", b, again, err)
+		}
+	})
 }

@@ -1,4 +1,4 @@
-package transport
+package memnet
 
 import (
 	"context"
@@ -11,6 +11,8 @@ import (
 
 	"github.com/tongbu/tongbu/internal/errstack"
 	"github.com/tongbu/tongbu/internal/timeq"
+	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/internal/inbox"
 )
 
 // Network is an in-memory network with a seeded emulator of latency,
@@ -27,11 +29,11 @@ type Network struct {
 	seed     uint64
 	mu       sync.Mutex
 	nextLink uint64
-	nextPeer PeerID
+	nextPeer transport.PeerID
 }
 
-// NewNetwork returns an empty network whose randomness derives from seed.
-func NewNetwork(seed uint64) *Network {
+// New returns an empty network whose randomness derives from seed.
+func New(seed uint64) *Network {
 	return &Network{seed: seed}
 }
 
@@ -107,7 +109,7 @@ func (c LinkConfig) withDefaults() LinkConfig {
 		c.MaxQueueDelay = 100 * time.Millisecond
 	}
 	if c.MaxUnreliable <= 0 {
-		c.MaxUnreliable = DefaultMaxUnreliable
+		c.MaxUnreliable = transport.DefaultMaxUnreliable
 	}
 	return c
 }
@@ -120,11 +122,11 @@ func (c LinkConfig) Validate() error {
 	}
 	for _, p := range probs {
 		if !(p >= 0 && p <= 1) {
-			return fmt.Errorf("transport: link probability %v not in [0, 1]", p)
+			return fmt.Errorf("memnet: link probability %v not in [0, 1]", p)
 		}
 	}
 	if c.Latency < 0 || c.Jitter < 0 || c.Bandwidth < 0 {
-		return fmt.Errorf("transport: negative latency, jitter or bandwidth")
+		return fmt.Errorf("memnet: negative latency, jitter or bandwidth")
 	}
 	return nil
 }
@@ -144,7 +146,7 @@ type LinkStats struct {
 // Pipe connects two endpoints: client sends over up, server over down.
 // Both configurations are validated; Pipe panics on an invalid one, since
 // that is a bug in the test or scenario that made it.
-func (n *Network) Pipe(up, down LinkConfig) (client, server *MemConn) {
+func (n *Network) Pipe(up, down LinkConfig) (client, server *Conn) {
 	for _, c := range []LinkConfig{up, down} {
 		if err := c.Validate(); err != nil {
 			panic(err)
@@ -156,8 +158,8 @@ func (n *Network) Pipe(up, down LinkConfig) (client, server *MemConn) {
 	ul, dl := n.nextLink, n.nextLink+1
 	n.nextLink += 2
 	n.mu.Unlock()
-	client = newMemConn(cid)
-	server = newMemConn(sid)
+	client = newConn(cid)
+	server = newConn(sid)
 	client.out = newLink(up, rand.New(rand.NewPCG(n.seed, ul)), server)
 	server.out = newLink(down, rand.New(rand.NewPCG(n.seed, dl)), client)
 	client.peer, server.peer = server, client
@@ -166,14 +168,14 @@ func (n *Network) Pipe(up, down LinkConfig) (client, server *MemConn) {
 	return client, server
 }
 
-// MemConn is one end of an in-memory connection.
-type MemConn struct {
-	id   PeerID
+// Conn is one end of an in-memory connection.
+type Conn struct {
+	id   transport.PeerID
 	out  *link
-	peer *MemConn
+	peer *Conn
 	rtt  time.Duration
 
-	in *inbox
+	in *inbox.Inbox[transport.Message]
 
 	closeOnce sync.Once
 	done      chan struct{}
@@ -181,27 +183,27 @@ type MemConn struct {
 	sentMsgs, sentBytes, recvMsgs, recvBytes, dropped atomic.Uint64
 }
 
-func newMemConn(id PeerID) *MemConn {
-	c := &MemConn{id: id, done: make(chan struct{})}
-	c.in = newInbox(c.done, 0, 0) // unbounded: the emulated links bound what is in flight
+func newConn(id transport.PeerID) *Conn {
+	c := &Conn{id: id, done: make(chan struct{})}
+	c.in = inbox.New(c.done, 0, 0, func(m transport.Message) bool { return m.Channel == transport.Reliable }, transport.ErrClosed) // unbounded: the emulated links bound what is in flight
 	return c
 }
 
 // ID returns the connection's peer id.
-func (c *MemConn) ID() PeerID { return c.id }
+func (c *Conn) ID() transport.PeerID { return c.id }
 
 // SendUnreliable sends msg on the emulated unreliable channel.
-func (c *MemConn) SendUnreliable(msg []byte) error { return c.send(Unreliable, msg) }
+func (c *Conn) SendUnreliable(msg []byte) error { return c.send(transport.Unreliable, msg) }
 
 // SendReliable sends msg on the emulated reliable channel: never lost,
 // always in order, delayed by a retransmission when the link would have
 // lost it.
-func (c *MemConn) SendReliable(msg []byte) error { return c.send(Reliable, msg) }
+func (c *Conn) SendReliable(msg []byte) error { return c.send(transport.Reliable, msg) }
 
-func (c *MemConn) send(ch Channel, msg []byte) error {
+func (c *Conn) send(ch transport.Channel, msg []byte) error {
 	select {
 	case <-c.done:
-		return ErrClosed
+		return transport.ErrClosed
 	default:
 	}
 	err := c.out.send(ch, msg)
@@ -209,7 +211,7 @@ func (c *MemConn) send(ch Channel, msg []byte) error {
 	case nil:
 		c.sentMsgs.Add(1)
 		c.sentBytes.Add(uint64(len(msg)))
-	case ErrDropped:
+	case transport.ErrDropped:
 		c.dropped.Add(1)
 	}
 	return err
@@ -218,7 +220,7 @@ func (c *MemConn) send(ch Channel, msg []byte) error {
 // SetLink replaces the configuration of the connection's outbound link;
 // messages already in flight keep their fate. Use it for a loss window or a
 // latency spike in the middle of a test.
-func (c *MemConn) SetLink(cfg LinkConfig) error {
+func (c *Conn) SetLink(cfg LinkConfig) error {
 	if err := cfg.Validate(); err != nil {
 		return err
 	}
@@ -230,15 +232,15 @@ func (c *MemConn) SetLink(cfg LinkConfig) error {
 }
 
 // LinkStats returns what the outbound link did so far.
-func (c *MemConn) LinkStats() LinkStats {
+func (c *Conn) LinkStats() LinkStats {
 	c.out.mu.Lock()
 	defer c.out.mu.Unlock()
 	return c.out.stats
 }
 
 // Receive returns the next delivered message.
-func (c *MemConn) Receive(ctx context.Context) (Message, error) {
-	m, err := c.in.pop(ctx)
+func (c *Conn) Receive(ctx context.Context) (transport.Message, error) {
+	m, err := c.in.Pop(ctx)
 	if err == nil {
 		c.recvMsgs.Add(1)
 		c.recvBytes.Add(uint64(len(m.Data)))
@@ -247,8 +249,8 @@ func (c *MemConn) Receive(ctx context.Context) (Message, error) {
 }
 
 // TryReceive returns the next delivered message without waiting.
-func (c *MemConn) TryReceive() (Message, bool) {
-	m, ok := c.in.tryPop()
+func (c *Conn) TryReceive() (transport.Message, bool) {
+	m, ok := c.in.TryPop()
 	if ok {
 		c.recvMsgs.Add(1)
 		c.recvBytes.Add(uint64(len(m.Data)))
@@ -258,7 +260,7 @@ func (c *MemConn) TryReceive() (Message, bool) {
 
 // Close closes both ends: the peer sees its Done closed too, as it would
 // when a real connection is torn down.
-func (c *MemConn) Close() error {
+func (c *Conn) Close() error {
 	c.closeLocal()
 	if c.peer != nil {
 		c.peer.closeLocal()
@@ -266,21 +268,21 @@ func (c *MemConn) Close() error {
 	return nil
 }
 
-func (c *MemConn) closeLocal() {
+func (c *Conn) closeLocal() {
 	c.closeOnce.Do(func() {
 		close(c.done)
 		c.out.close()
-		c.in.clear()
+		c.in.Clear()
 	})
 }
 
 // Done is closed when the connection closes.
-func (c *MemConn) Done() <-chan struct{} { return c.done }
+func (c *Conn) Done() <-chan struct{} { return c.done }
 
 // Stats returns the connection's counters. RTT is the sum of the two
 // links' base latencies.
-func (c *MemConn) Stats() Stats {
-	return Stats{
+func (c *Conn) Stats() transport.Stats {
+	return transport.Stats{
 		RTT:               c.rtt,
 		SentMessages:      c.sentMsgs.Load(),
 		SentBytes:         c.sentBytes.Load(),
@@ -301,7 +303,7 @@ type link struct {
 	q            timeq.Queue[pkt]
 	timer        *time.Timer
 	timerAt      time.Time
-	dst          *MemConn
+	dst          *Conn
 	closed       bool
 	stats        LinkStats
 }
@@ -309,10 +311,10 @@ type link struct {
 type pkt struct {
 	at   time.Time
 	sent time.Time
-	msg  Message
+	msg  transport.Message
 }
 
-func newLink(cfg LinkConfig, rng *rand.Rand, dst *MemConn) *link {
+func newLink(cfg LinkConfig, rng *rand.Rand, dst *Conn) *link {
 	cfg = cfg.withDefaults()
 	return &link{cfg: cfg, model: LinkModel{cfg: cfg, rng: rng}, dst: dst}
 }
@@ -321,25 +323,25 @@ func newLink(cfg LinkConfig, rng *rand.Rand, dst *MemConn) *link {
 // message.
 const maxRetransmits = 8
 
-func (l *link) send(ch Channel, msg []byte) error {
+func (l *link) send(ch transport.Channel, msg []byte) error {
 	now := time.Now()
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.closed {
-		return ErrClosed
+		return transport.ErrClosed
 	}
 	cfg := &l.cfg
-	if ch == Unreliable && len(msg) > cfg.MaxUnreliable {
-		return fmt.Errorf("%w: %d bytes > %d", ErrTooLarge, len(msg), cfg.MaxUnreliable)
+	if ch == transport.Unreliable && len(msg) > cfg.MaxUnreliable {
+		return fmt.Errorf("%w: %d bytes > %d", transport.ErrTooLarge, len(msg), cfg.MaxUnreliable)
 	}
 	depart := now
 	if cfg.Bandwidth > 0 {
 		if l.busyUntil.After(now) {
 			depart = l.busyUntil
 		}
-		if ch == Unreliable && depart.Sub(now) > cfg.MaxQueueDelay {
+		if ch == transport.Unreliable && depart.Sub(now) > cfg.MaxQueueDelay {
 			l.stats.Dropped++
-			return ErrDropped
+			return transport.ErrDropped
 		}
 		depart = depart.Add(time.Duration(float64(len(msg)) / float64(cfg.Bandwidth) * float64(time.Second)))
 		l.busyUntil = depart
@@ -356,16 +358,16 @@ func (l *link) send(ch Channel, msg []byte) error {
 		return nil // the sender cannot tell
 	}
 	at := depart.Add(fate.Delay)
-	if ch == Reliable {
+	if ch == transport.Reliable {
 		if at.Before(l.lastReliable) {
 			at = l.lastReliable // ordered: never overtakes an earlier reliable message
 		}
 		l.lastReliable = at
 	}
-	l.push(pkt{at: at, sent: now, msg: Message{Channel: ch, Data: data}})
+	l.push(pkt{at: at, sent: now, msg: transport.Message{Channel: ch, Data: data}})
 	if fate.Dup {
 		l.stats.Duplicated++
-		l.push(pkt{at: at.Add(l.model.jitter() / 2), sent: now, msg: Message{Channel: ch, Data: append([]byte(nil), data...)}})
+		l.push(pkt{at: at.Add(l.model.jitter() / 2), sent: now, msg: transport.Message{Channel: ch, Data: append([]byte(nil), data...)}})
 	}
 	return nil
 }
@@ -393,18 +395,18 @@ func NewLinkModel(cfg LinkConfig, seed uint64) (*LinkModel, error) {
 // Fate decides what happens to one message on ch: from the replayed trace
 // while it lasts, else from the model. A reliable message is never lost:
 // the loss a real path would inflict becomes retransmission delay.
-func (m *LinkModel) Fate(ch Channel) TraceEvent {
+func (m *LinkModel) Fate(ch transport.Channel) TraceEvent {
 	cfg := &m.cfg
 	if cfg.Replay != nil {
 		if ev, ok := cfg.Replay.next(); ok {
-			if ch == Reliable {
+			if ch == transport.Reliable {
 				ev.Lost, ev.Dup = false, false
 			}
 			return ev
 		}
 	}
 	ev := TraceEvent{Delay: cfg.Latency + m.jitter()}
-	if ch == Reliable {
+	if ch == transport.Reliable {
 		for range maxRetransmits {
 			if !m.lose() {
 				break
@@ -507,7 +509,7 @@ func (l *link) fire() {
 		}
 		l.stats.Delivered++
 		l.stats.DelaySum += now.Sub(p.sent)
-		l.dst.in.push(p.msg)
+		l.dst.in.Push(p.msg)
 	}
 	l.timer = nil
 	if l.q.Len() > 0 {

@@ -1,4 +1,4 @@
-package transport
+package memnet
 
 import (
 	"bufio"
@@ -109,12 +109,12 @@ func readTrace(r io.Reader) (*Trace, error) {
 			continue
 		}
 		if len(t.events) >= maxTraceEvents {
-			return nil, fmt.Errorf("transport: trace longer than %d events", maxTraceEvents)
+			return nil, fmt.Errorf("memnet: trace longer than %d events", maxTraceEvents)
 		}
 		fields := strings.Fields(text)
 		us, err := strconv.ParseInt(fields[0], 10, 64)
 		if err != nil || us < 0 || us > int64(time.Hour/time.Microsecond) {
-			return nil, fmt.Errorf("transport: trace line %d: bad delay %q", line, fields[0])
+			return nil, fmt.Errorf("memnet: trace line %d: bad delay %q", line, fields[0])
 		}
 		ev := TraceEvent{Delay: time.Duration(us) * time.Microsecond}
 		for _, f := range fields[1:] {
@@ -124,7 +124,7 @@ func readTrace(r io.Reader) (*Trace, error) {
 			case "dup":
 				ev.Dup = true
 			default:
-				return nil, fmt.Errorf("transport: trace line %d: unknown flag %q", line, f)
+				return nil, fmt.Errorf("memnet: trace line %d: unknown flag %q", line, f)
 			}
 		}
 		t.events = append(t.events, ev)
