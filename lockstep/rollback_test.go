@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tongbu/tongbu/internal/lockstepsim"
 	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/lockstep/locksteptest"
 	"github.com/tongbu/tongbu/transport/memnet"
 )
 
@@ -164,7 +164,7 @@ func duelLink() memnet.LinkConfig {
 	return memnet.LinkConfig{Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.02}
 }
 
-func rollbackMatch(t *testing.T, o lockstepsim.RollbackOptions) lockstepsim.RollbackResult {
+func rollbackMatch(t *testing.T, o locksteptest.RollbackOptions) locksteptest.RollbackResult {
 	t.Helper()
 	if o.Config.Players == 0 {
 		o.Config = lockstep.Config{Players: 2, Hz: 60, Fill: lockstep.FillRepeat, Late: lockstep.LateNextFrame, InputBytes: 1, HashEvery: 30}
@@ -176,7 +176,7 @@ func rollbackMatch(t *testing.T, o lockstepsim.RollbackOptions) lockstepsim.Roll
 	if o.Duration == 0 {
 		o.Duration = time.Minute
 	}
-	r, err := lockstepsim.RunRollback(o)
+	r, err := locksteptest.RunRollback(o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -190,12 +190,12 @@ func rollbackMatch(t *testing.T, o lockstepsim.RollbackOptions) lockstepsim.Roll
 // it sees its input a round trip and more later.
 func TestRollbackMatch(t *testing.T) {
 	link := duelLink()
-	r := rollbackMatch(t, lockstepsim.RollbackOptions{Up: link, Down: link, Seed: 1})
-	plain := rollbackMatch(t, lockstepsim.RollbackOptions{Up: link, Down: link, Seed: 1, Plain: true})
-	own := lockstepsim.Percentile(r.OwnInputMs, 0.99)
-	worst := lockstepsim.Percentile(r.OwnInputMs, 1)
-	plainOwn := lockstepsim.Percentile(plain.OwnInputMs, 0.5)
-	depth := lockstepsim.Percentile(r.Depths, 0.99)
+	r := rollbackMatch(t, locksteptest.RollbackOptions{Up: link, Down: link, Seed: 1})
+	plain := rollbackMatch(t, locksteptest.RollbackOptions{Up: link, Down: link, Seed: 1, Plain: true})
+	own := locksteptest.Percentile(r.OwnInputMs, 0.99)
+	worst := locksteptest.Percentile(r.OwnInputMs, 1)
+	plainOwn := locksteptest.Percentile(plain.OwnInputMs, 0.5)
+	depth := locksteptest.Percentile(r.Depths, 0.99)
 	t.Logf("frames %d, own input p99 %.1f ms, max %.1f (plain median %.1f ms), %d rollbacks, depth p99 %d, stalls %d, checked %d, stats %+v",
 		r.Frames, own, worst, plainOwn, len(r.Depths), depth, r.Stalls, r.Checked, r.Stats)
 	switch {
@@ -224,11 +224,11 @@ func TestRollbackMatch(t *testing.T) {
 // shallower by about two frames, and own input shows two frames later.
 func TestRollbackInputDelay(t *testing.T) {
 	link := duelLink()
-	r0 := rollbackMatch(t, lockstepsim.RollbackOptions{Up: link, Down: link, Seed: 2, Duration: 30 * time.Second})
-	r2 := rollbackMatch(t, lockstepsim.RollbackOptions{Up: link, Down: link, Seed: 2, Duration: 30 * time.Second,
+	r0 := rollbackMatch(t, locksteptest.RollbackOptions{Up: link, Down: link, Seed: 2, Duration: 30 * time.Second})
+	r2 := rollbackMatch(t, locksteptest.RollbackOptions{Up: link, Down: link, Seed: 2, Duration: 30 * time.Second,
 		Rollback: lockstep.RollbackConfig{InputDelay: 2}})
-	d0, d2 := lockstepsim.Percentile(r0.Depths, 0.5), lockstepsim.Percentile(r2.Depths, 0.5)
-	o2 := lockstepsim.Percentile(r2.OwnInputMs, 0.5)
+	d0, d2 := locksteptest.Percentile(r0.Depths, 0.5), locksteptest.Percentile(r2.Depths, 0.5)
+	o2 := locksteptest.Percentile(r2.OwnInputMs, 0.5)
 	t.Logf("median depth %d at delay 0, %d at delay 2; own input median %.1f ms at delay 2", d0, d2, o2)
 	if d2 > d0-1 || o2 < 2*1000.0/60-1 || r2.Desyncs != 0 {
 		t.Errorf("delay 2: median depth %d (delay 0: %d), own input %.1f ms, %d desyncs", d2, d0, o2, r2.Desyncs)
@@ -243,7 +243,7 @@ func TestRollbackLateInputsRollBack(t *testing.T) {
 	up := memnet.LinkConfig{Latency: 40 * time.Millisecond, Jitter: 35 * time.Millisecond, Loss: 0.05}
 	down := duelLink()
 	cfg := lockstep.Config{Players: 2, Hz: 60, Fill: lockstep.FillRepeat, Late: lockstep.LateDrop, InputBytes: 1, HashEvery: 30}
-	r := rollbackMatch(t, lockstepsim.RollbackOptions{Config: cfg, Up: up, Down: down, Seed: 3, Duration: 30 * time.Second})
+	r := rollbackMatch(t, locksteptest.RollbackOptions{Config: cfg, Up: up, Down: down, Seed: 3, Duration: 30 * time.Second})
 	t.Logf("late drops %d, rollbacks %d, desyncs %d", r.LateDrops, len(r.Depths), r.Desyncs)
 	if r.LateDrops == 0 || r.Desyncs != 0 {
 		t.Errorf("late drops %d, desyncs %d: want some and none", r.LateDrops, r.Desyncs)
@@ -255,8 +255,8 @@ func TestRollbackLateInputsRollBack(t *testing.T) {
 // frame instead of running on, then catches up with no desync.
 func TestRollbackStallsAtMaxPrediction(t *testing.T) {
 	link := duelLink()
-	out := &lockstepsim.Outage{Slot: 1, From: 10 * time.Second, For: time.Second}
-	r := rollbackMatch(t, lockstepsim.RollbackOptions{Up: link, Down: link, Seed: 4, Duration: 20 * time.Second, Cut: out})
+	out := &locksteptest.Outage{Slot: 1, From: 10 * time.Second, For: time.Second}
+	r := rollbackMatch(t, locksteptest.RollbackOptions{Up: link, Down: link, Seed: 4, Duration: 20 * time.Second, Cut: out})
 	t.Logf("stalls %d for %v, max depth %+v", r.Stalls, r.Stalled, r.Stats[1].MaxDepth)
 	if r.Stats[1].Stalls < 1 || r.Stats[1].Stalled < 800*time.Millisecond || r.Desyncs != 0 {
 		t.Errorf("player 1: %+v, desyncs %d: want a stall of about a second", r.Stats[1], r.Desyncs)
@@ -271,8 +271,8 @@ func TestRollbackStallsAtMaxPrediction(t *testing.T) {
 // confirmed hashes agree with the room's.
 func TestRollbackRejoin(t *testing.T) {
 	link := duelLink()
-	rj := &lockstepsim.Outage{Slot: 1, From: 8 * time.Second, For: 3 * time.Second}
-	r := rollbackMatch(t, lockstepsim.RollbackOptions{Up: link, Down: link, Seed: 6, Duration: 30 * time.Second, Rejoin: rj})
+	rj := &locksteptest.Outage{Slot: 1, From: 8 * time.Second, For: 3 * time.Second}
+	r := rollbackMatch(t, locksteptest.RollbackOptions{Up: link, Down: link, Seed: 6, Duration: 30 * time.Second, Rejoin: rj})
 	st := r.Stats[1]
 	t.Logf("rejoined player: %+v; checked %d, desyncs %d", st, r.Checked, r.Desyncs)
 	if st.Predicted < 1000 || st.Rollbacks == 0 || r.Desyncs != 0 {
@@ -290,8 +290,8 @@ func TestRollbackPredictor(t *testing.T) {
 		calls++
 		return lockstep.Slot{Inputs: [][]byte{{1}}}
 	}
-	def := rollbackMatch(t, lockstepsim.RollbackOptions{Up: link, Down: link, Seed: 8, Duration: 20 * time.Second})
-	own := rollbackMatch(t, lockstepsim.RollbackOptions{Up: link, Down: link, Seed: 8, Duration: 20 * time.Second,
+	def := rollbackMatch(t, locksteptest.RollbackOptions{Up: link, Down: link, Seed: 8, Duration: 20 * time.Second})
+	own := rollbackMatch(t, locksteptest.RollbackOptions{Up: link, Down: link, Seed: 8, Duration: 20 * time.Second,
 		Rollback: lockstep.RollbackConfig{Predict: centred}})
 	t.Logf("rollbacks: %d repeating the last input, %d guessing a centred stick (%d guesses)", len(def.Depths), len(own.Depths), calls)
 	if calls == 0 || len(own.Depths) <= len(def.Depths) || own.Desyncs != 0 || own.Differed != 0 {
@@ -305,7 +305,7 @@ func TestRollbackPredictor(t *testing.T) {
 func TestRollbackReplayAndSpectator(t *testing.T) {
 	link := duelLink()
 	var file bytes.Buffer
-	r := rollbackMatch(t, lockstepsim.RollbackOptions{Up: link, Down: link, Seed: 7, Duration: 20 * time.Second,
+	r := rollbackMatch(t, locksteptest.RollbackOptions{Up: link, Down: link, Seed: 7, Duration: 20 * time.Second,
 		Replay: &file, Game: "tag", Spectator: true})
 	if r.Watched < r.Frames/30-5 || r.WatchDiff != 0 || r.Desyncs != 0 {
 		t.Fatalf("spectator: %d hash frames watched of %d, %d differed; desyncs %d", r.Watched, r.Frames/30, r.WatchDiff, r.Desyncs)

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/bench/internal/harness"
-	"github.com/tongbu/tongbu/internal/lockstepsim"
+	"github.com/tongbu/tongbu/lockstep/locksteptest"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport/memnet"
 	"github.com/tongbu/tongbu/transport/udpimpair"
@@ -70,7 +70,7 @@ func benchLoss(args []string, out io.Writer) error {
 	d := time.Duration(*minutes * float64(time.Minute))
 	cfg := lockstep.Config{Players: 10, Hz: 15}
 	t0 := time.Now()
-	r, err := lockstepsim.Run(lockstepsim.Options{Config: cfg, Duration: d, Up: link, Down: link, Seed: *seed})
+	r, err := locksteptest.Run(locksteptest.Options{Config: cfg, Duration: d, Up: link, Down: link, Seed: *seed})
 	if err != nil {
 		return err
 	}

@@ -16,7 +16,7 @@ import (
 
 	"github.com/tongbu/tongbu/bench/internal/harness"
 	duel "github.com/tongbu/tongbu/examples/duel/game"
-	"github.com/tongbu/tongbu/internal/lockstepsim"
+	"github.com/tongbu/tongbu/lockstep/locksteptest"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport/memnet"
 )
@@ -42,8 +42,8 @@ func benchRollback(args []string, out io.Writer) error {
 	d := time.Duration(*minutes * float64(time.Minute))
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	play := func(plain bool) (lockstepsim.RollbackResult, error) {
-		return lockstepsim.RunRollback(lockstepsim.RollbackOptions{
+	play := func(plain bool) (locksteptest.RollbackResult, error) {
+		return locksteptest.RunRollback(locksteptest.RollbackOptions{
 			Config: duel.RoomConfig(), Rollback: lockstep.RollbackConfig{InputDelay: *delay}, Plain: plain,
 			Duration: d, Up: link, Down: link, Seed: *seed, Clock: harness.ThreadCPU,
 			NewGame: func() lockstep.RollbackGame { return duel.New() }, Input: duel.BotInputs(*seed),
@@ -63,7 +63,7 @@ func benchRollback(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "(simulated in %v; work measured in %s)\n\n", time.Since(t0).Round(time.Millisecond), harness.ThreadClock)
 	players := float64(duel.Players)
 	perMin := func(n int) float64 { return float64(n) / players / d.Minutes() }
-	cpu := func(x lockstepsim.RollbackResult) float64 {
+	cpu := func(x locksteptest.RollbackResult) float64 {
 		return float64(x.Work.Microseconds()) / float64(x.Frames) / players
 	}
 	depthMean := 0.0
@@ -78,10 +78,10 @@ func benchRollback(args []string, out io.Writer) error {
 	resimPerS := float64(resim) / players / d.Seconds()
 	fmt.Fprintf(out, "%-30s %14s %14s\n", "", "prediction", "plain client")
 	fmt.Fprintf(out, "%-30s %14.1f %14.1f\n", "own input shown, mean ms", mean(r.OwnInputMs), mean(p.OwnInputMs))
-	fmt.Fprintf(out, "%-30s %14.1f %14.1f\n", "own input shown, p99 ms", lockstepsim.Percentile(r.OwnInputMs, 0.99), lockstepsim.Percentile(p.OwnInputMs, 0.99))
+	fmt.Fprintf(out, "%-30s %14.1f %14.1f\n", "own input shown, p99 ms", locksteptest.Percentile(r.OwnInputMs, 0.99), locksteptest.Percentile(p.OwnInputMs, 0.99))
 	fmt.Fprintf(out, "%-30s %14d %14s\n", "input changes measured", len(r.OwnInputMs), fmt.Sprint(len(p.OwnInputMs)))
 	fmt.Fprintf(out, "%-30s %14.1f %14s\n", "rollback depth, mean frames", depthMean, "-")
-	fmt.Fprintf(out, "%-30s %14d %14s\n", "rollback depth, p99 frames", lockstepsim.Percentile(r.Depths, 0.99), "-")
+	fmt.Fprintf(out, "%-30s %14d %14s\n", "rollback depth, p99 frames", locksteptest.Percentile(r.Depths, 0.99), "-")
 	fmt.Fprintf(out, "%-30s %14.1f %14s\n", "frames re-run per second", resimPerS, "-")
 	fmt.Fprintf(out, "%-30s %14.2f %14.2f\n", "stalls per minute", perMin(r.Stalls), perMin(p.Stalls))
 	fmt.Fprintf(out, "%-30s %14d %14d\n", "desyncs", r.Desyncs, p.Desyncs)
@@ -91,10 +91,10 @@ func benchRollback(args []string, out io.Writer) error {
 		return errors.New("no hash frame compared")
 	}
 	fmt.Fprintln(out, harness.Result("rollback",
-		"own_input_ms", fmt.Sprintf("%.1f", lockstepsim.Percentile(r.OwnInputMs, 0.99)),
-		"baseline_own_input_ms", fmt.Sprintf("%.1f", lockstepsim.Percentile(p.OwnInputMs, 0.99)),
+		"own_input_ms", fmt.Sprintf("%.1f", locksteptest.Percentile(r.OwnInputMs, 0.99)),
+		"baseline_own_input_ms", fmt.Sprintf("%.1f", locksteptest.Percentile(p.OwnInputMs, 0.99)),
 		"rollback_depth_mean", fmt.Sprintf("%.2f", depthMean),
-		"rollback_depth_p99", lockstepsim.Percentile(r.Depths, 0.99),
+		"rollback_depth_p99", locksteptest.Percentile(r.Depths, 0.99),
 		"resim_frames_per_s", fmt.Sprintf("%.1f", resimPerS),
 		"cpu_us_per_frame", fmt.Sprintf("%.2f", cpu(r)),
 		"desyncs", r.Desyncs,

@@ -77,3 +77,32 @@ func requires(gomod string) []string {
 	}
 	return mods
 }
+
+// TestBenchModuleGraph: the benchmarks' module graph holds none of the
+// examples' and interop tests' heavy dependencies, nor their modules (the
+// duel's game, a module of its own, aside): a bench builds without
+// Ebiten, chromedp or a NATS server.
+func TestBenchModuleGraph(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command on PATH")
+	}
+	cmd := exec.Command("go", "list", "-m", "all")
+	cmd.Dir = filepath.Join("..", "..", "bench")
+	cmd.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=mod")
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -m all in bench: %v", err)
+	}
+	mods := strings.Fields(string(out))
+	if len(mods) < 10 {
+		t.Fatalf("go list -m all found %d fields: too few", len(mods))
+	}
+	for _, m := range mods {
+		switch {
+		case m == Module+"/examples/duel/game":
+		case under(m, Module+"/examples"), under(m, Module+"/interop"),
+			slices.ContainsFunc(apartExt, func(p string) bool { return strings.HasPrefix(m, p) }):
+			t.Errorf("the bench module's graph holds %s", m)
+		}
+	}
+}

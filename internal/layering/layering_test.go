@@ -16,6 +16,7 @@ type listed struct {
 	ImportPath string
 	Standard   bool
 	Deps       []string
+	Imports    []string
 	Error      *struct{ Err string }
 }
 
@@ -26,7 +27,9 @@ func goList(t *testing.T, env ...string) []listed {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Standard,Deps,Error", "./...")
+	// Every module of the workspace: the library, and the examples, the
+	// benchmarks and the interop tests, which have rules of their own.
+	cmd := exec.Command("go", "list", "-e", "-json=ImportPath,Standard,Deps,Imports,Error", Module+"/...")
 	cmd.Dir = root
 	cmd.Env = append(os.Environ(), env...)
 	var stderr bytes.Buffer
@@ -88,10 +91,38 @@ func TestModuleLayering(t *testing.T) {
 				for _, v := range Check(p.ImportPath, p.Deps, isStd) {
 					t.Error(v)
 				}
+				for _, v := range CheckImports(p.ImportPath, p.Imports) {
+					t.Error(v)
+				}
 				checked++
 			}
 			if checked < 5 {
 				t.Fatalf("checked only %d packages: go list found too little", checked)
+			}
+		})
+	}
+}
+
+// TestCheckImports proves the rules on direct imports catch what they
+// must.
+func TestCheckImports(t *testing.T) {
+	m := func(rel string) string { return Module + "/" + rel }
+	for _, tt := range []struct {
+		name    string
+		pkg     string
+		imports []string
+		bad     int
+	}{
+		{"examples on the engine", m("examples/demo"), []string{m("engine"), "fmt"}, 0},
+		{"examples on an internal package", m("examples/demo"), []string{m("internal/replaycli")}, 1},
+		{"benchmarks on the scheduler and the huge-page advisor", m("bench/relay"), []string{m("internal/sched"), m("internal/hugepage")}, 0},
+		{"benchmarks on another internal package", m("bench/relay"), []string{m("internal/timeq")}, 1},
+		{"benchmarks on their own internal packages", m("bench/relay"), []string{m("bench/internal/bots")}, 0},
+		{"the library on its internal packages", m("engine"), []string{m("internal/sched")}, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := CheckImports(tt.pkg, tt.imports); len(got) != tt.bad {
+				t.Fatalf("CheckImports = %q, want %d violations", got, tt.bad)
 			}
 		})
 	}
@@ -141,8 +172,8 @@ func TestCheck(t *testing.T) {
 		{"a library package on testing", m("lockstep"), []string{"testing"}, 1},
 		{"an internal helper on testing", m("internal/timeq"), []string{"testing"}, 1},
 		{"an internal helper on chromedp", m("internal/replaycli"), []string{"github.com/chromedp/chromedp"}, 1},
-		{"examples on anything", m("examples/demo"), []string{m("engine"), "github.com/hajimehoshi/ebiten/v2", "testing"}, 0},
-		{"benchmarks on anything", m("bench/world"), []string{m("bench/internal/moba"), "testing"}, 0},
+		{"examples on the library", m("examples/demo"), []string{m("engine"), "github.com/hajimehoshi/ebiten/v2", "testing"}, 0},
+		{"benchmarks on their own and testing", m("bench/world"), []string{m("bench/internal/moba"), m("engine"), "testing"}, 0},
 		{"interop on the NATS server and chromedp", m("interop/natstest"), []string{"github.com/nats-io/nats-server/v2/server", "github.com/chromedp/chromedp", "testing"}, 0},
 		{"natsbus on nats.go", m("natsbus"), []string{"github.com/nats-io/nats.go", "github.com/nats-io/nuid"}, 0},
 		{"cluster on natsbus, engine and nats.go", m("cluster"), []string{m("natsbus"), m("engine"), "github.com/nats-io/nats.go"}, 0},
@@ -157,6 +188,18 @@ func TestCheck(t *testing.T) {
 		{"a program on the NATS server", m("cmd/tongbu"), []string{"github.com/nats-io/nats-server/v2/server"}, 1},
 		{"an internal helper on the NATS server", m("internal/natstest"), []string{"github.com/nats-io/nats-server/v2/server"}, 1},
 		{"cluster on the NATS server", m("cluster"), []string{"github.com/nats-io/nats-server/v2/server"}, 1},
+		{"an internal helper on a mode", m("internal/sched"), []string{m("lockstep")}, 1},
+		{"an internal helper on another", m("internal/sched"), []string{m("internal/timeq")}, 0},
+		{"engine on a test kit", m("engine"), []string{m("lockstep/locksteptest")}, 1},
+		{"the server binary on the movers test game", m("cmd/tongbu"), []string{m("lockstep/movers")}, 1},
+		{"the lockstep kit on the in-memory network", m("lockstep/locksteptest"), []string{m("lockstep"), m("transport/memnet"), m("transport"), "github.com/pion/webrtc/v4"}, 0},
+		{"the lockstep kit on engine", m("lockstep/locksteptest"), []string{m("engine")}, 1},
+
+		{"benchmarks on an example", m("bench/world"), []string{m("examples/arena/game")}, 1},
+		{"benchmarks on the duel's game", m("bench/rollback"), []string{m("examples/duel/game")}, 0},
+		{"benchmarks on the interop tests", m("bench/replica"), []string{m("interop/natstest")}, 1},
+
+		{"benchmarks on chromedp", m("bench/world"), []string{"github.com/chromedp/chromedp"}, 1},
 		{"an unplaced directory", m("util"), nil, 1},
 		{"another module", "example.com/x", []string{m("engine")}, 0},
 	}

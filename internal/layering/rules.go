@@ -17,8 +17,15 @@ type rule struct {
 	// allowLocal lists the module directories (relative to the module root)
 	// this layer may depend on; nil means any not listed in denyLocal.
 	allowLocal []string
-	// denyLocal lists the module directories this layer must not reach.
-	denyLocal []string
+	// denyLocal lists the module directories this layer must not reach,
+	// but for those under one in exceptLocal.
+	denyLocal   []string
+	exceptLocal []string
+	// denyImport lists the module directories this layer must not import
+	// itself (it may still reach them through another package), but for
+	// those under one in exceptImport.
+	denyImport   []string
+	exceptImport []string
 	// allowExternal lists the non-standard module path prefixes this layer
 	// may depend on; nil means any not listed in denyExternal.
 	allowExternal []string
@@ -41,12 +48,18 @@ var (
 // examples, the benchmarks and the tests against outside programs are
 // modules of their own (apart, below the same path), and no package of the
 // library, the server binary included, may depend on them, on their heavy
-// dependencies, or on the testing package.
+// dependencies, on the testing package, or on the test kits (kits: a
+// game's tests and tongbu's benches use them; nothing a server links).
 var (
 	apart        = []string{"examples", "bench", "interop"}
 	apartExt     = append([]string{natsServer}, heavy...)
 	apartStd     = []string{"testing"}
-	libraryRules = rule{denyLocal: apart, denyExternal: apartExt}
+	kits         = []string{"lockstep/locksteptest", "replica/replicatest", "transport/memnet", "transport/udpimpair", "lockstep/movers"}
+	libraryRules = rule{denyLocal: append(append([]string{}, apart...), kits...)}
+	libraryExt   = rule{denyExternal: apartExt}
+	// helpers are the internal packages that import nothing of the
+	// library: foundations any layer may use.
+	helpers = []string{"internal/timeq", "internal/errstack", "internal/vectorfile", "internal/hugepage", "internal/sched"}
 )
 
 // rules maps a directory to its rule; a package takes the rule of the
@@ -87,14 +100,36 @@ var rules = map[string]rule{
 	},
 	// wasm is the browser glue over engine.
 	"wasm": {denyLocal: programs, denyExternal: []string{"github.com/chromedp", nats}},
-	// internal helpers may not reach the programs.
-	"internal": {denyLocal: programs},
+	// internal: helpers that import nothing else of the library (and
+	// the module's own checks, which look at it from outside).
+	"internal":           {allowLocal: helpers},
+	"internal/fuzzcheck": {denyLocal: programs},
+	"internal/layering":  {denyLocal: programs},
+	"internal/replaycli": {denyLocal: programs},
+	// the test kits: a game's tests and the benches play matches with
+	// them; they may use the library below the engine, nothing above.
+	"lockstep/locksteptest": {
+		allowLocal:   []string{"lockstep", "codec", "transport", "internal"},
+		denyExternal: append([]string{nats}, heavy...),
+	},
+	"lockstep/movers": {allowLocal: []string{"lockstep", "codec"}},
 	// the library's programs (the server binary, the code generator).
 	"cmd": {},
 	// the modules apart: their own go.mod, checked by their own builds.
-	"examples": {},
-	"bench":    {},
-	"interop":  {},
+	// The examples use the library as a game would: no internal package.
+	// The benchmarks require neither the examples' module nor the
+	// interop tests' (their heavy dependencies), but for the duel's game,
+	// a module of its own; of the library's internals, only the scheduler
+	// and the huge-page advisor they measure.
+	"examples": {denyImport: []string{"internal"}},
+	"bench": {
+		denyLocal:    []string{"examples", "interop"},
+		exceptLocal:  []string{"examples/duel/game"},
+		denyImport:   []string{"internal"},
+		exceptImport: []string{"internal/sched", "internal/hugepage"},
+		denyExternal: append([]string{natsServer}, heavy...),
+	},
+	"interop": {},
 }
 
 // packageRules add to the rule of the top-level directory for single
@@ -103,6 +138,33 @@ var packageRules = map[string]rule{
 	// engine builds for js/wasm and every client imports it: NATS stays
 	// in its own packages beside it.
 	"engine": {denyExternal: []string{nats}},
+}
+
+// CheckImports returns the violations of package pkg (a full import path)
+// by the packages it imports itself.
+func CheckImports(pkg string, imports []string) []string {
+	rel, ok := local(pkg)
+	if !ok {
+		return nil
+	}
+	r, ok := ruleFor(rel)
+	if !ok {
+		return nil // Check says so
+	}
+	var bad []string
+	for _, d := range imports {
+		dl, ok := local(d)
+		if !ok {
+			continue
+		}
+		denied := slices.ContainsFunc(r.denyImport, func(x string) bool { return under(dl, x) }) &&
+			!slices.ContainsFunc(r.exceptImport, func(x string) bool { return under(dl, x) })
+		if denied {
+			bad = append(bad, fmt.Sprintf("%s must not import %s", pkg, d))
+		}
+	}
+	sort.Strings(bad)
+	return bad
 }
 
 // Check returns the violations of package pkg (a full import path) with
@@ -128,12 +190,12 @@ func Check(pkg string, deps []string, isStd func(string) bool) []string {
 			continue
 		}
 		if dl, ok := local(d); ok {
-			if !r.allowsLocal(dl) || hasPR && !pr.allowsLocal(dl) || inLibrary && !libraryRules.allowsLocal(dl) {
+			if !r.allowsLocal(dl) || hasPR && !pr.allowsLocal(dl) || inLibrary && !kit(rel) && !libraryRules.allowsLocal(dl) {
 				bad = append(bad, fmt.Sprintf("%s must not depend on %s", pkg, d))
 			}
 			continue
 		}
-		if !r.allowsExternal(d) || hasPR && !pr.allowsExternal(d) || inLibrary && !libraryRules.allowsExternal(d) {
+		if !r.allowsExternal(d) || hasPR && !pr.allowsExternal(d) || inLibrary && !libraryExt.allowsExternal(d) {
 			bad = append(bad, fmt.Sprintf("%s must not depend on %s", pkg, d))
 		}
 	}
@@ -156,6 +218,12 @@ func ruleFor(rel string) (rule, bool) {
 	}
 }
 
+// kit reports whether rel is a test kit or inside one (a kit may use
+// another).
+func kit(rel string) bool {
+	return slices.ContainsFunc(kits, func(k string) bool { return under(rel, k) })
+}
+
 func local(path string) (string, bool) {
 	if path == Module {
 		return "", true
@@ -167,6 +235,11 @@ func local(path string) (string, bool) {
 func under(path, dir string) bool { return path == dir || strings.HasPrefix(path, dir+"/") }
 
 func (r rule) allowsLocal(dep string) bool {
+	for _, d := range r.exceptLocal {
+		if under(dep, d) {
+			return true
+		}
+	}
 	for _, d := range r.denyLocal {
 		if under(dep, d) {
 			return false

@@ -51,7 +51,7 @@ func (b *Bot) Input(g *Game) Input {
 
 // BotInputs returns an input source for simulated matches in which a Bot
 // plays every slot, deciding from that player's game: a
-// lockstepsim.RollbackOptions.Input, and what `tongbu bench rollback`
+// locksteptest.RollbackOptions.Input, and what `tongbu bench rollback`
 // plays.
 func BotInputs(seed uint64) func(slot int, g lockstep.RollbackGame, rng *rand.Rand) []byte {
 	var bots [Players]*Bot

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tongbu/tongbu/internal/lockstepsim"
+	"github.com/tongbu/tongbu/lockstep/locksteptest"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/fixed"
 	"github.com/tongbu/tongbu/transport/memnet"
@@ -180,7 +180,7 @@ func TestSyncTest(t *testing.T) {
 // the real room over a 50 ms ± 10 ms link with 2% loss: no desync.
 func TestRollbackMatch(t *testing.T) {
 	link := memnet.LinkConfig{Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.02}
-	r, err := lockstepsim.RunRollback(lockstepsim.RollbackOptions{
+	r, err := locksteptest.RunRollback(locksteptest.RollbackOptions{
 		Config: RoomConfig(), Duration: 30 * time.Second, Up: link, Down: link, Seed: 1,
 		NewGame: func() lockstep.RollbackGame { return New() }, Input: BotInputs(1),
 	})

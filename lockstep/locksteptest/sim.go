@@ -1,8 +1,4 @@
-// Package lockstepsim plays a lockstep match in virtual time: a Room, its
-// Clients and an emulated network (memnet.LinkModel), driven by an
-// event queue instead of clocks, so `tongbu bench loss` runs twenty minutes
-// of a match in a second and the same seed gives the same match.
-package lockstepsim
+package locksteptest
 
 import (
 	"bytes"
@@ -91,6 +87,39 @@ func nextThing(room *lockstep.Room, nextRender []time.Time) (time.Time, int) {
 	return next, what
 }
 
+// play runs a match's loop in virtual time until end: each message due
+// is delivered (to the room, or to a client by deliver), each cut is the
+// room's, and each render tick of a client (nextRender holds when each
+// is due; every render apart) is tick's, which may stop the match with an
+// error. *now is the virtual time, for the room's Sender to read.
+func (s *sim) play(room *lockstep.Room, now *time.Time, nextRender []time.Time, render time.Duration, end time.Time,
+	deliver func(slot int, msg []byte), tick func(slot int) error) error {
+	for {
+		next, what := nextThing(room, nextRender)
+		if e, ok := s.q.PopDue(next); ok {
+			*now = e.at
+			if e.kind == evToRoom {
+				room.Deliver(e.slot, e.msg, *now)
+			} else {
+				deliver(e.slot, e.msg)
+			}
+			continue
+		}
+		if next.After(end) {
+			return nil
+		}
+		*now = next
+		if what < 0 {
+			room.Tick(next)
+			continue
+		}
+		nextRender[what] = next.Add(render)
+		if err := tick(what); err != nil {
+			return err
+		}
+	}
+}
+
 func (s *sim) send(now time.Time, link *memnet.LinkModel, kind, slot int, msg []byte, ch transport.Channel) {
 	fate := link.Fate(ch)
 	if fate.Lost {
@@ -162,28 +191,9 @@ func Run(o Options) (Result, error) {
 	pInput := o.InputRate / float64(o.RenderHz)
 	input := make([]byte, 6)
 	var stalledTicks, ticks int
-	for {
-		// The next thing to happen: a delivery, a cut, or a render tick.
-		next, what := nextThing(room, nextRender)
-		if e, ok := s.q.PopDue(next); ok {
-			now = e.at
-			if e.kind == evToRoom {
-				room.Deliver(e.slot, e.msg, now)
-			} else {
-				clients[e.slot].Deliver(now, e.msg)
-			}
-			continue
-		}
-		if next.After(end) {
-			break
-		}
-		now = next
-		if what < 0 {
-			room.Tick(now)
-			continue
-		}
+	deliver := func(slot int, msg []byte) { clients[slot].Deliver(now, msg) }
+	s.play(room, &now, nextRender, render, end, deliver, func(what int) error {
 		c := clients[what]
-		nextRender[what] = now.Add(render)
 		if rng.Float64() < pInput {
 			binary.LittleEndian.PutUint16(input, uint16(what))
 			binary.LittleEndian.PutUint32(input[2:], rng.Uint32())
@@ -206,7 +216,8 @@ func Run(o Options) (Result, error) {
 			}
 			played[what]++
 		}
-	}
+		return nil
+	})
 	cut := room.NextFrame()
 	inflight := cfg.Hz // the last second may still be on its way
 	got := 0

@@ -1,4 +1,4 @@
-package lockstepsim
+package locksteptest
 
 import (
 	"testing"

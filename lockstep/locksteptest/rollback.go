@@ -1,4 +1,4 @@
-package lockstepsim
+package locksteptest
 
 import (
 	"bytes"
@@ -160,32 +160,19 @@ func RunRollback(o RollbackOptions) (RollbackResult, error) {
 		nextRender[i] = start.Add(time.Duration(phase.Int64N(int64(render))))
 	}
 	end := start.Add(o.Duration)
-	for {
-		next, what := nextThing(room, nextRender)
-		if e, ok := s.q.PopDue(next); ok {
-			now = e.at
-			if e.kind == evToRoom {
-				room.Deliver(e.slot, e.msg, now)
-			} else if e.slot == cfg.Players {
-				watcher.c.Deliver(now, e.msg)
-			} else if !o.Cut.down(e.slot, now.Sub(start)) && !ps[e.slot].away {
-				ps[e.slot].c.Deliver(now, e.msg)
-			}
-			continue
+	deliver := func(slot int, msg []byte) {
+		switch {
+		case slot == cfg.Players:
+			watcher.c.Deliver(now, msg)
+		case !o.Cut.down(slot, now.Sub(start)) && !ps[slot].away:
+			ps[slot].c.Deliver(now, msg)
 		}
-		if next.After(end) {
-			break
-		}
-		now = next
-		if what < 0 {
-			room.Tick(now)
-			continue
-		}
-		nextRender[what] = now.Add(render)
+	}
+	err = s.play(room, &now, nextRender, render, end, deliver, func(what int) error {
 		if what == cfg.Players { // the spectator
 			watcher.watch(now)
 			s.send(now, s.up[what], evToRoom, what, watcher.c.Packet(now), transport.Unreliable)
-			continue
+			return nil
 		}
 		p := ps[what]
 		if rj := o.Rejoin; rj != nil && rj.Slot == what && !p.back {
@@ -194,30 +181,34 @@ func RunRollback(o RollbackOptions) (RollbackResult, error) {
 			case !p.away && at >= rj.From:
 				p.away = true
 				if err := room.Leave(what); err != nil {
-					return res, err
+					return err
 				}
 			case p.away && at >= rj.From+rj.For:
 				np, err := newPlayer(cfg, what, o)
 				if err != nil {
-					return res, err
+					return err
 				}
 				np.back = true
 				ps[what], p = np, np
 				if err := room.Join(what, now); err != nil {
-					return res, err
+					return err
 				}
 			}
 			if p.away {
-				continue
+				return nil
 			}
 		}
 		if err := p.tick(now, what, o, &res); err != nil {
-			return res, fmt.Errorf("player %d: %w", what, err)
+			return fmt.Errorf("player %d: %w", what, err)
 		}
 		s.send(now, s.up[what], evToRoom, what, p.c.Packet(now), transport.Unreliable)
 		for _, m := range p.c.Outbox() {
 			s.send(now, s.up[what], evToRoom, what, m, transport.Reliable)
 		}
+		return nil
+	})
+	if err != nil {
+		return res, err
 	}
 	res.Frames = room.NextFrame()
 	if rw != nil {
