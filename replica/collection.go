@@ -227,3 +227,24 @@ func schemaHash(names, schemas []string) uint32 {
 	}
 	return h.Sum32()
 }
+
+// mayRegister says why a collection named name may not join colls (a
+// publisher's or a subscriber's, named by nameOf), or nil: a bad name,
+// after Start, over maxCollections, or a name taken.
+func mayRegister[C any](name string, started bool, colls []C, nameOf func(C) string) error {
+	if err := checkName("collection", name); err != nil {
+		return err
+	}
+	switch {
+	case started:
+		return fmt.Errorf("%w: collection %q registered after Start", ErrConfig, name)
+	case len(colls) >= maxCollections:
+		return fmt.Errorf("%w: more than %d collections", ErrConfig, maxCollections)
+	}
+	for _, c := range colls {
+		if nameOf(c) == name {
+			return fmt.Errorf("%w: collection %q registered twice", ErrConfig, name)
+		}
+	}
+	return nil
+}

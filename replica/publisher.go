@@ -180,21 +180,10 @@ type Source[T any, P codec.Record[T]] struct {
 // subscribers must register the same names, with the same record types, in
 // the same order. Register every collection before Start.
 func NewSource[T any, P codec.Record[T]](p *Publisher, name string) (*Source[T, P], error) {
-	if err := checkName("collection", name); err != nil {
-		return nil, err
-	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.started {
-		return nil, fmt.Errorf("%w: collection %q registered after Start", ErrConfig, name)
-	}
-	if len(p.colls) >= maxCollections {
-		return nil, fmt.Errorf("%w: more than %d collections", ErrConfig, maxCollections)
-	}
-	for _, c := range p.colls {
-		if c.name == name {
-			return nil, fmt.Errorf("%w: collection %q registered twice", ErrConfig, name)
-		}
+	if err := mayRegister(name, p.started, p.colls, func(c *pubColl) string { return c.name }); err != nil {
+		return nil, err
 	}
 	s := &Source[T, P]{p: p, m: recordMap[T, P]{recs: make(map[uint64]*T)}, pending: make(map[uint64]*T)}
 	s.c = &pubColl{name: name, schema: schemaOf(reflect.TypeFor[T]()), t: s, ring: make([]ringSlot, p.cfg.Ring)}

@@ -173,21 +173,10 @@ type Mirror[T any, P codec.Record[T]] struct {
 // publisher must register the same names, with the same record types, in
 // the same order. Register every collection before Start.
 func NewMirror[T any, P codec.Record[T]](s *Subscriber, name string) (*Mirror[T, P], error) {
-	if err := checkName("collection", name); err != nil {
-		return nil, err
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.started {
-		return nil, fmt.Errorf("%w: collection %q registered after Start", ErrConfig, name)
-	}
-	if len(s.colls) >= maxCollections {
-		return nil, fmt.Errorf("%w: more than %d collections", ErrConfig, maxCollections)
-	}
-	for _, c := range s.colls {
-		if c.name == name {
-			return nil, fmt.Errorf("%w: collection %q registered twice", ErrConfig, name)
-		}
+	if err := mayRegister(name, s.started, s.colls, func(c *subColl) string { return c.name }); err != nil {
+		return nil, err
 	}
 	m := &Mirror[T, P]{s: s, m: recordMap[T, P]{recs: make(map[uint64]*T)}}
 	m.c = &subColl{name: name, schema: schemaOf(reflect.TypeFor[T]()), t: &m.m, ver: -1}
