@@ -45,6 +45,7 @@ type relayRun struct {
 	lost         int               // bots whose connection closed
 	msgs         uint64            // messages the server received and sent in the window
 	botCores     float64           // the bots' process's CPU time over the window / the window
+	goroutines   float64           // the server process's goroutines a player, joined, beyond those before
 }
 
 func (r *relayRun) cpuPerPlayerFrame() float64 {
@@ -112,6 +113,7 @@ func (r *relayRun) result() string {
 		"p99_cut_late_ms", p99,
 		// Rounded down, so that 1.0000 means no bot missed a frame.
 		"delivered", fmt.Sprintf("%.4f", math.Floor(r.delivered()*1e4)/1e4),
+		"goroutines_per_conn", r.goroutines,
 	)
 }
 
@@ -205,6 +207,7 @@ func printRelayRuns(out io.Writer, runs []*relayRun) {
 // process with their tickets on its stdin, and measures the window.
 func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*relayRun, error) {
 	r := &relayRun{players: n}
+	g0 := runtime.NumGoroutine()
 	srv, err := bots.NewServer(0)
 	if err != nil {
 		return nil, err
@@ -224,6 +227,7 @@ func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*rel
 	}
 	defer bs.Close()
 	r.join = bs.Join
+	r.goroutines = float64(runtime.NumGoroutine()-g0) / float64(n) // the server's, with every bot joined (the bots are another process)
 	child := bs.Child
 	kill := func(err error) (*relayRun, error) {
 		child.Kill()

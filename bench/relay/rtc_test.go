@@ -54,6 +54,11 @@ func TestBenchRelayWebRTC(t *testing.T) {
 	if d, _ := strconv.ParseFloat(kv["delivered"], 64); d != 1 {
 		t.Errorf("delivered %s, want 1 (every bot played every frame): %s", kv["delivered"], last)
 	}
+	// No goroutine a player: with 20 a few may come and go (handshakes
+	// ending, timers), not one each.
+	if g, err := strconv.ParseFloat(kv["goroutines_per_conn"], 64); err != nil || g > 0.5 {
+		t.Errorf("goroutines_per_conn %q: want a number well under 1: %s", kv["goroutines_per_conn"], last)
+	}
 }
 
 // TestFindMost: -find's search, against loads held up to a threshold,
