@@ -109,7 +109,27 @@ func loadServeConfig(path string) (serveConfig, error) {
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	err = dec.Decode(&cfg)
-	return cfg, err
+	return cfg, jsonWhere(b, err)
+}
+
+// jsonWhere adds to a JSON decoding error the line and column it
+// happened at, when the error knows its offset.
+func jsonWhere(b []byte, err error) error {
+	var off int64 = -1
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn):
+		off = syn.Offset
+	case errors.As(err, &typ):
+		off = typ.Offset
+	}
+	if off < 0 || off > int64(len(b)) {
+		return err
+	}
+	line := 1 + strings.Count(string(b[:off]), "\n")
+	col := int(off) - strings.LastIndex(string(b[:off]), "\n")
+	return fmt.Errorf("line %d, column %d: %w", line, col, err)
 }
 
 // names returns the rooms and worlds a config (and -rooms N) creates.
@@ -385,13 +405,24 @@ func readSecret(path string) ([]byte, error) {
 		if err != nil {
 			return nil, err
 		}
-		return []byte(strings.TrimSpace(string(b))), nil
-	}
-	if s := os.Getenv("TONGBU_SECRET"); s != "" {
+		s := strings.TrimSpace(string(b))
+		if len(s) < minSecret {
+			return nil, fmt.Errorf("%s holds %d bytes: a ticket secret needs at least %d", path, len(s), minSecret)
+		}
 		return []byte(s), nil
 	}
-	return nil, errors.New("no ticket secret: set TONGBU_SECRET or pass -secret-file (at least 16 bytes)")
+	if s := os.Getenv("TONGBU_SECRET"); s != "" {
+		if len(s) < minSecret {
+			return nil, fmt.Errorf("TONGBU_SECRET holds %d bytes: a ticket secret needs at least %d", len(s), minSecret)
+		}
+		return []byte(s), nil
+	}
+	return nil, fmt.Errorf("no ticket secret: set TONGBU_SECRET or pass -secret-file (at least %d bytes)", minSecret)
 }
+
+// minSecret is the shortest ticket secret the engine takes
+// (engine.Config.Secret).
+const minSecret = 16
 
 // ticketCommand prints a ticket, for a game server not written in Go to
 // copy the format from, and for trying `tongbu serve` by hand.
@@ -404,23 +435,31 @@ func ticketCommand(args []string, stdout, stderr io.Writer) int {
 	spectator := fs.Bool("spectator", false, "a spectator's ticket")
 	ttl := fs.Duration("ttl", 10*time.Minute, "validity")
 	cfgPath := fs.String("config", "", "the serve config: warn when it names no such target")
-	rooms := fs.Int("rooms", 0, "as serve's -rooms: room-1..room-N exist too")
-	strict := fs.Bool("strict", false, "with -config: refuse, rather than warn, a target the config does not name")
+	rooms := fs.Int("rooms", 0, "as serve's -rooms: room-1..room-N exist too (and, without -config, the only ones)")
+	strict := fs.Bool("strict", false, "with -config or -rooms: refuse, rather than warn, a target they do not name")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
-	if *cfgPath != "" {
-		cfg, err := loadServeConfig(*cfgPath)
-		if err != nil {
-			fmt.Fprintf(stderr, "tongbu ticket: config %s: %v\n", *cfgPath, err)
-			return 2
+	if *cfgPath != "" || *rooms > 0 {
+		var cfg serveConfig
+		where := fmt.Sprintf("-rooms %d", *rooms)
+		if *cfgPath != "" {
+			var err error
+			if cfg, err = loadServeConfig(*cfgPath); err != nil {
+				fmt.Fprintf(stderr, "tongbu ticket: config %s: %v\n", *cfgPath, err)
+				return 2
+			}
+			where = *cfgPath
+			if *rooms > 0 {
+				where += fmt.Sprintf(" with -rooms %d", *rooms)
+			}
 		}
 		if !cfg.names(*rooms)[*target] {
 			if *strict {
-				fmt.Fprintf(stderr, "tongbu ticket: %s names no room or world %q\n", *cfgPath, *target)
+				fmt.Fprintf(stderr, "tongbu ticket: %s names no room or world %q\n", where, *target)
 				return 2
 			}
-			fmt.Fprintf(stderr, "tongbu ticket: warning: %s names no room or world %q (signed anyway)\n", *cfgPath, *target)
+			fmt.Fprintf(stderr, "tongbu ticket: warning: %s names no room or world %q (signed anyway)\n", where, *target)
 		}
 	}
 	secret, err := readSecret(*secretFile)

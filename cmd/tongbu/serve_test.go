@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -152,12 +153,46 @@ func TestTicketChecksTarget(t *testing.T) {
 		{[]string{"-target", "nosuch"}, 0, true},
 		{[]string{"-target", "nosuch", "-strict"}, 2, false},
 		{[]string{"-target", "room-3", "-rooms", "3"}, 0, false},
+		// -rooms alone names room-1..room-N.
+		{[]string{"-config", "", "-target", "room-2", "-rooms", "2", "-strict"}, 0, false},
+		{[]string{"-config", "", "-target", "room-9", "-rooms", "2", "-strict"}, 2, false},
+		{[]string{"-config", "", "-target", "room-9", "-rooms", "2"}, 0, true},
 	} {
 		var out, errb bytes.Buffer
 		code := run(append([]string{"ticket", "-player", "p", "-config", cfg}, tt.args...), &out, &errb)
 		if code != tt.code || strings.Contains(errb.String(), "warning") != tt.warn || (code == 0) != (out.Len() > 0) {
 			t.Fatalf("%v: exit %d, stdout %q, stderr %q", tt.args, code, out.String(), errb.String())
 		}
+	}
+}
+
+// TestConfigErrorsSayWhere: a config that does not decode is reported
+// with the line and column of the fault.
+func TestConfigErrorsSayWhere(t *testing.T) {
+	for _, tc := range []struct{ json, want string }{
+		{"{\n  \"http\": \":8080\",\n  \"udp\": 3478\n  \"rooms\": []\n}\n", "line 4, column 4"},
+		{"{\n  \"rooms\": [\n    {\"name\": \"a\", \"players\": \"two\"}\n  ]\n}\n", "line 3, column 35"},
+		{"{\"nosuchkey\": 1}", "unknown field"},
+	} {
+		path := filepath.Join(t.TempDir(), "c.json")
+		os.WriteFile(path, []byte(tc.json), 0o600)
+		if _, err := loadServeConfig(path); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: %v, want %q", tc.json, err, tc.want)
+		}
+	}
+}
+
+// TestSecretSaysWhere: a short secret is reported as the variable or the
+// file the user set, not the Go field.
+func TestSecretSaysWhere(t *testing.T) {
+	t.Setenv("TONGBU_SECRET", "short")
+	if _, err := readSecret(""); err == nil || !strings.Contains(err.Error(), "TONGBU_SECRET holds 5 bytes") {
+		t.Errorf("a short TONGBU_SECRET: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "secret")
+	os.WriteFile(path, []byte("tiny\n"), 0o600)
+	if _, err := readSecret(path); err == nil || !strings.Contains(err.Error(), path+" holds 4 bytes") {
+		t.Errorf("a short secret file: %v", err)
 	}
 }
 
