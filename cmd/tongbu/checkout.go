@@ -9,8 +9,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
+	"syscall"
 )
 
 // modulePrefix is the import path of the repository's modules.
@@ -52,7 +54,27 @@ func runFromCheckout(module, pkg string, args []string, stdout, stderr io.Writer
 	cmd.Stdin = os.Stdin
 	cmd.Stdout = stdout
 	cmd.Stderr = stderr
-	if err := cmd.Run(); err != nil {
+	// The program decides when to stop: Ctrl-C reaches it from the
+	// terminal as it reaches tongbu, and tongbu waits for it to finish
+	// (removing the build it ran from) instead of dying first and leaving
+	// the build behind. A SIGTERM sent to tongbu alone is passed on.
+	if err := cmd.Start(); err != nil {
+		fmt.Fprintf(stderr, "tongbu: %s: %v\n", pkg, err)
+		return 1
+	}
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for sig := range sigs {
+			if sig == syscall.SIGTERM {
+				cmd.Process.Signal(sig)
+			}
+		}
+	}()
+	err = cmd.Wait()
+	signal.Stop(sigs)
+	close(sigs)
+	if err != nil {
 		var exit *exec.ExitError
 		if errors.As(err, &exit) && exit.ExitCode() > 0 {
 			return exit.ExitCode()
