@@ -3,6 +3,7 @@
 package transport
 
 import (
+	"crypto/tls"
 	"net"
 	"net/http"
 	"net/netip"
@@ -220,8 +221,12 @@ func (c *limitConn) release() {
 // ConnState is an http.Server ConnState hook that tells a Listener's
 // connections when they sit idle between requests (those are the ones
 // it closes to make room at its MaxConns). Other connections are left
-// alone.
+// alone. It sees through TLS: an HTTPS server on a Listener is bounded
+// the same way.
 func ConnState(c net.Conn, st http.ConnState) {
+	if tc, ok := c.(*tls.Conn); ok {
+		c = tc.NetConn()
+	}
 	lc, ok := c.(*limitConn)
 	if !ok {
 		return

@@ -3,11 +3,14 @@
 package transport
 
 import (
+	"bufio"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"sync"
 	"testing"
@@ -357,5 +360,49 @@ func TestListenerConnRate(t *testing.T) {
 	time.Sleep(time.Second)
 	if got := burst("203.0.113.9", 20); got < 4 || got > 6 {
 		t.Fatalf("%d accepted a second later, want about 4 (the rate)", got)
+	}
+}
+
+// TestListenerSeesThroughTLS: behind an HTTPS server, a Listener still
+// knows which connections sit idle, and closes the one idle the longest
+// to make room at its MaxConns.
+func TestListenerSeesThroughTLS(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "ok")
+	}))
+	ts.Listener.Close()
+	ts.Listener = NewListener(ln, ListenerConfig{MaxConns: 2, Networks: ClientNetworks{BoundLoopback: true}, PerNetwork: 100})
+	ts.Config.ConnState = ConnState
+	ts.StartTLS()
+	defer ts.Close()
+	dial := func() *tls.Conn {
+		c, err := tls.Dial("tcp", ln.Addr().String(), &tls.Config{InsecureSkipVerify: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := io.WriteString(c, "GET / HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		return c
+	}
+	first := dial()
+	time.Sleep(20 * time.Millisecond)
+	dial()
+	time.Sleep(20 * time.Millisecond)
+	dial() // at the bound: the idle first makes room
+	first.SetReadDeadline(time.Now().Add(3 * time.Second))
+	if _, err := first.Read(make([]byte, 1)); errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatal("the HTTPS connection idle the longest was not closed at the bound")
 	}
 }

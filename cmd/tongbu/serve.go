@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -43,6 +44,8 @@ type serveConfig struct {
 	MaxHTTPConns   int          `json:"max_http_conns"`  // HTTP connections open at once (default 2048)
 	HTTPConnRate   int          `json:"http_conn_rate"`  // new HTTP connections a client network may open a second (default 8, after twice as many)
 	Loopback       bool         `json:"loopback"`        // offer loopback candidates (local tests and demos)
+	TLS            tlsConfig    `json:"tls"`             // serve HTTPS with a certificate from files (tls.go)
+	ACME           acmeConfig   `json:"acme"`            // or with certificates from an ACME authority
 	Rooms          []roomConfig `json:"rooms"`
 	Worlds         []struct {
 		Name       string `json:"name"`
@@ -72,6 +75,9 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
     "max_http_conns": 2048,            HTTP connections open at once (the longest idle makes room)
     "http_conn_rate": 8,               new HTTP connections a client network may open a second
     "loopback": false,                 offer loopback candidates (local tests)
+    "tls": {"cert": "fullchain.pem", "key": "privkey.pem"},   serve HTTPS (files reloaded when renewed)
+    "acme": {"domains": ["eu-1.game.example"], "email": "ops@game.example",
+             "cache": "/var/lib/tongbu/acme", "http": ":80"},  or HTTPS with Let's Encrypt certificates
     "rooms": [{"name": "duel-1", "players": 2, "hz": 30,
                "fill": "idle|repeat|absent", "late": "drop|next"}],
     "worlds": [{"name": "field", "region_size": 1024, "width": 64, "height": 64, "hz": 16}],
@@ -196,6 +202,8 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	huge := fs.Bool("hugepages", true, "ask Linux for transparent huge pages for the heap (Linux; where the system's mode is madvise, a large world ticks about a tenth faster)")
 	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on this address (a private one) instead of -http's; the token, if any, in $TONGBU_METRICS_TOKEN")
 	peerMetrics := fs.Bool("peer-metrics", false, "add per-player gauges, labelled with room names, to /metrics")
+	origins := fs.String("origins", "", "comma-separated browser origins allowed besides the server's own (https://game.example; *: any)")
+	tf := newTLSFlags(fs)
 	roomIdle := fs.Duration("room-idle", 10*time.Minute, "start a fresh match in a room empty this long, freeing the old one's memory (0: never)")
 	cf := clusterFlags(fs)
 	fs.Usage = func() {
@@ -236,7 +244,14 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	if *publicIP != "" {
 		cfg.PublicIPs = strings.Split(*publicIP, ",")
 	}
+	if *origins != "" {
+		cfg.Origins = strings.Split(*origins, ",")
+	}
 	cfg.Loopback = cfg.Loopback || *loopback
+	if err := tf.apply(&cfg.TLS, &cfg.ACME); err != nil {
+		fmt.Fprintln(stderr, "tongbu serve:", err)
+		return 2
+	}
 	if err := cf.apply(&cfg.Cluster); err != nil {
 		fmt.Fprintln(stderr, "tongbu serve:", err)
 		return 2
@@ -252,6 +267,11 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 	log := slog.New(slog.NewTextHandler(stderr, nil))
+	tlsCfg, acmeHTTP, err := serverTLS(cfg.TLS, cfg.ACME, log)
+	if err != nil {
+		fmt.Fprintln(stderr, "tongbu serve:", err)
+		return 2
+	}
 	srv, err := engine.NewServer(engine.Config{
 		ClientNetworks: nets,
 		Secret:         secret, UDPAddr: udpAddr, PublicIPs: cfg.PublicIPs, Stack: st,
@@ -305,9 +325,26 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		defer ms.Close()
 		metricsAt = "http://" + mln.Addr().String() + engine.MetricsPath
 	}
-	fmt.Fprintf(stdout, "tongbu serve: http://%s (UDP %s); metrics at %s\n", ln.Addr(), srv.UDPAddr(), metricsAt)
+	scheme := "http"
+	if tlsCfg != nil {
+		scheme = "https"
+	}
+	ctx, stopACME := context.WithCancel(context.Background())
+	defer stopACME()
+	challenges, err := serveACMEHTTP(ctx, cfg.ACME.HTTP, acmeHTTP)
+	if err != nil {
+		ln.Close()
+		leave()
+		srv.Shutdown(context.Background())
+		fmt.Fprintln(stderr, "tongbu serve:", err)
+		return 1
+	}
+	if challenges != "" {
+		fmt.Fprintf(stdout, "tongbu serve: ACME http-01 challenges at http://%s\n", challenges)
+	}
+	fmt.Fprintf(stdout, "tongbu serve: %s://%s (UDP %s); metrics at %s\n", scheme, ln.Addr(), srv.UDPAddr(), metricsAt)
 	lc := transport.ListenerConfig{PerNetwork: transport.DefaultConnsPerAddr, MaxConns: cfg.MaxHTTPConns, ConnRate: cfg.HTTPConnRate, Networks: nets}
-	return runServerWith(srv, handler, transport.NewListener(ln, lc), stderr, leave)
+	return runServerWith(srv, handler, transport.NewListener(ln, lc), tlsCfg, stderr, leave)
 }
 
 // clientNetworks is the config's transport.ClientNetworks.
@@ -330,10 +367,10 @@ func (c *serveConfig) clientNetworks() (transport.ClientNetworks, error) {
 	return n, nil
 }
 
-// runServerWith serves h on ln (a transport.NewListener) until SIGINT or
-// SIGTERM; then it calls leave (if not nil) before it shuts srv down
-// gracefully.
-func runServerWith(srv *engine.Server, h http.Handler, ln net.Listener, stderr io.Writer, leave func()) int {
+// runServerWith serves h on ln (a transport.NewListener), over TLS when
+// tlsCfg is not nil, until SIGINT or SIGTERM; then it calls leave (if not
+// nil) before it shuts srv down gracefully.
+func runServerWith(srv *engine.Server, h http.Handler, ln net.Listener, tlsCfg *tls.Config, stderr io.Writer, leave func()) int {
 	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -346,7 +383,12 @@ func runServerWith(srv *engine.Server, h http.Handler, ln net.Listener, stderr i
 		cancel()
 	}()
 	hs := engine.HTTPServer("", h)
-	go hs.Serve(ln)
+	if tlsCfg != nil {
+		hs.TLSConfig = tlsCfg
+		go hs.ServeTLS(ln, "", "")
+	} else {
+		go hs.Serve(ln)
+	}
 	err := srv.Serve(ctx)
 	sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

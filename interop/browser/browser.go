@@ -35,12 +35,12 @@ func Path() (string, error) {
 	return "", ErrNoBrowser
 }
 
-// New starts headless Chromium with a fresh profile in userDir and returns
-// a chromedp context for one tab. Cancel it to stop the browser. With an
+// New starts headless Chromium with a fresh profile in userDir, and the
+// extra flags given, and returns a chromedp context for one tab. Cancel it to stop the browser. With an
 // empty userDir the profile goes in a temporary directory that stopping
 // removes, once Chromium's helper processes have let go of it (a test's
 // TempDir can fail its cleanup while they are still writing).
-func New(ctx context.Context, userDir string) (context.Context, context.CancelFunc, error) {
+func New(ctx context.Context, userDir string, extra ...chromedp.ExecAllocatorOption) (context.Context, context.CancelFunc, error) {
 	exe, err := Path()
 	if err != nil {
 		return nil, nil, err
@@ -77,6 +77,7 @@ func New(ctx context.Context, userDir string) (context.Context, context.CancelFu
 		chromedp.Flag("disable-features", "WebRtcHideLocalIpsWithMdns"),
 		chromedp.Flag("enable-unsafe-swiftshader", true),
 	}
+	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
 	tctx, cancelTab := chromedp.NewContext(actx)
 	if err := chromedp.Run(tctx); err != nil { // start the browser now

@@ -126,9 +126,11 @@ func startServeWith(t *testing.T, secret, id string, args ...string) *serveProc 
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			if rest, ok := strings.CutPrefix(sc.Text(), "tongbu serve: http://"); ok {
-				addr, _, _ := strings.Cut(rest, " ")
-				urls <- "http://" + addr
+			for _, scheme := range []string{"http://", "https://"} {
+				if rest, ok := strings.CutPrefix(sc.Text(), "tongbu serve: "+scheme); ok {
+					addr, _, _ := strings.Cut(rest, " ")
+					urls <- scheme + addr
+				}
 			}
 		}
 		io.Copy(io.Discard, out)
