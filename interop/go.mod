@@ -8,6 +8,7 @@ require (
 	github.com/nats-io/nats-server/v2 v2.12.15
 	github.com/nats-io/nats.go v1.51.0
 	github.com/tongbu/tongbu v0.0.0
+	go.yaml.in/yaml/v3 v3.0.5
 )
 
 require (

@@ -214,6 +214,10 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	if fs.NArg() > 0 { // flags after it would be ignored without a word
+		fmt.Fprintf(stderr, "tongbu serve: unexpected argument %q (every setting is a flag: tongbu serve -h)\n", fs.Arg(0))
+		return 2
+	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	var cfg serveConfig
@@ -298,7 +302,11 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	handler, leave := srv.Handler(), func() {}
 	if cfg.Cluster.NATS != "" {
-		cl, err := joinCluster(srv, &cfg.Cluster, ln.Addr(), log)
+		acmeHost := ""
+		if cfg.ACME.on() {
+			acmeHost = cfg.ACME.Domains[0]
+		}
+		cl, err := joinCluster(srv, &cfg.Cluster, ln.Addr(), tlsCfg != nil, acmeHost, log)
 		if err != nil {
 			ln.Close()
 			srv.Shutdown(context.Background())
@@ -480,6 +488,10 @@ func ticketCommand(args []string, stdout, stderr io.Writer) int {
 	rooms := fs.Int("rooms", 0, "as serve's -rooms: room-1..room-N exist too (and, without -config, the only ones)")
 	strict := fs.Bool("strict", false, "with -config or -rooms: refuse, rather than warn, a target they do not name")
 	if err := fs.Parse(args); err != nil {
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "tongbu ticket: unexpected argument %q (tongbu ticket -h)\n", fs.Arg(0))
 		return 2
 	}
 	if *cfgPath != "" || *rooms > 0 {

@@ -25,7 +25,7 @@ import (
 type clusterConfig struct {
 	NATS      string `json:"nats"`       // NATS URL; empty: no cluster
 	Node      string `json:"node"`       // node id, default the host name and HTTP port
-	PublicURL string `json:"public_url"` // the URL clients dial, default http://<HTTP address>
+	PublicURL string `json:"public_url"` // the URL clients dial, default http(s)://<HTTP address>, or the first ACME domain
 	Capacity  int    `json:"capacity"`   // rooms placed here at most, default 100
 	Heartbeat string `json:"heartbeat"`  // heartbeat interval (Go duration), default 1s
 	Prefix    string `json:"prefix"`     // subject prefix, default tongbu.cluster
@@ -48,7 +48,7 @@ func clusterFlags(fs *flag.FlagSet) *clusterFlagSet {
 	return &clusterFlagSet{
 		nats:      fs.String("nats", "", "NATS URL: join the serve processes that share it (rooms placed where there is capacity)"),
 		node:      fs.String("node", "", "cluster node id (default: host name and HTTP port)"),
-		url:       fs.String("public-url", "", "the URL clients dial for rooms placed here (default http://<-http address>)"),
+		url:       fs.String("public-url", "", "the URL clients dial for rooms placed here (default http(s)://<-http address>, or https://<first -acme-domains name>)"),
 		capacity:  fs.Int("capacity", 0, "rooms the cluster may place here (default 100)"),
 		heartbeat: fs.String("heartbeat", "", "cluster heartbeat interval (default 1s)"),
 	}
@@ -81,18 +81,16 @@ type clusterNode struct {
 }
 
 // joinCluster connects to NATS and joins the cluster as the node serving
-// on addr: rooms placed here are created on srv with tickets it signs.
-func joinCluster(srv *engine.Server, c *clusterConfig, addr net.Addr, log *slog.Logger) (*clusterNode, error) {
+// on addr (over https when secure, with a certificate for acmeHost when
+// not empty): rooms placed here are created on srv with tickets it signs.
+func joinCluster(srv *engine.Server, c *clusterConfig, addr net.Addr, secure bool, acmeHost string, log *slog.Logger) (*clusterNode, error) {
 	info := cluster.NodeInfo{ID: c.Node, URL: c.PublicURL, Capacity: c.Capacity}
-	host, port, err := net.SplitHostPort(addr.String())
+	_, port, err := net.SplitHostPort(addr.String())
 	if err != nil {
 		return nil, err
 	}
-	if info.URL == "" {
-		if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
-			return nil, fmt.Errorf("cluster: -http %s listens on every interface: say which URL clients dial with -public-url", addr)
-		}
-		info.URL = "http://" + addr.String()
+	if info.URL, err = nodeURL(c.PublicURL, addr, secure, acmeHost); err != nil {
+		return nil, err
 	}
 	if info.ID == "" {
 		h, _ := os.Hostname()
@@ -186,4 +184,27 @@ func sanitizeID(s string) string {
 		b = b[len(b)-cluster.MaxIDLen:]
 	}
 	return string(b)
+}
+
+// nodeURL is the URL a node's players dial: the one configured, else the
+// ACME name the node has a certificate for, else its HTTP address.
+func nodeURL(configured string, addr net.Addr, secure bool, acmeHost string) (string, error) {
+	host, port, err := net.SplitHostPort(addr.String())
+	switch {
+	case configured != "":
+		return configured, nil
+	case err != nil:
+		return "", err
+	case acmeHost != "" && port == "443":
+		return "https://" + acmeHost, nil
+	case acmeHost != "":
+		return "https://" + net.JoinHostPort(acmeHost, port), nil
+	}
+	if ip := net.ParseIP(host); ip == nil || ip.IsUnspecified() {
+		return "", fmt.Errorf("cluster: -http %s listens on every interface: say which URL clients dial with -public-url", addr)
+	}
+	if secure {
+		return "https://" + addr.String(), nil
+	}
+	return "http://" + addr.String(), nil
 }

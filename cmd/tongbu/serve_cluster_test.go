@@ -47,8 +47,25 @@ func TestServeClusterConfig(t *testing.T) {
 	}
 	defer srv.Shutdown(t.Context())
 	every := &net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}
-	if _, err := joinCluster(srv, &clusterConfig{NATS: "nats://127.0.0.1:1", Capacity: 1}, every, slog.Default()); err == nil || !strings.Contains(err.Error(), "-public-url") {
+	if _, err := joinCluster(srv, &clusterConfig{NATS: "nats://127.0.0.1:1", Capacity: 1}, every, false, "", slog.Default()); err == nil || !strings.Contains(err.Error(), "-public-url") {
 		t.Fatalf("no public URL on every interface: %v", err)
+	}
+	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8443}
+	for _, tt := range []struct {
+		configured string
+		addr       net.Addr
+		secure     bool
+		acme, want string
+	}{
+		{"https://eu-1.game.example", every, true, "", "https://eu-1.game.example"},
+		{"", local, false, "", "http://127.0.0.1:8443"},
+		{"", local, true, "", "https://127.0.0.1:8443"},
+		{"", every, true, "eu-1.game.example", "https://eu-1.game.example:8080"},
+		{"", &net.TCPAddr{IP: net.IPv6unspecified, Port: 443}, true, "eu-1.game.example", "https://eu-1.game.example"},
+	} {
+		if got, err := nodeURL(tt.configured, tt.addr, tt.secure, tt.acme); err != nil || got != tt.want {
+			t.Errorf("nodeURL(%q, %v, %v, %q) = %q, %v; want %q", tt.configured, tt.addr, tt.secure, tt.acme, got, err, tt.want)
+		}
 	}
 	if got := sanitizeID("game.host:8080"); got != "game_host_8080" {
 		t.Fatalf("sanitizeID = %q", got)

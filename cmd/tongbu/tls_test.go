@@ -134,3 +134,22 @@ func TestServeTLSRefusesBadFiles(t *testing.T) {
 		t.Fatalf("exit %d, stderr %q: want 2 naming missing.pem", code, errb.String())
 	}
 }
+
+// TestStrayArgument: a word where a flag was meant stops serve and
+// ticket with the word named, instead of every flag after it being
+// ignored.
+func TestStrayArgument(t *testing.T) {
+	t.Setenv("TONGBU_SECRET", "0123456789abcdef")
+	for _, tt := range []struct {
+		run  func([]string, io.Writer, io.Writer) int
+		args []string
+	}{
+		{serveCommand, []string{"-http", "127.0.0.1:0", "8080", "-udp", "0"}},
+		{ticketCommand, []string{"-player", "p", "room-1", "-target", "room-1"}},
+	} {
+		var out, errb strings.Builder
+		if code := tt.run(tt.args, &out, &errb); code != 2 || !strings.Contains(errb.String(), "unexpected argument") {
+			t.Errorf("%v: exit %d, %q", tt.args, code, errb.String())
+		}
+	}
+}
