@@ -56,7 +56,7 @@ func FuzzLeanDatagram(f *testing.F) {
 	other, otherSrv := dial()
 	defer victim.Close()
 	defer other.Close()
-	sock := s.lean.sock
+	sock := leanOf(s).sock
 	from := func(*leanPeer) *net.UDPAddr { return peerAddr(victimSrv) }
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) == 0 {

@@ -9,14 +9,16 @@ import (
 	"net/http"
 	"net/netip"
 	"sync"
+	"sync/atomic"
 )
 
 // leanServer is the lean stack's side of a Server.
 type leanServer struct {
-	s     *Server
-	ep    *leanEndpoint
-	sock  *leanSocket
-	cands []netip.AddrPort
+	s      *Server
+	ep     *leanEndpoint
+	sock   *leanSocket
+	cands  []netip.AddrPort
+	nextID atomic.Uint64
 }
 
 func newLeanServer(s *Server, udp *net.UDPConn) (*leanServer, error) {
@@ -78,9 +80,9 @@ func candidates(bound netip.AddrPort, public []string, loopback bool) ([]netip.A
 	return out, nil
 }
 
-// answer makes a lean peer for an offer; like the pion path's, it owns
+// Answer makes a lean peer for an offer; like the pion stack's, it owns
 // the request's handshake slot.
-func (l *leanServer) answer(_ context.Context, offer string, meta any, giveSlot func()) (string, int, error) {
+func (l *leanServer) Answer(_ context.Context, offer string, meta any, giveSlot func()) (string, int, error) {
 	s := l.s
 	rs, err := parseSession(offer)
 	if err == nil && rs.setup == "passive" {
@@ -99,13 +101,13 @@ func (l *leanServer) answer(_ context.Context, offer string, meta any, giveSlot 
 			return "", http.StatusForbidden, fmt.Errorf("not authorized: %w", err)
 		}
 	}
-	p := newLeanPeer(l.ep, l.sock, PeerID(s.nextID.Add(1)), false, s.lim, s.log)
+	p := newLeanPeer(l.ep, l.sock, PeerID(l.nextID.Add(1)), false, s.lim, s.log)
 	p.remote = rs
 	p.meta = meta
 	release := sync.OnceFunc(giveSlot)
 	p.onOpen = func(p *leanPeer) {
 		release()
-		s.opened(p, p.id, func() { p.closeWith(ErrQueueFull) })
+		s.opened(p, func() { p.closeWith(ErrQueueFull) })
 	}
 	p.onClose = func(*leanPeer) { release() }
 	if !l.ep.add(p) {
@@ -123,9 +125,15 @@ func (l *leanServer) answer(_ context.Context, offer string, meta any, giveSlot 
 	return ans.String(), 0, nil
 }
 
-// close closes every peer, then the socket, and waits for the reader and
+// UDPAddr returns the address of the socket every peer uses.
+func (l *leanServer) UDPAddr() net.Addr { return l.sock.conn.LocalAddr() }
+
+// DataPath returns the endpoint's data path figures.
+func (l *leanServer) DataPath() DataPathStats { return l.ep.stats.snapshot() }
+
+// Close closes every peer, then the socket, and waits for the reader and
 // the flusher to end.
-func (l *leanServer) close() {
+func (l *leanServer) Close() {
 	l.ep.close()
 	l.sock.conn.Close()
 	l.ep.wg.Wait()

@@ -96,12 +96,3 @@ func (c *dataPathCounters) snapshot() DataPathStats {
 	}
 	return s
 }
-
-// DataPath returns the lean stack's data path figures since the server
-// started (zeros on the pion stack).
-func (s *Server) DataPath() DataPathStats {
-	if s.lean == nil {
-		return DataPathStats{DatagramBuckets: make([]uint64, len(DatagramBounds)+1)}
-	}
-	return s.lean.ep.stats.snapshot()
-}

@@ -173,13 +173,16 @@ func peerAddr(c Conn) *net.UDPAddr {
 	return p.raddr
 }
 
+// leanOf returns a lean-stack server's stack.
+func leanOf(s *Server) *leanServer { return s.stack.(*leanServer) }
+
 func leanState(s *Server) (peers, addrs, ufrags int) {
-	s.lean.ep.mu.Lock()
-	peers = len(s.lean.ep.peers)
-	s.lean.ep.mu.Unlock()
-	s.lean.sock.mu.RLock()
-	addrs, ufrags = len(s.lean.sock.byAddr), len(s.lean.sock.byUfrag)
-	s.lean.sock.mu.RUnlock()
+	leanOf(s).ep.mu.Lock()
+	peers = len(leanOf(s).ep.peers)
+	leanOf(s).ep.mu.Unlock()
+	leanOf(s).sock.mu.RLock()
+	addrs, ufrags = len(leanOf(s).sock.byAddr), len(leanOf(s).sock.byUfrag)
+	leanOf(s).sock.mu.RUnlock()
 	return
 }
 
@@ -228,7 +231,7 @@ func TestLeanStrangers(t *testing.T) {
 	// the socket as the kernel would hand them over.
 	from := peerAddr(servers[0])
 	for range 200 {
-		s.lean.sock.datagram(time.Now(), forger.Seal(nil, record.ApplicationData, []byte("forged")), from, netip.Addr{})
+		leanOf(s).sock.datagram(time.Now(), forger.Seal(nil, record.ApplicationData, []byte("forged")), from, netip.Addr{})
 	}
 	stranger.SetReadDeadline(time.Now().Add(300 * time.Millisecond))
 	if n, _, err := stranger.ReadFromUDPAddrPort(make([]byte, 1500)); err == nil {
@@ -265,7 +268,7 @@ func TestLeanFlood(t *testing.T) {
 		flooder.mu.Lock()
 		rec := flooder.ciph.Seal(nil, record.Alert, []byte{1, 99})
 		flooder.mu.Unlock()
-		s.lean.sock.datagram(time.Now(), rec, from, netip.Addr{})
+		leanOf(s).sock.datagram(time.Now(), rec, from, netip.Addr{})
 	}
 	if err := servers[0].(*leanPeer).Err(); !errors.Is(err, errFlood) {
 		t.Fatalf("the flooder: %v, want cut off for flooding", err)
@@ -348,14 +351,14 @@ func TestLeanRebind(t *testing.T) {
 	}
 	to := moved.LocalAddr().(*net.UDPAddr).AddrPort()
 	forger, _ := record.New(make([]byte, 16), make([]byte, 4), make([]byte, 16), make([]byte, 4))
-	s.lean.sock.datagram(time.Now(), forger.Seal(nil, record.Alert, []byte{1, 99}), net.UDPAddrFromAddrPort(to), netip.Addr{})
+	leanOf(s).sock.datagram(time.Now(), forger.Seal(nil, record.Alert, []byte{1, 99}), net.UDPAddrFromAddrPort(to), netip.Addr{})
 	if where() != old {
 		t.Fatalf("a forged record from the new address moved the peer to %v", where())
 	}
 	client.mu.Lock()
 	rec := client.ciph.Seal(nil, record.Alert, []byte{1, 99}) // a warning alert: nothing to act on
 	client.mu.Unlock()
-	s.lean.sock.datagram(time.Now(), rec, net.UDPAddrFromAddrPort(to), netip.Addr{})
+	leanOf(s).sock.datagram(time.Now(), rec, net.UDPAddrFromAddrPort(to), netip.Addr{})
 	if got := where(); got != to {
 		t.Fatalf("the peer is at %v after a record from %v", got, to)
 	}
@@ -366,11 +369,11 @@ func TestLeanRebind(t *testing.T) {
 	addrs := []netip.AddrPort{old, to}
 	for i := range maxMoves {
 		next := addrs[i%2]
-		s.lean.sock.datagram(time.Now(), mustBuild(t, ufrag+":"+remote, pwd), net.UDPAddrFromAddrPort(next), netip.Addr{})
+		leanOf(s).sock.datagram(time.Now(), mustBuild(t, ufrag+":"+remote, pwd), net.UDPAddrFromAddrPort(next), netip.Addr{})
 		client.mu.Lock()
 		rec := client.ciph.Seal(nil, record.Alert, []byte{1, 99})
 		client.mu.Unlock()
-		s.lean.sock.datagram(time.Now(), rec, net.UDPAddrFromAddrPort(next), netip.Addr{})
+		leanOf(s).sock.datagram(time.Now(), rec, net.UDPAddrFromAddrPort(next), netip.Addr{})
 	}
 	if st := s.DataPath(); st.Moves != maxMoves || st.MovesRefused != 1 {
 		t.Errorf("%d moves, %d refused; want %d and 1", st.Moves, st.MovesRefused, maxMoves)
@@ -408,9 +411,9 @@ func TestLeanSpoofedCheck(t *testing.T) {
 	// A sweep of every ephemeral port of the victim's address, its own
 	// among them, at the speed of the reader.
 	for port := uint16(32768); port <= 60999; port++ {
-		s.lean.sock.datagram(time.Now(), check, net.UDPAddrFromAddrPort(netip.AddrPortFrom(victimAt.Addr(), port)), netip.Addr{})
+		leanOf(s).sock.datagram(time.Now(), check, net.UDPAddrFromAddrPort(netip.AddrPortFrom(victimAt.Addr(), port)), netip.Addr{})
 	}
-	s.lean.sock.datagram(time.Now(), check, net.UDPAddrFromAddrPort(victimAt), netip.Addr{})
+	leanOf(s).sock.datagram(time.Now(), check, net.UDPAddrFromAddrPort(victimAt), netip.Addr{})
 	time.Sleep(500 * time.Millisecond)
 	maxGap, _, drops := room.end()
 	t.Logf("the victim's largest frame gap: %v quiet, %v through the sweep", quietMax, maxGap)
@@ -420,9 +423,9 @@ func TestLeanSpoofedCheck(t *testing.T) {
 	if got := peerAddr(victim).AddrPort(); got != victimAt {
 		t.Fatalf("the victim moved to %v", got)
 	}
-	s.lean.sock.mu.RLock()
-	holder := s.lean.sock.byAddr[victimAt]
-	s.lean.sock.mu.RUnlock()
+	leanOf(s).sock.mu.RLock()
+	holder := leanOf(s).sock.byAddr[victimAt]
+	leanOf(s).sock.mu.RUnlock()
 	if holder != victim {
 		t.Fatalf("the victim's address routes to %p, not the victim %p", holder, victim)
 	}
