@@ -178,16 +178,16 @@ func (ep *leanEndpoint) sweep(now time.Time, idle bool, w *batchWriter) {
 		}
 		if !p.isOpen() {
 			switch age := now.Sub(p.made); {
-			case age > p.lim.HandshakeTimeout:
+			case age > p.Lim.HandshakeTimeout:
 				closing = append(closing, p)
-				closeErr = append(closeErr, fmt.Errorf("%w: not open after %v", ErrHandshakeTimeout, p.lim.HandshakeTimeout))
-			case age > p.lim.ICETimeout && !p.client && p.inICE():
+				closeErr = append(closeErr, fmt.Errorf("%w: not open after %v", ErrHandshakeTimeout, p.Lim.HandshakeTimeout))
+			case age > p.Lim.ICETimeout && !p.client && p.inICE():
 				closing = append(closing, p)
-				closeErr = append(closeErr, fmt.Errorf("%w: no ICE check within %v", ErrHandshakeTimeout, p.lim.ICETimeout))
+				closeErr = append(closeErr, fmt.Errorf("%w: no ICE check within %v", ErrHandshakeTimeout, p.Lim.ICETimeout))
 			}
 			continue
 		}
-		err, keepalive := p.idle(now)
+		err, keepalive := p.Idle(now)
 		switch {
 		case err != nil:
 			closing = append(closing, p)

@@ -97,7 +97,7 @@ func startHonestRoom(t *testing.T, clients, servers []Conn) *honestRoom {
 				default:
 				}
 				if err != nil {
-					if c.(*leanPeer).isDone() {
+					if c.(*leanPeer).IsDone() {
 						r.mu.Lock()
 						r.drops++
 						r.mu.Unlock()
@@ -183,7 +183,7 @@ func TestLeanHeldFragments(t *testing.T) {
 	if maxGap > generous(baseMax) {
 		t.Errorf("the honest clients' largest gap: %v under attack, %v without", maxGap, baseMax)
 	}
-	if servers[2].(*leanPeer).isDone() {
+	if servers[2].(*leanPeer).IsDone() {
 		t.Errorf("the attacker was cut off (%v): the test paced it under the flood limit to measure the held chunks", servers[2].(*leanPeer).Err())
 	}
 	if st.HeldChunksMax > 16 {

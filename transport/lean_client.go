@@ -182,7 +182,7 @@ func randUint63() uint64 {
 // USE-CANDIDATE: the server is ICE lite), the same one each time; p.mu
 // is held.
 func (p *leanPeer) sendCheck(now time.Time) {
-	if p.phase != phaseICE || now.Sub(p.made) > p.lim.HandshakeTimeout {
+	if p.phase != phaseICE || now.Sub(p.made) > p.Lim.HandshakeTimeout {
 		return
 	}
 	if p.iceCheck == nil {

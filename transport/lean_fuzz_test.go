@@ -84,7 +84,7 @@ func FuzzLeanDatagram(f *testing.F) {
 				break
 			}
 		}
-		if otherSrv.(*leanPeer).isDone() {
+		if otherSrv.(*leanPeer).IsDone() {
 			t.Fatalf("another peer closed: %v (datagram %x)", otherSrv.(*leanPeer).Err(), b)
 		}
 	})

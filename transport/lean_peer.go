@@ -20,6 +20,7 @@ import (
 
 	"github.com/pion/dtls/v3"
 	"github.com/pion/logging"
+	"github.com/tongbu/tongbu/transport/internal/conn"
 	"github.com/tongbu/tongbu/transport/internal/record"
 	"github.com/tongbu/tongbu/transport/internal/sctp"
 )
@@ -57,7 +58,7 @@ var errFlood = errors.New("transport: peer floods datagrams")
 
 // leanPeer is one connection of the lean stack, and its Conn.
 type leanPeer struct {
-	connCore
+	conn.Core
 	ep     *leanEndpoint
 	sock   *leanSocket
 	client bool // the ICE controlling side, which sends SCTP's INIT
@@ -118,7 +119,7 @@ type leanPeer struct {
 func newLeanPeer(ep *leanEndpoint, sock *leanSocket, id PeerID, client bool, lim Limits, log *slog.Logger) *leanPeer {
 	p := &leanPeer{ep: ep, sock: sock, client: client, made: time.Now(), open: make(chan struct{}),
 		ufrag: randToken(8), pwd: randToken(24)}
-	p.init(id, lim, log)
+	p.Init(id, conn.Limits(lim), log)
 	return p
 }
 
@@ -159,7 +160,7 @@ func (p *leanPeer) SendReliable(msg []byte) error {
 }
 
 func (p *leanPeer) send(ch Channel, msg []byte) error {
-	if err := p.checkSend(msg, p.maxFor(ch), p.isOpen()); err != nil {
+	if err := p.CheckSend(msg, p.MaxFor(ch), p.isOpen()); err != nil {
 		return err
 	}
 	p.mu.Lock()
@@ -169,14 +170,14 @@ func (p *leanPeer) send(ch Channel, msg []byte) error {
 	}
 	var err error
 	if ch == Unreliable {
-		if p.assoc.BufferedUnreliable() > p.lim.MaxBufferedUnreliable {
+		if p.assoc.BufferedUnreliable() > p.Lim.MaxBufferedUnreliable {
 			p.unlock()
-			p.dropped.Add(1)
+			p.CountDropped()
 			return ErrDropped
 		}
 		err = p.assoc.SendUnordered(uint16(Unreliable), sctp.PPIDBinary, msg)
 	} else {
-		if p.assoc.BufferedReliable() > p.lim.MaxReliableQueue {
+		if p.assoc.BufferedReliable() > p.Lim.MaxReliableQueue {
 			p.unlock()
 			return ErrQueueFull
 		}
@@ -191,7 +192,7 @@ func (p *leanPeer) send(ch Channel, msg []byte) error {
 	if mark {
 		p.ep.markDirty(p)
 	}
-	p.sent(len(msg))
+	p.Sent(len(msg))
 	return nil
 }
 
@@ -204,7 +205,7 @@ func (p *leanPeer) keepalive() {
 	}
 	if p.phase == phaseOpen {
 		p.assoc.SendOrdered(uint16(Reliable), sctp.PPIDBinaryEmpty, []byte{0})
-		p.lastSend.Store(time.Now().UnixNano())
+		p.SentAt(time.Now())
 		if !p.dirty {
 			p.dirty = true
 			p.unlock()
@@ -220,16 +221,13 @@ func (p *leanPeer) Close() error {
 	return nil
 }
 
-func (p *leanPeer) Stats() Stats { return p.stats(time.Duration(p.rtt.Load())) }
+func (p *leanPeer) Stats() Stats { return p.Snapshot(time.Duration(p.rtt.Load())) }
 
 // closeWith closes the peer once: an ABORT and a close_notify go to the
 // other side when the association was up.
 func (p *leanPeer) closeWith(reason error) {
 	p.once.Do(func() {
-		if reason != nil {
-			p.closeErr.Store(reason)
-			p.log.Debug("transport: connection closed", "peer", p.id, "reason", reason)
-		}
+		p.Closing(reason)
 		p.mu.Lock()
 		var bye [][]byte
 		if p.assoc != nil && p.ciph != nil {
@@ -252,8 +250,7 @@ func (p *leanPeer) closeWith(reason error) {
 		for _, b := range bye {
 			p.sock.writeTo(b, rap, p.oob)
 		}
-		close(p.done)
-		p.in.Clear()
+		p.Finish()
 		p.sock.forget(p)
 		p.ep.forget(p)
 		if p.onClose != nil {
@@ -368,7 +365,7 @@ func (p *leanPeer) dtlsConfig() *dtls.Config {
 // handshake runs pion/dtls's handshake on the peer's hsConn, then takes
 // the keys and hands the records to the inline path.
 func (p *leanPeer) handshake(hs *hsConn) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.lim.HandshakeTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), p.Lim.HandshakeTimeout)
 	defer cancel()
 	var dc *dtls.Conn
 	var err error
@@ -413,7 +410,7 @@ func (p *leanPeer) handshake(hs *hsConn) {
 	p.hs = nil
 	p.ciph = ciph
 	p.assoc = sctp.New(sctp.Config{Client: p.client, CookieKey: p.ep.cookieKey,
-		MaxMessage: p.lim.MaxReliable, RecvWindow: 256 << 10}, now)
+		MaxMessage: p.Lim.MaxReliable, RecvWindow: 256 << 10}, now)
 	p.phase = phaseSCTP
 	early := p.early
 	p.early = nil
@@ -622,7 +619,7 @@ func (p *leanPeer) deliver(stream uint16, ppid uint32, data []byte) {
 	if ppid == sctp.PPIDBinaryEmpty || ppid == sctp.PPIDStringEmpty {
 		data = nil
 	}
-	ok, err := p.check(ch, data)
+	ok, err := p.Check(ch, data)
 	if err != nil {
 		p.fail = err
 		return
@@ -640,8 +637,8 @@ func (p *leanPeer) deliver(stream uint16, ppid uint32, data []byte) {
 		*p.handTo = append(*p.handTo, msg) // straight to the handler: no inbox between
 		return
 	}
-	if !p.in.Offer(msg) && ch == Reliable {
-		p.fail = fmt.Errorf("%w: the reader is %d reliable messages behind", ErrQueueFull, p.lim.InboxReliable)
+	if !p.In.Offer(msg) && ch == Reliable {
+		p.fail = fmt.Errorf("%w: the reader is %d reliable messages behind", ErrQueueFull, p.Lim.InboxReliable)
 	}
 }
 
@@ -657,7 +654,7 @@ func (p *leanPeer) Handle(f func(Message)) {
 func (p *leanPeer) HandleClose(f func()) {
 	f = sync.OnceFunc(f)
 	p.closer.Store(&f)
-	if p.isDone() { // closed before the hook was set: closeWith may have missed it
+	if p.IsDone() { // closed before the hook was set: closeWith may have missed it
 		go f()
 	}
 }
@@ -674,7 +671,7 @@ func (p *leanPeer) handOver(hand []Message) {
 	p.handleMu.Lock()
 	defer p.handleMu.Unlock()
 	for {
-		m, ok := p.in.TryPop()
+		m, ok := p.In.TryPop()
 		if !ok {
 			break
 		}

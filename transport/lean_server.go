@@ -103,7 +103,7 @@ func (l *leanServer) Answer(_ context.Context, offer string, meta any, giveSlot 
 	}
 	p := newLeanPeer(l.ep, l.sock, PeerID(l.nextID.Add(1)), false, s.lim, s.log)
 	p.remote = rs
-	p.meta = meta
+	p.SetMeta(meta)
 	release := sync.OnceFunc(giveSlot)
 	p.onOpen = func(p *leanPeer) {
 		release()

@@ -290,7 +290,7 @@ func FuzzSharedDatagram(f *testing.F) {
 				break
 			}
 		}
-		if other.isDone() {
+		if other.IsDone() {
 			t.Fatalf("another client closed: %v (datagram %x)", other.Err(), b)
 		}
 	})

@@ -60,7 +60,7 @@ func TestLeanThroughLoss(t *testing.T) {
 					m, err := server.Receive(ctx)
 					cancel()
 					if err != nil {
-						if len(rel) == n || server.(*leanPeer).isDone() {
+						if len(rel) == n || server.(*leanPeer).IsDone() {
 							return
 						}
 						continue
@@ -264,7 +264,7 @@ func TestLeanFlood(t *testing.T) {
 	// The flooder's own keys: these are valid records, at a rate no game
 	// sends.
 	start := time.Now()
-	for time.Since(start) < 10*time.Second && !servers[0].(*leanPeer).isDone() {
+	for time.Since(start) < 10*time.Second && !servers[0].(*leanPeer).IsDone() {
 		flooder.mu.Lock()
 		rec := flooder.ciph.Seal(nil, record.Alert, []byte{1, 99})
 		flooder.mu.Unlock()

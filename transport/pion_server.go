@@ -111,7 +111,7 @@ func (p *pionServer) Answer(ctx context.Context, offer string, meta any, giveSlo
 		pc.Close()
 		return "", http.StatusInternalServerError, err
 	}
-	c.meta = meta
+	c.SetMeta(meta)
 	var handshake atomic.Pointer[time.Timer]
 	release := func() {
 		giveSlot()
@@ -151,7 +151,7 @@ func (p *pionServer) Answer(ctx context.Context, offer string, meta any, giveSlo
 	go func() {
 		select {
 		case <-c.open:
-		case <-c.done:
+		case <-c.Done():
 		}
 		iceTimer.Stop()
 	}()
@@ -184,7 +184,7 @@ func (p *pionServer) Answer(ctx context.Context, offer string, meta any, giveSlo
 	case <-gathered:
 	case <-ctx.Done():
 		return fail(http.StatusRequestTimeout, ctx.Err())
-	case <-c.done:
+	case <-c.Done():
 		return "", http.StatusServiceUnavailable, c.Err()
 	}
 	return pc.LocalDescription().SDP, 0, nil
