@@ -18,6 +18,8 @@ import (
 	"time"
 
 	"github.com/pion/webrtc/v4"
+	"github.com/tongbu/tongbu/transport/internal/conn"
+	"github.com/tongbu/tongbu/transport/internal/lean"
 )
 
 type testServer struct {
@@ -479,7 +481,7 @@ func TestWebRTCNoGoroutinesLeftAfterClose(t *testing.T) {
 	// The lean clients of a process share one endpoint, and its flusher,
 	// for the life of the process: count it in whether or not a test that
 	// ran before made it.
-	if _, err := leanClientEndpoint(Limits{}.withDefaults()); err != nil {
+	if err := lean.StartClients(conn.Limits(Limits{}.withDefaults())); err != nil {
 		t.Fatal(err)
 	}
 	base := runtime.NumGoroutine()

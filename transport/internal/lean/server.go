@@ -1,40 +1,69 @@
 //go:build !js
 
-package transport
+package lean
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
 	"sync"
 	"sync/atomic"
+
+	"github.com/tongbu/tongbu/transport/internal/conn"
 )
 
-// leanServer is the lean stack's side of a Server.
-type leanServer struct {
-	s      *Server
-	ep     *leanEndpoint
-	sock   *leanSocket
+// ServerConfig is what a lean Server takes from the transport.Server it
+// serves: the settings of its ServerConfig that the stack uses, and where
+// its open connections go.
+type ServerConfig struct {
+	// Limits bound each connection; they have their defaults.
+	Limits conn.Limits
+	// Logger receives the connections' logs.
+	Logger *slog.Logger
+	// PublicIPs and IncludeLoopback choose the candidates an answer
+	// advertises, as transport.ServerConfig's do.
+	PublicIPs       []string
+	IncludeLoopback bool
+	// Refused, when set, is told of an offer that does not parse
+	// (transport.ServerConfig.Refused).
+	Refused func(code int, reason string)
+	// Admit, when set, spends the ticket of an offer that parsed
+	// (transport.ServerConfig.Admit).
+	Admit func(meta any) error
+	// Opened is handed each connection whose channels are open; refuse
+	// closes it with ErrQueueFull (there is no room for it).
+	Opened func(p *Peer, refuse func())
+}
+
+// Server is the lean stack's side of a transport.Server: its endpoint
+// (the flusher) and the socket's reader, and the answers to offers.
+type Server struct {
+	cfg    ServerConfig
+	ep     *endpoint
+	sock   *socket
 	cands  []netip.AddrPort
 	nextID atomic.Uint64
 }
 
-func newLeanServer(s *Server, udp *net.UDPConn) (*leanServer, error) {
-	ep, err := newLeanEndpoint(s.lim, s.log)
+// NewServer serves peers on udp, which it owns from now on (Close closes
+// it; on error the caller still does).
+func NewServer(udp *net.UDPConn, cfg ServerConfig) (*Server, error) {
+	ep, err := newEndpoint(cfg.Limits, cfg.Logger)
 	if err != nil {
 		return nil, err
 	}
 	bound := udp.LocalAddr().(*net.UDPAddr).AddrPort()
-	cands, err := candidates(bound, s.cfg.PublicIPs, s.cfg.IncludeLoopback || bound.Addr().Unmap().IsLoopback())
+	cands, err := candidates(bound, cfg.PublicIPs, cfg.IncludeLoopback || bound.Addr().Unmap().IsLoopback())
 	if err != nil {
 		ep.close()
 		ep.wg.Wait()
 		return nil, err
 	}
-	l := &leanServer{s: s, ep: ep, cands: cands}
-	l.sock = newLeanSocket(ep, udp, true)
+	l := &Server{cfg: cfg, ep: ep, cands: cands}
+	l.sock = newSocket(ep, udp, true)
 	return l, nil
 }
 
@@ -80,39 +109,41 @@ func candidates(bound netip.AddrPort, public []string, loopback bool) ([]netip.A
 	return out, nil
 }
 
-// Answer makes a lean peer for an offer; like the pion stack's, it owns
-// the request's handshake slot.
-func (l *leanServer) Answer(_ context.Context, offer string, meta any, giveSlot func()) (string, int, error) {
-	s := l.s
+// Answer makes a lean peer for an offer and returns the SDP answer, or
+// the HTTP status and the error to refuse the offer with. Like the pion
+// stack's, it owns the request's handshake slot: giveSlot gives it back,
+// once, when the peer opens or closes (or at once, if no peer is made).
+func (l *Server) Answer(_ context.Context, offer string, meta any, giveSlot func()) (string, int, error) {
+	cfg := &l.cfg
 	rs, err := parseSession(offer)
 	if err == nil && rs.setup == "passive" {
 		err = fmt.Errorf("%w: setup passive (the server is the DTLS server: offer actpass or active)", errSDP)
 	}
 	if err != nil {
 		giveSlot()
-		if s.cfg.Refused != nil {
-			s.cfg.Refused(http.StatusBadRequest, "bad_offer")
+		if cfg.Refused != nil {
+			cfg.Refused(http.StatusBadRequest, "bad_offer")
 		}
 		return "", http.StatusBadRequest, fmt.Errorf("bad offer: %w", err)
 	}
-	if s.cfg.Admit != nil {
-		if err := s.cfg.Admit(meta); err != nil {
+	if cfg.Admit != nil {
+		if err := cfg.Admit(meta); err != nil {
 			giveSlot()
 			return "", http.StatusForbidden, fmt.Errorf("not authorized: %w", err)
 		}
 	}
-	p := newLeanPeer(l.ep, l.sock, PeerID(l.nextID.Add(1)), false, s.lim, s.log)
+	p := newPeer(l.ep, l.sock, conn.PeerID(l.nextID.Add(1)), false, cfg.Limits, cfg.Logger)
 	p.remote = rs
 	p.SetMeta(meta)
 	release := sync.OnceFunc(giveSlot)
-	p.onOpen = func(p *leanPeer) {
+	p.onOpen = func(p *Peer) {
 		release()
-		s.opened(p, func() { p.closeWith(ErrQueueFull) })
+		cfg.Opened(p, func() { p.closeWith(conn.ErrQueueFull) })
 	}
-	p.onClose = func(*leanPeer) { release() }
+	p.onClose = func(*Peer) { release() }
 	if !l.ep.add(p) {
 		release()
-		return "", http.StatusServiceUnavailable, ErrClosed
+		return "", http.StatusServiceUnavailable, conn.ErrClosed
 	}
 	l.sock.mu.Lock()
 	l.sock.byUfrag[p.ufrag] = p
@@ -126,14 +157,14 @@ func (l *leanServer) Answer(_ context.Context, offer string, meta any, giveSlot 
 }
 
 // UDPAddr returns the address of the socket every peer uses.
-func (l *leanServer) UDPAddr() net.Addr { return l.sock.conn.LocalAddr() }
+func (l *Server) UDPAddr() net.Addr { return l.sock.conn.LocalAddr() }
 
 // DataPath returns the endpoint's data path figures.
-func (l *leanServer) DataPath() DataPathStats { return l.ep.stats.snapshot() }
+func (l *Server) DataPath() DataPathStats { return l.ep.stats.snapshot() }
 
 // Close closes every peer, then the socket, and waits for the reader and
 // the flusher to end.
-func (l *leanServer) Close() {
+func (l *Server) Close() {
 	l.ep.close()
 	l.sock.conn.Close()
 	l.ep.wg.Wait()
