@@ -36,5 +36,6 @@ type DataPathStats struct {
 	FlushesDeferred uint64
 }
 
-// DatagramBounds are the upper bounds of DataPathStats.DatagramBuckets.
+// DatagramBounds are the upper bounds of DataPathStats.DatagramBuckets:
+// 1, 2, 5, 10, 20, 50, 100, 200 and 500 µs, 1 ms and 5 ms.
 var DatagramBounds = lean.DatagramBounds
