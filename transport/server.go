@@ -123,9 +123,9 @@ type Server struct {
 
 // serverStack is a Server's WebRTC implementation (ServerConfig.Stack)
 // under the signaling the Server does itself: the lean stack's
-// (leanServer) or pion's (pionServer). Each serves every peer on the one
-// UDP socket the Server opened for it, and hands each connection whose
-// channels are open to Server.opened.
+// (leanStack, over transport/internal/lean) or pion's (pionServer). Each
+// serves every peer on the one UDP socket the Server opened for it, and
+// hands each connection whose channels are open to Server.opened.
 type serverStack interface {
 	// Answer makes the peer connection for one offer (whose request
 	// Authorize let through with meta) and returns the SDP answer, or the
