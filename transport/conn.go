@@ -4,48 +4,35 @@ import (
 	"context"
 	"net"
 	"net/url"
-	"time"
 
-	"github.com/tongbu/tongbu/codec"
+	"github.com/tongbu/tongbu/transport/internal/conn"
 )
 
 // PeerID identifies a connection for its whole life; the side that accepts
 // connections assigns it.
-type PeerID uint64
+type PeerID = conn.PeerID
 
-// Channel names one of the two channels of a connection.
-type Channel uint8
+// Channel names one of the two channels of a connection: Unreliable or
+// Reliable. Its String is "u" or "r", the channel's label.
+type Channel = conn.Channel
 
 const (
 	// Unreliable is the "u" channel: unordered, never retransmitted. Inputs,
 	// frames and state go here; the modes add their own reliability.
-	Unreliable Channel = iota
+	Unreliable = conn.Unreliable
 	// Reliable is the "r" channel: ordered and retransmitted until
 	// delivered. Control and bulk catch-up go here.
-	Reliable
+	Reliable = conn.Reliable
 )
-
-func (c Channel) String() string {
-	switch c {
-	case Unreliable:
-		return "u"
-	case Reliable:
-		return "r"
-	default:
-		return "?"
-	}
-}
 
 // DefaultMaxUnreliable is the largest message the unreliable channel takes
 // by default: codec.MaxPacket, one SCTP chunk on a typical path, so a
 // message is never fragmented.
-const DefaultMaxUnreliable = codec.MaxPacket
+const DefaultMaxUnreliable = conn.DefaultMaxUnreliable
 
-// Message is one received message.
-type Message struct {
-	Channel Channel
-	Data    []byte // owned by the receiver
-}
+// Message is one received message: its Channel, and its Data, which the
+// receiver owns.
+type Message = conn.Message
 
 // Conn is one peer connection with its two channels. Every transport
 // (WebRTC, in-memory) provides it; the engine uses nothing else.
@@ -104,15 +91,11 @@ type Handler interface {
 	HandleClose(f func())
 }
 
-// Stats counts a connection's traffic.
-type Stats struct {
-	RTT               time.Duration // smoothed round-trip estimate; 0 before the first sample
-	SentMessages      uint64        // both channels
-	SentBytes         uint64
-	RecvMessages      uint64
-	RecvBytes         uint64
-	DroppedUnreliable uint64 // unreliable sends dropped because the channel was backed up
-}
+// Stats counts a connection's traffic: the smoothed round-trip estimate
+// (RTT, 0 before the first sample), the messages and bytes sent (both
+// channels) and received, and the unreliable sends dropped because the
+// channel was backed up.
+type Stats = conn.Stats
 
 // isLoopbackAddr reports whether a is a loopback address.
 func isLoopbackAddr(a net.Addr) bool {

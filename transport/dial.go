@@ -118,7 +118,7 @@ func dial(ctx context.Context, url string, cfg *ClientConfig) (Conn, error) {
 	select {
 	case <-c.open:
 		return c, nil
-	case <-c.done:
+	case <-c.Done():
 		return nil, fmt.Errorf("transport: connection closed during handshake: %w", c.Err())
 	case <-ctx.Done():
 		if st := pc.ICEConnectionState(); st != webrtc.ICEConnectionStateConnected && st != webrtc.ICEConnectionStateCompleted {

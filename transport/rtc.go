@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/pion/webrtc/v4"
+	"github.com/tongbu/tongbu/transport/internal/conn"
 )
 
 // Limits bound a WebRTC connection. Zero fields take the defaults; the
@@ -48,32 +49,8 @@ type Limits struct {
 	InboxReliable   int
 }
 
-func (l Limits) withDefaults() Limits {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&l.MaxUnreliable, DefaultMaxUnreliable)
-	def(&l.MaxReliable, 16<<10)
-	def(&l.MaxBufferedUnreliable, 64<<10)
-	def(&l.MaxReliableQueue, 4<<20)
-	def(&l.InboxUnreliable, 1024)
-	def(&l.InboxReliable, 1024)
-	if l.HandshakeTimeout <= 0 {
-		l.HandshakeTimeout = 10 * time.Second
-	}
-	if l.ICETimeout <= 0 || l.ICETimeout > l.HandshakeTimeout {
-		l.ICETimeout = l.HandshakeTimeout / 2
-	}
-	if l.IdleTimeout <= 0 {
-		l.IdleTimeout = 15 * time.Second
-	}
-	if l.KeepAlive <= 0 || l.KeepAlive > l.IdleTimeout/2 {
-		l.KeepAlive = l.IdleTimeout / 3
-	}
-	return l
-}
+// withDefaults returns l with its zero fields set to their defaults.
+func (l Limits) withDefaults() Limits { return Limits(conn.WithDefaults(conn.Limits(l))) }
 
 // Channel parameters, identical on both sides (SPEC.md, "Data channels").
 var (
@@ -90,7 +67,7 @@ var (
 // rtcConn is a Conn over one WebRTC peer connection with the two
 // negotiated channels.
 type rtcConn struct {
-	connCore
+	conn.Core
 	pc *webrtc.PeerConnection
 
 	dc      [2]*webrtc.DataChannel
@@ -106,7 +83,7 @@ type rtcConn struct {
 
 func newRTCConn(id PeerID, pc *webrtc.PeerConnection, lim Limits, log *slog.Logger) (*rtcConn, error) {
 	c := &rtcConn{pc: pc, open: make(chan struct{})}
-	c.init(id, lim, log)
+	c.Init(id, conn.Limits(lim), log)
 	c.timer = time.AfterFunc(time.Hour, c.tick) // armed once both channels open
 	c.timer.Stop()
 	for ch, params := range []webrtc.DataChannelInit{unreliableParams, reliableParams} {
@@ -131,7 +108,7 @@ func newRTCConn(id PeerID, pc *webrtc.PeerConnection, lim Limits, log *slog.Logg
 func (c *rtcConn) channelOpened() {
 	if c.opened.Add(1) == 2 {
 		close(c.open)
-		c.timer.Reset(c.lim.KeepAlive)
+		c.timer.Reset(c.Lim.KeepAlive)
 		if c.onOpen != nil {
 			c.onOpen(c)
 		}
@@ -142,51 +119,51 @@ func (c *rtcConn) isOpen() bool { return c.opened.Load() >= 2 }
 
 // received is called by the platform code with each message read.
 func (c *rtcConn) received(ch Channel, data []byte) {
-	ok, err := c.check(ch, data)
+	ok, err := c.Check(ch, data)
 	if err != nil {
 		go c.closeWith(err)
 	}
 	if ok {
-		c.in.Push(Message{Channel: ch, Data: data})
+		c.In.Push(Message{Channel: ch, Data: data})
 	}
 }
 
 // tick sends a keepalive when this side has been silent, and closes the
 // connection when the other side has been.
 func (c *rtcConn) tick() {
-	if c.isDone() {
+	if c.IsDone() {
 		return
 	}
 	now := time.Now()
-	err, keepalive := c.idle(now)
+	err, keepalive := c.Idle(now)
 	if err != nil {
 		c.closeWith(err)
 		return
 	}
 	if keepalive {
 		if err := c.send[Reliable](nil); err == nil {
-			c.lastSend.Store(now.UnixNano())
+			c.SentAt(now)
 		}
 	}
-	c.timer.Reset(c.lim.KeepAlive)
+	c.timer.Reset(c.Lim.KeepAlive)
 }
 
 func (c *rtcConn) SendUnreliable(msg []byte) error {
-	if err := c.checkSend(msg, c.lim.MaxUnreliable, c.isOpen()); err != nil {
+	if err := c.CheckSend(msg, c.Lim.MaxUnreliable, c.isOpen()); err != nil {
 		return err
 	}
-	if c.dc[Unreliable].BufferedAmount() > uint64(c.lim.MaxBufferedUnreliable) {
-		c.dropped.Add(1)
+	if c.dc[Unreliable].BufferedAmount() > uint64(c.Lim.MaxBufferedUnreliable) {
+		c.CountDropped()
 		return ErrDropped
 	}
 	return c.write(Unreliable, msg)
 }
 
 func (c *rtcConn) SendReliable(msg []byte) error {
-	if err := c.checkSend(msg, c.lim.MaxReliable, c.isOpen()); err != nil {
+	if err := c.CheckSend(msg, c.Lim.MaxReliable, c.isOpen()); err != nil {
 		return err
 	}
-	if c.dc[Reliable].BufferedAmount() > uint64(c.lim.MaxReliableQueue) {
+	if c.dc[Reliable].BufferedAmount() > uint64(c.Lim.MaxReliableQueue) {
 		return ErrQueueFull
 	}
 	return c.write(Reliable, msg)
@@ -196,7 +173,7 @@ func (c *rtcConn) write(ch Channel, msg []byte) error {
 	if err := c.send[ch](msg); err != nil {
 		return fmt.Errorf("transport: send on %s: %w", ch, err)
 	}
-	c.sent(len(msg))
+	c.Sent(len(msg))
 	return nil
 }
 
@@ -209,16 +186,12 @@ func (c *rtcConn) Close() error {
 // peer connection to release its goroutines and sockets.
 func (c *rtcConn) closeWith(reason error) {
 	c.closeOnce.Do(func() {
-		if reason != nil {
-			c.closeErr.Store(reason)
-			c.log.Debug("transport: connection closed", "peer", c.id, "reason", reason)
-		}
+		c.Closing(reason)
 		wasOpen := c.isOpen()
-		close(c.done)
+		c.Finish()
 		c.timer.Stop()
-		c.in.Clear()
 		if err := c.pc.Close(); err != nil {
-			c.log.Debug("transport: closing peer connection", "peer", c.id, "err", err)
+			c.Log.Debug("transport: closing peer connection", "peer", c.ID(), "err", err)
 		}
 		if c.onClose != nil {
 			c.onClose(c, wasOpen)
@@ -226,4 +199,4 @@ func (c *rtcConn) closeWith(reason error) {
 	})
 }
 
-func (c *rtcConn) Stats() Stats { return c.stats(c.rtt()) }
+func (c *rtcConn) Stats() Stats { return c.Snapshot(c.rtt()) }

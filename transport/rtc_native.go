@@ -16,9 +16,9 @@ import (
 // goroutine reads it into the inbox with a buffer sized to the channel's
 // limit, so no message is copied more than once.
 func (c *rtcConn) attach(dc *webrtc.DataChannel, ch Channel) {
-	max := c.lim.MaxUnreliable
+	max := c.Lim.MaxUnreliable
 	if ch == Reliable {
-		max = c.lim.MaxReliable
+		max = c.Lim.MaxReliable
 	}
 	dc.OnOpen(func() {
 		rwc, err := dc.Detach()

@@ -4,9 +4,6 @@ package transport
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
@@ -17,14 +14,11 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
-	"github.com/pion/ice/v4"
-	"github.com/pion/webrtc/v4"
 	"github.com/tongbu/tongbu/internal/errstack"
 )
 
@@ -115,22 +109,38 @@ type Server struct {
 	cfg     ServerConfig
 	lim     Limits
 	log     *slog.Logger
-	api     *webrtc.API
-	cert    webrtc.Certificate
-	udp     net.PacketConn
-	mux     ice.UDPMux
-	lean    *leanServer
+	stack   serverStack
 	accept  chan Conn
 	pending atomic.Int32
-	nextID  atomic.Uint64
 
 	mu      sync.Mutex
-	conns   map[*rtcConn]struct{}
 	byAddr  map[netip.Prefix]int // handshakes in progress by client network
 	byKey   map[string]int       // handshakes in progress by OfferKey
 	closed  chan struct{}
 	once    sync.Once
 	proxied sync.Once // the warning that a proxy's requests are all counted as one
+}
+
+// serverStack is a Server's WebRTC implementation (ServerConfig.Stack)
+// under the signaling the Server does itself: the lean stack's
+// (leanStack, over transport/internal/lean) or pion's (pionServer). Each
+// serves every peer on the one UDP socket the Server opened for it, and
+// hands each connection whose channels are open to Server.opened.
+type serverStack interface {
+	// Answer makes the peer connection for one offer (whose request
+	// Authorize let through with meta) and returns the SDP answer, or the
+	// HTTP status and the error to refuse it with. It tells Refused of an
+	// offer that does not parse, and spends the ticket (Admit) only for
+	// one that does. It owns the request's handshake slot: giveSlot gives
+	// it back, once, when the connection opens or closes (or at once, if
+	// no connection is made).
+	Answer(ctx context.Context, offer string, meta any, giveSlot func()) (answer string, status int, err error)
+	// UDPAddr returns the address of the socket every peer uses.
+	UDPAddr() net.Addr
+	// DataPath returns the data path figures since the stack started.
+	DataPath() DataPathStats
+	// Close closes every connection with ErrClosed, then the socket.
+	Close()
 }
 
 // NewServer listens on the configured UDP address and returns the server.
@@ -167,75 +177,35 @@ func newServer(cfg ServerConfig) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, fmt.Errorf("transport: DTLS key: %w", err)
-	}
-	cert, err := webrtc.GenerateCertificate(key)
-	if err != nil {
-		return nil, fmt.Errorf("transport: DTLS certificate: %w", err)
-	}
 	udp, err := net.ListenPacket("udp", cfg.UDPAddr)
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen %s: %w", cfg.UDPAddr, err)
 	}
 	s := &Server{
-		cfg: cfg, lim: cfg.Limits.withDefaults(), log: log, cert: *cert, udp: udp,
+		cfg: cfg, lim: cfg.Limits.withDefaults(), log: log,
 		accept: make(chan Conn, cfg.AcceptQueue),
-		conns:  make(map[*rtcConn]struct{}),
 		byAddr: make(map[netip.Prefix]int),
 		byKey:  make(map[string]int),
 		closed: make(chan struct{}),
 	}
 	if cfg.Stack == StackLean {
-		if s.lean, err = newLeanServer(s, udp.(*net.UDPConn)); err != nil {
-			udp.Close()
-			return nil, err
-		}
-		return s, nil
+		s.stack, err = newLeanServer(s, udp.(*net.UDPConn))
+	} else {
+		s.stack, err = newPionServer(s, udp)
 	}
-	s.mux = webrtc.NewICEUDPMux(nil, udp)
-	var se webrtc.SettingEngine
-	// A server bound to a loopback address has nothing else to offer.
-	configureAPI(&se, cfg.IncludeLoopback || isLoopbackAddr(udp.LocalAddr()))
-	se.SetLite(true)
-	se.SetICEUDPMux(s.mux)
-	se.SetNetworkTypes(networkTypes(cfg.PublicIPs))
-	if len(cfg.PublicIPs) > 0 {
-		err := se.SetICEAddressRewriteRules(webrtc.ICEAddressRewriteRule{
-			External: cfg.PublicIPs, AsCandidateType: webrtc.ICECandidateTypeHost, Mode: webrtc.ICEAddressRewriteReplace,
-		})
-		if err != nil {
-			udp.Close()
-			return nil, fmt.Errorf("transport: public addresses %v: %w", cfg.PublicIPs, err)
-		}
+	if err != nil {
+		udp.Close()
+		return nil, err
 	}
-	s.api = newAPI(se)
 	return s, nil
 }
 
-// networkTypes returns the families to gather: those of the public
-// addresses when there are any (an answer advertises exactly them), both
-// otherwise.
-func networkTypes(public []string) []webrtc.NetworkType {
-	if len(public) == 0 {
-		return []webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6}
-	}
-	var types []webrtc.NetworkType
-	for _, ip := range public {
-		t := webrtc.NetworkTypeUDP4
-		if a, err := netip.ParseAddr(ip); err == nil && a.Unmap().Is6() {
-			t = webrtc.NetworkTypeUDP6
-		}
-		if !slices.Contains(types, t) {
-			types = append(types, t)
-		}
-	}
-	return types
-}
-
 // UDPAddr returns the UDP address all peers use.
-func (s *Server) UDPAddr() net.Addr { return s.udp.LocalAddr() }
+func (s *Server) UDPAddr() net.Addr { return s.stack.UDPAddr() }
+
+// DataPath returns the lean stack's data path figures since the server
+// started (zeros on the pion stack).
+func (s *Server) DataPath() DataPathStats { return s.stack.DataPath() }
 
 // Pending returns the number of handshakes in progress.
 func (s *Server) Pending() int { return int(s.pending.Load()) }
@@ -254,11 +224,11 @@ func (s *Server) Accept(ctx context.Context) (Conn, error) {
 
 // opened hands a connection whose channels are open to Accept, or closes
 // it (with refuse) when the accept queue is full.
-func (s *Server) opened(c Conn, id PeerID, refuse func()) {
+func (s *Server) opened(c Conn, refuse func()) {
 	select {
 	case s.accept <- c:
 	default:
-		s.log.Warn("transport: accept queue full, closing new connection", "peer", id)
+		s.log.Warn("transport: accept queue full, closing new connection", "peer", c.ID())
 		refuse()
 	}
 }
@@ -344,7 +314,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.refuse(w, code, reason, err.Error())
 		return
 	}
-	answer, code, err := s.answer(r.Context(), string(body), meta, release)
+	answer, code, err := s.stack.Answer(r.Context(), string(body), meta, release)
 	if err != nil {
 		httpError(w, code, err.Error())
 		return
@@ -471,124 +441,11 @@ func (s *Server) originAllowed(origin, host string) bool {
 	return false
 }
 
-// answer makes the peer connection for one offer. It owns the request's
-// handshake slot: giveSlot gives it back, once, when the connection opens
-// or closes (or at once, if no connection is made).
-func (s *Server) answer(ctx context.Context, offer string, meta any, giveSlot func()) (string, int, error) {
-	if s.lean != nil {
-		return s.lean.answer(ctx, offer, meta, giveSlot)
-	}
-	pc, err := s.api.NewPeerConnection(webrtc.Configuration{Certificates: []webrtc.Certificate{s.cert}})
-	if err != nil {
-		giveSlot()
-		return "", http.StatusInternalServerError, fmt.Errorf("peer connection: %w", err)
-	}
-	c, err := newRTCConn(PeerID(s.nextID.Add(1)), pc, s.lim, s.log)
-	if err != nil {
-		giveSlot()
-		pc.Close()
-		return "", http.StatusInternalServerError, err
-	}
-	c.meta = meta
-	var handshake atomic.Pointer[time.Timer]
-	release := func() {
-		giveSlot()
-		if t := handshake.Load(); t != nil {
-			t.Stop()
-		}
-	}
-	c.onOpen = func(c *rtcConn) {
-		release()
-		s.opened(c, c.id, func() { go c.closeWith(ErrQueueFull) })
-	}
-	c.onClose = func(c *rtcConn, _ bool) {
-		release()
-		s.mu.Lock()
-		delete(s.conns, c)
-		s.mu.Unlock()
-	}
-	s.mu.Lock()
-	select {
-	case <-s.closed:
-		s.mu.Unlock()
-		c.closeWith(ErrClosed)
-		return "", http.StatusServiceUnavailable, ErrClosed
-	default:
-	}
-	s.conns[c] = struct{}{}
-	s.mu.Unlock()
-	handshake.Store(time.AfterFunc(s.lim.HandshakeTimeout, func() {
-		if !c.isOpen() {
-			c.closeWith(ErrHandshakeTimeout)
-		}
-	}))
-	// A client that never reaches the UDP port gives its slot back sooner.
-	iceTimer := time.AfterFunc(s.lim.ICETimeout, func() {
-		if st := pc.ICEConnectionState(); st == webrtc.ICEConnectionStateNew || st == webrtc.ICEConnectionStateChecking {
-			c.closeWith(fmt.Errorf("%w: no ICE check within %v", ErrHandshakeTimeout, s.lim.ICETimeout))
-		}
-	})
-	go func() {
-		select {
-		case <-c.open:
-		case <-c.done:
-		}
-		iceTimer.Stop()
-	}()
-
-	fail := func(code int, err error) (string, int, error) {
-		c.closeWith(err)
-		return "", code, err
-	}
-	if err := pc.SetRemoteDescription(webrtc.SessionDescription{Type: webrtc.SDPTypeOffer, SDP: offer}); err != nil {
-		if s.cfg.Refused != nil {
-			s.cfg.Refused(http.StatusBadRequest, "bad_offer")
-		}
-		return fail(http.StatusBadRequest, fmt.Errorf("bad offer: %w", err))
-	}
-	// The offer parsed: only now is a one-use ticket spent.
-	if s.cfg.Admit != nil {
-		if err := s.cfg.Admit(meta); err != nil {
-			return fail(http.StatusForbidden, fmt.Errorf("not authorized: %w", err))
-		}
-	}
-	ans, err := pc.CreateAnswer(nil)
-	if err != nil {
-		return fail(http.StatusBadRequest, fmt.Errorf("cannot answer offer: %w", err))
-	}
-	gathered := webrtc.GatheringCompletePromise(pc)
-	if err := pc.SetLocalDescription(ans); err != nil {
-		return fail(http.StatusInternalServerError, fmt.Errorf("local description: %w", err))
-	}
-	select {
-	case <-gathered:
-	case <-ctx.Done():
-		return fail(http.StatusRequestTimeout, ctx.Err())
-	case <-c.done:
-		return "", http.StatusServiceUnavailable, c.Err()
-	}
-	return pc.LocalDescription().SDP, 0, nil
-}
-
 // Close stops accepting, closes every connection and the UDP socket.
 func (s *Server) Close() error {
 	s.once.Do(func() {
-		s.mu.Lock()
 		close(s.closed)
-		conns := make([]*rtcConn, 0, len(s.conns))
-		for c := range s.conns {
-			conns = append(conns, c)
-		}
-		s.mu.Unlock()
-		for _, c := range conns {
-			c.closeWith(ErrClosed)
-		}
-		if s.lean != nil {
-			s.lean.close()
-			return
-		}
-		s.mux.Close()
-		s.udp.Close()
+		s.stack.Close()
 	})
 	return nil
 }

@@ -1,6 +1,6 @@
 //go:build linux
 
-package transport
+package lean
 
 import (
 	"bytes"
@@ -13,18 +13,19 @@ import (
 	"time"
 
 	"github.com/pion/stun/v4"
+	"github.com/tongbu/tongbu/transport/internal/conn"
 	"github.com/tongbu/tongbu/transport/internal/record"
 	"golang.org/x/sys/unix"
 )
 
 // sharedPair returns a lean server with n lean clients on the shared
 // socket, and the server's side of each.
-func sharedPair(t testing.TB, n int) (*Server, []Conn, []Conn) {
+func sharedPair(t testing.TB, n int) (*testServer, []*Peer, []*Peer) {
 	t.Helper()
-	return leanPairWith(t, n, &ClientConfig{SharedSocket: true})
+	return leanPairWith(t, n, true)
 }
 
-func sharedClients(sock *leanSocket) int {
+func sharedClients(sock *socket) int {
 	sock.mu.RLock()
 	defer sock.mu.RUnlock()
 	return len(sock.byLocal)
@@ -32,7 +33,7 @@ func sharedClients(sock *leanSocket) int {
 
 // exchange sends each client's index both ways on both channels and
 // checks that each side gets its own.
-func exchange(t *testing.T, clients, servers []Conn) {
+func exchange(t *testing.T, clients, servers []*Peer) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -47,7 +48,7 @@ func exchange(t *testing.T, clients, servers []Conn) {
 	}
 	for i := range clients {
 		for _, side := range []struct {
-			c    Conn
+			c    *Peer
 			want string
 		}{{servers[i], fmt.Sprint("to server ", i)}, {clients[i], fmt.Sprint("to client ", i)}} {
 			m, err := side.c.Receive(ctx)
@@ -69,7 +70,7 @@ func exchange(t *testing.T, clients, servers []Conn) {
 			rctx, rcancel := context.WithTimeout(ctx, 500*time.Millisecond)
 			m, err := servers[i].Receive(rctx)
 			rcancel()
-			if err == nil && m.Channel == Unreliable && string(m.Data) == want {
+			if err == nil && m.Channel == conn.Unreliable && string(m.Data) == want {
 				got = true
 			}
 		}
@@ -86,11 +87,11 @@ func exchange(t *testing.T, clients, servers []Conn) {
 func TestSharedSocket(t *testing.T) {
 	const n = 24
 	_, clients, servers := sharedPair(t, n)
-	sock := clients[0].(*leanPeer).sock
+	sock := clients[0].sock
 	port := sock.conn.LocalAddr().(*net.UDPAddr).AddrPort().Port()
 	seen := map[netip.Addr]bool{}
 	for i, c := range clients {
-		p := c.(*leanPeer)
+		p := c
 		if p.sock != sock || !p.sock.shared {
 			t.Fatalf("client %d is not on the shared socket", i)
 		}
@@ -113,7 +114,7 @@ func TestSharedSocket(t *testing.T) {
 	if got := sharedClients(sock); got != before-n/2 {
 		t.Errorf("%d clients on the shared socket after closing %d of %d, want %d", got, n/2, before, before-n/2)
 	}
-	var left, leftSrv []Conn
+	var left, leftSrv []*Peer
 	for i := range clients {
 		if i%2 == 0 {
 			select {
@@ -134,7 +135,7 @@ func TestSharedSocket(t *testing.T) {
 // state or gets an answer, and the client's connection goes on.
 func TestSharedStrangers(t *testing.T) {
 	_, clients, servers := sharedPair(t, 1)
-	p := clients[0].(*leanPeer)
+	p := clients[0]
 	sock := p.sock
 	port := sock.conn.LocalAddr().(*net.UDPAddr).AddrPort().Port()
 	stranger, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1)})
@@ -179,8 +180,8 @@ func TestSharedStrangers(t *testing.T) {
 // TestSharedAddresses: local addresses are handed out in turn, skip those
 // still held, and wrap before 127.255.255.255.
 func TestSharedAddresses(t *testing.T) {
-	s := &leanSocket{shared: true, byLocal: map[netip.Addr]*leanPeer{}}
-	a, b := &leanPeer{}, &leanPeer{}
+	s := &socket{shared: true, byLocal: map[netip.Addr]*Peer{}}
+	a, b := &Peer{}, &Peer{}
 	if err := s.attach(a); err != nil || a.local != netip.MustParseAddr("127.1.0.1") || a.oob == nil {
 		t.Fatalf("first: %v %v", a.local, err)
 	}
@@ -188,12 +189,12 @@ func TestSharedAddresses(t *testing.T) {
 	if err := s.attach(b); err != nil || b.local != netip.MustParseAddr("127.1.0.2") {
 		t.Fatalf("second: %v %v", b.local, err)
 	}
-	c := &leanPeer{}
+	c := &Peer{}
 	s.next = sharedCount - 1
 	if err := s.attach(c); err != nil || c.local != netip.MustParseAddr("127.255.255.254") {
 		t.Fatalf("last: %v %v", c.local, err)
 	}
-	d := &leanPeer{}
+	d := &Peer{}
 	if err := s.attach(d); err != nil || d.local != netip.MustParseAddr("127.1.0.3") {
 		t.Fatalf("after the last: %v %v", d.local, err)
 	}
@@ -269,7 +270,7 @@ func FuzzSharedDatagram(f *testing.F) {
 		f.Add(b)
 	}
 	_, clients, _ := sharedPair(f, 2)
-	victim, other := clients[0].(*leanPeer), clients[1].(*leanPeer)
+	victim, other := clients[0], clients[1]
 	sock := victim.sock
 	server := peerAddr(victim)
 	stranger := net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.9:9"))
@@ -290,7 +291,7 @@ func FuzzSharedDatagram(f *testing.F) {
 				break
 			}
 		}
-		if other.isDone() {
+		if other.IsDone() {
 			t.Fatalf("another client closed: %v (datagram %x)", other.Err(), b)
 		}
 	})

@@ -1,6 +1,6 @@
 //go:build !js
 
-package transport
+package lean
 
 import (
 	"testing"

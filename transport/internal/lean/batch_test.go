@@ -1,6 +1,6 @@
 //go:build !js
 
-package transport
+package lean
 
 import (
 	"net"
@@ -23,7 +23,7 @@ func TestBatchWriterSkipsRefused(t *testing.T) {
 		return c
 	}
 	conn, a, b := listen(), listen(), listen()
-	sock := &leanSocket{conn: conn, batch: ipv4.NewPacketConn(conn)}
+	sock := &socket{conn: conn, batch: ipv4.NewPacketConn(conn)}
 	var w batchWriter
 	to := []*net.UDPAddr{a.LocalAddr().(*net.UDPAddr), {IP: net.IPv4(127, 0, 0, 1), Port: 0}, b.LocalAddr().(*net.UDPAddr)}
 	for i, addr := range to {

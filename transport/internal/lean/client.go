@@ -1,6 +1,6 @@
 //go:build !js
 
-package transport
+package lean
 
 import (
 	"context"
@@ -10,12 +10,12 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"net/netip"
 	"sync"
 	"time"
 
 	"github.com/pion/stun/v4"
+	"github.com/tongbu/tongbu/transport/internal/conn"
 )
 
 // The lean clients of a process share one endpoint (one flusher and one
@@ -23,12 +23,12 @@ import (
 // socket, so that the server tells them apart by address.
 var (
 	clientEPOnce sync.Once
-	clientEP     *leanEndpoint
+	clientEP     *endpoint
 	clientEPErr  error
 )
 
-func leanClientEndpoint(lim Limits) (*leanEndpoint, error) {
-	clientEPOnce.Do(func() { clientEP, clientEPErr = newLeanEndpoint(lim, slog.New(slog.DiscardHandler)) })
+func clientEndpoint(lim conn.Limits) (*endpoint, error) {
+	clientEPOnce.Do(func() { clientEP, clientEPErr = newEndpoint(lim, slog.New(slog.DiscardHandler)) })
 	return clientEP, clientEPErr
 }
 
@@ -42,10 +42,38 @@ const (
 	iceMaxInterval = 500 * time.Millisecond
 )
 
-// dialLean is Dial over the lean stack: the client's half of the same
-// state machines, for load generators that drive thousands of peers.
-func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc *http.Client, maxAnswer int64) (Conn, error) {
-	ep, err := leanClientEndpoint(lim)
+// DialConfig is what a lean client takes from transport.Dial.
+type DialConfig struct {
+	// Limits bound the connection; they have their defaults.
+	Limits conn.Limits
+	// Logger receives the connection's logs (default: discarded).
+	Logger *slog.Logger
+	// SharedSocket puts the client on the process's shared socket when
+	// its server is at an IPv4 loopback address
+	// (transport.ClientConfig.SharedSocket).
+	SharedSocket bool
+	// Loopback says the signaling URL is a loopback one: the client then
+	// prefers the answer's loopback candidate.
+	Loopback bool
+	// Post sends the offer to the server's signaling and returns its
+	// answer; its error is Dial's, as it is.
+	Post func(ctx context.Context, offer string) (string, error)
+}
+
+// StartClients makes the endpoint the lean clients of this process share
+// (its flusher runs from then on, for the life of the process), as the
+// first Dial does.
+func StartClients(lim conn.Limits) error {
+	_, err := clientEndpoint(lim)
+	return err
+}
+
+// Dial is transport.Dial over the lean stack: the client's half of the
+// same state machines, for load generators that drive thousands of
+// peers. It returns once both channels are open, or ctx is done.
+func Dial(ctx context.Context, cfg DialConfig) (*Peer, error) {
+	lim := cfg.Limits
+	ep, err := clientEndpoint(lim)
 	if err != nil {
 		return nil, err
 	}
@@ -59,9 +87,9 @@ func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc
 			return nil, err
 		}
 	}
-	p := newLeanPeer(ep, nil, 0, true, lim, log)
+	p := newPeer(ep, nil, 0, true, lim, log)
 	offer := localSession{ufrag: p.ufrag, pwd: p.pwd, fingerprint: ep.fp, setup: "actpass", mid: "0", sessionID: randUint63()}
-	body, err := postOffer(ctx, hc, url, cfg.Header, offer.String(), maxAnswer)
+	body, err := cfg.Post(ctx, offer.String())
 	if err != nil {
 		return nil, err
 	}
@@ -77,10 +105,10 @@ func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc
 		return nil, fmt.Errorf("transport: bad answer: setup %q, want active or passive", rs.setup)
 	}
 	if len(rs.candidates) == 0 {
-		return nil, fmt.Errorf("%w: the answer has no UDP candidate", ErrHandshakeTimeout)
+		return nil, fmt.Errorf("%w: the answer has no UDP candidate", conn.ErrHandshakeTimeout)
 	}
 	p.remote = rs
-	target := pickCandidate(rs.candidates, url)
+	target := pickCandidate(rs.candidates, cfg.Loopback)
 	network := "udp4"
 	if target.Addr().Is6() {
 		network = "udp6"
@@ -94,7 +122,7 @@ func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc
 			return nil, err
 		}
 		p.sock = sock
-		p.onClose = func(*leanPeer) { close(done) }
+		p.onClose = func(*Peer) { close(done) }
 		if err := sock.attach(p); err != nil {
 			return nil, err
 		}
@@ -103,14 +131,14 @@ func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc
 		if err != nil {
 			return nil, fmt.Errorf("transport: client socket: %w", err)
 		}
-		sock := newLeanSocket(ep, udp, false)
+		sock := newSocket(ep, udp, false)
 		sock.client = p
 		p.sock = sock
-		p.onClose = func(*leanPeer) { udp.Close(); close(done) }
+		p.onClose = func(*Peer) { udp.Close(); close(done) }
 	}
 	if !ep.add(p) {
-		p.closeWith(ErrClosed)
-		return nil, ErrClosed
+		p.closeWith(conn.ErrClosed)
+		return nil, conn.ErrClosed
 	}
 	p.mu.Lock()
 	p.sendCheck(time.Now())
@@ -135,16 +163,16 @@ func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc
 		default:
 			stage = "DTLS done, but the SCTP association did not open"
 		}
-		if errors.Is(cause, ErrHandshakeTimeout) {
+		if errors.Is(cause, conn.ErrHandshakeTimeout) {
 			return fmt.Errorf("%w (%s)", cause, stage) // says "handshake timeout" once
 		}
-		return fmt.Errorf("%w: %s: %w", ErrHandshakeTimeout, stage, cause)
+		return fmt.Errorf("%w: %s: %w", conn.ErrHandshakeTimeout, stage, cause)
 	}
 	select {
 	case <-p.open:
 		return p, nil
 	case <-done:
-		if err := p.Err(); errors.Is(err, ErrHandshakeTimeout) {
+		if err := p.Err(); errors.Is(err, conn.ErrHandshakeTimeout) {
 			return nil, timedOut(err)
 		}
 		return nil, fmt.Errorf("transport: connection closed during handshake: %w", p.Err())
@@ -155,10 +183,9 @@ func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc
 	}
 }
 
-// pickCandidate prefers a loopback candidate when the URL is a loopback
-// one, and an IPv4 one otherwise.
-func pickCandidate(cands []netip.AddrPort, url string) netip.AddrPort {
-	loop := isLoopbackURL(url)
+// pickCandidate prefers a loopback candidate when loop is set (the
+// signaling URL is a loopback one), and an IPv4 one otherwise.
+func pickCandidate(cands []netip.AddrPort, loop bool) netip.AddrPort {
 	for _, c := range cands {
 		if c.Addr().IsLoopback() == loop && c.Addr().Is4() {
 			return c
@@ -181,8 +208,8 @@ func randUint63() uint64 {
 // sendCheck sends the client's ICE binding request (controlling, with
 // USE-CANDIDATE: the server is ICE lite), the same one each time; p.mu
 // is held.
-func (p *leanPeer) sendCheck(now time.Time) {
-	if p.phase != phaseICE || now.Sub(p.made) > p.lim.HandshakeTimeout {
+func (p *Peer) sendCheck(now time.Time) {
+	if p.phase != phaseICE || now.Sub(p.made) > p.Lim.HandshakeTimeout {
 		return
 	}
 	if p.iceCheck == nil {
@@ -208,7 +235,7 @@ func (p *leanPeer) sendCheck(now time.Time) {
 
 // bindingResponse takes the server's answer to a check: the path works,
 // and the DTLS handshake starts.
-func (p *leanPeer) bindingResponse(m *stun.Message, ap netip.AddrPort) {
+func (p *Peer) bindingResponse(m *stun.Message, ap netip.AddrPort) {
 	p.mu.Lock()
 	ok := p.phase == phaseICE && m.TransactionID == p.iceTx && ap == p.rap &&
 		stun.NewShortTermIntegrity(p.remote.pwd).Check(m) == nil
@@ -221,7 +248,3 @@ func (p *leanPeer) bindingResponse(m *stun.Message, ap netip.AddrPort) {
 		p.bind(ap) // starts the handshake, unless the peer closed meanwhile
 	}
 }
-
-// leanNative says the lean client runs here (natively; in the browser the
-// browser's own stack serves).
-const leanNative = true

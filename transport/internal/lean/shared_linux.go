@@ -1,6 +1,6 @@
 //go:build linux
 
-package transport
+package lean
 
 import (
 	"crypto/rand"
@@ -14,7 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The shared client socket (ClientConfig.SharedSocket): one UDP socket,
+// The shared client socket (transport.ClientConfig.SharedSocket): one UDP socket,
 // bound to the wildcard address, from which each lean client of the
 // process that dials a loopback server sends from an address of its own
 // in 127.0.0.0/8. The server tells the clients apart by that address as
@@ -25,13 +25,13 @@ import (
 // for every datagram each way.
 var (
 	sharedOnce sync.Once
-	sharedSock *leanSocket
+	sharedSock *socket
 	sharedErr  error
 )
 
 // sharedClientSocket returns the process's shared client socket, made on
 // first use.
-func sharedClientSocket(ep *leanEndpoint) (*leanSocket, error) {
+func sharedClientSocket(ep *endpoint) (*socket, error) {
 	sharedOnce.Do(func() {
 		udp, err := net.ListenUDP("udp4", &net.UDPAddr{IP: net.IPv4zero})
 		if err != nil {
@@ -65,7 +65,7 @@ const (
 
 // attach gives p a local address of the shared socket s that no other
 // client holds, and routes that address's datagrams to it.
-func (s *leanSocket) attach(p *leanPeer) error {
+func (s *socket) attach(p *Peer) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.byLocal) >= sharedCount {

@@ -1,6 +1,6 @@
 //go:build !js
 
-package transport
+package lean
 
 import (
 	"context"
@@ -20,18 +20,19 @@ import (
 
 	"github.com/pion/dtls/v3"
 	"github.com/pion/logging"
+	"github.com/tongbu/tongbu/transport/internal/conn"
 	"github.com/tongbu/tongbu/transport/internal/record"
 	"github.com/tongbu/tongbu/transport/internal/sctp"
 )
 
 // The phases of a lean peer.
-type leanPhase uint8
+type phase uint8
 
 const (
-	phaseICE  leanPhase = iota // waiting for an authenticated binding request (or response)
-	phaseDTLS                  // pion/dtls runs the handshake
-	phaseSCTP                  // records are protected inline; SCTP sets up
-	phaseOpen                  // both channels usable
+	phaseICE  phase = iota // waiting for an authenticated binding request (or response)
+	phaseDTLS              // pion/dtls runs the handshake
+	phaseSCTP              // records are protected inline; SCTP sets up
+	phaseOpen              // both channels usable
 	phaseClosed
 )
 
@@ -55,11 +56,11 @@ const (
 // would.
 var errFlood = errors.New("transport: peer floods datagrams")
 
-// leanPeer is one connection of the lean stack, and its Conn.
-type leanPeer struct {
-	connCore
-	ep     *leanEndpoint
-	sock   *leanSocket
+// Peer is one connection of the lean stack, and its transport.Conn.
+type Peer struct {
+	conn.Core
+	ep     *endpoint
+	sock   *socket
 	client bool // the ICE controlling side, which sends SCTP's INIT
 	// local and oob: a shared socket's client sends from its own local
 	// address, named in each datagram's control message (IP_PKTINFO).
@@ -73,8 +74,8 @@ type leanPeer struct {
 	made       time.Time
 
 	mu          sync.Mutex
-	phase       leanPhase
-	reached     leanPhase // the phase the peer was in when it closed
+	phase       phase
+	reached     phase // the phase the peer was in when it closed
 	rap         netip.AddrPort
 	raddr       *net.UDPAddr
 	cand        netip.AddrPort // a new address the peer's ICE checks came from, not yet proven
@@ -90,9 +91,9 @@ type leanPeer struct {
 	assoc       *sctp.Assoc
 	dirty       bool
 	slab        []byte
-	fail        error          // why to close, found under the lock
-	taken       []sctp.Message // the association's messages, as the reader takes them
-	handTo      *[]Message     // while the reader holds the lock: where messages for the handler go
+	fail        error           // why to close, found under the lock
+	taken       []sctp.Message  // the association's messages, as the reader takes them
+	handTo      *[]conn.Message // while the reader holds the lock: where messages for the handler go
 	rateSecond  int64
 	rateCount   int
 	floods      int
@@ -106,19 +107,19 @@ type leanPeer struct {
 	opened   atomic.Bool
 	open     chan struct{}
 	once     sync.Once
-	onOpen   func(*leanPeer)
-	onClose  func(*leanPeer)
+	onOpen   func(*Peer)
+	onClose  func(*Peer)
 	rtt      atomic.Int64
 
-	handler  atomic.Pointer[func(Message)] // set by Handle
-	handleMu sync.Mutex                    // held while messages go to the handler, which takes them one at a time
-	closer   atomic.Pointer[func()]        // set by HandleClose: runs once, after the close
+	handler  atomic.Pointer[func(conn.Message)] // set by Handle
+	handleMu sync.Mutex                         // held while messages go to the handler, which takes them one at a time
+	closer   atomic.Pointer[func()]             // set by HandleClose: runs once, after the close
 }
 
-func newLeanPeer(ep *leanEndpoint, sock *leanSocket, id PeerID, client bool, lim Limits, log *slog.Logger) *leanPeer {
-	p := &leanPeer{ep: ep, sock: sock, client: client, made: time.Now(), open: make(chan struct{}),
+func newPeer(ep *endpoint, sock *socket, id conn.PeerID, client bool, lim conn.Limits, log *slog.Logger) *Peer {
+	p := &Peer{ep: ep, sock: sock, client: client, made: time.Now(), open: make(chan struct{}),
 		ufrag: randToken(8), pwd: randToken(24)}
-	p.init(id, lim, log)
+	p.Init(id, conn.Limits(lim), log)
 	return p
 }
 
@@ -128,11 +129,11 @@ func randToken(n int) string {
 	return hex.EncodeToString(b)[:n]
 }
 
-func (p *leanPeer) isOpen() bool { return p.opened.Load() }
+func (p *Peer) isOpen() bool { return p.opened.Load() }
 
 // unlock releases p.mu and, when the flusher passed the peer by while
 // the lock was held, queues it to flush again.
-func (p *leanPeer) unlock() {
+func (p *Peer) unlock() {
 	p.mu.Unlock()
 	if p.skipped.Load() && p.skipped.CompareAndSwap(true, false) {
 		p.ep.markDirty(p)
@@ -142,7 +143,7 @@ func (p *leanPeer) unlock() {
 // inICE reports whether no authenticated ICE check has arrived yet; a
 // peer busy in another goroutine is taken to be past it (the flusher
 // never waits for one: it looks again a second later).
-func (p *leanPeer) inICE() bool {
+func (p *Peer) inICE() bool {
 	if !p.mu.TryLock() {
 		return false
 	}
@@ -150,37 +151,37 @@ func (p *leanPeer) inICE() bool {
 	return p.phase == phaseICE
 }
 
-func (p *leanPeer) SendUnreliable(msg []byte) error {
-	return p.send(Unreliable, msg)
+func (p *Peer) SendUnreliable(msg []byte) error {
+	return p.send(conn.Unreliable, msg)
 }
 
-func (p *leanPeer) SendReliable(msg []byte) error {
-	return p.send(Reliable, msg)
+func (p *Peer) SendReliable(msg []byte) error {
+	return p.send(conn.Reliable, msg)
 }
 
-func (p *leanPeer) send(ch Channel, msg []byte) error {
-	if err := p.checkSend(msg, p.maxFor(ch), p.isOpen()); err != nil {
+func (p *Peer) send(ch conn.Channel, msg []byte) error {
+	if err := p.CheckSend(msg, p.MaxFor(ch), p.isOpen()); err != nil {
 		return err
 	}
 	p.mu.Lock()
 	if p.assoc == nil || p.phase != phaseOpen {
 		p.unlock()
-		return ErrClosed
+		return conn.ErrClosed
 	}
 	var err error
-	if ch == Unreliable {
-		if p.assoc.BufferedUnreliable() > p.lim.MaxBufferedUnreliable {
+	if ch == conn.Unreliable {
+		if p.assoc.BufferedUnreliable() > p.Lim.MaxBufferedUnreliable {
 			p.unlock()
-			p.dropped.Add(1)
-			return ErrDropped
+			p.CountDropped()
+			return conn.ErrDropped
 		}
-		err = p.assoc.SendUnordered(uint16(Unreliable), sctp.PPIDBinary, msg)
+		err = p.assoc.SendUnordered(uint16(conn.Unreliable), sctp.PPIDBinary, msg)
 	} else {
-		if p.assoc.BufferedReliable() > p.lim.MaxReliableQueue {
+		if p.assoc.BufferedReliable() > p.Lim.MaxReliableQueue {
 			p.unlock()
-			return ErrQueueFull
+			return conn.ErrQueueFull
 		}
-		err = p.assoc.SendOrdered(uint16(Reliable), sctp.PPIDBinary, msg)
+		err = p.assoc.SendOrdered(uint16(conn.Reliable), sctp.PPIDBinary, msg)
 	}
 	mark := !p.dirty
 	p.dirty = true
@@ -191,20 +192,20 @@ func (p *leanPeer) send(ch Channel, msg []byte) error {
 	if mark {
 		p.ep.markDirty(p)
 	}
-	p.sent(len(msg))
+	p.Sent(len(msg))
 	return nil
 }
 
 // keepalive queues an empty message on the reliable channel (WebRTC's
 // empty binary message: one zero byte under its own PPID). The flusher
 // sends it; a peer busy in another goroutine gets it on a later sweep.
-func (p *leanPeer) keepalive() {
+func (p *Peer) keepalive() {
 	if !p.mu.TryLock() {
 		return
 	}
 	if p.phase == phaseOpen {
-		p.assoc.SendOrdered(uint16(Reliable), sctp.PPIDBinaryEmpty, []byte{0})
-		p.lastSend.Store(time.Now().UnixNano())
+		p.assoc.SendOrdered(uint16(conn.Reliable), sctp.PPIDBinaryEmpty, []byte{0})
+		p.SentAt(time.Now())
 		if !p.dirty {
 			p.dirty = true
 			p.unlock()
@@ -215,21 +216,19 @@ func (p *leanPeer) keepalive() {
 	p.unlock()
 }
 
-func (p *leanPeer) Close() error {
+func (p *Peer) Close() error {
 	p.closeWith(nil)
 	return nil
 }
 
-func (p *leanPeer) Stats() Stats { return p.stats(time.Duration(p.rtt.Load())) }
+// Stats returns the connection's counters.
+func (p *Peer) Stats() conn.Stats { return p.Snapshot(time.Duration(p.rtt.Load())) }
 
 // closeWith closes the peer once: an ABORT and a close_notify go to the
 // other side when the association was up.
-func (p *leanPeer) closeWith(reason error) {
+func (p *Peer) closeWith(reason error) {
 	p.once.Do(func() {
-		if reason != nil {
-			p.closeErr.Store(reason)
-			p.log.Debug("transport: connection closed", "peer", p.id, "reason", reason)
-		}
+		p.Closing(reason)
 		p.mu.Lock()
 		var bye [][]byte
 		if p.assoc != nil && p.ciph != nil {
@@ -252,8 +251,7 @@ func (p *leanPeer) closeWith(reason error) {
 		for _, b := range bye {
 			p.sock.writeTo(b, rap, p.oob)
 		}
-		close(p.done)
-		p.in.Clear()
+		p.Finish()
 		p.sock.forget(p)
 		p.ep.forget(p)
 		if p.onClose != nil {
@@ -270,7 +268,7 @@ func (p *leanPeer) closeWith(reason error) {
 // and starts the DTLS handshake when it has not started. It reports
 // false, changing nothing, when another live peer is at ap: one peer's
 // credentials never take another's address.
-func (p *leanPeer) bind(ap netip.AddrPort) bool {
+func (p *Peer) bind(ap netip.AddrPort) bool {
 	p.mu.Lock()
 	if p.phase == phaseClosed || p.rap != ap && !p.sock.rebind(p, p.rap, ap) {
 		p.unlock()
@@ -301,7 +299,7 @@ func (p *leanPeer) bind(ap netip.AddrPort) bool {
 // validates a path (RFC 9000 §9), so a check forged from another's
 // address with one's own credentials moves nothing, and another live
 // peer's address is never taken nor answered.
-func (p *leanPeer) checked(ap netip.AddrPort) bool {
+func (p *Peer) checked(ap netip.AddrPort) bool {
 	p.mu.Lock()
 	switch {
 	case p.phase == phaseClosed:
@@ -329,7 +327,7 @@ func (p *leanPeer) checked(ap netip.AddrPort) bool {
 // moveTo moves the peer to ap, its candidate path, which a record that
 // authenticated just came from, unless it moved maxMoves times in the
 // last minute or another live peer is at ap; p.mu is held.
-func (p *leanPeer) moveTo(now time.Time, ap netip.AddrPort) {
+func (p *Peer) moveTo(now time.Time, ap netip.AddrPort) {
 	st := &p.ep.stats
 	if now.Sub(p.moved[0]) < time.Minute || !p.sock.rebind(p, p.rap, ap) {
 		st.movesRefused.Add(1)
@@ -343,7 +341,7 @@ func (p *leanPeer) moveTo(now time.Time, ap netip.AddrPort) {
 
 // dtlsConfig holds the handshake to the one suite the inline records
 // serve, and checks the peer's certificate against its SDP fingerprint.
-func (p *leanPeer) dtlsConfig() *dtls.Config {
+func (p *Peer) dtlsConfig() *dtls.Config {
 	lf := logging.NewDefaultLoggerFactory()
 	lf.DefaultLogLevel = logging.LogLevelDisabled
 	return &dtls.Config{
@@ -367,8 +365,8 @@ func (p *leanPeer) dtlsConfig() *dtls.Config {
 
 // handshake runs pion/dtls's handshake on the peer's hsConn, then takes
 // the keys and hands the records to the inline path.
-func (p *leanPeer) handshake(hs *hsConn) {
-	ctx, cancel := context.WithTimeout(context.Background(), p.lim.HandshakeTimeout)
+func (p *Peer) handshake(hs *hsConn) {
+	ctx, cancel := context.WithTimeout(context.Background(), p.Lim.HandshakeTimeout)
 	defer cancel()
 	var dc *dtls.Conn
 	var err error
@@ -394,9 +392,9 @@ func (p *leanPeer) handshake(hs *hsConn) {
 			dc.Close()
 		}
 		hs.Close()
-		why := ErrHandshake
+		why := conn.ErrHandshake
 		if ctx.Err() != nil {
-			why = ErrHandshakeTimeout
+			why = conn.ErrHandshakeTimeout
 		}
 		p.closeWith(fmt.Errorf("%w: DTLS: %w", why, err))
 		return
@@ -413,7 +411,7 @@ func (p *leanPeer) handshake(hs *hsConn) {
 	p.hs = nil
 	p.ciph = ciph
 	p.assoc = sctp.New(sctp.Config{Client: p.client, CookieKey: p.ep.cookieKey,
-		MaxMessage: p.lim.MaxReliable, RecvWindow: 256 << 10}, now)
+		MaxMessage: p.Lim.MaxReliable, RecvWindow: 256 << 10}, now)
 	p.phase = phaseSCTP
 	early := p.early
 	p.early = nil
@@ -441,7 +439,7 @@ func fingerprintMatches(cert, fp []byte) bool {
 //
 // Messages for a Handler are appended to *hand, for the reader to hand
 // over once the lock is let go (handOver); the rest go to the inbox.
-func (p *leanPeer) datagram(now time.Time, b []byte, from netip.AddrPort, hand *[]Message) bool {
+func (p *Peer) datagram(now time.Time, b []byte, from netip.AddrPort, hand *[]conn.Message) bool {
 	p.mu.Lock()
 	onCand := false
 	if from != p.rap {
@@ -488,7 +486,7 @@ func (p *leanPeer) datagram(now time.Time, b []byte, from netip.AddrPort, hand *
 }
 
 // admit counts a datagram against the peer's rate.
-func (p *leanPeer) admit(now time.Time) bool {
+func (p *Peer) admit(now time.Time) bool {
 	sec := now.Unix()
 	if sec != p.rateSecond {
 		if p.rateCount > maxPacketRate {
@@ -506,7 +504,7 @@ func (p *leanPeer) admit(now time.Time) bool {
 // authenticated; p.mu is held. Each record costs one AES-GCM open of its
 // own bytes at most (a forged one fails there); the replay window is a
 // 64-bit map, O(1) a record.
-func (p *leanPeer) records(now time.Time, b []byte) int {
+func (p *Peer) records(now time.Time, b []byte) int {
 	opened := 0
 	for len(b) > 0 && p.phase != phaseClosed {
 		h, body, rest, err := record.Next(b)
@@ -542,7 +540,7 @@ func (p *leanPeer) records(now time.Time, b []byte) int {
 			}
 			opened++
 			if len(pt) == 2 && (pt[1] == 0 || pt[0] == 2) { // close_notify, or fatal
-				p.fail = fmt.Errorf("%w: the peer closed (DTLS alert %d)", ErrClosed, pt[1])
+				p.fail = fmt.Errorf("%w: the peer closed (DTLS alert %d)", conn.ErrClosed, pt[1])
 			}
 		case record.Handshake, record.ChangeCipherSpec:
 			// The peer did not get the last flight: send it again.
@@ -562,15 +560,15 @@ func (p *leanPeer) records(now time.Time, b []byte) int {
 // connection once SCTP is up, queues the peer to flush when there is
 // something to send, and returns the error to close with, if any; p.mu
 // is held.
-func (p *leanPeer) settle() error {
+func (p *Peer) settle() error {
 	if p.assoc == nil {
 		return nil
 	}
 	if closed, err := p.assoc.Closed(); closed {
 		if err == nil {
-			err = ErrClosed
+			err = conn.ErrClosed
 		}
-		return fmt.Errorf("%w: %w", ErrClosed, err)
+		return fmt.Errorf("%w: %w", conn.ErrClosed, err)
 	}
 	if p.fail != nil {
 		return p.fail
@@ -589,7 +587,7 @@ func (p *leanPeer) settle() error {
 	return nil
 }
 
-func (p *leanPeer) opening() {
+func (p *Peer) opening() {
 	close(p.open)
 	if p.onOpen != nil {
 		p.onOpen(p)
@@ -597,13 +595,13 @@ func (p *leanPeer) opening() {
 }
 
 // after closes the peer if settle said so; p.mu is not held.
-func (p *leanPeer) after(err error) {
+func (p *Peer) after(err error) {
 	if err != nil {
 		p.closeWith(err)
 	}
 }
 
-func (p *leanPeer) storeDeadline() {
+func (p *Peer) storeDeadline() {
 	var d int64
 	if t := p.assoc.Deadline(); !t.IsZero() {
 		d = t.UnixNano()
@@ -614,15 +612,15 @@ func (p *leanPeer) storeDeadline() {
 
 // deliver takes a message from the association; p.mu is held. The data
 // is copied into a slab the inbox's messages share.
-func (p *leanPeer) deliver(stream uint16, ppid uint32, data []byte) {
-	if stream > uint16(Reliable) {
+func (p *Peer) deliver(stream uint16, ppid uint32, data []byte) {
+	if stream > uint16(conn.Reliable) {
 		return
 	}
-	ch := Channel(stream)
+	ch := conn.Channel(stream)
 	if ppid == sctp.PPIDBinaryEmpty || ppid == sctp.PPIDStringEmpty {
 		data = nil
 	}
-	ok, err := p.check(ch, data)
+	ok, err := p.Check(ch, data)
 	if err != nil {
 		p.fail = err
 		return
@@ -635,29 +633,27 @@ func (p *leanPeer) deliver(stream uint16, ppid uint32, data []byte) {
 	}
 	start := len(p.slab)
 	p.slab = append(p.slab, data...)
-	msg := Message{Channel: ch, Data: p.slab[start:len(p.slab):len(p.slab)]}
+	msg := conn.Message{Channel: ch, Data: p.slab[start:len(p.slab):len(p.slab)]}
 	if p.handTo != nil && p.handler.Load() != nil {
 		*p.handTo = append(*p.handTo, msg) // straight to the handler: no inbox between
 		return
 	}
-	if !p.in.Offer(msg) && ch == Reliable {
-		p.fail = fmt.Errorf("%w: the reader is %d reliable messages behind", ErrQueueFull, p.lim.InboxReliable)
+	if !p.In.Offer(msg) && ch == conn.Reliable {
+		p.fail = fmt.Errorf("%w: the reader is %d reliable messages behind", conn.ErrQueueFull, p.Lim.InboxReliable)
 	}
 }
 
-var _ Handler = (*leanPeer)(nil)
-
-// Handle implements Handler.
-func (p *leanPeer) Handle(f func(Message)) {
+// Handle implements transport.Handler.
+func (p *Peer) Handle(f func(conn.Message)) {
 	p.handler.Store(&f)
 	p.handOver(nil)
 }
 
-// HandleClose implements Handler.
-func (p *leanPeer) HandleClose(f func()) {
+// HandleClose implements transport.Handler.
+func (p *Peer) HandleClose(f func()) {
 	f = sync.OnceFunc(f)
 	p.closer.Store(&f)
-	if p.isDone() { // closed before the hook was set: closeWith may have missed it
+	if p.IsDone() { // closed before the hook was set: closeWith may have missed it
 		go f()
 	}
 }
@@ -666,7 +662,7 @@ func (p *leanPeer) HandleClose(f func()) {
 // then the messages of hand (which are newer: they went past the inbox
 // once the handler was set); the reader calls it after each datagram,
 // with p.mu not held (the handler may send and close).
-func (p *leanPeer) handOver(hand []Message) {
+func (p *Peer) handOver(hand []conn.Message) {
 	h := p.handler.Load()
 	if h == nil {
 		return
@@ -674,7 +670,7 @@ func (p *leanPeer) handOver(hand []Message) {
 	p.handleMu.Lock()
 	defer p.handleMu.Unlock()
 	for {
-		m, ok := p.in.TryPop()
+		m, ok := p.In.TryPop()
 		if !ok {
 			break
 		}
@@ -686,9 +682,9 @@ func (p *leanPeer) handOver(hand []Message) {
 }
 
 // reset: a channel the peer closed ends the connection.
-func (p *leanPeer) reset(stream uint16) {
-	if stream <= uint16(Reliable) {
-		p.fail = fmt.Errorf("%w: the peer closed channel %s", ErrClosed, Channel(stream))
+func (p *Peer) reset(stream uint16) {
+	if stream <= uint16(conn.Reliable) {
+		p.fail = fmt.Errorf("%w: the peer closed channel %s", conn.ErrClosed, conn.Channel(stream))
 	}
 }
 
@@ -697,7 +693,7 @@ func (p *leanPeer) reset(stream uint16) {
 // its datagram) is not waited for: it is marked skipped, and whoever
 // holds it queues it again on letting go (unlock), so one peer's work
 // never holds up every other peer's sends.
-func (p *leanPeer) flush(now time.Time, w *batchWriter) {
+func (p *Peer) flush(now time.Time, w *batchWriter) {
 	if !p.mu.TryLock() {
 		p.skipped.Store(true)
 		if !p.mu.TryLock() {

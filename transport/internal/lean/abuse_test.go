@@ -1,6 +1,6 @@
 //go:build !js
 
-package transport
+package lean
 
 import (
 	"context"
@@ -63,7 +63,7 @@ type honestRoom struct {
 	drops int // clients whose connection ended
 }
 
-func startHonestRoom(t *testing.T, clients, servers []Conn) *honestRoom {
+func startHonestRoom(t *testing.T, clients, servers []*Peer) *honestRoom {
 	r := &honestRoom{stop: make(chan struct{})}
 	r.wg.Add(1)
 	go func() {
@@ -97,7 +97,7 @@ func startHonestRoom(t *testing.T, clients, servers []Conn) *honestRoom {
 				default:
 				}
 				if err != nil {
-					if c.(*leanPeer).isDone() {
+					if c.IsDone() {
 						r.mu.Lock()
 						r.drops++
 						r.mu.Unlock()
@@ -143,7 +143,7 @@ func TestLeanHeldFragments(t *testing.T) {
 	time.Sleep(time.Second)
 	baseMax, baseP99, _ := quiet.end()
 
-	attacker := clients[2].(*leanPeer)
+	attacker := clients[2]
 	attacker.mu.Lock()
 	_, tag, tsn := attacker.assoc.Tags()
 	ciph, to := attacker.ciph, attacker.rap
@@ -183,8 +183,8 @@ func TestLeanHeldFragments(t *testing.T) {
 	if maxGap > generous(baseMax) {
 		t.Errorf("the honest clients' largest gap: %v under attack, %v without", maxGap, baseMax)
 	}
-	if servers[2].(*leanPeer).isDone() {
-		t.Errorf("the attacker was cut off (%v): the test paced it under the flood limit to measure the held chunks", servers[2].(*leanPeer).Err())
+	if servers[2].IsDone() {
+		t.Errorf("the attacker was cut off (%v): the test paced it under the flood limit to measure the held chunks", servers[2].Err())
 	}
 	if st.HeldChunksMax > 16 {
 		t.Errorf("a peer held %d chunks", st.HeldChunksMax)

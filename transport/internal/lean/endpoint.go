@@ -1,6 +1,6 @@
 //go:build !js
 
-package transport
+package lean
 
 import (
 	"crypto/ecdsa"
@@ -20,10 +20,11 @@ import (
 
 	"github.com/pion/dtls/v3/pkg/crypto/selfsign"
 	"github.com/pion/stun/v4"
+	"github.com/tongbu/tongbu/transport/internal/conn"
 	"golang.org/x/net/ipv4"
 )
 
-// The lean stack (ServerConfig.Stack = StackLean) serves every peer from
+// The lean stack (transport.StackLean) serves every peer from
 // one UDP socket with no goroutine per peer once the DTLS handshake is
 // done: one reader takes datagrams in batches and feeds each to its
 // peer's state machines (ICE-lite, inline DTLS records, sans-IO SCTP) in
@@ -47,20 +48,20 @@ const (
 	sockBuf = 4 << 20
 )
 
-// leanEndpoint is the peers one flusher serves: a server's, or a group
+// endpoint is the peers one flusher serves: a server's, or a group
 // of lean clients'.
-type leanEndpoint struct {
-	lim       Limits
+type endpoint struct {
+	lim       conn.Limits
 	log       *slog.Logger
 	cert      tls.Certificate
 	fp        []byte // SHA-256 of cert
 	cookieKey []byte
 
 	mu    sync.Mutex
-	peers map[*leanPeer]struct{}
+	peers map[*Peer]struct{}
 
 	dmu   sync.Mutex
-	dirty []*leanPeer
+	dirty []*Peer
 	wake  chan struct{}
 
 	closed    chan struct{}
@@ -71,7 +72,7 @@ type leanEndpoint struct {
 	stats dataPathCounters
 }
 
-func newLeanEndpoint(lim Limits, log *slog.Logger) (*leanEndpoint, error) {
+func newEndpoint(lim conn.Limits, log *slog.Logger) (*endpoint, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("transport: DTLS key: %w", err)
@@ -81,19 +82,19 @@ func newLeanEndpoint(lim Limits, log *slog.Logger) (*leanEndpoint, error) {
 		return nil, fmt.Errorf("transport: DTLS certificate: %w", err)
 	}
 	fp := sha256.Sum256(cert.Certificate[0])
-	ep := &leanEndpoint{lim: lim, log: log, cert: cert, fp: fp[:], cookieKey: make([]byte, 32),
-		peers: map[*leanPeer]struct{}{}, wake: make(chan struct{}, 1), closed: make(chan struct{})}
+	ep := &endpoint{lim: lim, log: log, cert: cert, fp: fp[:], cookieKey: make([]byte, 32),
+		peers: map[*Peer]struct{}{}, wake: make(chan struct{}, 1), closed: make(chan struct{})}
 	rand.Read(ep.cookieKey)
 	// The idle and keepalive checks run every second, or often enough to
 	// keep alive at the limits' KeepAlive: a check a second would send a
 	// keepalive due every 500 ms only every second.
-	ep.idleEvery = max(sweepEvery, min(time.Second, lim.withDefaults().KeepAlive/2))
+	ep.idleEvery = max(sweepEvery, min(time.Second, conn.WithDefaults(lim).KeepAlive/2))
 	ep.wg.Add(1)
 	go ep.flushLoop()
 	return ep, nil
 }
 
-func (ep *leanEndpoint) add(p *leanPeer) bool {
+func (ep *endpoint) add(p *Peer) bool {
 	ep.mu.Lock()
 	defer ep.mu.Unlock()
 	select {
@@ -105,14 +106,14 @@ func (ep *leanEndpoint) add(p *leanPeer) bool {
 	return true
 }
 
-func (ep *leanEndpoint) forget(p *leanPeer) {
+func (ep *endpoint) forget(p *Peer) {
 	ep.mu.Lock()
 	delete(ep.peers, p)
 	ep.mu.Unlock()
 }
 
 // markDirty queues p for the next flush and wakes the flusher.
-func (ep *leanEndpoint) markDirty(p *leanPeer) {
+func (ep *endpoint) markDirty(p *Peer) {
 	ep.dmu.Lock()
 	ep.dirty = append(ep.dirty, p)
 	ep.dmu.Unlock()
@@ -125,12 +126,12 @@ func (ep *leanEndpoint) markDirty(p *leanPeer) {
 // flushLoop sends what peers queued, as soon as they queue it, and runs
 // their timers: every sweepEvery the association deadlines that are due,
 // every second the idle and keepalive checks.
-func (ep *leanEndpoint) flushLoop() {
+func (ep *endpoint) flushLoop() {
 	defer ep.wg.Done()
 	var w batchWriter
 	tick := time.NewTicker(sweepEvery)
 	defer tick.Stop()
-	var due []*leanPeer
+	var due []*Peer
 	lastIdle := time.Now()
 	for {
 		sweep := false
@@ -164,9 +165,9 @@ func (ep *leanEndpoint) flushLoop() {
 
 // sweep flushes the peers whose association timers are due, and once a
 // second closes the silent ones and sends keepalives.
-func (ep *leanEndpoint) sweep(now time.Time, idle bool, w *batchWriter) {
+func (ep *endpoint) sweep(now time.Time, idle bool, w *batchWriter) {
 	ns := now.UnixNano()
-	var due, closing []*leanPeer
+	var due, closing []*Peer
 	var closeErr []error
 	ep.mu.Lock()
 	for p := range ep.peers {
@@ -178,16 +179,16 @@ func (ep *leanEndpoint) sweep(now time.Time, idle bool, w *batchWriter) {
 		}
 		if !p.isOpen() {
 			switch age := now.Sub(p.made); {
-			case age > p.lim.HandshakeTimeout:
+			case age > p.Lim.HandshakeTimeout:
 				closing = append(closing, p)
-				closeErr = append(closeErr, fmt.Errorf("%w: not open after %v", ErrHandshakeTimeout, p.lim.HandshakeTimeout))
-			case age > p.lim.ICETimeout && !p.client && p.inICE():
+				closeErr = append(closeErr, fmt.Errorf("%w: not open after %v", conn.ErrHandshakeTimeout, p.Lim.HandshakeTimeout))
+			case age > p.Lim.ICETimeout && !p.client && p.inICE():
 				closing = append(closing, p)
-				closeErr = append(closeErr, fmt.Errorf("%w: no ICE check within %v", ErrHandshakeTimeout, p.lim.ICETimeout))
+				closeErr = append(closeErr, fmt.Errorf("%w: no ICE check within %v", conn.ErrHandshakeTimeout, p.Lim.ICETimeout))
 			}
 			continue
 		}
-		err, keepalive := p.idle(now)
+		err, keepalive := p.Idle(now)
 		switch {
 		case err != nil:
 			closing = append(closing, p)
@@ -206,17 +207,17 @@ func (ep *leanEndpoint) sweep(now time.Time, idle bool, w *batchWriter) {
 	}
 }
 
-func (ep *leanEndpoint) close() {
+func (ep *endpoint) close() {
 	ep.once.Do(func() {
 		ep.mu.Lock()
 		close(ep.closed)
-		peers := make([]*leanPeer, 0, len(ep.peers))
+		peers := make([]*Peer, 0, len(ep.peers))
 		for p := range ep.peers {
 			peers = append(peers, p)
 		}
 		ep.mu.Unlock()
 		for _, p := range peers {
-			p.closeWith(ErrClosed)
+			p.closeWith(conn.ErrClosed)
 		}
 	})
 }
@@ -225,7 +226,7 @@ func (ep *leanEndpoint) close() {
 // batch per socket. Its messages, their one-buffer lists and the buffers
 // are kept from batch to batch: queueing a datagram allocates nothing.
 type batchWriter struct {
-	sock *leanSocket
+	sock *socket
 	msgs []ipv4.Message // msgs[:n] are queued; each has one buffer
 	bufs [][]byte       // bufs[i] backs msgs[i]
 	n    int
@@ -242,7 +243,7 @@ func (w *batchWriter) buf() []byte {
 
 // commit queues b, the buffer buf returned, for addr on sock; oob is the
 // sender's control message (its source address on a shared socket), or nil.
-func (w *batchWriter) commit(sock *leanSocket, addr *net.UDPAddr, oob, b []byte) {
+func (w *batchWriter) commit(sock *socket, addr *net.UDPAddr, oob, b []byte) {
 	if w.sock != sock && w.n > 0 {
 		w.send()
 		n := copy(w.bufs[0][:cap(w.bufs[0])], b) // buf's slice is reused: keep b
@@ -274,33 +275,33 @@ func (w *batchWriter) send() {
 	w.n = 0
 }
 
-// leanSocket is one UDP socket and its reader: the server's, one
-// client's, or the clients' shared socket (see ClientConfig.SharedSocket).
-type leanSocket struct {
-	ep     *leanEndpoint
+// socket is one UDP socket and its reader: the server's, one
+// client's, or the clients' shared socket (see transport.ClientConfig.SharedSocket).
+type socket struct {
+	ep     *endpoint
 	conn   *net.UDPConn
 	batch  *ipv4.PacketConn
 	server bool
-	client *leanPeer // a client's own socket serves one peer
-	shared bool      // many clients, each at its own local address
+	client *Peer // a client's own socket serves one peer
+	shared bool  // many clients, each at its own local address
 
 	mu      sync.RWMutex
-	byAddr  map[netip.AddrPort]*leanPeer // where each peer is
-	byCand  map[netip.AddrPort]*leanPeer // a new address a peer's checks came from, not yet proven
-	byUfrag map[string]*leanPeer
-	byLocal map[netip.Addr]*leanPeer // a shared socket's clients
-	next    uint32                   // the shared socket's next local address
+	byAddr  map[netip.AddrPort]*Peer // where each peer is
+	byCand  map[netip.AddrPort]*Peer // a new address a peer's checks came from, not yet proven
+	byUfrag map[string]*Peer
+	byLocal map[netip.Addr]*Peer // a shared socket's clients
+	next    uint32               // the shared socket's next local address
 
 	stunMsg stun.Message // the reader's
 	stunOut stun.Message
 }
 
-func newLeanSocket(ep *leanEndpoint, conn *net.UDPConn, server bool) *leanSocket {
-	s := &leanSocket{ep: ep, conn: conn, batch: ipv4.NewPacketConn(conn), server: server,
-		byAddr: map[netip.AddrPort]*leanPeer{}, byCand: map[netip.AddrPort]*leanPeer{}, byUfrag: map[string]*leanPeer{}}
+func newSocket(ep *endpoint, udp *net.UDPConn, server bool) *socket {
+	s := &socket{ep: ep, conn: udp, batch: ipv4.NewPacketConn(udp), server: server,
+		byAddr: map[netip.AddrPort]*Peer{}, byCand: map[netip.AddrPort]*Peer{}, byUfrag: map[string]*Peer{}}
 	if server {
-		conn.SetReadBuffer(sockBuf)
-		conn.SetWriteBuffer(sockBuf)
+		udp.SetReadBuffer(sockBuf)
+		udp.SetWriteBuffer(sockBuf)
 	}
 	ep.wg.Add(1)
 	go s.readLoop()
@@ -308,16 +309,16 @@ func newLeanSocket(ep *leanEndpoint, conn *net.UDPConn, server bool) *leanSocket
 }
 
 // newSharedSocket serves the clients of a shared socket, each at its own
-// local address (the control message IP_PKTINFO is on for conn).
-func newSharedSocket(ep *leanEndpoint, conn *net.UDPConn) *leanSocket {
-	s := &leanSocket{ep: ep, conn: conn, batch: ipv4.NewPacketConn(conn), shared: true,
-		byLocal: map[netip.Addr]*leanPeer{}}
+// local address (the control message IP_PKTINFO is on for udp).
+func newSharedSocket(ep *endpoint, udp *net.UDPConn) *socket {
+	s := &socket{ep: ep, conn: udp, batch: ipv4.NewPacketConn(udp), shared: true,
+		byLocal: map[netip.Addr]*Peer{}}
 	ep.wg.Add(1)
 	go s.readLoop()
 	return s
 }
 
-func (s *leanSocket) forget(p *leanPeer) {
+func (s *socket) forget(p *Peer) {
 	s.mu.Lock()
 	if p.local.IsValid() && s.byLocal[p.local] == p {
 		delete(s.byLocal, p.local)
@@ -336,7 +337,7 @@ func (s *leanSocket) forget(p *leanPeer) {
 
 // rebind moves p from old to ap, and reports false, moving nothing, when
 // another peer is at ap.
-func (s *leanSocket) rebind(p *leanPeer, old, ap netip.AddrPort) bool {
+func (s *socket) rebind(p *Peer, old, ap netip.AddrPort) bool {
 	if s.shared {
 		return true // its clients are found by their local address
 	}
@@ -359,7 +360,7 @@ func (s *leanSocket) rebind(p *leanPeer, old, ap netip.AddrPort) bool {
 // candidate makes ap p's candidate path in place of old, and reports
 // false when another peer is at ap, or when over (p's checks from new
 // addresses are over their rate) is set.
-func (s *leanSocket) candidate(p *leanPeer, old, ap netip.AddrPort, over bool) bool {
+func (s *socket) candidate(p *Peer, old, ap netip.AddrPort, over bool) bool {
 	if s.shared {
 		return false
 	}
@@ -379,7 +380,7 @@ func (s *leanSocket) candidate(p *leanPeer, old, ap netip.AddrPort, over bool) b
 	return true
 }
 
-func (s *leanSocket) readLoop() {
+func (s *socket) readLoop() {
 	defer s.ep.wg.Done()
 	// A client's own socket carries one peer's datagrams, a few a tick:
 	// a smaller batch, for load generators that hold thousands of them.
@@ -399,8 +400,8 @@ func (s *leanSocket) readLoop() {
 	// only those that come: ask for twice what the last read brought, so
 	// a read that fills its batch doubles the next, up to the batch.
 	ask := batch
-	held := time.Now() // since when this goroutine has run without waiting
-	var hand []Message // a datagram's messages for a Handler, handed over after it
+	held := time.Now()      // since when this goroutine has run without waiting
+	var hand []conn.Message // a datagram's messages for a Handler, handed over after it
 	for {
 		asked := time.Now()
 		n, err := s.batch.ReadBatch(msgs[:ask], 0)
@@ -453,16 +454,16 @@ func (s *leanSocket) readLoop() {
 // ICE, DTLS to the peer of its address; the rest is dropped. On a shared
 // socket the peer is the one at dst, the datagram's local address, and
 // the datagram must come from that peer's server.
-func (s *leanSocket) datagram(now time.Time, b []byte, ua *net.UDPAddr, dst netip.Addr) {
-	var hand []Message
+func (s *socket) datagram(now time.Time, b []byte, ua *net.UDPAddr, dst netip.Addr) {
+	var hand []conn.Message
 	s.take(now, b, ua, dst, &hand)
 }
 
 // take is datagram with the caller's buffer for the messages a Handler
 // is handed (the reader's, reused from datagram to datagram).
-func (s *leanSocket) take(now time.Time, b []byte, ua *net.UDPAddr, dst netip.Addr, hand *[]Message) {
+func (s *socket) take(now time.Time, b []byte, ua *net.UDPAddr, dst netip.Addr, hand *[]conn.Message) {
 	ap := netip.AddrPortFrom(ua.AddrPort().Addr().Unmap(), ua.AddrPort().Port())
-	var local *leanPeer
+	var local *Peer
 	if s.shared {
 		s.mu.RLock()
 		local = s.byLocal[dst]
@@ -495,7 +496,7 @@ func (s *leanSocket) take(now time.Time, b []byte, ua *net.UDPAddr, dst netip.Ad
 // lite) or takes a binding response (a client). Anything else, and
 // anything that fails its integrity check, is dropped without a trace.
 // local is the client a shared socket's datagram is for.
-func (s *leanSocket) stunPacket(b []byte, ap netip.AddrPort, local *leanPeer) {
+func (s *socket) stunPacket(b []byte, ap netip.AddrPort, local *Peer) {
 	m := &s.stunMsg
 	m.Raw = append(m.Raw[:0], b...)
 	if err := m.Decode(); err != nil {
@@ -516,7 +517,7 @@ func (s *leanSocket) stunPacket(b []byte, ap netip.AddrPort, local *leanPeer) {
 	}
 }
 
-func (s *leanSocket) bindingRequest(m *stun.Message, ap netip.AddrPort) {
+func (s *socket) bindingRequest(m *stun.Message, ap netip.AddrPort) {
 	var user stun.Username
 	if err := user.GetFrom(m); err != nil {
 		return
@@ -553,7 +554,7 @@ func (s *leanSocket) bindingRequest(m *stun.Message, ap netip.AddrPort) {
 
 // writeTo sends one datagram to ap now, from oob's source address when
 // oob is set (a shared socket's client).
-func (s *leanSocket) writeTo(b []byte, ap netip.AddrPort, oob []byte) (int, error) {
+func (s *socket) writeTo(b []byte, ap netip.AddrPort, oob []byte) (int, error) {
 	if oob != nil {
 		n, _, err := s.conn.WriteMsgUDPAddrPort(b, oob, ap)
 		return n, err

@@ -1,41 +1,28 @@
 //go:build !js
 
-package transport
+package lean
 
 import (
 	"sync/atomic"
 	"time"
 )
 
-// DataPathStats describes the work of the lean stack's reader and the
-// protection it applied: how long each datagram took to handle (every
-// protocol of its peer, and the Handler the message went to), the most
-// chunks one peer's SCTP held for reassembly, and the address moves made
-// and refused. A server on the pion stack reports zeros.
+// DataPathStats are the figures of the reader's work and the protection
+// it applied: transport.DataPathStats, where each field is described. It
+// is the same struct (the transport converts one to the other, so the
+// compiler holds the two alike), kept apart so that the public type keeps
+// its documentation.
 type DataPathStats struct {
-	// Datagrams counts the datagrams the reader handled.
-	Datagrams uint64
-	// DatagramBuckets[i] counts the datagrams handled in at most
-	// DatagramBounds[i]; the last counts the rest.
-	DatagramBuckets []uint64
-	// DatagramTime is the time spent on all of them.
-	DatagramTime time.Duration
-	// MaxDatagram is the longest one datagram took.
-	MaxDatagram time.Duration
-	// HeldChunksMax is the most chunks one peer's SCTP association held
-	// for reassembly or order at once (bounded per association).
-	HeldChunksMax int
-	// Moves counts peers that moved to a new address they proved theirs;
-	// MovesRefused the proven moves refused (too many in a minute, or the
-	// address taken meanwhile); ChecksRefused the authenticated ICE
-	// checks from an address another peer holds (forged to take it).
+	Datagrams                          uint64
+	DatagramBuckets                    []uint64 // by DatagramBounds
+	DatagramTime, MaxDatagram          time.Duration
+	HeldChunksMax                      int
 	Moves, MovesRefused, ChecksRefused uint64
-	// FlushesDeferred counts the times the flusher found a peer busy and
-	// left it to be queued again, rather than wait for it.
-	FlushesDeferred uint64
+	FlushesDeferred                    uint64
 }
 
-// DatagramBounds are the upper bounds of DataPathStats.DatagramBuckets.
+// DatagramBounds are the upper bounds of DataPathStats.DatagramBuckets
+// (transport.DatagramBounds is this slice).
 var DatagramBounds = []time.Duration{
 	time.Microsecond, 2 * time.Microsecond, 5 * time.Microsecond, 10 * time.Microsecond,
 	20 * time.Microsecond, 50 * time.Microsecond, 100 * time.Microsecond, 200 * time.Microsecond,
@@ -95,13 +82,4 @@ func (c *dataPathCounters) snapshot() DataPathStats {
 		s.DatagramBuckets[i] = c.buckets[i].Load()
 	}
 	return s
-}
-
-// DataPath returns the lean stack's data path figures since the server
-// started (zeros on the pion stack).
-func (s *Server) DataPath() DataPathStats {
-	if s.lean == nil {
-		return DataPathStats{DatagramBuckets: make([]uint64, len(DatagramBounds)+1)}
-	}
-	return s.lean.ep.stats.snapshot()
 }

@@ -1,6 +1,6 @@
 //go:build !js
 
-package transport
+package lean
 
 import (
 	"net"
@@ -17,7 +17,7 @@ import (
 // close_notify must not reach the peer, whose connection goes on), and
 // the last flight written is kept, to answer a peer that did not get it.
 type hsConn struct {
-	sock  *leanSocket
+	sock  *socket
 	oob   []byte // the source address of a shared socket's client
 	local net.Addr
 	in    chan []byte
@@ -34,7 +34,7 @@ type hsConn struct {
 	once      sync.Once
 }
 
-func newHSConn(sock *leanSocket, raddr *net.UDPAddr, oob []byte) *hsConn {
+func newHSConn(sock *socket, raddr *net.UDPAddr, oob []byte) *hsConn {
 	return &hsConn{sock: sock, oob: oob, local: sock.conn.LocalAddr(), raddr: raddr, rap: raddr.AddrPort(),
 		in: make(chan []byte, 32), poke: make(chan struct{}, 1), closed: make(chan struct{})}
 }

@@ -1,6 +1,6 @@
 //go:build !linux && !js
 
-package transport
+package lean
 
 import (
 	"errors"
@@ -10,8 +10,8 @@ import (
 var errNoShared = errors.New("transport: a shared client socket needs Linux")
 
 // sharedClientSocket: elsewhere than Linux each client has its own socket.
-func sharedClientSocket(*leanEndpoint) (*leanSocket, error) { return nil, errNoShared }
+func sharedClientSocket(*endpoint) (*socket, error) { return nil, errNoShared }
 
-func (s *leanSocket) attach(*leanPeer) error { return errNoShared }
+func (s *socket) attach(*Peer) error { return errNoShared }
 
 func pktinfoDst([]byte) (netip.Addr, bool) { return netip.Addr{}, false }

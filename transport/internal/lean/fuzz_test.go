@@ -1,12 +1,11 @@
 //go:build !js
 
-package transport
+package lean
 
 import (
 	"bytes"
 	"context"
 	"net"
-	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"sync"
@@ -32,17 +31,11 @@ func FuzzLeanDatagram(f *testing.F) {
 	for _, b := range captured(f) {
 		f.Add(b)
 	}
-	s, err := NewServer(ServerConfig{Stack: StackLean, UDPAddr: "127.0.0.1:0"})
-	if err != nil {
-		f.Fatal(err)
-	}
-	defer s.Close()
-	srv := httptest.NewServer(s)
-	defer srv.Close()
+	s := newTestServer(f, "127.0.0.1:0", nil)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	dial := func() (*leanPeer, Conn) {
-		c, err := Dial(ctx, srv.URL, &ClientConfig{Stack: StackLean})
+	dial := func() (*Peer, *Peer) {
+		c, err := Dial(ctx, s.dialConfig(false))
 		if err != nil {
 			f.Fatal(err)
 		}
@@ -50,14 +43,14 @@ func FuzzLeanDatagram(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		return c.(*leanPeer), sc
+		return c, sc
 	}
 	victim, victimSrv := dial()
 	other, otherSrv := dial()
 	defer victim.Close()
 	defer other.Close()
-	sock := s.lean.sock
-	from := func(*leanPeer) *net.UDPAddr { return peerAddr(victimSrv) }
+	sock := s.sock
+	from := func(*Peer) *net.UDPAddr { return peerAddr(victimSrv) }
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) == 0 {
 			return
@@ -69,7 +62,7 @@ func FuzzLeanDatagram(f *testing.F) {
 			sock.datagram(now, sealed, from(victim), netip.Addr{})
 		}
 		// And straight to the channels, as SCTP delivers a message.
-		vp := victimSrv.(*leanPeer)
+		vp := victimSrv
 		vp.mu.Lock()
 		vp.deliver(uint16(b[0]%3), uint32(b[0]), b[1:])
 		vp.fail = nil
@@ -84,8 +77,8 @@ func FuzzLeanDatagram(f *testing.F) {
 				break
 			}
 		}
-		if otherSrv.(*leanPeer).isDone() {
-			t.Fatalf("another peer closed: %v (datagram %x)", otherSrv.(*leanPeer).Err(), b)
+		if otherSrv.IsDone() {
+			t.Fatalf("another peer closed: %v (datagram %x)", otherSrv.Err(), b)
 		}
 	})
 }
@@ -103,16 +96,16 @@ func captured(t testing.TB) [][]byte {
 		mu.Unlock()
 		return false
 	}}
-	s, hs, _ := impairedServer(t, tap, 1)
+	s, _ := impairedServer(t, tap, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	c, sc := dialAccept(t, ctx, s, hs.URL, nil)
+	c, sc := dialAccept(t, ctx, s, false)
 	for _, send := range []func([]byte) error{c.SendReliable, c.SendUnreliable, sc.SendReliable, sc.SendUnreliable} {
 		if err := send([]byte("captured")); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, r := range []Conn{sc, sc, c, c} {
+	for _, r := range []*Peer{sc, sc, c, c} {
 		if _, err := r.Receive(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -133,7 +126,7 @@ func captured(t testing.TB) [][]byte {
 
 // sealedBy seals b as an application record with p's keys (as p's
 // peer would receive it from p), or returns nil before p has keys.
-func sealedBy(p *leanPeer, b []byte) []byte {
+func sealedBy(p *Peer, b []byte) []byte {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if p.ciph == nil {
