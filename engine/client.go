@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -100,7 +101,7 @@ func Dial(ctx context.Context, url, ticket string, cfg *ClientConfig) (*Client, 
 		Logger:          cfg.Logger,
 	})
 	if err != nil {
-		return nil, errstack.With(err)
+		return nil, errstack.With(dialError(err))
 	}
 	c, err := NewClient(ctx, conn)
 	if err != nil {
@@ -109,6 +110,34 @@ func Dial(ctx context.Context, url, ticket string, cfg *ClientConfig) (*Client, 
 	}
 	return c, nil
 }
+
+// dialError makes a signaling refusal match the engine error its reason
+// names (engine.ErrTicketExpired, ErrNotFound, ErrFull, ...).
+func dialError(err error) error {
+	var se *transport.SignalingError
+	if !errors.As(err, &se) {
+		return err
+	}
+	for _, k := range refusalKinds {
+		if k.reason == se.Reason {
+			return &refusedError{k.err, err}
+		}
+	}
+	switch se.Reason {
+	case "busy", "busy_addr", "busy_ticket": // handshakes in progress: retry in a second
+		return &refusedError{ErrFull, err}
+	case "origin":
+		return &refusedError{ErrConfig, err}
+	}
+	return err
+}
+
+// refusedError is a refusal that matches the engine error it stands for
+// as well as the transport's error.
+type refusedError struct{ is, err error }
+
+func (e *refusedError) Error() string   { return e.err.Error() }
+func (e *refusedError) Unwrap() []error { return []error{e.is, e.err} }
 
 func connectURL(s string) (string, error) {
 	u, err := url.Parse(s)

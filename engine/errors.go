@@ -1,6 +1,9 @@
 package engine
 
-import "errors"
+import (
+	"errors"
+	"net/http"
+)
 
 // The errors the engine returns match these with errors.Is. Each error
 // that leaves the engine's exported functions also carries the stack of
@@ -45,3 +48,24 @@ var (
 	// ErrMalformed: an engine message that did not decode.
 	ErrMalformed = errors.New("engine: malformed message")
 )
+
+// A refusal's reason: its token on the wire (the signaling answer's
+// transport.RefusalHeader, SPEC.md section 6.1), which Dial turns back
+// into the error, its label in tongbu_refused_total, and its HTTP status.
+type refusalKind struct {
+	err    error
+	reason string // on the wire
+	label  string // in the metrics
+	status int
+}
+
+var refusalKinds = []refusalKind{
+	{ErrTicketExpired, "ticket_expired", "expired", http.StatusForbidden},
+	{ErrTicketReplayed, "ticket_replayed", "replayed", http.StatusForbidden},
+	{ErrTicketInvalid, "ticket_invalid", "invalid", http.StatusForbidden},
+	{ErrNotFound, "not_found", "not_found", http.StatusNotFound},
+	{ErrRole, "role", "role", http.StatusForbidden},
+	{ErrFull, "full", "full", http.StatusServiceUnavailable},
+	{ErrServerClosed, "closing", "closing", http.StatusServiceUnavailable},
+	{ErrClosed, "closed", "closed", http.StatusNotFound},
+}

@@ -16,6 +16,7 @@ type peer struct {
 	ticket Ticket
 	s      *Server
 	once   sync.Once
+	joined time.Time // when it joined its room or world; zero while joining
 
 	// A token bucket on received messages: a flooding client loses its own
 	// excess, nobody else's time.

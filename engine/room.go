@@ -240,7 +240,7 @@ func (r *Room) addSpectator(p *peer, delay time.Duration) {
 		if id >= r.cfg.Players {
 			r.room.RemoveSpectator(id)
 		}
-		p.bye(byeRefused, err.Error())
+		p.bye(byeFor(err), err.Error())
 		r.s.release(p)
 		return
 	}

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -374,12 +375,12 @@ func (s *Server) authorize(r *http.Request) (any, error) {
 	if token == "" {
 		err := fmt.Errorf("%w: none presented (Authorization: Bearer <ticket>)", ErrTicketInvalid)
 		s.refusedWith("no_ticket", err)
-		return nil, err
+		return nil, signalingRefusal(err)
 	}
 	t, err := s.check(token, time.Now())
 	if err != nil {
 		s.refusedWith(refuseReason(err), err)
-		return nil, err
+		return nil, signalingRefusal(err)
 	}
 	return t, nil
 }
@@ -391,7 +392,7 @@ func (s *Server) admitOffer(meta any) error {
 	t, _ := meta.(Ticket)
 	if err := s.used.use(t, time.Now()); err != nil {
 		s.refusedWith(refuseReason(err), err)
-		return err
+		return signalingRefusal(err)
 	}
 	return nil
 }
@@ -412,23 +413,24 @@ func (s *Server) signalingRefused(_ int, reason string) {
 
 // refusedWith counts a refused connection by reason and logs it at a
 // bounded rate: a flood of forged tickets must not become a flood of log
-// lines.
+// lines. Each line counts the refusals since the last by reason.
 func (s *Server) refusedWith(reason string, err error) {
 	s.metrics.refused(reason)
-	if n, ok := s.refusalLog.add(time.Now()); ok {
+	if n, byReason, ok := s.refusalLog.add(time.Now(), reason); ok {
 		if err == nil {
 			err = errors.New(reason)
 		}
-		s.log.Info("connections refused", "count", n, "last_reason", reason, "last_err", err)
+		s.log.Info("connections refused", "count", n, "by_reason", byReason, "last_err", err)
 	}
 }
 
 // refusalLog lets one log line through per refusalLogEvery, counting the
-// refusals in between.
+// refusals in between by reason.
 type refusalLog struct {
-	mu    sync.Mutex
-	next  time.Time
-	count int
+	mu       sync.Mutex
+	next     time.Time
+	count    int
+	byReason map[string]int // the metrics' labels: a few dozen at most
 }
 
 // refusalLogEvery is the most often a line about refused connections is
@@ -436,33 +438,47 @@ type refusalLog struct {
 const refusalLogEvery = 10 * time.Second
 
 // add counts one refusal; when a line is due it returns the refusals since
-// the last line, this one included.
-func (l *refusalLog) add(now time.Time) (int, bool) {
+// the last line, this one included, in all and by reason ("expired=2
+// invalid=3").
+func (l *refusalLog) add(now time.Time, reason string) (int, string, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.count++
-	if now.Before(l.next) {
-		return 0, false
+	if l.byReason == nil {
+		l.byReason = map[string]int{}
 	}
+	l.byReason[reason]++
+	if now.Before(l.next) {
+		return 0, "", false
+	}
+	reasons := make([]string, 0, len(l.byReason))
+	for r, n := range l.byReason {
+		reasons = append(reasons, r+"="+strconv.Itoa(n))
+	}
+	slices.Sort(reasons)
 	n := l.count
 	l.count, l.next = 0, now.Add(refusalLogEvery)
-	return n, true
+	clear(l.byReason)
+	return n, strings.Join(reasons, " "), true
 }
 
-func refuseReason(err error) string {
-	switch {
-	case errors.Is(err, ErrTicketExpired):
-		return "expired"
-	case errors.Is(err, ErrTicketReplayed):
-		return "replayed"
-	case errors.Is(err, ErrTicketInvalid):
-		return "invalid"
-	case errors.Is(err, ErrFull):
-		return "full"
-	case errors.Is(err, ErrServerClosed):
-		return "closing"
+// refusalOf returns the kind of refusal err is.
+func refusalOf(err error) refusalKind {
+	for _, k := range refusalKinds {
+		if errors.Is(err, k.err) {
+			return k
+		}
 	}
-	return "target"
+	return refusalKind{err: err, reason: "forbidden", label: "other", status: http.StatusForbidden}
+}
+
+func refuseReason(err error) string { return refusalOf(err).label }
+
+// signalingRefusal is the transport refusal for a ticket check's error:
+// its status, and the reason token Dial reads.
+func signalingRefusal(err error) error {
+	k := refusalOf(err)
+	return &transport.Refusal{Status: k.status, Reason: k.reason, Err: err}
 }
 
 // Attach joins conn, a connection made by other means than the server's
@@ -502,12 +518,15 @@ func (s *Server) route(conn transport.Conn, t Ticket) error {
 	if err != nil {
 		s.metrics.refused(refuseReason(err))
 		s.log.Info("join refused", "player", t.Player, "target", t.Target, "err", err)
-		p.bye(byeRefused, err.Error())
+		p.bye(byeFor(err), err.Error())
 		s.release(p)
 		return err
 	}
 	s.metrics.joined()
-	s.log.Debug("joined", "player", t.Player, "target", t.Target, "role", t.Role)
+	s.mu.Lock()
+	p.joined = time.Now()
+	s.mu.Unlock()
+	s.log.Info("joined", "player", t.Player, "target", t.Target, "role", t.Role)
 	return nil
 }
 
@@ -516,9 +535,13 @@ func (s *Server) release(p *peer) {
 	s.mu.Lock()
 	_, ok := s.peers[p]
 	delete(s.peers, p)
+	joined := p.joined
 	s.mu.Unlock()
 	if ok {
 		s.metrics.closedConn(p.conn.Stats())
+		if !joined.IsZero() {
+			s.log.Info("left", "player", p.ticket.Player, "target", p.ticket.Target, "after", time.Since(joined).Round(time.Second))
+		}
 	}
 }
 

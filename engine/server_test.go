@@ -239,7 +239,7 @@ func TestJoinRefused(t *testing.T) {
 		}
 		var b strings.Builder
 		h.s.writeMetrics(&b)
-		for _, r := range []string{"replayed", "expired", "invalid", "target", "full"} {
+		for _, r := range []string{"replayed", "expired", "invalid", "not_found", "role", "full"} {
 			if !strings.Contains(b.String(), fmt.Sprintf("tongbu_refused_total{reason=%q}", r)) {
 				t.Errorf("no refusal counted as %q", r)
 			}

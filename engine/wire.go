@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/tongbu/tongbu/codec"
@@ -126,15 +127,35 @@ const (
 	byeClosed          // the room or world was closed
 	byeReplaced        // the same player connected again
 	byeRefused         // the join was refused (see the text)
+	byeFull            // the join was refused: the room has no free slot
 	numBye
 )
 
-var byeNames = [numBye]string{"server shutting down", "room closed", "replaced by a newer connection", "refused"}
+var byeNames = [numBye]string{"server shutting down", "room closed", "replaced by a newer connection", "refused", "room full"}
+
+// byeErrs are the errors a bye matches with errors.Is.
+var byeErrs = [numBye]error{ErrServerClosed, ErrClosed, nil, nil, ErrFull}
+
+// byeFor is the bye reason that refuses a join for err.
+func byeFor(err error) int {
+	switch {
+	case errors.Is(err, ErrFull):
+		return byeFull
+	case errors.Is(err, ErrServerClosed):
+		return byeShutdown
+	case errors.Is(err, ErrClosed):
+		return byeClosed
+	}
+	return byeRefused
+}
 
 // ClosedError is the reason the server gave for closing the connection.
+// It matches ErrServerClosed, ErrClosed or ErrFull with errors.Is when
+// that was the reason.
 type ClosedError struct {
 	Reason string // what happened
 	Detail string // the server's explanation, may be empty
+	err    error
 }
 
 func (e *ClosedError) Error() string {
@@ -143,6 +164,9 @@ func (e *ClosedError) Error() string {
 	}
 	return "engine: closed by server: " + e.Reason + ": " + e.Detail
 }
+
+// Unwrap returns the engine error the reason is, if any.
+func (e *ClosedError) Unwrap() error { return e.err }
 
 func appendBye(dst []byte, reason int, text string) []byte {
 	if len(text) > maxByeText {
@@ -166,7 +190,7 @@ func readBye(msg []byte) (*ClosedError, error) {
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("%w: bye: %v", ErrMalformed, err)
 	}
-	return &ClosedError{Reason: byeNames[reason], Detail: text}, nil
+	return &ClosedError{Reason: byeNames[reason], Detail: text, err: byeErrs[reason]}, nil
 }
 
 // engineType returns the engine message type of msg (isEngine(msg) true).

@@ -127,7 +127,7 @@ func (w *World) join(p *peer) {
 	}
 	if err != nil {
 		w.s.log.Warn("world join refused", "world", w.name, "player", player, "err", err)
-		p.bye(byeRefused, err.Error())
+		p.bye(byeFor(err), err.Error())
 		w.s.release(p)
 		return
 	}

@@ -154,7 +154,7 @@ func postOffer(ctx context.Context, hc *http.Client, url string, header http.Hea
 	case err != nil:
 		return "", fmt.Errorf("transport: reading answer: %w", err)
 	case resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK:
-		return "", &SignalingError{Status: resp.StatusCode, Message: string(bytes.TrimSpace(body))}
+		return "", &SignalingError{Status: resp.StatusCode, Reason: resp.Header.Get(RefusalHeader), Message: string(bytes.TrimSpace(body))}
 	case int64(len(body)) > maxAnswer:
 		return "", fmt.Errorf("transport: answer over %d bytes", maxAnswer)
 	}
@@ -163,10 +163,43 @@ func postOffer(ctx context.Context, hc *http.Client, url string, header http.Hea
 
 // SignalingError is a signaling request the server refused.
 type SignalingError struct {
-	Status  int    // HTTP status
-	Message string // the server's explanation
+	Status int // HTTP status
+	// Reason says why as a token a program can act on (the server's
+	// RefusalHeader): the transport's own are "busy", "busy_addr" and
+	// "busy_ticket" (too many handshakes in progress: retry after a
+	// second), "closing", "origin" (the page's origin is not allowed),
+	// "method", "content_type", "offer_too_large", "slow_offer",
+	// "bad_offer", "forbidden" and "internal"; the engine adds its own
+	// (engine.Dial turns them into its errors). Empty from a server that
+	// gives none.
+	Reason  string
+	Message string // the server's explanation, for a person
 }
 
 func (e *SignalingError) Error() string {
-	return fmt.Sprintf("transport: signaling refused: %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+	if e.Reason == "" {
+		return fmt.Sprintf("transport: signaling refused: %d %s: %s", e.Status, http.StatusText(e.Status), e.Message)
+	}
+	return fmt.Sprintf("transport: signaling refused (%s): %d %s: %s", e.Reason, e.Status, http.StatusText(e.Status), e.Message)
 }
+
+// RefusalHeader is the response header in which the server names why it
+// refused a signaling request, as a token (SignalingError.Reason; SPEC.md
+// section 6.1). Pages on other origins may read it.
+const RefusalHeader = "Tongbu-Refusal"
+
+// Refusal is an error for ServerConfig.Authorize or Admit to return: the
+// request is refused with its Status and Reason (a short token of
+// lowercase letters, digits and '_', which the client reads as
+// SignalingError.Reason). Any other error refuses with 403, reason
+// "forbidden".
+type Refusal struct {
+	Status int
+	Reason string
+	Err    error // what went wrong, for the message and errors.Is
+}
+
+func (r *Refusal) Error() string { return r.Err.Error() }
+
+// Unwrap returns Err.
+func (r *Refusal) Unwrap() error { return r.Err }

@@ -237,10 +237,11 @@ func (s *Server) opened(c Conn, refuse func()) {
 // body is read ends its connection at once: net/http would otherwise wait
 // for up to 256 KiB of the unread body (until the server's ReadTimeout,
 // for a client that never sends it) before closing.
-func httpError(w http.ResponseWriter, code int, msg string) {
+func httpError(w http.ResponseWriter, code int, reason, msg string) {
 	if w.Header().Get("Connection") == "close" {
 		http.NewResponseController(w).SetReadDeadline(time.Now())
 	}
+	w.Header().Set(RefusalHeader, reason)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(code)
 	io.WriteString(w, msg+"\n")
@@ -262,6 +263,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		w.Header().Set("Access-Control-Allow-Origin", origin)
+		w.Header().Set("Access-Control-Expose-Headers", RefusalHeader)
 		w.Header().Set("Vary", "Origin")
 	}
 	switch r.Method {
@@ -294,7 +296,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if s.cfg.Authorize != nil {
 		m, err := s.cfg.Authorize(r)
 		if err != nil {
-			httpError(w, http.StatusForbidden, "not authorized: "+err.Error())
+			code, reason := refusalOf(err, http.StatusForbidden)
+			httpError(w, code, reason, "not authorized: "+err.Error())
 			return
 		}
 		meta = m
@@ -316,7 +319,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	answer, code, err := s.stack.Answer(r.Context(), string(body), meta, release)
 	if err != nil {
-		httpError(w, code, err.Error())
+		code, reason := refusalOf(err, code)
+		httpError(w, code, reason, err.Error())
 		return
 	}
 	w.Header().Set("Content-Type", "application/sdp")
@@ -422,7 +426,24 @@ func (s *Server) refuse(w http.ResponseWriter, code int, reason, msg string) {
 	if s.cfg.Refused != nil {
 		s.cfg.Refused(code, reason)
 	}
-	httpError(w, code, msg)
+	httpError(w, code, reason, msg)
+}
+
+// refusalOf is the status and reason to refuse with for err, an error
+// of a hook or of the stack's answer that came with status code.
+func refusalOf(err error, code int) (int, string) {
+	var rf *Refusal
+	switch {
+	case errors.As(err, &rf):
+		return rf.Status, rf.Reason
+	case code == http.StatusForbidden:
+		return code, "forbidden"
+	case code == http.StatusBadRequest:
+		return code, "bad_offer"
+	case code == http.StatusServiceUnavailable:
+		return code, "closing"
+	}
+	return code, "internal"
 }
 
 // originAllowed reports whether a browser page of origin may connect: a

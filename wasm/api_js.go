@@ -37,6 +37,8 @@ func Expose(name string) {
 		defer s.mu.Unlock()
 		if s.client != nil {
 			s.client.Close()
+			s.client = nil
+			s.state = "closed"
 		}
 		return nil
 	}))
@@ -95,6 +97,9 @@ func (s *session) run(c *engine.Client) {
 func (s *session) tick(c *engine.Client, now time.Time) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.client != c { // closed by the page, maybe connected again since
+		return false
+	}
 	if ls := c.Lockstep(); ls != nil {
 		for _, b := range s.inputs {
 			ls.Input(now, b)

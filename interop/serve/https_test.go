@@ -24,6 +24,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/tongbu/tongbu/engine"
@@ -174,5 +175,14 @@ window.onTongbuReady = async () => {
 	chromedp.Run(bctx, chromedp.Evaluate(`tongbu.status()`, &frames))
 	if frames.Frame == 0 {
 		t.Fatalf("connected over https but no frame came: %+v", frames)
+	}
+	// A refusal's reason reaches a page on another origin.
+	var refused string
+	if err := chromedp.Run(bctx, chromedp.Evaluate(fmt.Sprintf(`tongbu.close(), tongbu.connect(%q, "not-a-ticket").then(() => "connected", e => String(e))`, p.url), &refused,
+		func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(refused, "(ticket_invalid)") {
+		t.Fatalf("a bad ticket: the page saw %q, want the reason ticket_invalid", refused)
 	}
 }
