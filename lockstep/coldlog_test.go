@@ -48,7 +48,7 @@ func TestColdFrames(t *testing.T) {
 		for n := 1; n < r.log.cold.len(); n += 97 {
 			body, bits := r.body(0, n, false)
 			prev := r.log.frameAt(n - 1)
-			f, err := decodeFrameBody(codec.NewReader(bytes.Clone(body[:(bits+7)/8])), n, 4, prev)
+			f, err := ReadFrame(codec.NewReader(bytes.Clone(body[:(bits+7)/8])), n, 4, prev)
 			if err != nil || !sameFrame(f, *r.log.frameAt(n), FillIdle) {
 				t.Fatalf("relative body of cold frame %d: %v", n, err)
 			}

@@ -201,7 +201,7 @@ func TestSubstepFrames(t *testing.T) {
 	f := Frame{Number: 5, Slots: []Slot{{Inputs: [][]byte{{7}}}, {MadeUp: true}}}
 	for _, repeat := range []bool{false, true} {
 		cfg := Config{Players: 2, Substeps: 4, SubstepRepeat: repeat, HashEvery: 3}.WithDefaults()
-		got := cfg.expand(nil, f)
+		got := cfg.Expand(nil, f)
 		if len(got) != 4 {
 			t.Fatalf("%d logic frames", len(got))
 		}

@@ -18,7 +18,7 @@ import (
 // length and the frame.
 const (
 	replayMagic   = "TBRP"
-	replayVersion = 3 // 1 held fewer of the room's settings (readReplayConfigV1); 2 had no max delay and no dump records
+	replayVersion = 3 // 1 held fewer of the room's settings; 2 had no max delay and no dump records (ReadConfigVersion)
 
 	recHeader = 'H'
 	recBlock  = 'B'
@@ -57,22 +57,6 @@ type ReplayHeader struct {
 	// Players names the players by slot (at most 64 bytes each); empty
 	// names are fine.
 	Players []string
-}
-
-// HashCheck is the room's comparison of the state hashes players reported
-// for one frame (after running it).
-type HashCheck struct {
-	Frame    int
-	Majority bool   // a majority agreed on Hash
-	Hash     uint64 // the majority's hash
-	Agree    uint32 // bit i: player i reported Hash
-	Others   []PlayerHash
-}
-
-// PlayerHash is one player's hash that differed from the majority.
-type PlayerHash struct {
-	Slot int
-	Hash uint64
 }
 
 // ReplayRecordKind says what a ReplayRecord holds.
@@ -203,15 +187,7 @@ func decodeReplayHeader(b []byte, version byte) (ReplayHeader, error) {
 	h.Params = r.ReadBytes(nil, maxReplayParams)
 	start := r.ReadVarint()
 	var err error
-	switch version {
-	case 1:
-		h.Config, err = readReplayConfigV1(r)
-	case 2:
-		h.Config, err = readConfig(r, false)
-	default:
-		h.Config, err = ReadConfig(r)
-	}
-	if err != nil {
+	if h.Config, err = ReadConfigVersion(r, int(version)); err != nil {
 		return h, fmt.Errorf("%w: header: %w", ErrReplay, err)
 	}
 	h.Players = make([]string, h.Config.Players)
@@ -223,30 +199,6 @@ func decodeReplayHeader(b []byte, version byte) (ReplayHeader, error) {
 	}
 	h.Start = time.Unix(0, start)
 	return h, nil
-}
-
-// readReplayConfigV1 reads the room's settings as version 1 replays hold
-// them: not the catch-up pace nor the booleans, which take their defaults.
-func readReplayConfigV1(r *codec.Reader) (Config, error) {
-	var c Config
-	c.Players = int(r.ReadUint(MaxPlayers-1)) + 1
-	c.Hz = int(r.ReadUint(MaxHz))
-	c.Fill = Fill(r.ReadUint(uint64(FillAbsent)))
-	c.Late = Late(r.ReadUint(uint64(LateNextFrame)))
-	c.InputBytes = int(r.ReadUint(MaxInputBytes))
-	c.InputsPerFrame = int(r.ReadUint(MaxInputsPerFrame))
-	c.Redundancy = int(r.ReadUint(MaxRedundancy))
-	ahead := r.ReadUvarint()
-	every := r.ReadVarint()
-	if err := r.Err(); err != nil {
-		return c, err
-	}
-	if ahead > maxFrame || every < -1 || every > maxHashEvery {
-		return c, fmt.Errorf("max ahead %d, hash every %d", ahead, every)
-	}
-	c.MaxAhead, c.HashEvery = int(ahead), int(every)
-	c = c.WithDefaults()
-	return c, c.Validate()
 }
 
 // appendRecord appends one record: type, length, bulk frame, CRC-32C.
@@ -278,16 +230,27 @@ func (rw *ReplayWriter) Err() error { return rw.err }
 // Stats returns what the writer has written so far.
 func (rw *ReplayWriter) Stats() ReplayStats { return rw.stats }
 
-// frame adds a cut frame.
-func (rw *ReplayWriter) frame(cf *cutFrame) {
+// Config returns the room configuration the replay is for (its
+// header's): Room.Record takes the writer for a room with that one.
+func (rw *ReplayWriter) Config() Config { return rw.h.Config }
+
+// RecordFrame adds the next frame the room cut. A frame out of order (the
+// writer records one room, from its frame 0) stops the writer: Err says
+// why.
+func (rw *ReplayWriter) RecordFrame(f EncodedFrame) {
 	if rw.closed {
 		return
 	}
+	if f.Number != rw.total {
+		rw.err = fmt.Errorf("%w: frame %d recorded after %d frames (a writer records one room, from its first frame)", ErrReplay, f.Number, rw.total)
+		rw.closed = true
+		return
+	}
 	if rw.count == 0 {
-		rw.first = cf.Number
-		rw.frames.WriteBitString(cf.full, cf.fullBits)
+		rw.first = f.Number
+		rw.frames.WriteBitString(f.Full, f.FullBits)
 	} else {
-		rw.frames.WriteBitString(cf.rel, cf.relBits)
+		rw.frames.WriteBitString(f.Rel, f.RelBits)
 	}
 	rw.count++
 	rw.total++
@@ -297,30 +260,33 @@ func (rw *ReplayWriter) frame(cf *cutFrame) {
 	}
 }
 
-// check adds a resolved hash comparison.
-func (rw *ReplayWriter) check(c *hashCheck, res checkResult) {
+// RecordCheck adds a resolved hash comparison.
+func (rw *ReplayWriter) RecordCheck(c HashCheck) {
 	if rw.closed {
 		return
 	}
 	w := &rw.recs
 	players := rw.h.Config.Players
 	w.WriteUint(recCheck, 1<<recBits-1)
-	w.WriteUvarint(uint64(c.frame))
-	w.WriteBits(uint64(res.agree), players)
-	w.WriteBool(res.support > 0)
-	if res.support > 0 {
-		w.WriteBits(res.hash, 64)
+	w.WriteUvarint(uint64(c.Frame))
+	w.WriteBits(uint64(c.Agree), players)
+	w.WriteBool(c.Majority)
+	if c.Majority {
+		w.WriteBits(c.Hash, 64)
 	}
-	others := c.reported &^ res.agree
-	w.WriteUint(uint64(bitsCount(others)), uint64(players))
-	for i := range players {
-		if others&(1<<i) != 0 {
-			w.WriteUint(uint64(i), uint64(players-1))
-			w.WriteBits(c.hashes[i], 64)
-		}
+	w.WriteUint(uint64(len(c.Others)), uint64(players))
+	for _, o := range c.Others {
+		w.WriteUint(uint64(o.Slot), uint64(players-1))
+		w.WriteBits(o.Hash, 64)
 	}
 	rw.record()
 }
+
+// RecordJoin adds a join.
+func (rw *ReplayWriter) RecordJoin(slot, frame int) { rw.event(recJoin, slot, frame) }
+
+// RecordLeave adds a leave.
+func (rw *ReplayWriter) RecordLeave(slot, frame int) { rw.event(recLeave, slot, frame) }
 
 // event adds a join or leave.
 func (rw *ReplayWriter) event(kind, slot, frame int) {
@@ -334,8 +300,8 @@ func (rw *ReplayWriter) event(kind, slot, frame int) {
 	rw.record()
 }
 
-// dump adds a player's state dump, cut to MaxReplayDump bytes.
-func (rw *ReplayWriter) dump(slot, frame int, agrees bool, data []byte) {
+// RecordDump adds a player's state dump, cut to MaxReplayDump bytes.
+func (rw *ReplayWriter) RecordDump(slot, frame int, agrees bool, data []byte) {
 	if rw.closed {
 		return
 	}
@@ -552,7 +518,7 @@ func (rr *ReplayReader) decodeBlock(payload []byte) error {
 	rr.block, rr.pos = rr.block[:0], 0
 	var prev *Frame
 	for i := range count {
-		f, err := decodeFrameBody(r, rr.next+i, players, prev)
+		f, err := ReadFrame(r, rr.next+i, players, prev)
 		if err != nil {
 			return fmt.Errorf("%w: %w", ErrReplay, err)
 		}

@@ -102,7 +102,7 @@ func Verify(rr *ReplayReader, sim Simulation) (VerifyResult, error) {
 		if err != nil {
 			return res, err
 		}
-		logic = rr.Header().Config.expand(logic[:0], f) // Substeps logic frames a relay frame
+		logic = rr.Header().Config.Expand(logic[:0], f) // Substeps logic frames a relay frame
 		for _, g := range logic {
 			sim.Step(g)
 		}
