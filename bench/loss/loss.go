@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/bench/internal/harness"
-	"github.com/tongbu/tongbu/lockstep/locksteptest"
 	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/lockstep/locksteptest"
 	"github.com/tongbu/tongbu/transport/memnet"
 	"github.com/tongbu/tongbu/transport/udpimpair"
 )

@@ -16,8 +16,8 @@ import (
 
 	"github.com/tongbu/tongbu/bench/internal/harness"
 	duel "github.com/tongbu/tongbu/examples/duel/game"
-	"github.com/tongbu/tongbu/lockstep/locksteptest"
 	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/lockstep/locksteptest"
 	"github.com/tongbu/tongbu/transport/memnet"
 )
 

@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tongbu/tongbu/lockstep/locksteptest"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/fixed"
+	"github.com/tongbu/tongbu/lockstep/locksteptest"
 	"github.com/tongbu/tongbu/transport/memnet"
 )
 
