@@ -17,6 +17,7 @@ import (
 
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/fixed"
+	"github.com/tongbu/tongbu/lockstep/replay"
 )
 
 // Name is the game's name in replay headers, under which the package
@@ -25,6 +26,14 @@ const Name = "movers"
 
 func init() {
 	lockstep.RegisterGame(Name, func(players int, params []byte) (lockstep.Simulation, error) {
+		return New(players, params)
+	})
+}
+
+// Register makes the game known, by Name, to a program's registry of the
+// games whose replays it verifies.
+func Register(g *replay.Games) error {
+	return g.Register(Name, func(players int, params []byte) (lockstep.Simulation, error) {
 		return New(players, params)
 	})
 }
