@@ -214,8 +214,8 @@ func (r *Room) eventMessage(id int, p *player, rd *codec.Reader) error {
 // Record makes the room record its match with rec (a replay file's
 // writer, package lockstep/replay): the frames cut so far at once, then
 // each frame as it is cut, the hash comparisons, players leaving and
-// joining, and the dumps they send after a desync. rec's configuration
-// must be the room's.
+// joining, and the dumps they send after a desync. It refuses, with
+// ErrConfig, a recorder whose configuration is not the room's.
 func (r *Room) Record(rec Recorder) error {
 	if c := rec.Config(); c.key() != r.cfg.key() {
 		return fmt.Errorf("%w: the recording's configuration %+v is not the room's %+v", ErrConfig, c, r.cfg)

@@ -50,9 +50,9 @@ var crcTable = crc32.MakeTable(crc32.Castagnoli)
 
 // Header describes a recorded match.
 type Header struct {
-	// Game names the simulation (Verify's caller, such as Command, looks
-	// it up in its Games), at
-	// most 64 bytes; Params are its setup (a seed, a map), at most 4096.
+	// Game names the simulation, by which a program finds it among the
+	// games it registered (Games; Command does), at most 64 bytes; Params
+	// are its setup (a seed, a map), at most 4096.
 	Game   string
 	Params []byte
 	Config lockstep.Config // the room's configuration
@@ -75,9 +75,9 @@ const (
 	// RecordLeave: the player in Slot left when Frame was next.
 	RecordLeave
 	// RecordDump: the player in Slot answered the room's request after a
-	// desync with a state dump or its log lines (Client.Dump) for Frame:
-	// Dump holds its first MaxDump bytes, of DumpLen; Agrees says
-	// whether the player agreed with the majority.
+	// desync with a state dump or its log lines (lockstep.Client.Dump)
+	// for Frame: Dump holds its first MaxDump bytes, of DumpLen; Agrees
+	// says whether the player agreed with the majority.
 	RecordDump
 )
 

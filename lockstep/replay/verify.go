@@ -24,11 +24,11 @@ type Result struct {
 
 // Verify runs every frame of a replay through sim, a fresh simulation of
 // the recorded game (as its GameFactory makes it from the header), as the
-// clients ran them (Config.Expand's logic frames), and compares the hash
-// after each checked frame with the majority hash the room recorded. It
-// returns the reader's error for a damaged or truncated file (with the
-// result so far), and nil when the whole replay was read; the result says
-// whether the hashes matched.
+// clients ran them (lockstep.Config.Expand's logic frames), and compares
+// the hash after each checked frame with the majority hash the room
+// recorded. It returns the reader's error for a damaged or truncated file
+// (with the result so far), and nil when the whole replay was read; the
+// result says whether the hashes matched.
 func Verify(rr *Reader, sim lockstep.Simulation) (Result, error) {
 	res := Result{FirstMismatch: -1}
 	every := rr.Header().Config.HashEvery
