@@ -24,11 +24,11 @@ func FuzzFrameBody(f *testing.F) {
 	f.Fuzz(func(t *testing.T, players uint8, b []byte) {
 		n := 1 + int(players)%MaxPlayers
 		r := codec.NewReader(b)
-		first, err := decodeFrameBody(r, 7, n, nil)
+		first, err := ReadFrame(r, 7, n, nil)
 		if err != nil {
 			return
 		}
-		second, err := decodeFrameBody(r, 8, n, &first)
+		second, err := ReadFrame(r, 8, n, &first)
 		if err != nil {
 			return
 		}
@@ -36,8 +36,8 @@ func FuzzFrameBody(f *testing.F) {
 		encodeFrameBody(&w, &first, nil)
 		encodeFrameBody(&w, &second, &first)
 		r2 := codec.NewReader(w.Bytes())
-		again1, err1 := decodeFrameBody(r2, 7, n, nil)
-		again2, err2 := decodeFrameBody(r2, 8, n, &again1)
+		again1, err1 := ReadFrame(r2, 7, n, nil)
+		again2, err2 := ReadFrame(r2, 8, n, &again1)
 		if err1 != nil || err2 != nil || !reflect.DeepEqual(again1, first) || !reflect.DeepEqual(again2, second) {
 			t.Fatalf("re-encoded frames decode to %+v %+v (%v %v), want %+v %+v", again1, again2, err1, err2, first, second)
 		}

@@ -428,7 +428,7 @@ func (c *Client) substeps(s *Step) {
 // logic appends the logic frames of relay frames fs to dst.
 func (c *Client) logic(dst []Frame, fs []Frame) []Frame {
 	for _, f := range fs {
-		dst = c.cfg.expand(dst, f)
+		dst = c.cfg.Expand(dst, f)
 	}
 	return dst
 }

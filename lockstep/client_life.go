@@ -175,9 +175,9 @@ func (c *Client) DumpRequests() []int {
 // Dump answers the room's request after a desync (DumpRequests) with what
 // will help find its cause: the game's state after frame, its recent log
 // lines, or both, as any bytes (at most MaxDumpBytes), split into messages
-// in the Outbox. The room hands it on (EventDump) and keeps its first
-// MaxReplayDump bytes in the replay, where `tongbu replay info` lists it;
-// text shows there as its first line.
+// in the Outbox. The room hands it on (EventDump) and to its recording: a
+// replay keeps its first 64 KiB (lockstep/replay.MaxDump), where `tongbu
+// replay info` lists it; text shows there as its first line.
 func (c *Client) Dump(frame int, data []byte) error {
 	if len(data) > MaxDumpBytes {
 		return fmt.Errorf("%w: dump of %d bytes, at most %d", ErrInputTooLarge, len(data), MaxDumpBytes)

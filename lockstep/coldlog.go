@@ -124,7 +124,7 @@ func (l *frameLog) frameAt(n int) *Frame {
 	}
 	body, bits := l.cold.body(n)
 	rd := codec.NewReader(body)
-	f, err := decodeFrameBody(rd, n, l.players, nil)
+	f, err := ReadFrame(rd, n, l.players, nil)
 	if err != nil || rd.Pos() > bits {
 		// The room encoded it: this cannot happen short of memory
 		// corruption.

@@ -281,8 +281,12 @@ func (c Config) HashFrame(l int) bool {
 	return c.HashEvery > 0 && l >= 0 && (l+1)%n == 0 && (l/n)%c.HashEvery == 0
 }
 
-// expand appends the logic frames of relay frame f to dst.
-func (c Config) expand(dst []Frame, f Frame) []Frame {
+// Expand appends the logic frames of relay frame f to dst, as clients run
+// them: f itself without substeps; else Substeps frames numbered from
+// LogicFrame(f.Number), the first with f's inputs and the others with
+// none (or, with SubstepRepeat, the same inputs again). A replay is
+// re-run through these.
+func (c Config) Expand(dst []Frame, f Frame) []Frame {
 	n := max(c.Substeps, 1)
 	if n == 1 {
 		return append(dst, f)

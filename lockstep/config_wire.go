@@ -44,12 +44,19 @@ func WriteConfig(w *codec.Writer, c Config) {
 
 // ReadConfig reads a configuration WriteConfig wrote and checks it as
 // Validate does: a config that decodes is one a Room and a Client accept.
-func ReadConfig(r *codec.Reader) (Config, error) { return readConfig(r, true) }
+func ReadConfig(r *codec.Reader) (Config, error) { return ReadConfigVersion(r, 3) }
 
-// readConfig reads a configuration; without maxDelay, as replays of
-// version 2 hold it (MaxDelay at its default, no substeps).
-func readConfig(r *codec.Reader, maxDelay bool) (Config, error) {
+// ReadConfigVersion reads a configuration as replay files of the given
+// format version hold it in their header (SPEC.md section 7.5), and checks
+// it as ReadConfig does. Version 3 is the current one, WriteConfig's.
+// Version 2 ends before MaxDelay (read as DefaultMaxDelay, and no
+// substeps). Version 1 holds only the settings up to Redundancy, then
+// MaxAhead and HashEvery; the others take their defaults.
+func ReadConfigVersion(r *codec.Reader, version int) (Config, error) {
 	var c Config
+	if version < 1 || version > 3 {
+		return c, fmt.Errorf("%w: configuration of version %d", ErrConfig, version)
+	}
 	c.Players = int(r.ReadUint(MaxPlayers-1)) + 1
 	c.Hz = int(r.ReadUint(MaxHz))
 	c.Fill = Fill(r.ReadUint(uint64(FillAbsent)))
@@ -57,13 +64,18 @@ func readConfig(r *codec.Reader, maxDelay bool) (Config, error) {
 	c.InputBytes = int(r.ReadUint(MaxInputBytes))
 	c.InputsPerFrame = int(r.ReadUint(MaxInputsPerFrame))
 	c.Redundancy = int(r.ReadUint(MaxRedundancy))
-	ahead, catchUp := r.ReadUvarint(), r.ReadUvarint()
+	ahead, catchUp := r.ReadUvarint(), uint64(0)
+	if version >= 2 {
+		catchUp = r.ReadUvarint()
+	}
 	every := r.ReadVarint()
-	c.DumpOnDesync = r.ReadBool()
-	c.VerifyEvents = r.ReadBool()
-	c.Authoritative = r.ReadBool()
+	if version >= 2 {
+		c.DumpOnDesync = r.ReadBool()
+		c.VerifyEvents = r.ReadBool()
+		c.Authoritative = r.ReadBool()
+	}
 	c.MaxDelay = DefaultMaxDelay
-	if maxDelay {
+	if version >= 3 {
 		ms := r.ReadVarint()
 		if ms < -1 || ms == 0 || ms > int64(maxMaxDelay/time.Millisecond) {
 			return c, fmt.Errorf("%w: max delay %d ms", ErrConfig, ms)
@@ -84,5 +96,8 @@ func readConfig(r *codec.Reader, maxDelay bool) (Config, error) {
 		return c, fmt.Errorf("%w: max ahead %d, catch-up bytes %d, hash every %d", ErrConfig, ahead, catchUp, every)
 	}
 	c.MaxAhead, c.CatchUpBytes, c.HashEvery = int(ahead), int(catchUp), int(every)
+	if version == 1 {
+		c = c.WithDefaults() // the catch-up pace
+	}
 	return c, c.Validate()
 }

@@ -1,9 +1,7 @@
 package lockstep
 
 import (
-	"bytes"
 	"errors"
-	"io"
 	"testing"
 	"time"
 
@@ -42,75 +40,6 @@ func TestConfigWire(t *testing.T) {
 	WriteConfig(&w, Config{Players: 2, Hz: 15, InputBytes: 8, InputsPerFrame: 1, MaxAhead: 0, HashEvery: 15, CatchUpBytes: 1 << 16})
 	if _, err := ReadConfig(codec.NewReader(w.Bytes())); !errors.Is(err, ErrConfig) {
 		t.Fatalf("max ahead 0: %v, want ErrConfig", err)
-	}
-}
-
-// TestReplayVersion2: a replay of version 2, whose configuration ends
-// before MaxDelay, reads with the default bound.
-func TestReplayVersion2(t *testing.T) {
-	c := Config{Players: 2, Hz: 30, MaxDelay: time.Second}.WithDefaults()
-	var cw codec.Writer
-	WriteConfig(&cw, c)
-	var hw codec.Writer
-	hw.WriteString("chain", maxReplayGame)
-	hw.WriteBytes(nil, maxReplayParams)
-	hw.WriteVarint(time.Unix(100, 0).UnixNano())
-	hw.WriteBitString(cw.Bytes(), cw.Len()-16-5) // without the max delay's varint (1000: two bytes) and the substeps
-	hw.WriteString("ann", maxReplayName)
-	hw.WriteString("bob", maxReplayName)
-	var ew codec.Writer
-	ew.WriteUvarint(0)
-	var rw ReplayWriter
-	file := append([]byte(replayMagic), 2)
-	file = rw.appendRecord(file, recHeader, hw.Bytes())
-	file = rw.appendRecord(file, recEnd, ew.Bytes())
-	rr, err := NewReplayReader(bytes.NewReader(file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := c
-	want.MaxDelay = DefaultMaxDelay
-	if h := rr.Header(); h.Config.key() != want.key() || h.Players[1] != "bob" {
-		t.Fatalf("header %+v", h)
-	}
-}
-
-// TestReplayVersion1: a replay written before the header held the whole
-// configuration still reads, the missing settings at their defaults.
-func TestReplayVersion1(t *testing.T) {
-	var hw codec.Writer
-	hw.WriteString("chain", maxReplayGame)
-	hw.WriteBytes(nil, maxReplayParams)
-	hw.WriteVarint(time.Unix(100, 0).UnixNano())
-	hw.WriteUint(2-1, MaxPlayers-1) // players
-	hw.WriteUint(30, MaxHz)
-	hw.WriteUint(uint64(FillRepeat), uint64(FillAbsent))
-	hw.WriteUint(uint64(LateDrop), uint64(LateNextFrame))
-	hw.WriteUint(16, MaxInputBytes)
-	hw.WriteUint(2, MaxInputsPerFrame)
-	hw.WriteUint(3, MaxRedundancy)
-	hw.WriteUvarint(60)
-	hw.WriteVarint(15)
-	hw.WriteString("ann", maxReplayName)
-	hw.WriteString("bob", maxReplayName)
-	var ew codec.Writer
-	ew.WriteUvarint(0)
-	var rw ReplayWriter
-	file := append([]byte(replayMagic), 1)
-	file = rw.appendRecord(file, recHeader, hw.Bytes())
-	file = rw.appendRecord(file, recEnd, ew.Bytes())
-
-	rr, err := NewReplayReader(bytes.NewReader(file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := rr.Header()
-	want := Config{Players: 2, Hz: 30, Fill: FillRepeat, InputBytes: 16, InputsPerFrame: 2, Redundancy: 3, MaxAhead: 60, HashEvery: 15}.WithDefaults()
-	if h.Game != "chain" || h.Config.key() != want.key() || len(h.Players) != 2 || h.Players[1] != "bob" || !h.Start.Equal(time.Unix(100, 0)) {
-		t.Fatalf("header %+v", h)
-	}
-	if _, err := rr.Next(); err != io.EOF {
-		t.Fatalf("after the end record: %v, want io.EOF", err)
 	}
 }
 

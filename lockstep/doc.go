@@ -56,7 +56,9 @@
 // Both halves are driven by explicit calls with the time, so tests and
 // simulations run them with no network and no real clock. The package
 // depends on codec only; it reaches players through the small Sender
-// interface. The package examples show a room with its clients (Example),
+// interface, and records a match through the small Recorder interface
+// (Room.Record), which the replay file writer of package lockstep/replay
+// implements. The package examples show a room with its clients (Example),
 // a verified room (Example_verifiedRoom) and the prediction mode
 // (Example_rollback). A Room is not safe for concurrent use: the engine runs each
 // on one worker at a time, many rooms sharing a few goroutines. The wire is

@@ -23,14 +23,6 @@ var (
 	// acknowledgement: the uplink is down.
 	ErrBacklog = errors.New("lockstep: too many unacknowledged inputs")
 
-	// ErrReplay is returned for a replay file that is damaged or not a
-	// replay, and for a replay writer that cannot be made.
-	ErrReplay = errors.New("lockstep: bad replay")
-
-	// ErrReplayTruncated is returned when a replay file ends before its end
-	// record: the match did not finish, or the file was cut.
-	ErrReplayTruncated = errors.New("lockstep: replay truncated")
-
 	// ErrEvent is returned by Client.ReportEvent for an event the room
 	// would refuse: too big, for a frame not being run, or in a room that
 	// does not verify events.

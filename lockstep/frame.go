@@ -114,6 +114,22 @@ func applyFill(slots []Slot, prev [][]byte, fill Fill, rep [][1][]byte) {
 	}
 }
 
+// Filler resolves the made-up inputs of a match's frames as clients do,
+// by the room's Fill: under FillRepeat, a player's made-up slot carries its
+// previous real input. Give it every frame, in order from the first.
+type Filler struct {
+	fill Fill
+	prev [][]byte // each slot's last real input
+}
+
+// NewFiller returns a Filler for frames of a room with cfg.
+func NewFiller(cfg Config) *Filler {
+	return &Filler{fill: cfg.Fill, prev: make([][]byte, cfg.Players)}
+}
+
+// Apply resolves the made-up slots of the next frame, f.
+func (fl *Filler) Apply(f *Frame) { applyFill(f.Slots, fl.prev, fl.fill, nil) }
+
 // anyGone reports whether any slot of f is a gone player's.
 func anyGone(f *Frame) bool {
 	for i := range f.Slots {
@@ -158,11 +174,16 @@ func decodeBody(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
 	if players == authPlayers {
 		return decodeViewBody(r, n)
 	}
-	return decodeFrameBody(r, n, players, prev)
+	return ReadFrame(r, n, players, prev)
 }
 
-// decodeFrameBody reads the slots of frame number n for players players.
-func decodeFrameBody(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
+// ReadFrame reads the body of frame number n of a match of players
+// players, as the room encodes it (EncodedFrame; SPEC.md section 7.2): in
+// full, or relative to prev, the frame before, when prev is not nil. A
+// reader of replays decodes a recorded match with it; a made-up input
+// comes back made up, to be resolved as clients do (Filler). It returns an
+// error wrapping ErrMalformed for bits that are no frame body.
+func ReadFrame(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
 	f := Frame{Number: n, Slots: make([]Slot, players)}
 	if !r.ReadBool() {
 		for i := range f.Slots {

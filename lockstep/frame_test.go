@@ -67,21 +67,19 @@ func TestPlayerLayout(t *testing.T) {
 	}
 }
 
-// TestRecordMidMatchRelativeBodies attaches a replay writer after frames
-// were cut whose relative bodies no packet needed (every player held every
-// frame but the newest): the replay still holds every frame as cut.
-func TestRecordMidMatchRelativeBodies(t *testing.T) {
+// recordMidMatch plays TestRecordMidMatchRelativeBodies's room (in
+// record_test.go, which records it with a replay file's writer) and
+// returns it: record makes a recorder for the room's configuration and
+// start, which the room takes after frames were cut whose relative bodies
+// no packet needed (every player held every frame but the newest).
+func recordMidMatch(t *testing.T, record func(t *testing.T, cfg Config, start time.Time) Recorder) *Room {
 	start := time.Unix(0, 0)
 	cfg := Config{Players: 3}.WithDefaults()
 	room, err := NewRoom(cfg, start, nopSender{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var buf bytes.Buffer
-	rw, err := NewReplayWriter(&buf, ReplayHeader{Game: "chain", Config: cfg, Start: start})
-	if err != nil {
-		t.Fatal(err)
-	}
+	rec := record(t, cfg, start)
 	seq := make([]uint32, cfg.Players)
 	for n := range 120 {
 		now := cfg.cutTime(start, n)
@@ -99,33 +97,12 @@ func TestRecordMidMatchRelativeBodies(t *testing.T) {
 		}
 		room.Tick(now)
 		if n == 60 {
-			if err := room.Record(rw); err != nil {
+			if err := room.Record(rec); err != nil {
 				t.Fatal(err)
 			}
 		}
 	}
-	if err := rw.Close(); err != nil {
-		t.Fatal(err)
-	}
-	rr, err := NewReplayReader(&buf)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for n := range room.NextFrame() {
-		got, err := rr.Next()
-		if err != nil {
-			t.Fatalf("frame %d: %v", n, err)
-		}
-		want, _ := room.Frame(n)
-		if got.Number != n || len(got.Slots) != len(want.Slots) {
-			t.Fatalf("frame %d: got frame %d with %d slots", n, got.Number, len(got.Slots))
-		}
-		for i := range want.Slots {
-			if !want.Slots[i].MadeUp && !sameInputs(&got.Slots[i], &want.Slots[i]) {
-				t.Fatalf("frame %d slot %d: %v, want %v", n, i, got.Slots[i], want.Slots[i])
-			}
-		}
-	}
+	return room
 }
 
 // TestGoneFlag: a frame tells a late player (made up) from a gone one
@@ -201,7 +178,7 @@ func TestSubstepFrames(t *testing.T) {
 	f := Frame{Number: 5, Slots: []Slot{{Inputs: [][]byte{{7}}}, {MadeUp: true}}}
 	for _, repeat := range []bool{false, true} {
 		cfg := Config{Players: 2, Substeps: 4, SubstepRepeat: repeat, HashEvery: 3}.WithDefaults()
-		got := cfg.expand(nil, f)
+		got := cfg.Expand(nil, f)
 		if len(got) != 4 {
 			t.Fatalf("%d logic frames", len(got))
 		}

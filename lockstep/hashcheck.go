@@ -33,13 +33,13 @@ func newHashChecks(cfg *Config, ref *serverSim) hashChecks {
 
 // checkRoom is the room's state a comparison reads and acts on: the
 // players (it flags the ones who diverge), the frames cut, the room's
-// event list, its replay, and who asks peers for dumps. The room makes
+// event list, its recording, and who asks peers for dumps. The room makes
 // one for each call.
 type checkRoom struct {
 	players []player
-	next    int           // the room's next frame to cut
-	events  *[]Event      // the room's events, where desyncs are raised
-	rec     *ReplayWriter // the replay, or nil
+	next    int      // the room's next frame to cut
+	events  *[]Event // the room's events, where desyncs are raised
+	rec     Recorder // the match's recording, or nil
 	dumps   dumpAsker
 }
 
@@ -195,7 +195,7 @@ func (h *hashChecks) resolve(rm *checkRoom, c *hashCheck) {
 	if !res.decided() {
 		h.results[idx] = res
 		if rm.rec != nil {
-			rm.rec.check(c, res)
+			rm.rec.RecordCheck(recorded(c, res))
 		}
 		h.dispute(rm, c)
 		return
@@ -212,7 +212,7 @@ func (h *hashChecks) resolve(rm *checkRoom, c *hashCheck) {
 	}
 	h.results[idx] = res
 	if rm.rec != nil {
-		rm.rec.check(c, res)
+		rm.rec.RecordCheck(recorded(c, res))
 	}
 	if res.agree == c.reported {
 		h.disputing = false
@@ -289,12 +289,12 @@ func (h *hashChecks) majority(frame int) (uint64, bool) {
 	return res.hash, res.known && res.decided()
 }
 
-// recordTo writes the comparisons made so far to a replay attached late,
-// without the dissenting hashes.
-func (h *hashChecks) recordTo(rw *ReplayWriter) {
+// recordTo hands the comparisons made so far to a recording attached
+// late, without the dissenting hashes.
+func (h *hashChecks) recordTo(rec Recorder) {
 	for i, res := range h.results {
 		if res.known {
-			rw.check(&hashCheck{frame: i * h.every, reported: res.agree}, res)
+			rec.RecordCheck(recorded(&hashCheck{frame: i * h.every, reported: res.agree}, res))
 		}
 	}
 }

@@ -2,15 +2,12 @@ package lockstep
 
 import (
 	"bytes"
-	"errors"
-	"io"
 	"math/rand/v2"
 	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
 
-	"github.com/tongbu/tongbu/codec"
 	"github.com/tongbu/tongbu/transport/memnet"
 )
 
@@ -253,18 +250,18 @@ func TestSpectators(t *testing.T) {
 	})
 }
 
-// recordedMatch plays a short match that a replay writer records.
-func recordedMatch(t *testing.T) ([]byte, *match) {
-	var buf bytes.Buffer
+// recordedMatch plays a short match that a recorder records, attached
+// mid-match (TestReplayRoundTrip, in record_test.go, records it with a
+// replay file's writer): record makes it for the match's configuration
+// and start; done runs in the match's bubble when the match ends, with
+// the frames the room cut.
+func recordedMatch(t *testing.T, record func(t *testing.T, cfg Config, start time.Time) Recorder, done func(t *testing.T, frames int)) {
 	synctest.Test(t, func(t *testing.T) {
 		link := memnet.LinkConfig{Latency: 30 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.05}
 		m := newMatch(t, Config{Players: 4, Fill: FillRepeat}, 8, link, link)
-		rw, err := NewReplayWriter(&buf, ReplayHeader{Game: "chain", Config: m.cfg, Start: m.room.start, Players: []string{"a", "b", "c", "d"}})
-		if err != nil {
-			t.Fatal(err)
-		}
+		rec := record(t, m.cfg, m.room.start)
 		m.run(10*time.Second, 0.5)
-		if err := m.room.Record(rw); err != nil { // mid-match: the frames so far first
+		if err := m.room.Record(rec); err != nil { // mid-match: the frames so far first
 			t.Fatal(err)
 		}
 		m.run(20*time.Second, 0.5)
@@ -272,189 +269,8 @@ func recordedMatch(t *testing.T) ([]byte, *match) {
 		m.run(3*time.Second, 0.5)
 		m.rejoin(2)
 		m.run(15*time.Second, 0.5)
-		if err := rw.Close(); err != nil {
-			t.Fatal(err)
-		}
-		st := rw.Stats()
-		if st.Frames != m.room.NextFrame() || st.Blocks < 4 {
-			t.Fatalf("writer stats %+v, %d frames cut", st, m.room.NextFrame())
-		}
+		done(t, m.room.NextFrame())
 		// The room's hash checks resolve up to 3 s after their frame.
 		m.check()
-	})
-	return buf.Bytes(), nil
-}
-
-func TestReplayRoundTrip(t *testing.T) {
-	file, _ := recordedMatch(t)
-	rr, err := NewReplayReader(bytes.NewReader(file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := rr.Header()
-	if h.Game != "chain" || h.Config.Players != 4 || h.Players[3] != "d" || h.Config.Fill != FillRepeat {
-		t.Fatalf("header %+v", h)
-	}
-	res, err := Verify(rr, &chainSim{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if res.Mismatch != 0 || res.Checked < 30 || res.Desyncs != 0 || res.Records < res.Checked+2 {
-		t.Fatalf("verify %+v", res)
-	}
-	t.Logf("replay of %d frames: %d bytes; %+v", res.Frames, len(file), res)
-
-	// A different simulation does not verify.
-	rr, _ = NewReplayReader(bytes.NewReader(file))
-	if res, err := Verify(rr, &offSim{}); err != nil || res.Mismatch == 0 || res.FirstMismatch != 0 {
-		t.Fatalf("a wrong simulation: %+v, %v", res, err)
-	}
-
-	// Every truncation is reported as such; nothing panics.
-	for cut := 0; cut < len(file); cut += 1 + cut/8 {
-		err := readAll(file[:cut])
-		if !errors.Is(err, ErrReplayTruncated) && !errors.Is(err, ErrReplay) {
-			t.Fatalf("cut at %d of %d: %v", cut, len(file), err)
-		}
-	}
-	if err := readAll(file[:len(file)-1]); !errors.Is(err, ErrReplayTruncated) {
-		t.Fatalf("last byte cut: %v", err)
-	}
-	// Every flipped byte is caught.
-	for i := 0; i < len(file); i += 1 + i/16 {
-		bad := slices.Clone(file)
-		bad[i] ^= 0x20
-		if err := readAll(bad); err == nil {
-			t.Fatalf("byte %d flipped: read without error", i)
-		}
-	}
-	if err := readAll(append(slices.Clone(file), 0)); !errors.Is(err, ErrReplay) {
-		t.Fatalf("trailing byte: %v", err)
-	}
-}
-
-func TestTinyReplay(t *testing.T) {
-	file := tinyReplay()
-	rr, err := NewReplayReader(bytes.NewReader(file))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var checks, joins, leaves, others int
-	for {
-		_, err := rr.Next()
-		for _, r := range rr.Records() {
-			switch r.Kind {
-			case RecordCheck:
-				checks++
-				if len(r.Check.Others) > 0 && r.Check.Majority {
-					others++
-					if r.Check.Others[0].Slot != 1 || r.Check.Others[0].Hash != uint64(r.Frame)+1 || r.Check.Hash != uint64(r.Frame) {
-						t.Fatalf("check %+v", r.Check)
-					}
-				}
-			case RecordJoin:
-				joins++
-			case RecordLeave:
-				leaves++
-			}
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	if checks < 70 || others < 20 || joins != 1 || leaves != 1 {
-		t.Fatalf("%d checks (%d with dissent), %d joins, %d leaves", checks, others, joins, leaves)
-	}
-}
-
-type offSim struct{ chainSim }
-
-func (s *offSim) Hash() uint64 { return s.chainSim.Hash() + 1 }
-
-func readAll(b []byte) error {
-	rr, err := NewReplayReader(bytes.NewReader(b))
-	if err != nil {
-		return err
-	}
-	for {
-		_, err := rr.Next()
-		rr.Records()
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
-// tinyReplay records a room driven by hand: inputs, hash reports (one
-// player off at frame 60), a leave and a join.
-func tinyReplay() []byte {
-	var buf bytes.Buffer
-	start := time.Unix(0, 0)
-	cfg := Config{Players: 3, HashEvery: 5}.WithDefaults()
-	room, _ := NewRoom(cfg, start, &recorder{})
-	rw, _ := NewReplayWriter(&buf, ReplayHeader{Game: "chain", Config: cfg, Start: start, Params: []byte{1, 2}})
-	room.Record(rw)
-	seq := make([]uint32, 3)
-	for n := range 400 {
-		now := cfg.cutTime(start, n)
-		for p := range 3 {
-			u := uplink{sent: uint16(n)}
-			if n%(p+2) == 0 {
-				seq[p]++
-				u.firstSeq, u.inputs = seq[p], []upInput{{n + 1, []byte{byte(n), byte(p)}}}
-			}
-			if f := n - 3; f >= 0 && f%5 == 0 {
-				u.hasHash, u.hashFrame, u.hash = true, f, uint64(f)
-				if p == 1 && f >= 60 {
-					u.hash++
-				}
-			}
-			var w codec.Writer
-			u.encode(&w)
-			room.Deliver(p, w.Bytes(), now)
-		}
-		if n == 200 {
-			room.Leave(2)
-		}
-		if n == 250 {
-			room.Join(2, now)
-			seq[2] = 0
-		}
-		room.Tick(now)
-	}
-	rw.Close()
-	return buf.Bytes()
-}
-
-func FuzzReplayReader(f *testing.F) {
-	file := tinyReplay()
-	f.Add(file)
-	f.Add(file[:len(file)/2])
-	f.Fuzz(func(t *testing.T, b []byte) {
-		rr, err := NewReplayReader(bytes.NewReader(b))
-		if err != nil {
-			return
-		}
-		cfg := rr.Header().Config
-		for n := 0; ; n++ {
-			fr, err := rr.Next()
-			if err != nil {
-				return
-			}
-			if fr.Number != n || len(fr.Slots) != cfg.Players {
-				t.Fatalf("frame %d decoded as %d with %d slots", n, fr.Number, len(fr.Slots))
-			}
-			for _, rec := range rr.Records() {
-				if rec.Slot < 0 || rec.Slot >= cfg.Players || rec.Frame < 0 {
-					t.Fatalf("record %+v", rec)
-				}
-			}
-		}
 	})
 }

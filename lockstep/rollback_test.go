@@ -11,6 +11,7 @@ import (
 
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/locksteptest"
+	"github.com/tongbu/tongbu/lockstep/replay"
 	"github.com/tongbu/tongbu/transport/memnet"
 )
 
@@ -310,11 +311,11 @@ func TestRollbackReplayAndSpectator(t *testing.T) {
 	if r.Watched < r.Frames/30-5 || r.WatchDiff != 0 || r.Desyncs != 0 {
 		t.Fatalf("spectator: %d hash frames watched of %d, %d differed; desyncs %d", r.Watched, r.Frames/30, r.WatchDiff, r.Desyncs)
 	}
-	rr, err := lockstep.NewReplayReader(bytes.NewReader(file.Bytes()))
+	rr, err := replay.NewReader(bytes.NewReader(file.Bytes()))
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := lockstep.Verify(rr, newTagGame(2))
+	res, err := replay.Verify(rr, newTagGame(2))
 	if err != nil || res.Frames != r.Frames || res.Checked < r.Frames/30-5 || res.Mismatch != 0 {
 		t.Fatalf("replay: %+v, %v (%d frames cut)", res, err, r.Frames)
 	}

@@ -44,9 +44,9 @@ type Room struct {
 	specs  spectators // the peers watching
 	life   lifecycle  // joins and catch-up streams
 
-	now    time.Time     // the last tick
-	events []Event       // raised since the engine last took them (Events)
-	rec    *ReplayWriter // the replay being written, or nil (Record)
+	now    time.Time // the last tick
+	events []Event   // raised since the engine last took them (Events)
+	rec    Recorder  // the match's recording, or nil (Record)
 }
 
 // NewRoom returns a room whose frame 0 is cut at start. cfg is validated
@@ -354,8 +354,8 @@ func (r *Room) cut() {
 	r.stats.Frames++
 	if r.rec != nil {
 		cf := r.log.hot(n)
-		r.log.ensureRel(cf) // the replay takes the relative body at once
-		r.rec.frame(cf)
+		r.log.ensureRel(cf) // the recording takes the relative body at once
+		r.rec.RecordFrame(cf.encoded())
 	}
 	r.log.cool()
 }

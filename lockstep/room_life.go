@@ -43,7 +43,7 @@ func (r *Room) Join(slot int, now time.Time) error {
 		r.ver.joined(slot, p.evFrom)
 	}
 	if r.rec != nil {
-		r.rec.event(recJoin, slot, r.next)
+		r.rec.RecordJoin(slot, r.next)
 	}
 	return nil
 }
@@ -62,7 +62,7 @@ func (r *Room) Leave(slot int) error {
 	p.away, p.live, p.stream = true, false, stream{}
 	p.connected += r.now.Sub(p.joinedAt)
 	if r.rec != nil {
-		r.rec.event(recLeave, slot, r.next)
+		r.rec.RecordLeave(slot, r.next)
 	}
 	return nil
 }
@@ -178,7 +178,7 @@ func (r *Room) lifeMessage(id int, p *player, msg []byte, now time.Time) error {
 		if p.dumpParts == d.parts {
 			r.events = append(r.events, Event{Kind: EventDump, Slot: id, Frame: d.frame, Dump: p.dump, Agrees: !p.desynced})
 			if r.rec != nil && id < r.cfg.Players {
-				r.rec.dump(id, d.frame, !p.desynced, p.dump)
+				r.rec.RecordDump(id, d.frame, !p.desynced, p.dump)
 			}
 			p.dumpWant, p.dump, p.dumpParts = -1, nil, 0
 		}
@@ -211,22 +211,21 @@ func (r *Room) eventMessage(id int, p *player, rd *codec.Reader) error {
 	return dropped
 }
 
-// Record makes the room write its match to rw: the frames cut so far at
-// once, then each frame as it is cut, the hash comparisons, and players
-// leaving and joining. rw's header must carry the room's configuration.
-func (r *Room) Record(rw *ReplayWriter) error {
-	if rw.h.Config.key() != r.cfg.key() {
-		return fmt.Errorf("%w: the replay's configuration %+v is not the room's %+v", ErrReplay, rw.h.Config, r.cfg)
-	}
-	if rw.total != 0 {
-		return fmt.Errorf("%w: the writer already holds %d frames", ErrReplay, rw.total)
+// Record makes the room record its match with rec (a replay file's
+// writer, package lockstep/replay): the frames cut so far at once, then
+// each frame as it is cut, the hash comparisons, players leaving and
+// joining, and the dumps they send after a desync. It refuses, with
+// ErrConfig, a recorder whose configuration is not the room's.
+func (r *Room) Record(rec Recorder) error {
+	if c := rec.Config(); c.key() != r.cfg.key() {
+		return fmt.Errorf("%w: the recording's configuration %+v is not the room's %+v", ErrConfig, c, r.cfg)
 	}
 	var tmp cutFrame
-	for i := range r.next { // frames cut before the replay was attached
-		rw.frame(r.log.encoded(i, &tmp))
+	for i := range r.next { // frames cut before the recording was attached
+		rec.RecordFrame(r.log.encoded(i, &tmp).encoded())
 	}
-	r.checks.recordTo(rw) // comparisons made so far, without the dissenting hashes
-	r.rec = rw
+	r.checks.recordTo(rec) // comparisons made so far, without the dissenting hashes
+	r.rec = rec
 	return nil
 }
 

@@ -73,7 +73,7 @@ func stepsPerTick(configured int) int {
 // when not nil, takes each logic frame's events.
 func (s *serverSim) step(cut *Frame, cfg *Config, ver *verifier, mem *arena) {
 	// A relay frame is Substeps logic frames of the game.
-	s.logic = cfg.expand(s.logic[:0], s.resolve(cut, cfg.Fill))
+	s.logic = cfg.Expand(s.logic[:0], s.resolve(cut, cfg.Fill))
 	for _, f := range s.logic {
 		s.sim.Step(f)
 		if ver != nil {

@@ -15,11 +15,12 @@ import (
 	"github.com/tongbu/tongbu/bench/internal/simmatch"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/movers"
+	"github.com/tongbu/tongbu/lockstep/replay"
 )
 
 func init() {
 	harness.Register("replay",
-		"a 20-minute 5v5 lockstep match at 15 Hz (seeded MOBA-like inputs) recorded with lockstep.ReplayWriter: bytes per minute",
+		"a 20-minute 5v5 lockstep match at 15 Hz (seeded MOBA-like inputs) recorded with lockstep/replay.Writer: bytes per minute",
 		benchReplay)
 }
 
@@ -46,7 +47,7 @@ func benchReplay(args []string, out io.Writer) error {
 	}
 	var buf bytes.Buffer
 	names := []string{"blue1", "blue2", "blue3", "blue4", "blue5", "red1", "red2", "red3", "red4", "red5"}
-	rw, err := lockstep.NewReplayWriter(&buf, lockstep.ReplayHeader{Game: movers.Name, Config: m.Cfg, Start: start, Players: names})
+	rw, err := replay.NewWriter(&buf, replay.Header{Game: movers.Name, Config: m.Cfg, Start: start, Players: names})
 	if err != nil {
 		return err
 	}
@@ -74,7 +75,7 @@ func benchReplay(args []string, out io.Writer) error {
 		}
 	}
 	// Read it back and re-run it: the file must hold the match.
-	rr, err := lockstep.NewReplayReader(bytes.NewReader(buf.Bytes()))
+	rr, err := replay.NewReader(bytes.NewReader(buf.Bytes()))
 	if err != nil {
 		return err
 	}
@@ -82,7 +83,7 @@ func benchReplay(args []string, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	vr, err := lockstep.Verify(rr, g)
+	vr, err := replay.Verify(rr, g)
 	if err != nil {
 		return fmt.Errorf("reading the replay back: %w", err)
 	}

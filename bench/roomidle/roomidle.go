@@ -10,6 +10,7 @@ import (
 
 	"github.com/tongbu/tongbu/bench/internal/harness"
 	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/lockstep/replay"
 )
 
 func init() {
@@ -65,7 +66,7 @@ func benchRoomIdle(args []string, out io.Writer) error {
 		return err
 	}
 	var rec countWriter
-	rw, err := lockstep.NewReplayWriter(&rec, lockstep.ReplayHeader{Game: "idle", Config: cfg, Start: start})
+	rw, err := replay.NewWriter(&rec, replay.Header{Game: "idle", Config: cfg, Start: start})
 	if err != nil {
 		return err
 	}

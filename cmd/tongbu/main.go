@@ -16,7 +16,9 @@
 //	tongbu bench transport -clients N -hz H -size B -seconds S
 //	tongbu bench relay -transport webrtc -players N [-seconds S] [-find [-max M]]
 //	tongbu replay info FILE     print a replay's header and statistics
-//	tongbu replay verify FILE   re-run a replay and check its recorded hashes
+//	tongbu replay verify FILE   re-run a replay and check its recorded hashes: this
+//	                            binary links no game, a game's own program does
+//	                            (tongbu demo replay verify FILE for the demo's)
 //	tongbu version              print the version
 package main
 
@@ -80,6 +82,8 @@ commands:
                                runs bench/cmd/tongbu-bench from a checkout
   replay info FILE             print a replay's header and statistics
   replay verify FILE           re-run a replay's simulation and check the recorded hashes
+                               (of the games this binary links: none; the demo's games
+                               with demo replay verify FILE)
   version                      print the version
 `)
 }

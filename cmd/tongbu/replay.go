@@ -5,14 +5,16 @@ package main
 import (
 	"io"
 
-	"github.com/tongbu/tongbu/internal/replaycli"
-	_ "github.com/tongbu/tongbu/lockstep/movers" // replay verify knows the movers test game
+	"github.com/tongbu/tongbu/lockstep/replay"
 )
 
-// replayCommand runs `tongbu replay info|verify FILE`. verify re-runs the
-// games this binary links (lockstep.RegisterGame): the movers test game
-// here; the demo binary (examples/demo) offers the same command with the
-// arena linked too.
+// games are the games whose replays this binary verifies: none, as the
+// server binary links no game. `tongbu replay verify` of a game's replay
+// says so and points to the game's own program; the demo's (examples/demo,
+// `tongbu demo replay verify FILE`) verifies the arena and the duel.
+var games replay.Games
+
+// replayCommand runs `tongbu replay info|verify FILE`.
 func replayCommand(args []string, stdout, stderr io.Writer) int {
-	return replaycli.Command(args, stdout, stderr)
+	return replay.Command(args, &games, stdout, stderr)
 }

@@ -9,7 +9,8 @@
 //	go run ./cmd/tongbu demo [flags]
 //
 // which builds and runs this program; `demo -h` lists the flags. The demo
-// also reads replays of the games it links: `demo replay info|verify FILE`.
+// also reads replays, and verifies those of its games, the arena and the
+// duel: `demo replay info|verify FILE`.
 package main
 
 import (
@@ -23,7 +24,9 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/engine"
-	"github.com/tongbu/tongbu/internal/replaycli"
+	arena "github.com/tongbu/tongbu/examples/arena/game"
+	duel "github.com/tongbu/tongbu/examples/duel/game"
+	"github.com/tongbu/tongbu/lockstep/replay"
 	"github.com/tongbu/tongbu/transport"
 )
 
@@ -34,9 +37,26 @@ func main() {
 // run executes one command line and returns the exit status.
 func run(args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "replay" {
-		return replaycli.Command(args[1:], stdout, stderr)
+		games, err := demoGames()
+		if err != nil {
+			fmt.Fprintln(stderr, "demo:", err)
+			return 1
+		}
+		return replay.Command(args[1:], games, stdout, stderr)
 	}
 	return demoCommand(args, stdout, stderr)
+}
+
+// demoGames returns the games whose replays the demo verifies: its own,
+// the arena and the duel.
+func demoGames() (*replay.Games, error) {
+	var g replay.Games
+	for _, register := range []func(*replay.Games) error{arena.Register, duel.Register} {
+		if err := register(&g); err != nil {
+			return nil, err
+		}
+	}
+	return &g, nil
 }
 
 // runServer serves srv's pages and signaling on ln until SIGINT or

@@ -114,7 +114,7 @@ func TestCheckImports(t *testing.T) {
 		bad     int
 	}{
 		{"examples on the engine", m("examples/demo"), []string{m("engine"), "fmt"}, 0},
-		{"examples on an internal package", m("examples/demo"), []string{m("internal/replaycli")}, 1},
+		{"examples on an internal package", m("examples/demo"), []string{m("internal/timeq")}, 1},
 		{"benchmarks on the scheduler and the huge-page advisor", m("bench/relay"), []string{m("internal/sched"), m("internal/hugepage")}, 0},
 		{"benchmarks on another internal package", m("bench/relay"), []string{m("internal/timeq")}, 1},
 		{"benchmarks on their own internal packages", m("bench/relay"), []string{m("bench/internal/bots")}, 0},
@@ -163,7 +163,7 @@ func TestCheck(t *testing.T) {
 		{"replica on pkg/errors", m("replica"), []string{"github.com/pkg/errors"}, 1},
 		{"engine on replica", m("engine"), []string{m("replica")}, 0},
 		{"wasm on engine", m("wasm"), []string{m("engine")}, 0},
-		{"internal on examples", m("internal/replaycli"), []string{m("examples/arena")}, 1},
+		{"internal on examples", m("internal/fuzzcheck"), []string{m("examples/arena")}, 1},
 		{"the server binary on the library", m("cmd/tongbu"), []string{m("engine"), m("wasm"), m("cluster"), "github.com/nats-io/nats.go"}, 0},
 		{"the server binary on an example game", m("cmd/tongbu"), []string{m("examples/arena/game")}, 1},
 		{"the server binary on a benchmark", m("cmd/tongbu"), []string{m("bench/world")}, 1},
@@ -171,7 +171,7 @@ func TestCheck(t *testing.T) {
 		{"the server binary on testing", m("cmd/tongbu"), []string{"testing"}, 1},
 		{"a library package on testing", m("lockstep"), []string{"testing"}, 1},
 		{"an internal helper on testing", m("internal/timeq"), []string{"testing"}, 1},
-		{"an internal helper on chromedp", m("internal/replaycli"), []string{"github.com/chromedp/chromedp"}, 1},
+		{"an internal helper on chromedp", m("internal/timeq"), []string{"github.com/chromedp/chromedp"}, 1},
 		{"examples on the library", m("examples/demo"), []string{m("engine"), "github.com/hajimehoshi/ebiten/v2", "testing"}, 0},
 		{"benchmarks on their own and testing", m("bench/world"), []string{m("bench/internal/moba"), m("engine"), "testing"}, 0},
 		{"interop on the NATS server and chromedp", m("interop/natstest"), []string{"github.com/nats-io/nats-server/v2/server", "github.com/chromedp/chromedp", "testing"}, 0},
@@ -192,6 +192,8 @@ func TestCheck(t *testing.T) {
 		{"an internal helper on another", m("internal/sched"), []string{m("internal/timeq")}, 0},
 		{"engine on a test kit", m("engine"), []string{m("lockstep/locksteptest")}, 1},
 		{"the server binary on the movers test game", m("cmd/tongbu"), []string{m("lockstep/movers")}, 1},
+		{"the server binary on replay files", m("cmd/tongbu"), []string{m("lockstep/replay"), m("lockstep"), m("codec")}, 0},
+		{"the movers test game on replay files", m("lockstep/movers"), []string{m("lockstep/replay"), m("lockstep"), m("codec")}, 0},
 		{"the lockstep kit on the in-memory network", m("lockstep/locksteptest"), []string{m("lockstep"), m("transport/memnet"), m("transport"), "github.com/pion/webrtc/v4"}, 0},
 		{"the lockstep kit on engine", m("lockstep/locksteptest"), []string{m("engine")}, 1},
 

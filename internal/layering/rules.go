@@ -105,7 +105,6 @@ var rules = map[string]rule{
 	"internal":           {allowLocal: helpers},
 	"internal/fuzzcheck": {denyLocal: programs},
 	"internal/layering":  {denyLocal: programs},
-	"internal/replaycli": {denyLocal: programs},
 	// the test kits: a game's tests and the benches play matches with
 	// them; they may use the library below the engine, nothing above.
 	"lockstep/locksteptest": {

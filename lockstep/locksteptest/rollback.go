@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/lockstep/replay"
 	"github.com/tongbu/tongbu/transport"
 	"github.com/tongbu/tongbu/transport/memnet"
 )
@@ -37,8 +38,8 @@ type RollbackOptions struct {
 	// Cut, when set, cuts player Cut.Slot's downlink from Cut.From for
 	// Cut.For.
 	Cut *Outage
-	// Replay, when set, receives the match's replay, recorded from the
-	// start under Game.
+	// Replay, when set, receives the match's replay file (lockstep/replay),
+	// recorded from the start under Game.
 	Replay io.Writer
 	Game   string
 	// Spectator adds a spectator (the plain client) from the start; its
@@ -122,9 +123,9 @@ func RunRollback(o RollbackOptions) (RollbackResult, error) {
 	if err != nil {
 		return RollbackResult{}, err
 	}
-	var rw *lockstep.ReplayWriter
+	var rw *replay.Writer
 	if o.Replay != nil {
-		if rw, err = lockstep.NewReplayWriter(o.Replay, lockstep.ReplayHeader{Game: o.Game, Config: cfg, Start: start}); err != nil {
+		if rw, err = replay.NewWriter(o.Replay, replay.Header{Game: o.Game, Config: cfg, Start: start}); err != nil {
 			return RollbackResult{}, err
 		}
 		if err := room.Record(rw); err != nil {

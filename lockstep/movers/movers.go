@@ -2,8 +2,8 @@
 // replay verification: every player steers a dot around a square field;
 // dots bounce off the walls and score when they touch. It runs on
 // lockstep/fixed only, so every platform reaches the same state, and it
-// implements lockstep.Simulation. `tongbu replay verify` knows it by the
-// name "movers".
+// implements lockstep.Simulation. A program that verifies its replays
+// registers it (Register) under the name "movers".
 //
 // An input is two bytes or more: the heading (byte 0, in 1/256 of a turn)
 // and the speed (byte 1, in 1/16 unit per frame); an empty or made-up
@@ -17,14 +17,17 @@ import (
 
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/fixed"
+	"github.com/tongbu/tongbu/lockstep/replay"
 )
 
-// Name is the game's name in replay headers, under which the package
-// registers itself with lockstep.RegisterGame.
+// Name is the game's name in replay headers, under which Register makes
+// it known.
 const Name = "movers"
 
-func init() {
-	lockstep.RegisterGame(Name, func(players int, params []byte) (lockstep.Simulation, error) {
+// Register makes the game known, by Name, to a program's registry of the
+// games whose replays it verifies.
+func Register(g *replay.Games) error {
+	return g.Register(Name, func(players int, params []byte) (lockstep.Simulation, error) {
 		return New(players, params)
 	})
 }

@@ -6,15 +6,20 @@ import (
 
 	"github.com/tongbu/tongbu/examples/arena/game"
 	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/lockstep/replay"
 )
 
 // TestReplaySimulation: the arena as a replay's verification finds it
 // (registered under game.Name) matches the game itself, and bad params are
 // refused.
 func TestReplaySimulation(t *testing.T) {
-	mk, ok := lockstep.LookupGame(game.Name)
+	var games replay.Games
+	if err := game.Register(&games); err != nil {
+		t.Fatal(err)
+	}
+	mk, ok := games.Lookup(game.Name)
 	if !ok {
-		t.Fatalf("the arena is not registered (games: %v)", lockstep.Games())
+		t.Fatalf("the arena is not registered (games: %v)", games.Names())
 	}
 	if _, err := mk(2, []byte{1}); err == nil {
 		t.Fatal("a 1-byte seed was accepted")

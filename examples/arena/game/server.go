@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/lockstep/replay"
 )
 
 // ServerSim is the arena as a room runs it server-side
@@ -56,13 +57,14 @@ func (s *ServerSim) Restore(b []byte) error { return s.g.Restore(b) }
 // Err returns the first error the game returned, if any.
 func (s *ServerSim) Err() error { return s.err }
 
-// Name is the game's name in replay headers, under which the package
-// registers itself with lockstep.RegisterGame: a program that links this
-// package can verify arena replays. Its replays' params are the game seed,
-// 8 bytes little-endian (RoomSeed of the room's name in the demo).
+// Name is the game's name in replay headers, under which Register makes
+// it known. Its replays' params are the game seed, 8 bytes little-endian
+// (RoomSeed of the room's name in the demo).
 const Name = "arena"
 
-func init() { lockstep.RegisterGame(Name, newReplaySim) }
+// Register makes the arena known, by Name, to a program's registry of the
+// games whose replays it verifies (the demo's `replay verify`).
+func Register(g *replay.Games) error { return g.Register(Name, newReplaySim) }
 
 // replaySim is ServerSim as a replay's verification runs it: its hash is 0
 // once the game refuses a frame, so that verification fails.

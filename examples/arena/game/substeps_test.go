@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/lockstep/replay"
 )
 
 // substepWire hands what the room sends to a slot's client at once.
@@ -42,7 +43,7 @@ func TestSubsteps(t *testing.T) {
 	}
 	var file bytes.Buffer
 	params := binary.LittleEndian.AppendUint64(nil, seed)
-	rw, err := lockstep.NewReplayWriter(&file, lockstep.ReplayHeader{Game: Name, Params: params, Config: cfg, Start: start})
+	rw, err := replay.NewWriter(&file, replay.Header{Game: Name, Params: params, Config: cfg, Start: start})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,12 +158,12 @@ func TestSubsteps(t *testing.T) {
 	if err := rw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	rr, err := lockstep.NewReplayReader(&file)
+	rr, err := replay.NewReader(&file)
 	if err != nil {
 		t.Fatal(err)
 	}
 	sim, _ := newReplaySim(players, params)
-	res, err := lockstep.Verify(rr, sim)
+	res, err := replay.Verify(rr, sim)
 	if err != nil || res.Mismatch != 0 || res.Checked < checked-1 || res.Frames != relay {
 		t.Fatalf("replay: %+v, %v", res, err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/fixed"
+	"github.com/tongbu/tongbu/lockstep/replay"
 )
 
 // The match.
@@ -407,12 +408,14 @@ func (g *Game) Snapshot() []byte { return g.SaveState(nil) }
 // Restore replaces the state with a snapshot.
 func (g *Game) Restore(b []byte) error { return g.LoadState(b) }
 
-// Name is the game's name in replay headers: a program that links this
-// package can verify duel replays (`tongbu replay verify`).
+// Name is the game's name in replay headers, under which Register makes
+// it known.
 const Name = "duel"
 
-func init() {
-	lockstep.RegisterGame(Name, func(players int, params []byte) (lockstep.Simulation, error) {
+// Register makes the duel known, by Name, to a program's registry of the
+// games whose replays it verifies (the demo's `replay verify`).
+func Register(g *replay.Games) error {
+	return g.Register(Name, func(players int, params []byte) (lockstep.Simulation, error) {
 		if players != Players {
 			return nil, fmt.Errorf("duel: %d players, want %d", players, Players)
 		}

@@ -1,24 +1,22 @@
-// Package replaycli is the `replay` command of tongbu's programs: info
-// prints a replay file's header and statistics, verify re-runs it through
-// its game's simulation, found by the name the game registered with
-// lockstep.RegisterGame. A program verifies the games it links.
-package replaycli
+package replay
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
-
-	"github.com/tongbu/tongbu/lockstep"
 )
 
-// Command runs `replay info|verify FILE` (args without "replay") and
-// returns the exit status.
-func Command(args []string, stdout, stderr io.Writer) int {
+// Command is the `replay` command of tongbu's programs: it runs `replay
+// info|verify FILE` (args without "replay") and returns the exit status.
+// info prints a replay file's header and statistics; verify re-runs it
+// through its game's simulation, which games (the program's choice, nil
+// for none) must know by the name in the file's header.
+func Command(args []string, games *Games, stdout, stderr io.Writer) int {
 	if len(args) != 2 || (args[0] != "info" && args[0] != "verify") {
 		fmt.Fprintln(stderr, "usage: tongbu replay info FILE | tongbu replay verify FILE")
 		return 2
@@ -29,9 +27,9 @@ func Command(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer f.Close()
-	var run func(io.Reader, io.Writer) error = replayInfo
+	run := replayInfo
 	if args[0] == "verify" {
-		run = replayVerify
+		run = func(in io.Reader, out io.Writer) error { return replayVerify(in, games, out) }
 	}
 	if err := run(f, stdout); err != nil {
 		fmt.Fprintf(stderr, "tongbu replay %s: %v\n", args[0], err)
@@ -40,7 +38,8 @@ func Command(args []string, stdout, stderr io.Writer) int {
 	return 0
 }
 
-func printHeader(out io.Writer, h lockstep.ReplayHeader) {
+// printHeader prints what a replay's header says.
+func printHeader(out io.Writer, h Header) {
 	c := h.Config
 	fmt.Fprintf(out, "game       %q (%d bytes of parameters)\n", h.Game, len(h.Params))
 	fmt.Fprintf(out, "started    %s\n", h.Start.UTC().Format(time.RFC3339))
@@ -55,7 +54,7 @@ func printHeader(out io.Writer, h lockstep.ReplayHeader) {
 // replayInfo prints a replay's header and statistics.
 func replayInfo(in io.Reader, out io.Writer) error {
 	cr := &countReader{r: in}
-	rr, err := lockstep.NewReplayReader(cr)
+	rr, err := NewReader(cr)
 	if err != nil {
 		return err
 	}
@@ -63,21 +62,21 @@ func replayInfo(in io.Reader, out io.Writer) error {
 	printHeader(out, h)
 	var frames, inputs, madeUp, real int
 	var checks, dissent, joins, leaves int
-	var dumps []lockstep.ReplayRecord
+	var dumps []Record
 	for {
 		f, err := rr.Next()
 		for _, r := range rr.Records() {
 			switch r.Kind {
-			case lockstep.RecordCheck:
+			case RecordCheck:
 				checks++
 				if len(r.Check.Others) > 0 || !r.Check.Majority {
 					dissent++
 				}
-			case lockstep.RecordJoin:
+			case RecordJoin:
 				joins++
-			case lockstep.RecordLeave:
+			case RecordLeave:
 				leaves++
-			case lockstep.RecordDump:
+			case RecordDump:
 				dumps = append(dumps, r)
 			}
 		}
@@ -130,23 +129,24 @@ func preview(b []byte) string {
 	return fmt.Sprintf(": %x", head[:min(len(head), 16)])
 }
 
-// replayVerify re-runs a replay through its game's simulation.
-func replayVerify(in io.Reader, out io.Writer) error {
-	rr, err := lockstep.NewReplayReader(in)
+// replayVerify re-runs a replay through its game's simulation, made by
+// the factory games holds for it.
+func replayVerify(in io.Reader, games *Games, out io.Writer) error {
+	rr, err := NewReader(in)
 	if err != nil {
 		return err
 	}
 	h := rr.Header()
 	printHeader(out, h)
-	mk, ok := lockstep.LookupGame(h.Game)
+	mk, ok := games.Lookup(h.Game)
 	if !ok {
-		return fmt.Errorf("no simulation for game %q in this program (it knows %v): verify it with a program that links the game's package", h.Game, lockstep.Games())
+		return unknownGame(h.Game, games.Names())
 	}
 	sim, err := mk(h.Config.Players, h.Params)
 	if err != nil {
 		return err
 	}
-	res, err := lockstep.Verify(rr, sim)
+	res, err := Verify(rr, sim)
 	fmt.Fprintf(out, "ran        %d frames; %d hash checks compared, %d mismatched; %d checks with dissent\n", res.Frames, res.Checked, res.Mismatch, res.Desyncs)
 	if err != nil {
 		return err
@@ -161,6 +161,21 @@ func replayVerify(in io.Reader, out io.Writer) error {
 	return nil
 }
 
+// unknownGame says that this program cannot re-run game, which games it
+// can, and where game's replays can be verified.
+func unknownGame(game string, known []string) error {
+	knows := "it verifies no game"
+	if len(known) > 0 {
+		q := make([]string, len(known))
+		for i, n := range known {
+			q[i] = strconv.Quote(n)
+		}
+		knows = "it verifies " + strings.Join(q, ", ")
+	}
+	return fmt.Errorf("no simulation for game %q in this program (%s): verify the replay with the game's own program, one that registers the game (replay.Games), such as the demo for its arena and duel (tongbu demo replay verify FILE)", game, knows)
+}
+
+// countReader counts the bytes read through it.
 type countReader struct {
 	r io.Reader
 	n int64

@@ -1,6 +1,4 @@
-//go:build !js
-
-package replaycli
+package replay_test
 
 import (
 	"bytes"
@@ -13,6 +11,7 @@ import (
 
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/lockstep/movers"
+	"github.com/tongbu/tongbu/lockstep/replay"
 )
 
 // directSender hands the room's messages straight to the clients.
@@ -30,13 +29,13 @@ func (d directSender) SendReliable(p int, msg []byte) error {
 
 // moversReplay plays a two-player movers match with no network and
 // returns its replay.
-func moversReplay(t *testing.T, frames int) []byte { return moversMatch(t, frames, 2, -1) }
+func moversReplay(t testing.TB, frames int) []byte { return moversMatch(t, frames, 2, -1) }
 
 // moversMatch plays a movers match of players with no network and returns
 // its replay; when diverge >= 0, player players-1's game diverges after
 // that frame, and every client answers the room's dump requests with its
 // log lines.
-func moversMatch(t *testing.T, frames, players, diverge int) []byte {
+func moversMatch(t testing.TB, frames, players, diverge int) []byte {
 	t.Helper()
 	start := time.Unix(1700000000, 0)
 	cfg := lockstep.Config{Players: players, HashEvery: 5, DumpOnDesync: diverge >= 0}.WithDefaults()
@@ -48,7 +47,7 @@ func moversMatch(t *testing.T, frames, players, diverge int) []byte {
 	}
 	var buf bytes.Buffer
 	params := []byte{7, 0, 0, 0, 0, 0, 0, 0}
-	rw, err := lockstep.NewReplayWriter(&buf, lockstep.ReplayHeader{Game: movers.Name, Params: params, Config: cfg, Start: start})
+	rw, err := replay.NewWriter(&buf, replay.Header{Game: movers.Name, Params: params, Config: cfg, Start: start})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -103,6 +102,15 @@ func moversMatch(t *testing.T, frames, players, diverge int) []byte {
 	return buf.Bytes()
 }
 
+// games is the registry of a program that verifies the movers test game.
+func games(t testing.TB) *replay.Games {
+	var g replay.Games
+	if err := movers.Register(&g); err != nil {
+		t.Fatal(err)
+	}
+	return &g
+}
+
 func TestReplayCommands(t *testing.T) {
 	file := moversReplay(t, 600)
 	dir := t.TempDir()
@@ -112,19 +120,19 @@ func TestReplayCommands(t *testing.T) {
 	os.WriteFile(cut, file[:len(file)*2/3], 0o644)
 
 	var out, errb bytes.Buffer
-	if code := Command([]string{"info", good}, &out, &errb); code != 0 || !strings.Contains(out.String(), `game       "movers"`) || !strings.Contains(out.String(), "hash comparisons") {
+	if code := replay.Command([]string{"info", good}, games(t), &out, &errb); code != 0 || !strings.Contains(out.String(), `game       "movers"`) || !strings.Contains(out.String(), "hash comparisons") {
 		t.Fatalf("info: %d\n%s\n%s", code, out.String(), errb.String())
 	}
 	out.Reset()
-	if code := Command([]string{"verify", good}, &out, &errb); code != 0 || !strings.Contains(out.String(), "verified") {
+	if code := replay.Command([]string{"verify", good}, games(t), &out, &errb); code != 0 || !strings.Contains(out.String(), "verified") {
 		t.Fatalf("verify: %d\n%s\n%s", code, out.String(), errb.String())
 	}
 	t.Log(out.String())
 	errb.Reset()
-	if code := Command([]string{"verify", cut}, &out, &errb); code != 1 || !strings.Contains(errb.String(), "truncated") {
+	if code := replay.Command([]string{"verify", cut}, games(t), &out, &errb); code != 1 || !strings.Contains(errb.String(), "truncated") {
 		t.Fatalf("verify of a cut file: %d %s", code, errb.String())
 	}
-	if code := Command([]string{"frobnicate", good}, &out, &errb); code != 2 {
+	if code := replay.Command([]string{"frobnicate", good}, games(t), &out, &errb); code != 2 {
 		t.Fatalf("bad subcommand: %d", code)
 	}
 }
@@ -136,7 +144,7 @@ func TestReplayDumps(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "desync.tbr")
 	os.WriteFile(file, moversMatch(t, 300, 3, 42), 0o644)
 	var out, errb bytes.Buffer
-	if code := Command([]string{"info", file}, &out, &errb); code != 0 {
+	if code := replay.Command([]string{"info", file}, games(t), &out, &errb); code != 0 {
 		t.Fatalf("info: %d %s", code, errb.String())
 	}
 	t.Log(out.String())
@@ -150,11 +158,12 @@ func TestReplayDumps(t *testing.T) {
 	}
 }
 
-// TestUnknownGame: a replay of a game the program does not link is
-// refused with a message that says so.
+// TestUnknownGame: a replay of a game the program did not register is
+// refused with a message that says so, names the games the program knows,
+// or that it knows none, and where to verify the replay.
 func TestUnknownGame(t *testing.T) {
 	var buf bytes.Buffer
-	rw, err := lockstep.NewReplayWriter(&buf, lockstep.ReplayHeader{Game: "no-such-game", Config: lockstep.Config{Players: 2}.WithDefaults(), Start: time.Unix(1700000000, 0)})
+	rw, err := replay.NewWriter(&buf, replay.Header{Game: "no-such-game", Config: lockstep.Config{Players: 2}.WithDefaults(), Start: time.Unix(1700000000, 0)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +173,16 @@ func TestUnknownGame(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "x.tbr")
 	os.WriteFile(file, buf.Bytes(), 0o644)
 	var out, errb bytes.Buffer
-	if code := Command([]string{"verify", file}, &out, &errb); code != 1 || !strings.Contains(errb.String(), `no simulation for game "no-such-game"`) {
+	if code := replay.Command([]string{"verify", file}, games(t), &out, &errb); code != 1 || !strings.Contains(errb.String(), `no simulation for game "no-such-game"`) {
 		t.Fatalf("verify of an unknown game: %d %q", code, errb.String())
+	}
+	for _, want := range []string{`it verifies "movers"`, "the game's own program"} {
+		if !strings.Contains(errb.String(), want) {
+			t.Errorf("the refusal lacks %q: %s", want, errb.String())
+		}
+	}
+	errb.Reset()
+	if code := replay.Command([]string{"verify", file}, nil, &out, &errb); code != 1 || !strings.Contains(errb.String(), "it verifies no game") {
+		t.Fatalf("verify by a program that knows no game: %d %q", code, errb.String())
 	}
 }
