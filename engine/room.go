@@ -38,6 +38,7 @@ type Room struct {
 	pstats  []lockstep.PlayerStats
 	due     time.Time
 
+	waiting   bool      // owned by the worker: frame 0 waits for players (Config.Start)
 	qualityAt time.Time // owned by the worker
 	seats     seatWatch // owned by the worker
 	emptyAt   time.Time // owned by the worker: since when no one is connected
@@ -203,6 +204,7 @@ func (r *Room) attach(p *peer) error {
 		slot = len(r.players)
 		r.players[t.Player] = slot
 	}
+	arrived := len(r.players)
 	r.mu.Unlock()
 	if err := p.conn.SendReliable(appendWelcome(nil, &welcome{
 		mode: Lockstep, target: r.name, role: t.Role, slot: slot, lockstep: r.cfg,
@@ -214,6 +216,7 @@ func (r *Room) attach(p *peer) error {
 		old.bye(byeReplaced, "")
 	}
 	r.Do(func(room *lockstep.Room) {
+		r.arrive(arrived, time.Now())
 		if seen || room.NextFrame() > 0 {
 			room.Join(slot, time.Now()) // a fresh client: stream it the match so far
 		}
@@ -225,6 +228,18 @@ func (r *Room) attach(p *peer) error {
 		r.s.release(p)
 	})
 	return nil
+}
+
+// arrive runs on the worker when a player has taken its slot, arrived
+// of the room's players in all: a room that waits for its players starts
+// when its Config.Start says.
+func (r *Room) arrive(arrived int, now time.Time) {
+	if !r.waiting || r.cfg.Start == lockstep.StartAllPlayers && arrived < r.cfg.Players {
+		return
+	}
+	r.waiting = false
+	r.room.StartAt(now)
+	r.s.log.Info("room started", "room", r.name, "players", arrived)
 }
 
 // addSpectator runs on the worker: the room takes the spectator, which is
@@ -279,6 +294,17 @@ func (roomLoop) Stop() {} // Close told the connections already
 
 func (l roomLoop) Tick(now time.Time) time.Time {
 	r := l.r
+	if r.waiting { // no frames yet: keep the seats told and the idle clock running
+		if now.Sub(r.qualityAt) >= time.Second {
+			r.qualityAt = now
+			r.tellSeats(now)
+		}
+		if l.idle(now) {
+			r.s.log.Info("room closed: empty", "room", r.name, "after", r.s.cfg.RoomIdleTimeout)
+			r.close(true)
+		}
+		return now.Add(r.cfg.Period())
+	}
 	r.mu.Lock()
 	due := r.due
 	r.mu.Unlock()

@@ -219,10 +219,11 @@ func (s *Server) Ticket(player, target string, role Role, ttl time.Duration) (st
 	return SignTicket(s.cfg.Secret, Ticket{Player: player, Target: target, Role: role, Expires: time.Now().Add(ttl)})
 }
 
-// CreateRoom creates a lockstep room named name. It cuts its first frame
-// at once and the next within one frame period: the server spreads its
-// rooms' cuts over the period, so that rooms created together do not all
-// cut at the same moment.
+// CreateRoom creates a lockstep room named name. By default it waits for
+// its first player and cuts frame 0 within a frame period of the
+// player's arrival (cfg.Start: or when all its players have arrived, or
+// at once). The server spreads its rooms' cuts over the period, so that
+// rooms do not all cut at the same moment.
 func (s *Server) CreateRoom(name string, cfg lockstep.Config) (*Room, error) {
 	if len(name) == 0 || len(name) > MaxNameLen {
 		return nil, errstack.Wrapf(ErrConfig, "room name %q: want 1 to %d bytes", name, MaxNameLen)
@@ -231,7 +232,7 @@ func (s *Server) CreateRoom(name string, cfg lockstep.Config) (*Room, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, errstack.With(err)
 	}
-	r := &Room{s: s, name: name, cfg: cfg, players: map[string]int{}, spect: map[int]*peer{},
+	r := &Room{s: s, name: name, cfg: cfg, players: map[string]int{}, spect: map[int]*peer{}, waiting: cfg.Start != lockstep.StartAtOnce,
 		slots: make([]atomic.Pointer[peer], cfg.Players), pstats: make([]lockstep.PlayerStats, cfg.Players)}
 	room, err := lockstep.NewRoom(cfg, time.Now().Add(-roomPhase(s.made.Add(1)-1, cfg.Period())), roomSender{r})
 	if err != nil {

@@ -2,6 +2,7 @@ package lockstep
 
 import (
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
@@ -66,6 +67,35 @@ const (
 	// client which frame that was.
 	LateNextFrame
 )
+
+// Start says when a room hosted by engine.Server cuts frame 0.
+type Start uint8
+
+const (
+	// StartFirstPlayer, the default, starts the room when its first
+	// player arrives: no one inherits frames cut for an empty room.
+	StartFirstPlayer Start = iota
+	// StartAllPlayers starts it when every one of its Players has
+	// arrived, for a match that must not begin without all of them.
+	StartAllPlayers
+	// StartAtOnce starts it when it is created, as a room that runs on a
+	// clock of its own whoever is there.
+	StartAtOnce
+)
+
+// String returns the policy's name in tongbu serve's config ("first",
+// "all", "created").
+func (s Start) String() string {
+	switch s {
+	case StartFirstPlayer:
+		return "first"
+	case StartAllPlayers:
+		return "all"
+	case StartAtOnce:
+		return "created"
+	}
+	return "Start(" + strconv.Itoa(int(s)) + ")"
+}
 
 // Config describes a room. Both halves must use the same one: the client
 // receives it when it joins.
@@ -157,6 +187,12 @@ type Config struct {
 	// hashes. Spectators are refused, and a rejoining player is streamed
 	// its own view from frame 0 (a snapshot would show it everything).
 	Authoritative bool
+	// Start is when the room cuts frame 0, for its host to apply: an
+	// engine.Server room waits (cutting nothing, making up no input)
+	// until its first player arrives by default. A Room made with NewRoom
+	// itself starts at the time it is given; StartAt moves that. Clients
+	// are not told: they see frames when they come.
+	Start Start
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -223,6 +259,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: hash every %d frames, want 1 to %d or -1", ErrConfig, c.HashEvery, maxHashEvery)
 	case c.CatchUpBytes < catchUpChunkBytes+1024:
 		return fmt.Errorf("%w: catch-up bytes %d per tick, want at least %d", ErrConfig, c.CatchUpBytes, catchUpChunkBytes+1024)
+	case c.Start > StartAtOnce:
+		return fmt.Errorf("%w: start policy %d", ErrConfig, c.Start)
 	case c.SimStepsPerTick < 0 || c.SimStepsPerTick > 1<<16:
 		return fmt.Errorf("%w: %d simulation steps per tick, want 1 to %d", ErrConfig, c.SimStepsPerTick, 1<<16)
 	}

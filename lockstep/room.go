@@ -117,6 +117,36 @@ func (r *Room) Frame(n int) (Frame, bool) {
 	return *r.log.frameAt(n), true
 }
 
+// StartAt moves the cut of frame 0 to t, or just after it: to the first
+// moment at or after t on the room's schedule (start, as NewRoom was
+// given it, plus whole frame periods), so that rooms a host spread over
+// the period stay spread. It is for a host that starts a room when its
+// players arrive (Config.Start) and does not Tick it before; it reports
+// false, and changes nothing, once a frame has been cut.
+func (r *Room) StartAt(t time.Time) bool {
+	if r.next > 0 {
+		return false
+	}
+	period := r.period
+	k := t.Sub(r.start) / period // whole periods to move by, either way
+	if r.start.Add(k * period).Before(t) {
+		k++
+	}
+	shift := k * period
+	r.start = r.start.Add(shift)
+	for _, peers := range [][]player{r.players, r.specs.peers} { // what was heard so far, from the new start
+		for i := range peers {
+			if p := &peers[i]; p.heard != neverHeard {
+				p.heard -= shift
+			}
+		}
+	}
+	if r.now.Before(r.start) {
+		r.now = r.start
+	}
+	return true
+}
+
 // NextCut returns when the next frame is due.
 func (r *Room) NextCut() time.Time { return r.cfg.cutTime(r.start, r.next) }
 

@@ -321,3 +321,53 @@ func TestSecondLeast(t *testing.T) {
 		}
 	}
 }
+
+// TestStartAt: a room's frame 0 moves to the first moment of its
+// schedule at or after the time given, whether later or earlier than
+// NewRoom's start; a packet heard before the move is timed from the new
+// start; once a frame is cut the start stays.
+func TestStartAt(t *testing.T) {
+	start := time.Unix(100, 0)
+	room, err := NewRoom(Config{Players: 2, Hz: 10}, start, nopSender{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := codecWriter()
+	(&uplink{firstSeq: 1}).encode(w)
+	heardAt := start.Add(5 * time.Second)
+	if err := room.Deliver(0, w.Bytes(), heardAt); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		at, want time.Duration // from NewRoom's start
+	}{
+		{20*time.Second + 30*time.Millisecond, 20*time.Second + 100*time.Millisecond},
+		{20 * time.Second, 20 * time.Second},
+		{-time.Second - 50*time.Millisecond, -time.Second},
+	} {
+		if !room.StartAt(start.Add(tc.at)) {
+			t.Fatalf("StartAt(%v) refused before any cut", tc.at)
+		}
+		if got := room.NextCut().Sub(start); got != tc.want {
+			t.Fatalf("StartAt(%v): frame 0 at %v, want %v", tc.at, got, tc.want)
+		}
+		if got, want := room.players[0].heard, heardAt.Sub(room.NextCut()); got != want {
+			t.Fatalf("StartAt(%v): the packet heard at %v from the start, want %v", tc.at, got, want)
+		}
+		if room.players[1].heard != neverHeard {
+			t.Fatal("a player never heard from was given a time")
+		}
+	}
+	room.Tick(room.NextCut().Add(-time.Millisecond))
+	if room.NextFrame() != 0 {
+		t.Fatal("a frame was cut before the start")
+	}
+	at := room.NextCut()
+	room.Tick(at)
+	if room.NextFrame() != 1 {
+		t.Fatalf("%d frames cut at the start, want 1", room.NextFrame())
+	}
+	if room.StartAt(at.Add(time.Hour)) || room.NextCut() != at.Add(100*time.Millisecond) {
+		t.Fatal("StartAt moved a room that had cut a frame")
+	}
+}

@@ -79,7 +79,9 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
     "acme": {"domains": ["eu-1.game.example"], "email": "ops@game.example",
              "cache": "/var/lib/tongbu/acme", "http": ":80"},  or HTTPS with Let's Encrypt certificates
     "rooms": [{"name": "duel-1", "players": 2, "hz": 30,
-               "fill": "idle|repeat|absent", "late": "drop|next"}],
+               "fill": "idle|repeat|absent", "late": "drop|next",
+               "start": "first|all|created"}],  frame 0 when the first player arrives (default),
+                                       when all have, or when the room is made
     "worlds": [{"name": "field", "region_size": 1024, "width": 64, "height": 64, "hz": 16}],
     "cluster": {"nats": "nats://host:4222", "node": "eu-1",
                 "public_url": "https://eu-1.game.example", "capacity": 100,
@@ -159,8 +161,9 @@ type roomConfig struct {
 	Name    string `json:"name"`
 	Players int    `json:"players"`
 	Hz      int    `json:"hz"`
-	Fill    string `json:"fill"` // idle, repeat or absent
-	Late    string `json:"late"` // drop or next
+	Fill    string `json:"fill"`  // idle, repeat or absent
+	Late    string `json:"late"`  // drop or next
+	Start   string `json:"start"` // first, all or created
 }
 
 // lockstep returns the room's lockstep configuration.
@@ -181,6 +184,15 @@ func (r roomConfig) lockstep() (lockstep.Config, error) {
 		lc.Late = lockstep.LateNextFrame
 	default:
 		return lc, fmt.Errorf("room %q: late %q: want drop or next", r.Name, r.Late)
+	}
+	switch r.Start {
+	case "", "first":
+	case "all":
+		lc.Start = lockstep.StartAllPlayers
+	case "created":
+		lc.Start = lockstep.StartAtOnce
+	default:
+		return lc, fmt.Errorf("room %q: start %q: want first, all or created", r.Name, r.Start)
 	}
 	return lc, nil
 }

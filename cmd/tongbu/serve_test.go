@@ -38,7 +38,7 @@ func TestServeConfig(t *testing.T) {
 	}
 	defer srv.Shutdown(t.Context())
 	var cfg serveConfig
-	if err := json.Unmarshal([]byte(`{"rooms":[{"name":"duel","players":2,"hz":30,"fill":"repeat","late":"next"}],
+	if err := json.Unmarshal([]byte(`{"rooms":[{"name":"duel","players":2,"hz":30,"fill":"repeat","late":"next","start":"all"}],
 		"worlds":[{"name":"field","width":8,"height":8}]}`), &cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func TestServeConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	r, ok := srv.Room("duel")
-	if !ok || r.Config().Players != 2 || r.Config().Hz != 30 {
+	if !ok || r.Config().Players != 2 || r.Config().Hz != 30 || r.Config().Start != lockstep.StartAllPlayers {
 		t.Fatalf("room duel: %v %+v", ok, r)
 	}
 	if _, ok := srv.Room("room-2"); !ok {
@@ -58,6 +58,10 @@ func TestServeConfig(t *testing.T) {
 	cfg.Rooms[0].Name, cfg.Rooms[0].Fill = "other", "sometimes"
 	if err := createFromConfig(srv, &cfg, 0); err == nil || !strings.Contains(err.Error(), "fill") {
 		t.Fatalf("bad fill: %v", err)
+	}
+	cfg.Rooms[0].Fill, cfg.Rooms[0].Start = "", "later"
+	if err := createFromConfig(srv, &cfg, 0); err == nil || !strings.Contains(err.Error(), "start") {
+		t.Fatalf("bad start: %v", err)
 	}
 }
 
