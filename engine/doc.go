@@ -10,7 +10,17 @@
 // routes the connection to its room or world; a bad, expired or replayed
 // ticket is refused at signaling, before any WebRTC resource is taken.
 // Rooms and worlds run on a few worker goroutines (a scheduler hands each
-// due one to a free worker), not a goroutine each; each connection has one reading goroutine.
+// due one to a free worker), not a goroutine each; connections have none
+// of their own either: one goroutine reads every peer's datagrams from the
+// UDP port and one sends what they queued (with Config.Stack set to pion's
+// stack, each connection has pion's goroutines instead).
+//
+// A room's match starts when its first player arrives (lockstep.Config's
+// Start: or when all its players have, or at once). A refused Dial says
+// why: its error matches ErrTicketExpired (sign a new ticket),
+// ErrTicketReplayed, ErrTicketInvalid (a wrong secret or server),
+// ErrNotFound (no such room or world), ErrRole, ErrFull or
+// ErrServerClosed.
 //
 // A Client joins with Dial (WebRTC) or NewClient (any transport.Conn: an
 // in-process bot over memnet.Network, with Server.Attach on the other
