@@ -9,7 +9,8 @@
 // max 100 takes 7 bits), signed values are offsets from the bottom of their
 // range, varints are zigzagged, real values are quantized to a grid
 // (Quantizer), strings carry a bounded length, and sorted ID lists are sent
-// as Exp-Golomb coded gaps. A Writer in measure mode counts bits without
+// as the gaps between IDs in a variable-length code (Exp-Golomb) that
+// spends few bits on the small gaps of a dense list. A Writer in measure mode counts bits without
 // writing them.
 //
 // Input is hostile. A Reader checks every read against the bits that remain
@@ -22,8 +23,7 @@
 //
 // A game declares a record once, as a struct with `codec` tags, and
 // cmd/codecgen writes its encoders with go generate: EncodeFull, and
-// EncodeDelta, which writes a dirty mask (one bit per field, as in seed 004
-// section 4.2) and then only the fields that changed, against a baseline
+// EncodeDelta, which writes a dirty mask (one bit per field) and then only the fields that changed, against a baseline
 // the receiver acknowledged. Encode picks the shorter of the two. The
 // generated code is straight-line, packs runs of fixed-width fields into
 // one 64-bit word, uses no reflection and does not allocate; the Record

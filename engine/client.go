@@ -23,7 +23,11 @@ type ClientConfig struct {
 	IncludeLoopback bool
 	// HTTPClient posts the offer (default http.DefaultClient).
 	HTTPClient *http.Client
-	// Limits bound the connection; they must match the server's.
+	// Limits bound the connection. The message sizes and timeouts must
+	// match the server's: the zero value (the defaults) matches a server
+	// whose Config.Limits is zero, as tongbu serve's always is; for a
+	// server configured otherwise, pass what its Server.Limits returns
+	// (the game server can send it with the ticket).
 	Limits transport.Limits
 	// Stack chooses the native WebRTC implementation (default
 	// transport.StackLean); the browser uses its own.
@@ -214,11 +218,18 @@ func (c *Client) Target() string { return c.welcome.target }
 func (c *Client) Role() Role { return c.welcome.role }
 
 // Slot returns the player's slot in a lockstep room, or a spectator's
-// peer id (Players or above).
-func (c *Client) Slot() int { return c.welcome.slot }
+// peer id (Players or above); -1 in an interest world.
+func (c *Client) Slot() int {
+	if c.welcome.mode != Lockstep {
+		return -1
+	}
+	return c.welcome.slot
+}
 
-// Self returns the player's entity in an interest world.
-func (c *Client) Self() interest.ID { return c.welcome.self }
+// Entity returns the player's entity in an interest world (0, no entity,
+// in a lockstep room). Interest().Self returns the entity's state as the
+// client predicts it.
+func (c *Client) Entity() interest.ID { return c.welcome.self }
 
 // Lockstep returns the lockstep client half, or nil in a world.
 func (c *Client) Lockstep() *lockstep.Client { return c.ls }

@@ -109,10 +109,13 @@ func ExampleDial() {
 		panic(err)
 	}
 	defer c.Close()
-	played := 0
+	played, inputFor := 0, -1
 	for played < 30 {
 		now := time.Now()
-		c.Lockstep().Input(now, []byte("fire"))
+		if inputFor != played { // an input a frame, not one a render tick
+			c.Lockstep().Input(now, []byte("fire"))
+			inputFor = played
+		}
 		if err := c.Update(now); err != nil { // receive, and send the uplink when due
 			panic(err)
 		}

@@ -276,7 +276,7 @@ func (s *Server) writeMetrics(out io.Writer) {
 		{"tongbu_lockstep_rtt_max_seconds", "gauge", "Highest round-trip time.", func(q *lockstep.PeerQuality) float64 { return q.RTTMax.Seconds() }},
 		{"tongbu_lockstep_loss_up_ratio", "gauge", "Share of uplink packets lost.", func(q *lockstep.PeerQuality) float64 { return q.LossUp }},
 		{"tongbu_lockstep_loss_down_ratio", "gauge", "Share of downlink packets lost.", func(q *lockstep.PeerQuality) float64 { return q.LossDown }},
-		{"tongbu_lockstep_jitter_ms", "gauge", "Mean MAPDV2 jitter the client reported.", func(q *lockstep.PeerQuality) float64 { return q.JitterMean }},
+		{"tongbu_lockstep_jitter_ms", "gauge", "Mean delay variation (jitter) the client reported, in ms.", func(q *lockstep.PeerQuality) float64 { return q.JitterMean }},
 		{"tongbu_lockstep_stalls_total", "counter", "Times play paused for a missing frame.", func(q *lockstep.PeerQuality) float64 { return float64(q.Stalls) }},
 		{"tongbu_lockstep_late_drops_total", "counter", "Inputs dropped for arriving after their frame was cut.", func(q *lockstep.PeerQuality) float64 { return float64(q.LateDrops) }},
 		{"tongbu_lockstep_redundancy", "gauge", "Frames repeated per downlink packet.", func(q *lockstep.PeerQuality) float64 { return float64(q.Redundancy) }},

@@ -181,6 +181,10 @@ func NewServer(cfg Config) (*Server, error) {
 // Handler serves it at MetricsPath unless Config.SeparateMetrics.
 func (s *Server) MetricsHandler() http.Handler { return http.HandlerFunc(s.serveMetrics) }
 
+// Limits returns the limits of the server's connections, defaults
+// applied: what its clients' ClientConfig.Limits must match.
+func (s *Server) Limits() transport.Limits { return s.cfg.Limits.WithDefaults() }
+
 // Handler returns the server's HTTP handler: ConnectPath, HealthPath,
 // MetricsPath (unless Config.SeparateMetrics) and, when configured, the
 // assets. Serve it with the timeouts

@@ -348,7 +348,7 @@ func TestWorld(t *testing.T) {
 		}
 		for i, c := range cs {
 			for j, o := range cs {
-				if _, ok := c.Interest().Entity(o.Self()); !ok && i != j {
+				if _, ok := c.Interest().Entity(o.Entity()); !ok && i != j {
 					t.Fatalf("client %d does not know player %d after 5 s", i, j)
 				}
 			}

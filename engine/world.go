@@ -16,8 +16,11 @@ type WorldConfig struct {
 	// Interest is the world's configuration.
 	Interest interest.Config
 	// Join places a joining player: it returns the player's entity,
-	// spawned or found. It runs on the world's worker. Nil spawns a player
-	// entity at the map's centre with the player id as its name.
+	// spawned (World.Spawn) or found. The server then attaches the
+	// connection to it (World.Join): the hook does not call Join, which is
+	// for a game that drives an interest.World without a Server. It runs
+	// on the world's worker. Nil spawns a player entity at the map's
+	// centre with the player id as its name.
 	Join func(w *interest.World, player string) (interest.ID, error)
 	// Leave is called on the world's worker when a player's connection
 	// closes. Nil despawns its entity.

@@ -120,7 +120,7 @@ const (
 // it applies the world's commands and logic, extrapolates moves frame by
 // frame with the world's own integer rule, asks for entities it hears of
 // but does not know (discovery) and for display data it has not cached,
-// drops entities that leave its 3x3 range (seed 1.1.1, steps 1 and 2),
+// drops entities that leave its 3x3 range,
 // sends the player's own commands stamped with their frame, and adopts the
 // world's corrections.
 //
@@ -245,7 +245,7 @@ func (c *Client) Advance(now time.Time) {
 }
 
 // stepTo steps every entity to frame target and applies the removal
-// rules (seed 1.1.1, steps 1 and 2): an entity found outside the 3x3 range
+// rules: an entity found outside the 3x3 range
 // around the player's own region, because the player moved or because the
 // entity did, is doomed, and dropped removeGrace later unless the world
 // speaks of it again or the player's own move brings it back in range.
@@ -736,7 +736,7 @@ func (c *Client) queue(cmd command) error {
 }
 
 // Move starts the player toward dest at speed units per frame, at once on
-// the client (seed 5.2.1: a move is never held back for the server), and
+// the client (a move is never held back for the server), and
 // tells the world, which validates it.
 func (c *Client) Move(dest Vec, speed int32) error {
 	if !c.lay.onMap(dest) {

@@ -259,7 +259,9 @@ func (w *World) SetTarget(player, target ID) error {
 
 // Join attaches a client to an entity (usually a Player): from now on the
 // world sends it packets through the Sender under the entity's ID, and
-// accepts its uplink through Deliver.
+// accepts its uplink through Deliver. A world hosted by engine.Server is
+// joined by the server (its WorldConfig.Join hook only spawns or finds
+// the entity); a game that drives a World itself calls Spawn, then Join.
 func (w *World) Join(id ID) error {
 	e, err := w.lookup(id)
 	if err != nil {

@@ -8,9 +8,9 @@ import (
 	"github.com/tongbu/tongbu/codec"
 )
 
-// Defaults, from the seed (000, section 3): 16 m regions of 32 x 32 cells
-// of 32 units, a 64 x 64 region map (15-bit coordinates), 16 frames a
-// second, 16 m/s top speed.
+// Defaults: regions 16 m on a side (1024 units: a unit is 1/64 m), a
+// 64 x 64 region map (15-bit coordinates), 16 frames a second, 16 m/s top
+// speed (64 units a frame).
 const (
 	DefaultRegionSize  = 1024
 	DefaultWidth       = 64
@@ -39,7 +39,7 @@ type Config struct {
 	RegionSize int
 	// Width and Height are the map's size in regions. Coordinates take
 	// the bits the map's size in units needs: 15 for 64 x 64 regions of
-	// 1024 units (JX3's world), up to 24 for larger maps.
+	// 1024 units, up to 24 for larger maps.
 	Width, Height int
 	// Hz is the world's frame rate.
 	Hz int
@@ -64,7 +64,7 @@ type Config struct {
 	// from the world's record for that frame and still be accepted.
 	Tolerance int
 	// MaxSpeed is the fastest speed in units per frame a player may ask
-	// for. JX3's 16 m/s is 64 units a frame at 16 Hz.
+	// for (default 64: 16 m/s at 16 Hz, a unit being 1/64 m).
 	MaxSpeed int
 	// MaxMove bounds how far a move's destination may be from its source,
 	// in units. Default 4 regions.
@@ -98,7 +98,12 @@ type Config struct {
 	LeaveMessages bool
 }
 
-// WithDefaults returns c with every zero field set to its default.
+// WithDefaults returns c with every zero field set to its default:
+// RegionSize 1024 units, a map of 64 x 64 regions, Hz 16, MaxSpeed 64
+// units a frame, MaxMove 4 regions, Tolerance 32 units, MaxAhead 2
+// frames, ForcedSync 2 s less a frame, Lead half of ForcedSync, History
+// 10 s, MaxEntities 65,536, TickBudget 160, DiscoveryRate 64, MagicBits 8,
+// MaxCustom 64 and DefaultPolicy (the Default constants).
 func (c Config) WithDefaults() Config {
 	def := func(v *int, d int) {
 		if *v == 0 {
@@ -120,7 +125,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.MaxCustom, DefaultMaxCustom)
 	if c.ForcedSync == 0 {
 		// A frame early, so that the sync reaches the client within the
-		// seed's 2 s rather than one frame after.
+		// 2 s the client's removal rules allow, not one frame after.
 		c.ForcedSync = DefaultForcedSync - c.Period()
 	}
 	if c.Lead == 0 {
@@ -219,7 +224,7 @@ type Policy struct {
 	Rules []Rule
 }
 
-// DefaultPolicy is JX3's reasoning made concrete: a player's target
+// DefaultPolicy is an MMO's usual choice: a player's target
 // is synced often; fighters often enough to show life bars move; city
 // folk, whose life and mana nobody watches, rarely.
 func DefaultPolicy() Policy {

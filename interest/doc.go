@@ -1,7 +1,7 @@
 // Package interest is tongbu's MMO state-sync mode: a World cut into
 // square regions, each client kept in sync with the 3x3 regions around
-// its character, the way JX3 does it (SPEC.md section 8 names the
-// sources).
+// its character, the way large MMOs keep thousands of players in one
+// world.
 //
 // What a client is told:
 //   - commands (move with source and destination, jump, skill, and

@@ -9,9 +9,9 @@ import (
 	"github.com/tongbu/tongbu/interest/internal/prefetch"
 )
 
-// forced queues the forced sync of regions whose time has come (seed
-// 5.2.2). A region ahead of a moving player is due earlier: Lead before
-// the player would reach it (seed 5.1.3).
+// forced queues the forced sync of regions whose time has come. A
+// region ahead of a moving player is due earlier: Lead before the player
+// would reach it.
 func (o *observer) forced(w *World, me *entity) {
 	if !w.waiting[o.id] {
 		return
@@ -29,7 +29,7 @@ func (o *observer) forced(w *World, me *entity) {
 		}
 		why := uint8(whyForced)
 		due := o.due[s]
-		// Direction first (seed 5.1.3): a region on the mover's path is
+		// Direction first: a region on the mover's path is
 		// due Lead before it would reach it, or Lead before its regular
 		// time, whichever is sooner, so that at any speed it comes ahead
 		// of the regions to the sides.

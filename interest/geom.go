@@ -2,8 +2,9 @@ package interest
 
 import "math"
 
-// Vec is a position or offset in world units (1/32 of a JX3 cell; a
-// region is RegionSize units on a side).
+// Vec is a position or offset in world units (what a unit measures is
+// the game's choice; the defaults take it as 1/64 m): a region is
+// RegionSize units on a side.
 type Vec struct{ X, Y int32 }
 
 // Add returns v + o.

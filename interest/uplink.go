@@ -246,7 +246,7 @@ func (o *observer) command(w *World, e *entity, c *command) (int, error) {
 		var expect Vec
 		if c.frame <= w.frame {
 			expect = o.at(c.frame)
-		} else { // the client runs ahead: catch up to it (seed 5.2.1)
+		} else { // the client runs ahead: catch up to it
 			expect = StepN(e.lg.Pos, e.lg.Dest, e.lg.Speed, c.frame-w.frame)
 		}
 		if tol := int64(w.cfg.Tolerance); c.src.DistSq(expect) > tol*tol {

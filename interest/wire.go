@@ -182,7 +182,7 @@ func (l *layout) readRawPos(r *codec.Reader) Vec {
 }
 
 // writePath writes where an entity is heading relative to pos: one bit for
-// standing, else the destination's offset and the speed (seed 5.1.4).
+// standing, else the destination's offset and the speed.
 func (l *layout) writePath(w *codec.Writer, pos, dest Vec, speed int32) {
 	moving := pos != dest && speed > 0
 	w.WriteBool(moving)

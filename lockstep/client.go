@@ -123,7 +123,8 @@ func (c *Client) serverFrame(t time.Time) float64 {
 
 // Input queues one input of the player and returns the frame it targets:
 // the frame the room will be cutting when the input arrives, as estimated
-// from the downlink's timing and the arrival margins the room reports.
+// from the downlink's timing and the room's reports of how early the
+// player's inputs arrive.
 func (c *Client) Input(now time.Time, data []byte) (int, error) {
 	return c.inputFor(now, int(math.Ceil(c.serverFrame(now)+c.lead)), data)
 }

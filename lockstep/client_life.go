@@ -208,7 +208,7 @@ func (c *Client) maybeReport(now time.Time) {
 		catchUp += now.Sub(c.catchStart)
 	}
 	rep := playReport{
-		mapdv2Tenths: int(st.MAPDV2Ms * 10),
+		mapdv2Tenths: int(st.DelayVariationMs * 10),
 		stalls:       uint64(st.Stalls),
 		stalledMs:    uint64(st.Stalled / time.Millisecond),
 		fastMs:       uint64(st.Fast / time.Millisecond),

@@ -15,7 +15,7 @@
 // reach the room for, learned from the room's reports of how early inputs
 // arrive; repeats them until acknowledged; reassembles the frame sequence;
 // and plays it out through a JitterBuffer, which keeps the playout just
-// behind the earliest arrivals by the delay variation it measures (MAPDV2
+// behind the earliest arrivals by the delay variation it measures (its mean
 // and the third-highest recent delay event, plus a margin) and plays
 // normal, fast, slow (never under SlowestPlay, 0.75x) or pauses. The game
 // calls Client.Advance on every render tick and runs the frames it returns,

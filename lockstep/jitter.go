@@ -34,7 +34,7 @@ const (
 	jitterWindow  = 150    // frames of delay history (10 s at 15 Hz)
 	eventGap      = 1000.0 // ms: frames this close in arrival belong to one delay event
 	eventRank     = 3      // the depth covers the third-highest delay event of the window
-	depthMargin   = 30.0   // ms above that event, at least; MAPDV2/2 on a jittery link
+	depthMargin   = 30.0   // ms above that event, at least; half the delay variation on a jittery link
 	mapdvGain     = 1.0 / 16
 	delayMinDecay = 0.02 // ms the windowless minimum relaxes per frame, for route changes
 	brakeFrames   = 2.0  // start slowing this far before running out of frames
@@ -45,8 +45,8 @@ const (
 
 // JitterBuffer decides when frames are played. It watches when each frame
 // arrives against when the room cut it, estimates the downlink's delay
-// variation two ways, MAPDV2 (ITU-T G.1020: the mean absolute deviation of
-// each delay from the running mean delay) and the third-highest delay
+// variation two ways, the mean absolute deviation of each delay from the
+// running mean delay (ITU-T G.1020's MAPDV) and the third-highest delay
 // event above the minimum in the last 150 frames (10 s at 15 Hz; a lone
 // spike or loss burst is a transient it does not hold), and keeps the
 // playout that far behind the earliest arrivals, plus a margin: no
@@ -148,8 +148,8 @@ func (j *JitterBuffer) Arrive(n int, t time.Time) {
 
 // updateTarget sets the buffer depth: the window's third-highest delay
 // event above the minimum (events are at least eventGap apart in
-// arrival), plus a margin of depthMargin or MAPDV2/2, whichever is more,
-// and at least twice MAPDV2. One or two high events in 10 s, a spike or a
+// arrival), plus a margin of depthMargin or half the mean delay
+// variation, whichever is more, and at least twice that variation. One or two high events in 10 s, a spike or a
 // loss burst, are transients: play slows or pauses for them once and then
 // drains the backlog, and the depth does not hold them for the whole
 // window. A delay that recurs is the link's character, and the depth
@@ -202,8 +202,10 @@ func (j *JitterBuffer) Target() float64 { return j.targetMs / j.period }
 // Depth returns the frames buffered ahead of the playhead.
 func (j *JitterBuffer) Depth() float64 { return max(0, float64(j.have-1)-j.playhead) }
 
-// MAPDV2 returns the current MAPDV2 estimate in milliseconds.
-func (j *JitterBuffer) MAPDV2() float64 { return j.mapdv2 }
+// DelayVariation returns the current estimate of the downlink's mean
+// delay variation (the mean absolute deviation of each frame's delay from
+// the running mean delay), in milliseconds.
+func (j *JitterBuffer) DelayVariation() float64 { return j.mapdv2 }
 
 // Advance moves the playhead to render time t and returns the frames that
 // became due (the first and one past the last frame number), the fraction
@@ -284,19 +286,21 @@ func (j *JitterBuffer) Advance(t time.Time) (from, to int, alpha float64, state 
 
 // PlayoutStats summarizes the playout so far.
 type PlayoutStats struct {
-	Stalls    int           // times play paused for a missing frame
-	Stalled   time.Duration // time spent paused
-	Fast      time.Duration // time spent in fast play
-	Slow      time.Duration // time spent in slow play
-	TargetMs  float64       // current target depth
-	MAPDV2Ms  float64
-	DepthFrms float64
+	Stalls   int           // times play paused for a missing frame
+	Stalled  time.Duration // time spent paused
+	Fast     time.Duration // time spent in fast play
+	Slow     time.Duration // time spent in slow play
+	TargetMs float64       // current target depth
+	// DelayVariationMs is the current mean delay variation
+	// (JitterBuffer.DelayVariation).
+	DelayVariationMs float64
+	DepthFrms        float64 // frames buffered ahead of the playhead
 }
 
 // Stats returns the playout counters.
 func (j *JitterBuffer) Stats() PlayoutStats {
 	return PlayoutStats{
 		Stalls: j.stalls, Stalled: j.stallTime, Fast: j.fastTime, Slow: j.slowTime,
-		TargetMs: j.targetMs, MAPDV2Ms: j.mapdv2, DepthFrms: j.Depth(),
+		TargetMs: j.targetMs, DelayVariationMs: j.mapdv2, DepthFrms: j.Depth(),
 	}
 }

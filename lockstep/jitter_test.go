@@ -80,7 +80,7 @@ func TestJitterBufferAbsorbsLossDelays(t *testing.T) {
 	if st.TargetMs < 100 {
 		t.Fatalf("target %.1f ms cannot cover delays of whole periods", st.TargetMs)
 	}
-	t.Logf("stalls %d (%v), added %.1f ms, target %.1f ms, MAPDV2 %.1f ms, fast %v", st.Stalls, st.Stalled, added, st.TargetMs, st.MAPDV2Ms, st.Fast)
+	t.Logf("stalls %d (%v), added %.1f ms, target %.1f ms, delay variation %.1f ms, fast %v", st.Stalls, st.Stalled, added, st.TargetMs, st.DelayVariationMs, st.Fast)
 }
 
 func TestJitterBufferStates(t *testing.T) {

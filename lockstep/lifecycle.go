@@ -31,7 +31,7 @@ const (
 	maxDumpParts  = 256
 	// MaxDumpBytes bounds one state dump: DumpPartBytes * 256 (3 MiB).
 	MaxDumpBytes   = DumpPartBytes * maxDumpParts
-	maxMAPDV2Tenth = 65535 // 6.5 s, in tenths of a millisecond
+	maxJitterTenth = 65535 // 6.5 s, in tenths of a millisecond
 	maxReportMs    = 1<<40 - 1
 )
 
@@ -54,7 +54,7 @@ func lifeKind(msg []byte) (int, *codec.Reader, error) {
 
 // playReport is a client's playout quality so far (lifeReport).
 type playReport struct {
-	mapdv2Tenths int    // current MAPDV2, tenths of a millisecond
+	mapdv2Tenths int    // current mean delay variation, tenths of a millisecond
 	stalls       uint64 // pauses so far
 	stalledMs    uint64 // time paused
 	fastMs       uint64 // time in fast play
@@ -63,7 +63,7 @@ type playReport struct {
 
 func (p *playReport) encode(w *codec.Writer) {
 	writeLife(w, lifeReport)
-	w.WriteUint(uint64(min(max(p.mapdv2Tenths, 0), maxMAPDV2Tenth)), maxMAPDV2Tenth)
+	w.WriteUint(uint64(min(max(p.mapdv2Tenths, 0), maxJitterTenth)), maxJitterTenth)
 	w.WriteUvarint(p.stalls)
 	w.WriteUvarint(min(p.stalledMs, maxReportMs))
 	w.WriteUvarint(min(p.fastMs, maxReportMs))
@@ -72,7 +72,7 @@ func (p *playReport) encode(w *codec.Writer) {
 
 func decodePlayReport(r *codec.Reader) (playReport, error) {
 	var p playReport
-	p.mapdv2Tenths = int(r.ReadUint(maxMAPDV2Tenth))
+	p.mapdv2Tenths = int(r.ReadUint(maxJitterTenth))
 	p.stalls = r.ReadUvarint()
 	p.stalledMs = r.ReadUvarint()
 	p.fastMs = r.ReadUvarint()

@@ -112,8 +112,9 @@ type PeerQuality struct {
 	// LossUp is the share of uplink packets that never arrived; LossDown
 	// the share of downlink packets the client did not receive.
 	LossUp, LossDown float64
-	// JitterMean and JitterMax are the mean and highest MAPDV2 the client
-	// reported (ITU-T G.1020), in milliseconds.
+	// JitterMean and JitterMax are the mean and highest delay variation
+	// the client reported (the mean absolute deviation of a frame's delay
+	// from the mean delay), in milliseconds.
 	JitterMean, JitterMax float64
 	// Stalls is how often play paused for a missing frame, Stalled for
 	// how long; Fast is the time spent in fast play, CatchUp the time

@@ -170,11 +170,11 @@ type RollbackTick struct {
 // in late players as usual. The session runs its present ahead of the
 // room's cut by the lead its inputs need to arrive in time, on a clock
 // that runs up to 5% slow when ahead of that and up to 25% fast when
-// behind (GGPO's frame-advantage sync, driven by the room's
-// arrival-margin reports), and never more than MaxPrediction frames
-// beyond the newest confirmed frame.
+// behind (driven by the room's reports of how early each input arrived),
+// and never more than MaxPrediction frames beyond the newest confirmed
+// frame.
 //
-// The game is driven by requests, as in GGRS: each render tick call
+// The game is driven by requests: each render tick call
 // Update with the player's input and carry out the returned requests in
 // order (or pass them to Run). Hashes for desync detection are taken of
 // confirmed states only. Like Client, it is not safe for concurrent use.

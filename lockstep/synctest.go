@@ -11,8 +11,7 @@ import (
 // Step reads anything SaveState left out, iterates a map, or rounds a
 // float differently on the way through SaveState fails within Check
 // frames of the first frame that shows it, and the error names the frame.
-// Run it in a test with the game's own inputs or a bot's (GGRS's
-// SyncTestSession).
+// Run it in a test with the game's own inputs or a bot's.
 type SyncTest struct {
 	cfg    Config
 	check  int

@@ -1,6 +1,6 @@
-// Package replica replicates shared data between server processes, after
-// seed 004: a world server (the Publisher) keeps collections of records
-// such as guilds and teams, and game servers (Subscribers) hold a copy of
+// Package replica replicates shared data between server processes: a
+// world server (the Publisher) keeps collections of records such as
+// guilds and teams, and game servers (Subscribers) hold a copy of
 // each, kept current by full and incremental sync over a Bus. SPEC.md,
 // "Replica protocol", describes every message and file.
 //
@@ -9,14 +9,13 @@
 // Every collection has a 64-bit version. The publisher's starts at 0 and
 // each commit of pending changes closes a delta numbered version+1. The
 // publisher keeps the last K deltas in a ring (the delta of version v in
-// slot v mod K) and the latest full snapshot. Following the seed, a
-// snapshot taken while changes are pending first closes them into a delta
-// at version+1, so that the snapshot and the delta of one version describe
+// slot v mod K) and the latest full snapshot. A snapshot taken while
+// changes are pending first closes them into a delta at version+1, so that the snapshot and the delta of one version describe
 // the same state.
 //
 // A delta lists, per changed record, its ID, a deleted bit, and the record
 // encoded by its codec.Record methods: a dirty mask with one bit per field
-// and the fields that changed (seed 004 section 4.2), or the whole record
+// and the fields that changed, or the whole record
 // when the receiver has none. Snapshots and catch-up are compressed with
 // snappy (codec.Compress) and split into bus-sized parts with codec
 // framing; subscribers merge them with a codec.Reassembler within a byte

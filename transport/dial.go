@@ -60,7 +60,7 @@ func dial(ctx context.Context, url string, cfg *ClientConfig) (Conn, error) {
 	if cfg == nil {
 		cfg = &ClientConfig{}
 	}
-	lim := cfg.Limits.withDefaults()
+	lim := cfg.Limits.WithDefaults()
 	log := cfg.Logger
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)

@@ -25,7 +25,7 @@ func FuzzReceived(f *testing.F) {
 	f.Add([]byte{0, 3, 'a', 'b', 'c', 1, 0, 1, 2, 'h', 'i'})
 	f.Add([]byte{0, 200})
 	f.Add(append([]byte{1, 255}, bytes.Repeat([]byte{7}, 255)...))
-	lim := Limits{MaxUnreliable: 64, MaxReliable: 128}.withDefaults()
+	lim := Limits{MaxUnreliable: 64, MaxReliable: 128}.WithDefaults()
 	log := slog.New(slog.DiscardHandler)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		pc, err := webrtc.NewPeerConnection(webrtc.Configuration{})

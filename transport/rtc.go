@@ -49,8 +49,9 @@ type Limits struct {
 	InboxReliable   int
 }
 
-// withDefaults returns l with its zero fields set to their defaults.
-func (l Limits) withDefaults() Limits { return Limits(conn.WithDefaults(conn.Limits(l))) }
+// WithDefaults returns l with its zero fields set to their defaults: the
+// limits a connection made with l has.
+func (l Limits) WithDefaults() Limits { return Limits(conn.WithDefaults(conn.Limits(l))) }
 
 // Channel parameters, identical on both sides (SPEC.md, "Data channels").
 var (

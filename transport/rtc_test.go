@@ -481,7 +481,7 @@ func TestWebRTCNoGoroutinesLeftAfterClose(t *testing.T) {
 	// The lean clients of a process share one endpoint, and its flusher,
 	// for the life of the process: count it in whether or not a test that
 	// ran before made it.
-	if err := lean.StartClients(conn.Limits(Limits{}.withDefaults())); err != nil {
+	if err := lean.StartClients(conn.Limits(Limits{}.WithDefaults())); err != nil {
 		t.Fatal(err)
 	}
 	base := runtime.NumGoroutine()

@@ -182,7 +182,7 @@ func newServer(cfg ServerConfig) (*Server, error) {
 		return nil, fmt.Errorf("transport: listen %s: %w", cfg.UDPAddr, err)
 	}
 	s := &Server{
-		cfg: cfg, lim: cfg.Limits.withDefaults(), log: log,
+		cfg: cfg, lim: cfg.Limits.WithDefaults(), log: log,
 		accept: make(chan Conn, cfg.AcceptQueue),
 		byAddr: make(map[netip.Prefix]int),
 		byKey:  make(map[string]int),

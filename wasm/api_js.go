@@ -149,7 +149,7 @@ func (s *session) status() any {
 		if c.Lockstep() != nil {
 			m["slot"], m["play"], m["depth"] = c.Slot(), s.play, s.depth
 		} else {
-			m["self"], m["known"] = int(c.Self()), c.Interest().Len()
+			m["self"], m["known"] = int(c.Entity()), c.Interest().Len()
 		}
 	}
 	return m

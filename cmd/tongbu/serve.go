@@ -209,7 +209,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	stack := fs.String("stack", "", "WebRTC implementation: lean (one socket, no goroutine per peer; the default) or pion")
 	publicIP := fs.String("public-ip", "", "comma-separated addresses to advertise (behind a 1:1 NAT)")
 	secretFile := fs.String("secret-file", "", "file holding the ticket secret (default $TONGBU_SECRET)")
-	rooms := fs.Int("rooms", 0, "also create this many lockstep rooms room-1..room-N with default settings")
+	rooms := fs.Int("rooms", 0, "also create this many lockstep rooms room-1..room-N with default settings (10 players, 15 Hz)")
 	loopback := fs.Bool("loopback", false, "offer loopback candidates too (local tests and demos)")
 	huge := fs.Bool("hugepages", true, "ask Linux for transparent huge pages for the heap (Linux; where the system's mode is madvise, a large world ticks about a tenth faster)")
 	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on this address (a private one) instead of -http's; the token, if any, in $TONGBU_METRICS_TOKEN")

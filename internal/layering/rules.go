@@ -92,7 +92,7 @@ var rules = map[string]rule{
 	// cluster: placement of rooms across server processes, over NATS; it
 	// may use the engine and natsbus, not the browser glue.
 	"cluster": {denyLocal: append([]string{"wasm", "replica"}, programs...), denyExternal: heavy},
-	// replica (seed 004) sits beside the modes: codec and its own
+	// replica sits beside the modes: codec and its own
 	// packages, snappy; no transport, no modes, nothing else of engine.
 	"replica": {
 		allowLocal:    []string{"replica", "codec"},

@@ -7,8 +7,8 @@ import (
 	"strconv"
 )
 
-// Fixed is a signed Q44.20 fixed-point number: the value is the int64
-// divided by 2^20. The zero value is 0. Compare Fixed values with the
+// Fixed is a signed fixed-point number with 20 fraction bits (Q44.20):
+// the value is the int64 divided by 2^20. The zero value is 0. Compare Fixed values with the
 // ordinary operators (==, <, ...) and the built-in min and max.
 type Fixed int64
 

@@ -1,11 +1,11 @@
-// Package replicatest holds sample records for replica: seed 004's guilds
+// Package replicatest holds sample records for replica: an MMO's guilds
 // and teams, declared with codec tags and encoded by code codecgen
 // generated. replica's tests, fuzz targets and example replicate them, as
 // does tongbu bench replica; a game's own tests of its replication can
 // too.
 package replicatest
 
-// Guild is a guild as the world server shares it (seed 004: 帮会).
+// Guild is a guild as the world server shares it.
 //
 //go:generate go run github.com/tongbu/tongbu/cmd/codecgen -type Guild,Team
 type Guild struct {
@@ -17,7 +17,7 @@ type Guild struct {
 	Notice  string `codec:"string,max=64"`
 }
 
-// Team is a team as the world server shares it (seed 004: 队伍).
+// Team is a team as the world server shares it.
 type Team struct {
 	Leader  uint64 `codec:"uvarint"`
 	Size    uint8  `codec:"uint,max=5"`

@@ -15,7 +15,7 @@
 //
 // # Determinism
 //
-// The simulation uses only integers and lockstep/fixed (Q44.20 fixed
+// The simulation uses only integers and lockstep/fixed (64-bit fixed
 // point with integer sqrt and trigonometry); no float64 touches it. It
 // iterates players in slot order and shots in firing order, never a Go map.
 // Its only randomness (where a player respawns) comes from a fixed.Rand

@@ -1,7 +1,6 @@
 // Package game is the duel: a two-player fighting game at 60 frames a
-// second, played in tongbu's prediction mode (lockstep.Rollback). It is
-// seed 002's example made small: fighters on a line, walking, blocking,
-// and a jab with the frame data of Kasumi's P in Dead or Alive, 9(2)13:
+// second, played in tongbu's prediction mode (lockstep.Rollback), made
+// small: fighters on a line, walking, blocking, and a jab with the frame data of Kasumi's P in Dead or Alive, 9(2)13:
 // nine frames of startup, two active frames that hit, thirteen of
 // recovery.
 //

@@ -25,7 +25,7 @@ const (
 	RoundPause = 2 * Hz // frames between rounds
 	MatchPause = 4 * Hz // frames between matches
 
-	// The jab's frame data, seed 002's 9(2)13 (Kasumi's P in DOA): 9
+	// The jab's frame data, 9(2)13 (Kasumi's P in Dead or Alive): 9
 	// frames of startup, 2 active frames that can hit, 13 of recovery in
 	// which no new move starts.
 	JabStartup  = 9

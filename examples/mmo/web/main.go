@@ -32,7 +32,7 @@ type session struct {
 }
 
 func (s *session) Client() *interest.Client { return s.c.Interest() }
-func (s *session) Player() interest.ID      { return s.c.Self() }
+func (s *session) Player() interest.ID      { return s.c.Entity() }
 
 // Config is the world's configuration with the demo's cities, which are
 // not sent on the wire.

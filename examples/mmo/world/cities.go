@@ -24,7 +24,7 @@ func (c City) Bounds(regionSize int) (lo, hi interest.Vec) {
 	return lo, hi
 }
 
-// cityPlaces are the demo's cities, named after those of JX3, placed at
+// cityPlaces are the demo's cities, named after cities of wuxia tales, placed at
 // fractions of the map.
 var cityPlaces = []struct {
 	name   string
