@@ -23,6 +23,21 @@ import (
 // installation into dir. It uses the go command on PATH (or GOROOT's),
 // whose build cache makes a rebuild with no changes take a second or two.
 func Build(ctx context.Context, dir, name, pkg string) error {
+	return BuildAll(ctx, dir, Target{Name: name, Pkg: pkg})
+}
+
+// Target is a browser client for BuildAll: the file to write in the
+// directory and the main package to build.
+type Target struct {
+	Name string // file name, such as "game.wasm"
+	Pkg  string // import path or directory of the main package
+}
+
+// BuildAll builds several clients into dir as Build builds one, in less
+// time than one after the other: one go command compiles every package
+// they need (each package once, on every core), then each is linked and
+// compressed side by side.
+func BuildAll(ctx context.Context, dir string, targets ...Target) error {
 	goCmd, err := goTool()
 	if err != nil {
 		return err
@@ -30,18 +45,50 @@ func Build(ctx context.Context, dir, name, pkg string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	out := filepath.Join(dir, name)
-	cmd := exec.CommandContext(ctx, goCmd, "build", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+	if len(targets) > 1 {
+		// Compile them together first (the results land in the build
+		// cache): separate go commands would each compile what they
+		// share, at the same time.
+		pkgs := make([]string, len(targets))
+		for i, t := range targets {
+			pkgs[i] = t.Pkg
+		}
+		if err := goBuild(ctx, goCmd, append([]string{"build", "-trimpath"}, pkgs...)); err != nil {
+			return err
+		}
+	}
+	errs := make(chan error, len(targets))
+	for _, t := range targets {
+		go func() {
+			out := filepath.Join(dir, t.Name)
+			err := goBuild(ctx, goCmd, []string{"build", "-trimpath", "-ldflags=-s -w", "-o", out, t.Pkg})
+			if err == nil {
+				err = compressFiles(out)
+			}
+			errs <- err
+		}()
+	}
+	for range targets {
+		if e := <-errs; err == nil {
+			err = e
+		}
+	}
+	if err != nil {
+		return err
+	}
+	return copyWasmExec(ctx, goCmd, dir)
+}
+
+// goBuild runs the go command with args for GOOS=js GOARCH=wasm.
+func goBuild(ctx context.Context, goCmd string, args []string) error {
+	cmd := exec.CommandContext(ctx, goCmd, args...)
 	cmd.Env = append(os.Environ(), "GOOS=js", "GOARCH=wasm", "CGO_ENABLED=0")
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("wasm: go build %s: %v\n%s", pkg, err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("wasm: go %s: %v\n%s", strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
 	}
-	if err := compressFiles(out); err != nil {
-		return err
-	}
-	return copyWasmExec(ctx, goCmd, dir)
+	return nil
 }
 
 // goTool finds the go command: $GOROOT/bin/go when GOROOT is set, else

@@ -33,10 +33,10 @@ import (
 )
 
 // The browser clients `tongbu demo` builds: file name and main package.
-var demoClients = []struct{ file, pkg string }{
-	{"arena.wasm", "github.com/tongbu/tongbu/examples/arena/web"},
-	{"mmo.wasm", "github.com/tongbu/tongbu/examples/mmo/web"},
-	{"duel.wasm", "github.com/tongbu/tongbu/examples/duel/web"},
+var demoClients = []wasm.Target{
+	{Name: "arena.wasm", Pkg: "github.com/tongbu/tongbu/examples/arena/web"},
+	{Name: "mmo.wasm", Pkg: "github.com/tongbu/tongbu/examples/mmo/web"},
+	{Name: "duel.wasm", Pkg: "github.com/tongbu/tongbu/examples/duel/web"},
 }
 
 const (
@@ -88,11 +88,13 @@ func demoCommand(args []string, stdout, stderr io.Writer) int {
 		cfg.Assets = filepath.Join(dir, "tongbu", "demo")
 	}
 	if !cfg.NoBuild {
-		fmt.Fprintf(stdout, "tongbu demo: building the browser clients into %s (with an empty build cache, under a minute)\n", cfg.Assets)
-		if err := buildDemoClients(context.Background(), cfg.Assets, stdout); err != nil {
+		fmt.Fprintf(stdout, "tongbu demo: building the three browser clients into %s (a few minutes the first time, seconds after that)\n", cfg.Assets)
+		t0 := time.Now()
+		if err := buildDemoClients(context.Background(), cfg.Assets); err != nil {
 			fmt.Fprintln(stderr, "tongbu demo:", err)
 			return 1
 		}
+		fmt.Fprintf(stdout, "tongbu demo: built them in %v\n", time.Since(t0).Round(100*time.Millisecond))
 	}
 	ln, err := net.Listen("tcp", cfg.HTTP)
 	if err != nil {
@@ -127,22 +129,10 @@ func browsable(a net.Addr) string {
 	return net.JoinHostPort(host, port)
 }
 
-// buildDemoClients compiles the demo's browser clients into dir, saying
-// which one it builds to progress when it is not nil.
-func buildDemoClients(ctx context.Context, dir string, progress io.Writer) error {
-	for i, c := range demoClients {
-		if progress != nil {
-			fmt.Fprintf(progress, "tongbu demo:   %s (%d of %d)\n", c.file, i+1, len(demoClients))
-		}
-		t0 := time.Now()
-		if err := wasm.Build(ctx, dir, c.file, c.pkg); err != nil {
-			return err
-		}
-		if progress != nil && time.Since(t0) > 5*time.Second {
-			fmt.Fprintf(progress, "tongbu demo:   %s built in %v\n", c.file, time.Since(t0).Round(time.Second))
-		}
-	}
-	return nil
+// buildDemoClients compiles the demo's browser clients into dir, side by
+// side.
+func buildDemoClients(ctx context.Context, dir string) error {
+	return wasm.BuildAll(ctx, dir, demoClients...)
 }
 
 // demo is the demo server: an engine.Server with the arena rooms and the
@@ -327,8 +317,8 @@ func (d *demo) startBot(ctx context.Context, room, name string, play func(contex
 		for {
 			err := play(ctx, cl)
 			cl.Close()
-			if ctx.Err() != nil {
-				return
+			if ctx.Err() != nil || errors.Is(err, engine.ErrServerClosed) {
+				return // the demo is stopping
 			}
 			// A bot whose connection was closed or whose game failed comes
 			// back, with its seat: the room catches it up.

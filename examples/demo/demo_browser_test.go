@@ -51,7 +51,7 @@ func startDemo(t *testing.T) *demoUnderTest {
 	buildOnce.Do(func() {
 		buildDir, buildErr = os.MkdirTemp("", "tongbu-demo-")
 		if buildErr == nil {
-			buildErr = buildDemoClients(context.Background(), buildDir, nil)
+			buildErr = buildDemoClients(context.Background(), buildDir)
 		}
 	})
 	if buildErr != nil {

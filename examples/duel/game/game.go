@@ -425,12 +425,14 @@ func Register(g *replay.Games) error {
 
 // RoomConfig is the room a duel is played in: 60 Hz, one byte of input a
 // frame, a late player's controller held as it was (FillRepeat), and a
-// late input moved to the next frame rather than lost. The room runs the
-// game too, so its hash names a player who diverges and a reconnecting
-// player is caught up from a snapshot.
+// late input moved to the next frame rather than lost. The match starts
+// when both players are there, not while one is still loading. The room
+// runs the game too, so its hash names a player who diverges and a
+// reconnecting player is caught up from a snapshot.
 func RoomConfig() lockstep.Config {
 	return lockstep.Config{
 		Players: Players, Hz: Hz, Fill: lockstep.FillRepeat, Late: lockstep.LateNextFrame,
+		Start:      lockstep.StartAllPlayers,
 		InputBytes: 1, HashEvery: 30,
 		Simulation: func() lockstep.Simulation { return New() },
 	}
