@@ -33,10 +33,9 @@ type Target struct {
 	Pkg  string // import path or directory of the main package
 }
 
-// BuildAll builds several clients into dir as Build builds one, in less
-// time than one after the other: one go command compiles every package
-// they need (each package once, on every core), then each is linked and
-// compressed side by side.
+// BuildAll builds several clients into dir as Build builds one: one go
+// command compiles every package they need, each once and on every core,
+// then each client is linked and compressed side by side.
 func BuildAll(ctx context.Context, dir string, targets ...Target) error {
 	goCmd, err := goTool()
 	if err != nil {

@@ -88,7 +88,7 @@ func demoCommand(args []string, stdout, stderr io.Writer) int {
 		cfg.Assets = filepath.Join(dir, "tongbu", "demo")
 	}
 	if !cfg.NoBuild {
-		fmt.Fprintf(stdout, "tongbu demo: building the three browser clients into %s (a few minutes the first time, seconds after that)\n", cfg.Assets)
+		fmt.Fprintf(stdout, "tongbu demo: building the three browser clients into %s (the first build compiles Ebiten: a minute or more; later ones take seconds)\n", cfg.Assets)
 		t0 := time.Now()
 		if err := buildDemoClients(context.Background(), cfg.Assets); err != nil {
 			fmt.Fprintln(stderr, "tongbu demo:", err)
