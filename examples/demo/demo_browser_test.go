@@ -192,7 +192,7 @@ func notBlank(t *testing.T, bctx context.Context, what string) {
 }
 
 // TestArenaInBrowser: two browser pages join one arena room with its two
-// bots; for a minute every frame hash the pages report equals the bots'.
+// bots; for 30 s every frame hash the pages report equals the bots'.
 func TestArenaInBrowser(t *testing.T) {
 	u := startDemo(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -210,15 +210,15 @@ func TestArenaInBrowser(t *testing.T) {
 	}
 	compared := 0
 	room := "arena-1"
-	for end := time.Now().Add(time.Minute); time.Now().Before(end); time.Sleep(5 * time.Second) {
+	for end := time.Now().Add(30 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Second) {
 		for i, page := range []context.Context{a, b} {
 			compared += len(u.sameHashes(t, page, `tongbuArena.hashes`, room, fmt.Sprint("page ", i), nil))
 		}
 	}
 	var frame int
 	chromedp.Run(a, chromedp.Evaluate(`tongbuArena.frame`, &frame))
-	if frame < 15*50 || compared < 1000 {
-		t.Fatalf("after a minute: frame %d, %d hashes compared", frame, compared)
+	if frame < 15*25 || compared < 400 {
+		t.Fatalf("after 30 s: frame %d, %d hashes compared", frame, compared)
 	}
 	t.Logf("arena: frame %d, %d page hashes equal to the bots'", frame, compared)
 	// The room runs the game and verifies events: pages and bots agree
@@ -249,13 +249,18 @@ func TestArenaInBrowser(t *testing.T) {
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Logf("arena: page A showed page B's seat as the bot's %.1f s after page B went away", time.Since(left).Seconds())
-	stopB()
-	stopA()
-	for end := time.Now().Add(40 * time.Second); u.metric(t, "tongbu_connections") != "2"; time.Sleep(500 * time.Millisecond) {
+	// (A page whose browser dies is released by the idle timeout instead:
+	// TestMMOInBrowser.)
+	if err := chromedp.Run(a, chromedp.Navigate("about:blank")); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(10 * time.Second); u.metric(t, "tongbu_connections") != "2"; time.Sleep(250 * time.Millisecond) {
 		if time.Now().After(end) {
-			t.Fatalf("tongbu_connections %s 40 s after the pages closed, want 2", u.metric(t, "tongbu_connections"))
+			t.Fatalf("tongbu_connections %s 10 s after the pages went away, want 2", u.metric(t, "tongbu_connections"))
 		}
 	}
+	stopB()
+	stopA()
 }
 
 // arenaPlayer is the local player as the arena page publishes it.
@@ -403,7 +408,7 @@ func TestMMOInBrowser(t *testing.T) {
 	if got := u.metric(t, "tongbu_connections"); got != "1" {
 		t.Fatalf("tongbu_connections %s with one page, want 1", got)
 	}
-	stop()
+	stop() // the browser dies without a word: the idle timeout frees the connection
 	for end := time.Now().Add(40 * time.Second); u.metric(t, "tongbu_connections") != "0"; time.Sleep(500 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatalf("tongbu_connections %s 40 s after the page closed, want 0", u.metric(t, "tongbu_connections"))
