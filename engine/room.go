@@ -215,8 +215,9 @@ func (r *Room) attach(p *peer) error {
 	if old != nil {
 		old.bye(byeReplaced, "")
 	}
+	at := time.Now()
 	r.Do(func(room *lockstep.Room) {
-		r.arrive(arrived, time.Now())
+		r.arrive(arrived, at)
 		if seen || room.NextFrame() > 0 {
 			room.Join(slot, time.Now()) // a fresh client: stream it the match so far
 		}
