@@ -6,6 +6,8 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"io"
 	"os"
@@ -62,7 +64,7 @@ func BuildAll(ctx context.Context, dir string, targets ...Target) error {
 			out := filepath.Join(dir, t.Name)
 			err := goBuild(ctx, goCmd, []string{"build", "-trimpath", "-ldflags=-s -w", "-o", out, t.Pkg})
 			if err == nil {
-				err = compressFiles(out)
+				err = compressChanged(out)
 			}
 			errs <- err
 		}()
@@ -130,21 +132,38 @@ func copyWasmExec(ctx context.Context, goCmd, dir string) error {
 // brotli's far slower optimal parsing).
 const brotliQuality = 9
 
-// compressFiles writes path.gz and path.br, path compressed with gzip at
-// its best level and with brotli, each through a temporary file so that a
-// server never serves half of one. The two run side by side.
-func compressFiles(path string) error {
+// compressChanged compresses path as compressFiles does unless its
+// compressed copies are already of these bytes: path.sum holds the
+// SHA-256 of what they were made from, written once both are in place. A
+// rebuild with no change then takes the link's second or two, not the
+// compressor's several seconds a client.
+func compressChanged(path string) error {
 	src, err := os.ReadFile(path)
 	if err != nil {
 		return err
 	}
+	sum := sha256.Sum256(src)
+	want := hex.EncodeToString(sum[:])
+	if had, err := os.ReadFile(path + ".sum"); err == nil && string(had) == want && fileExists(path+".br") && fileExists(path+".gz") {
+		return nil
+	}
+	if err := compressFiles(path, src); err != nil {
+		return err
+	}
+	return os.WriteFile(path+".sum", []byte(want), 0o644)
+}
+
+// compressFiles writes path.gz and path.br, path compressed with gzip at
+// its best level and with brotli, each through a temporary file so that a
+// server never serves half of one. The two run side by side.
+func compressFiles(path string, src []byte) error {
 	errs := make(chan error, 1)
 	go func() {
 		errs <- writeCompressed(path+".br", src, func(w io.Writer) io.WriteCloser {
 			return brotli.NewWriterLevel(w, brotliQuality)
 		})
 	}()
-	err = writeCompressed(path+".gz", src, func(w io.Writer) io.WriteCloser {
+	err := writeCompressed(path+".gz", src, func(w io.Writer) io.WriteCloser {
 		zw, _ := gzip.NewWriterLevel(w, gzip.BestCompression) // a valid level: no error
 		return zw
 	})

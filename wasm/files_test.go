@@ -27,7 +27,7 @@ func TestFiles(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dir, "game.wasm"), plain, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := compressFiles(filepath.Join(dir, "game.wasm")); err != nil {
+	if err := compressChanged(filepath.Join(dir, "game.wasm")); err != nil {
 		t.Fatal(err)
 	}
 	os.WriteFile(filepath.Join(dir, "wasm_exec.js"), []byte("// loader"), 0o644)
@@ -89,5 +89,56 @@ func TestFiles(t *testing.T) {
 	}
 	if resp := get("/favicon.ico", ""); resp.StatusCode != 200 || resp.Header.Get("Content-Type") != "image/x-icon" {
 		t.Fatalf("favicon: %d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+	}
+}
+
+// TestCompressChanged: a client rebuilt with the same bytes keeps its
+// compressed copies; one whose bytes changed, or whose copies are missing,
+// is compressed again.
+func TestCompressChanged(t *testing.T) {
+	dir := t.TempDir()
+	out := filepath.Join(dir, "game.wasm")
+	write := func(b []byte) {
+		t.Helper()
+		if err := os.WriteFile(out, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := compressChanged(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	decoded := func() []byte {
+		t.Helper()
+		f, err := os.Open(out + ".gz")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		zr, err := gzip.NewReader(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(zr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	first := bytes.Repeat([]byte("first build "), 100)
+	write(first)
+	os.WriteFile(out+".br", []byte("marker"), 0o644) // a copy a recompression would replace
+	write(first)
+	if b, _ := os.ReadFile(out + ".br"); string(b) != "marker" {
+		t.Fatal("the same bytes were compressed again")
+	}
+	second := bytes.Repeat([]byte("second build "), 100)
+	write(second)
+	if b, _ := os.ReadFile(out + ".br"); string(b) == "marker" || !bytes.Equal(decoded(), second) {
+		t.Fatal("changed bytes kept the old compressed copies")
+	}
+	os.Remove(out + ".gz")
+	write(second)
+	if !bytes.Equal(decoded(), second) {
+		t.Fatal("a missing copy was not written again")
 	}
 }
