@@ -39,6 +39,23 @@ type ClientConfig struct {
 	SharedSocket bool
 	// Logger receives the client's logs (default: discarded).
 	Logger *slog.Logger
+	// Connect, when set, makes the connections of Dial and of moves
+	// instead of WebRTC: an in-process bot connects through a
+	// memnet.Network and Server.Attach, with url naming the server its
+	// own way.
+	Connect func(ctx context.Context, url, ticket string) (transport.Conn, error)
+	// OnMove is called from Update when the client has followed its
+	// player to another world (the server's World.Transfer): from then on
+	// Interest, Entity, Target and the configuration are the new world's.
+	// A client made by NewClient cannot follow: it tells the server, and
+	// its player stays.
+	OnMove func(Move)
+}
+
+// Move says where a client went (ClientConfig.OnMove).
+type Move struct {
+	From, To string // the worlds left and joined
+	URL      string // the server of the world joined
 }
 
 // Client is a player's (or spectator's) connection to a room or world:
@@ -62,7 +79,24 @@ type Client struct {
 	closed    error
 	malformed uint64
 	seats     []Seat // the room's latest seats message
+
+	// Following a transfer (Dial's clients only).
+	url    string        // the server dialed
+	cfg    *ClientConfig // what Dial was given, for the next dial
+	moving chan moveDial // the dial of a move under way; nil if none
+	lost   error         // the old connection closed during the move
 }
+
+// moveDial is the outcome of the dial a move makes.
+type moveDial struct {
+	c   *Client
+	url string
+	err error
+}
+
+// moveTimeout bounds the dial of a move: within the booking's life
+// (BookingTTL), so that a failure is told while the place is held.
+const moveTimeout = 15 * time.Second
 
 // maxEarly bounds the messages kept while waiting for the welcome.
 const maxEarly = 64
@@ -91,9 +125,27 @@ func Dial(ctx context.Context, url, ticket string, cfg *ClientConfig) (*Client, 
 	if cfg == nil {
 		cfg = &ClientConfig{}
 	}
-	u, err := connectURL(url)
+	conn, err := dialConn(ctx, url, ticket, cfg)
 	if err != nil {
 		return nil, errstack.With(err)
+	}
+	c, err := NewClient(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return nil, errstack.With(err)
+	}
+	c.url, c.cfg = url, cfg
+	return c, nil
+}
+
+// dialConn makes Dial's connection: WebRTC, or cfg.Connect's.
+func dialConn(ctx context.Context, url, ticket string, cfg *ClientConfig) (transport.Conn, error) {
+	if cfg.Connect != nil {
+		return cfg.Connect(ctx, url, ticket)
+	}
+	u, err := connectURL(url)
+	if err != nil {
+		return nil, err
 	}
 	conn, err := transport.Dial(ctx, u, &transport.ClientConfig{
 		Header:          http.Header{"Authorization": {"Bearer " + ticket}},
@@ -105,14 +157,9 @@ func Dial(ctx context.Context, url, ticket string, cfg *ClientConfig) (*Client, 
 		Logger:          cfg.Logger,
 	})
 	if err != nil {
-		return nil, errstack.With(dialError(err))
+		return nil, dialError(err)
 	}
-	c, err := NewClient(ctx, conn)
-	if err != nil {
-		conn.Close()
-		return nil, errstack.With(err)
-	}
-	return c, nil
+	return conn, nil
 }
 
 // dialError makes a signaling refusal match the engine error its reason
@@ -267,10 +314,21 @@ func (c *Client) Receive(now time.Time) error {
 	if c.closed != nil {
 		return c.closed
 	}
+	if c.moving != nil {
+		select {
+		case d := <-c.moving:
+			c.moved(d)
+			if c.closed != nil {
+				return c.closed
+			}
+		default:
+		}
+	}
 	for _, m := range c.early {
 		c.deliver(now, m)
 	}
 	c.early = nil
+	var closed error
 	for {
 		m, ok := c.conn.TryReceive()
 		if !ok {
@@ -280,7 +338,7 @@ func (c *Client) Receive(now time.Time) error {
 			switch engineType(m.Data) {
 			case typeBye:
 				if bye, err := readBye(m.Data); err == nil {
-					c.closed = bye
+					closed = bye
 				}
 			case typeSeats:
 				if seats, err := readSeats(m.Data, nil); err != nil {
@@ -288,23 +346,87 @@ func (c *Client) Receive(now time.Time) error {
 				} else {
 					c.seats = seats
 				}
+			case typeMove:
+				if mv, err := readMove(m.Data); err != nil {
+					c.malformed++
+				} else {
+					c.follow(mv)
+				}
 			}
 			continue
 		}
 		c.deliver(now, m.Data)
 	}
-	if c.closed == nil {
+	if closed == nil {
 		select {
 		case <-c.conn.Done():
-			c.closed = &ClosedError{Reason: "connection lost"}
+			closed = &ClosedError{Reason: "connection lost"}
 		default:
 		}
 	}
-	if c.closed != nil {
-		c.conn.Close()
-		return c.closed
+	switch {
+	case closed == nil:
+		return nil
+	case c.moving != nil: // the move decides: the player may be there already
+		if c.lost == nil {
+			c.lost = closed
+		}
+		return nil
 	}
-	return nil
+	c.closed = closed
+	c.conn.Close()
+	return c.closed
+}
+
+// follow starts the dial of a move the server told of.
+func (c *Client) follow(mv *move) {
+	switch {
+	case c.moving != nil:
+		c.malformed++ // one move at a time
+		return
+	case c.url == "":
+		c.conn.SendReliable(appendMoveFail(nil, "this client cannot dial another world"))
+		return
+	}
+	url := mv.url
+	if url == "" {
+		url = c.url
+	}
+	cfg := c.cfg
+	ch := make(chan moveDial, 1)
+	c.moving = ch
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
+		defer cancel()
+		nc, err := Dial(ctx, url, mv.ticket, cfg)
+		ch <- moveDial{c: nc, url: url, err: err}
+	}()
+}
+
+// moved takes the outcome of a move's dial: the client becomes the new
+// world's, or tells the old one that it could not go.
+func (c *Client) moved(d moveDial) {
+	c.moving = nil
+	if d.err != nil {
+		if c.cfg.Logger != nil {
+			c.cfg.Logger.Info("engine: move failed", "to", d.url, "err", d.err)
+		}
+		if c.lost != nil {
+			c.closed = c.lost
+			c.conn.Close()
+			return
+		}
+		c.conn.SendReliable(appendMoveFail(nil, d.err.Error()))
+		return
+	}
+	old, from := c.conn, c.welcome.target
+	cfg := c.cfg
+	*c = *d.c
+	c.url, c.cfg = d.url, cfg
+	old.Close()
+	if cfg.OnMove != nil {
+		cfg.OnMove(Move{From: from, To: c.welcome.target, URL: d.url})
+	}
 }
 
 // sendOutbox sends what the mode's client has for the reliable channel
@@ -354,8 +476,19 @@ func (c *Client) Stats() ClientStats {
 	return ClientStats{Stats: c.conn.Stats(), Malformed: c.malformed}
 }
 
-// Done is closed when the connection closes.
+// Done is closed when the connection closes (after a move, the new
+// world's connection: take it again after OnMove).
 func (c *Client) Done() <-chan struct{} { return c.conn.Done() }
 
-// Close closes the connection.
-func (c *Client) Close() error { return c.conn.Close() }
+// Close closes the connection, and the one a move under way is opening.
+func (c *Client) Close() error {
+	if ch := c.moving; ch != nil {
+		c.moving = nil
+		go func() {
+			if d := <-ch; d.c != nil {
+				d.c.Close()
+			}
+		}()
+	}
+	return c.conn.Close()
+}

@@ -45,6 +45,15 @@ var (
 	// connection.
 	ErrTicketReplayed = errors.New("engine: ticket already used")
 
+	// ErrMoved: the player left this world for another (World.Transfer);
+	// a Client that could not follow it reports this as its close reason.
+	ErrMoved = errors.New("engine: moved to another world")
+
+	// ErrTransfer: a transfer (World.Transfer) did not happen: the
+	// destination refused or could not be reached, or the client could
+	// not connect to it. The player is still where it was.
+	ErrTransfer = errors.New("engine: transfer failed")
+
 	// ErrMalformed: an engine message that did not decode.
 	ErrMalformed = errors.New("engine: malformed message")
 )

@@ -22,16 +22,18 @@ import (
 // lines of text, and the client library would be the module's largest
 // dependency for no gain.
 type metrics struct {
-	mu       sync.Mutex
-	joins    uint64
-	refusals map[string]uint64
-	drops    map[[2]string]uint64 // {mode, reason}
-	frames   uint64
-	cutLate  histogram       // how late rooms cut, seconds
-	tick     histogram       // how long worlds' ticks took, seconds
-	closed   transport.Stats // summed over closed connections
-	interest map[string]uint64
-	events   map[string]uint64
+	mu    sync.Mutex
+	joins uint64
+	// Transfers out of this server's worlds that ended: moved, or stayed.
+	movedOut, stayed uint64
+	refusals         map[string]uint64
+	drops            map[[2]string]uint64 // {mode, reason}
+	frames           uint64
+	cutLate          histogram       // how late rooms cut, seconds
+	tick             histogram       // how long worlds' ticks took, seconds
+	closed           transport.Stats // summed over closed connections
+	interest         map[string]uint64
+	events           map[string]uint64
 	// Lockstep matches that ended (rooms closed after cutting frames),
 	// and those in which players' states disagreed.
 	matches, desyncedMatches uint64
@@ -88,6 +90,17 @@ func (m *metrics) refused(reason string) {
 func (m *metrics) joined() {
 	m.mu.Lock()
 	m.joins++
+	m.mu.Unlock()
+}
+
+// transferEnded counts a transfer out of a world.
+func (m *metrics) transferEnded(moved bool) {
+	m.mu.Lock()
+	if moved {
+		m.movedOut++
+	} else {
+		m.stayed++
+	}
 	m.mu.Unlock()
 }
 
@@ -218,6 +231,8 @@ func (s *Server) writeMetrics(out io.Writer) {
 	m.mu.Lock()
 	metric("tongbu_joins_total", "counter", "Connections that joined a room or world.")
 	fmt.Fprintf(&b, "tongbu_joins_total %d\n", m.joins)
+	metric("tongbu_transfers_total", "counter", "Transfers of players out of this server's worlds (World.Transfer), by outcome: moved, or stayed where they were.")
+	fmt.Fprintf(&b, "tongbu_transfers_total{outcome=\"moved\"} %d\ntongbu_transfers_total{outcome=\"stayed\"} %d\n", m.movedOut, m.stayed)
 	metric("tongbu_refused_total", "counter", "Connections refused, by reason.")
 	for _, k := range sortedKeys(m.refusals) {
 		fmt.Fprintf(&b, "tongbu_refused_total{reason=%s} %d\n", label(k), m.refusals[k])

@@ -15,8 +15,11 @@ type peer struct {
 	conn   transport.Conn
 	ticket Ticket
 	s      *Server
-	once   sync.Once
-	joined time.Time // when it joined its room or world; zero while joining
+	// onEngine takes the engine messages the client sends (a world's
+	// peers: a failed move); nil drops them.
+	onEngine func(msg []byte)
+	once     sync.Once
+	joined   time.Time // when it joined its room or world; zero while joining
 
 	// A token bucket on received messages: a flooding client loses its own
 	// excess, nobody else's time.
@@ -66,7 +69,7 @@ const byeLinger = 250 * time.Millisecond
 
 // receive hands each of the peer's mode messages to deliver until its
 // connection closes, then calls gone, once. Engine messages from clients
-// are not expected: they are counted and dropped. A connection that can
+// go to onEngine, or are counted and dropped. A connection that can
 // hand its messages over as they arrive and tell of its close (the lean
 // stack's, a transport.Handler) does both in the transport's goroutines:
 // no goroutine waits for it, and none wakes per message. Another is read
@@ -77,6 +80,8 @@ func (p *peer) receive(deliver func(msg []byte, now time.Time), gone func()) {
 		switch {
 		case !p.allow(now):
 			p.s.metrics.drop("engine", "rate")
+		case isEngine(m.Data) && p.onEngine != nil:
+			p.onEngine(m.Data)
 		case isEngine(m.Data):
 			p.s.metrics.drop("engine", "unexpected")
 		default:

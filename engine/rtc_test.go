@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/lockstep"
 )
 
@@ -145,4 +146,81 @@ func TestNoGoroutinePerPeer(t *testing.T) {
 			t.Fatalf("after every client closed: %d in the room, %d connections held", room.Connected(), peers())
 		}
 	}
+}
+
+// TestTransferWebRTC moves a player between two servers over real WebRTC
+// on loopback: the client opens its connection to the second server by
+// itself, then closes the first.
+func TestTransferWebRTC(t *testing.T) {
+	var servers [2]*Server
+	var urls [2]string
+	for i := range servers {
+		s, err := NewServer(Config{Secret: testSecret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		web := httptest.NewServer(s.Handler())
+		defer web.Close()
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		go s.Serve(ctx)
+		servers[i], urls[i] = s, web.URL
+	}
+	field, err := servers[0].CreateWorld("field", WorldConfig{Interest: interest.Config{Width: 8, Height: 8}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	arrived := make(chan string, 1)
+	cave, err := servers[1].CreateWorld("cave", WorldConfig{Interest: interest.Config{Width: 8, Height: 8},
+		Arrive: func(w *interest.World, player string, state []byte) (interest.ID, error) {
+			arrived <- player + " " + string(state)
+			return defaultJoin(w, player)
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var moves []Move
+	tk, _ := servers[0].Ticket("ann", "field", RolePlayer, time.Minute)
+	dctx, dcancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer dcancel()
+	c, err := Dial(dctx, urls[0], tk, &ClientConfig{IncludeLoopback: true, OnMove: func(m Move) { moves = append(moves, m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	done := make(chan error, 1)
+	if err := field.Transfer("ann", &remote{w: cave, url: urls[1]}, []byte("hp=7"), func(err error) { done <- err }); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(20 * time.Second); len(moves) == 0 && time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if err := c.Update(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(moves) != 1 || moves[0].To != "cave" || moves[0].URL != urls[1] {
+		t.Fatalf("moves %+v", moves)
+	}
+	if got := <-arrived; got != "ann hp=7" {
+		t.Fatalf("arrived %q", got)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the old world never let the player go")
+	}
+	if p, _ := field.Load(); p != 0 {
+		t.Fatalf("%d players left in the old world", p)
+	}
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if err := c.Update(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		if _, ok := c.Interest().Self(); ok {
+			return
+		}
+	}
+	t.Fatal("no world frame from the new server")
 }

@@ -269,7 +269,11 @@ func (s *Server) CreateWorld(name string, cfg WorldConfig) (*World, error) {
 	if len(name) == 0 || len(name) > MaxNameLen {
 		return nil, errstack.Wrapf(ErrConfig, "world name %q: want 1 to %d bytes", name, MaxNameLen)
 	}
-	w := &World{s: s, name: name, cfg: cfg, peers: map[interest.ID]*worldPeer{}, players: map[string]*worldPeer{}}
+	if cfg.MaxPlayers < 0 {
+		return nil, errstack.Wrapf(ErrConfig, "world %q: MaxPlayers %d", name, cfg.MaxPlayers)
+	}
+	w := &World{s: s, name: name, cfg: cfg, peers: map[interest.ID]*worldPeer{}, players: map[string]*worldPeer{},
+		moving: map[string]*transfer{}, res: map[uint64]*reservation{}}
 	world, err := interest.NewWorld(cfg.Interest, time.Now(), worldSender{w})
 	if err != nil {
 		return nil, errstack.With(err)

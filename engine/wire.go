@@ -20,6 +20,8 @@ const (
 	typeWelcome  = 0
 	typeBye      = 1
 	typeSeats    = 2
+	typeMove     = 3 // server to client: go to another world (move.go)
+	typeMoveFail = 4 // client to server: the move could not be made
 	wireVersion  = 4 // 3 had no lockstep MaxDelay
 	maxByeText   = 200
 	maxWireUvint = 1 << 30
@@ -128,13 +130,14 @@ const (
 	byeReplaced        // the same player connected again
 	byeRefused         // the join was refused (see the text)
 	byeFull            // the join was refused: the room has no free slot
+	byeMoved           // the player moved to another world
 	numBye
 )
 
-var byeNames = [numBye]string{"server shutting down", "room closed", "replaced by a newer connection", "refused", "room full"}
+var byeNames = [numBye]string{"server shutting down", "room closed", "replaced by a newer connection", "refused", "room full", "moved to another world"}
 
 // byeErrs are the errors a bye matches with errors.Is.
-var byeErrs = [numBye]error{ErrServerClosed, ErrClosed, nil, nil, ErrFull}
+var byeErrs = [numBye]error{ErrServerClosed, ErrClosed, nil, nil, ErrFull, ErrMoved}
 
 // byeFor is the bye reason that refuses a join for err.
 func byeFor(err error) int {

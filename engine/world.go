@@ -22,12 +22,21 @@ type WorldConfig struct {
 	// on the world's worker. Nil spawns a player entity at the map's
 	// centre with the player id as its name.
 	Join func(w *interest.World, player string) (interest.ID, error)
+	// Arrive places a player who came through a transfer (World.Transfer,
+	// World.Reserve) with the state its old world gave it; it runs on the
+	// world's worker like Join. Nil calls Join, and the state is dropped.
+	Arrive func(w *interest.World, player string, state []byte) (interest.ID, error)
 	// Leave is called on the world's worker when a player's connection
-	// closes. Nil despawns its entity.
+	// closes, or when it has moved to another world (World.Transfer). Nil
+	// despawns its entity.
 	Leave func(w *interest.World, player string, id interest.ID)
 	// Tick runs the game's own logic on the world's worker before every
 	// world tick: NPCs, bots, combat.
 	Tick func(w *interest.World, now time.Time)
+	// MaxPlayers caps the players in the world, places booked for
+	// players on their way (World.Reserve) included: a player over the cap
+	// is refused with ErrFull. 0: no cap but the server's MaxConns.
+	MaxPlayers int
 	// Sender, when set, receives the world's packets for players that
 	// have no connection here: server-side bots that run their own client
 	// halves. It is called on the world's worker.
@@ -48,10 +57,19 @@ type World struct {
 	closed bool
 	stats  interest.Stats
 
+	// Bookings (move.go), and the players they count against MaxPlayers.
+	resMu     sync.Mutex
+	res       map[uint64]*reservation // by ticket nonce
+	present   int                     // players joined
+	pending   int                     // bookings not yet taken
+	nextSweep time.Time
+	resClosed bool
+
 	// Owned by the worker.
 	peers   map[interest.ID]*worldPeer
 	players map[string]*worldPeer
-	batch   []interest.Uplink // the inbox's packets from current peers
+	moving  map[string]*transfer // players on their way out, by player id
+	batch   []interest.Uplink    // the inbox's packets from current peers
 }
 
 type worldPeer struct {
@@ -91,6 +109,9 @@ func (w *World) Close() {
 	}
 	w.closed = true
 	w.mu.Unlock()
+	w.resMu.Lock()
+	w.resClosed = true
+	w.resMu.Unlock()
 	w.host.Close() // its worker says goodbye to the players (worldLoop.Stop)
 	w.s.forget(w.name)
 }
@@ -105,42 +126,90 @@ func (w *World) attach(p *peer) error {
 	return nil
 }
 
-// join runs on the worker: it places the player, makes it an observer and
-// welcomes it.
+// join runs on the worker: it places the player (taking its booking if
+// it came with one), makes it an observer and welcomes it.
 func (w *World) join(p *peer) {
 	player := p.ticket.Player
+	if w.moving[player] != nil {
+		w.refuse(p, fmt.Errorf("%w: player %q is on its way out of world %q", ErrTransfer, player, w.name))
+		return
+	}
 	if old := w.players[player]; old != nil { // the same player again: the newer one wins
 		w.leave(old)
 		old.bye(byeReplaced, "")
 	}
+	// The booking is taken when the welcome is on its way, under resMu:
+	// from then on Settle says the player arrived.
+	w.resMu.Lock()
+	r, err := w.arrival(p)
 	var id interest.ID
-	var err error
-	if w.cfg.Join != nil {
-		id, err = w.cfg.Join(w.world, player)
-	} else {
-		id, err = defaultJoin(w.world, player)
+	if err == nil {
+		id, err = w.place(player, r)
 	}
 	if err == nil {
-		err = w.world.Join(id)
+		if err = w.world.Join(id); err != nil {
+			w.unplace(player, id)
+		}
 	}
 	if err == nil {
 		err = p.conn.SendReliable(appendWelcome(nil, &welcome{
 			mode: Interest, target: w.name, role: RolePlayer, self: id, interest: w.world.Config(),
 		}))
+		if err != nil {
+			w.world.Leave(id)
+			w.unplace(player, id)
+		}
 	}
+	if err == nil {
+		w.present++
+		if r != nil {
+			r.status = reserveArrived
+			w.pending--
+		}
+	}
+	w.resMu.Unlock()
 	if err != nil {
-		w.s.log.Warn("world join refused", "world", w.name, "player", player, "err", err)
-		p.bye(byeFor(err), err.Error())
-		w.s.release(p)
+		w.refuse(p, err)
 		return
 	}
 	wp := &worldPeer{peer: p, id: id}
 	w.peers[id] = wp
 	w.players[player] = wp
+	if r != nil && r.arrived != nil {
+		r.arrived()
+	}
+	p.onEngine = func(msg []byte) {
+		if engineType(msg) != typeMoveFail {
+			w.s.metrics.drop("engine", "unexpected")
+			return
+		}
+		text, err := readMoveFail(msg)
+		if err != nil {
+			w.s.metrics.drop("engine", "malformed")
+			return
+		}
+		w.host.Do(func() { w.moveFailed(wp, text) })
+	}
 	p.receive(func(msg []byte, _ time.Time) { w.host.Deliver(worldPacket{wp, msg}) }, func() {
-		w.Do(func(*interest.World) { w.leave(wp) })
+		w.Do(func(*interest.World) { w.disconnected(wp) })
 		w.s.release(p)
 	})
+}
+
+// refuse turns a joining connection away.
+func (w *World) refuse(p *peer, err error) {
+	w.s.log.Warn("world join refused", "world", w.name, "player", p.ticket.Player, "err", err)
+	p.bye(byeFor(err), err.Error())
+	w.s.release(p)
+}
+
+// unplace undoes place for a join that failed after it.
+func (w *World) unplace(player string, id interest.ID) {
+	if w.cfg.Leave != nil {
+		w.cfg.Leave(w.world, player, id)
+	} else {
+		w.world.Despawn(id)
+	}
 }
 
 func defaultJoin(w *interest.World, player string) (interest.ID, error) {
@@ -153,19 +222,32 @@ func defaultJoin(w *interest.World, player string) (interest.ID, error) {
 	return w.Spawn(interest.Player, interest.Logic{Pos: mid, Dest: mid, Life: 100, Mana: 100}, interest.Display{Name: name})
 }
 
-// leave runs on the worker when a player's connection is gone.
+// disconnected runs on the worker when a player's connection is gone. A
+// player on its way out stays until its transfer is settled: it may have
+// arrived at its destination.
+func (w *World) disconnected(wp *worldPeer) {
+	if t := w.moving[wp.ticket.Player]; t != nil && t.wp == wp {
+		t.gone = true
+		if t.booked {
+			w.settle(t)
+		}
+		return
+	}
+	w.leave(wp)
+}
+
+// leave runs on the worker when a player leaves the world.
 func (w *World) leave(wp *worldPeer) {
 	if w.peers[wp.id] != wp {
 		return // already replaced
 	}
 	delete(w.peers, wp.id)
 	delete(w.players, wp.ticket.Player)
+	w.resMu.Lock()
+	w.present--
+	w.resMu.Unlock()
 	w.world.Leave(wp.id)
-	if w.cfg.Leave != nil {
-		w.cfg.Leave(w.world, wp.ticket.Player, wp.id)
-	} else {
-		w.world.Despawn(wp.id)
-	}
+	w.unplace(wp.ticket.Player, wp.id)
 }
 
 // worldLoop is the world's loop on its Host.
@@ -176,6 +258,9 @@ func (l worldLoop) Take(in []worldPacket) {
 	w := l.w
 	batch := w.batch[:0]
 	for _, pk := range in {
+		if len(w.moving) > 0 && w.moving[pk.from.ticket.Player] != nil {
+			continue // on its way out: its state went with the transfer
+		}
 		if w.peers[pk.from.id] == pk.from {
 			batch = append(batch, interest.Uplink{Player: pk.from.id, Msg: pk.msg})
 		}
@@ -187,6 +272,7 @@ func (l worldLoop) Take(in []worldPacket) {
 
 // Stop says goodbye to the players of a closed world.
 func (l worldLoop) Stop() {
+	l.w.closeTransfers()
 	for _, wp := range l.w.peers {
 		wp.bye(byeClosed, l.w.name)
 	}

@@ -1,0 +1,382 @@
+//go:build !js
+
+package engine
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"fmt"
+	"time"
+
+	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/internal/errstack"
+)
+
+// Booking is a place held in a world for a player on its way there
+// (World.Reserve, Destination.Book): the player's client takes it by
+// connecting with Ticket before Expires.
+type Booking struct {
+	// World is the world that holds the place.
+	World string
+	// URL is the base URL of the server that holds the world, the one
+	// the client dials; empty for a world of the server the player is on.
+	URL string
+	// Ticket is the one-use ticket that takes the place.
+	Ticket string
+	// ID names the booking to Settle (the ticket's nonce).
+	ID uint64
+	// Expires is when the place is given up if the player has not come.
+	Expires time.Time
+}
+
+// A Destination is where World.Transfer sends a player: a world of the
+// same server (World.Destination) or of another process (package
+// cluster). Its methods may block for a network round trip; they are
+// called from goroutines of their own, never from a world's worker.
+type Destination interface {
+	// Book holds a place for player with the game's state of it, and
+	// calls arrived once (from any goroutine, without blocking) when the
+	// player has taken it. An error means nothing is held.
+	Book(ctx context.Context, player string, state []byte, arrived func()) (Booking, error)
+	// Settle says whether the player has taken the place, and gives the
+	// place up if not, so that the answer is final: after false the
+	// player can no longer arrive. An error means the answer is not known
+	// (the destination did not answer); Transfer asks again.
+	Settle(ctx context.Context, b Booking) (arrived bool, err error)
+}
+
+// BookingTTL is how long a booked place waits for its player when
+// Reserve is given no time.
+const BookingTTL = 20 * time.Second
+
+// How long a transfer waits before it settles on its own, and how long it
+// keeps asking a destination that does not answer.
+const (
+	bookTimeout   = 10 * time.Second
+	settleGrace   = 5 * time.Second
+	settleGiveUp  = 30 * time.Second
+	settleRetry   = 500 * time.Millisecond
+	settledForget = 2 * time.Minute // how long a settled booking's outcome is kept
+)
+
+// A reservation's status.
+const (
+	reservePending = iota
+	reserveArrived
+	reserveCancelled
+)
+
+// reservation is a booked place in this world.
+type reservation struct {
+	player  string
+	state   []byte
+	expires time.Time
+	status  int
+	arrived func()
+}
+
+// Reserve holds a place in the world for player, carrying state (the
+// game's own encoding of the player, which WorldConfig.Arrive receives),
+// for ttl (0: BookingTTL; at most the server's MaxTicketTTL). The place
+// counts against WorldConfig.MaxPlayers until it is taken, settled or
+// expired; arrived, if not nil, is called once, on the world's worker,
+// when the player takes it. It returns ErrFull when the world has no room.
+//
+// World.Transfer calls it through a Destination; a game server calls it
+// directly to hand a newly connecting player a place it cannot lose.
+func (w *World) Reserve(player string, state []byte, ttl time.Duration, arrived func()) (Booking, error) {
+	b, err := w.reserve(player, state, ttl, arrived)
+	return b, errstack.With(err)
+}
+
+func (w *World) reserve(player string, state []byte, ttl time.Duration, arrived func()) (Booking, error) {
+	if err := checkName("player", player); err != nil {
+		return Booking{}, err
+	}
+	if ttl <= 0 {
+		ttl = BookingTTL
+	}
+	ttl = min(ttl, w.s.cfg.MaxTicketTTL)
+	now := time.Now()
+	t := Ticket{Player: player, Target: w.name, Role: RolePlayer, Expires: now.Add(ttl)}
+	var b [8]byte
+	for t.Nonce == 0 {
+		rand.Read(b[:])
+		t.Nonce = binary.LittleEndian.Uint64(b[:])
+	}
+	w.resMu.Lock()
+	defer w.resMu.Unlock()
+	w.sweep(now)
+	switch {
+	case w.resClosed:
+		return Booking{}, fmt.Errorf("%w: world %q", ErrClosed, w.name)
+	case w.cfg.MaxPlayers > 0 && w.present+w.pending >= w.cfg.MaxPlayers:
+		return Booking{}, fmt.Errorf("%w: world %q holds %d players and %d booked places of %d", ErrFull, w.name, w.present, w.pending, w.cfg.MaxPlayers)
+	case len(w.res) >= maxReservations:
+		return Booking{}, fmt.Errorf("%w: world %q has %d bookings", ErrFull, w.name, len(w.res))
+	}
+	token, err := signTicket(w.s.cfg.Secret, t)
+	if err != nil {
+		return Booking{}, err
+	}
+	w.res[t.Nonce] = &reservation{player: player, state: state, expires: t.Expires, arrived: arrived}
+	w.pending++
+	return Booking{World: w.name, Ticket: token, ID: t.Nonce, Expires: t.Expires}, nil
+}
+
+// maxReservations bounds a world's bookings, settled ones included.
+const maxReservations = 65536
+
+// Settle says whether the player booked as id has taken its place; if it
+// has not, the place is given up, so that the answer is final. An unknown
+// or expired booking has not been taken.
+func (w *World) Settle(id uint64) (arrived bool) {
+	w.resMu.Lock()
+	defer w.resMu.Unlock()
+	r := w.res[id]
+	if r == nil {
+		return false
+	}
+	if r.status == reservePending {
+		r.status = reserveCancelled
+		w.pending--
+	}
+	return r.status == reserveArrived
+}
+
+// Load returns the players in the world and the places booked for players
+// on their way.
+func (w *World) Load() (players, booked int) {
+	w.resMu.Lock()
+	defer w.resMu.Unlock()
+	w.sweep(time.Now())
+	return w.present, w.pending
+}
+
+// sweep gives up the bookings past their expiry and forgets settled ones
+// after a while; w.resMu is held.
+func (w *World) sweep(now time.Time) {
+	if now.Before(w.nextSweep) {
+		return
+	}
+	w.nextSweep = now.Add(time.Second)
+	for id, r := range w.res {
+		switch {
+		case r.status == reservePending && now.After(r.expires):
+			r.status = reserveCancelled
+			w.pending--
+		case r.status != reservePending && now.After(r.expires.Add(settledForget)):
+			delete(w.res, id)
+		}
+	}
+}
+
+// Destination returns the world as the destination of transfers from the
+// other worlds of its server: the client stays on the same server.
+func (w *World) Destination() Destination { return localDest{w} }
+
+type localDest struct{ w *World }
+
+func (d localDest) Book(_ context.Context, player string, state []byte, arrived func()) (Booking, error) {
+	return d.w.Reserve(player, state, 0, arrived)
+}
+
+func (d localDest) Settle(_ context.Context, b Booking) (bool, error) { return d.w.Settle(b.ID), nil }
+
+// transfer is a player on its way out of this world; owned by the worker.
+type transfer struct {
+	wp       *worldPeer
+	to       Destination
+	done     func(error)
+	b        Booking
+	booked   bool
+	gone     bool // its connection closed meanwhile
+	settling bool
+	timer    *time.Timer
+}
+
+// Transfer moves player to another world: a portal, a map change, a line
+// switch. to books the player's place there with state (the game's own
+// encoding of the player, which the destination's WorldConfig.Arrive
+// receives); the player's client is told where to go and connects to it
+// by itself, over a new connection, before it closes this one.
+//
+// The player stays in this world until the destination has it: its
+// entity stays where it is and its commands are ignored meanwhile (its
+// state is in state). Then its entity leaves this world (WorldConfig.Leave
+// runs) and done(nil) is called. If the destination refuses or cannot be
+// reached, or the client cannot connect to it, the player stays here and
+// done gets an error that matches ErrTransfer. A crash of either process
+// on the way never leaves the player in both worlds or in neither (SPEC.md
+// section 9.3). done runs on the world's worker and may be nil.
+func (w *World) Transfer(player string, to Destination, state []byte, done func(error)) error {
+	if to == nil {
+		return errstack.Wrapf(ErrConfig, "transfer of %q: no destination", player)
+	}
+	if done == nil {
+		done = func(error) {}
+	}
+	if !w.host.Do(func() { w.startTransfer(player, to, state, done) }) {
+		return errstack.Wrapf(ErrClosed, "world %q", w.name)
+	}
+	return nil
+}
+
+// startTransfer runs on the worker: it freezes the player and books its
+// place, off the worker.
+func (w *World) startTransfer(player string, to Destination, state []byte, done func(error)) {
+	wp := w.players[player]
+	switch {
+	case wp == nil:
+		done(errstack.Wrapf(ErrTransfer, "player %q is not in world %q", player, w.name))
+		return
+	case w.moving[player] != nil:
+		done(errstack.Wrapf(ErrTransfer, "player %q is already on its way out of world %q", player, w.name))
+		return
+	}
+	t := &transfer{wp: wp, to: to, done: done}
+	w.moving[player] = t
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), bookTimeout)
+		b, err := to.Book(ctx, player, state, func() { w.host.Do(func() { w.settled(t, true) }) })
+		cancel()
+		if !w.host.Do(func() { w.booked(t, b, err) }) && err == nil {
+			go to.Settle(context.Background(), b) // the world closed: give the place up
+		}
+	}()
+}
+
+// booked runs on the worker when the destination has answered.
+func (w *World) booked(t *transfer, b Booking, err error) {
+	if w.moving[t.wp.ticket.Player] != t {
+		return
+	}
+	if err == nil && (len(b.Ticket) > maxMoveTicket || len(b.URL) > maxMoveURL || checkName("world", b.World) != nil) {
+		go t.to.Settle(context.Background(), b)
+		err = fmt.Errorf("booking does not fit a move message: world %q, URL of %d bytes, ticket of %d", b.World, len(b.URL), len(b.Ticket))
+	}
+	if err != nil {
+		w.s.log.Info("transfer refused", "world", w.name, "player", t.wp.ticket.Player, "err", err)
+		w.endTransfer(t, false, errstack.Wrapf(ErrTransfer, "player %q to another world: %v", t.wp.ticket.Player, err))
+		return
+	}
+	t.b, t.booked = b, true
+	if t.gone {
+		w.settle(t)
+		return
+	}
+	if err := t.wp.conn.SendReliable(appendMove(nil, &move{world: b.World, url: b.URL, ticket: b.Ticket})); err != nil {
+		w.settle(t)
+		return
+	}
+	t.timer = time.AfterFunc(time.Until(b.Expires)+settleGrace, func() { w.host.Do(func() { w.settle(t) }) })
+}
+
+// settle asks the destination, off the worker, whether the player arrived,
+// until it answers or settleGiveUp has passed.
+func (w *World) settle(t *transfer) {
+	if t.settling || w.moving[t.wp.ticket.Player] != t {
+		return
+	}
+	t.settling = true
+	go func() {
+		deadline := time.Now().Add(settleGiveUp)
+		for {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			arrived, err := t.to.Settle(ctx, t.b)
+			cancel()
+			if err == nil {
+				w.host.Do(func() { w.settled(t, arrived) })
+				return
+			}
+			if time.Now().After(deadline) {
+				w.s.log.Warn("transfer: the destination never answered; the player stays", "world", w.name, "player", t.wp.ticket.Player, "to", t.b.World, "err", err)
+				w.host.Do(func() { w.settled(t, false) })
+				return
+			}
+			time.Sleep(settleRetry)
+		}
+	}()
+}
+
+// settled runs on the worker once the transfer's outcome is known.
+func (w *World) settled(t *transfer, arrived bool) {
+	if w.moving[t.wp.ticket.Player] != t {
+		return
+	}
+	if arrived {
+		w.endTransfer(t, true, nil)
+		return
+	}
+	w.endTransfer(t, false, errstack.Wrapf(ErrTransfer, "player %q did not arrive in world %q", t.wp.ticket.Player, t.b.World))
+}
+
+// endTransfer ends t: the player leaves the world when it moved, and when
+// it stayed but its connection has closed meanwhile.
+func (w *World) endTransfer(t *transfer, moved bool, err error) {
+	delete(w.moving, t.wp.ticket.Player)
+	if t.timer != nil {
+		t.timer.Stop()
+	}
+	w.s.metrics.transferEnded(moved)
+	if moved {
+		w.leave(t.wp)
+		t.wp.bye(byeMoved, t.b.World)
+	} else if t.gone {
+		w.leave(t.wp)
+	}
+	t.done(err)
+}
+
+// moveFailed runs on the worker when a client says it could not make its
+// move: the destination is asked to give the place up.
+func (w *World) moveFailed(wp *worldPeer, text string) {
+	t := w.moving[wp.ticket.Player]
+	if t == nil || t.wp != wp || !t.booked {
+		w.s.metrics.drop("engine", "unexpected")
+		return
+	}
+	w.s.log.Info("transfer: the client could not connect", "world", w.name, "player", wp.ticket.Player, "to", t.b.World, "reason", text)
+	w.settle(t)
+}
+
+// closeTransfers ends the transfers of a closed world: the bookings
+// expire at their destinations if not taken.
+func (w *World) closeTransfers() {
+	for _, t := range w.moving {
+		if t.timer != nil {
+			t.timer.Stop()
+		}
+		t.done(errstack.Wrapf(ErrClosed, "world %q closed during the transfer of %q", w.name, t.wp.ticket.Player))
+	}
+	clear(w.moving)
+}
+
+// arrival finds the booking a joining peer's ticket takes, or checks the
+// world's room for a player who has none; w.resMu is held.
+func (w *World) arrival(p *peer) (*reservation, error) {
+	r := w.res[p.ticket.Nonce]
+	if r != nil && r.player == p.ticket.Player {
+		if r.status != reservePending || time.Now().After(r.expires) {
+			return nil, fmt.Errorf("%w: the place booked in world %q was given up", ErrTransfer, w.name)
+		}
+		return r, nil
+	}
+	if w.cfg.MaxPlayers > 0 && w.present+w.pending >= w.cfg.MaxPlayers {
+		return nil, fmt.Errorf("%w: world %q holds %d players and %d booked places of %d", ErrFull, w.name, w.present, w.pending, w.cfg.MaxPlayers)
+	}
+	return nil, nil
+}
+
+// place makes the player's entity: the Arrive hook for a player who came
+// with a booking, Join for one who did not.
+func (w *World) place(player string, r *reservation) (interest.ID, error) {
+	switch {
+	case r != nil && w.cfg.Arrive != nil:
+		return w.cfg.Arrive(w.world, player, r.state)
+	case w.cfg.Join != nil:
+		return w.cfg.Join(w.world, player)
+	}
+	return defaultJoin(w.world, player)
+}

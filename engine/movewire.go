@@ -1,0 +1,71 @@
+package engine
+
+import (
+	"fmt"
+
+	"github.com/tongbu/tongbu/codec"
+)
+
+// Bounds on a move message's fields (SPEC.md section 9.3).
+const (
+	maxMoveURL    = 512
+	maxMoveTicket = 512
+	maxMoveText   = 200
+)
+
+// move is the server's word to a client that its player is being
+// transferred: the world it goes to, the server to dial (empty: the one
+// it is on) and the ticket that takes its booked place there.
+type move struct {
+	world, url, ticket string
+}
+
+func appendMove(dst []byte, m *move) []byte {
+	w := codec.NewWriter(dst)
+	w.WriteBits(kindEngine, kindBits)
+	w.WriteBits(typeMove, typeBits)
+	w.WriteString(m.world, MaxNameLen)
+	w.WriteString(m.url, maxMoveURL)
+	w.WriteString(m.ticket, maxMoveTicket)
+	return w.Bytes()
+}
+
+func readMove(msg []byte) (*move, error) {
+	r := codec.NewReader(msg)
+	if r.ReadBits(kindBits) != kindEngine || r.ReadBits(typeBits) != typeMove {
+		return nil, fmt.Errorf("%w: not a move", ErrMalformed)
+	}
+	m := &move{world: r.ReadString(MaxNameLen), url: r.ReadString(maxMoveURL), ticket: r.ReadString(maxMoveTicket)}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("%w: move: %v", ErrMalformed, err)
+	}
+	if m.world == "" || m.ticket == "" {
+		return nil, fmt.Errorf("%w: move without a world or ticket", ErrMalformed)
+	}
+	return m, nil
+}
+
+// appendMoveFail is the client's word that it could not make the move it
+// was told to: its player stays where it is.
+func appendMoveFail(dst []byte, text string) []byte {
+	if len(text) > maxMoveText {
+		text = text[:maxMoveText]
+	}
+	w := codec.NewWriter(dst)
+	w.WriteBits(kindEngine, kindBits)
+	w.WriteBits(typeMoveFail, typeBits)
+	w.WriteString(text, maxMoveText)
+	return w.Bytes()
+}
+
+func readMoveFail(msg []byte) (string, error) {
+	r := codec.NewReader(msg)
+	if r.ReadBits(kindBits) != kindEngine || r.ReadBits(typeBits) != typeMoveFail {
+		return "", fmt.Errorf("%w: not a move failure", ErrMalformed)
+	}
+	text := r.ReadString(maxMoveText)
+	if err := r.Err(); err != nil {
+		return "", fmt.Errorf("%w: move failure: %v", ErrMalformed, err)
+	}
+	return text, nil
+}
