@@ -291,17 +291,55 @@ func (d *Directory) Lost() []LostRoom {
 	return slices.Clone(d.st.lost)
 }
 
+// Worlds returns the worlds on live nodes, sorted by name, as of their
+// nodes' last heartbeats.
+func (d *Directory) Worlds() []WorldStatus {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.st.worlds(func(WorldStatus) bool { return true })
+}
+
+// Lines returns the lines of map m on live nodes (the worlds named
+// Line(m, n)), sorted by number.
+func (d *Directory) Lines(m string) []WorldStatus {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.st.worlds(func(w WorldStatus) bool { return w.Map == m })
+	slices.SortFunc(out, func(a, b WorldStatus) int { return a.Line - b.Line })
+	return out
+}
+
+// LocateWorld returns the world named name, on a live node.
+func (d *Directory) LocateWorld(name string) (WorldStatus, bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	out := d.st.worlds(func(w WorldStatus) bool { return w.World == name })
+	if len(out) == 0 {
+		return WorldStatus{}, false
+	}
+	return out[0], true
+}
+
+// alive reports whether node id is alive as far as the directory knows.
+func (d *Directory) alive(id string) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	n := d.st.nodes[id]
+	return n != nil && n.alive
+}
+
 // Status is the JSON a directory serves (ServeHTTP).
 type Status struct {
-	Nodes []NodeStatus        `json:"nodes"`
-	Rooms map[string][]string `json:"rooms"` // by node id
-	Lost  []LostRoom          `json:"lost"`
+	Nodes  []NodeStatus        `json:"nodes"`
+	Rooms  map[string][]string `json:"rooms"` // by node id
+	Worlds []WorldStatus       `json:"worlds"`
+	Lost   []LostRoom          `json:"lost"`
 }
 
 // ServeHTTP answers with the directory's Status as JSON: the nodes, the
-// rooms each holds, and the rooms lost.
+// rooms each holds, the worlds, and the rooms and worlds lost.
 func (d *Directory) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	st := Status{Nodes: d.Nodes(), Rooms: map[string][]string{}, Lost: d.Lost()}
+	st := Status{Nodes: d.Nodes(), Rooms: map[string][]string{}, Worlds: d.Worlds(), Lost: d.Lost()}
 	for _, n := range st.Nodes {
 		st.Rooms[n.ID] = d.Rooms(n.ID)
 	}

@@ -20,6 +20,12 @@ const (
 	MaxCapacity = 10000
 	// MaxPlayers bounds the players a create request asks tickets for.
 	MaxPlayers = 256
+	// MaxWorldPlayers bounds a node's room for world players, and a
+	// world's cap.
+	MaxWorldPlayers = 1 << 20
+	// MaxState bounds the game's state of a player carried by a transfer
+	// or a join.
+	MaxState = 64 << 10
 	// maxURLLen bounds a node's public URL.
 	maxURLLen = 512
 	// maxConfig bounds a create request's room configuration.
@@ -39,6 +45,18 @@ type heartbeat struct {
 	Rooms      int    `json:"rooms"`
 	Gen        uint64 `json:"gen"` // bumped on every room opened or closed
 	IntervalMS int64  `json:"interval_ms"`
+	// Players is the node's room for world players (NodeInfo.Players),
+	// and Worlds what its worlds hold, as of this heartbeat.
+	Players int         `json:"players,omitempty"`
+	Worlds  []worldLoad `json:"worlds,omitempty"`
+}
+
+// worldLoad is one world of a heartbeat.
+type worldLoad struct {
+	Name    string `json:"name"`
+	Players int    `json:"players"`
+	Booked  int    `json:"booked,omitempty"`
+	Cap     int    `json:"cap"`
 }
 
 // roomEvent is what a node publishes on <prefix>.room when it opens or
@@ -109,6 +127,10 @@ type NodeInfo struct {
 	// Capacity is the most rooms the node takes through the cluster,
 	// 1..MaxCapacity.
 	Capacity int
+	// Players is the most players the worlds placed on the node may hold
+	// together (the sum of their caps), 0..MaxWorldPlayers: 0 takes no
+	// worlds. A node serves them once it calls ServeWorlds.
+	Players int
 }
 
 func (i NodeInfo) validate() error {
@@ -120,6 +142,9 @@ func (i NodeInfo) validate() error {
 	}
 	if i.Capacity < 1 || i.Capacity > MaxCapacity {
 		return fmt.Errorf("%w: capacity %d, want 1..%d", ErrInvalid, i.Capacity, MaxCapacity)
+	}
+	if i.Players < 0 || i.Players > MaxWorldPlayers {
+		return fmt.Errorf("%w: players %d, want 0..%d", ErrInvalid, i.Players, MaxWorldPlayers)
 	}
 	return nil
 }
@@ -188,6 +213,17 @@ func (h *heartbeat) validate() error {
 	}
 	if d := time.Duration(h.IntervalMS) * time.Millisecond; d < minInterval || d > maxInterval {
 		return fmt.Errorf("%w: heartbeat of %s: interval %d ms, want %v..%v", ErrInvalid, h.ID, h.IntervalMS, minInterval, maxInterval)
+	}
+	if h.Players < 0 || h.Players > MaxWorldPlayers || len(h.Worlds) > MaxCapacity {
+		return fmt.Errorf("%w: heartbeat of %s: %d worlds, room for %d players", ErrInvalid, h.ID, len(h.Worlds), h.Players)
+	}
+	for _, w := range h.Worlds {
+		if err := checkRoom(w.Name); err != nil {
+			return err
+		}
+		if w.Players < 0 || w.Booked < 0 || w.Cap < 1 || w.Cap > MaxWorldPlayers || w.Players > MaxWorldPlayers || w.Booked > MaxWorldPlayers {
+			return fmt.Errorf("%w: heartbeat of %s: world %q holds %d and %d booked of %d", ErrInvalid, h.ID, w.Name, w.Players, w.Booked, w.Cap)
+		}
 	}
 	return nil
 }

@@ -43,6 +43,7 @@ type Node struct {
 	create *nats.Subscription // nil while full
 	full   bool               // the host said ErrFull: out of the queue until a room closes
 	left   bool
+	ws     worldState // worldnode.go
 }
 
 // Join makes this process the node info of the cluster on nc: from now on
@@ -155,11 +156,17 @@ func (n *Node) run() {
 func (n *Node) heartbeat() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	n.heartbeatLocked()
+}
+
+// heartbeatLocked is heartbeat with n.mu held.
+func (n *Node) heartbeatLocked() {
 	if n.left {
 		return
 	}
 	n.publish(n.opts.subjHeartbeat(), heartbeat{ID: n.info.ID, Instance: n.instance, URL: n.info.URL,
-		Capacity: n.info.Capacity, Rooms: len(n.rooms), Gen: n.gen, IntervalMS: n.opts.Heartbeat.Milliseconds()})
+		Capacity: n.info.Capacity, Rooms: len(n.rooms), Gen: n.gen, IntervalMS: n.opts.Heartbeat.Milliseconds(),
+		Players: n.info.Players, Worlds: n.worldLoads()})
 }
 
 // publish sends v as JSON on subject; n.mu is held, so that a node's
@@ -227,6 +234,10 @@ func (n *Node) onCreate(m *nats.Msg) {
 		n.respond(m, createReply{Error: fmt.Sprintf("room %q exists on node %s", req.Room, other.ID)})
 		return
 	}
+	if other, ok := n.dir.LocateWorld(req.Room); ok {
+		n.respond(m, createReply{Error: fmt.Sprintf("a world %q exists on node %s", req.Room, other.Node)})
+		return
+	}
 	n.mu.Lock()
 	switch _, dup := n.rooms[req.Room]; {
 	case n.left:
@@ -289,6 +300,7 @@ func (n *Node) Leave() error {
 	}
 	n.left = true
 	err := n.member(false)
+	n.leaveWorlds()
 	n.publish(n.opts.subjLeave(), leave{ID: n.info.ID, Instance: n.instance})
 	n.mu.Unlock()
 	close(n.stop)

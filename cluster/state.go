@@ -11,26 +11,32 @@ type NodeStatus struct {
 	ID       string    `json:"id"`
 	URL      string    `json:"url"`
 	Capacity int       `json:"capacity"`
-	Rooms    int       `json:"rooms"` // as its last heartbeat said
-	Alive    bool      `json:"alive"` // heartbeats arrive; false once declared lost
+	Rooms    int       `json:"rooms"`             // as its last heartbeat said
+	Players  int       `json:"players,omitempty"` // its room for world players
+	Alive    bool      `json:"alive"`             // heartbeats arrive; false once declared lost
 	LastSeen time.Time `json:"last_seen"`
 }
 
 // Loss reports a node declared dead and the rooms it held: they are gone,
 // and their players must be given new rooms.
 type Loss struct {
-	Node  string    `json:"node"`
-	URL   string    `json:"url"`
-	Rooms []string  `json:"rooms"` // sorted
-	At    time.Time `json:"at"`
+	Node  string   `json:"node"`
+	URL   string   `json:"url"`
+	Rooms []string `json:"rooms"` // sorted
+	// Worlds are the worlds it held (as of its last heartbeat), sorted:
+	// their players are disconnected.
+	Worlds []string  `json:"worlds,omitempty"`
+	At     time.Time `json:"at"`
 	// Restarted: the node came back as a new process (a new instance)
 	// before it was declared dead; its old rooms are lost all the same.
 	Restarted bool `json:"restarted,omitempty"`
 }
 
-// LostRoom is one room of a Loss.
+// LostRoom is one room or world of a Loss.
 type LostRoom struct {
-	Room string    `json:"room"`
+	Room  string `json:"room"`
+	World bool   `json:"world,omitempty"` // Room names a world
+
 	Node string    `json:"node"`
 	URL  string    `json:"url"`
 	At   time.Time `json:"at"`
@@ -73,7 +79,7 @@ func (s *state) heartbeat(h *heartbeat, now time.Time) (fetch bool, loss *Loss) 
 		n = &nodeState{hb: *h, rooms: map[string]struct{}{}, synced: h.Gen == 0}
 		s.nodes[h.ID] = n
 	} else if n.hb.Instance != h.Instance {
-		if n.alive && len(n.rooms) > 0 {
+		if n.alive && (len(n.rooms) > 0 || len(n.hb.Worlds) > 0) {
 			loss = s.lose(n, now)
 			loss.Restarted = true
 		}
@@ -187,11 +193,19 @@ func (s *state) lose(n *nodeState, now time.Time) *Loss {
 	for _, r := range l.Rooms {
 		s.lost = append(s.lost, LostRoom{Room: r, Node: l.Node, URL: l.URL, At: now})
 	}
+	for _, w := range n.hb.Worlds {
+		l.Worlds = append(l.Worlds, w.Name)
+	}
+	slices.Sort(l.Worlds)
+	for _, w := range l.Worlds {
+		s.lost = append(s.lost, LostRoom{Room: w, World: true, Node: l.Node, URL: l.URL, At: now})
+	}
 	if over := len(s.lost) - s.maxLost; over > 0 {
 		s.lost = append(s.lost[:0], s.lost[over:]...)
 	}
 	n.alive, n.synced, n.fetching = false, false, false
 	n.rooms, n.gen = map[string]struct{}{}, 0
+	n.hb.Worlds = nil
 	return l
 }
 
@@ -211,7 +225,7 @@ func (s *state) evictDead() bool {
 }
 
 func (s *state) status(n *nodeState) NodeStatus {
-	return NodeStatus{ID: n.hb.ID, URL: n.hb.URL, Capacity: n.hb.Capacity, Rooms: n.hb.Rooms, Alive: n.alive, LastSeen: n.last}
+	return NodeStatus{ID: n.hb.ID, URL: n.hb.URL, Capacity: n.hb.Capacity, Rooms: n.hb.Rooms, Players: n.hb.Players, Alive: n.alive, LastSeen: n.last}
 }
 
 // locate returns the live node that holds room.
@@ -222,4 +236,23 @@ func (s *state) locate(room string) (NodeStatus, bool) {
 		}
 	}
 	return NodeStatus{}, false
+}
+
+// worlds returns the worlds of live nodes that keep holds, sorted by name.
+func (s *state) worlds(keep func(WorldStatus) bool) []WorldStatus {
+	var out []WorldStatus
+	for _, n := range s.nodes {
+		if !n.alive {
+			continue
+		}
+		for _, l := range n.hb.Worlds {
+			w := WorldStatus{World: l.Name, Node: n.hb.ID, URL: n.hb.URL, Players: l.Players, Booked: l.Booked, Cap: l.Cap}
+			w.Map, w.Line, _ = SplitLine(l.Name)
+			if keep(w) {
+				out = append(out, w)
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b WorldStatus) int { return strings.Compare(a.World, b.World) })
+	return out
 }

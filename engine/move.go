@@ -280,8 +280,12 @@ func (w *World) settle(t *transfer) {
 		return
 	}
 	t.settling = true
+	deadline := time.Now()
+	if t.b.Expires.After(deadline) {
+		deadline = t.b.Expires // until then the player may still arrive
+	}
+	deadline = deadline.Add(settleGiveUp)
 	go func() {
-		deadline := time.Now().Add(settleGiveUp)
 		for {
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 			arrived, err := t.to.Settle(ctx, t.b)
