@@ -143,6 +143,7 @@ func (n *Node) run() {
 	defer t.Stop()
 	for {
 		n.heartbeat()
+		n.dedupeWorlds()
 		select {
 		case <-n.stop:
 			return

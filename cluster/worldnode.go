@@ -304,3 +304,32 @@ func (n *Node) leaveWorlds() {
 	n.worldMember(false)
 	n.ws.ops.Unsubscribe()
 }
+
+// dedupeWorlds closes this node's copy of a world another live node also
+// holds, when the other's id sorts first and this copy is empty: two
+// requests for one name at the same instant (processes of one config
+// starting together) can both succeed, and the cluster keeps one.
+func (n *Node) dedupeWorlds() {
+	n.mu.Lock()
+	mine := make(map[string]*engine.World, len(n.ws.worlds))
+	for name, h := range n.ws.worlds {
+		if h.w != nil {
+			mine[name] = h.w
+		}
+	}
+	n.mu.Unlock()
+	for name, w := range mine {
+		n.dir.mu.Lock()
+		others := n.dir.st.worlds(func(s WorldStatus) bool { return s.World == name && s.Node < n.info.ID })
+		n.dir.mu.Unlock()
+		if len(others) == 0 {
+			continue
+		}
+		if players, booked := w.Load(); players+booked > 0 {
+			n.opts.Logger.Warn("cluster: world also on another node, with players here too", "world", name, "other", others[0].Node)
+			continue
+		}
+		n.opts.Logger.Warn("cluster: world also on another node; closing this empty copy", "world", name, "other", others[0].Node)
+		w.Close()
+	}
+}

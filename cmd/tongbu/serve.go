@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/engine"
-	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
 )
@@ -46,14 +45,11 @@ type serveConfig struct {
 	Loopback       bool         `json:"loopback"`        // offer loopback candidates (local tests and demos)
 	TLS            tlsConfig    `json:"tls"`             // serve HTTPS with a certificate from files (tls.go)
 	ACME           acmeConfig   `json:"acme"`            // or with certificates from an ACME authority
-	Rooms          []roomConfig `json:"rooms"`
-	Worlds         []struct {
-		Name       string `json:"name"`
-		RegionSize int    `json:"region_size"`
-		Width      int    `json:"width"`
-		Height     int    `json:"height"`
-		Hz         int    `json:"hz"`
-	} `json:"worlds"`
+	Rooms          []roomConfig  `json:"rooms"`
+	Worlds         []worldConfig `json:"worlds"` // serve_worlds.go
+	// Maps are maps whose lines (copies, each capped) the cluster places
+	// on its nodes: "cluster" only.
+	Maps []worldConfig `json:"maps"`
 	// Cluster joins several serve processes through NATS (serve_cluster.go).
 	Cluster clusterConfig `json:"cluster"`
 }
@@ -82,9 +78,17 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
                "fill": "idle|repeat|absent", "late": "drop|next",
                "start": "first|all|created"}],  frame 0 when the first player arrives (default),
                                        when all have, or when the room is made
-    "worlds": [{"name": "field", "region_size": 1024, "width": 64, "height": 64, "hz": 16}],
+    "worlds": [{"name": "field", "region_size": 1024, "width": 64, "height": 64, "hz": 16,
+                "cap": 0,              players at most (0: no cap)
+                "portals": [{"x": 0, "y": 0, "w": 2048, "h": 2048, "to": "cave", "at": [4096, 4096]}]}],
+                                       a player who walks into the rectangle goes to world "to"
+                                       (or to a line of map "map"), arriving at "at"
+    "maps": [{"map": "town", "lines": 2, "cap": 500, "width": 32, "height": 32}],
+                                       cluster only: lines town~1, town~2 at start, each of 500
+                                       players; a new one opens when all are full
     "cluster": {"nats": "nats://host:4222", "node": "eu-1",
                 "public_url": "https://eu-1.game.example", "capacity": 100,
+                "players": 5000,       world players the cluster may place here
                 "heartbeat": "1s", "prefix": "tongbu.cluster"}
   }
 `
@@ -303,7 +307,8 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	if *huge {
 		defer keepHugePages(log)()
 	}
-	if err := createFromConfig(srv, &cfg, *rooms); err != nil {
+	ws := &worlds{srv: srv, log: log, maps: map[string]*worldConfig{}}
+	if err := createFromConfig(srv, ws, &cfg, *rooms); err != nil {
 		fmt.Fprintln(stderr, "tongbu serve:", err)
 		return 2
 	}
@@ -318,13 +323,25 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		if cfg.ACME.on() {
 			acmeHost = cfg.ACME.Domains[0]
 		}
-		cl, err := joinCluster(srv, &cfg.Cluster, ln.Addr(), tlsCfg != nil, acmeHost, log)
+		cl, err := joinCluster(srv, ws, &cfg.Cluster, ln.Addr(), tlsCfg != nil, acmeHost, log)
 		if err != nil {
 			ln.Close()
 			srv.Shutdown(context.Background())
 			fmt.Fprintln(stderr, "tongbu serve:", err)
 			return 1
 		}
+		go func() { // the others' heartbeats first, so that names placed already are seen
+			hb := cl.opts.Heartbeat
+			if hb <= 0 {
+				hb = time.Second
+			}
+			time.Sleep(2 * hb)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			if err := placeFromConfig(ctx, cl, &cfg, log); err != nil {
+				log.Error("cluster: the config's worlds", "err", err)
+			}
+		}()
 		handler, leave = cl.handler(handler), cl.leave
 		fmt.Fprintf(stdout, "tongbu serve: cluster node %s at %s (NATS %s); status at %s\n", cl.node.Info().ID, cl.node.Info().URL, cfg.Cluster.NATS, clusterStatusPath)
 	}
@@ -420,7 +437,7 @@ func runServerWith(srv *engine.Server, h http.Handler, ln net.Listener, tlsCfg *
 	return 0
 }
 
-func createFromConfig(srv *engine.Server, cfg *serveConfig, extraRooms int) error {
+func createFromConfig(srv *engine.Server, ws *worlds, cfg *serveConfig, extraRooms int) error {
 	for _, r := range cfg.Rooms {
 		lc, err := r.lockstep()
 		if err != nil {
@@ -435,9 +452,32 @@ func createFromConfig(srv *engine.Server, cfg *serveConfig, extraRooms int) erro
 			return err
 		}
 	}
-	for _, w := range cfg.Worlds {
-		ic := interest.Config{RegionSize: w.RegionSize, Width: w.Width, Height: w.Height, Hz: w.Hz}
-		if _, err := srv.CreateWorld(w.Name, engine.WorldConfig{Interest: ic}); err != nil {
+	inCluster := cfg.Cluster.NATS != ""
+	for i := range cfg.Maps {
+		m := &cfg.Maps[i]
+		if m.Map == "" || m.Name != "" {
+			return fmt.Errorf("maps: each names its map (\"map\"), not a world")
+		}
+		if m.Cap == 0 {
+			m.Cap = defaultLineCap
+		}
+		if err := m.check(inCluster); err != nil {
+			return err
+		}
+		ws.maps[m.Map] = m
+	}
+	for i := range cfg.Worlds {
+		w := &cfg.Worlds[i]
+		if w.Map != "" || w.Lines != 0 {
+			return fmt.Errorf("world %q: map and lines belong in \"maps\"", w.Name)
+		}
+		if err := w.check(inCluster); err != nil {
+			return err
+		}
+		if inCluster {
+			continue // placed on the cluster once joined
+		}
+		if _, err := srv.CreateWorld(w.Name, ws.engineConfig(w)); err != nil {
 			return err
 		}
 	}

@@ -27,6 +27,7 @@ type clusterConfig struct {
 	Node      string `json:"node"`       // node id, default the host name and HTTP port
 	PublicURL string `json:"public_url"` // the URL clients dial, default http(s)://<HTTP address>, or the first ACME domain
 	Capacity  int    `json:"capacity"`   // rooms placed here at most, default 100
+	Players   int    `json:"players"`    // world players placed here at most, default 5000
 	Heartbeat string `json:"heartbeat"`  // heartbeat interval (Go duration), default 1s
 	Prefix    string `json:"prefix"`     // subject prefix, default tongbu.cluster
 }
@@ -41,7 +42,7 @@ const defaultTicketTTL = 10 * time.Minute
 
 type clusterFlagSet struct {
 	nats, node, url, heartbeat *string
-	capacity                   *int
+	capacity, players          *int
 }
 
 func clusterFlags(fs *flag.FlagSet) *clusterFlagSet {
@@ -50,6 +51,7 @@ func clusterFlags(fs *flag.FlagSet) *clusterFlagSet {
 		node:      fs.String("node", "", "cluster node id (default: host name and HTTP port)"),
 		url:       fs.String("public-url", "", "the URL clients dial for rooms placed here (default http(s)://<-http address>, or https://<first -acme-domains name>)"),
 		capacity:  fs.Int("capacity", 0, "rooms the cluster may place here (default 100)"),
+		players:   fs.Int("players", 0, "world players the cluster may place here, summed over the worlds' caps (default 5000)"),
 		heartbeat: fs.String("heartbeat", "", "cluster heartbeat interval (default 1s)"),
 	}
 }
@@ -66,6 +68,12 @@ func (f *clusterFlagSet) apply(c *clusterConfig) error {
 	if c.Capacity == 0 {
 		c.Capacity = 100
 	}
+	if *f.players > 0 {
+		c.Players = *f.players
+	}
+	if c.Players == 0 {
+		c.Players = 5000
+	}
 	if c.Heartbeat != "" {
 		if _, err := time.ParseDuration(c.Heartbeat); err != nil {
 			return fmt.Errorf("cluster heartbeat %q: %v", c.Heartbeat, err)
@@ -78,13 +86,14 @@ func (f *clusterFlagSet) apply(c *clusterConfig) error {
 type clusterNode struct {
 	nc   *nats.Conn
 	node *cluster.Node
+	opts *cluster.Options
 }
 
 // joinCluster connects to NATS and joins the cluster as the node serving
 // on addr (over https when secure, with a certificate for acmeHost when
 // not empty): rooms placed here are created on srv with tickets it signs.
-func joinCluster(srv *engine.Server, c *clusterConfig, addr net.Addr, secure bool, acmeHost string, log *slog.Logger) (*clusterNode, error) {
-	info := cluster.NodeInfo{ID: c.Node, URL: c.PublicURL, Capacity: c.Capacity}
+func joinCluster(srv *engine.Server, ws *worlds, c *clusterConfig, addr net.Addr, secure bool, acmeHost string, log *slog.Logger) (*clusterNode, error) {
+	info := cluster.NodeInfo{ID: c.Node, URL: c.PublicURL, Capacity: c.Capacity, Players: c.Players}
 	_, port, err := net.SplitHostPort(addr.String())
 	if err != nil {
 		return nil, err
@@ -111,8 +120,14 @@ func joinCluster(srv *engine.Server, c *clusterConfig, addr net.Addr, secure boo
 		nc.Close()
 		return nil, err
 	}
-	log.Info("cluster: joined", "node", info.ID, "url", info.URL, "capacity", info.Capacity)
-	return &clusterNode{nc: nc, node: node}, nil
+	if err := node.ServeWorlds(srv, ws.make); err != nil {
+		node.Leave()
+		nc.Close()
+		return nil, err
+	}
+	ws.node.Store(node)
+	log.Info("cluster: joined", "node", info.ID, "url", info.URL, "capacity", info.Capacity, "players", info.Players)
+	return &clusterNode{nc: nc, node: node, opts: opts}, nil
 }
 
 // roomHost creates the rooms the cluster places here: the request's config

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func TestServeConfig(t *testing.T) {
 		"worlds":[{"name":"field","width":8,"height":8}]}`), &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if err := createFromConfig(srv, &cfg, 2); err != nil {
+	if err := createFromConfig(srv, &worlds{srv: srv, maps: map[string]*worldConfig{}}, &cfg, 2); err != nil {
 		t.Fatal(err)
 	}
 	r, ok := srv.Room("duel")
@@ -56,11 +57,11 @@ func TestServeConfig(t *testing.T) {
 		t.Fatal("world field missing")
 	}
 	cfg.Rooms[0].Name, cfg.Rooms[0].Fill = "other", "sometimes"
-	if err := createFromConfig(srv, &cfg, 0); err == nil || !strings.Contains(err.Error(), "fill") {
+	if err := createFromConfig(srv, &worlds{srv: srv, maps: map[string]*worldConfig{}}, &cfg, 0); err == nil || !strings.Contains(err.Error(), "fill") {
 		t.Fatalf("bad fill: %v", err)
 	}
 	cfg.Rooms[0].Fill, cfg.Rooms[0].Start = "", "later"
-	if err := createFromConfig(srv, &cfg, 0); err == nil || !strings.Contains(err.Error(), "start") {
+	if err := createFromConfig(srv, &worlds{srv: srv, maps: map[string]*worldConfig{}}, &cfg, 0); err == nil || !strings.Contains(err.Error(), "start") {
 		t.Fatalf("bad start: %v", err)
 	}
 }
@@ -117,10 +118,13 @@ func TestServeConfigSamples(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer srv.Shutdown(t.Context())
-			if err := createFromConfig(srv, &cfg, 0); err != nil {
+			if err := createFromConfig(srv, &worlds{srv: srv, maps: map[string]*worldConfig{}}, &cfg, 0); err != nil {
 				t.Fatal(err)
 			}
 			for name := range cfg.names(0) {
+				if cfg.Cluster.NATS != "" && slices.ContainsFunc(cfg.Worlds, func(w worldConfig) bool { return w.Name == name }) {
+					continue // placed on the cluster once joined
+				}
 				_, room := srv.Room(name)
 				_, world := srv.World(name)
 				if !room && !world {
@@ -129,7 +133,7 @@ func TestServeConfigSamples(t *testing.T) {
 			}
 			var cf clusterFlagSet
 			empty, zero := "", 0
-			cf.nats, cf.node, cf.url, cf.heartbeat, cf.capacity = &empty, &empty, &empty, &empty, &zero
+			cf.nats, cf.node, cf.url, cf.heartbeat, cf.capacity, cf.players = &empty, &empty, &empty, &empty, &zero, &zero
 			if err := cf.apply(&cfg.Cluster); err != nil {
 				t.Fatal(err)
 			}

@@ -369,3 +369,22 @@ func TestWorldTransfer(t *testing.T) {
 		})
 	}
 }
+
+// TestDuplicateWorldClosed: when two nodes hold a world of one name (two
+// requests at the same instant both succeeded), the copy on the node
+// whose id sorts last closes if it is empty.
+func TestDuplicateWorldClosed(t *testing.T) {
+	wc := newWorldCluster(t)
+	b := wc.add("b", 10)
+	if _, err := cluster.CreateWorld(t.Context(), b.nc, cluster.WorldRequest{World: "x", Cap: 5}, fast); err != nil {
+		t.Fatal(err)
+	}
+	// Node "a" says it holds x too (its heartbeat, as a node would send it).
+	hb := []byte(`{"id":"a","instance":1,"url":"http://a.test:8080","capacity":1,"rooms":0,"gen":0,"interval_ms":25,"players":10,"worlds":[{"name":"x","players":3,"cap":5}]}`)
+	waitFor(t, "b to close its empty copy of x", func() bool {
+		b.nc.Publish("tongbu.cluster.ev.hb", hb)
+		_, ok := b.srv.World("x")
+		return !ok
+	})
+	waitFor(t, "b to free its room", func() bool { return len(b.node.Worlds()) == 0 })
+}

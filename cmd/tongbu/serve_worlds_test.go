@@ -1,0 +1,112 @@
+//go:build !js
+
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/tongbu/tongbu/engine"
+	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
+)
+
+// TestPortal walks a player into a portal of one world of the config:
+// it arrives in the other, where the portal says, with its life.
+func TestPortal(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var cfg serveConfig
+		if err := json.Unmarshal([]byte(`{"worlds": [
+			{"name": "field", "width": 8, "height": 8, "region_size": 1024,
+			 "portals": [{"x": 5000, "y": 4000, "w": 200, "h": 200, "to": "cave", "at": [300, 400]}]},
+			{"name": "cave", "width": 4, "height": 4, "region_size": 1024, "cap": 10}]}`), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		srv, err := engine.NewServer(engine.Config{Secret: []byte("0123456789abcdef"), NoWebRTC: true, Workers: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer srv.Shutdown(context.Background())
+		ws := &worlds{srv: srv, log: slog.New(slog.NewTextHandler(io.Discard, nil)), maps: map[string]*worldConfig{}}
+		if err := createFromConfig(srv, ws, &cfg, 0); err != nil {
+			t.Fatal(err)
+		}
+		net := memnet.New(1)
+		moved := make(chan engine.Move, 1)
+		ccfg := &engine.ClientConfig{
+			Connect: func(_ context.Context, _, ticket string) (transport.Conn, error) {
+				c, sc := net.Pipe(memnet.LinkConfig{Latency: 10 * time.Millisecond}, memnet.LinkConfig{Latency: 10 * time.Millisecond})
+				return c, srv.Attach(sc, ticket)
+			},
+			OnMove: func(m engine.Move) { moved <- m },
+		}
+		tk, _ := srv.Ticket("ann", "field", engine.RolePlayer, time.Minute)
+		c, err := engine.Dial(context.Background(), "mem://serve", tk, ccfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		for i := 0; len(moved) == 0; i++ {
+			if i == 2 { // spawned at (4096, 4096): walk east into the portal
+				c.Interest().Move(interest.Vec{X: 5100, Y: 4096}, 60)
+			}
+			if i > 1000 {
+				t.Fatal("no move in 16 s")
+			}
+			if err := c.Update(time.Now()); err != nil {
+				t.Fatal(err)
+			}
+			c.Interest().Advance(time.Now())
+			time.Sleep(16 * time.Millisecond)
+		}
+		if m := <-moved; m.From != "field" || m.To != "cave" {
+			t.Fatalf("move %+v", m)
+		}
+		for range 20 {
+			c.Update(time.Now())
+			time.Sleep(16 * time.Millisecond)
+		}
+		me, ok := c.Interest().Self()
+		if !ok || me.Pos != (interest.Vec{X: 300, Y: 400}) || me.Life != 100 {
+			t.Fatalf("in the cave at %+v (%v), want (300, 400) with its life", me, ok)
+		}
+		field, _ := srv.World("field")
+		if p, _ := field.Load(); p != 0 {
+			t.Fatal("still in the field")
+		}
+	})
+}
+
+// TestWorldConfigChecks refuses the world entries that cannot work.
+func TestWorldConfigChecks(t *testing.T) {
+	for _, tc := range []struct{ json, want string }{
+		{`{"maps": [{"map": "town"}]}`, "need a cluster"},
+		{`{"maps": [{"name": "town"}]}`, "names its map"},
+		{`{"worlds": [{"name": "w", "lines": 2}]}`, "belong in"},
+		{`{"worlds": [{"name": "w", "portals": [{"x": 0, "y": 0, "w": 10, "h": 10}]}]}`, "a world (to) or a map"},
+		{`{"worlds": [{"name": "w", "portals": [{"x": 0, "y": 0, "w": 10, "h": 10, "map": "m"}]}]}`, "needs a cluster"},
+		{`{"worlds": [{"name": "w", "portals": [{"x": 0, "y": 0, "w": 0, "h": 10, "to": "v"}]}]}`, "portal of 0x10"},
+		{`{"worlds": [{"name": "w", "width": -3}]}`, "world \"w\""},
+	} {
+		var cfg serveConfig
+		if err := json.Unmarshal([]byte(tc.json), &cfg); err != nil {
+			t.Fatal(err)
+		}
+		srv, err := engine.NewServer(engine.Config{Secret: []byte("0123456789abcdef"), NoWebRTC: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = createFromConfig(srv, &worlds{srv: srv, maps: map[string]*worldConfig{}}, &cfg, 0)
+		srv.Shutdown(context.Background())
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%s: %v, want %q", tc.json, err, tc.want)
+		}
+	}
+}
