@@ -37,14 +37,14 @@ type serveConfig struct {
 	MaxConns  int      `json:"max_conns"`
 	MaxRooms  int      `json:"max_rooms"`
 	// The HTTP side's bounds (signaling, pages): see transport.ClientNetworks.
-	TrustedProxies []string     `json:"trusted_proxies"` // networks of reverse proxies in front (their X-Forwarded-For is taken)
-	IPv4Prefix     int          `json:"ipv4_prefix"`     // bits of an IPv4 address that name one client (default 32)
-	IPv6Prefix     int          `json:"ipv6_prefix"`     // bits of an IPv6 address that name one client (default 64)
-	MaxHTTPConns   int          `json:"max_http_conns"`  // HTTP connections open at once (default 2048)
-	HTTPConnRate   int          `json:"http_conn_rate"`  // new HTTP connections a client network may open a second (default 8, after twice as many)
-	Loopback       bool         `json:"loopback"`        // offer loopback candidates (local tests and demos)
-	TLS            tlsConfig    `json:"tls"`             // serve HTTPS with a certificate from files (tls.go)
-	ACME           acmeConfig   `json:"acme"`            // or with certificates from an ACME authority
+	TrustedProxies []string      `json:"trusted_proxies"` // networks of reverse proxies in front (their X-Forwarded-For is taken)
+	IPv4Prefix     int           `json:"ipv4_prefix"`     // bits of an IPv4 address that name one client (default 32)
+	IPv6Prefix     int           `json:"ipv6_prefix"`     // bits of an IPv6 address that name one client (default 64)
+	MaxHTTPConns   int           `json:"max_http_conns"`  // HTTP connections open at once (default 2048)
+	HTTPConnRate   int           `json:"http_conn_rate"`  // new HTTP connections a client network may open a second (default 8, after twice as many)
+	Loopback       bool          `json:"loopback"`        // offer loopback candidates (local tests and demos)
+	TLS            tlsConfig     `json:"tls"`             // serve HTTPS with a certificate from files (tls.go)
+	ACME           acmeConfig    `json:"acme"`            // or with certificates from an ACME authority
 	Rooms          []roomConfig  `json:"rooms"`
 	Worlds         []worldConfig `json:"worlds"` // serve_worlds.go
 	// Maps are maps whose lines (copies, each capped) the cluster places
