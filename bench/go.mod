@@ -9,6 +9,8 @@ replace github.com/tongbu/tongbu => ../
 replace github.com/tongbu/tongbu/examples/duel/game => ../examples/duel/game
 
 require (
+	github.com/nats-io/nats-server/v2 v2.12.15
+	github.com/nats-io/nats.go v1.51.0
 	github.com/pion/dtls/v3 v3.1.8
 	github.com/pion/sdp/v3 v3.0.19
 	github.com/pion/stun/v4 v4.0.0
@@ -19,8 +21,15 @@ require (
 )
 
 require (
+	github.com/antithesishq/antithesis-sdk-go v0.7.2-default-no-op // indirect
 	github.com/golang/snappy v1.0.0 // indirect
+	github.com/google/go-tpm v0.9.8 // indirect
 	github.com/google/uuid v1.6.0 // indirect
+	github.com/klauspost/compress v1.19.2 // indirect
+	github.com/minio/highwayhash v1.0.4 // indirect
+	github.com/nats-io/jwt/v2 v2.8.2 // indirect
+	github.com/nats-io/nkeys v0.4.16 // indirect
+	github.com/nats-io/nuid v1.0.1 // indirect
 	github.com/pion/datachannel v1.6.2 // indirect
 	github.com/pion/ice/v4 v4.4.2 // indirect
 	github.com/pion/interceptor v0.1.48 // indirect

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/tongbu/tongbu/interest"
@@ -111,8 +112,8 @@ func (w *World) reserve(player string, state []byte, ttl time.Duration, arrived 
 	switch {
 	case w.resClosed:
 		return Booking{}, fmt.Errorf("%w: world %q", ErrClosed, w.name)
-	case w.cfg.MaxPlayers > 0 && w.present+w.pending >= w.cfg.MaxPlayers:
-		return Booking{}, fmt.Errorf("%w: world %q holds %d players and %d booked places of %d", ErrFull, w.name, w.present, w.pending, w.cfg.MaxPlayers)
+	case w.cfg.MaxPlayers > 0 && len(w.present)+w.pending >= w.cfg.MaxPlayers:
+		return Booking{}, fmt.Errorf("%w: world %q holds %d players and %d booked places of %d", ErrFull, w.name, len(w.present), w.pending, w.cfg.MaxPlayers)
 	case len(w.res) >= maxReservations:
 		return Booking{}, fmt.Errorf("%w: world %q has %d bookings", ErrFull, w.name, len(w.res))
 	}
@@ -151,7 +152,19 @@ func (w *World) Load() (players, booked int) {
 	w.resMu.Lock()
 	defer w.resMu.Unlock()
 	w.sweep(time.Now())
-	return w.present, w.pending
+	return len(w.present), w.pending
+}
+
+// Players returns the players in the world, sorted.
+func (w *World) Players() []string {
+	w.resMu.Lock()
+	out := make([]string, 0, len(w.present))
+	for p := range w.present {
+		out = append(out, p)
+	}
+	w.resMu.Unlock()
+	slices.Sort(out)
+	return out
 }
 
 // sweep gives up the bookings past their expiry and forgets settled ones
@@ -184,7 +197,8 @@ func (d localDest) Book(_ context.Context, player string, state []byte, arrived 
 
 func (d localDest) Settle(_ context.Context, b Booking) (bool, error) { return d.w.Settle(b.ID), nil }
 
-// transfer is a player on its way out of this world; owned by the worker.
+// transfer is a player on its way out of this world. Its fields, and
+// World.moving, are under World.resMu; done runs on the worker.
 type transfer struct {
 	wp       *worldPeer
 	to       Destination
@@ -202,14 +216,16 @@ type transfer struct {
 // receives); the player's client is told where to go and connects to it
 // by itself, over a new connection, before it closes this one.
 //
-// The player stays in this world until the destination has it: its
-// entity stays where it is and its commands are ignored meanwhile (its
-// state is in state). Then its entity leaves this world (WorldConfig.Leave
-// runs) and done(nil) is called. If the destination refuses or cannot be
-// reached, or the client cannot connect to it, the player stays here and
-// done gets an error that matches ErrTransfer. A crash of either process
-// on the way never leaves the player in both worlds or in neither (SPEC.md
-// section 9.3). done runs on the world's worker and may be nil.
+// The player stays in this world until the destination has it, its
+// commands ignored meanwhile (its state is in state). Then its entity
+// leaves this world (WorldConfig.Leave runs) and done(nil) is called. If
+// the destination refuses or cannot be reached, or the client cannot
+// connect to it, the player stays here and done gets an error that
+// matches ErrTransfer. A crash of either process on the way never leaves
+// the player in both worlds or in neither (SPEC.md section 9.3). done runs
+// on the world's worker, or on the goroutine that closes the world, and
+// may be nil. Transfer may be called from any goroutine, the world's
+// hooks included: it does not wait.
 func (w *World) Transfer(player string, to Destination, state []byte, done func(error)) error {
 	if to == nil {
 		return errstack.Wrapf(ErrConfig, "transfer of %q: no destination", player)
@@ -217,69 +233,78 @@ func (w *World) Transfer(player string, to Destination, state []byte, done func(
 	if done == nil {
 		done = func(error) {}
 	}
-	if !w.host.Do(func() { w.startTransfer(player, to, state, done) }) {
-		return errstack.Wrapf(ErrClosed, "world %q", w.name)
-	}
-	return nil
-}
-
-// startTransfer runs on the worker: it freezes the player and books its
-// place, off the worker.
-func (w *World) startTransfer(player string, to Destination, state []byte, done func(error)) {
-	wp := w.players[player]
+	w.resMu.Lock()
+	wp := w.present[player]
+	var err error
 	switch {
+	case w.resClosed:
+		w.resMu.Unlock()
+		return errstack.Wrapf(ErrClosed, "world %q", w.name)
 	case wp == nil:
-		done(errstack.Wrapf(ErrTransfer, "player %q is not in world %q", player, w.name))
-		return
+		err = errstack.Wrapf(ErrTransfer, "player %q is not in world %q", player, w.name)
 	case w.moving[player] != nil:
-		done(errstack.Wrapf(ErrTransfer, "player %q is already on its way out of world %q", player, w.name))
-		return
+		err = errstack.Wrapf(ErrTransfer, "player %q is already on its way out of world %q", player, w.name)
+	}
+	if err != nil {
+		w.resMu.Unlock()
+		if !w.host.Do(func() { done(err) }) {
+			done(err) // closing meanwhile
+		}
+		return nil
 	}
 	t := &transfer{wp: wp, to: to, done: done}
 	w.moving[player] = t
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), bookTimeout)
-		b, err := to.Book(ctx, player, state, func() { w.host.Do(func() { w.settled(t, true) }) })
-		cancel()
-		if !w.host.Do(func() { w.booked(t, b, err) }) && err == nil {
-			go to.Settle(context.Background(), b) // the world closed: give the place up
-		}
-	}()
+	w.nMoving.Add(1)
+	w.resMu.Unlock()
+	go w.book(t, player, state)
+	return nil
 }
 
-// booked runs on the worker when the destination has answered.
-func (w *World) booked(t *transfer, b Booking, err error) {
-	if w.moving[t.wp.ticket.Player] != t {
-		return
-	}
+// book books the player's place and tells its client where to go, off
+// the worker: a transfer costs the client no wait for a world tick.
+func (w *World) book(t *transfer, player string, state []byte) {
+	ctx, cancel := context.WithTimeout(context.Background(), bookTimeout)
+	b, err := t.to.Book(ctx, player, state, func() { w.host.Do(func() { w.settled(t, true) }) })
+	cancel()
 	if err == nil && (len(b.Ticket) > maxMoveTicket || len(b.URL) > maxMoveURL || checkName("world", b.World) != nil) {
 		go t.to.Settle(context.Background(), b)
 		err = fmt.Errorf("booking does not fit a move message: world %q, URL of %d bytes, ticket of %d", b.World, len(b.URL), len(b.Ticket))
 	}
+	w.resMu.Lock()
+	if w.moving[player] != t {
+		w.resMu.Unlock()
+		if err == nil {
+			go t.to.Settle(context.Background(), b) // the world closed: give the place up
+		}
+		return
+	}
 	if err != nil {
-		w.s.log.Info("transfer refused", "world", w.name, "player", t.wp.ticket.Player, "err", err)
-		w.endTransfer(t, false, errstack.Wrapf(ErrTransfer, "player %q to another world: %v", t.wp.ticket.Player, err))
+		w.resMu.Unlock()
+		w.s.log.Info("transfer refused", "world", w.name, "player", player, "err", err)
+		w.host.Do(func() { w.ended(t, false, errstack.Wrapf(ErrTransfer, "player %q to another world: %v", player, err)) })
 		return
 	}
 	t.b, t.booked = b, true
-	if t.gone {
-		w.settle(t)
-		return
+	gone := t.gone
+	if !gone {
+		t.timer = time.AfterFunc(time.Until(b.Expires)+settleGrace, func() { w.settle(t) })
 	}
-	if err := t.wp.conn.SendReliable(appendMove(nil, &move{world: b.World, url: b.URL, ticket: b.Ticket})); err != nil {
+	w.resMu.Unlock()
+	if gone || t.wp.conn.SendReliable(appendMove(nil, &move{world: b.World, url: b.URL, ticket: b.Ticket})) != nil {
 		w.settle(t)
-		return
 	}
-	t.timer = time.AfterFunc(time.Until(b.Expires)+settleGrace, func() { w.host.Do(func() { w.settle(t) }) })
 }
 
 // settle asks the destination, off the worker, whether the player arrived,
 // until it answers or settleGiveUp has passed.
 func (w *World) settle(t *transfer) {
-	if t.settling || w.moving[t.wp.ticket.Player] != t {
+	w.resMu.Lock()
+	if t.settling || !t.booked || w.moving[t.wp.ticket.Player] != t {
+		w.resMu.Unlock()
 		return
 	}
 	t.settling = true
+	w.resMu.Unlock()
 	deadline := time.Now()
 	if t.b.Expires.After(deadline) {
 		deadline = t.b.Expires // until then the player may still arrive
@@ -306,20 +331,26 @@ func (w *World) settle(t *transfer) {
 
 // settled runs on the worker once the transfer's outcome is known.
 func (w *World) settled(t *transfer, arrived bool) {
-	if w.moving[t.wp.ticket.Player] != t {
-		return
-	}
 	if arrived {
-		w.endTransfer(t, true, nil)
+		w.ended(t, true, nil)
 		return
 	}
-	w.endTransfer(t, false, errstack.Wrapf(ErrTransfer, "player %q did not arrive in world %q", t.wp.ticket.Player, t.b.World))
+	w.ended(t, false, errstack.Wrapf(ErrTransfer, "player %q did not arrive in world %q", t.wp.ticket.Player, t.b.World))
 }
 
-// endTransfer ends t: the player leaves the world when it moved, and when
-// it stayed but its connection has closed meanwhile.
-func (w *World) endTransfer(t *transfer, moved bool, err error) {
+// ended runs on the worker at the end of t (if it is not over already):
+// the player leaves the world when it moved, and when it stayed but its
+// connection has closed meanwhile.
+func (w *World) ended(t *transfer, moved bool, err error) {
+	w.resMu.Lock()
+	if w.moving[t.wp.ticket.Player] != t {
+		w.resMu.Unlock()
+		return
+	}
 	delete(w.moving, t.wp.ticket.Player)
+	w.nMoving.Add(-1)
+	gone := t.gone
+	w.resMu.Unlock()
 	if t.timer != nil {
 		t.timer.Stop()
 	}
@@ -327,7 +358,7 @@ func (w *World) endTransfer(t *transfer, moved bool, err error) {
 	if moved {
 		w.leave(t.wp)
 		t.wp.bye(byeMoved, t.b.World)
-	} else if t.gone {
+	} else if gone {
 		w.leave(t.wp)
 	}
 	t.done(err)
@@ -336,8 +367,11 @@ func (w *World) endTransfer(t *transfer, moved bool, err error) {
 // moveFailed runs on the worker when a client says it could not make its
 // move: the destination is asked to give the place up.
 func (w *World) moveFailed(wp *worldPeer, text string) {
+	w.resMu.Lock()
 	t := w.moving[wp.ticket.Player]
-	if t == nil || t.wp != wp || !t.booked {
+	ok := t != nil && t.wp == wp && t.booked
+	w.resMu.Unlock()
+	if !ok {
 		w.s.metrics.drop("engine", "unexpected")
 		return
 	}
@@ -345,16 +379,54 @@ func (w *World) moveFailed(wp *worldPeer, text string) {
 	w.settle(t)
 }
 
-// closeTransfers ends the transfers of a closed world: the bookings
-// expire at their destinations if not taken.
+// leaving reports whether wp is on its way out: its connection's close
+// waits for the transfer's outcome (it may have arrived), and sets off
+// the settling.
+func (w *World) leaving(wp *worldPeer) bool {
+	w.resMu.Lock()
+	t := w.moving[wp.ticket.Player]
+	if t == nil || t.wp != wp {
+		w.resMu.Unlock()
+		return false
+	}
+	t.gone = true
+	booked := t.booked
+	w.resMu.Unlock()
+	if booked {
+		w.settle(t)
+	}
+	return true
+}
+
+// frozen reports whether player is on its way out (its packets are
+// dropped); called on the worker per packet, it costs an atomic load
+// while no one is.
+func (w *World) frozen(player string) bool {
+	if w.nMoving.Load() == 0 {
+		return false
+	}
+	w.resMu.Lock()
+	defer w.resMu.Unlock()
+	return w.moving[player] != nil
+}
+
+// closeTransfers ends the transfers of a closed world, on the goroutine
+// that closes it: the bookings expire at their destinations if not taken.
 func (w *World) closeTransfers() {
+	w.resMu.Lock()
+	ts := make([]*transfer, 0, len(w.moving))
 	for _, t := range w.moving {
+		ts = append(ts, t)
+	}
+	clear(w.moving)
+	w.nMoving.Store(0)
+	w.resMu.Unlock()
+	for _, t := range ts {
 		if t.timer != nil {
 			t.timer.Stop()
 		}
 		t.done(errstack.Wrapf(ErrClosed, "world %q closed during the transfer of %q", w.name, t.wp.ticket.Player))
 	}
-	clear(w.moving)
 }
 
 // arrival finds the booking a joining peer's ticket takes, or checks the
@@ -367,8 +439,8 @@ func (w *World) arrival(p *peer) (*reservation, error) {
 		}
 		return r, nil
 	}
-	if w.cfg.MaxPlayers > 0 && w.present+w.pending >= w.cfg.MaxPlayers {
-		return nil, fmt.Errorf("%w: world %q holds %d players and %d booked places of %d", ErrFull, w.name, w.present, w.pending, w.cfg.MaxPlayers)
+	if w.cfg.MaxPlayers > 0 && len(w.present)+w.pending >= w.cfg.MaxPlayers {
+		return nil, fmt.Errorf("%w: world %q holds %d players and %d booked places of %d", ErrFull, w.name, len(w.present), w.pending, w.cfg.MaxPlayers)
 	}
 	return nil, nil
 }

@@ -219,6 +219,9 @@ func TestTransfer(t *testing.T) {
 				}
 				wantLoad(t, field, 0, 0)
 				wantLoad(t, cave, 1, 0)
+				if got := cave.Players(); len(got) != 1 || got[0] != "ann" || len(field.Players()) != 0 {
+					t.Fatalf("players: cave %v, field %v", got, field.Players())
+				}
 				// The client plays on in the new world: it sees itself.
 				run(t, c, time.Second)
 				if _, ok := c.Interest().Self(); !ok {

@@ -5,6 +5,7 @@ package engine
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tongbu/tongbu/interest"
@@ -60,7 +61,9 @@ type World struct {
 	// Bookings (move.go), and the players they count against MaxPlayers.
 	resMu     sync.Mutex
 	res       map[uint64]*reservation // by ticket nonce
-	present   int                     // players joined
+	present   map[string]*worldPeer   // players joined
+	moving    map[string]*transfer    // players on their way out, by player id
+	nMoving   atomic.Int32            // len(moving), read without the lock
 	pending   int                     // bookings not yet taken
 	nextSweep time.Time
 	resClosed bool
@@ -68,8 +71,7 @@ type World struct {
 	// Owned by the worker.
 	peers   map[interest.ID]*worldPeer
 	players map[string]*worldPeer
-	moving  map[string]*transfer // players on their way out, by player id
-	batch   []interest.Uplink    // the inbox's packets from current peers
+	batch   []interest.Uplink // the inbox's packets from current peers
 }
 
 type worldPeer struct {
@@ -112,6 +114,7 @@ func (w *World) Close() {
 	w.resMu.Lock()
 	w.resClosed = true
 	w.resMu.Unlock()
+	w.closeTransfers()
 	w.host.Close() // its worker says goodbye to the players (worldLoop.Stop)
 	w.s.forget(w.name)
 }
@@ -130,7 +133,7 @@ func (w *World) attach(p *peer) error {
 // it came with one), makes it an observer and welcomes it.
 func (w *World) join(p *peer) {
 	player := p.ticket.Player
-	if w.moving[player] != nil {
+	if w.frozen(player) {
 		w.refuse(p, fmt.Errorf("%w: player %q is on its way out of world %q", ErrTransfer, player, w.name))
 		return
 	}
@@ -161,7 +164,7 @@ func (w *World) join(p *peer) {
 		}
 	}
 	if err == nil {
-		w.present++
+		w.present[player] = nil // set to its peer below
 		if r != nil {
 			r.status = reserveArrived
 			w.pending--
@@ -175,6 +178,9 @@ func (w *World) join(p *peer) {
 	wp := &worldPeer{peer: p, id: id}
 	w.peers[id] = wp
 	w.players[player] = wp
+	w.resMu.Lock()
+	w.present[player] = wp
+	w.resMu.Unlock()
 	if r != nil && r.arrived != nil {
 		r.arrived()
 	}
@@ -226,14 +232,9 @@ func defaultJoin(w *interest.World, player string) (interest.ID, error) {
 // player on its way out stays until its transfer is settled: it may have
 // arrived at its destination.
 func (w *World) disconnected(wp *worldPeer) {
-	if t := w.moving[wp.ticket.Player]; t != nil && t.wp == wp {
-		t.gone = true
-		if t.booked {
-			w.settle(t)
-		}
-		return
+	if !w.leaving(wp) {
+		w.leave(wp)
 	}
-	w.leave(wp)
 }
 
 // leave runs on the worker when a player leaves the world.
@@ -244,7 +245,7 @@ func (w *World) leave(wp *worldPeer) {
 	delete(w.peers, wp.id)
 	delete(w.players, wp.ticket.Player)
 	w.resMu.Lock()
-	w.present--
+	delete(w.present, wp.ticket.Player)
 	w.resMu.Unlock()
 	w.world.Leave(wp.id)
 	w.unplace(wp.ticket.Player, wp.id)
@@ -258,7 +259,7 @@ func (l worldLoop) Take(in []worldPacket) {
 	w := l.w
 	batch := w.batch[:0]
 	for _, pk := range in {
-		if len(w.moving) > 0 && w.moving[pk.from.ticket.Player] != nil {
+		if w.frozen(pk.from.ticket.Player) {
 			continue // on its way out: its state went with the transfer
 		}
 		if w.peers[pk.from.id] == pk.from {
@@ -272,7 +273,6 @@ func (l worldLoop) Take(in []worldPacket) {
 
 // Stop says goodbye to the players of a closed world.
 func (l worldLoop) Stop() {
-	l.w.closeTransfers()
 	for _, wp := range l.w.peers {
 		wp.bye(byeClosed, l.w.name)
 	}

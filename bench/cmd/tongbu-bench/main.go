@@ -20,6 +20,7 @@ import (
 	"os"
 
 	_ "github.com/tongbu/tongbu/bench/abuse"
+	_ "github.com/tongbu/tongbu/bench/cells"
 	_ "github.com/tongbu/tongbu/bench/churn"
 	_ "github.com/tongbu/tongbu/bench/codec"
 	"github.com/tongbu/tongbu/bench/internal/bots"
