@@ -96,7 +96,7 @@ func (m millis) q(q float64) float64 {
 }
 
 type cellsFigures struct {
-	transfer, join                                 millis
+	transfer, join                               millis
 	made, moved, stayed, lost, doubled, withNode int
 }
 
