@@ -1,5 +1,5 @@
-// Package cluster spreads rooms over several tongbu server processes that
-// share one NATS server (core NATS, no JetStream).
+// Package cluster spreads rooms and worlds over several tongbu server
+// processes that share one NATS server (core NATS, no JetStream).
 //
 // Each process Joins as a Node with its public URL and a capacity. Nodes
 // announce themselves with heartbeats and announce every room they open
@@ -26,6 +26,19 @@
 // Its queue subscription is gone with its connection, so new rooms go to
 // the others. A node that Leaves on purpose has its rooms closed, not
 // lost.
+//
+// Worlds: a node that calls ServeWorlds takes worlds up to NodeInfo.Players
+// players (the sum of their caps), placed as rooms are (CreateWorld); its
+// heartbeats carry each world's players, bookings and cap, so a directory
+// lists them (Worlds, Lines, LocateWorld) and reports a dead node's worlds
+// lost. A map's lines are worlds named Line(map, n): JoinWorld books a
+// joining player's place on the line a LinePolicy picks (the least full,
+// by default) and opens a new line when all are full. A world hands a
+// player to a world on any node with engine.World.Transfer and the node's
+// Destination: the destination books the place, the client connects to
+// it by itself, and the source lets the player go only once the
+// destination has it, so a node's death never loses or doubles a player
+// in transit (SPEC.md §9.3).
 //
 // The subjects and message formats are in SPEC.md §11.
 //

@@ -98,7 +98,7 @@ func FillFirst(_ string, lines []WorldStatus) []WorldStatus {
 }
 
 // worldOp is a request on a node's world subject, <prefix>.world.<id>
-// (SPEC.md §11.4): book a place, settle a booking, or (from a
+// (SPEC.md §11.1): book a place, settle a booking, or (from a
 // destination to the transfer's source) say that the player arrived.
 type worldOp struct {
 	Op       string `json:"op"` // "book", "settle" or "arrived"
@@ -168,7 +168,7 @@ func (r *worldReply) validate() error {
 
 func (r *worldReply) expires() time.Time { return time.UnixMilli(r.ExpiresMS) }
 
-// The world subjects of SPEC.md §11.4, under the prefix.
+// The world subjects of SPEC.md §11.1, under the prefix.
 func (o *Options) subjWorldCreate() string    { return o.Prefix + ".worlds.create" }
 func (o *Options) subjWorld(id string) string { return o.Prefix + ".world." + id }
 

@@ -127,3 +127,52 @@ func ExampleDial() {
 	fmt.Println("played", played, "frames")
 	// Output: played 30 frames
 }
+
+// ExampleWorld_Transfer moves a player through a portal from one world to
+// another of the same server, carrying the game's state of it. The client
+// follows by itself (ClientConfig.OnMove tells the game); a destination
+// on another process comes from package cluster (Node.Destination).
+func ExampleWorld_Transfer() {
+	srv, err := engine.NewServer(engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true})
+	if err != nil {
+		panic(err)
+	}
+	web := httptest.NewServer(srv.Handler())
+	defer web.Close()
+	ctx, stop := context.WithTimeout(context.Background(), 30*time.Second)
+	defer stop()
+	go srv.Serve(ctx)
+	town, _ := srv.CreateWorld("town", engine.WorldConfig{Interest: interest.Config{Width: 8, Height: 8}})
+	cave, _ := srv.CreateWorld("cave", engine.WorldConfig{
+		Interest:   interest.Config{Width: 4, Height: 4},
+		MaxPlayers: 20,
+		// A player who comes through a transfer starts with what it carried.
+		Arrive: func(w *interest.World, player string, state []byte) (interest.ID, error) {
+			fmt.Printf("%s arrives with %q\n", player, state)
+			at := interest.Vec{X: 100, Y: 100}
+			return w.Spawn(interest.Player, interest.Logic{Pos: at, Dest: at, Life: 100}, interest.Display{Name: player})
+		},
+	})
+
+	ticket, _ := srv.Ticket("alice", "town", engine.RolePlayer, time.Minute)
+	moved := false
+	c, err := engine.Dial(ctx, web.URL, ticket, &engine.ClientConfig{IncludeLoopback: true,
+		OnMove: func(m engine.Move) { fmt.Println("client moved from", m.From, "to", m.To); moved = true }})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	done := make(chan error, 1)
+	town.Transfer("alice", cave.Destination(), []byte("hp=87 gold=12"), func(err error) { done <- err })
+	for !moved {
+		if err := c.Update(time.Now()); err != nil {
+			panic(err)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	fmt.Println("transfer:", <-done)
+	// Output:
+	// alice arrives with "hp=87 gold=12"
+	// client moved from town to cave
+	// transfer: <nil>
+}
