@@ -43,49 +43,96 @@ func (w *World) Spawn(kind Kind, lg Logic, d Display) (ID, error) {
 	if len(d.Name) > MaxName {
 		return 0, fmt.Errorf("%w: name over %d bytes", ErrConfig, MaxName)
 	}
-	var e *entity
-	switch {
-	case w.freeAt < len(w.free):
+	id, err := w.allocID()
+	if err != nil {
+		return 0, err
+	}
+	w.spawnAt(id, kind, lg, d, false)
+	return id, nil
+}
+
+// allocID takes an ID for an entity this world spawns: a free one of its
+// own, or the next of its own (IDOffset modulo IDStride) past those the
+// world has storage for.
+func (w *World) allocID() (ID, error) {
+	if w.freeAt < len(w.free) {
 		id := w.free[w.freeAt]
 		w.freeAt++
 		if w.freeAt == len(w.free) {
 			w.free, w.freeAt = w.free[:0], 0
 		}
-		e = w.ent(id)
-		*e = entity{id: id, dver: e.dver + 1, abs: e.abs, rel: e.rel}
-	case w.ids < w.cfg.MaxEntities:
-		if len(w.slab) == 0 {
-			w.slab = make([]entity, entitySlab)
-			w.slabs = append(w.slabs, &w.slab[0])
-		}
-		e = &w.slab[0]
-		w.slab = w.slab[1:]
-		e.id = ID(w.ids)
-		w.ids++
-		e.rel.b, e.abs.b = e.relBuf[:0], e.absBuf[:0]
-		w.where, w.lastBc, w.waiting = append(w.where, -1), append(w.lastBc, 0), append(w.waiting, false)
-	default:
-		return 0, ErrFull
+		return id, nil
 	}
+	for w.ids < w.cfg.MaxEntities {
+		id := ID(w.ids)
+		w.grow()
+		if w.ownID(id) {
+			return id, nil
+		}
+	}
+	return 0, ErrFull
+}
+
+// ownID reports whether this world gives out id (IDOffset modulo
+// IDStride).
+func (w *World) ownID(id ID) bool { return int(id)%w.cfg.IDStride == w.cfg.IDOffset }
+
+// grow adds storage for entity ID w.ids, not alive.
+func (w *World) grow() {
+	if len(w.slab) == 0 {
+		w.slab = make([]entity, entitySlab)
+		w.slabs = append(w.slabs, &w.slab[0])
+	}
+	e := &w.slab[0]
+	w.slab = w.slab[1:]
+	e.id = ID(w.ids)
+	w.ids++
+	e.rel.b, e.abs.b = e.relBuf[:0], e.absBuf[:0]
+	e.dver = 255 // the first spawn makes it 0
+	w.where, w.lastBc, w.waiting, w.ghost = append(w.where, -1), append(w.lastBc, 0), append(w.waiting, false), append(w.ghost, false)
+}
+
+// spawnAt makes entity id, which has storage and is not alive, and
+// announces it; a ghost mirrors another cell's entity.
+func (w *World) spawnAt(id ID, kind Kind, lg Logic, d Display, ghost bool) {
+	e := w.ent(id)
+	*e = entity{id: id, dver: e.dver + 1, abs: e.abs, rel: e.rel}
+	w.ghost[id] = ghost
 	e.kind, e.lg, e.alive = kind, lg, true
 	w.setDisplay(e.id, d)
 	e.mover, e.dirtyAt, e.absFrame, e.relFrame, e.crossed = -1, -1, -1, -1, -1
 	w.lastBc[e.id], e.lastSyn = w.frame, w.frame
 	w.setRegion(e, w.regionOfPos(lg.Pos))
 	w.addTo(e, e.reg)
-	if lg.Moving() {
-		w.startMoving(e)
+	if !lg.Moving() {
+		w.announce(e, -1, e.reg)
+		return
 	}
-	w.announce(e, -1, e.reg)
-	return e.id, nil
+	// A moving entity is announced with the next frame's crossings, once
+	// it (and every observer) has moved: it may cross a region border in
+	// its first frame, and an announcement made now would reach the
+	// observers of a range it has left.
+	w.startMoving(e)
+	e.crossed = crossedNew
+	w.cross = append(w.cross, e.id)
 }
 
 // Despawn removes an entity; clients in range are told.
 func (w *World) Despawn(id ID) error {
-	e, err := w.lookup(id)
+	e, err := w.owned(id)
 	if err != nil {
 		return err
 	}
+	w.despawn(e)
+	if w.ownID(id) {
+		w.free = append(w.free, id)
+	}
+	return nil
+}
+
+// despawn removes e, owned or a ghost, without freeing its ID.
+func (w *World) despawn(e *entity) {
+	id := e.id
 	if e.obs != nil {
 		w.Leave(id)
 	}
@@ -96,15 +143,14 @@ func (w *World) Despawn(id ID) error {
 	w.dropLook(w.dispEnc(id))
 	e.alive = false
 	w.where[id] = -1
-	w.free = append(w.free, id)
-	return nil
+	w.ghost[id] = false
 }
 
 // Move sends an entity toward dest at speed units per frame, starting now,
 // and broadcasts the move to every client in range. It is how the game
 // moves NPCs (and players, for knock-backs).
 func (w *World) Move(id ID, dest Vec, speed int32) error {
-	e, err := w.lookup(id)
+	e, err := w.owned(id)
 	if err != nil {
 		return err
 	}
@@ -121,7 +167,7 @@ func (w *World) Move(id ID, dest Vec, speed int32) error {
 // Place puts an entity at pos, standing (a teleport, a respawn), and
 // broadcasts it.
 func (w *World) Place(id ID, pos Vec) error {
-	e, err := w.lookup(id)
+	e, err := w.owned(id)
 	if err != nil {
 		return err
 	}
@@ -180,7 +226,7 @@ func (w *World) Custom(id ID, tag uint8, data []byte) error {
 }
 
 func (w *World) act(id ID, p pending) error {
-	if _, err := w.lookup(id); err != nil {
+	if _, err := w.owned(id); err != nil {
 		return err
 	}
 	p.id, p.frame = id, w.frame
@@ -193,7 +239,7 @@ func (w *World) act(id ID, p pending) error {
 // changes are ignored (use Move and Place). Clients learn the change by
 // state sync, at the policy's rate.
 func (w *World) Update(id ID, f func(lg *Logic)) error {
-	e, err := w.lookup(id)
+	e, err := w.owned(id)
 	if err != nil {
 		return err
 	}
@@ -214,7 +260,7 @@ func (w *World) Update(id ID, f func(lg *Logic)) error {
 // SetDisplay changes an entity's display data; clients fetch the new
 // version when they next hear of the entity.
 func (w *World) SetDisplay(id ID, d Display) error {
-	e, err := w.lookup(id)
+	e, err := w.owned(id)
 	if err != nil {
 		return err
 	}
@@ -263,7 +309,7 @@ func (w *World) SetTarget(player, target ID) error {
 // joined by the server (its WorldConfig.Join hook only spawns or finds
 // the entity); a game that drives a World itself calls Spawn, then Join.
 func (w *World) Join(id ID) error {
-	e, err := w.lookup(id)
+	e, err := w.owned(id)
 	if err != nil {
 		return err
 	}

@@ -96,6 +96,12 @@ type Config struct {
 	// a client's range, for clients that do not run the client half's
 	// removal rules. Off by default: the client half removes on its own.
 	LeaveMessages bool
+	// IDStride and IDOffset share the entity IDs among the cells of one
+	// map cut over several processes (Border): this world gives the
+	// entities it spawns IDs equal to IDOffset modulo IDStride, so that an
+	// entity keeps its ID in every cell it crosses into. Default 1 and 0:
+	// every ID. Server-only.
+	IDStride, IDOffset int
 }
 
 // WithDefaults returns c with every zero field set to its default:
@@ -123,6 +129,7 @@ func (c Config) WithDefaults() Config {
 	def(&c.DiscoveryRate, DefaultDiscovery)
 	def(&c.MagicBits, DefaultMagicBits)
 	def(&c.MaxCustom, DefaultMaxCustom)
+	def(&c.IDStride, 1)
 	if c.ForcedSync == 0 {
 		// A frame early, so that the sync reaches the client within the
 		// 2 s the client's removal rules allow, not one frame after.
@@ -156,6 +163,8 @@ func (c Config) Validate() error {
 		return bad("frame rate %d out of 1..128", c.Hz)
 	case c.MaxEntities < 2 || c.MaxEntities > 1<<24:
 		return bad("max entities %d out of 2..2^24", c.MaxEntities)
+	case c.IDStride < 1 || c.IDOffset < 0 || c.IDOffset >= c.IDStride || c.IDStride >= c.MaxEntities:
+		return bad("entity IDs offset %d of stride %d (max entities %d)", c.IDOffset, c.IDStride, c.MaxEntities)
 	case c.ForcedSync < 0 || c.Lead < 0:
 		return bad("negative forced-sync delay")
 	case c.History < c.Period() || c.History > 10*time.Minute:

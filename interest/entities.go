@@ -29,7 +29,7 @@ type entity struct {
 	rel      bitString
 	relBuf   [encInline]byte // rel.b's storage while the encoding fits
 	slot     int32           // index in the region's entity list
-	crossed  int32           // region it was in when it first crossed a border this frame, -1 if it did not
+	crossed  int32           // region it was in when it first crossed a border this frame, -1 if it did not, crossedNew if spawned since the last frame
 
 	// The third: the absolute encoding (announcements, discovery, repairs),
 	// likewise, and what a state change touches.
@@ -79,6 +79,20 @@ func (w *World) lookup(id ID) (*entity, error) {
 	}
 	return nil, fmt.Errorf("%w: %d", ErrUnknown, id)
 }
+
+// owned returns the live entity id if this world owns it: ErrUnknown, or
+// ErrGhost for one it mirrors from another cell.
+func (w *World) owned(id ID) (*entity, error) {
+	e, err := w.lookup(id)
+	if err == nil && w.ghost[id] {
+		return nil, fmt.Errorf("%w: %d", ErrGhost, id)
+	}
+	return e, err
+}
+
+// crossedNew marks an entity spawned since the last frame: the frame's
+// crossings announce it to its whole range.
+const crossedNew = -2
 
 // ent returns the storage of entity id, live or not, which must be 1 ..
 // w.ids-1 (see entityAddr).

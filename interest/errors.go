@@ -21,6 +21,10 @@ var (
 	// ErrOffMap is returned for a position outside the world.
 	ErrOffMap = errors.New("interest: position off the map")
 
+	// ErrGhost is returned for a change to a ghost: an entity another
+	// cell owns, which this world only mirrors (Border).
+	ErrGhost = errors.New("interest: entity owned by another cell")
+
 	// ErrNotObserver is returned by World.Deliver for an entity that has
 	// no client attached (see World.Join).
 	ErrNotObserver = errors.New("interest: entity has no client")

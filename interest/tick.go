@@ -100,7 +100,7 @@ func (w *World) reregion(e *entity) {
 	if r == e.reg {
 		return
 	}
-	if e.crossed < 0 {
+	if e.crossed == -1 {
 		e.crossed = e.reg
 		w.cross = append(w.cross, e.id)
 	}
@@ -123,6 +123,11 @@ func (w *World) crossings() {
 	}
 	for _, id := range w.cross {
 		e := w.get(id)
+		if e != nil && e.crossed == crossedNew {
+			w.announce(e, -1, e.reg)
+			e.crossed = -1
+			continue
+		}
 		if e == nil || e.crossed < 0 {
 			continue
 		}

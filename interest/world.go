@@ -99,6 +99,10 @@ type World struct {
 	// carrying its position (seed m_nLastBroadcastFrame).
 	where  []int32
 	lastBc []int
+	// ghost, by ID: the entity mirrors another cell's (Border); ghosts
+	// records through which border, for the ghosts.
+	ghost  []bool
+	ghosts map[ID]*ghostOf
 	// lateFrames is how long a discovery takes: a broadcast this recent
 	// may not yet have brought the client's request and its answer.
 	lateFrames int
@@ -149,7 +153,7 @@ func NewWorld(cfg Config, start time.Time, out Sender) (*World, error) {
 		w.periods[c] = cfg.period(c&periodTarget != 0, c&periodCombat != 0, c&periodCity != 0)
 	}
 	w.ids = 1 // ID 0 is no entity
-	w.where, w.lastBc, w.waiting = []int32{-1}, []int{0}, []bool{false}
+	w.where, w.lastBc, w.waiting, w.ghost = []int32{-1}, []int{0}, []bool{false}, []bool{false}
 	return w, nil
 }
 
