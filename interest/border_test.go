@@ -2,9 +2,9 @@ package interest
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"strconv"
-	"math/rand/v2"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -44,11 +44,11 @@ func (c *cell) SendReliable(id ID, msg []byte) error {
 // each cell owns), as harness does for one world.
 type cellsHarness struct {
 	harness
-	cells   []*cell
-	at      map[ID]int // the cell that owns each player
-	link    memnet.LinkConfig
-	handed  int        // players handed between cells
-	bytes   [][2]int64 // border bytes by frame: total, and messages
+	cells    []*cell
+	at       map[ID]int // the cell that owns each player
+	link     memnet.LinkConfig
+	handed   int        // players handed between cells
+	bytes    [][2]int64 // border bytes by frame: total, and messages
 	npcsAll  []ID
 	inflight []borderMsg
 }
