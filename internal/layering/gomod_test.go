@@ -81,7 +81,8 @@ func requires(gomod string) []string {
 // TestBenchModuleGraph: the benchmarks' module graph holds none of the
 // examples' and interop tests' heavy dependencies, nor their modules (the
 // duel's game, a module of its own, aside): a bench builds without
-// Ebiten, chromedp or a NATS server.
+// Ebiten or chromedp. (The cells bench runs a NATS server in its process:
+// TestModuleLayering keeps it to that package.)
 func TestBenchModuleGraph(t *testing.T) {
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command on PATH")
@@ -101,7 +102,7 @@ func TestBenchModuleGraph(t *testing.T) {
 		switch {
 		case m == Module+"/examples/duel/game":
 		case under(m, Module+"/examples"), under(m, Module+"/interop"),
-			slices.ContainsFunc(apartExt, func(p string) bool { return strings.HasPrefix(m, p) }):
+			slices.ContainsFunc(heavy, func(p string) bool { return strings.HasPrefix(m, p) }):
 			t.Errorf("the bench module's graph holds %s", m)
 		}
 	}

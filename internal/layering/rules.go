@@ -40,7 +40,8 @@ var (
 	// (natsbus, cluster) and the programs: nothing below engine, nor what
 	// the browser client imports (engine, wasm).
 	nats = "github.com/nats-io/"
-	// natsServer is a test dependency of the interop module.
+	// natsServer is a test dependency of the interop module, and the
+	// server the cells bench runs in its own process.
 	natsServer = "github.com/nats-io/nats-server"
 )
 
@@ -128,7 +129,21 @@ var rules = map[string]rule{
 		exceptImport: []string{"internal/sched", "internal/hugepage"},
 		denyExternal: append([]string{natsServer}, heavy...),
 	},
+	// the cells bench places worlds on cluster nodes: it runs a NATS
+	// server in its process, as the interop tests do; the bench command
+	// links it with every scenario.
+	"bench/cells": benchWithNATS,
+	"bench/cmd":   benchWithNATS,
 	"interop": {},
+}
+
+// benchWithNATS is the bench rule but for the NATS server.
+var benchWithNATS = rule{
+	denyLocal:    []string{"examples", "interop"},
+	exceptLocal:  []string{"examples/duel/game"},
+	denyImport:   []string{"internal"},
+	exceptImport: []string{"internal/sched", "internal/hugepage"},
+	denyExternal: heavy,
 }
 
 // packageRules add to the rule of the top-level directory for single
