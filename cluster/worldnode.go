@@ -34,6 +34,7 @@ type worldState struct {
 	create   *nats.Subscription // the world create queue; nil while full
 	ops      *nats.Subscription // <prefix>.world.<id>
 	arrivals map[uint64]func()  // transfers out of this node's worlds, by id
+	cells    []*cellRunner      // cells.go
 }
 
 // ServeWorlds makes the node take worlds, up to NodeInfo.Players players
@@ -125,6 +126,13 @@ func (n *Node) worldLoads() []worldLoad {
 			delete(n.ws.worlds, name) // closed: its place is free
 			n.ws.used -= h.cap
 			n.worldMember(true)
+			n.ws.cells = slices.DeleteFunc(n.ws.cells, func(c *cellRunner) bool {
+				if c.ew.Load() == h.w {
+					c.sub.Unsubscribe()
+					return true
+				}
+				return false
+			})
 			continue
 		}
 		players, booked := h.w.Load()
@@ -303,6 +311,9 @@ func (n *Node) leaveWorlds() {
 	}
 	n.worldMember(false)
 	n.ws.ops.Unsubscribe()
+	for _, c := range n.ws.cells {
+		c.sub.Unsubscribe()
+	}
 }
 
 // dedupeWorlds closes this node's copy of a world another live node also

@@ -274,7 +274,11 @@ func (s *Server) CreateWorld(name string, cfg WorldConfig) (*World, error) {
 	}
 	w := &World{s: s, name: name, cfg: cfg, peers: map[interest.ID]*worldPeer{}, players: map[string]*worldPeer{},
 		moving: map[string]*transfer{}, res: map[uint64]*reservation{}, present: map[string]*worldPeer{}}
-	world, err := interest.NewWorld(cfg.Interest, time.Now(), worldSender{w})
+	start := cfg.Start
+	if start.IsZero() {
+		start = time.Now()
+	}
+	world, err := interest.NewWorld(cfg.Interest, start, worldSender{w})
 	if err != nil {
 		return nil, errstack.With(err)
 	}

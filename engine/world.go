@@ -34,6 +34,14 @@ type WorldConfig struct {
 	// Tick runs the game's own logic on the world's worker before every
 	// world tick: NPCs, bots, combat.
 	Tick func(w *interest.World, now time.Time)
+	// AfterTick runs on the world's worker after every world tick: what
+	// must see the frame's movement (a cell's border messages, package
+	// cluster).
+	AfterTick func(w *interest.World, now time.Time)
+	// Start is the instant of the world's frame 0 (default: when it is
+	// created). The cells of one map share it, so that their frame
+	// numbers agree.
+	Start time.Time
 	// MaxPlayers caps the players in the world, places booked for
 	// players on their way (World.Reserve) included: a player over the cap
 	// is refused with ErrFull. 0: no cap but the server's MaxConns.
@@ -95,6 +103,15 @@ func (w *World) Stats() interest.Stats {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return w.stats
+}
+
+// Player returns the player whose connection is attached to entity id.
+// Call it on the world's worker (in a hook, or in Do).
+func (w *World) Player(id interest.ID) (string, bool) {
+	if wp := w.peers[id]; wp != nil {
+		return wp.ticket.Player, true
+	}
+	return "", false
 }
 
 // Do runs f on the world's worker before its next tick.
@@ -286,6 +303,9 @@ func (l worldLoop) Tick(now time.Time) time.Time {
 		w.cfg.Tick(w.world, now)
 	}
 	w.world.Tick(now)
+	if w.cfg.AfterTick != nil {
+		w.cfg.AfterTick(w.world, now)
+	}
 	w.s.metrics.worldTick(time.Since(start))
 	st := w.world.Stats()
 	w.mu.Lock()

@@ -1,0 +1,301 @@
+package cluster
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/tongbu/tongbu/engine"
+	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/internal/errstack"
+)
+
+// CellMap is one map cut into cells: a grid of Cols x Rows rectangles of
+// its regions, each simulated by its own world, on any node (ServeCell).
+// Every cell's world holds the whole map's grid and owns the entities in
+// its rectangle; the entities within one region of a neighbour's cell are
+// mirrored there as read-only ghosts (interest.Border), so that a player
+// near a border sees across it as if one world held the map; an entity
+// that crosses is handed to the neighbour with its state, and a player's
+// client follows it there (engine.World.Transfer).
+type CellMap struct {
+	// Map names the map, 1..MaxIDLen bytes of letters, digits, '-' and
+	// '_' (it is a NATS subject token). Cell i is the world CellName(Map, i).
+	Map string
+	// Cols and Rows cut the map's regions into cells, numbered row by row
+	// from the top left; each must divide nothing in particular, but
+	// every cell holds at least one region.
+	Cols, Rows int
+	// Interest is the whole map's configuration; the cells share it but
+	// for the entity IDs (each gives out its own share).
+	Interest interest.Config
+	// Start is the instant of frame 0, shared by every cell so that their
+	// frame numbers agree.
+	Start time.Time
+}
+
+// CellName returns the name of the world that is cell i of map m.
+func CellName(m string, i int) string { return m + "#" + strconv.Itoa(i) }
+
+// Cells returns the number of cells.
+func (m CellMap) Cells() int { return m.Cols * m.Rows }
+
+// Rect returns cell i's rectangle of regions.
+func (m CellMap) Rect(i int) interest.Rect {
+	c := m.Interest.WithDefaults()
+	x, y := i%m.Cols, i/m.Cols
+	return interest.Rect{X0: x * c.Width / m.Cols, Y0: y * c.Height / m.Rows, X1: (x + 1) * c.Width / m.Cols, Y1: (y + 1) * c.Height / m.Rows}
+}
+
+// CellAt returns the cell that holds position p.
+func (m CellMap) CellAt(p interest.Vec) int {
+	c := m.Interest.WithDefaults()
+	g := interest.Region{X: int(p.X) / c.RegionSize, Y: int(p.Y) / c.RegionSize}
+	for i := range m.Cells() {
+		if m.Rect(i).Contains(g) {
+			return i
+		}
+	}
+	return -1
+}
+
+func (m CellMap) validate() error {
+	if err := checkID(m.Map); err != nil {
+		return fmt.Errorf("%w: cell map name: %v", ErrInvalid, err)
+	}
+	c := m.Interest.WithDefaults()
+	if err := c.Validate(); err != nil {
+		return fmt.Errorf("%w: cell map %s: %v", ErrInvalid, m.Map, err)
+	}
+	if m.Cols < 1 || m.Rows < 1 || m.Cols > c.Width || m.Rows > c.Height || m.Cells() >= c.MaxEntities {
+		return fmt.Errorf("%w: cell map %s: %dx%d cells of a %dx%d grid", ErrInvalid, m.Map, m.Cols, m.Rows, c.Width, c.Height)
+	}
+	if m.Start.IsZero() {
+		return fmt.Errorf("%w: cell map %s: no start instant", ErrInvalid, m.Map)
+	}
+	return nil
+}
+
+// subjCell is the subject of the border messages from cell from to cell
+// to of map m.
+func (o *Options) subjCell(m string, to, from int) string {
+	return o.Prefix + ".cell." + m + "." + strconv.Itoa(to) + "." + strconv.Itoa(from)
+}
+
+// handoverState is the state a cell's transfer of a crossing player
+// carries: the player's entity, which the neighbour owns by then.
+const handoverMagic = "tongbu-cell\x00"
+
+func handoverState(id interest.ID) []byte {
+	return binary.LittleEndian.AppendUint32([]byte(handoverMagic), uint32(id))
+}
+
+func readHandover(b []byte) (interest.ID, bool) {
+	rest, ok := strings.CutPrefix(string(b), handoverMagic)
+	if !ok || len(rest) != 4 {
+		return 0, false
+	}
+	return interest.ID(binary.LittleEndian.Uint32([]byte(rest))), true
+}
+
+// cellRunner is a cell this node simulates.
+type cellRunner struct {
+	n       *Node
+	m       CellMap
+	i       int
+	ew      atomic.Pointer[engine.World]
+	sub     *nats.Subscription
+	borders map[int]*interest.Border // by neighbour; owned by the world's worker
+	waiting map[interest.ID]time.Time
+	buf     []byte
+	frame   int
+	sent    atomic.Int64 // border bytes published
+}
+
+// orphanAfter is how long an adopted player's entity waits for its client
+// before the cell removes it.
+const orphanAfter = engine.BookingTTL + 10*time.Second
+
+// ServeCell makes this node simulate cell i of map m with the game's
+// hooks in cfg (Join places a player joining this cell afresh; Tick runs
+// the cell's NPCs: it must move only the entities it owns, those for which
+// interest.World.Ghost is false). It creates the cell's world on the
+// node's server (ServeWorlds must have been called), listed in the
+// directory as CellName(m.Map, i), and from then on, every frame, sends
+// the neighbours the entities near their borders over NATS and applies
+// theirs; a player who walks into a neighbour's cell is handed to it and
+// its client follows. A neighbour that dies has its ghosts removed; its
+// players are lost with it. Close the returned world to stop.
+func (n *Node) ServeCell(m CellMap, i int, cfg engine.WorldConfig) (*engine.World, error) {
+	w, err := n.serveCell(m, i, cfg)
+	return w, errstack.With(err)
+}
+
+func (n *Node) serveCell(m CellMap, i int, cfg engine.WorldConfig) (*engine.World, error) {
+	if err := m.validate(); err != nil {
+		return nil, err
+	}
+	if i < 0 || i >= m.Cells() {
+		return nil, fmt.Errorf("%w: cell %d of %d", ErrInvalid, i, m.Cells())
+	}
+	n.mu.Lock()
+	srv := n.ws.srv
+	n.mu.Unlock()
+	if srv == nil {
+		return nil, fmt.Errorf("%w: ServeCell before ServeWorlds", ErrInvalid)
+	}
+	c := &cellRunner{n: n, m: m, i: i, borders: map[int]*interest.Border{}, waiting: map[interest.ID]time.Time{}}
+	ic := m.Interest
+	ic.IDStride, ic.IDOffset = m.Cells(), i
+	game := cfg
+	cfg.Interest, cfg.Start = ic, m.Start
+	cfg.Arrive = func(w *interest.World, player string, state []byte) (interest.ID, error) {
+		if id, ok := readHandover(state); ok {
+			if _, owned := w.Logic(id); !owned || w.Ghost(id) {
+				return 0, fmt.Errorf("cell %d does not hold the entity %d handed to it", i, id)
+			}
+			delete(c.waiting, id)
+			return id, nil
+		}
+		switch {
+		case game.Arrive != nil:
+			return game.Arrive(w, player, state)
+		case game.Join != nil:
+			return game.Join(w, player)
+		}
+		return 0, fmt.Errorf("cell %d: a player arrived with no place to put it (WorldConfig.Join)", i)
+	}
+	cfg.Leave = func(w *interest.World, player string, id interest.ID) {
+		if w.Ghost(id) {
+			return // handed to a neighbour: the game's player lives on there
+		}
+		if game.Leave != nil {
+			game.Leave(w, player, id)
+		} else {
+			w.Despawn(id)
+		}
+	}
+	cfg.AfterTick = func(w *interest.World, now time.Time) {
+		if game.AfterTick != nil {
+			game.AfterTick(w, now)
+		}
+		c.afterTick(w, now)
+	}
+	name := CellName(m.Map, i)
+	ew, err := srv.CreateWorld(name, cfg)
+	if err != nil {
+		return nil, err
+	}
+	c.ew.Store(ew)
+	ew.Do(func(w *interest.World) {
+		for j := range m.Cells() {
+			if b, err := w.NewBorder(m.Rect(i), m.Rect(j)); err == nil && j != i {
+				c.borders[j] = b
+			}
+		}
+	})
+	if c.sub, err = n.nc.Subscribe(n.opts.Prefix+".cell."+m.Map+"."+strconv.Itoa(i)+".*", c.onBorder); err != nil {
+		ew.Close()
+		return nil, fmt.Errorf("cluster: subscribe to cell %s: %w", name, err)
+	}
+	n.mu.Lock()
+	n.ws.worlds[name] = &hosted{w: ew, cap: max(cfg.MaxPlayers, 1)}
+	n.ws.used += max(cfg.MaxPlayers, 1)
+	n.ws.cells = append(n.ws.cells, c)
+	n.heartbeatLocked()
+	n.mu.Unlock()
+	n.opts.Logger.Info("cluster: cell served here", "map", m.Map, "cell", i, "rect", fmt.Sprint(m.Rect(i)))
+	return ew, nil
+}
+
+// onBorder takes a neighbour's border message, to apply on the world's
+// worker before its next tick.
+func (c *cellRunner) onBorder(msg *nats.Msg) {
+	from, err := strconv.Atoi(msg.Subject[strings.LastIndexByte(msg.Subject, '.')+1:])
+	ew := c.ew.Load()
+	if err != nil || ew == nil {
+		return
+	}
+	data := msg.Data
+	ew.Do(func(w *interest.World) {
+		b := c.borders[from]
+		if b == nil {
+			return
+		}
+		adopted, err := b.Apply(data)
+		if err != nil {
+			c.n.opts.Logger.Debug("cluster: border message dropped", "cell", c.i, "from", from, "err", err)
+			return
+		}
+		deadline := time.Now().Add(orphanAfter)
+		for _, id := range adopted {
+			if k, _ := w.Kind(id); k == interest.Player {
+				c.waiting[id] = deadline // its client is on its way
+			}
+		}
+	})
+}
+
+// afterTick sends the border messages of the frame, hands the clients of
+// the players who crossed to their new cell, drops the ghosts of a
+// neighbour that died, and the players whose clients never came.
+func (c *cellRunner) afterTick(w *interest.World, now time.Time) {
+	ew := c.ew.Load()
+	if ew == nil {
+		return
+	}
+	c.frame++
+	checkNeighbours := c.frame%w.Config().Hz == 0
+	for j, b := range c.borders {
+		if checkNeighbours {
+			if _, ok := c.n.dir.LocateWorld(CellName(c.m.Map, j)); !ok {
+				b.Drop()
+			}
+		}
+		msg, handed := b.Write(c.buf[:0])
+		c.buf = msg[:0]
+		if err := c.n.nc.Publish(c.n.opts.subjCell(c.m.Map, j, c.i), msg); err == nil {
+			c.sent.Add(int64(len(msg)))
+		}
+		for _, id := range handed {
+			player, ok := ew.Player(id)
+			if !ok {
+				continue // an NPC: the neighbour owns it now
+			}
+			to := CellName(c.m.Map, j)
+			dest := c.n.Destination(JoinRequest{World: to})
+			err := ew.Transfer(player, dest, handoverState(id), func(err error) {
+				if err != nil {
+					c.n.opts.Logger.Info("cluster: a player could not follow its entity to the next cell", "player", player, "to", to, "err", err)
+				}
+			})
+			if err != nil {
+				c.n.opts.Logger.Info("cluster: cell handover", "player", player, "err", err)
+			}
+		}
+	}
+	for id, deadline := range c.waiting {
+		if now.After(deadline) {
+			delete(c.waiting, id)
+			if !w.Ghost(id) {
+				w.Despawn(id)
+			}
+		}
+	}
+}
+
+// BorderBytes returns the bytes of border messages this node's cells have
+// sent.
+func (n *Node) BorderBytes() int64 {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var s int64
+	for _, c := range n.ws.cells {
+		s += c.sent.Load()
+	}
+	return s
+}
