@@ -134,7 +134,7 @@ var rules = map[string]rule{
 	// links it with every scenario.
 	"bench/cells": benchWithNATS,
 	"bench/cmd":   benchWithNATS,
-	"interop": {},
+	"interop":     {},
 }
 
 // benchWithNATS is the bench rule but for the NATS server.
