@@ -39,6 +39,7 @@ type cellsParams struct {
 	nodes, players, transfers, inflight int
 	kill                                bool
 	seed                                uint64
+	seamless                            seamlessParams
 }
 
 func benchCells(args []string, out io.Writer) error {
@@ -49,13 +50,49 @@ func benchCells(args []string, out io.Writer) error {
 	fs.IntVar(&p.transfers, "transfers", 1000, "transfers to make")
 	fs.IntVar(&p.inflight, "inflight", 8, "transfers under way at once")
 	fs.BoolVar(&p.kill, "kill", true, "kill the last node when half the transfers are made")
-	fs.Uint64Var(&p.seed, "seed", 1, "seed of the players' destinations")
+	fs.Uint64Var(&p.seed, "seed", 1, "seed of the players' destinations and walks")
+	fs.IntVar(&p.seamless.players, "walkers", 200, "seamless part: players walking and running over the map")
+	fs.IntVar(&p.seamless.npcs, "npcs", 4000, "seamless part: wandering NPCs")
+	fs.IntVar(&p.seamless.seconds, "seconds", 90, "seamless part: simulated seconds (the last 20 standing still)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if p.nodes < 2 || (p.kill && p.nodes < 3) || p.players < 1 || p.transfers < 1 || p.inflight < 1 || p.inflight > p.players {
 		return errors.New("want -nodes >= 2 (3 with -kill), -players >= 1, -transfers >= 1, 1 <= -inflight <= -players")
 	}
+	p.seamless.seed = p.seed
+	if p.seamless.players < 1 || p.seamless.npcs < 0 || p.seamless.seconds < 30 {
+		return errors.New("want -walkers >= 1, -npcs >= 0, -seconds >= 30")
+	}
+	fmt.Fprintf(out, "cells, seamless: a 32x32-region map, %d players walking and running, %d NPCs, %d simulated seconds, cut into 1 (the baseline), 2 and 4 cells\n",
+		p.seamless.players, p.seamless.npcs, p.seamless.seconds)
+	var cuts []seamlessFigures
+	for _, cut := range [][2]int{{1, 1}, {2, 1}, {2, 2}} {
+		f, err := runSeamless(p.seamless, cut[0], cut[1])
+		if err != nil {
+			return err
+		}
+		cuts = append(cuts, f)
+	}
+	fmt.Fprintf(out, "%-6s %10s %8s %6s %10s %10s %12s %14s %10s\n", "cells", "known err", "max diff", "leaks", "crossings", "gap frames", "client B/s", "border B/s/reg", "tick p99")
+	for _, f := range cuts {
+		perRegion := 0.0
+		if f.borderRegions > 0 {
+			perRegion = f.borderBps / float64(f.borderRegions)
+		}
+		fmt.Fprintf(out, "%-6d %10d %8v %6d %10d %10d %12.0f %14.0f %10v\n", f.cells, f.knownErrors, f.maxDiff, f.leaks, f.crossings, f.crossGapMax, f.clientBps, perRegion, f.tickP99.Round(time.Microsecond))
+	}
+	two, four := cuts[1], cuts[2]
+	fmt.Fprintln(out, harness.Result("cells_seamless",
+		"players", p.seamless.players, "npcs", p.seamless.npcs,
+		"known_set_errors", two.knownErrors+four.knownErrors, "leaks", two.leaks+four.leaks,
+		"crossings_2", two.crossings, "crossings_4", four.crossings,
+		"crossing_gap_frames_max", max(two.crossGapMax, four.crossGapMax),
+		"client_bps_ratio", two.clientBps/cuts[0].clientBps, "client_bps_ratio_4", four.clientBps/cuts[0].clientBps,
+		"nats_bytes_per_border_region_per_s", two.borderBps/float64(two.borderRegions),
+		"tick_p99_ms_1", ms(cuts[0].tickP99), "tick_p99_ms_2", ms(two.tickP99), "tick_p99_ms_4", ms(four.tickP99),
+		"baseline_leaks", cuts[0].leaks, "baseline_known_set_errors", cuts[0].knownErrors))
+
 	fmt.Fprintf(out, "cells: %d nodes on one NATS server, a world on each, %d players over WebRTC on loopback, %d transfers, %d at once, kill=%v\n",
 		p.nodes, p.players, p.transfers, p.inflight, p.kill)
 	r, err := newCellsRun(p)
@@ -82,6 +119,8 @@ func benchCells(args []string, out io.Writer) error {
 		"lost", f.lost, "duplicated", f.doubled, "lost_with_node", f.withNode))
 	return nil
 }
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // millis collects durations.
 type millis []float64

@@ -1,0 +1,409 @@
+//go:build !js
+
+package cells
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/tongbu/tongbu/interest"
+)
+
+// The seamless part of the scenario: one map cut into 1 (the baseline),
+// 2 and 4 cells, each an interest.World joined to its neighbours by
+// interest.Border, with the border messages carried between frames (what
+// cluster.ServeCell sends over NATS) and every client's packets delivered
+// a frame later (an in-memory link), in virtual time. Players walk and run
+// across the borders; NPCs wander. Each client's known set is checked
+// every frame against the truth of the whole map.
+
+type seamlessParams struct {
+	players, npcs int
+	seconds       int
+	seed          uint64
+}
+
+// seamlessFigures are one cut's figures.
+type seamlessFigures struct {
+	cells         int
+	knownErrors   int           // differences that outlived the bound
+	maxDiff       time.Duration // the longest difference
+	leaks         int           // entities a client learned while out of its range
+	crossings     int
+	crossGapMax   int // frames a crossing player's client missed an entity it knew before
+	clientBps     float64
+	borderBps     float64 // border bytes a second, all borders
+	borderRegions int     // regions in the borders' bands
+	tickP99       time.Duration
+}
+
+type splayer struct {
+	id    interest.ID
+	c     *interest.Client
+	at    int // the cell its client is attached to
+	run   bool
+	next  int // frame of its next move
+	diff  map[interest.ID]int
+	gap   map[interest.ID]int // after a crossing: entities known before, by the frame the gap began
+	known map[interest.ID]bool
+	prev  map[interest.ID]bool // last frame's truth
+	bytes int64
+	in    [][]byte // packets on their way to the client (delivered next frame)
+	up    [][]byte // the client's uplink on its way to its cell
+}
+
+type scell struct {
+	w       *interest.World
+	rect    interest.Rect
+	borders map[int]*interest.Border
+	players map[interest.ID]*splayer
+	ticks   []time.Duration
+}
+
+type seamlessRun struct {
+	cfg      interest.Config
+	cells    []*scell
+	players  []*splayer
+	npcs     []interest.ID
+	rng      *rand.Rand
+	frame    int
+	inflight []struct {
+		from, to int
+		msg      []byte
+	}
+	fig   seamlessFigures
+	bound int // frames a difference may last
+}
+
+// sender delivers a cell's packets to its clients' queues.
+type sender struct{ c *scell }
+
+func (s sender) SendUnreliable(id interest.ID, msg []byte) error {
+	if p := s.c.players[id]; p != nil {
+		p.in = append(p.in, append([]byte(nil), msg...))
+		p.bytes += int64(len(msg))
+	}
+	return nil
+}
+func (s sender) SendReliable(id interest.ID, msg []byte) error { return s.SendUnreliable(id, msg) }
+
+func runSeamless(p seamlessParams, nx, ny int) (seamlessFigures, error) {
+	cfg := interest.Config{Width: 32, Height: 32, MaxEntities: 1 << 16}.WithDefaults()
+	r := &seamlessRun{cfg: cfg, rng: rand.New(rand.NewPCG(p.seed, 3))}
+	r.bound = 2*cfg.Hz + 3 // the single world's 2 s, and the border's three frames
+	start := time.Unix(1_800_000_000, 0)
+	n := nx * ny
+	r.fig.cells = n
+	for i := range n {
+		c := cfg
+		c.IDStride, c.IDOffset = n, i
+		x, y := i%nx, i/nx
+		sc := &scell{rect: interest.Rect{X0: x * cfg.Width / nx, Y0: y * cfg.Height / ny, X1: (x + 1) * cfg.Width / nx, Y1: (y + 1) * cfg.Height / ny},
+			borders: map[int]*interest.Border{}, players: map[interest.ID]*splayer{}}
+		w, err := interest.NewWorld(c, start, sender{sc})
+		if err != nil {
+			return r.fig, err
+		}
+		sc.w = w
+		r.cells = append(r.cells, sc)
+	}
+	for i, c := range r.cells {
+		for j, d := range r.cells {
+			if i != j {
+				if b, err := c.w.NewBorder(c.rect, d.rect); err == nil {
+					c.borders[j] = b
+				}
+			}
+		}
+	}
+	for i := range p.npcs {
+		pos := r.randPos()
+		id, err := r.owner(pos).w.Spawn(interest.NPC, interest.Logic{Pos: pos, Life: 100}, interest.Display{Name: "npc", Appearance: uint32(i % 7)})
+		if err != nil {
+			return r.fig, err
+		}
+		r.npcs = append(r.npcs, id)
+	}
+	for i := range p.players {
+		pos := r.randPos()
+		ci := r.ownerIndex(pos)
+		id, err := r.cells[ci].w.Spawn(interest.Player, interest.Logic{Pos: pos, Dest: pos, Life: 100}, interest.Display{Name: fmt.Sprint("p", i)})
+		if err != nil {
+			return r.fig, err
+		}
+		sp := &splayer{id: id, run: i%2 == 1, diff: map[interest.ID]int{}, known: map[interest.ID]bool{}}
+		if err := r.attach(sp, ci); err != nil {
+			return r.fig, err
+		}
+		r.players = append(r.players, sp)
+	}
+	r.fig.borderRegions = r.bandRegions()
+	frames := p.seconds * cfg.Hz
+	var borderBytes int64
+	for f := 1; f <= frames; f++ {
+		r.frame = f
+		now := start.Add(time.Duration(f) * cfg.Period())
+		still := f > frames-20*cfg.Hz // the last 20 s: everything stands, the sets must settle
+		r.deliverUplinks()
+		if !still {
+			r.npcAI()
+		}
+		r.applyBorders()
+		for _, c := range r.cells {
+			t0 := time.Now()
+			c.w.Tick(now)
+			c.ticks = append(c.ticks, time.Since(t0))
+		}
+		borderBytes += r.writeBorders()
+		for _, sp := range r.players {
+			r.client(sp, now, still)
+		}
+		r.compare()
+	}
+	secs := float64(frames) / float64(cfg.Hz)
+	var total int64
+	for _, sp := range r.players {
+		total += sp.bytes
+		for _, since := range sp.diff {
+			r.episode(r.frame - since)
+		}
+	}
+	r.fig.clientBps = float64(total) / secs / float64(len(r.players))
+	r.fig.borderBps = float64(borderBytes) / secs
+	var ticks []time.Duration
+	for _, c := range r.cells {
+		ticks = append(ticks, c.ticks...)
+	}
+	slices.Sort(ticks)
+	r.fig.tickP99 = ticks[len(ticks)*99/100]
+	return r.fig, nil
+}
+
+func (r *seamlessRun) randPos() interest.Vec {
+	return interest.Vec{X: int32(r.rng.IntN(r.cfg.Width * r.cfg.RegionSize)), Y: int32(r.rng.IntN(r.cfg.Height * r.cfg.RegionSize))}
+}
+
+func (r *seamlessRun) nearPos(p interest.Vec, d int) interest.Vec {
+	q := interest.Vec{X: p.X + int32(r.rng.IntN(2*d+1)-d), Y: p.Y + int32(r.rng.IntN(2*d+1)-d)}
+	q.X = min(max(q.X, 0), int32(r.cfg.Width*r.cfg.RegionSize-1))
+	q.Y = min(max(q.Y, 0), int32(r.cfg.Height*r.cfg.RegionSize-1))
+	return q
+}
+
+func (r *seamlessRun) ownerIndex(p interest.Vec) int {
+	g := r.cells[0].w.RegionOf(p)
+	for i, c := range r.cells {
+		if c.rect.Contains(g) {
+			return i
+		}
+	}
+	return 0
+}
+
+func (r *seamlessRun) owner(p interest.Vec) *scell { return r.cells[r.ownerIndex(p)] }
+
+// bandRegions counts the regions of every cell that a neighbour mirrors.
+func (r *seamlessRun) bandRegions() int {
+	n := 0
+	for _, c := range r.cells {
+		for y := c.rect.Y0; y < c.rect.Y1; y++ {
+			for x := c.rect.X0; x < c.rect.X1; x++ {
+				for _, d := range r.cells {
+					if d != c && x >= d.rect.X0-1 && x <= d.rect.X1 && y >= d.rect.Y0-1 && y <= d.rect.Y1 {
+						n++
+						break
+					}
+				}
+			}
+		}
+	}
+	return n
+}
+
+// attach makes cell ci serve player sp with a new client, as a real
+// client that follows its entity opens a connection to the new cell.
+func (r *seamlessRun) attach(sp *splayer, ci int) error {
+	c := r.cells[ci]
+	if err := c.w.Join(sp.id); err != nil {
+		return err
+	}
+	cl, err := interest.NewClient(c.w.Config(), sp.id)
+	if err != nil {
+		return err
+	}
+	if sp.c != nil { // a crossing: what the old client knew, to measure the gap
+		sp.gap = map[interest.ID]int{}
+		sp.c.Each(func(id interest.ID, _ interest.View) { sp.gap[id] = r.frame })
+		r.fig.crossings++
+	}
+	sp.c, sp.at, sp.in, sp.up = cl, ci, nil, nil
+	c.players[sp.id] = sp
+	return nil
+}
+
+func (r *seamlessRun) deliverUplinks() {
+	for _, sp := range r.players {
+		c := r.cells[sp.at]
+		for _, m := range sp.up {
+			c.w.Deliver(sp.id, m)
+		}
+		sp.up = sp.up[:0]
+	}
+}
+
+func (r *seamlessRun) npcAI() {
+	for range len(r.npcs) / 40 {
+		id := r.npcs[r.rng.IntN(len(r.npcs))]
+		for _, c := range r.cells {
+			if lg, ok := c.w.Logic(id); ok && !c.w.Ghost(id) {
+				if !lg.Moving() {
+					c.w.Move(id, r.nearPos(lg.Pos, 2*r.cfg.RegionSize), int32(8+r.rng.IntN(24)))
+				}
+				break
+			}
+		}
+	}
+}
+
+func (r *seamlessRun) writeBorders() int64 {
+	var bytes int64
+	for i, c := range r.cells {
+		for j, b := range c.borders {
+			msg, handed := b.Write(nil)
+			bytes += int64(len(msg))
+			for _, id := range handed {
+				delete(c.players, id)
+			}
+			r.inflight = append(r.inflight, struct {
+				from, to int
+				msg      []byte
+			}{i, j, msg})
+		}
+	}
+	return bytes
+}
+
+func (r *seamlessRun) applyBorders() {
+	for _, m := range r.inflight {
+		adopted, err := r.cells[m.to].borders[m.from].Apply(m.msg)
+		if err != nil {
+			panic(err)
+		}
+		for _, id := range adopted {
+			for _, sp := range r.players {
+				if sp.id == id {
+					r.attach(sp, m.to)
+				}
+			}
+		}
+	}
+	r.inflight = r.inflight[:0]
+}
+
+// client delivers last frame's packets, advances and plays the client.
+func (r *seamlessRun) client(sp *splayer, now time.Time, still bool) {
+	for _, m := range sp.in {
+		sp.c.Deliver(now, m)
+	}
+	sp.in = sp.in[:0]
+	sp.c.Advance(now)
+	if me, ok := sp.c.Self(); ok && !still && r.frame >= sp.next {
+		d, speed := r.cfg.RegionSize, int32(8+r.rng.IntN(16))
+		if sp.run {
+			d, speed = 3*r.cfg.RegionSize, int32(r.cfg.MaxSpeed)
+		}
+		sp.c.Move(r.nearPos(me.Pos, d), speed)
+		sp.next = r.frame + r.cfg.Hz/2 + r.rng.IntN(3*r.cfg.Hz)
+	}
+	if pkt := sp.c.Packet(now); pkt != nil {
+		sp.up = append(sp.up, pkt)
+	}
+}
+
+// truth returns the entities the cells own in the 3x3 range of a player.
+func (r *seamlessRun) truth(id interest.ID) map[interest.ID]bool {
+	var pos interest.Vec
+	found := false
+	for _, c := range r.cells {
+		if lg, ok := c.w.Logic(id); ok && (!c.w.Ghost(id) || !found) {
+			pos, found = lg.Pos, true
+		}
+	}
+	out := map[interest.ID]bool{}
+	g := r.cells[0].w.RegionOf(pos)
+	for _, c := range r.cells {
+		c.w.Each(g, func(e interest.ID, _ interest.Kind, _ *interest.Logic) {
+			if e != id && (!c.w.Ghost(e) || r.inFlight(e)) {
+				out[e] = true
+			}
+		})
+	}
+	return out
+}
+
+// inFlight reports whether no cell owns entity id: handed over, its new
+// owner has not had the message yet. It is where its old owner left it.
+func (r *seamlessRun) inFlight(id interest.ID) bool {
+	for _, c := range r.cells {
+		if _, ok := c.w.Logic(id); ok && !c.w.Ghost(id) {
+			return false
+		}
+	}
+	return true
+}
+
+func (r *seamlessRun) compare() {
+	for _, sp := range r.players {
+		truth := r.truth(sp.id)
+		for id := range truth {
+			if _, ok := sp.c.Entity(id); ok {
+				r.resolve(sp, id)
+			} else if _, open := sp.diff[id]; !open {
+				sp.diff[id] = r.frame
+			}
+		}
+		now := map[interest.ID]bool{}
+		sp.c.Each(func(id interest.ID, _ interest.View) {
+			now[id] = true
+			if !sp.known[id] && !truth[id] && !sp.prev[id] {
+				r.fig.leaks++ // learned while out of range, now and a frame ago
+			}
+			if truth[id] {
+				return
+			}
+			if _, open := sp.diff[id]; !open {
+				sp.diff[id] = r.frame
+			}
+		})
+		sp.known, sp.prev = now, truth
+		for id := range sp.diff {
+			_, known := sp.c.Entity(id)
+			if truth[id] == known {
+				r.resolve(sp, id)
+			}
+		}
+		for id, since := range sp.gap {
+			if _, ok := sp.c.Entity(id); ok || !truth[id] {
+				r.fig.crossGapMax = max(r.fig.crossGapMax, r.frame-since-1)
+				delete(sp.gap, id)
+			}
+		}
+	}
+}
+
+func (r *seamlessRun) resolve(sp *splayer, id interest.ID) {
+	if since, ok := sp.diff[id]; ok {
+		r.episode(r.frame - since)
+		delete(sp.diff, id)
+	}
+}
+
+func (r *seamlessRun) episode(frames int) {
+	d := time.Duration(frames) * r.cfg.Period()
+	r.fig.maxDiff = max(r.fig.maxDiff, d)
+	if frames > r.bound {
+		r.fig.knownErrors++
+	}
+}
