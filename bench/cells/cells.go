@@ -83,15 +83,6 @@ func benchCells(args []string, out io.Writer) error {
 		fmt.Fprintf(out, "%-6d %10d %8v %6d %10d %10d %12.0f %14.0f %10v\n", f.cells, f.knownErrors, f.maxDiff, f.leaks, f.crossings, f.crossGapMax, f.clientBps, perRegion, f.tickP99.Round(time.Microsecond))
 	}
 	two, four := cuts[1], cuts[2]
-	fmt.Fprintln(out, harness.Result("cells_seamless",
-		"players", p.seamless.players, "npcs", p.seamless.npcs,
-		"known_set_errors", two.knownErrors+four.knownErrors, "leaks", two.leaks+four.leaks,
-		"crossings_2", two.crossings, "crossings_4", four.crossings,
-		"crossing_gap_frames_max", max(two.crossGapMax, four.crossGapMax),
-		"client_bps_ratio", two.clientBps/cuts[0].clientBps, "client_bps_ratio_4", four.clientBps/cuts[0].clientBps,
-		"nats_bytes_per_border_region_per_s", two.borderBps/float64(two.borderRegions),
-		"tick_p99_ms_1", ms(cuts[0].tickP99), "tick_p99_ms_2", ms(two.tickP99), "tick_p99_ms_4", ms(four.tickP99),
-		"baseline_leaks", cuts[0].leaks, "baseline_known_set_errors", cuts[0].knownErrors))
 
 	fmt.Fprintf(out, "cells: %d nodes on one NATS server, a world on each, %d players over WebRTC on loopback, %d transfers, %d at once, kill=%v\n",
 		p.nodes, p.players, p.transfers, p.inflight, p.kill)
@@ -113,7 +104,14 @@ func benchCells(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "transfers %d: moved %d, stayed %d (refused, or their destination died); players lost %d, doubled %d, lost with the killed node %d\n",
 		f.made, f.moved, f.stayed, f.lost, f.doubled, f.withNode)
 	fmt.Fprintln(out, harness.Result("cells",
-		"nodes", p.nodes, "players", p.players, "transfers", f.made, "moved", f.moved, "stayed", f.stayed,
+		"known_set_errors", two.knownErrors+four.knownErrors, "leaks", two.leaks+four.leaks,
+		"crossings_2", two.crossings, "crossings_4", four.crossings,
+		"crossing_gap_frames_max", max(two.crossGapMax, four.crossGapMax),
+		"client_bps_ratio", two.clientBps/cuts[0].clientBps, "client_bps_ratio_4", four.clientBps/cuts[0].clientBps,
+		"nats_bytes_per_border_region_per_s", two.borderBps/float64(two.borderRegions),
+		"tick_p99_ms_1", ms(cuts[0].tickP99), "tick_p99_ms_2", ms(two.tickP99), "tick_p99_ms_4", ms(four.tickP99),
+		"baseline_known_set_errors", cuts[0].knownErrors, "baseline_leaks", cuts[0].leaks,
+		"transfers", f.made, "moved", f.moved, "stayed", f.stayed,
 		"transfer_p50_ms", f.transfer.q(0.5), "transfer_p99_ms", f.transfer.q(0.99),
 		"baseline_join_p50_ms", f.join.q(0.5), "baseline_join_p99_ms", f.join.q(0.99),
 		"lost", f.lost, "duplicated", f.doubled, "lost_with_node", f.withNode))
