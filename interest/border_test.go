@@ -445,3 +445,39 @@ func TestCellsKnownSet(t *testing.T) {
 		})
 	}
 }
+
+// FuzzBorderApply: a border message that does not decode is refused whole,
+// and none panics or leaves the world inconsistent.
+func FuzzBorderApply(f *testing.F) {
+	cfg := Config{Width: 8, Height: 4, MaxEntities: 1024, IDStride: 2, IDOffset: 1}
+	src, _ := NewWorld(Config{Width: 8, Height: 4, MaxEntities: 1024, IDStride: 2}, time.Unix(0, 0), nopSender{})
+	src.Spawn(NPC, Logic{Pos: Vec{3900, 1000}, Dest: Vec{4500, 1000}, Speed: 10, Life: 100}, Display{Name: "wolf"})
+	b, err := src.NewBorder(Rect{0, 0, 4, 4}, Rect{4, 0, 8, 4})
+	if err != nil {
+		f.Fatal(err)
+	}
+	msg, _ := b.Write(nil)
+	f.Add(msg)
+	f.Add([]byte{0x01, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		w, err := NewWorld(cfg, time.Unix(0, 0), nopSender{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine, _ := w.Spawn(NPC, Logic{Pos: Vec{5000, 1000}, Life: 100}, Display{})
+		b, err := w.NewBorder(Rect{4, 0, 8, 4}, Rect{0, 0, 4, 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Apply(msg)
+		w.Tick(time.Unix(1, 0))
+		if w.Ghost(mine) {
+			t.Fatal("the world's own entity became a ghost")
+		}
+	})
+}
+
+type nopSender struct{}
+
+func (nopSender) SendUnreliable(ID, []byte) error { return nil }
+func (nopSender) SendReliable(ID, []byte) error   { return nil }

@@ -1,0 +1,53 @@
+//go:build !js
+
+package cluster
+
+import (
+	"testing"
+
+	"github.com/tongbu/tongbu/interest"
+)
+
+// FuzzReadHandover: a transfer's state that is not a cell's handover is
+// told apart, and one that is gives back its entity.
+func FuzzReadHandover(f *testing.F) {
+	f.Add(handoverState(7))
+	f.Add([]byte("tongbu-cell\x00\x01"))
+	f.Add([]byte("hp=7"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		id, ok := readHandover(b)
+		if ok && string(handoverState(id)) != string(b) {
+			t.Fatalf("%q read as entity %d", b, id)
+		}
+	})
+	if id, ok := readHandover(handoverState(interest.ID(65535))); !ok || id != 65535 {
+		f.Fatalf("round trip: %d %v", id, ok)
+	}
+}
+
+// FuzzWorldMessages: the world operations and replies a node decodes
+// from NATS are checked or refused, never trusted.
+func FuzzWorldMessages(f *testing.F) {
+	f.Add([]byte(`{"op":"book","world":"town~1","player":"ann","state":"aGk=","ttl_ms":1000,"from":"a","transfer":"12"}`))
+	f.Add([]byte(`{"op":"settle","world":"w","id":"99"}`))
+	f.Add([]byte(`{"world":"w","url":"http://a.test","ticket":"t","id":"3","expires_ms":5}`))
+	f.Add([]byte(`{"world":"w","cap":10,"config":{}}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if op, err := decode[worldOp](b); err == nil {
+			if op.Op != "book" && op.Op != "settle" && op.Op != "arrived" {
+				t.Fatalf("op %q accepted", op.Op)
+			}
+			if op.Op == "book" && (len(op.Player) == 0 || len(op.State) > MaxState) {
+				t.Fatalf("book %+v accepted", op)
+			}
+		}
+		if rep, err := decode[worldReply](b); err == nil && rep.Ticket != "" && rep.Error == "" && !rep.Full && !rep.Missing {
+			if checkURL(rep.URL) != nil || checkRoom(rep.World) != nil {
+				t.Fatalf("reply %+v accepted", rep)
+			}
+		}
+		if req, err := decode[WorldRequest](b); err == nil && (req.Cap < 1 || req.Cap > MaxWorldPlayers) {
+			t.Fatalf("request %+v accepted", req)
+		}
+	})
+}
