@@ -41,16 +41,24 @@ func createRoom(ctx context.Context, nc *nats.Conn, req RoomRequest, opts *Optio
 	if err != nil {
 		return Placement{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
+	return place(ctx, nc, &o, o.subjCreate(), "room", req.Room, data, "no node in the create queue")
+}
+
+// place sends a create request (data, for the room or world name) to a
+// create queue: a node that answers "full", or not within the request
+// timeout (it may have died), sends it to another, at most o.Attempts
+// times; NATS's "no responders" means no node is in the queue.
+func place(ctx context.Context, nc *nats.Conn, o *Options, subject, what, name string, data []byte, none string) (Placement, error) {
 	var last error
 	for range o.Attempts {
 		actx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
-		msg, err := nc.RequestWithContext(actx, o.subjCreate(), data)
+		msg, err := nc.RequestWithContext(actx, subject, data)
 		cancel()
 		switch {
 		case errors.Is(err, nats.ErrNoResponders):
-			return Placement{}, fmt.Errorf("%w: room %q: no node in the create queue", ErrNoCapacity, req.Room)
+			return Placement{}, fmt.Errorf("%w: %s %q: %s", ErrNoCapacity, what, name, none)
 		case ctx.Err() != nil:
-			return Placement{}, fmt.Errorf("cluster: create room %q: %w", req.Room, ctx.Err())
+			return Placement{}, fmt.Errorf("cluster: create %s %q: %w", what, name, ctx.Err())
 		case err != nil: // this try timed out: the node may have died; try another
 			last = err
 			continue
@@ -58,16 +66,16 @@ func createRoom(ctx context.Context, nc *nats.Conn, req RoomRequest, opts *Optio
 		rep, err := decode[createReply](msg.Data)
 		switch {
 		case err != nil:
-			return Placement{}, fmt.Errorf("cluster: create room %q: reply: %w", req.Room, err)
+			return Placement{}, fmt.Errorf("cluster: create %s %q: reply: %w", what, name, err)
 		case rep.Full:
 			last = errors.New(rep.Error)
 			continue
 		case rep.Error != "":
-			return Placement{}, fmt.Errorf("%w: room %q: %s", ErrRefused, req.Room, rep.Error)
-		case rep.Room != req.Room:
-			return Placement{}, fmt.Errorf("%w: asked for room %q, placed %q", ErrInvalid, req.Room, rep.Room)
+			return Placement{}, fmt.Errorf("%w: %s %q: %s", ErrRefused, what, name, rep.Error)
+		case rep.Room != name:
+			return Placement{}, fmt.Errorf("%w: asked for %s %q, placed %q", ErrInvalid, what, name, rep.Room)
 		}
 		return rep.Placement, nil
 	}
-	return Placement{}, fmt.Errorf("%w: room %q after %d attempts: %v", ErrNoCapacity, req.Room, o.Attempts, last)
+	return Placement{}, fmt.Errorf("%w: %s %q after %d attempts: %v", ErrNoCapacity, what, name, o.Attempts, last)
 }

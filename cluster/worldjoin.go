@@ -42,35 +42,7 @@ func createWorld(ctx context.Context, nc *nats.Conn, req WorldRequest, opts *Opt
 	if err != nil {
 		return Placement{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	var last error
-	for range o.Attempts {
-		actx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
-		msg, err := nc.RequestWithContext(actx, o.subjWorldCreate(), data)
-		cancel()
-		switch {
-		case errors.Is(err, nats.ErrNoResponders):
-			return Placement{}, fmt.Errorf("%w: world %q: no node has room for %d players", ErrNoCapacity, req.World, req.Cap)
-		case ctx.Err() != nil:
-			return Placement{}, fmt.Errorf("cluster: create world %q: %w", req.World, ctx.Err())
-		case err != nil:
-			last = err
-			continue
-		}
-		rep, err := decode[createReply](msg.Data)
-		switch {
-		case err != nil:
-			return Placement{}, fmt.Errorf("cluster: create world %q: reply: %w", req.World, err)
-		case rep.Full:
-			last = errors.New(rep.Error)
-			continue
-		case rep.Error != "":
-			return Placement{}, fmt.Errorf("%w: world %q: %s", ErrRefused, req.World, rep.Error)
-		case rep.Room != req.World:
-			return Placement{}, fmt.Errorf("%w: asked for world %q, placed %q", ErrInvalid, req.World, rep.Room)
-		}
-		return rep.Placement, nil
-	}
-	return Placement{}, fmt.Errorf("%w: world %q after %d attempts: %v", ErrNoCapacity, req.World, o.Attempts, last)
+	return place(ctx, nc, &o, o.subjWorldCreate(), "world", req.World, data, fmt.Sprintf("no node has room for %d players", req.Cap))
 }
 
 // JoinRequest asks the cluster for a place in a world for one player:
