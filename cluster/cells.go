@@ -29,8 +29,8 @@ type CellMap struct {
 	// '_' (it is a NATS subject token). Cell i is the world CellName(Map, i).
 	Map string
 	// Cols and Rows cut the map's regions into cells, numbered row by row
-	// from the top left; each must divide nothing in particular, but
-	// every cell holds at least one region.
+	// from the top left, as evenly as the grid allows; every cell holds at
+	// least one region.
 	Cols, Rows int
 	// Interest is the whole map's configuration; the cells share it but
 	// for the entity IDs (each gives out its own share).
