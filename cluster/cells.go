@@ -3,6 +3,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/binary"
 	"fmt"
 	"strconv"
@@ -269,7 +270,7 @@ func (c *cellRunner) afterTick(w *interest.World, now time.Time) {
 				continue // an NPC: the neighbour owns it now
 			}
 			to := CellName(c.m.Map, j)
-			dest := c.n.Destination(JoinRequest{World: to})
+			dest := seamless{c.n.Destination(JoinRequest{World: to})}
 			err := ew.Transfer(player, dest, handoverState(id), func(err error) {
 				if err != nil {
 					c.n.opts.Logger.Info("cluster: a player could not follow its entity to the next cell", "player", player, "to", to, "err", err)
@@ -288,6 +289,16 @@ func (c *cellRunner) afterTick(w *interest.World, now time.Time) {
 			}
 		}
 	}
+}
+
+// seamless books the next cell's place as a seamless move: the client
+// keeps what it knows.
+type seamless struct{ engine.Destination }
+
+func (s seamless) Book(ctx context.Context, player string, state []byte, arrived func()) (engine.Booking, error) {
+	b, err := s.Destination.Book(ctx, player, state, arrived)
+	b.Seamless = true
+	return b, err
 }
 
 // BorderBytes returns the bytes of border messages this node's cells have

@@ -89,9 +89,10 @@ type Client struct {
 
 // moveDial is the outcome of the dial a move makes.
 type moveDial struct {
-	c   *Client
-	url string
-	err error
+	c        *Client
+	url      string
+	err      error
+	seamless bool
 }
 
 // moveTimeout bounds the dial of a move: within the booking's life
@@ -399,7 +400,7 @@ func (c *Client) follow(mv *move) {
 		ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
 		defer cancel()
 		nc, err := Dial(ctx, url, mv.ticket, cfg)
-		ch <- moveDial{c: nc, url: url, err: err}
+		ch <- moveDial{c: nc, url: url, err: err, seamless: mv.seamless}
 	}()
 }
 
@@ -419,9 +420,12 @@ func (c *Client) moved(d moveDial) {
 		c.conn.SendReliable(appendMoveFail(nil, d.err.Error()))
 		return
 	}
-	old, from := c.conn, c.welcome.target
+	old, from, oldIs := c.conn, c.welcome.target, c.is
 	cfg := c.cfg
 	*c = *d.c
+	if d.seamless && oldIs != nil && c.is != nil {
+		c.is.Inherit(oldIs) // the next cell of the same map: what the client sees stays
+	}
 	c.url, c.cfg = d.url, cfg
 	old.Close()
 	if cfg.OnMove != nil {

@@ -29,6 +29,10 @@ type Booking struct {
 	ID uint64
 	// Expires is when the place is given up if the player has not come.
 	Expires time.Time
+	// Seamless says the world is the next cell of the same map (package
+	// cluster): the client keeps the entities it knows across the move
+	// (interest.Client.Inherit).
+	Seamless bool
 }
 
 // A Destination is where World.Transfer sends a player: a world of the
@@ -290,7 +294,7 @@ func (w *World) book(t *transfer, player string, state []byte) {
 		t.timer = time.AfterFunc(time.Until(b.Expires)+settleGrace, func() { w.settle(t) })
 	}
 	w.resMu.Unlock()
-	if gone || t.wp.conn.SendReliable(appendMove(nil, &move{world: b.World, url: b.URL, ticket: b.Ticket})) != nil {
+	if gone || t.wp.conn.SendReliable(appendMove(nil, &move{world: b.World, url: b.URL, ticket: b.Ticket, seamless: b.Seamless})) != nil {
 		w.settle(t)
 	}
 }

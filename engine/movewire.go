@@ -18,6 +18,7 @@ const (
 // it is on) and the ticket that takes its booked place there.
 type move struct {
 	world, url, ticket string
+	seamless           bool // the next cell of the same map: the client keeps what it knows
 }
 
 func appendMove(dst []byte, m *move) []byte {
@@ -27,6 +28,7 @@ func appendMove(dst []byte, m *move) []byte {
 	w.WriteString(m.world, MaxNameLen)
 	w.WriteString(m.url, maxMoveURL)
 	w.WriteString(m.ticket, maxMoveTicket)
+	w.WriteBool(m.seamless)
 	return w.Bytes()
 }
 
@@ -35,7 +37,7 @@ func readMove(msg []byte) (*move, error) {
 	if r.ReadBits(kindBits) != kindEngine || r.ReadBits(typeBits) != typeMove {
 		return nil, fmt.Errorf("%w: not a move", ErrMalformed)
 	}
-	m := &move{world: r.ReadString(MaxNameLen), url: r.ReadString(maxMoveURL), ticket: r.ReadString(maxMoveTicket)}
+	m := &move{world: r.ReadString(MaxNameLen), url: r.ReadString(maxMoveURL), ticket: r.ReadString(maxMoveTicket), seamless: r.ReadBool()}
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("%w: move: %v", ErrMalformed, err)
 	}

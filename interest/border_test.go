@@ -51,6 +51,7 @@ type cellsHarness struct {
 	bytes    [][2]int64 // border bytes by frame: total, and messages
 	npcsAll  []ID
 	inflight []borderMsg
+	inherit  bool // a crossing client inherits what the old one knew
 }
 
 // newCellsHarness cuts a testConfig map into nx x ny cells.
@@ -134,6 +135,9 @@ func (h *cellsHarness) attach(p *tplayer, ci int) {
 	c.srv[p.id] = sc
 	if p.conn != nil {
 		p.conn.Close()
+	}
+	if h.inherit && p.c != nil {
+		cl.Inherit(p.c)
 	}
 	p.c, p.conn = cl, cc
 	h.at[p.id] = ci
@@ -370,10 +374,11 @@ func (h *cellsHarness) mark(p *tplayer, id ID, now time.Time, what string) {
 // every client must know exactly the truth. The border traffic is logged.
 func TestCellsKnownSet(t *testing.T) {
 	for _, tc := range []struct {
-		name   string
-		nx, ny int
-		loss   float64
-	}{{"2 cells", 2, 1, 0}, {"4 cells", 2, 2, 0}, {"4 cells, 5% loss", 2, 2, 0.05}} {
+		name    string
+		nx, ny  int
+		loss    float64
+		inherit bool
+	}{{"2 cells", 2, 1, 0, false}, {"4 cells", 2, 2, 0, false}, {"4 cells, 5% loss", 2, 2, 0.05, false}, {"4 cells, clients inherit", 2, 2, 0, true}} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				link := memnet.LinkConfig{Latency: 40 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: tc.loss}
@@ -382,6 +387,7 @@ func TestCellsKnownSet(t *testing.T) {
 					seed = v
 				}
 				h := newCellsHarness(t, tc.nx, tc.ny, 24, 400, link, seed)
+				h.inherit = tc.inherit
 				h.run(90*time.Second, true)
 				for _, p := range h.players {
 					p.b = idle
@@ -481,3 +487,33 @@ type nopSender struct{}
 
 func (nopSender) SendUnreliable(ID, []byte) error { return nil }
 func (nopSender) SendReliable(ID, []byte) error   { return nil }
+
+// TestInheritGuards: a client inherits only from a client of the same map
+// and player; what it inherits it knows at once, and the player's own
+// entity waits for the new cell's word.
+func TestInheritGuards(t *testing.T) {
+	cfg := testConfig()
+	old, _ := NewClient(cfg, 5)
+	old.ents[9] = &known{kind: NPC, lg: Logic{Pos: Vec{100, 100}}}
+	old.me, old.haveMe, old.synced, old.frame = Logic{Pos: Vec{120, 100}}, true, true, 40
+	other := cfg
+	other.Width = 20
+	for _, c := range []struct {
+		name string
+		cfg  Config
+		self ID
+		want bool
+	}{{"same map", cfg, 5, true}, {"other player", cfg, 6, false}, {"other map", other, 5, false}} {
+		nc, err := NewClient(c.cfg, c.self)
+		if err != nil {
+			t.Fatal(err)
+		}
+		nc.Inherit(old)
+		if _, ok := nc.Entity(9); ok != c.want {
+			t.Errorf("%s: knows the NPC: %v, want %v", c.name, ok, c.want)
+		}
+		if c.want && (nc.Frame() != 40 || nc.haveMe) {
+			t.Errorf("%s: frame %d, has its own entity %v: want the old clock and no own entity yet", c.name, nc.Frame(), nc.haveMe)
+		}
+	}
+}

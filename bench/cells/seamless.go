@@ -237,6 +237,7 @@ func (r *seamlessRun) attach(sp *splayer, ci int) error {
 		sp.gap = map[interest.ID]int{}
 		sp.c.Each(func(id interest.ID, _ interest.View) { sp.gap[id] = r.frame })
 		r.fig.crossings++
+		cl.Inherit(sp.c) // as engine.Client does on a seamless move
 	}
 	sp.c, sp.at, sp.in, sp.up = cl, ci, nil, nil
 	c.players[sp.id] = sp

@@ -86,6 +86,11 @@ func TestCellsAcrossNodes(t *testing.T) {
 	if mv := <-moves; mv.To != cluster.CellName("wild", 1) || c.Entity() != me {
 		t.Fatalf("move %+v, entity %d (was %d)", mv, c.Entity(), me)
 	}
+	// A seamless move: the client still knows the wolf, before the east
+	// cell has said a word of it.
+	if _, ok := c.Interest().Entity(near); !ok {
+		t.Fatal("the client lost the wolf as it crossed")
+	}
 	if owned := onWorker(east, func(w *interest.World) bool { _, ok := w.Logic(me); return ok && !w.Ghost(me) }); !owned {
 		t.Fatal("the east cell does not own ann")
 	}
