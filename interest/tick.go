@@ -134,6 +134,7 @@ func (w *World) crossings() {
 		if e.crossed != e.reg {
 			w.stats.Crossings++
 			w.announce(e, e.crossed, e.reg)
+			w.crossedTogether(e)
 			to := w.regionAt(e.reg)
 			w.around(e.crossed, func(ri int32) {
 				if !near(to, w.regionAt(ri)) {
@@ -150,9 +151,37 @@ func (w *World) crossings() {
 				}
 			})
 		}
-		e.crossed = -1
+	}
+	for _, id := range w.cross {
+		if e := w.get(id); e != nil {
+			e.crossed = -1
+		}
 	}
 	w.cross = w.cross[:0]
+}
+
+// crossedTogether sends e to the observers that announce skipped but
+// never had it: those whose own entity crossed in the same frame, from a
+// region whose range did not hold e's start. announce skips the regions
+// near e's start region, whose observers had it in range; an observer
+// that has just moved into one of them from further away had not, and
+// the forced sync of its new regions finds e where it was, or no longer
+// there.
+func (w *World) crossedTogether(e *entity) {
+	from, to := w.regionAt(e.crossed), w.regionAt(e.reg)
+	w.around(e.reg, func(ri int32) {
+		r := w.regionAt(ri)
+		if !near(from, r) {
+			return // announce reached it
+		}
+		for _, o := range w.regions[ri].obs {
+			oe := w.ent(o.id)
+			if o.id == e.id || oe.crossed < 0 || near(w.regionAt(oe.crossed), from) || !near(r, to) {
+				continue
+			}
+			o.enqueue(item{kind: itemLogic, why: whyRepair, id: e.id})
+		}
+	})
 }
 
 // leaves queues, for Config.LeaveMessages, a removal for every observer
