@@ -31,6 +31,14 @@
 // Seats says what each slot holds (open, playing, late or gone), for a
 // scoreboard or a lobby.
 //
+// A world hands a player to another world with World.Transfer: a portal,
+// a map change, a line switch, to a world of this server
+// (World.Destination) or of another process (package cluster). The
+// destination books the player's place with the game's state of it
+// (WorldConfig.Arrive receives it), the client follows by itself over a
+// new connection (ClientConfig.OnMove tells the game), and the old world
+// lets the player go only once the new one has it.
+//
 // The Server is native only; the Client also builds for js/wasm, where
 // package wasm starts it in a page.
 //
