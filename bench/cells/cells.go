@@ -54,6 +54,7 @@ func benchCells(args []string, out io.Writer) error {
 	fs.IntVar(&p.seamless.players, "walkers", 200, "seamless part: players walking and running over the map")
 	fs.IntVar(&p.seamless.npcs, "npcs", 4000, "seamless part: wandering NPCs")
 	fs.IntVar(&p.seamless.seconds, "seconds", 90, "seamless part: simulated seconds (the last 20 standing still)")
+	scale := fs.Bool("scale", true, "find the most players the seed world holds uncut and in 2 cells, each cell's tick p99 within 15 ms")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -83,6 +84,17 @@ func benchCells(args []string, out io.Writer) error {
 		fmt.Fprintf(out, "%-6d %10d %8v %6d %10d %10d %12.0f %14.0f %10v\n", f.cells, f.knownErrors, f.maxDiff, f.leaks, f.crossings, f.crossGapMax, f.clientBps, perRegion, f.tickP99.Round(time.Microsecond))
 	}
 	two, four := cuts[1], cuts[2]
+	scaleOne, scaleTwo := 0, 0
+	if *scale {
+		fmt.Fprintf(out, "cells, scale: the seed world's 64x64 map, 4.5 NPCs a player, every player walking or running, 15 simulated seconds each (the first 3 not timed), the worst cell's tick p99 against 15 ms\n")
+		var err error
+		scaleOne, scaleTwo, err = scaleSearch(p.seed, 15*time.Millisecond, []int{3200, 6400, 9600, 12800, 16000, 19200, 25600, 32000, 38400}, func(cells, players int, p99 time.Duration) {
+			fmt.Fprintf(out, "  %d cell(s), %6d players, %6d NPCs: tick p99 %v\n", cells, players, players*9/2, p99.Round(10*time.Microsecond))
+		})
+		if err != nil {
+			return err
+		}
+	}
 
 	fmt.Fprintf(out, "cells: %d nodes on one NATS server, a world on each, %d players over WebRTC on loopback, %d transfers, %d at once, kill=%v\n",
 		p.nodes, p.players, p.transfers, p.inflight, p.kill)
@@ -111,6 +123,7 @@ func benchCells(args []string, out io.Writer) error {
 		"nats_bytes_per_border_region_per_s", two.borderBps/float64(two.borderRegions),
 		"tick_p99_ms_1", ms(cuts[0].tickP99), "tick_p99_ms_2", ms(two.tickP99), "tick_p99_ms_4", ms(four.tickP99),
 		"baseline_known_set_errors", cuts[0].knownErrors, "baseline_leaks", cuts[0].leaks,
+		"scale_players_2cells", scaleTwo, "baseline_scale_players", scaleOne,
 		"transfers", f.made, "moved", f.moved, "stayed", f.stayed,
 		"transfer_p50_ms", f.transfer.q(0.5), "transfer_p99_ms", f.transfer.q(0.99),
 		"baseline_join_p50_ms", f.join.q(0.5), "baseline_join_p99_ms", f.join.q(0.99),

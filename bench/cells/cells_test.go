@@ -16,7 +16,7 @@ func TestCells(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs about 3 s of real time")
 	}
-	kv := harness.LastResult(t, "cells", "-players", "9", "-transfers", "40", "-inflight", "3", "-walkers", "40", "-npcs", "800", "-seconds", "40")
+	kv := harness.LastResult(t, "cells", "-players", "9", "-transfers", "40", "-inflight", "3", "-walkers", "40", "-npcs", "800", "-seconds", "40", "-scale=false")
 	if kv["lost"] != "0" || kv["duplicated"] != "0" || kv["transfers"] != "40" || kv["moved"] == "0" ||
 		kv["crossings_4"] == "0" || kv["client_bps_ratio"] == "" {
 		t.Fatalf("RESULT %v", kv)

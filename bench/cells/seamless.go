@@ -23,6 +23,8 @@ type seamlessParams struct {
 	players, npcs int
 	seconds       int
 	seed          uint64
+	size          int  // the map's width and height in regions (default 32)
+	noCheck       bool // skip the known-set checks (the scale search: ticks only)
 }
 
 // seamlessFigures are one cut's figures.
@@ -37,6 +39,7 @@ type seamlessFigures struct {
 	borderBps     float64 // border bytes a second, all borders
 	borderRegions int     // regions in the borders' bands
 	tickP99       time.Duration
+	cellTickP99   time.Duration // the worst cell's own tick p99
 }
 
 type splayer struct {
@@ -90,7 +93,15 @@ func (s sender) SendUnreliable(id interest.ID, msg []byte) error {
 func (s sender) SendReliable(id interest.ID, msg []byte) error { return s.SendUnreliable(id, msg) }
 
 func runSeamless(p seamlessParams, nx, ny int) (seamlessFigures, error) {
-	cfg := interest.Config{Width: 32, Height: 32, MaxEntities: 1 << 16}.WithDefaults()
+	size := p.size
+	if size == 0 {
+		size = 32
+	}
+	maxEnt := 1 << 16
+	for maxEnt < 2*(p.players+p.npcs) {
+		maxEnt <<= 1
+	}
+	cfg := interest.Config{Width: size, Height: size, MaxEntities: maxEnt}.WithDefaults()
 	r := &seamlessRun{cfg: cfg, rng: rand.New(rand.NewPCG(p.seed, 3))}
 	r.bound = 2*cfg.Hz + 3 // the single world's 2 s, and the border's three frames
 	start := time.Unix(1_800_000_000, 0)
@@ -154,13 +165,17 @@ func runSeamless(p seamlessParams, nx, ny int) (seamlessFigures, error) {
 		for _, c := range r.cells {
 			t0 := time.Now()
 			c.w.Tick(now)
-			c.ticks = append(c.ticks, time.Since(t0))
+			if f > 3*cfg.Hz { // past the joins' burst: every client's whole range due at once
+				c.ticks = append(c.ticks, time.Since(t0))
+			}
 		}
 		borderBytes += r.writeBorders()
 		for _, sp := range r.players {
 			r.client(sp, now, still)
 		}
-		r.compare()
+		if !p.noCheck {
+			r.compare()
+		}
 	}
 	secs := float64(frames) / float64(cfg.Hz)
 	var total int64
@@ -175,6 +190,9 @@ func runSeamless(p seamlessParams, nx, ny int) (seamlessFigures, error) {
 	var ticks []time.Duration
 	for _, c := range r.cells {
 		ticks = append(ticks, c.ticks...)
+		own := slices.Clone(c.ticks)
+		slices.Sort(own)
+		r.fig.cellTickP99 = max(r.fig.cellTickP99, own[len(own)*99/100])
 	}
 	slices.Sort(ticks)
 	r.fig.tickP99 = ticks[len(ticks)*99/100]
@@ -407,4 +425,31 @@ func (r *seamlessRun) episode(frames int) {
 	if frames > r.bound {
 		r.fig.knownErrors++
 	}
+}
+
+// scaleSearch finds, for the map uncut and cut in two, the most players
+// (with 4.5 NPCs each, the seed world's density, on its 64 x 64 map) whose
+// worst cell ticks within budget at the 99th percentile, from the
+// populations given, in ascending order.
+func scaleSearch(seed uint64, budget time.Duration, pops []int, out func(cells, players int, p99 time.Duration)) (one, two int, err error) {
+	for _, cut := range [][2]int{{1, 1}, {2, 1}} {
+		best := 0
+		for _, n := range pops {
+			f, err := runSeamless(seamlessParams{players: n, npcs: n * 9 / 2, seconds: 15, seed: seed, size: 64, noCheck: true}, cut[0], cut[1])
+			if err != nil {
+				return 0, 0, err
+			}
+			out(cut[0]*cut[1], n, f.cellTickP99)
+			if f.cellTickP99 > budget {
+				break
+			}
+			best = n
+		}
+		if cut[0]*cut[1] == 1 {
+			one = best
+		} else {
+			two = best
+		}
+	}
+	return one, two, nil
 }
