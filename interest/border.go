@@ -275,11 +275,14 @@ func (b *Border) apply(o *borderOp) (ID, bool) {
 			return 0, false // mirrored through another border now
 		}
 		if o.op == borderHanded {
+			if g.orphan < 0 {
+				w.orphans++
+			}
 			g.orphan = w.frame
 			return 0, false
 		}
 		w.despawn(e)
-		delete(w.ghosts, o.id)
+		w.unmirror(o.id)
 		return 0, false
 	}
 	own := o.op == borderHandover
@@ -299,7 +302,7 @@ func (b *Border) apply(o *borderOp) (ID, bool) {
 		}
 	}
 	if own {
-		delete(w.ghosts, o.id)
+		w.unmirror(o.id)
 		return o.id, true
 	}
 	w.mirror(o.id, b)
@@ -309,6 +312,9 @@ func (b *Border) apply(o *borderOp) (ID, bool) {
 // mirror records that ghost id is mirrored through b.
 func (w *World) mirror(id ID, b *Border) {
 	if g := w.ghosts[id]; g != nil {
+		if g.orphan >= 0 {
+			w.orphans--
+		}
 		g.from, g.orphan = b, -1
 		return
 	}
@@ -361,16 +367,27 @@ func (w *World) setGhost(e *entity, o *borderOp) {
 	}
 }
 
+// unmirror forgets ghost id's record.
+func (w *World) unmirror(id ID) {
+	if g := w.ghosts[id]; g != nil && g.orphan >= 0 {
+		w.orphans--
+	}
+	delete(w.ghosts, id)
+}
+
 // sweepOrphans drops the ghosts this border mirrored whose owner handed
 // them to a cell that has not mirrored them since.
 func (b *Border) sweepOrphans() {
 	w := b.w
+	if w.orphans == 0 {
+		return // the usual frame: no scan of the ghosts
+	}
 	for id, g := range w.ghosts {
 		if g.from == b && g.orphan >= 0 && w.frame-g.orphan > orphanFrames {
 			if e := w.get(id); e != nil && w.ghost[id] {
 				w.despawn(e)
 			}
-			delete(w.ghosts, id)
+			w.unmirror(id)
 		}
 	}
 }
@@ -386,7 +403,7 @@ func (b *Border) Drop() {
 		if e := w.get(id); e != nil && w.ghost[id] {
 			w.despawn(e)
 		}
-		delete(w.ghosts, id)
+		w.unmirror(id)
 	}
 	clear(b.sent)
 }

@@ -427,8 +427,19 @@ func TestCellsKnownSet(t *testing.T) {
 					t.Errorf("%d messages about entities outside the receiver's range", h.leaks)
 				}
 				// Every entity is owned by exactly one cell, once the last
-				// messages are in.
+				// messages are in; each cell counts its orphaned ghosts.
 				h.deliverBorders()
+				for i, c := range h.cells {
+					n := 0
+					for _, g := range c.w.ghosts {
+						if g.orphan >= 0 {
+							n++
+						}
+					}
+					if n != c.w.orphans {
+						t.Errorf("cell %d counts %d orphaned ghosts, holds %d", i, c.w.orphans, n)
+					}
+				}
 				owners := map[ID]int{}
 				for _, c := range h.cells {
 					for id := ID(1); int(id) < c.w.ids; id++ {

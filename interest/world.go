@@ -101,8 +101,9 @@ type World struct {
 	lastBc []int
 	// ghost, by ID: the entity mirrors another cell's (Border); ghosts
 	// records through which border, for the ghosts.
-	ghost  []bool
-	ghosts map[ID]*ghostOf
+	ghost   []bool
+	ghosts  map[ID]*ghostOf
+	orphans int // ghosts whose owner handed them to a third cell (Border)
 	// lateFrames is how long a discovery takes: a broadcast this recent
 	// may not yet have brought the client's request and its answer.
 	lateFrames int
