@@ -115,7 +115,7 @@ func benchCells(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "%-34s %10.1f %10.1f\n", "baseline: fresh join (lobby + dial)", f.join.q(0.5), f.join.q(0.99))
 	fmt.Fprintf(out, "transfers %d: moved %d, stayed %d (refused, or their destination died); players lost %d, doubled %d, lost with the killed node %d\n",
 		f.made, f.moved, f.stayed, f.lost, f.doubled, f.withNode)
-	fmt.Fprintln(out, harness.Result("cells",
+	kv := []any{
 		"known_set_errors", two.knownErrors+four.knownErrors, "leaks", two.leaks+four.leaks,
 		"crossings_2", two.crossings, "crossings_4", four.crossings,
 		"crossing_gap_frames_max", max(two.crossGapMax, four.crossGapMax),
@@ -123,11 +123,14 @@ func benchCells(args []string, out io.Writer) error {
 		"nats_bytes_per_border_region_per_s", two.borderBps/float64(two.borderRegions),
 		"tick_p99_ms_1", ms(cuts[0].tickP99), "tick_p99_ms_2", ms(two.tickP99), "tick_p99_ms_4", ms(four.tickP99),
 		"baseline_known_set_errors", cuts[0].knownErrors, "baseline_leaks", cuts[0].leaks,
-		"scale_players_2cells", scaleTwo, "baseline_scale_players", scaleOne,
 		"transfers", f.made, "moved", f.moved, "stayed", f.stayed,
 		"transfer_p50_ms", f.transfer.q(0.5), "transfer_p99_ms", f.transfer.q(0.99),
 		"baseline_join_p50_ms", f.join.q(0.5), "baseline_join_p99_ms", f.join.q(0.99),
-		"lost", f.lost, "duplicated", f.doubled, "lost_with_node", f.withNode))
+		"lost", f.lost, "duplicated", f.doubled, "lost_with_node", f.withNode}
+	if *scale { // the search's keys only when it ran
+		kv = append(kv, "scale_players_2cells", scaleTwo, "baseline_scale_players", scaleOne)
+	}
+	fmt.Fprintln(out, harness.Result("cells", kv...))
 	return nil
 }
 
