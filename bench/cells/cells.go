@@ -116,11 +116,11 @@ func benchCells(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "transfers %d: moved %d, stayed %d (refused, or their destination died); players lost %d, doubled %d, lost with the killed node %d\n",
 		f.made, f.moved, f.stayed, f.lost, f.doubled, f.withNode)
 	kv := []any{
-		"known_set_errors", two.knownErrors+four.knownErrors, "leaks", two.leaks+four.leaks,
+		"known_set_errors", two.knownErrors + four.knownErrors, "leaks", two.leaks + four.leaks,
 		"crossings_2", two.crossings, "crossings_4", four.crossings,
 		"crossing_gap_frames_max", max(two.crossGapMax, four.crossGapMax),
-		"client_bps_ratio", two.clientBps/cuts[0].clientBps, "client_bps_ratio_4", four.clientBps/cuts[0].clientBps,
-		"nats_bytes_per_border_region_per_s", two.borderBps/float64(two.borderRegions),
+		"client_bps_ratio", two.clientBps / cuts[0].clientBps, "client_bps_ratio_4", four.clientBps / cuts[0].clientBps,
+		"nats_bytes_per_border_region_per_s", two.borderBps / float64(two.borderRegions),
 		"tick_p99_ms_1", ms(cuts[0].tickP99), "tick_p99_ms_2", ms(two.tickP99), "tick_p99_ms_4", ms(four.tickP99),
 		"baseline_known_set_errors", cuts[0].knownErrors, "baseline_leaks", cuts[0].leaks,
 		"transfers", f.made, "moved", f.moved, "stayed", f.stayed,
