@@ -300,6 +300,9 @@ func (v *View) hud(c *interest.Client, me *interest.Logic, ok bool) []hudPanel {
 		status = "connected"
 	}
 	fmt.Fprintf(&b, "tongbu MMO - interest mode - %s\n", status)
+	if ns.Where != "" {
+		fmt.Fprintf(&b, "on %s\n", ns.Where)
+	}
 	fmt.Fprintf(&b, "frame %d   fps %.0f  tps %.0f   net %.1f ms  draw %.1f ms\n", c.Frame(), ebiten.ActualFPS(), ebiten.ActualTPS(),
 		v.netTime.Seconds()*1000, v.drawTime.Seconds()*1000)
 	if ok {

@@ -67,13 +67,24 @@ const (
 // New returns the view of a session.
 func New(net Net) *View {
 	cfg := net.Config()
-	v := &View{net: net, cfg: cfg, cities: world.Cities(cfg.Width, cfg.Height), help: true}
-	v.cam = camera{scale: defaultScale, w: 960, h: 720,
-		cx: float64(cfg.Width*cfg.RegionSize) / 2, cy: float64(cfg.Height*cfg.RegionSize) / 2}
+	v := &View{net: net, help: true}
+	v.cam = camera{scale: defaultScale, w: 960, h: 720}
+	v.setConfig(cfg)
 	for _, m := range []*meter{&v.down, &v.up, &v.pktDown, &v.pktUp, &v.wireDown, &v.wireUp} {
 		m.window = 2 * time.Second
 	}
 	return v
+}
+
+// setConfig makes the view draw a world of configuration cfg: the demo's
+// cities when it has them, and the camera on the map's centre until the
+// player is known.
+func (v *View) setConfig(cfg interest.Config) {
+	v.cfg, v.cities = cfg, nil
+	if cfg.City != nil {
+		v.cities = world.Cities(cfg.Width, cfg.Height)
+	}
+	v.cam.cx, v.cam.cy = float64(cfg.Width*cfg.RegionSize)/2, float64(cfg.Height*cfg.RegionSize)/2
 }
 
 // Run opens the view (a canvas filling the page, in the browser) and
@@ -105,6 +116,10 @@ func (v *View) Update() error {
 		v.err, v.errAt = err, now
 	}
 	v.netTime = time.Since(t0)
+	if cfg := v.net.Config(); cfg.Width != v.cfg.Width || cfg.Height != v.cfg.Height || cfg.RegionSize != v.cfg.RegionSize || cfg.Hz != v.cfg.Hz {
+		v.setConfig(cfg) // the player moved to another map
+	}
+	c = v.net.Client() // a new one after a move
 	if f := c.Frame(); f != v.frame {
 		v.frame, v.frameAt = f, now
 	}

@@ -30,7 +30,8 @@ type Net interface {
 	// made for (interest.NewClient's self).
 	Player() interest.ID
 	// Config returns the world's configuration, defaults filled in: the
-	// one the world was made with. For the demo that is
+	// one the world was made with. It may change when the player moves to
+	// another world; the view follows it. For the demo that is
 	// world.InterestConfig, whose City function the view uses to draw the
 	// cities (City is not sent on the wire: the lead's Net fills it in
 	// with world.InterestConfig).
@@ -49,6 +50,10 @@ type Net interface {
 
 // NetStats is what the transport knows of the session.
 type NetStats struct {
+	// Where names the world and the server the session is on, for a game
+	// whose worlds span processes (the player moves between them); empty
+	// when there is only one.
+	Where string
 	// Status is a word or two on the session: "connecting",
 	// "connected", "offline"...
 	Status string

@@ -25,6 +25,7 @@ type page struct {
 //	ticks    view updates run, draws frames drawn
 //	bytesIn, bytesOut  the client's payload bytes each way
 //	status   the session's status word
+//	where    the world and server the session is on, when the Net says
 //	netMs    how long the last Net.Update took, drawMs the last Draw
 //	strikes  strikes sent (F); struckLife the last target's life as the
 //	         client knows it (-1 if it does not)
@@ -48,7 +49,9 @@ func (v *View) publish(c *interest.Client, me *interest.Logic, ready bool) {
 	o.Set("draws", float64(v.draws))
 	o.Set("bytesIn", float64(cs.BytesIn))
 	o.Set("bytesOut", float64(cs.BytesOut))
-	o.Set("status", v.net.Stats().Status)
+	ns := v.net.Stats()
+	o.Set("status", ns.Status)
+	o.Set("where", ns.Where)
 	o.Set("netMs", v.netTime.Seconds()*1000)
 	o.Set("drawMs", v.drawTime.Seconds()*1000)
 	o.Set("strikes", v.strikes)

@@ -1,0 +1,81 @@
+//go:build !js
+
+package main
+
+import (
+	"context"
+	"net/url"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/cdproto/input"
+	"github.com/chromedp/chromedp"
+
+	"github.com/tongbu/tongbu/interop/browser"
+	"github.com/tongbu/tongbu/wasm"
+)
+
+// TestWorldsInBrowser plays the example's page in Chromium: the player
+// joins the field's west cell on node a, walks east by clicks, and the
+// page follows it to the east cell on node b and says so.
+func TestWorldsInBrowser(t *testing.T) {
+	if _, err := browser.Path(); err != nil {
+		if os.Getenv("CI") != "" {
+			t.Fatal(err) // CI installs chromium: a missing one is a broken set-up
+		}
+		t.Skip(err)
+	}
+	assets := t.TempDir()
+	if err := wasm.Build(t.Context(), assets, "worlds.wasm", "github.com/tongbu/tongbu/examples/worlds/web"); err != nil {
+		t.Fatal(err)
+	}
+	e := startExample(t, 2, assets)
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	bctx, stop, err := browser.New(ctx, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	host := func(u string) string { p, _ := url.Parse(u); return p.Host }
+	var ok bool
+	if err := chromedp.Run(bctx, chromedp.Navigate(e.lobby.url+"/?name=web"),
+		chromedp.Poll(`window.tongbuMMO && tongbuMMO.ready && tongbuMMO.where.startsWith("field#0")`, &ok,
+			chromedp.WithPollingTimeout(90*time.Second))); err != nil {
+		var errText string
+		chromedp.Run(bctx, chromedp.Evaluate(`String(window.tongbuError || document.body.innerText)`, &errText))
+		t.Fatalf("the page did not join the west cell: %v (page says %q)", err, errText)
+	}
+	var where string
+	chromedp.Run(bctx, chromedp.Evaluate(`tongbuMMO.where`, &where))
+	if !strings.Contains(where, host(e.a.url)) {
+		t.Fatalf("the page says it is on %q, want node a's %s", where, host(e.a.url))
+	}
+	// Click to the right of the player (drawn in the middle) until the
+	// page is on the east cell: a few clicks take it over the border.
+	var w, h float64
+	chromedp.Run(bctx, chromedp.Evaluate(`window.innerWidth`, &w), chromedp.Evaluate(`window.innerHeight`, &h))
+	x, y := w-20, h/2
+	deadline := time.Now().Add(90 * time.Second)
+	for !strings.HasPrefix(where, "field#1") {
+		if time.Now().After(deadline) {
+			var st map[string]any
+			chromedp.Run(bctx, chromedp.Evaluate(`tongbuMMO`, &st))
+			t.Fatalf("the page did not follow its player east in 90 s: %v", st)
+		}
+		if err := chromedp.Run(bctx,
+			input.DispatchMouseEvent(input.MousePressed, x, y).WithButton(input.Left).WithClickCount(1),
+			chromedp.Sleep(80*time.Millisecond),
+			input.DispatchMouseEvent(input.MouseReleased, x, y).WithButton(input.Left).WithClickCount(1),
+			chromedp.Sleep(time.Second),
+			chromedp.Evaluate(`tongbuMMO.where`, &where)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !strings.Contains(where, host(e.b.url)) {
+		t.Fatalf("the page says it is on %q, want node b's %s", where, host(e.b.url))
+	}
+	t.Logf("the page: %s", where)
+}
