@@ -37,8 +37,16 @@ type CellMap struct {
 	// for the entity IDs (each gives out its own share).
 	Interest interest.Config
 	// Start is the instant of frame 0, shared by every cell so that their
-	// frame numbers agree.
+	// frame numbers agree (the cells of one colour of a checkerboard tick
+	// half a frame after it: what crosses a border is taken sooner).
 	Start time.Time
+	// NoStandby makes a player's client connect to the next cell when its
+	// player crosses, rather than ahead of it: no second connection while
+	// a player stands near a border, at the cost of a handshake (a few
+	// round trips) at the crossing. By default a cell holds a standby
+	// place next door for every player within one region of a border
+	// (engine.World.Standby), and the crossing costs no handshake.
+	NoStandby bool
 }
 
 // CellName returns the name of the world that is cell i of map m.
@@ -52,6 +60,19 @@ func (m CellMap) Rect(i int) interest.Rect {
 	c := m.Interest.WithDefaults()
 	x, y := i%m.Cols, i/m.Cols
 	return interest.Rect{X0: x * c.Width / m.Cols, Y0: y * c.Height / m.Rows, X1: (x + 1) * c.Width / m.Cols, Y1: (y + 1) * c.Height / m.Rows}
+}
+
+// phase is how long after the map's frame instants cell i ticks: half a
+// frame for the cells of one colour of a checkerboard. A neighbour across
+// a side then runs half a frame after a cell, or before its next frame,
+// so that what one cell sends over a border (ghosts, a player handed
+// over) is taken within half a frame, where cells ticking together would
+// wait a whole one. Frame numbers stay the same on every cell.
+func (m CellMap) phase(i int) time.Duration {
+	if (i%m.Cols+i/m.Cols)%2 == 0 {
+		return 0
+	}
+	return m.Interest.WithDefaults().Period() / 2
 }
 
 // CellAt returns the cell that holds position p.
@@ -114,10 +135,38 @@ type cellRunner struct {
 	sub     *nats.Subscription
 	borders map[int]*interest.Border // by neighbour; owned by the world's worker
 	waiting map[interest.ID]time.Time
+	standby map[interest.ID]*standby  // this cell's players near a border, with a place held next door
+	held    map[interest.ID]heldPlace // standby places held here, by the entity they are for
 	buf     []byte
 	frame   int
 	sent    atomic.Int64 // border bytes published
 }
+
+// heldPlace is a standby place this cell holds for a neighbour's player.
+type heldPlace struct {
+	booking uint64
+	expires time.Time
+}
+
+// standby is a player near a border, whose client is connected to the
+// neighbour's cell and waits there (engine.World.Standby): the crossing
+// costs no handshake. Owned by the world's worker.
+type standby struct {
+	to       int       // the neighbour
+	cancel   func()    // gives the place up
+	lastIn   int       // the frame the player was last in the band
+	handedAt time.Time // when its entity was handed over; zero before
+	stopped  bool      // cancel was called
+	then     func()    // what to do once it has ended without a move
+}
+
+// Standby timing: a player out of the band for standbyLinger frames
+// gives its place up; a player handed over whose client has not switched
+// within standbyGrace is transferred the ordinary way.
+const (
+	standbyLinger = 16
+	standbyGrace  = 2 * time.Second
+)
 
 // orphanAfter is how long an adopted player's entity waits for its client
 // before the cell removes it.
@@ -151,11 +200,12 @@ func (n *Node) serveCell(m CellMap, i int, cfg engine.WorldConfig) (*engine.Worl
 	if srv == nil {
 		return nil, fmt.Errorf("%w: ServeCell before ServeWorlds", ErrInvalid)
 	}
-	c := &cellRunner{n: n, m: m, i: i, borders: map[int]*interest.Border{}, waiting: map[interest.ID]time.Time{}}
+	c := &cellRunner{n: n, m: m, i: i, borders: map[int]*interest.Border{}, waiting: map[interest.ID]time.Time{},
+		standby: map[interest.ID]*standby{}, held: map[interest.ID]heldPlace{}}
 	ic := m.Interest
 	ic.IDStride, ic.IDOffset = m.Cells(), i
 	game := cfg
-	cfg.Interest, cfg.Start = ic, m.Start
+	cfg.Interest, cfg.Start = ic, m.Start.Add(m.phase(i))
 	cfg.Arrive = func(w *interest.World, player string, state []byte) (interest.ID, error) {
 		if id, ok := readHandover(state); ok {
 			if _, owned := w.Logic(id); !owned || w.Ghost(id) {
@@ -236,10 +286,44 @@ func (c *cellRunner) onBorder(msg *nats.Msg) {
 		}
 		deadline := time.Now().Add(orphanAfter)
 		for _, id := range adopted {
-			if k, _ := w.Kind(id); k == interest.Player {
-				c.waiting[id] = deadline // its client is on its way
+			if k, _ := w.Kind(id); k != interest.Player {
+				continue
+			}
+			c.waiting[id] = deadline // its client is on its way
+			if h, ok := c.held[id]; ok {
+				delete(c.held, id)
+				ew.Admit(h.booking) // its client is here already: welcome it
 			}
 		}
+	})
+}
+
+// heldFor notes a standby place booked in world for the entity state
+// names (a cell's handover state); it is admitted when the entity
+// crosses, or at once if it has.
+func (n *Node) heldFor(world string, state []byte, bk uint64) {
+	id, ok := readHandover(state)
+	if !ok {
+		return
+	}
+	n.mu.Lock()
+	var c *cellRunner
+	for _, x := range n.ws.cells {
+		if CellName(x.m.Map, x.i) == world {
+			c = x
+		}
+	}
+	n.mu.Unlock()
+	if c == nil {
+		return
+	}
+	ew := c.ew.Load()
+	ew.Do(func(w *interest.World) {
+		if _, owned := w.Logic(id); owned && !w.Ghost(id) {
+			ew.Admit(bk) // it crossed before its place was booked
+			return
+		}
+		c.held[id] = heldPlace{bk, time.Now().Add(engine.StandbyTTL)}
 	})
 }
 
@@ -253,6 +337,9 @@ func (c *cellRunner) afterTick(w *interest.World, now time.Time) {
 	}
 	c.frame++
 	checkNeighbours := c.frame%w.Config().Hz == 0
+	if !c.m.NoStandby {
+		c.standbys(w, ew, now)
+	}
 	for j, b := range c.borders {
 		if checkNeighbours {
 			if _, ok := c.n.dir.LocateWorld(CellName(c.m.Map, j)); !ok {
@@ -269,15 +356,21 @@ func (c *cellRunner) afterTick(w *interest.World, now time.Time) {
 			if !ok {
 				continue // an NPC: the neighbour owns it now
 			}
-			to := CellName(c.m.Map, j)
-			dest := seamless{c.n.Destination(JoinRequest{World: to})}
-			err := ew.Transfer(player, dest, handoverState(id), func(err error) {
-				if err != nil {
-					c.n.opts.Logger.Info("cluster: a player could not follow its entity to the next cell", "player", player, "to", to, "err", err)
-				}
-			})
-			if err != nil {
-				c.n.opts.Logger.Info("cluster: cell handover", "player", player, "err", err)
+			st := c.standby[id]
+			switch {
+			case st == nil:
+				c.transfer(ew, player, id, j)
+			case st.to == j && !st.stopped:
+				st.handedAt = now // the neighbour admits its waiting client
+			default: // waiting at another neighbour: go to this one instead
+				st.stop(func() { c.transfer(ew, player, id, j) })
+			}
+		}
+	}
+	if checkNeighbours {
+		for id, h := range c.held {
+			if now.After(h.expires) {
+				delete(c.held, id)
 			}
 		}
 	}
@@ -289,6 +382,88 @@ func (c *cellRunner) afterTick(w *interest.World, now time.Time) {
 			}
 		}
 	}
+}
+
+// transfer hands the client of player (entity id, handed to neighbour j
+// this frame) to j the ordinary way: it dials at the crossing.
+func (c *cellRunner) transfer(ew *engine.World, player string, id interest.ID, j int) {
+	to := CellName(c.m.Map, j)
+	dest := seamless{c.n.Destination(JoinRequest{World: to})}
+	err := ew.Transfer(player, dest, handoverState(id), func(err error) {
+		if err != nil {
+			c.n.opts.Logger.Info("cluster: a player could not follow its entity to the next cell", "player", player, "to", to, "err", err)
+		}
+	})
+	if err != nil {
+		c.n.opts.Logger.Info("cluster: cell handover", "player", player, "err", err)
+	}
+}
+
+// standbys books a standby place next door for every player of this cell
+// in a border's band (mirrored to the neighbour: it may cross at any
+// moment), gives up those of the players who left the band, and falls
+// back to an ordinary transfer for a player handed over whose client did
+// not switch in time.
+func (c *cellRunner) standbys(w *interest.World, ew *engine.World, now time.Time) {
+	mine := c.m.Rect(c.i)
+	for j := range c.borders {
+		near := c.m.Rect(j)
+		for x := max(mine.X0, near.X0-1); x < min(mine.X1, near.X1+1); x++ {
+			for y := max(mine.Y0, near.Y0-1); y < min(mine.Y1, near.Y1+1); y++ {
+				w.Each(interest.Region{X: x, Y: y}, func(id interest.ID, k interest.Kind, _ *interest.Logic) {
+					if k != interest.Player || w.Ghost(id) {
+						return
+					}
+					if st := c.standby[id]; st != nil {
+						if st.to == j {
+							st.lastIn = c.frame
+						}
+						return
+					}
+					if player, ok := ew.Player(id); ok {
+						c.book(ew, player, id, j)
+					}
+				})
+			}
+		}
+	}
+	for id, st := range c.standby {
+		switch {
+		case st.stopped:
+		case !st.handedAt.IsZero() && now.Sub(st.handedAt) > standbyGrace:
+			player, _ := ew.Player(id)
+			to := st.to
+			st.stop(func() { c.transfer(ew, player, id, to) })
+		case st.handedAt.IsZero() && c.frame-st.lastIn > standbyLinger:
+			st.stop(nil) // it walked away from the border
+		}
+	}
+}
+
+// book holds player a standby place in neighbour j's cell.
+func (c *cellRunner) book(ew *engine.World, player string, id interest.ID, j int) {
+	st := &standby{to: j, lastIn: c.frame}
+	dest := seamless{c.n.Destination(JoinRequest{World: CellName(c.m.Map, j), TicketTTL: engine.StandbyTTL, standby: true})}
+	cancel, err := ew.Standby(player, dest, handoverState(id), func(err error) {
+		if c.standby[id] == st {
+			delete(c.standby, id)
+		}
+		if err != nil && st.then != nil {
+			st.then()
+		}
+	})
+	if err != nil {
+		return
+	}
+	st.cancel = cancel
+	c.standby[id] = st
+}
+
+// stop gives the standby up, then runs then (if not nil) once it has
+// ended without a move.
+func (st *standby) stop(then func()) {
+	st.stopped, st.then = true, then
+	st.cancel()
 }
 
 // seamless books the next cell's place as a seamless move: the client

@@ -111,6 +111,7 @@ type worldOp struct {
 	ID       uint64 `json:"id,omitempty,string"`       // settle: the booking
 	From     string `json:"from,omitempty"`            // book: the source node, to be told of the arrival
 	Transfer uint64 `json:"transfer,omitempty,string"` // book, arrived: names the transfer at its source
+	Standby  bool   `json:"standby,omitempty"`         // book: a standby place (engine.World.Hold)
 }
 
 func (o *worldOp) validate() error {
@@ -147,6 +148,7 @@ type worldReply struct {
 	ID        uint64 `json:"id,omitempty,string"`
 	ExpiresMS int64  `json:"expires_ms,omitempty"` // Unix milliseconds
 	Arrived   bool   `json:"arrived,omitempty"`
+	Standby   bool   `json:"standby,omitempty"` // book: the place is held as a standby
 	Error     string `json:"error,omitempty"`
 	Full      bool   `json:"full,omitempty"`
 	Missing   bool   `json:"missing,omitempty"` // no such world on the node

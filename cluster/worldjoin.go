@@ -69,6 +69,8 @@ type JoinRequest struct {
 	// TicketTTL is how long the place is held for the player (default
 	// engine.BookingTTL).
 	TicketTTL time.Duration
+
+	standby bool // a cell's standby place (engine.World.Hold)
 }
 
 // JoinWorld books a place for req.Player in a world of the cluster, and
@@ -105,7 +107,7 @@ func (j *joiner) place(ctx context.Context, req *JoinRequest, from string, trans
 	if len(req.State) > MaxState {
 		return worldReply{}, "", fmt.Errorf("%w: state of %d bytes, at most %d", ErrInvalid, len(req.State), MaxState)
 	}
-	op := worldOp{Op: "book", Player: req.Player, State: req.State, TTLMS: req.TicketTTL.Milliseconds(), From: from, Transfer: transfer}
+	op := worldOp{Op: "book", Player: req.Player, State: req.State, TTLMS: req.TicketTTL.Milliseconds(), From: from, Transfer: transfer, Standby: req.standby}
 	if req.World != "" {
 		w, ok := j.dir.LocateWorld(req.World)
 		if !ok {
@@ -260,7 +262,7 @@ func (d *worldDest) Book(ctx context.Context, player string, state []byte, arriv
 		return engine.Booking{}, err
 	}
 	d.node = node
-	bk := engine.Booking{World: rep.World, URL: rep.URL, Ticket: rep.Ticket, ID: rep.ID, Expires: rep.expires()}
+	bk := engine.Booking{World: rep.World, URL: rep.URL, Ticket: rep.Ticket, ID: rep.ID, Expires: rep.expires(), Standby: rep.Standby}
 	if node == n.info.ID {
 		bk.URL = "" // the client stays on the server it dialed
 	}

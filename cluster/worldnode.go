@@ -275,7 +275,14 @@ func (n *Node) book(op *worldOp) worldReply {
 	case err != nil:
 		return worldReply{Error: err.Error()}
 	}
-	return worldReply{World: b.World, URL: n.info.URL, Ticket: b.Ticket, ID: b.ID, ExpiresMS: b.Expires.UnixMilli()}
+	if op.Standby {
+		if err := w.Hold(b.ID); err != nil {
+			w.Settle(b.ID)
+			return worldReply{Error: err.Error()}
+		}
+		n.heldFor(op.World, op.State, b.ID)
+	}
+	return worldReply{World: b.World, URL: n.info.URL, Ticket: b.Ticket, ID: b.ID, ExpiresMS: b.Expires.UnixMilli(), Standby: op.Standby}
 }
 
 // settleHere settles a booking in a world of this node: a world that is no

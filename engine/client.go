@@ -84,7 +84,10 @@ type Client struct {
 	url    string        // the server dialed
 	cfg    *ClientConfig // what Dial was given, for the next dial
 	moving chan moveDial // the dial of a move under way; nil if none
+	stop   func()        // cancels it
 	lost   error         // the old connection closed during the move
+
+	standbyMove bool // the move under way is a standby
 }
 
 // moveDial is the outcome of the dial a move makes.
@@ -93,11 +96,16 @@ type moveDial struct {
 	url      string
 	err      error
 	seamless bool
+	standby  bool
 }
 
 // moveTimeout bounds the dial of a move: within the booking's life
 // (BookingTTL), so that a failure is told while the place is held.
 const moveTimeout = 15 * time.Second
+
+// standbyTimeout bounds how long a standby connection waits for its
+// welcome: as long as the server holds a standby place (StandbyTTL).
+const standbyTimeout = StandbyTTL
 
 // maxEarly bounds the messages kept while waiting for the welcome.
 const maxEarly = 64
@@ -368,6 +376,9 @@ func (c *Client) Receive(now time.Time) error {
 	switch {
 	case closed == nil:
 		return nil
+	case c.moving != nil && c.standbyMove && !errors.Is(closed, ErrMoved):
+		c.stop() // the old world is gone before the crossing: so is the player
+		c.moving, c.stop = nil, nil
 	case c.moving != nil: // the move decides: the player may be there already
 		if c.lost == nil {
 			c.lost = closed
@@ -379,14 +390,23 @@ func (c *Client) Receive(now time.Time) error {
 	return c.closed
 }
 
-// follow starts the dial of a move the server told of.
+// follow starts the dial of a move the server told of. A standby move
+// (the next cell of a map, before the player crosses into it) connects at
+// once and waits, parked, for the welcome that comes at the crossing; a
+// move told while a standby waits replaces it.
 func (c *Client) follow(mv *move) {
 	switch {
+	case c.moving != nil && c.standbyMove:
+		c.stop() // the server gave the standby up, or the player moves elsewhere
+		c.moving, c.stop = nil, nil
 	case c.moving != nil:
 		c.malformed++ // one move at a time
 		return
-	case c.url == "":
-		c.conn.SendReliable(appendMoveFail(nil, "this client cannot dial another world"))
+	}
+	if c.url == "" {
+		if !mv.standby {
+			c.conn.SendReliable(appendMoveFail(nil, "this client cannot dial another world"))
+		}
 		return
 	}
 	url := mv.url
@@ -395,29 +415,50 @@ func (c *Client) follow(mv *move) {
 	}
 	cfg := c.cfg
 	ch := make(chan moveDial, 1)
-	c.moving = ch
+	wait := moveTimeout
+	if mv.standby {
+		wait = standbyTimeout
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), wait)
+	c.moving, c.stop, c.standbyMove = ch, cancel, mv.standby
 	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), moveTimeout)
 		defer cancel()
-		nc, err := Dial(ctx, url, mv.ticket, cfg)
-		ch <- moveDial{c: nc, url: url, err: err, seamless: mv.seamless}
+		d := moveDial{url: url, seamless: mv.seamless, standby: mv.standby}
+		hctx, hcancel := context.WithTimeout(ctx, moveTimeout) // the handshake itself
+		conn, err := dialConn(hctx, url, mv.ticket, cfg)
+		hcancel()
+		if err == nil {
+			if d.c, err = NewClient(ctx, conn); err != nil {
+				conn.Close()
+			} else if ctx.Err() != nil { // replaced or closed meanwhile
+				d.c.Close()
+				d.c, err = nil, ctx.Err()
+			} else {
+				d.c.url, d.c.cfg = url, cfg
+			}
+		}
+		d.err = errstack.With(err)
+		ch <- d
 	}()
 }
 
 // moved takes the outcome of a move's dial: the client becomes the new
-// world's, or tells the old one that it could not go.
+// world's, or tells the old one that it could not go (a standby that
+// ends unused is no failure: the server gave it up).
 func (c *Client) moved(d moveDial) {
-	c.moving = nil
+	c.moving, c.stop = nil, nil
 	if d.err != nil {
 		if c.cfg.Logger != nil {
-			c.cfg.Logger.Info("engine: move failed", "to", d.url, "err", d.err)
+			c.cfg.Logger.Info("engine: move failed", "to", d.url, "standby", d.standby, "err", d.err)
 		}
 		if c.lost != nil {
 			c.closed = c.lost
 			c.conn.Close()
 			return
 		}
-		c.conn.SendReliable(appendMoveFail(nil, d.err.Error()))
+		if !d.standby {
+			c.conn.SendReliable(appendMoveFail(nil, d.err.Error()))
+		}
 		return
 	}
 	old, from, oldIs := c.conn, c.welcome.target, c.is
@@ -488,6 +529,7 @@ func (c *Client) Done() <-chan struct{} { return c.conn.Done() }
 func (c *Client) Close() error {
 	if ch := c.moving; ch != nil {
 		c.moving = nil
+		c.stop()
 		go func() {
 			if d := <-ch; d.c != nil {
 				d.c.Close()

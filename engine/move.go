@@ -33,6 +33,10 @@ type Booking struct {
 	// cluster): the client keeps the entities it knows across the move
 	// (interest.Client.Inherit).
 	Seamless bool
+	// Standby says the place is held as a standby (World.Hold): the
+	// client connects at once and waits, parked, until the world admits
+	// the player (World.Admit). World.Standby needs one.
+	Standby bool
 }
 
 // A Destination is where World.Transfer sends a player: a world of the
@@ -79,6 +83,7 @@ type reservation struct {
 	expires time.Time
 	status  int
 	arrived func()
+	hold    bool // a standby: its connection waits for Admit
 }
 
 // Reserve holds a place in the world for player, carrying state (the
@@ -146,8 +151,80 @@ func (w *World) Settle(id uint64) (arrived bool) {
 	if r.status == reservePending {
 		r.status = reserveCancelled
 		w.pending--
+		if r.hold { // its connection may be parked: tell it
+			w.host.Do(func() { w.unpark(id, byeRefused, "the standby place was given up") })
+		}
 	}
 	return r.status == reserveArrived
+}
+
+// Hold makes booking id (World.Reserve) a standby: the client that takes
+// it connects at once and is parked, with no welcome and no entity, until
+// Admit; the place counts against MaxPlayers meanwhile. A cell of a map
+// (package cluster) holds one for a player near its border, so that
+// crossing costs no handshake. Settle gives the place up and closes the
+// parked connection, as does the booking's expiry: reserve it for as long
+// as the standby may last (StandbyTTL).
+func (w *World) Hold(id uint64) error {
+	w.resMu.Lock()
+	defer w.resMu.Unlock()
+	r := w.res[id]
+	if r == nil || r.status != reservePending {
+		return errstack.Wrapf(ErrTransfer, "world %q holds no booking %d", w.name, id)
+	}
+	r.hold = true
+	return nil
+}
+
+// Admit lets the player of standby booking id in: its parked connection
+// is welcomed now (Arrive places it), or as soon as it connects. Call it
+// on the world's worker (a hook, or Do).
+func (w *World) Admit(id uint64) error {
+	w.resMu.Lock()
+	r := w.res[id]
+	ok := r != nil && r.status == reservePending
+	if ok {
+		r.hold = false
+	}
+	w.resMu.Unlock()
+	if !ok {
+		return errstack.Wrapf(ErrTransfer, "world %q holds no booking %d", w.name, id)
+	}
+	if p := w.parked[id]; p != nil {
+		delete(w.parked, id)
+		w.join(p)
+	}
+	return nil
+}
+
+// unpark closes the parked connection of booking id, if any; on the
+// worker.
+func (w *World) unpark(id uint64, reason int, text string) {
+	if p := w.parked[id]; p != nil {
+		delete(w.parked, id)
+		p.bye(reason, text)
+		w.s.release(p)
+	}
+}
+
+// sweepParked closes the parked connections whose place was given up or
+// expired, and forgets those that closed; on the worker, once a second.
+func (w *World) sweepParked() {
+	now := time.Now()
+	for id, p := range w.parked {
+		w.resMu.Lock()
+		r := w.res[id]
+		live := r != nil && r.status == reservePending && now.Before(r.expires)
+		w.resMu.Unlock()
+		select {
+		case <-p.conn.Done():
+			live = false
+		default:
+		}
+		if !live {
+			w.unpark(id, byeRefused, "the standby place expired")
+		}
+	}
 }
 
 // Load returns the players in the world and the places booked for players
@@ -204,14 +281,16 @@ func (d localDest) Settle(_ context.Context, b Booking) (bool, error) { return d
 // transfer is a player on its way out of this world. Its fields, and
 // World.moving, are under World.resMu; done runs on the worker.
 type transfer struct {
-	wp       *worldPeer
-	to       Destination
-	done     func(error)
-	b        Booking
-	booked   bool
-	gone     bool // its connection closed meanwhile
-	settling bool
-	timer    *time.Timer
+	wp        *worldPeer
+	to        Destination
+	done      func(error)
+	b         Booking
+	booked    bool
+	gone      bool // its connection closed meanwhile
+	settling  bool
+	timer     *time.Timer
+	standby   bool // World.Standby: the player plays on until it arrives
+	cancelled bool // a standby given up before its booking came back
 }
 
 // Transfer moves player to another world: a portal, a map change, a line
@@ -231,8 +310,40 @@ type transfer struct {
 // may be nil. Transfer may be called from any goroutine, the world's
 // hooks included: it does not wait.
 func (w *World) Transfer(player string, to Destination, state []byte, done func(error)) error {
+	_, err := w.transfer(player, to, state, done, false)
+	return err
+}
+
+// Standby books player a standby place at to (a destination that holds
+// one: Booking.Standby, as the next cell of a map does) and tells its
+// client to connect there now and wait. The player stays in this world
+// and plays on. When the destination admits it (World.Admit, at the
+// crossing), the client switches to the waiting connection at once, the
+// player leaves this world (WorldConfig.Leave runs) and done(nil) is
+// called, as for a Transfer. cancel gives the standby up (the player
+// turned back from the border): the destination closes the waiting
+// connection, and done gets an error that matches ErrTransfer, as it does
+// when the destination refuses or the place expires. Transfer refuses a
+// player with a standby under way: cancel it first.
+func (w *World) Standby(player string, to Destination, state []byte, done func(error)) (cancel func(), err error) {
+	t, err := w.transfer(player, to, state, done, true)
+	if t == nil {
+		return func() {}, err
+	}
+	return func() {
+		w.resMu.Lock()
+		t.cancelled = true
+		booked := t.booked
+		w.resMu.Unlock()
+		if booked {
+			w.settle(t)
+		} // else book settles it when the booking comes back
+	}, nil
+}
+
+func (w *World) transfer(player string, to Destination, state []byte, done func(error), standby bool) (*transfer, error) {
 	if to == nil {
-		return errstack.Wrapf(ErrConfig, "transfer of %q: no destination", player)
+		return nil, errstack.Wrapf(ErrConfig, "transfer of %q: no destination", player)
 	}
 	if done == nil {
 		done = func(error) {}
@@ -243,7 +354,7 @@ func (w *World) Transfer(player string, to Destination, state []byte, done func(
 	switch {
 	case w.resClosed:
 		w.resMu.Unlock()
-		return errstack.Wrapf(ErrClosed, "world %q", w.name)
+		return nil, errstack.Wrapf(ErrClosed, "world %q", w.name)
 	case wp == nil:
 		err = errstack.Wrapf(ErrTransfer, "player %q is not in world %q", player, w.name)
 	case w.moving[player] != nil:
@@ -254,14 +365,16 @@ func (w *World) Transfer(player string, to Destination, state []byte, done func(
 		if !w.host.Do(func() { done(err) }) {
 			done(err) // closing meanwhile
 		}
-		return nil
+		return nil, nil
 	}
-	t := &transfer{wp: wp, to: to, done: done}
+	t := &transfer{wp: wp, to: to, done: done, standby: standby}
 	w.moving[player] = t
-	w.nMoving.Add(1)
+	if !standby {
+		w.nMoving.Add(1)
+	}
 	w.resMu.Unlock()
 	go w.book(t, player, state)
-	return nil
+	return t, nil
 }
 
 // book books the player's place and tells its client where to go, off
@@ -273,6 +386,10 @@ func (w *World) book(t *transfer, player string, state []byte) {
 	if err == nil && (len(b.Ticket) > maxMoveTicket || len(b.URL) > maxMoveURL || checkName("world", b.World) != nil) {
 		go t.to.Settle(context.Background(), b)
 		err = fmt.Errorf("booking does not fit a move message: world %q, URL of %d bytes, ticket of %d", b.World, len(b.URL), len(b.Ticket))
+	}
+	if err == nil && t.standby && !b.Standby {
+		go t.to.Settle(context.Background(), b)
+		err = fmt.Errorf("world %q holds no standby places", b.World)
 	}
 	w.resMu.Lock()
 	if w.moving[player] != t {
@@ -289,12 +406,12 @@ func (w *World) book(t *transfer, player string, state []byte) {
 		return
 	}
 	t.b, t.booked = b, true
-	gone := t.gone
+	gone := t.gone || t.cancelled
 	if !gone {
 		t.timer = time.AfterFunc(time.Until(b.Expires)+settleGrace, func() { w.settle(t) })
 	}
 	w.resMu.Unlock()
-	if gone || t.wp.conn.SendReliable(appendMove(nil, &move{world: b.World, url: b.URL, ticket: b.Ticket, seamless: b.Seamless})) != nil {
+	if gone || t.wp.conn.SendReliable(appendMove(nil, &move{world: b.World, url: b.URL, ticket: b.Ticket, seamless: b.Seamless, standby: t.standby})) != nil {
 		w.settle(t)
 	}
 }
@@ -352,7 +469,9 @@ func (w *World) ended(t *transfer, moved bool, err error) {
 		return
 	}
 	delete(w.moving, t.wp.ticket.Player)
-	w.nMoving.Add(-1)
+	if !t.standby {
+		w.nMoving.Add(-1)
+	}
 	gone := t.gone
 	w.resMu.Unlock()
 	if t.timer != nil {
@@ -411,7 +530,8 @@ func (w *World) frozen(player string) bool {
 	}
 	w.resMu.Lock()
 	defer w.resMu.Unlock()
-	return w.moving[player] != nil
+	t := w.moving[player]
+	return t != nil && !t.standby
 }
 
 // closeTransfers ends the transfers of a closed world, on the goroutine
@@ -424,6 +544,8 @@ func (w *World) closeTransfers() {
 	}
 	clear(w.moving)
 	w.nMoving.Store(0)
+	// Standby places expire at their destinations; the clients waiting
+	// there are told then.
 	w.resMu.Unlock()
 	for _, t := range ts {
 		if t.timer != nil {

@@ -387,3 +387,121 @@ func FuzzMoveMessages(f *testing.F) {
 		}
 	})
 }
+
+// holding is a destination on the other server that holds standby places
+// (World.Hold), as the next cell of a map does; held gets each booking.
+type holding struct {
+	remote
+	held chan uint64
+}
+
+func (d *holding) Book(ctx context.Context, player string, state []byte, arrived func()) (Booking, error) {
+	b, err := d.w.Reserve(player, state, StandbyTTL, arrived)
+	if err != nil {
+		return b, err
+	}
+	if err := d.w.Hold(b.ID); err != nil {
+		return Booking{}, err
+	}
+	b.URL, b.Standby = d.url, true
+	d.held <- b.ID
+	return b, nil
+}
+
+// TestStandby: a player with a standby place next door plays on where it
+// is while its client waits, connected, at the destination; when the
+// destination admits it, the client switches at once, with no new
+// connection. A standby given up closes the waiting connection and
+// leaves the player where it was; Transfer waits for a standby to end.
+func TestStandby(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ts := newTwoServers(t)
+		west := ts.world(ts.a, "west", 0)
+		east := ts.world(ts.b, "east", 10)
+		to := &holding{remote: remote{w: east, url: "mem://b"}, held: make(chan uint64, 4)}
+		var moves []Move
+		cfg := ts.config(&moves)
+		dials := 0
+		connect := cfg.Connect
+		cfg.Connect = func(ctx context.Context, url, ticket string) (transport.Conn, error) {
+			dials++
+			return connect(ctx, url, ticket)
+		}
+		tk, _ := ts.a.s.Ticket("ann", "west", RolePlayer, time.Minute)
+		c, err := Dial(context.Background(), "mem://a", tk, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts.expect("join west ann")
+		me := c.Entity()
+
+		// Given up: the waiting connection closes, ann stays.
+		done := make(chan error, 1)
+		cancel, err := west.Standby("ann", to, []byte("hp=7"), func(err error) { done <- err })
+		if err != nil {
+			t.Fatal(err)
+		}
+		<-to.held
+		run(t, c, time.Second)
+		wantLoad(t, east, 0, 1)
+		if dials != 2 || len(moves) != 0 || c.Target() != "west" {
+			t.Fatalf("standby: %d dials, moves %v, target %s", dials, moves, c.Target())
+		}
+		// She plays on meanwhile: her commands count.
+		if err := c.Interest().Move(interest.Vec{X: 4200, Y: 4096}, 32); err != nil {
+			t.Fatal(err)
+		}
+		run(t, c, time.Second)
+		logic := make(chan interest.Logic, 1)
+		west.Do(func(w *interest.World) { lg, _ := w.Logic(me); logic <- lg })
+		run(t, c, 100*time.Millisecond)
+		if lg := <-logic; lg.Dest.X != 4200 {
+			t.Fatalf("ann's move was not taken while on standby: dest %v", lg.Dest)
+		}
+		refused := startMove(t, west, "ann", west.Destination(), "")
+		run(t, c, 100*time.Millisecond)
+		if err := <-refused; !errors.Is(err, ErrTransfer) {
+			t.Fatalf("a transfer during a standby: %v, want ErrTransfer", err)
+		}
+		cancel()
+		run(t, c, time.Second)
+		if err := <-done; !errors.Is(err, ErrTransfer) {
+			t.Fatalf("a standby given up ends with %v, want ErrTransfer", err)
+		}
+		wantLoad(t, east, 0, 0)
+		wantLoad(t, west, 1, 0)
+		if len(moves) != 0 || c.Target() != "west" {
+			t.Fatalf("after the standby was given up: moves %v, target %s", moves, c.Target())
+		}
+		ts.expect() // no arrival, no leave
+
+		// Admitted: the client switches to the waiting connection.
+		if _, err := west.Standby("ann", to, []byte("hp=8"), func(err error) { done <- err }); err != nil {
+			t.Fatal(err)
+		}
+		bk := <-to.held
+		run(t, c, time.Second)
+		if dials != 3 {
+			t.Fatalf("%d dials, want 3", dials)
+		}
+		east.Do(func(*interest.World) {
+			if err := east.Admit(bk); err != nil {
+				t.Error(err)
+			}
+		})
+		run(t, c, time.Second)
+		if err := <-done; err != nil {
+			t.Fatalf("standby: %v", err)
+		}
+		ts.expect("arrive east ann hp=8", "leave west ann")
+		if dials != 3 || len(moves) != 1 || moves[0] != (Move{From: "west", To: "east", URL: "mem://b"}) {
+			t.Fatalf("after admission: %d dials, moves %+v", dials, moves)
+		}
+		wantLoad(t, west, 0, 0)
+		wantLoad(t, east, 1, 0)
+		if _, ok := c.Interest().Self(); !ok {
+			t.Fatal("the client does not see its entity in the new world")
+		}
+		c.Close()
+	})
+}

@@ -2,9 +2,15 @@ package engine
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tongbu/tongbu/codec"
 )
+
+// StandbyTTL is the longest a standby place (World.Hold) is held, and a
+// client's standby connection waits: a player who lingers near a border
+// longer is given a new one.
+const StandbyTTL = 10 * time.Minute
 
 // Bounds on a move message's fields (SPEC.md section 9.3).
 const (
@@ -19,6 +25,7 @@ const (
 type move struct {
 	world, url, ticket string
 	seamless           bool // the next cell of the same map: the client keeps what it knows
+	standby            bool // connect now and wait, parked, for the welcome (World.Standby)
 }
 
 func appendMove(dst []byte, m *move) []byte {
@@ -29,6 +36,7 @@ func appendMove(dst []byte, m *move) []byte {
 	w.WriteString(m.url, maxMoveURL)
 	w.WriteString(m.ticket, maxMoveTicket)
 	w.WriteBool(m.seamless)
+	w.WriteBool(m.standby)
 	return w.Bytes()
 }
 
@@ -38,6 +46,9 @@ func readMove(msg []byte) (*move, error) {
 		return nil, fmt.Errorf("%w: not a move", ErrMalformed)
 	}
 	m := &move{world: r.ReadString(MaxNameLen), url: r.ReadString(maxMoveURL), ticket: r.ReadString(maxMoveTicket), seamless: r.ReadBool()}
+	if r.Remaining() > 0 { // a move of SPEC.md 9.3 before the standby bit ends here
+		m.standby = r.ReadBool()
+	}
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("%w: move: %v", ErrMalformed, err)
 	}

@@ -273,7 +273,7 @@ func (s *Server) CreateWorld(name string, cfg WorldConfig) (*World, error) {
 		return nil, errstack.Wrapf(ErrConfig, "world %q: MaxPlayers %d", name, cfg.MaxPlayers)
 	}
 	w := &World{s: s, name: name, cfg: cfg, peers: map[interest.ID]*worldPeer{}, players: map[string]*worldPeer{},
-		moving: map[string]*transfer{}, res: map[uint64]*reservation{}, present: map[string]*worldPeer{}}
+		moving: map[string]*transfer{}, res: map[uint64]*reservation{}, present: map[string]*worldPeer{}, parked: map[uint64]*peer{}}
 	start := cfg.Start
 	if start.IsZero() {
 		start = time.Now()

@@ -80,6 +80,8 @@ type World struct {
 	peers   map[interest.ID]*worldPeer
 	players map[string]*worldPeer
 	batch   []interest.Uplink // the inbox's packets from current peers
+	parked  map[uint64]*peer  // standby connections waiting for Admit, by booking
+	frames  int
 }
 
 type worldPeer struct {
@@ -162,6 +164,11 @@ func (w *World) join(p *peer) {
 	// from then on Settle says the player arrived.
 	w.resMu.Lock()
 	r, err := w.arrival(p)
+	if err == nil && r != nil && r.hold {
+		w.resMu.Unlock()
+		w.parked[p.ticket.Nonce] = p // a standby: welcomed at Admit
+		return
+	}
 	var id interest.ID
 	if err == nil {
 		id, err = w.place(player, r)
@@ -293,6 +300,9 @@ func (l worldLoop) Stop() {
 	for _, wp := range l.w.peers {
 		wp.bye(byeClosed, l.w.name)
 	}
+	for id := range l.w.parked {
+		l.w.unpark(id, byeClosed, l.w.name)
+	}
 }
 
 // Tick runs the game's tick and the world's frame.
@@ -305,6 +315,9 @@ func (l worldLoop) Tick(now time.Time) time.Time {
 	w.world.Tick(now)
 	if w.cfg.AfterTick != nil {
 		w.cfg.AfterTick(w.world, now)
+	}
+	if w.frames++; len(w.parked) > 0 && w.frames%w.world.Config().Hz == 0 {
+		w.sweepParked()
 	}
 	w.s.metrics.worldTick(time.Since(start))
 	st := w.world.Stats()

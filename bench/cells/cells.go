@@ -40,6 +40,7 @@ type cellsParams struct {
 	kill                                bool
 	seed                                uint64
 	seamless                            seamlessParams
+	handoff                             handoffParams
 }
 
 func benchCells(args []string, out io.Writer) error {
@@ -54,6 +55,9 @@ func benchCells(args []string, out io.Writer) error {
 	fs.IntVar(&p.seamless.players, "walkers", 200, "seamless part: players walking and running over the map")
 	fs.IntVar(&p.seamless.npcs, "npcs", 4000, "seamless part: wandering NPCs")
 	fs.IntVar(&p.seamless.seconds, "seconds", 90, "seamless part: simulated seconds (the last 20 standing still)")
+	fs.IntVar(&p.handoff.players, "crossers", 16, "crossing part: players walking back and forth over a cell border")
+	fs.IntVar(&p.handoff.seconds, "cross-seconds", 40, "crossing part: seconds of each run (standby, then the handshake baseline)")
+	fs.DurationVar(&p.handoff.rtt, "rtt", 50*time.Millisecond, "crossing part: round trip emulated on the UDP paths and on signaling")
 	scale := fs.Bool("scale", true, "find the most players the seed world holds uncut and in 2 cells, each cell's tick p99 within 15 ms")
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -61,7 +65,10 @@ func benchCells(args []string, out io.Writer) error {
 	if p.nodes < 2 || (p.kill && p.nodes < 3) || p.players < 1 || p.transfers < 1 || p.inflight < 1 || p.inflight > p.players {
 		return errors.New("want -nodes >= 2 (3 with -kill), -players >= 1, -transfers >= 1, 1 <= -inflight <= -players")
 	}
-	p.seamless.seed = p.seed
+	p.seamless.seed, p.handoff.seed = p.seed, p.seed
+	if p.handoff.players < 1 || p.handoff.seconds < 5 || p.handoff.rtt < 0 {
+		return errors.New("want -crossers >= 1, -cross-seconds >= 5, -rtt >= 0")
+	}
 	if p.seamless.players < 1 || p.seamless.npcs < 0 || p.seamless.seconds < 30 {
 		return errors.New("want -walkers >= 1, -npcs >= 0, -seconds >= 30")
 	}
@@ -96,6 +103,25 @@ func benchCells(args []string, out io.Writer) error {
 		}
 	}
 
+	fmt.Fprintf(out, "cells, crossing: a map in 2 cells on 2 nodes, %d players walking back and forth over the border for %d s, over WebRTC with %v RTT (udpimpair; signaling too), from the frame a position leaves its cell to the new cell's first packet\n",
+		p.handoff.players, p.handoff.seconds, p.handoff.rtt)
+	standby, err := runHandoff(p.handoff, false)
+	if err != nil {
+		return err
+	}
+	handshake, err := runHandoff(p.handoff, true)
+	if err != nil {
+		return err
+	}
+	frame := ms(time.Second / 16)
+	fmt.Fprintf(out, "%-40s %9s %9s %9s %9s %9s %9s\n", "", "crossings", "p50 ms", "p90 ms", "p99 ms", "max ms", "stuck")
+	for _, x := range []struct {
+		name string
+		f    handoffFigures
+	}{{"standby connection (the engine's default)", standby}, {"baseline: handshake at the crossing", handshake}} {
+		fmt.Fprintf(out, "%-40s %9d %9.1f %9.1f %9.1f %9.1f %9d\n", x.name, x.f.switched, x.f.handoff.q(0.5), x.f.handoff.q(0.9), x.f.handoff.q(0.99), x.f.handoff.q(1), x.f.stuck)
+	}
+
 	fmt.Fprintf(out, "cells: %d nodes on one NATS server, a world on each, %d players over WebRTC on loopback, %d transfers, %d at once, kill=%v\n",
 		p.nodes, p.players, p.transfers, p.inflight, p.kill)
 	r, err := newCellsRun(p)
@@ -121,6 +147,9 @@ func benchCells(args []string, out io.Writer) error {
 		"crossing_gap_frames_max", max(two.crossGapMax, four.crossGapMax),
 		"client_bps_ratio", two.clientBps / cuts[0].clientBps, "client_bps_ratio_4", four.clientBps / cuts[0].clientBps,
 		"nats_bytes_per_border_region_per_s", two.borderBps / float64(two.borderRegions),
+		"handoff_p50_ms", standby.handoff.q(0.5), "handoff_p99_ms", standby.handoff.q(0.99), "handoffs", standby.switched, "handoff_stuck", standby.stuck,
+		"baseline_handoff_p50_ms", handshake.handoff.q(0.5), "baseline_handoff_p99_ms", handshake.handoff.q(0.99), "baseline_handoff_stuck", handshake.stuck,
+		"frame_ms", frame, "rtt_ms", ms(p.handoff.rtt), "handoff_floor_ms", frame/2 + ms(p.handoff.rtt)/2,
 		"tick_p99_ms_1", ms(cuts[0].tickP99), "tick_p99_ms_2", ms(two.tickP99), "tick_p99_ms_4", ms(four.tickP99),
 		"baseline_known_set_errors", cuts[0].knownErrors, "baseline_leaks", cuts[0].leaks,
 		"transfers", f.made, "moved", f.moved, "stayed", f.stayed,

@@ -3,6 +3,7 @@
 package cluster_test
 
 import (
+	"sync"
 	"testing"
 	"time"
 
@@ -57,6 +58,30 @@ func TestCellsAcrossNodes(t *testing.T) {
 		return w && e
 	})
 
+	var dialMu sync.Mutex
+	var dials []string // the nodes ann's client connects to, in order
+	wc.onDial = func(url string) {
+		dialMu.Lock()
+		dials = append(dials, url)
+		dialMu.Unlock()
+	}
+	dialsTo := func(url string) int {
+		dialMu.Lock()
+		defer dialMu.Unlock()
+		n := 0
+		for _, d := range dials {
+			if d == url {
+				n++
+			}
+		}
+		return n
+	}
+	held := func(n *worldNode, world string) int {
+		w, _ := n.srv.World(world)
+		_, booked := w.Load()
+		return booked
+	}
+
 	ctx := t.Context()
 	p, err := cluster.JoinWorld(ctx, a.nc, a.node.Directory(), cluster.JoinRequest{World: cluster.CellName("wild", 0), Player: "ann"}, fast)
 	if err != nil {
@@ -78,13 +103,35 @@ func TestCellsAcrossNodes(t *testing.T) {
 		t.Fatal("the wolf is not a ghost in the west cell")
 	}
 
-	// Ann walks east across the border: her client follows her entity.
+	// Ann stands in the region along the border: the east cell holds her
+	// a standby place, and her client connects to it now and waits there.
+	play(t, "ann's client to connect to the east cell ahead of time", func() bool { advance(); return dialsTo(b.url) == 1 }, c)
+	waitFor(t, "the east cell to hold ann's standby place", func() bool { return held(b, cluster.CellName("wild", 1)) == 1 })
+	if len(moves) > 0 || c.Target() != cluster.CellName("wild", 0) {
+		t.Fatalf("ann's client moved to %s before she crossed", c.Target())
+	}
+	// She walks away from the border: the place is given up and the
+	// waiting connection closed; she comes back: a new one.
+	if err := c.Interest().Move(interest.Vec{X: 1500, Y: 2048}, 60); err != nil {
+		t.Fatal(err)
+	}
+	play(t, "the east cell to give ann's standby place up", func() bool { advance(); return held(b, cluster.CellName("wild", 1)) == 0 }, c)
+	if err := c.Interest().Move(interest.Vec{X: 3800, Y: 2048}, 60); err != nil {
+		t.Fatal(err)
+	}
+	play(t, "a new standby place for ann", func() bool { advance(); return dialsTo(b.url) == 2 && held(b, cluster.CellName("wild", 1)) == 1 }, c)
+
+	// Ann walks east across the border: her client switches to the
+	// connection that waited, with no new handshake, and keeps her entity.
 	if err := c.Interest().Move(interest.Vec{X: 5000, Y: 2048}, 60); err != nil {
 		t.Fatal(err)
 	}
 	play(t, "ann's move to the east cell", func() bool { advance(); return len(moves) > 0 }, c)
 	if mv := <-moves; mv.To != cluster.CellName("wild", 1) || c.Entity() != me {
 		t.Fatalf("move %+v, entity %d (was %d)", mv, c.Entity(), me)
+	}
+	if n := dialsTo(b.url); n != 2 {
+		t.Fatalf("ann's client dialed the east cell %d times, want the 2 standby connections only", n)
 	}
 	// A seamless move: the client still knows the wolf, before the east
 	// cell has said a word of it.
