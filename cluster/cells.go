@@ -40,6 +40,17 @@ type CellMap struct {
 	// frame numbers agree (the cells of one colour of a checkerboard tick
 	// half a frame after it: what crosses a border is taken sooner).
 	Start time.Time
+	// Handover, when set, gives the game's own state of an entity this
+	// cell hands to a neighbour (a player's inventory, an NPC's brain:
+	// what interest.Logic and Display do not hold), at most MaxState bytes
+	// the game encodes. It runs on the old cell's worker in the frame the
+	// entity crosses; the bytes go over NATS with the border message, and
+	// the neighbour's Adopt receives them.
+	Handover func(w *interest.World, id interest.ID) []byte
+	// Adopt, when set, takes the game's state of an entity a neighbour
+	// handed to this cell, on its worker, just after the entity became
+	// this cell's (before its client, for a player, arrives).
+	Adopt func(w *interest.World, id interest.ID, state []byte)
 	// NoStandby makes a player's client connect to the next cell when its
 	// player crosses, rather than ahead of it: no second connection while
 	// a player stands near a border, at the cost of a handshake (a few
@@ -138,6 +149,8 @@ type cellRunner struct {
 	standby map[interest.ID]*standby  // this cell's players near a border, with a place held next door
 	held    map[interest.ID]heldPlace // standby places held here, by the entity they are for
 	buf     []byte
+	states  []byte
+	down    map[int]bool // neighbours not in the directory (not up yet, or dead)
 	frame   int
 	sent    atomic.Int64 // border bytes published
 }
@@ -180,8 +193,10 @@ const orphanAfter = engine.BookingTTL + 10*time.Second
 // directory as CellName(m.Map, i), and from then on, every frame, sends
 // the neighbours the entities near their borders over NATS and applies
 // theirs; a player who walks into a neighbour's cell is handed to it and
-// its client follows. A neighbour that dies has its ghosts removed; its
-// players are lost with it. Close the returned world to stop.
+// its client follows, over a connection it opened while the player was
+// near the border (unless m.NoStandby). A neighbour that dies has its
+// ghosts removed; its players are lost with it. Close the returned world
+// to stop.
 func (n *Node) ServeCell(m CellMap, i int, cfg engine.WorldConfig) (*engine.World, error) {
 	w, err := n.serveCell(m, i, cfg)
 	return w, errstack.With(err)
@@ -201,7 +216,7 @@ func (n *Node) serveCell(m CellMap, i int, cfg engine.WorldConfig) (*engine.Worl
 		return nil, fmt.Errorf("%w: ServeCell before ServeWorlds", ErrInvalid)
 	}
 	c := &cellRunner{n: n, m: m, i: i, borders: map[int]*interest.Border{}, waiting: map[interest.ID]time.Time{},
-		standby: map[interest.ID]*standby{}, held: map[interest.ID]heldPlace{}}
+		standby: map[interest.ID]*standby{}, held: map[interest.ID]heldPlace{}, down: map[int]bool{}}
 	ic := m.Interest
 	ic.IDStride, ic.IDOffset = m.Cells(), i
 	game := cfg
@@ -273,10 +288,14 @@ func (c *cellRunner) onBorder(msg *nats.Msg) {
 	if err != nil || ew == nil {
 		return
 	}
-	data := msg.Data
+	data, states := msg.Data, msg.Header.Get(cellHeader) == cellStates
 	ew.Do(func(w *interest.World) {
 		b := c.borders[from]
 		if b == nil {
+			return
+		}
+		if states {
+			c.takeStates(w, from, data)
 			return
 		}
 		adopted, err := b.Apply(data)
@@ -296,6 +315,97 @@ func (c *cellRunner) onBorder(msg *nats.Msg) {
 			}
 		}
 	})
+}
+
+// The header that marks the game's states of the entities handed over,
+// sent on the border subject after the border message, in order.
+const (
+	cellHeader = "Tongbu-Cell"
+	cellStates = "states"
+)
+
+// maxStatesMsg bounds one states message: more go in the next.
+const maxStatesMsg = 256 << 10
+
+// sendStates sends the game's state of each entity handed over this
+// frame (CellMap.Handover) on subj.
+func (c *cellRunner) sendStates(w *interest.World, subj string, handed []interest.ID) {
+	out := c.states[:0]
+	flush := func() {
+		if len(out) > 0 {
+			m := &nats.Msg{Subject: subj, Data: out, Header: nats.Header{cellHeader: {cellStates}}}
+			if c.n.nc.PublishMsg(m) == nil { // it copies out
+				c.sent.Add(int64(len(out)))
+			}
+			out = out[:0]
+		}
+	}
+	for _, id := range handed {
+		st := c.m.Handover(w, id)
+		if len(st) > MaxState {
+			c.n.opts.Logger.Warn("cluster: a crossing entity's state is over MaxState; dropped", "entity", id, "bytes", len(st))
+			continue
+		}
+		if len(out)+len(st)+20 > maxStatesMsg {
+			flush()
+		}
+		out = appendState(out, id, st)
+	}
+	flush()
+	c.states = out
+}
+
+// appendState appends one entity's state: its ID and the length of the
+// state as uvarints, then the state.
+func appendState(dst []byte, id interest.ID, st []byte) []byte {
+	dst = binary.AppendUvarint(dst, uint64(id))
+	dst = binary.AppendUvarint(dst, uint64(len(st)))
+	return append(dst, st...)
+}
+
+// readStates splits a states message, or fails whole if any of it is
+// malformed.
+func readStates(b []byte, each func(id interest.ID, st []byte)) error {
+	type rec struct {
+		id interest.ID
+		st []byte
+	}
+	var recs []rec
+	for len(b) > 0 {
+		id, n := binary.Uvarint(b)
+		if n <= 0 || id > 1<<32-1 {
+			return fmt.Errorf("%w: states: entity id", ErrInvalid)
+		}
+		b = b[n:]
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l > MaxState || l > uint64(len(b)-n) {
+			return fmt.Errorf("%w: states: entity %d: length", ErrInvalid, id)
+		}
+		b = b[n:]
+		recs = append(recs, rec{interest.ID(id), b[:l:l]})
+		b = b[l:]
+	}
+	for _, r := range recs {
+		each(r.id, r.st)
+	}
+	return nil
+}
+
+// takeStates hands the game the states of the entities neighbour from
+// handed to this cell; on the worker, after the border message that
+// handed them.
+func (c *cellRunner) takeStates(w *interest.World, from int, data []byte) {
+	if c.m.Adopt == nil {
+		return
+	}
+	err := readStates(data, func(id interest.ID, st []byte) {
+		if _, ok := w.Logic(id); ok && !w.Ghost(id) {
+			c.m.Adopt(w, id, st)
+		}
+	})
+	if err != nil {
+		c.n.opts.Logger.Debug("cluster: states message dropped", "cell", c.i, "from", from, "err", err)
+	}
 }
 
 // heldFor notes a standby place booked in world for the entity state
@@ -336,20 +446,36 @@ func (c *cellRunner) afterTick(w *interest.World, now time.Time) {
 		return
 	}
 	c.frame++
-	checkNeighbours := c.frame%w.Config().Hz == 0
+	checkNeighbours := c.frame%w.Config().Hz == 1 // from the first frame on, once a second
+	if checkNeighbours {
+		for j, b := range c.borders {
+			_, up := c.n.dir.LocateWorld(CellName(c.m.Map, j))
+			switch {
+			case !up && !c.down[j]:
+				b.Drop() // its process is gone, and its entities with it
+			case up && c.down[j]:
+				b.Reclaim() // back: it takes what walked into its cell meanwhile
+			}
+			c.down[j] = !up
+		}
+	}
 	if !c.m.NoStandby {
 		c.standbys(w, ew, now)
 	}
 	for j, b := range c.borders {
-		if checkNeighbours {
-			if _, ok := c.n.dir.LocateWorld(CellName(c.m.Map, j)); !ok {
-				b.Drop()
-			}
+		if c.down[j] {
+			// No one to mirror to or hand over to: the entities that walk
+			// into its rectangle stay here until it is back.
+			continue
 		}
 		msg, handed := b.Write(c.buf[:0])
 		c.buf = msg[:0]
-		if err := c.n.nc.Publish(c.n.opts.subjCell(c.m.Map, j, c.i), msg); err == nil {
+		subj := c.n.opts.subjCell(c.m.Map, j, c.i)
+		if err := c.n.nc.Publish(subj, msg); err == nil {
 			c.sent.Add(int64(len(msg)))
+		}
+		if c.m.Handover != nil && len(handed) > 0 {
+			c.sendStates(w, subj, handed)
 		}
 		for _, id := range handed {
 			player, ok := ew.Player(id)
@@ -407,6 +533,9 @@ func (c *cellRunner) transfer(ew *engine.World, player string, id interest.ID, j
 func (c *cellRunner) standbys(w *interest.World, ew *engine.World, now time.Time) {
 	mine := c.m.Rect(c.i)
 	for j := range c.borders {
+		if c.down[j] {
+			continue
+		}
 		near := c.m.Rect(j)
 		for x := max(mine.X0, near.X0-1); x < min(mine.X1, near.X1+1); x++ {
 			for y := max(mine.Y0, near.Y0-1); y < min(mine.Y1, near.Y1+1); y++ {

@@ -12,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/tongbu/tongbu/codec"
 	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/transport"
 	"github.com/tongbu/tongbu/transport/memnet"
@@ -373,6 +374,7 @@ func TestTransferHostile(t *testing.T) {
 
 func FuzzMoveMessages(f *testing.F) {
 	f.Add(appendMove(nil, &move{world: "cave", url: "https://b.example", ticket: "t"}))
+	f.Add(appendMove(nil, &move{world: "wild#1", url: "https://c.example", ticket: "t", seamless: true, standby: true}))
 	f.Add(appendMoveFail(nil, "no"))
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		if m, err := readMove(msg); err == nil {
@@ -386,6 +388,32 @@ func FuzzMoveMessages(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestMoveWithoutStandbyBit: a move as senders wrote it before the
+// standby bit (it ends after seamless) reads as no standby; the bit
+// round-trips.
+func TestMoveWithoutStandbyBit(t *testing.T) {
+	for _, m := range []move{
+		{world: "cave", url: "", ticket: "t"},
+		{world: "wild#1", url: "https://c.example", ticket: "tt", seamless: true},
+		{world: "wild#1", url: "https://c.example", ticket: "tt", seamless: true, standby: true},
+	} {
+		w := codec.NewWriter(nil)
+		w.WriteBits(kindEngine, kindBits)
+		w.WriteBits(typeMove, typeBits)
+		w.WriteString(m.world, MaxNameLen)
+		w.WriteString(m.url, maxMoveURL)
+		w.WriteString(m.ticket, maxMoveTicket)
+		w.WriteBool(m.seamless)
+		old, err := readMove(w.Bytes())
+		if err != nil || old.standby || old.seamless != m.seamless || old.ticket != m.ticket {
+			t.Fatalf("an older move %+v reads as %+v, %v", m, old, err)
+		}
+		if got, err := readMove(appendMove(nil, &m)); err != nil || *got != m {
+			t.Fatalf("move %+v reads back as %+v, %v", m, got, err)
+		}
+	}
 }
 
 // holding is a destination on the other server that holds standby places
@@ -503,5 +531,46 @@ func TestStandby(t *testing.T) {
 			t.Fatal("the client does not see its entity in the new world")
 		}
 		c.Close()
+	})
+}
+
+// TestOrphanedPlayerClosed: a player whose entity the game despawns (or a
+// cell it was handed to lost) is told and closed, not left with nothing
+// to see; the other players play on.
+func TestOrphanedPlayerClosed(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		ts := newTwoServers(t)
+		field := ts.world(ts.a, "field", 0)
+		var moves []Move
+		dial := func(player string) *Client {
+			tk, _ := ts.a.s.Ticket(player, "field", RolePlayer, time.Minute)
+			c, err := Dial(context.Background(), "mem://a", tk, ts.config(&moves))
+			if err != nil {
+				t.Fatal(err)
+			}
+			return c
+		}
+		ann, bob := dial("ann"), dial("bob")
+		defer bob.Close()
+		ts.expect("join field ann", "join field bob")
+		id := ann.Entity()
+		field.Do(func(w *interest.World) { w.Despawn(id) })
+		var err error
+		for range 200 {
+			if err = ann.Update(time.Now()); err != nil {
+				break
+			}
+			bob.Update(time.Now())
+			time.Sleep(16 * time.Millisecond)
+		}
+		if !errors.Is(err, ErrClosed) {
+			t.Fatalf("ann's client: %v, want a close that matches ErrClosed", err)
+		}
+		ts.expect("leave field ann")
+		wantLoad(t, field, 1, 0)
+		run(t, bob, time.Second)
+		if _, ok := bob.Interest().Self(); !ok {
+			t.Fatal("bob does not see himself")
+		}
 	})
 }

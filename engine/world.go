@@ -261,6 +261,21 @@ func (w *World) disconnected(wp *worldPeer) {
 	}
 }
 
+// dropOrphans closes the connections of players whose entity is gone
+// from the world by other means than their leaving (the game despawned
+// it; the cell it was handed to died before its client switched): they
+// would see nothing and steer nothing. On the worker, once a second.
+func (w *World) dropOrphans() {
+	for id, wp := range w.peers {
+		if _, ok := w.world.Logic(id); ok {
+			continue
+		}
+		w.s.log.Info("world: a player's entity is gone; closing its connection", "world", w.name, "player", wp.ticket.Player, "entity", id)
+		w.leave(wp)
+		wp.bye(byeClosed, "the player's entity is gone from world "+w.name)
+	}
+}
+
 // leave runs on the worker when a player leaves the world.
 func (w *World) leave(wp *worldPeer) {
 	if w.peers[wp.id] != wp {
@@ -316,8 +331,11 @@ func (l worldLoop) Tick(now time.Time) time.Time {
 	if w.cfg.AfterTick != nil {
 		w.cfg.AfterTick(w.world, now)
 	}
-	if w.frames++; len(w.parked) > 0 && w.frames%w.world.Config().Hz == 0 {
-		w.sweepParked()
+	if w.frames++; w.frames%w.world.Config().Hz == 0 {
+		if len(w.parked) > 0 {
+			w.sweepParked()
+		}
+		w.dropOrphans()
 	}
 	w.s.metrics.worldTick(time.Since(start))
 	st := w.world.Stats()

@@ -50,6 +50,7 @@ type Border struct {
 	sent         map[ID]sentGhost
 	wr           codec.Writer
 	ops          []borderOp // Apply's, reused
+	all          bool       // the next Write hands over from all of theirs (Reclaim)
 }
 
 // sentGhost is what the neighbour was last told of an entity.
@@ -140,6 +141,23 @@ func (b *Border) Write(dst []byte) ([]byte, []ID) {
 			handed = append(handed, id)
 		}
 	}
+	deep := len(handed)
+	if b.all { // and, once after Reclaim, those deeper in
+		b.all = false
+		for y := b.theirs.Y0; y < b.theirs.Y1; y++ {
+			for x := b.theirs.X0; x < b.theirs.X1; x++ {
+				g := Region{x, y}
+				if b.mine.near(g) {
+					continue // a stray region, done above
+				}
+				for _, id := range w.regions[w.regionIndex(g)].ents {
+					if !w.ghost[id] {
+						handed = append(handed, id)
+					}
+				}
+			}
+		}
+	}
 	for _, id := range handed {
 		e := w.ent(id)
 		b.writeOp(borderHandover, e, true)
@@ -149,6 +167,13 @@ func (b *Border) Write(dst []byte) ([]byte, []ID) {
 		w.ghost[id] = true
 		w.mirror(id, b)
 		delete(b.sent, id)
+	}
+	// Those handed from deep in: out of this cell's clients' sight, they
+	// are dropped here unless the neighbour mirrors them back.
+	for _, id := range handed[deep:] {
+		g := w.ghosts[id]
+		w.orphans++
+		g.orphan = w.frame
 	}
 	// Mine in the band: new, changed, or due for a refresh.
 	for _, ri := range b.band {
@@ -391,6 +416,12 @@ func (b *Border) sweepOrphans() {
 		}
 	}
 }
+
+// Reclaim makes the next Write hand the neighbour every entity of this
+// world inside its cell, not only those that just crossed: call it when a
+// neighbour is back after being down, during which this world kept (and
+// wrote no message for) the entities that walked into its cell.
+func (b *Border) Reclaim() { b.all = true }
 
 // Drop removes every ghost this border mirrors: the neighbour's process
 // is gone, and its entities with it.

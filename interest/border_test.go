@@ -528,3 +528,57 @@ func TestInheritGuards(t *testing.T) {
 		}
 	}
 }
+
+// TestBorderReclaim: an entity that walked deep into a neighbour's cell
+// while this cell wrote nothing to it (the neighbour was down) is handed
+// over only after Reclaim, and then becomes the neighbour's.
+func TestBorderReclaim(t *testing.T) {
+	start := time.Unix(0, 0)
+	var ws [2]*World
+	var bs [2]*Border
+	for i := range 2 {
+		w, err := NewWorld(Config{Width: 8, Height: 4, MaxEntities: 1024, IDStride: 2, IDOffset: i}, start, nopSender{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws[i] = w
+	}
+	west, east := Rect{0, 0, 4, 4}, Rect{4, 0, 8, 4}
+	bs[0], _ = ws[0].NewBorder(west, east)
+	bs[1], _ = ws[1].NewBorder(east, west)
+	deep := Vec{X: 7000, Y: 2000} // region 6: not a stray region of the west's border
+	id, err := ws[0].Spawn(NPC, Logic{Pos: deep, Dest: deep, Life: 100}, Display{Name: "wolf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := func() {
+		for _, w := range ws {
+			w.Tick(w.NextFrame())
+		}
+		for i, b := range bs {
+			msg, _ := b.Write(nil)
+			if _, err := bs[1-i].Apply(msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	frame()
+	if ws[0].Ghost(id) || ws[1].Ghost(id) {
+		t.Fatal("the wolf was handed over without Reclaim")
+	}
+	bs[0].Reclaim()
+	frame()
+	if !ws[0].Ghost(id) {
+		t.Fatal("the west still owns the wolf after Reclaim")
+	}
+	if _, ok := ws[1].Logic(id); !ok || ws[1].Ghost(id) {
+		t.Fatal("the east does not own the wolf after Reclaim")
+	}
+	// Out of the west's clients' sight, its ghost there goes.
+	for range orphanFrames + 2 {
+		frame()
+	}
+	if _, ok := ws[0].Logic(id); ok {
+		t.Fatal("the west still mirrors the wolf, deep in the east's cell")
+	}
+}

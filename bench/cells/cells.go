@@ -120,6 +120,9 @@ func benchCells(args []string, out io.Writer) error {
 		f    handoffFigures
 	}{{"standby connection (the engine's default)", standby}, {"baseline: handshake at the crossing", handshake}} {
 		fmt.Fprintf(out, "%-40s %9d %9.1f %9.1f %9.1f %9.1f %9d\n", x.name, x.f.switched, x.f.handoff.q(0.5), x.f.handoff.q(0.9), x.f.handoff.q(0.99), x.f.handoff.q(1), x.f.stuck)
+		for _, n := range x.f.notes {
+			fmt.Fprintln(out, "  stuck:", n)
+		}
 	}
 
 	fmt.Fprintf(out, "cells: %d nodes on one NATS server, a world on each, %d players over WebRTC on loopback, %d transfers, %d at once, kill=%v\n",

@@ -41,6 +41,7 @@ type handoffFigures struct {
 	crossed  int // positions that left their cell
 	stuck    int // crossings whose client had not switched after 5 s
 	switched int
+	notes    []string
 }
 
 // handoffMap is the crossing part's map: 8 x 4 regions, cut in two at
@@ -226,9 +227,10 @@ func runHandoff(p handoffParams, noStandby bool) (handoffFigures, error) {
 	}
 	mu.Lock()
 	defer mu.Unlock()
-	for _, t0 := range left {
+	for id, t0 := range left {
 		if time.Since(t0) > 5*time.Second {
 			f.stuck++
+			f.notes = append(f.notes, fmt.Sprintf("entity %d left its cell %v before the end and its client never switched", id, time.Since(t0).Round(time.Millisecond)))
 		}
 	}
 	f.crossed = f.switched + len(left)

@@ -3,6 +3,7 @@
 package cluster_test
 
 import (
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -21,15 +22,30 @@ func onWorker[T any](w *engine.World, f func(*interest.World) T) T {
 
 // TestCellsAcrossNodes runs one map cut into two cells on two nodes: a
 // player in the west cell sees the east cell's NPC near the border (a
-// ghost), not the far one; it walks east and its client follows it into
-// the east cell with the same entity; an NPC that walks west is handed
-// the other way; and when the east node dies, the west cell drops its
-// ghosts.
+// ghost), not the far one; standing by the border, its client connects
+// to the east cell ahead of time (and lets go when it walks away); it
+// walks east and its client switches to that connection, keeping its
+// entity, with the game's state of it; an NPC that walks west is handed
+// the other way, its state with it; and when the east node dies, the
+// west cell drops its ghosts.
 func TestCellsAcrossNodes(t *testing.T) {
 	wc := newWorldCluster(t)
 	a, b := wc.add("a", 100), wc.add("b", 100)
 	waitFor(t, "a to see b", func() bool { return len(alive(a.node.Directory())) == 2 })
-	m := cluster.CellMap{Map: "wild", Cols: 2, Rows: 1, Interest: interest.Config{Width: 8, Height: 4}, Start: time.Now()}
+	var statesMu sync.Mutex
+	adopted := map[interest.ID]string{} // the game's state of each entity a cell adopted
+	adoptedState := func(id interest.ID) string {
+		statesMu.Lock()
+		defer statesMu.Unlock()
+		return adopted[id]
+	}
+	m := cluster.CellMap{Map: "wild", Cols: 2, Rows: 1, Interest: interest.Config{Width: 8, Height: 4}, Start: time.Now(),
+		Handover: func(w *interest.World, id interest.ID) []byte { return fmt.Appendf(nil, "gold of %d", id) },
+		Adopt: func(w *interest.World, id interest.ID, state []byte) {
+			statesMu.Lock()
+			adopted[id] = string(state)
+			statesMu.Unlock()
+		}}
 	spawnAt := func(p interest.Vec) func(w *interest.World, player string) (interest.ID, error) {
 		return func(w *interest.World, player string) (interest.ID, error) {
 			return w.Spawn(interest.Player, interest.Logic{Pos: p, Dest: p, Life: 100}, interest.Display{Name: player})
@@ -133,6 +149,9 @@ func TestCellsAcrossNodes(t *testing.T) {
 	if n := dialsTo(b.url); n != 2 {
 		t.Fatalf("ann's client dialed the east cell %d times, want the 2 standby connections only", n)
 	}
+	if got, want := adoptedState(me), fmt.Sprint("gold of ", me); got != want {
+		t.Fatalf("the east cell adopted ann with the game's state %q, want %q", got, want)
+	}
 	// A seamless move: the client still knows the wolf, before the east
 	// cell has said a word of it.
 	if _, ok := c.Interest().Entity(near); !ok {
@@ -149,6 +168,7 @@ func TestCellsAcrossNodes(t *testing.T) {
 	waitFor(t, "the west cell to own the wolf", func() bool {
 		return onWorker(west, func(w *interest.World) bool { _, ok := w.Logic(near); return ok && !w.Ghost(near) })
 	})
+	waitFor(t, "the wolf's state in the west cell", func() bool { return adoptedState(near) == fmt.Sprint("gold of ", near) })
 
 	// The east node dies: the west cell drops what it mirrored of it (ann).
 	if !onWorker(west, func(w *interest.World) bool { return w.Ghost(me) }) {
@@ -160,5 +180,85 @@ func TestCellsAcrossNodes(t *testing.T) {
 	})
 	if a.node.BorderBytes() == 0 {
 		t.Fatal("no border bytes counted")
+	}
+}
+
+// TestCellNeighbourDies: while the east cell's node is down, a player of
+// the west cell who walks into the east's rectangle stays in the west
+// cell (there is no one to hand it to); once a node serves the east cell
+// again, the player is handed to it and its client follows. A player
+// whose entity went with the dead cell is told and closed.
+func TestCellNeighbourDies(t *testing.T) {
+	wc := newWorldCluster(t)
+	a, b := wc.add("a", 100), wc.add("b", 100)
+	waitFor(t, "a to see b", func() bool { return len(alive(a.node.Directory())) == 2 })
+	m := cluster.CellMap{Map: "wild", Cols: 2, Rows: 1, Interest: interest.Config{Width: 8, Height: 4}, Start: time.Now()}
+	spawnAt := func(x int32) func(w *interest.World, player string) (interest.ID, error) {
+		return func(w *interest.World, player string) (interest.ID, error) {
+			p := interest.Vec{X: x, Y: 2048}
+			return w.Spawn(interest.Player, interest.Logic{Pos: p, Dest: p, Life: 100}, interest.Display{Name: player})
+		}
+	}
+	if _, err := a.node.ServeCell(m, 0, engine.WorldConfig{Join: spawnAt(2000), MaxPlayers: 10}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.node.ServeCell(m, 1, engine.WorldConfig{Join: spawnAt(6000), MaxPlayers: 10}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the cells in the directory", func() bool {
+		_, w := a.node.Directory().LocateWorld(cluster.CellName("wild", 0))
+		_, e := a.node.Directory().LocateWorld(cluster.CellName("wild", 1))
+		return w && e
+	})
+	join := func(player string, cell int) (*engine.Client, chan engine.Move) {
+		p, err := cluster.JoinWorld(t.Context(), a.nc, a.node.Directory(), cluster.JoinRequest{World: cluster.CellName("wild", cell), Player: player}, fast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		moves := make(chan engine.Move, 4)
+		c, err := engine.Dial(t.Context(), p.URL, p.Tickets[player], wc.client(moves))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		return c, moves
+	}
+	ann, annMoves := join("ann", 0)
+	cyd, _ := join("cyd", 1) // in the east cell: lost with it
+
+	wc.kill(b)
+	waitFor(t, "the directory to declare b dead", func() bool { return len(alive(a.node.Directory())) == 1 })
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if cyd.Update(time.Now()) != nil {
+			break // told
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("cyd's client still open 10 s after its cell's node died")
+		}
+	}
+	// Ann walks into the east's rectangle: the west cell keeps her.
+	play(t, "ann to see herself", func() bool { ann.Interest().Advance(time.Now()); _, ok := ann.Interest().Self(); return ok }, ann)
+	if err := ann.Interest().Move(interest.Vec{X: 5200, Y: 2048}, 60); err != nil {
+		t.Fatal(err)
+	}
+	play(t, "ann to reach the east's rectangle", func() bool {
+		ann.Interest().Advance(time.Now())
+		me, ok := ann.Interest().Self()
+		return ok && me.Pos.X == 5200
+	}, ann)
+	time.Sleep(500 * time.Millisecond) // a few frames more
+	play(t, "", func() bool { return true }, ann)
+	if len(annMoves) > 0 || ann.Target() != cluster.CellName("wild", 0) {
+		t.Fatalf("ann moved to %s with the east cell down", ann.Target())
+	}
+
+	// A new node serves the east cell: ann is handed to it.
+	c := wc.add("c", 100)
+	if _, err := c.node.ServeCell(m, 1, engine.WorldConfig{Join: spawnAt(6000), MaxPlayers: 10}); err != nil {
+		t.Fatal(err)
+	}
+	play(t, "ann's move to the new east cell", func() bool { ann.Interest().Advance(time.Now()); return len(annMoves) > 0 }, ann)
+	if mv := <-annMoves; mv.To != cluster.CellName("wild", 1) || mv.URL != c.url {
+		t.Fatalf("ann moved %+v, want the east cell on c (%s)", mv, c.url)
 	}
 }
