@@ -377,8 +377,7 @@ func (c *Client) Receive(now time.Time) error {
 	case closed == nil:
 		return nil
 	case c.moving != nil && c.standbyMove && !errors.Is(closed, ErrMoved):
-		c.stop() // the old world is gone before the crossing: so is the player
-		c.moving, c.stop = nil, nil
+		c.dropMove() // the old world is gone before the crossing: so is the player
 	case c.moving != nil: // the move decides: the player may be there already
 		if c.lost == nil {
 			c.lost = closed
@@ -397,8 +396,7 @@ func (c *Client) Receive(now time.Time) error {
 func (c *Client) follow(mv *move) {
 	switch {
 	case c.moving != nil && c.standbyMove:
-		c.stop() // the server gave the standby up, or the player moves elsewhere
-		c.moving, c.stop = nil, nil
+		c.dropMove() // the server gave the standby up, or the player moves elsewhere
 	case c.moving != nil:
 		c.malformed++ // one move at a time
 		return
@@ -527,14 +525,21 @@ func (c *Client) Done() <-chan struct{} { return c.conn.Done() }
 
 // Close closes the connection, and the one a move under way is opening.
 func (c *Client) Close() error {
-	if ch := c.moving; ch != nil {
-		c.moving = nil
-		c.stop()
-		go func() {
-			if d := <-ch; d.c != nil {
-				d.c.Close()
-			}
-		}()
+	if c.moving != nil {
+		c.dropMove()
 	}
 	return c.conn.Close()
+}
+
+// dropMove cancels the move under way; a connection it made all the same
+// is closed.
+func (c *Client) dropMove() {
+	ch := c.moving
+	c.stop()
+	c.moving, c.stop = nil, nil
+	go func() {
+		if d := <-ch; d.c != nil {
+			d.c.Close()
+		}
+	}()
 }
