@@ -5,6 +5,7 @@ package cells
 import (
 	"fmt"
 	"math/rand/v2"
+	"runtime"
 	"slices"
 	"time"
 
@@ -431,16 +432,26 @@ func (r *seamlessRun) episode(frames int) {
 // (with 4.5 NPCs each, the seed world's density, on its 64 x 64 map) whose
 // worst cell ticks within budget at the 99th percentile, from the
 // populations given, in ascending order.
-func scaleSearch(seed uint64, budget time.Duration, pops []int, out func(cells, players int, p99 time.Duration)) (one, two int, err error) {
+func scaleSearch(seed uint64, budget time.Duration, pops []int, repeat int, out func(cells, players int, p99 time.Duration)) (one, two int, err error) {
 	for _, cut := range [][2]int{{1, 1}, {2, 1}} {
 		best := 0
 		for _, n := range pops {
-			f, err := runSeamless(seamlessParams{players: n, npcs: n * 9 / 2, seconds: 15, seed: seed, size: 64, noCheck: true}, cut[0], cut[1])
-			if err != nil {
-				return 0, 0, err
+			// The best of repeat runs, each on a collected heap: a GC of
+			// the run before, or one stray pause in a 192-frame window,
+			// is not the population's cost.
+			var p99 time.Duration
+			for k := range max(repeat, 1) {
+				runtime.GC()
+				f, err := runSeamless(seamlessParams{players: n, npcs: n * 9 / 2, seconds: 15, seed: seed, size: 64, noCheck: true}, cut[0], cut[1])
+				if err != nil {
+					return 0, 0, err
+				}
+				if k == 0 || f.cellTickP99 < p99 {
+					p99 = f.cellTickP99
+				}
 			}
-			out(cut[0]*cut[1], n, f.cellTickP99)
-			if f.cellTickP99 > budget {
+			out(cut[0]*cut[1], n, p99)
+			if p99 > budget {
 				break
 			}
 			best = n
