@@ -40,6 +40,17 @@
 // destination has it, so a node's death never loses or doubles a player
 // in transit (SPEC.md §9.3).
 //
+// Cells: one map cut into a grid of cells (CellMap), each served by a node
+// (ServeCell), plays as one seamless world. Each cell owns the entities in
+// its rectangle and mirrors those near a border to the neighbour as
+// read-only ghosts, so that a player near it sees across; an entity that
+// crosses is handed over with the game's state of it (CellMap.Handover
+// and Adopt), and a player's client follows over a connection it opened
+// while the player stood near the border, so that the crossing costs no
+// handshake. A cell whose node dies is reported lost; its neighbours drop
+// its ghosts, keep what walks into its rectangle, and hand it back when a
+// node serves the cell again.
+//
 // The subjects and message formats are in SPEC.md §11.
 //
 // Errors match the package's sentinels (ErrNoCapacity, ErrRefused, ...)

@@ -161,6 +161,7 @@ func (b *Border) Write(dst []byte) ([]byte, []ID) {
 	for _, id := range handed {
 		e := w.ent(id)
 		b.writeOp(borderHandover, e, true)
+		b.writeCarried(e.obs)
 		if e.obs != nil {
 			w.Leave(id)
 		}
@@ -241,6 +242,7 @@ type borderOp struct {
 	dver    uint8
 	display bool
 	d       Display
+	carry   *carried // a handover's player: its client's command state
 }
 
 // Apply takes a message of the neighbour's Write: it spawns, moves and
@@ -252,7 +254,10 @@ type borderOp struct {
 func (b *Border) Apply(msg []byte) (adopted []ID, err error) {
 	w := b.w
 	r := codec.NewReader(msg)
-	r.ReadUvarint() // the sender's frame
+	frame := r.ReadUvarint() // the sender's frame
+	if frame > 1<<40 {
+		r.Fail(fmt.Errorf("%w: frame %d", ErrMalformed, frame))
+	}
 	ops := b.ops[:0]
 	for r.Err() == nil && r.ReadBool() {
 		var o borderOp
@@ -268,6 +273,9 @@ func (b *Border) Apply(msg []byte) (adopted []ID, err error) {
 			if o.kind >= numKinds {
 				r.Fail(fmt.Errorf("%w: kind %d", ErrMalformed, o.kind))
 			}
+		}
+		if o.op == borderHandover && r.ReadBool() {
+			o.carry = b.readCarried(r, int(frame))
 		}
 		ops = append(ops, o)
 		if len(ops) > w.cfg.MaxEntities {
@@ -328,6 +336,13 @@ func (b *Border) apply(o *borderOp) (ID, bool) {
 	}
 	if own {
 		w.unmirror(o.id)
+		if o.carry != nil {
+			if w.carried == nil {
+				w.carried = map[ID]*carried{}
+			}
+			o.carry.at = o.lg
+			w.carried[o.id] = o.carry // for the observer its client makes here (Join)
+		}
 		return o.id, true
 	}
 	w.mirror(o.id, b)

@@ -476,6 +476,17 @@ func FuzzBorderApply(f *testing.F) {
 	msg, _ := b.Write(nil)
 	f.Add(msg)
 	f.Add([]byte{0x01, 0xff, 0xff})
+	// A player with a client handed over: the op carries its client's state.
+	p, _ := src.Spawn(Player, Logic{Pos: Vec{4050, 2000}, Dest: Vec{4500, 2000}, Speed: 30, Life: 100}, Display{Name: "ann"})
+	src.Join(p)
+	for range 3 {
+		src.Tick(src.NextFrame())
+	}
+	msg, handed := b.Write(nil)
+	if len(handed) == 0 {
+		f.Fatal("no handover to seed with")
+	}
+	f.Add(msg)
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		w, err := NewWorld(cfg, time.Unix(0, 0), nopSender{})
 		if err != nil {
@@ -500,13 +511,15 @@ func (nopSender) SendUnreliable(ID, []byte) error { return nil }
 func (nopSender) SendReliable(ID, []byte) error   { return nil }
 
 // TestInheritGuards: a client inherits only from a client of the same map
-// and player; what it inherits it knows at once, and the player's own
-// entity waits for the new cell's word.
+// and player; what it inherits it knows at once, its own entity and
+// unacknowledged commands included.
 func TestInheritGuards(t *testing.T) {
 	cfg := testConfig()
 	old, _ := NewClient(cfg, 5)
 	old.ents[9] = &known{kind: NPC, lg: Logic{Pos: Vec{100, 100}}}
 	old.me, old.haveMe, old.synced, old.frame = Logic{Pos: Vec{120, 100}}, true, true, 40
+	old.Move(Vec{400, 100}, 16) // unacknowledged: it goes on to the next cell
+	old.Jump()                  // which may have seen it: it does not
 	other := cfg
 	other.Width = 20
 	for _, c := range []struct {
@@ -523,8 +536,8 @@ func TestInheritGuards(t *testing.T) {
 		if _, ok := nc.Entity(9); ok != c.want {
 			t.Errorf("%s: knows the NPC: %v, want %v", c.name, ok, c.want)
 		}
-		if c.want && (nc.Frame() != 40 || nc.haveMe) {
-			t.Errorf("%s: frame %d, has its own entity %v: want the old clock and no own entity yet", c.name, nc.Frame(), nc.haveMe)
+		if c.want && (nc.Frame() != 40 || !nc.haveMe || nc.me.Pos != old.me.Pos || len(nc.unacked) != 1 || nc.unacked[0].tag != cmdMove) {
+			t.Errorf("%s: frame %d, own entity %v at %v, %d commands: want the old clock, entity and move (not the jump)", c.name, nc.Frame(), nc.haveMe, nc.me.Pos, len(nc.unacked))
 		}
 	}
 }
@@ -580,5 +593,123 @@ func TestBorderReclaim(t *testing.T) {
 	}
 	if _, ok := ws[0].Logic(id); ok {
 		t.Fatal("the west still mirrors the wolf, deep in the east's cell")
+	}
+}
+
+// inbox is a Sender that keeps the packets for one client.
+type inbox struct{ msgs [][]byte }
+
+func (b *inbox) SendUnreliable(_ ID, msg []byte) error {
+	b.msgs = append(b.msgs, append([]byte(nil), msg...))
+	return nil
+}
+func (b *inbox) SendReliable(id ID, msg []byte) error { return b.SendUnreliable(id, msg) }
+
+// TestCommandsCrossBorder: a player's client sends a command the old cell
+// never applies (the entity was handed over as the command travelled);
+// once the client follows it to the new cell (Inherit), the command is
+// sent again and applied there, and a command the old cell did apply is
+// not applied twice.
+func TestCommandsCrossBorder(t *testing.T) {
+	start := time.Unix(0, 0)
+	var ws [2]*World
+	var outs [2]inbox
+	var bs [2]*Border
+	jumps := 0
+	for i := range 2 {
+		w, err := NewWorld(Config{Width: 8, Height: 4, MaxEntities: 1024, IDStride: 2, IDOffset: i}, start, &outs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.OnAction(func(a Action) {
+			if a.Kind == ActionJump {
+				jumps++
+			}
+		})
+		ws[i] = w
+	}
+	bs[0], _ = ws[0].NewBorder(Rect{0, 0, 4, 4}, Rect{4, 0, 8, 4})
+	bs[1], _ = ws[1].NewBorder(Rect{4, 0, 8, 4}, Rect{0, 0, 4, 4})
+	at := Vec{X: 3800, Y: 2048}
+	id, _ := ws[0].Spawn(Player, Logic{Pos: at, Dest: at, Life: 100}, Display{Name: "ann"})
+	if err := ws[0].Join(id); err != nil {
+		t.Fatal(err)
+	}
+	cl, _ := NewClient(ws[0].Config(), id)
+	cell := 0 // where the client's packets go
+	now := start
+	// frame runs one frame of both cells, their border messages, and the
+	// client; it reports whether the west handed ann over.
+	frame := func() bool {
+		now = now.Add(ws[0].Config().Period())
+		for _, w := range ws {
+			w.Tick(now)
+		}
+		var handed []ID
+		for i, b := range bs {
+			msg, h := b.Write(nil)
+			if i == 0 {
+				handed = h
+			}
+			if _, err := bs[1-i].Apply(msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, m := range outs[cell].msgs {
+			cl.Deliver(now, m)
+		}
+		outs[0].msgs, outs[1].msgs = nil, nil
+		cl.Advance(now)
+		if p := cl.Packet(now); p != nil {
+			ws[cell].Deliver(id, p)
+		}
+		return len(handed) > 0
+	}
+	for range 20 {
+		frame()
+	}
+	if _, ok := cl.Self(); !ok {
+		t.Fatal("the client does not know its entity")
+	}
+	if err := cl.Jump(); err != nil { // applied by the west
+		t.Fatal(err)
+	}
+	frame()
+	frame()
+	if jumps != 1 {
+		t.Fatalf("%d jumps, want the west's 1", jumps)
+	}
+	if err := cl.Move(Vec{X: 4300, Y: 2048}, 40); err != nil {
+		t.Fatal(err)
+	}
+	for !frame() {
+	}
+	// Handed over: the client, not knowing yet, turns north-east; its
+	// packet reaches the west, which no longer holds ann.
+	if err := cl.Move(Vec{X: 4600, Y: 2600}, 40); err != nil {
+		t.Fatal(err)
+	}
+	frame()
+	if lg, _ := ws[1].Logic(id); lg.Dest == (Vec{X: 4600, Y: 2600}) {
+		t.Fatal("the east applied a command sent to the west")
+	}
+	// The client follows ann to the east.
+	next, _ := NewClient(ws[1].Config(), id)
+	next.Inherit(cl)
+	cl, cell = next, 1
+	if err := ws[1].Join(id); err != nil {
+		t.Fatal(err)
+	}
+	for range 8 {
+		frame()
+	}
+	if lg, _ := ws[1].Logic(id); lg.Dest != (Vec{X: 4600, Y: 2600}) {
+		t.Fatalf("the east has ann heading for %v: the command sent at the crossing was lost", lg.Dest)
+	}
+	if jumps != 1 {
+		t.Fatalf("%d jumps: the east applied the west's command again", jumps)
+	}
+	if st := ws[1].Stats(); st.Corrections != 0 {
+		t.Fatalf("the east corrected ann %d times", st.Corrections)
 	}
 }

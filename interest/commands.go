@@ -136,6 +136,9 @@ func (w *World) despawn(e *entity) {
 	if e.obs != nil {
 		w.Leave(id)
 	}
+	if w.carried != nil {
+		delete(w.carried, id)
+	}
 	w.pend = append(w.pend, pending{id: id, reg: e.reg, tag: tagRemove, frame: w.frame})
 	w.removeFrom(e, e.reg)
 	w.stopMoving(e)
@@ -317,6 +320,10 @@ func (w *World) Join(id ID) error {
 		return nil
 	}
 	o := newObserver(w, e)
+	if c := w.carried[id]; c != nil { // its client follows it from the next cell
+		delete(w.carried, id)
+		o.adopt(w, c)
+	}
 	e.obs = o
 	w.obs = append(w.obs, o)
 	w.addObserver(o, e.reg)

@@ -1,7 +1,8 @@
 package interest
 
-// Inherit takes over what old knows of the world: its clock, and the
-// entities it knows, with their logic and display data. A client that
+// Inherit takes over what old knows of the world: its clock, the
+// entities it knows, with their logic and display data, and its own
+// entity with the moves the world has not acknowledged. A client that
 // follows its player into the next cell of a map cut into cells inherits
 // the one it leaves, so that nothing it sees goes missing while the new
 // cell's first packets come: the cells share the map, its entity IDs and
@@ -14,11 +15,21 @@ func (c *Client) Inherit(old *Client) {
 		return
 	}
 	c.synced, c.base, c.baseAt, c.frame = old.synced, old.base, old.baseAt, old.frame
-	// The player's own entity waits for the new cell's first word of it
-	// (Self reports false until then, for a frame or two): the commands
-	// the old cell had not applied when it let the player go are lost
-	// with it, so the old prediction may be ahead of what the new cell
-	// holds, and the player's next command must start from the latter.
+	// The player's own entity goes on, and so do its moves the world has
+	// not acknowledged: the old cell may have dropped them as it handed the
+	// entity over. They are sent to the new cell again, as new commands,
+	// checked there against the movement history that came with the
+	// entity (a move the old cell did apply is applied again to the same
+	// effect). Jumps, skills and custom commands are not sent again: the
+	// old cell may have applied them.
+	c.me, c.haveMe, c.lossy = old.me, old.haveMe, old.lossy
+	c.unacked = c.unacked[:0]
+	for _, cmd := range old.unacked {
+		if cmd.tag == cmdMove {
+			c.unacked = append(c.unacked, cmd)
+		}
+	}
+	c.firstCmd, c.nextCmd = c.nextCmd, c.nextCmd+uint16(len(c.unacked))
 	c.region = old.region
 	for id, k := range old.ents {
 		if id == c.self || c.ents[id] != nil {

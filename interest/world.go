@@ -103,7 +103,8 @@ type World struct {
 	// records through which border, for the ghosts.
 	ghost   []bool
 	ghosts  map[ID]*ghostOf
-	orphans int // ghosts whose owner handed them to a third cell (Border)
+	carried map[ID]*carried // handed-over players' command state, until their clients join
+	orphans int             // ghosts whose owner handed them to a third cell (Border)
 	// lateFrames is how long a discovery takes: a broadcast this recent
 	// may not yet have brought the client's request and its answer.
 	lateFrames int

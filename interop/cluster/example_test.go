@@ -5,6 +5,8 @@ package cluster_test
 import (
 	"context"
 	"fmt"
+	"net/http/httptest"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -129,4 +131,103 @@ func ExampleJoinWorld() {
 
 	// Output:
 	// alice goes to town~1 on eu-1
+}
+
+// ExampleNode_ServeCell is one map cut into two cells, each served by its
+// own node: a player walks east over the border, the east cell adopts
+// its entity with the game's state of it, and its client switches to the
+// connection it opened to the east node while it stood near the border.
+func ExampleNode_ServeCell() {
+	ns, err := natstest.Start()
+	if err != nil {
+		panic(err)
+	}
+	defer ns.Shutdown()
+	ctx, stop := context.WithTimeout(context.Background(), time.Minute)
+	defer stop()
+	secret := []byte("shared-by-every-process-of-the-cluster")
+	gold := map[interest.ID]int{} // the game's own state of its players, per cell in a real game
+	var mu sync.Mutex
+	m := cluster.CellMap{Map: "wild", Cols: 2, Rows: 1, Interest: interest.Config{Width: 8, Height: 4}, Start: time.Now(),
+		Handover: func(w *interest.World, id interest.ID) []byte {
+			mu.Lock()
+			defer mu.Unlock()
+			return fmt.Appendf(nil, "gold=%d", gold[id])
+		},
+		Adopt: func(w *interest.World, id interest.ID, state []byte) {
+			fmt.Printf("the east cell adopts the player with %q\n", state)
+		}}
+	var nodes []*cluster.Node
+	for i, id := range []string{"west-node", "east-node"} {
+		srv, err := engine.NewServer(engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true})
+		if err != nil {
+			panic(err)
+		}
+		web := httptest.NewServer(srv.Handler())
+		defer web.Close()
+		go srv.Serve(ctx)
+		nc, err := nats.Connect(ns.ClientURL())
+		if err != nil {
+			panic(err)
+		}
+		defer nc.Close()
+		noRooms := func(cluster.RoomRequest) (map[string]string, error) { return nil, cluster.ErrFull }
+		node, err := cluster.Join(nc, cluster.NodeInfo{ID: id, URL: web.URL, Capacity: 1, Players: 100}, noRooms, nil)
+		if err != nil {
+			panic(err)
+		}
+		defer node.Leave()
+		node.ServeWorlds(srv, func(cluster.WorldRequest) (engine.WorldConfig, error) { return engine.WorldConfig{}, cluster.ErrFull })
+		join := func(w *interest.World, player string) (interest.ID, error) { // by the border, in the west cell
+			at := interest.Vec{X: 3600, Y: 2048}
+			id, err := w.Spawn(interest.Player, interest.Logic{Pos: at, Dest: at, Life: 100}, interest.Display{Name: player})
+			mu.Lock()
+			gold[id] = 12
+			mu.Unlock()
+			return id, err
+		}
+		if _, err := node.ServeCell(m, i, engine.WorldConfig{Join: join, MaxPlayers: 100}); err != nil {
+			panic(err)
+		}
+		nodes = append(nodes, node)
+	}
+	dir := nodes[0].Directory()
+	for {
+		_, west := dir.LocateWorld(cluster.CellName("wild", 0))
+		_, east := dir.LocateWorld(cluster.CellName("wild", 1))
+		if west && east {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	lobby, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		panic(err)
+	}
+	defer lobby.Close()
+	p, err := cluster.JoinWorld(ctx, lobby, dir, cluster.JoinRequest{World: cluster.CellName("wild", 0), Player: "alice"}, nil)
+	if err != nil {
+		panic(err)
+	}
+	moved := false
+	c, err := engine.Dial(ctx, p.URL, p.Tickets["alice"], &engine.ClientConfig{IncludeLoopback: true,
+		OnMove: func(mv engine.Move) { fmt.Println("alice's client moved to", mv.To); moved = true }})
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	walking := false
+	for !moved {
+		if err := c.Update(time.Now()); err != nil {
+			panic(err)
+		}
+		c.Interest().Advance(time.Now())
+		if _, ok := c.Interest().Self(); ok && !walking {
+			walking = c.Interest().Move(interest.Vec{X: 5000, Y: 2048}, 48) == nil // east, over the border at 4096
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	// Output:
+	// the east cell adopts the player with "gold=12"
+	// alice's client moved to wild#1
 }
