@@ -4,6 +4,7 @@ package cluster
 
 import (
 	"testing"
+	"time"
 
 	"github.com/tongbu/tongbu/interest"
 )
@@ -31,7 +32,22 @@ func FuzzStates(f *testing.F) {
 	f.Add(appendState(appendState(nil, 7, []byte("gold=3")), 9, nil))
 	f.Add([]byte{0x07, 0xff, 0xff, 0x03})
 	f.Add([]byte{})
+	w, err := interest.NewWorld(interest.Config{Width: 8, Height: 4}, time.Unix(0, 0), nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	mine, _ := w.Spawn(interest.NPC, interest.Logic{Pos: interest.Vec{X: 100, Y: 100}, Life: 100}, interest.Display{})
+	var stranger interest.ID // an entity adopted that the world does not own
+	c := &cellRunner{n: &Node{opts: (*Options)(nil).withDefaults()}, m: CellMap{Adopt: func(w *interest.World, id interest.ID, st []byte) {
+		if id != mine {
+			stranger = id
+		}
+	}}}
 	f.Fuzz(func(t *testing.T, b []byte) {
+		c.takeStates(w, 1, b) // what a neighbour's message reaches: only entities the world owns
+		if stranger != 0 {
+			t.Fatalf("the game adopted entity %d, which the world does not own", stranger)
+		}
 		var again []byte
 		total := 0
 		err := readStates(b, func(id interest.ID, st []byte) {
