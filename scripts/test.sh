@@ -38,5 +38,15 @@ if ! go test -run '^$' -bench . -benchtime 1x "$all" >"$log" 2>&1; then
 fi
 rm -f "$log"
 
+# The browser tests build their WASM clients; compiled here once, with the
+# flags they use, they only link them from the build cache, instead of
+# several test binaries compiling Ebiten at the same time.
+echo "== the browser clients, compiled once"
+GOOS=js GOARCH=wasm go build -trimpath \
+  github.com/tongbu/tongbu/examples/arena/web github.com/tongbu/tongbu/examples/mmo/web \
+  github.com/tongbu/tongbu/examples/duel/web github.com/tongbu/tongbu/examples/worlds/web \
+  github.com/tongbu/tongbu/wasm/jsclient
+GOOS=js GOARCH=wasm go build -o /dev/null github.com/tongbu/tongbu/transport/internal/wasmecho
+
 echo "== tests, shuffled, with the race detector"
 go test -race -shuffle=on -count=1 "$all"

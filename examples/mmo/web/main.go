@@ -27,8 +27,10 @@ func main() {
 
 // session is the view's Net over the engine client.
 type session struct {
-	c   *engine.Client
-	err error
+	c      *engine.Client
+	err    error
+	cfg    interest.Config // the world's, with the demo's cities
+	cfgFor string          // the world cfg is for
 }
 
 func (s *session) Client() *interest.Client { return s.c.Interest() }
@@ -36,7 +38,12 @@ func (s *session) Player() interest.ID      { return s.c.Entity() }
 
 // Config is the world's configuration with the demo's cities, which are
 // not sent on the wire.
-func (s *session) Config() interest.Config { return world.InterestConfig(s.c.InterestConfig()) }
+func (s *session) Config() interest.Config {
+	if t := s.c.Target(); t != s.cfgFor {
+		s.cfg, s.cfgFor = world.InterestConfig(s.c.InterestConfig()), t
+	}
+	return s.cfg
+}
 
 func (s *session) Update(now time.Time) error {
 	s.err = s.c.Update(now)
