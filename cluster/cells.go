@@ -150,7 +150,8 @@ type cellRunner struct {
 	held    map[interest.ID]heldPlace // standby places held here, by the entity they are for
 	buf     []byte
 	states  []byte
-	down    map[int]bool // neighbours not in the directory (not up yet, or dead)
+	down    map[int]bool              // neighbours not in the directory (not up yet, or dead)
+	bands   map[int][]interest.Region // by neighbour: my regions within one of its cell
 	frame   int
 	sent    atomic.Int64 // border bytes published
 }
@@ -216,7 +217,7 @@ func (n *Node) serveCell(m CellMap, i int, cfg engine.WorldConfig) (*engine.Worl
 		return nil, fmt.Errorf("%w: ServeCell before ServeWorlds", ErrInvalid)
 	}
 	c := &cellRunner{n: n, m: m, i: i, borders: map[int]*interest.Border{}, waiting: map[interest.ID]time.Time{},
-		standby: map[interest.ID]*standby{}, held: map[interest.ID]heldPlace{}, down: map[int]bool{}}
+		standby: map[interest.ID]*standby{}, held: map[interest.ID]heldPlace{}, down: map[int]bool{}, bands: map[int][]interest.Region{}}
 	ic := m.Interest
 	ic.IDStride, ic.IDOffset = m.Cells(), i
 	game := cfg
@@ -263,6 +264,12 @@ func (n *Node) serveCell(m CellMap, i int, cfg engine.WorldConfig) (*engine.Worl
 		for j := range m.Cells() {
 			if b, err := w.NewBorder(m.Rect(i), m.Rect(j)); err == nil && j != i {
 				c.borders[j] = b
+				mine, near := m.Rect(i), m.Rect(j)
+				for x := max(mine.X0, near.X0-1); x < min(mine.X1, near.X1+1); x++ {
+					for y := max(mine.Y0, near.Y0-1); y < min(mine.Y1, near.Y1+1); y++ {
+						c.bands[j] = append(c.bands[j], interest.Region{X: x, Y: y})
+					}
+				}
 			}
 		}
 	})
@@ -531,29 +538,27 @@ func (c *cellRunner) transfer(ew *engine.World, player string, id interest.ID, j
 // back to an ordinary transfer for a player handed over whose client did
 // not switch in time.
 func (c *cellRunner) standbys(w *interest.World, ew *engine.World, now time.Time) {
-	mine := c.m.Rect(c.i)
-	for j := range c.borders {
+	var j int // the neighbour whose band is being looked at
+	visit := func(id interest.ID, k interest.Kind, _ *interest.Logic) {
+		if k != interest.Player || w.Ghost(id) {
+			return
+		}
+		if st := c.standby[id]; st != nil {
+			if st.to == j {
+				st.lastIn = c.frame
+			}
+			return
+		}
+		if player, ok := ew.Player(id); ok {
+			c.book(ew, player, id, j)
+		}
+	}
+	for j = range c.borders {
 		if c.down[j] {
 			continue
 		}
-		near := c.m.Rect(j)
-		for x := max(mine.X0, near.X0-1); x < min(mine.X1, near.X1+1); x++ {
-			for y := max(mine.Y0, near.Y0-1); y < min(mine.Y1, near.Y1+1); y++ {
-				w.Each(interest.Region{X: x, Y: y}, func(id interest.ID, k interest.Kind, _ *interest.Logic) {
-					if k != interest.Player || w.Ghost(id) {
-						return
-					}
-					if st := c.standby[id]; st != nil {
-						if st.to == j {
-							st.lastIn = c.frame
-						}
-						return
-					}
-					if player, ok := ew.Player(id); ok {
-						c.book(ew, player, id, j)
-					}
-				})
-			}
+		for _, g := range c.bands[j] {
+			w.Each(g, visit)
 		}
 	}
 	for id, st := range c.standby {
