@@ -168,6 +168,9 @@ func (b *Border) Write(dst []byte) ([]byte, []ID) {
 		w.ghost[id] = true
 		w.mirror(id, b)
 		delete(b.sent, id)
+		if e.lg.Moving() { // from now on a frame behind its new owner (setGhost)
+			w.setPath(e, e.lg.Pos, e.lg.Dest, e.lg.Speed, w.frame+1)
+		}
 	}
 	// Those handed from deep in: out of this cell's clients' sight, they
 	// are dropped here unless the neighbour mirrors them back.
@@ -325,11 +328,14 @@ func (b *Border) apply(o *borderOp) (ID, bool) {
 		}
 		w.spawnAt(o.id, o.kind, o.lg, o.d, !own)
 		e = w.ent(o.id)
+		if !own {
+			e.start = w.frame + 1 // a frame behind its owner (setGhost)
+		}
 		if o.dver != e.dver {
 			e.dver = o.dver
 		}
 	} else {
-		w.setGhost(e, o)
+		w.setGhost(e, o, own)
 		if own {
 			w.ghost[o.id] = false
 		}
@@ -385,13 +391,28 @@ func (w *World) reserve(id ID) bool {
 
 // setGhost brings a ghost to what its owner says: a new path, vitals or
 // display are applied (and reach the clients) as the owner's changes did.
-func (w *World) setGhost(e *entity, o *borderOp) {
+//
+// A ghost runs one frame behind its owner: it stands at the position the
+// owner reported for the coming frame and walks the owner's path from the
+// frame after. It is then never where its owner was not: a ghost that
+// stepped ahead on its own would walk the old path for a frame whenever
+// the owner turned, and could cross into the range of clients its owner
+// never came near. own: the entity is handed over, and from now on its
+// path runs here on time.
+func (w *World) setGhost(e *entity, o *borderOp, own bool) {
 	if e.kind != o.kind {
 		e.kind = o.kind
 		w.invalidate(e)
 	}
-	if o.lg.Pos != e.lg.Pos || o.lg.Dest != e.lg.Dest || o.lg.Speed != e.lg.Speed {
-		w.setPath(e, o.lg.Pos, o.lg.Dest, o.lg.Speed, w.frame)
+	at, start := e.lg.Pos, w.frame
+	if !own {
+		if e.start <= w.frame { // where the ghost will be next frame: where the owner is now
+			at = Step(e.lg.Pos, e.lg.Dest, e.lg.Speed)
+		}
+		start = w.frame + 1
+	}
+	if o.lg.Pos != at || o.lg.Dest != e.lg.Dest || o.lg.Speed != e.lg.Speed {
+		w.setPath(e, o.lg.Pos, o.lg.Dest, o.lg.Speed, start)
 		w.reregion(e)
 	}
 	if !sameVitals(&o.lg, &e.lg) {

@@ -713,3 +713,72 @@ func TestCommandsCrossBorder(t *testing.T) {
 		t.Fatalf("the east corrected ann %d times", st.Corrections)
 	}
 }
+
+// TestGhostBehindOwner: through every tick a ghost is where its owner had
+// the entity a frame before, also when the owner turns it, so that it
+// never stands where its owner never took it (a ghost that stepped on
+// alone would walk the old path for a frame); handed over, the entity
+// runs on time.
+func TestGhostBehindOwner(t *testing.T) {
+	start := time.Unix(0, 0)
+	var ws [2]*World
+	var bs [2]*Border
+	for i := range 2 {
+		w, err := NewWorld(Config{Width: 8, Height: 4, MaxEntities: 1024, IDStride: 2, IDOffset: i}, start, nopSender{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws[i] = w
+	}
+	west, east := Rect{0, 0, 4, 4}, Rect{4, 0, 8, 4}
+	bs[0], _ = ws[0].NewBorder(west, east)
+	bs[1], _ = ws[1].NewBorder(east, west)
+	rs := int32(ws[0].Config().RegionSize)
+	at := Vec{X: 4*rs - 600, Y: 2*rs - 10} // in the west's band, near the row above
+	id, err := ws[0].Spawn(NPC, Logic{Pos: at, Dest: at, Life: 100}, Display{Name: "wolf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	owner := func() (*World, *World) {
+		if ws[0].Ghost(id) {
+			return ws[1], ws[0]
+		}
+		return ws[0], ws[1]
+	}
+	exchange := func() {
+		for i, b := range bs {
+			msg, _ := b.Write(nil)
+			if _, err := bs[1-i].Apply(msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, w := range ws {
+		w.Tick(w.NextFrame())
+	}
+	exchange()
+	turns := map[int]Vec{2: {at.X, 0}, 5: {at.X + 30, 4*rs - 1}, 9: {at.X - 200, 2 * rs}, 14: {6 * rs, 2 * rs}}
+	for f := range 40 {
+		own, mirror := owner()
+		if dest, ok := turns[f]; ok {
+			if err := own.Move(id, dest, 48); err != nil {
+				t.Fatal(err)
+			}
+		}
+		was, _ := own.Logic(id)
+		for _, w := range ws {
+			w.Tick(w.NextFrame())
+		}
+		g, ok := mirror.Logic(id)
+		if !ok {
+			t.Fatalf("frame %d: no ghost", f)
+		}
+		if now, _ := own.Logic(id); g.Pos != was.Pos {
+			t.Fatalf("frame %d: the ghost is at %v, its owner was at %v a frame ago (and is at %v)", f, g.Pos, was.Pos, now.Pos)
+		}
+		exchange()
+	}
+	if !ws[0].Ghost(id) || ws[1].Ghost(id) {
+		t.Fatal("the wolf was never handed to the east")
+	}
+}

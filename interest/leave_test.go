@@ -142,3 +142,122 @@ func TestZigzagMissedMove(t *testing.T) {
 		t.Errorf("the NPC is out of range at %v; the client still holds it at %v", truth.Pos, v.Logic.Pos)
 	}
 }
+
+// zigzagWorld makes an 8x8-region world with a player standing at home,
+// an NPC at npcAt, and the player's client, which has learned its range.
+func zigzagWorld(t *testing.T, home, npcAt Vec) (w *World, out *direct, player, npc ID, run func(int)) {
+	t.Helper()
+	cfg := Config{Width: 8, Height: 8}.WithDefaults()
+	start := time.Unix(0, 0)
+	out = &direct{}
+	w, err := NewWorld(cfg, start, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	player, _ = w.Spawn(Player, Logic{Pos: home, Life: 100}, Display{Name: "you"})
+	npc, _ = w.Spawn(NPC, Logic{Pos: npcAt, Life: 100}, Display{Name: "wolf"})
+	if err := w.Join(player); err != nil {
+		t.Fatal(err)
+	}
+	out.c, _ = NewClient(cfg, player)
+	run = (&stepper{t: t, w: w, out: out, player: player, start: start}).run
+	run(48) // the client learns its range
+	return w, out, player, npc, run
+}
+
+// checkTruth fails unless the client holds the NPC where it is (or a step
+// on, where the client's clock runs a frame ahead) if it is in range, and
+// does not hold it if it is not.
+func checkTruth(t *testing.T, w *World, c *Client, player, npc ID) {
+	t.Helper()
+	truth, _ := w.Logic(npc)
+	v, known := c.Entity(npc)
+	next := Step(truth.Pos, truth.Dest, truth.Speed)
+	switch {
+	case w.InRange(player, npc) && (!known || v.Logic.Pos != truth.Pos && v.Logic.Pos != next):
+		t.Errorf("the NPC is in range at %v; the client knows %v at %v", truth.Pos, known, v.Logic.Pos)
+	case !w.InRange(player, npc) && known:
+		t.Errorf("the NPC is out of range at %v; the client still holds it at %v", truth.Pos, v.Logic.Pos)
+	}
+}
+
+// TestLeftThenFollowed covers an entity that walks out of the client's
+// range along its own path and is given a command out there, and a player
+// who is then moved after it within the removal grace: the client, which
+// kept the entity and never heard the command, asks for it anew, and ends
+// up with it where it is, or without it, never with a stale copy. (The
+// player is moved by the world, which then sees the entity in range when
+// the request comes. A step the client predicts runs ahead of the world,
+// which refuses the request as out of range: not yet covered.)
+func TestLeftThenFollowed(t *testing.T) {
+	rs := int32(Config{}.WithDefaults().RegionSize)
+	y := 3*rs + rs/2
+	w, out, player, npc, run := zigzagWorld(t, Vec{4*rs - 20, y}, Vec{5*rs - 300, y}) // regions {3,3} and {4,3}
+	if _, ok := out.c.Entity(npc); !ok {
+		t.Fatal("the client never learned the NPC in its range")
+	}
+	// East into {5,3}, out of the player's range, a few frames later.
+	if err := w.Move(npc, Vec{5*rs + 200, y}, 64); err != nil {
+		t.Fatal(err)
+	}
+	run(6)
+	if w.InRange(player, npc) {
+		t.Fatal("the NPC did not leave the player's range")
+	}
+	// Out there, it turns south, toward {5,6}.
+	if err := w.Move(npc, Vec{5*rs + 200, 7 * rs}, 64); err != nil {
+		t.Fatal(err)
+	}
+	run(1)
+	// The player is moved east into {4,3}: the NPC is back in range.
+	if err := w.Move(player, Vec{4*rs + 20, y}, 64); err != nil {
+		t.Fatal(err)
+	}
+	run(4) // the step, the client's request and the answer
+	if !w.InRange(player, npc) {
+		t.Fatal("the player's step did not bring the NPC back in range")
+	}
+	checkTruth(t, w, out.c, player, npc)
+	run(48) // it walks on south, out of range
+	checkTruth(t, w, out.c, player, npc)
+}
+
+// TestCrossedOutOfPendingRegion covers an entity that crosses from a
+// region whose forced sync the player waits for (just taken into range)
+// into one the player has long had in range: the crossing is announced
+// only to those for whom the new region is new, and the first region's
+// forced sync no longer finds it, so the world sends it on its own.
+func TestCrossedOutOfPendingRegion(t *testing.T) {
+	rs := int32(Config{}.WithDefaults().RegionSize)
+	y := 3*rs + rs/2
+	w, out, player, npc, run := zigzagWorld(t, Vec{4*rs - 20, y}, Vec{5*rs + 100, y}) // regions {3,3} and {5,3}
+	if _, ok := out.c.Entity(npc); ok {
+		t.Fatal("the client knows an NPC out of its range")
+	}
+	// The NPC sets off west, slowly, out of the player's range: the
+	// client hears nothing of it.
+	if err := w.Move(npc, Vec{5*rs - 200, y}, 16); err != nil {
+		t.Fatal(err)
+	}
+	run(1)
+	// The player steps east into {4,3}: {5,3} is due for forced sync.
+	if err := out.c.Move(Vec{4*rs + 20, y}, 64); err != nil {
+		t.Fatal(err)
+	}
+	run(24) // the NPC walks into {4,3} before that sync, and stands
+	if g := w.RegionOf(Vec{5*rs - 1, 0}); !w.InRange(player, npc) || w.RegionOf(mustLogic(t, w, npc).Pos).X != g.X {
+		t.Fatalf("the NPC is not in {4,3}: at %v", mustLogic(t, w, npc).Pos)
+	}
+	checkTruth(t, w, out.c, player, npc)
+	run(48)
+	checkTruth(t, w, out.c, player, npc)
+}
+
+func mustLogic(t *testing.T, w *World, id ID) Logic {
+	t.Helper()
+	lg, ok := w.Logic(id)
+	if !ok {
+		t.Fatalf("no entity %d", id)
+	}
+	return lg
+}

@@ -43,9 +43,9 @@ func TestKnownSetMatchesTruth(t *testing.T) {
 // forced sync is due 2 s after the entry, and on a lossy link the sends
 // that bring a client up to date are echoed and its discovery requests
 // sent twice, so a loss does not wait for a repair (40 seeds at 5% loss:
-// two differences over 2.5 s, by up to 62 ms, both in one seed in the
-// first second after the joins, where the whole range is due at once and
-// spread over frames).
+// one difference over 2.5 s, by 62 ms, in the first second after the
+// joins, where the whole range is due at once and spread over frames; 40
+// clean seeds within 2 s).
 func knownSetRun(t *testing.T, loss float64, seed uint64) {
 	link := memnet.LinkConfig{Latency: 40 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: loss}
 	h := newHarness(t, harnessOptions{cfg: testConfig(), players: 24, npcs: 400, link: link, seed: seed})

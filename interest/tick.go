@@ -225,8 +225,10 @@ func (w *World) announce(e *entity, from, to int32) {
 		fr = w.regionAt(from)
 	}
 	w.absolute(e)
+	tr := w.regionAt(to)
 	w.around(to, func(ri int32) {
 		if from >= 0 && near(fr, w.regionAt(ri)) {
+			w.unsynced(e.id, ri, fr, tr)
 			return
 		}
 		reg := &w.regions[ri]
@@ -250,6 +252,29 @@ func (w *World) announce(e *entity, from, to int32) {
 		// one: an observer that had the entity in range before heard
 		// nothing, and its forced sync must still include it.
 		w.lastBc[e.id] = w.frame
+	}
+}
+
+// unsynced sends entity id, which crossed from region fr to region tr,
+// to the observers listed in region ri (in range of both) that wait for
+// fr's forced sync: an announcement does not reach them, since fr was in
+// their range, and fr's forced sync, when it comes, no longer finds the
+// entity there. tr's forced sync does not make up for it if it is over,
+// or if tr has been in range since before fr came back in range: the
+// client may have been sent the entity in between and dropped it when fr
+// left its range, and tr's sync takes the entity as sent.
+func (w *World) unsynced(id ID, ri int32, fr, tr Region) {
+	reg := &w.regions[ri]
+	if reg.waiting == 0 {
+		return // the usual case: no one here waits for a forced sync
+	}
+	c := w.regionAt(ri)
+	sf, st := slotOf(c, fr), slotOf(c, tr)
+	for _, o := range reg.obs {
+		if w.waiting[o.id] && o.open[sf] && o.id != id &&
+			(!o.open[st] || o.enter[st] < o.enter[sf] && o.toldSince(id, o.enter[st])) {
+			o.enqueue(item{kind: itemLogic, why: whyForced, id: id})
+		}
 	}
 }
 

@@ -84,14 +84,15 @@ func benchCells(args []string, out io.Writer) error {
 		}
 		cuts = append(cuts, f)
 	}
-	fmt.Fprintf(out, "%-6s %10s %8s %6s %10s %10s %12s %14s %10s\n", "cells", "known err", "max diff", "leaks", "crossings", "gap frames", "client B/s", "border B/s/reg", "tick p99")
+	fmt.Fprintf(out, "%-6s %10s %8s %6s %9s %10s %10s %12s %14s %10s\n", "cells", "known err", "max diff", "leaks", "leaks now", "crossings", "gap frames", "client B/s", "border B/s/reg", "tick p99")
 	for _, f := range cuts {
 		perRegion := 0.0
 		if f.borderRegions > 0 {
 			perRegion = f.borderBps / float64(f.borderRegions)
 		}
-		fmt.Fprintf(out, "%-6d %10d %8v %6d %10d %10d %12.0f %14.0f %10v\n", f.cells, f.knownErrors, f.maxDiff, f.leaks, f.crossings, f.crossGapMax, f.clientBps, perRegion, f.tickP99.Round(time.Microsecond))
+		fmt.Fprintf(out, "%-6d %10d %8v %6d %9d %10d %10d %12.0f %14.0f %10v\n", f.cells, f.knownErrors, f.maxDiff, f.leaks, f.leaksNow, f.crossings, f.crossGapMax, f.clientBps, perRegion, f.tickP99.Round(time.Microsecond))
 	}
+	fmt.Fprintln(out, "  leaks: entities a client was told of outside its range, as its cell knows the map: its own cell's entities where they are, a neighbour's where its owner had it a frame before (a ghost runs a frame behind its owner); leaks now: the same, every entity where it is now")
 	two, four := cuts[1], cuts[2]
 	scaleOne, scaleTwo := 0, 0
 	if *scale {
@@ -148,7 +149,7 @@ func benchCells(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "transfers %d: moved %d, stayed %d (refused, or their destination died); players lost %d, doubled %d, lost with the killed node %d\n",
 		f.made, f.moved, f.stayed, f.lost, f.doubled, f.withNode)
 	kv := []any{
-		"known_set_errors", two.knownErrors + four.knownErrors, "leaks", two.leaks + four.leaks,
+		"known_set_errors", two.knownErrors + four.knownErrors, "leaks", two.leaks + four.leaks, "leaks_now", two.leaksNow + four.leaksNow,
 		"crossings_2", two.crossings, "crossings_4", four.crossings,
 		"crossing_gap_frames_max", max(two.crossGapMax, four.crossGapMax),
 		"client_bps_ratio", two.clientBps / cuts[0].clientBps, "client_bps_ratio_4", four.clientBps / cuts[0].clientBps,

@@ -33,7 +33,8 @@ type seamlessFigures struct {
 	cells         int
 	knownErrors   int           // differences that outlived the bound
 	maxDiff       time.Duration // the longest difference
-	leaks         int           // entities a client learned while out of its range
+	leaks         int           // entities a client learned while out of its range (as its cell knows the map)
+	leaksNow      int           // the same, against the map now: a neighbour's entity where it is, not a frame ago
 	crossings     int
 	crossGapMax   int // frames a crossing player's client missed an entity it knew before
 	clientBps     float64
@@ -53,9 +54,11 @@ type splayer struct {
 	gap   map[interest.ID]int // after a crossing: entities known before, by the frame the gap began
 	known map[interest.ID]bool
 	prev  map[interest.ID]bool // last frame's truth
-	bytes int64
-	in    [][]byte // packets on their way to the client (delivered next frame)
-	up    [][]byte // the client's uplink on its way to its cell
+	// last frame's truth of the map, every entity where it was then
+	prevNow map[interest.ID]bool
+	bytes   int64
+	in      [][]byte // packets on their way to the client (delivered next frame)
+	up      [][]byte // the client's uplink on its way to its cell
 }
 
 type scell struct {
@@ -79,6 +82,10 @@ type seamlessRun struct {
 	}
 	fig   seamlessFigures
 	bound int // frames a difference may last
+
+	handing       map[interest.ID]int // handed over, not yet adopted: by the cell that handed it
+	where         map[interest.ID]where
+	byNow, byLast map[interest.Region][]interest.ID
 }
 
 // sender delivers a cell's packets to its clients' queues.
@@ -103,7 +110,8 @@ func runSeamless(p seamlessParams, nx, ny int) (seamlessFigures, error) {
 		maxEnt <<= 1
 	}
 	cfg := interest.Config{Width: size, Height: size, MaxEntities: maxEnt}.WithDefaults()
-	r := &seamlessRun{cfg: cfg, rng: rand.New(rand.NewPCG(p.seed, 3))}
+	r := &seamlessRun{cfg: cfg, rng: rand.New(rand.NewPCG(p.seed, 3)), handing: map[interest.ID]int{},
+		byNow: map[interest.Region][]interest.ID{}, byLast: map[interest.Region][]interest.ID{}}
 	r.bound = 2*cfg.Hz + 3 // the single world's 2 s, and the border's three frames
 	start := time.Unix(1_800_000_000, 0)
 	n := nx * ny
@@ -295,6 +303,7 @@ func (r *seamlessRun) writeBorders() int64 {
 			bytes += int64(len(msg))
 			for _, id := range handed {
 				delete(c.players, id)
+				r.handing[id] = i
 			}
 			r.inflight = append(r.inflight, struct {
 				from, to int
@@ -312,6 +321,7 @@ func (r *seamlessRun) applyBorders() {
 			panic(err)
 		}
 		for _, id := range adopted {
+			delete(r.handing, id)
 			for _, sp := range r.players {
 				if sp.id == id {
 					r.attach(sp, m.to)
@@ -342,41 +352,81 @@ func (r *seamlessRun) client(sp *splayer, now time.Time, still bool) {
 	}
 }
 
-// truth returns the entities the cells own in the 3x3 range of a player.
-func (r *seamlessRun) truth(id interest.ID) map[interest.ID]bool {
-	var pos interest.Vec
-	found := false
-	for _, c := range r.cells {
-		if lg, ok := c.w.Logic(id); ok && (!c.w.Ghost(id) || !found) {
-			pos, found = lg.Pos, true
+// where is an entity's owner cell and region, for the truth of a frame.
+type where struct {
+	cell   int
+	reg    interest.Region
+	at     interest.Vec
+	lastAt interest.Region // its region a frame ago
+}
+
+// locate records where every entity is this frame: by its owner, or,
+// handed over and not yet adopted, by the cell that handed it (it is
+// still that cell's news). Entities are indexed by region: by their
+// region now, and by the one they had a frame ago.
+func (r *seamlessRun) locate() {
+	last := r.where
+	r.where = make(map[interest.ID]where, len(last))
+	for ci, c := range r.cells {
+		for y := 1; y < r.cfg.Height+1; y += 3 {
+			for x := 1; x < r.cfg.Width+1; x += 3 {
+				c.w.Each(interest.Region{X: x, Y: y}, func(id interest.ID, _ interest.Kind, lg *interest.Logic) {
+					if from, handing := r.handing[id]; (handing && from != ci) || (!handing && c.w.Ghost(id)) {
+						return
+					}
+					g := c.w.RegionOf(lg.Pos)
+					wh := where{cell: ci, reg: g, at: lg.Pos, lastAt: g}
+					if l, ok := last[id]; ok {
+						wh.lastAt = l.reg
+					}
+					r.where[id] = wh
+				})
+			}
 		}
 	}
+	clear(r.byNow)
+	clear(r.byLast)
+	for id, wh := range r.where {
+		r.byNow[wh.reg] = append(r.byNow[wh.reg], id)
+		r.byLast[wh.lastAt] = append(r.byLast[wh.lastAt], id)
+	}
+}
+
+// truth returns the entities in the 3x3 range of a player as its cell can
+// know them: its own cell's where they are, its neighbours' where they
+// were a frame ago (a border message takes a frame, and a ghost never
+// runs ahead of its owner's word: interest.Border).
+//
+// now: the map's truth instead, every entity where it is now, as one
+// world would have it.
+func (r *seamlessRun) truth(sp *splayer, now bool) map[interest.ID]bool {
+	me := r.where[sp.id]
 	out := map[interest.ID]bool{}
-	g := r.cells[0].w.RegionOf(pos)
-	for _, c := range r.cells {
-		c.w.Each(g, func(e interest.ID, _ interest.Kind, _ *interest.Logic) {
-			if e != id && (!c.w.Ghost(e) || r.inFlight(e)) {
-				out[e] = true
+	for dy := -1; dy <= 1; dy++ {
+		for dx := -1; dx <= 1; dx++ {
+			g := interest.Region{X: me.reg.X + dx, Y: me.reg.Y + dy}
+			for _, id := range r.byNow[g] {
+				if (now || r.where[id].cell == sp.at) && id != sp.id {
+					out[id] = true
+				}
 			}
-		})
+			if now {
+				continue
+			}
+			for _, id := range r.byLast[g] {
+				if r.where[id].cell != sp.at && id != sp.id {
+					out[id] = true
+				}
+			}
+		}
 	}
 	return out
 }
 
-// inFlight reports whether no cell owns entity id: handed over, its new
-// owner has not had the message yet. It is where its old owner left it.
-func (r *seamlessRun) inFlight(id interest.ID) bool {
-	for _, c := range r.cells {
-		if _, ok := c.w.Logic(id); ok && !c.w.Ghost(id) {
-			return false
-		}
-	}
-	return true
-}
-
 func (r *seamlessRun) compare() {
+	r.locate()
 	for _, sp := range r.players {
-		truth := r.truth(sp.id)
+		truth, strict := r.truth(sp, false), r.truth(sp, true)
 		for id := range truth {
 			if _, ok := sp.c.Entity(id); ok {
 				r.resolve(sp, id)
@@ -397,7 +447,12 @@ func (r *seamlessRun) compare() {
 				sp.diff[id] = r.frame
 			}
 		})
-		sp.known, sp.prev = now, truth
+		for id := range now {
+			if !sp.known[id] && !strict[id] && !sp.prevNow[id] {
+				r.fig.leaksNow++
+			}
+		}
+		sp.known, sp.prev, sp.prevNow = now, truth, strict
 		for id := range sp.diff {
 			_, known := sp.c.Entity(id)
 			if truth[id] == known {
