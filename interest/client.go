@@ -248,9 +248,7 @@ func (c *Client) Advance(now time.Time) {
 // rules: an entity found outside the 3x3 range
 // around the player's own region, because the player moved or because the
 // entity did, is doomed, and dropped removeGrace later unless the world
-// speaks of it again or the player's own move brings it back in range (the
-// client then asks for it anew: the world may have moved it while it was
-// out of range).
+// speaks of it again or the player's own move brings it back in range.
 // The grace keeps what the world sent while its view of the player runs a
 // few frames ahead of the client's; coming back in range along its own
 // path does not save a doomed entity, since the world may have moved it
@@ -340,12 +338,6 @@ func (c *Client) check(id ID, k *known, me Region, moved bool, grace int) bool {
 	in := near(me, c.lay.regionOf(k.lg.Pos))
 	switch {
 	case moved && in:
-		if k.doom > 0 {
-			// Saved by the player's move; but if it left along its own
-			// path, the world may have given it a command while it was
-			// out of range, which the client never heard: ask for it whole.
-			request(c.discover, id)
-		}
 		k.doom = 0
 	case !in && k.doom == 0:
 		k.doom = 1

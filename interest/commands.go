@@ -90,6 +90,7 @@ func (w *World) grow() {
 	e.rel.b, e.abs.b = e.relBuf[:0], e.absBuf[:0]
 	e.dver = 255 // the first spawn makes it 0
 	w.where, w.lastBc, w.waiting, w.ghost = append(w.where, -1), append(w.lastBc, 0), append(w.waiting, false), append(w.ghost, false)
+	w.lastCross = append(w.lastCross, noCross)
 }
 
 // spawnAt makes entity id, which has storage and is not alive, and
@@ -98,6 +99,7 @@ func (w *World) spawnAt(id ID, kind Kind, lg Logic, d Display, ghost bool) {
 	e := w.ent(id)
 	*e = entity{id: id, dver: e.dver + 1, abs: e.abs, rel: e.rel}
 	w.ghost[id] = ghost
+	w.lastCross[id] = noCross
 	e.kind, e.lg, e.alive = kind, lg, true
 	w.setDisplay(e.id, d)
 	e.mover, e.dirtyAt, e.absFrame, e.relFrame, e.crossed = -1, -1, -1, -1, -1

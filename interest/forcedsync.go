@@ -93,8 +93,9 @@ func (w *World) eta(e *entity, r Region) int {
 // moved handles entity e crossing from region from to region to inside the
 // observer's range: if the client is waiting for from's forced sync to
 // learn of e, and to's forced sync is over or would not include e (e
-// broadcast before the client's range took in to), e would fall between
-// the two, so it is queued on its own.
+// broadcast before the client's range took in to, or was sent whole since
+// then: the client may have dropped it when from left its range), e would
+// fall between the two, so it is queued on its own.
 func (o *observer) moved(w *World, e *entity, from, to int32) {
 	c := w.regionAt(w.ent(o.id).reg)
 	sf, st := slotOf(c, w.regionAt(from)), slotOf(c, w.regionAt(to))
@@ -102,7 +103,8 @@ func (o *observer) moved(w *World, e *entity, from, to int32) {
 	if sf < 0 || st < 0 || !o.open[sf] || lastBc > o.enter[sf] || e.id == o.id {
 		return // not waiting for from's forced sync: the client has it or will
 	}
-	if o.open[st] && lastBc <= o.enter[st] && o.due[st] <= o.due[sf] {
+	if o.open[st] && lastBc <= o.enter[st] && o.due[st] <= o.due[sf] &&
+		(o.enter[st] >= o.enter[sf] || !o.toldSince(e.id, o.enter[st])) {
 		return // to's forced sync will carry it, as early
 	}
 	if len(o.owed) < maxQueue {

@@ -167,14 +167,16 @@ func zigzagWorld(t *testing.T, home, npcAt Vec) (w *World, out *direct, player, 
 
 // checkTruth fails unless the client holds the NPC where it is (or a step
 // on, where the client's clock runs a frame ahead) if it is in range, and
-// does not hold it if it is not.
-func checkTruth(t *testing.T, w *World, c *Client, player, npc ID) {
+// does not hold it if it is not. mayMiss: before the forced sync that
+// brings an entity newly in range, the client may lack it, but holds no
+// stale copy.
+func checkTruth(t *testing.T, w *World, c *Client, player, npc ID, mayMiss bool) {
 	t.Helper()
 	truth, _ := w.Logic(npc)
 	v, known := c.Entity(npc)
 	next := Step(truth.Pos, truth.Dest, truth.Speed)
 	switch {
-	case w.InRange(player, npc) && (!known || v.Logic.Pos != truth.Pos && v.Logic.Pos != next):
+	case w.InRange(player, npc) && (!known && !mayMiss || known && v.Logic.Pos != truth.Pos && v.Logic.Pos != next):
 		t.Errorf("the NPC is in range at %v; the client knows %v at %v", truth.Pos, known, v.Logic.Pos)
 	case !w.InRange(player, npc) && known:
 		t.Errorf("the NPC is out of range at %v; the client still holds it at %v", truth.Pos, v.Logic.Pos)
@@ -183,13 +185,19 @@ func checkTruth(t *testing.T, w *World, c *Client, player, npc ID) {
 
 // TestLeftThenFollowed covers an entity that walks out of the client's
 // range along its own path and is given a command out there, and a player
-// who is then moved after it within the removal grace: the client, which
-// kept the entity and never heard the command, asks for it anew, and ends
-// up with it where it is, or without it, never with a stale copy. (The
-// player is moved by the world, which then sees the entity in range when
-// the request comes. A step the client predicts runs ahead of the world,
-// which refuses the request as out of range: not yet covered.)
+// who then steps after it within the removal grace: the client, which kept
+// the entity and never heard the command, is repaired. It lacks the entity
+// until the forced sync of the regions its step took in, never holds a
+// stale copy, and ends up with the entity where it is, or without it. The
+// step is the client's own (predicted ahead of the world) or the world's
+// (a knock-back).
 func TestLeftThenFollowed(t *testing.T) {
+	for _, byWorld := range []bool{false, true} {
+		leftThenFollowed(t, byWorld)
+	}
+}
+
+func leftThenFollowed(t *testing.T, byWorld bool) {
 	rs := int32(Config{}.WithDefaults().RegionSize)
 	y := 3*rs + rs/2
 	w, out, player, npc, run := zigzagWorld(t, Vec{4*rs - 20, y}, Vec{5*rs - 300, y}) // regions {3,3} and {4,3}
@@ -209,24 +217,30 @@ func TestLeftThenFollowed(t *testing.T) {
 		t.Fatal(err)
 	}
 	run(1)
-	// The player is moved east into {4,3}: the NPC is back in range.
-	if err := w.Move(player, Vec{4*rs + 20, y}, 64); err != nil {
+	// The player steps east into {4,3}: the NPC is back in range.
+	step := Vec{4*rs + 20, y}
+	if byWorld {
+		if err := w.Move(player, step, 64); err != nil {
+			t.Fatal(err)
+		}
+	} else if err := out.c.Move(step, 64); err != nil {
 		t.Fatal(err)
 	}
-	run(4) // the step, the client's request and the answer
+	run(4)
 	if !w.InRange(player, npc) {
 		t.Fatal("the player's step did not bring the NPC back in range")
 	}
-	checkTruth(t, w, out.c, player, npc)
+	checkTruth(t, w, out.c, player, npc, true)
 	run(48) // it walks on south, out of range
-	checkTruth(t, w, out.c, player, npc)
+	checkTruth(t, w, out.c, player, npc, false)
 }
 
 // TestCrossedOutOfPendingRegion covers an entity that crosses from a
 // region whose forced sync the player waits for (just taken into range)
 // into one the player has long had in range: the crossing is announced
 // only to those for whom the new region is new, and the first region's
-// forced sync no longer finds it, so the world sends it on its own.
+// forced sync no longer finds it there, so the world sends it on its own
+// when that sync comes.
 func TestCrossedOutOfPendingRegion(t *testing.T) {
 	rs := int32(Config{}.WithDefaults().RegionSize)
 	y := 3*rs + rs/2
@@ -248,9 +262,43 @@ func TestCrossedOutOfPendingRegion(t *testing.T) {
 	if g := w.RegionOf(Vec{5*rs - 1, 0}); !w.InRange(player, npc) || w.RegionOf(mustLogic(t, w, npc).Pos).X != g.X {
 		t.Fatalf("the NPC is not in {4,3}: at %v", mustLogic(t, w, npc).Pos)
 	}
-	checkTruth(t, w, out.c, player, npc)
-	run(48)
-	checkTruth(t, w, out.c, player, npc)
+	run(24)
+	checkTruth(t, w, out.c, player, npc, false)
+}
+
+// TestMovedOwesToldEntity: an entity that crosses from a region whose
+// forced sync the client waits for into one whose sync is also pending
+// but began earlier, and that the client was sent whole in between, is
+// owed on its own: the later region's sync takes it as sent, but the
+// client may have dropped it when the first region left its range.
+func TestMovedOwesToldEntity(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		told bool
+		owed int
+	}{{"sent whole in between", true, 1}, {"never sent", false, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			w, _, player, npc, run := zigzagWorld(t, Vec{1000, 1000}, Vec{3000, 1000})
+			run(1)
+			o := w.get(player).obs
+			me := w.get(player).reg
+			c := w.regionAt(me)
+			from, to := w.regionIndex(Region{c.X + 1, c.Y + 1}), w.regionIndex(Region{c.X + 1, c.Y})
+			sf, st := slotOf(c, w.regionAt(from)), slotOf(c, w.regionAt(to))
+			o.open[st], o.enter[st], o.due[st] = true, w.frame-10, w.frame+20
+			if tc.told {
+				o.tell(w, npc) // sent whole after to came in range...
+			}
+			run(2)
+			o.open[sf], o.enter[sf], o.due[sf] = true, w.frame, w.frame+30 // ...and from left it and came back
+			w.lastBc[npc] = o.enter[st] - 1
+			o.owed = o.owed[:0]
+			o.moved(w, w.get(npc), from, to)
+			if len(o.owed) != tc.owed {
+				t.Errorf("owed %d entities, want %d", len(o.owed), tc.owed)
+			}
+		})
+	}
 }
 
 func mustLogic(t *testing.T, w *World, id ID) Logic {

@@ -133,6 +133,8 @@ func (w *World) crossings() {
 		}
 		if e.crossed != e.reg {
 			w.stats.Crossings++
+			l := &w.lastCross[e.id]
+			l[1], l[0] = l[0], crossRec{at: int32(w.frame), from: e.crossed}
 			w.announce(e, e.crossed, e.reg)
 			w.crossedTogether(e)
 			to := w.regionAt(e.reg)
@@ -225,10 +227,8 @@ func (w *World) announce(e *entity, from, to int32) {
 		fr = w.regionAt(from)
 	}
 	w.absolute(e)
-	tr := w.regionAt(to)
 	w.around(to, func(ri int32) {
 		if from >= 0 && near(fr, w.regionAt(ri)) {
-			w.unsynced(e.id, ri, fr, tr)
 			return
 		}
 		reg := &w.regions[ri]
@@ -252,29 +252,6 @@ func (w *World) announce(e *entity, from, to int32) {
 		// one: an observer that had the entity in range before heard
 		// nothing, and its forced sync must still include it.
 		w.lastBc[e.id] = w.frame
-	}
-}
-
-// unsynced sends entity id, which crossed from region fr to region tr,
-// to the observers listed in region ri (in range of both) that wait for
-// fr's forced sync: an announcement does not reach them, since fr was in
-// their range, and fr's forced sync, when it comes, no longer finds the
-// entity there. tr's forced sync does not make up for it if it is over,
-// or if tr has been in range since before fr came back in range: the
-// client may have been sent the entity in between and dropped it when fr
-// left its range, and tr's sync takes the entity as sent.
-func (w *World) unsynced(id ID, ri int32, fr, tr Region) {
-	reg := &w.regions[ri]
-	if reg.waiting == 0 {
-		return // the usual case: no one here waits for a forced sync
-	}
-	c := w.regionAt(ri)
-	sf, st := slotOf(c, fr), slotOf(c, tr)
-	for _, o := range reg.obs {
-		if w.waiting[o.id] && o.open[sf] && o.id != id &&
-			(!o.open[st] || o.enter[st] < o.enter[sf] && o.toldSince(id, o.enter[st])) {
-			o.enqueue(item{kind: itemLogic, why: whyForced, id: id})
-		}
 	}
 }
 
@@ -337,6 +314,7 @@ func (w *World) flush() {
 					w.gone(p.id, p.reg, ri)
 				}
 				w.missed(p.id, p.reg, ri)
+				w.leftBehind(p.id, ri)
 			}
 		}
 		if !w.hasObservers(ri) {
@@ -385,6 +363,39 @@ func (w *World) gone(id ID, from, to int32) {
 		reg.direct.mark(id)
 		w.stats.Leaves += int64(len(reg.obs))
 	})
+}
+
+// crossRec is an entity's crossing: the frame, and the region it left
+// (-1: none).
+type crossRec struct{ at, from int32 }
+
+var noCross = [2]crossRec{{from: -1}, {from: -1}}
+
+// leftBehind repairs the clients whose range entity id, now in region ri
+// and given a move, left along its own path in the last leaverFrames:
+// such a client may still hold the entity (it keeps what leaves its range
+// for removeGrace, and a move of the player that brings it back in range
+// saves it) but does not hear this move. It gets a removal, or the
+// entity's logic if it is back in range when its packet is built. (A
+// client listed there now that never had the entity ignores the removal.)
+// missed covers the clients that left the entity's range themselves.
+func (w *World) leftBehind(id ID, ri int32) {
+	now := w.regionAt(ri)
+	for _, c := range w.lastCross[id] {
+		if c.from < 0 || w.frame-int(c.at) > w.leaverFrames {
+			continue
+		}
+		w.around(c.from, func(r int32) {
+			if near(now, w.regionAt(r)) {
+				return // in range of the move: it hears it
+			}
+			for _, o := range w.regions[r].obs {
+				if o.id != id {
+					o.enqueue(item{kind: itemLogic, why: whyRepair, id: id})
+				}
+			}
+		})
+	}
 }
 
 // missed repairs the clients that have just left the range of region ri,

@@ -99,6 +99,9 @@ type World struct {
 	// carrying its position (seed m_nLastBroadcastFrame).
 	where  []int32
 	lastBc []int
+	// lastCross, by ID: the entity's last two region crossings, for the
+	// clients whose range it left (leftBehind).
+	lastCross [][2]crossRec
 	// ghost, by ID: the entity mirrors another cell's (Border); ghosts
 	// records through which border, for the ghosts.
 	ghost   []bool
@@ -156,6 +159,7 @@ func NewWorld(cfg Config, start time.Time, out Sender) (*World, error) {
 	}
 	w.ids = 1 // ID 0 is no entity
 	w.where, w.lastBc, w.waiting, w.ghost = []int32{-1}, []int{0}, []bool{false}, []bool{false}
+	w.lastCross = [][2]crossRec{noCross}
 	return w, nil
 }
 
