@@ -94,16 +94,20 @@ func benchCells(args []string, out io.Writer) error {
 	}
 	fmt.Fprintln(out, "  leaks: entities a client was told of outside its range, as its cell knows the map: its own cell's entities where they are, a neighbour's where its owner had it a frame before (a ghost runs a frame behind its owner); leaks now: the same, every entity where it is now")
 	two, four := cuts[1], cuts[2]
-	scaleOne, scaleTwo := 0, 0
+	var scaleBest []int
+	var scaleAt []map[int]time.Duration
 	if *scale {
-		fmt.Fprintf(out, "cells, scale: the seed world's 64x64 map, 4.5 NPCs a player, every player walking or running, 15 simulated seconds each (the first 3 not timed), the worst cell's tick p99 (the best of %d runs) against 15 ms\n", *repeat)
+		fmt.Fprintf(out, "cells, scale: the seed world's 64x64 map (and one twice as wide), 4.5 NPCs a player, every player walking or running, 15 simulated seconds each (the first 3 not timed), the GC held off in each run; the worst cell's tick p99 (the best of %d runs, the maps' runs alternating) against 15 ms\n", *repeat)
 		var err error
-		scaleOne, scaleTwo, err = scaleSearch(p.seed, 15*time.Millisecond, []int{3200, 6400, 9600, 12800, 16000, 19200, 25600, 32000, 38400, 44800, 51200}, *repeat, func(cells, players int, p99 time.Duration) {
-			fmt.Fprintf(out, "  %d cell(s), %6d players, %6d NPCs: tick p99 %v\n", cells, players, players*9/2, p99.Round(10*time.Microsecond))
+		scaleBest, scaleAt, err = scaleSearch(p.seed, 15*time.Millisecond, []int{3200, 6400, 9600, 12800, 14400, 16000, 17600, 19200, 22400, 25600, 28800, 32000, 38400, 44800, 51200}, *repeat, func(v scaleVariant, players int, p99 time.Duration) {
+			fmt.Fprintf(out, "  %-28s %6d players, %6d NPCs: tick p99 %v\n", v.name, players, players*9/2, p99.Round(10*time.Microsecond))
 		})
 		if err != nil {
 			return err
 		}
+		one := scaleBest[0]
+		fmt.Fprintf(out, "  most players within 15 ms: %d uncut, %d in 2 cells of the same map (%.2fx), %d in 2 cells of a map twice as wide (%.2fx); at %d players a cell of the cut map ticks %.2fx faster than the uncut map\n",
+			one, scaleBest[1], ratio(scaleBest[1], one), scaleBest[2], ratio(scaleBest[2], one), one, durRatio(scaleAt[0][one], scaleAt[1][one]))
 	}
 
 	fmt.Fprintf(out, "cells, crossing: a map in 2 cells on 2 nodes, %d players walking back and forth over the border for %d s, over WebRTC with %v RTT (udpimpair; signaling too), from the frame a position leaves its cell to the new cell's first packet\n",
@@ -164,13 +168,32 @@ func benchCells(args []string, out io.Writer) error {
 		"baseline_join_p50_ms", f.join.q(0.5), "baseline_join_p99_ms", f.join.q(0.99),
 		"lost", f.lost, "duplicated", f.doubled, "lost_with_node", f.withNode}
 	if *scale { // the search's keys only when it ran
-		kv = append(kv, "scale_players_2cells", scaleTwo, "baseline_scale_players", scaleOne)
+		one := scaleBest[0]
+		kv = append(kv, "scale_players_2cells", scaleBest[1], "baseline_scale_players", one, "scale_ratio", ratio(scaleBest[1], one),
+			"scale_players_2cells_wide", scaleBest[2], "scale_ratio_wide", ratio(scaleBest[2], one),
+			"cell_tick_speedup", durRatio(scaleAt[0][one], scaleAt[1][one]))
 	}
 	fmt.Fprintln(out, harness.Result("cells", kv...))
 	return nil
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// ratio is a/b, 0 when b is.
+func ratio(a, b int) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
+
+// durRatio is a/b, 0 when b is.
+func durRatio(a, b time.Duration) float64 {
+	if b == 0 {
+		return 0
+	}
+	return float64(a) / float64(b)
+}
 
 // millis collects durations.
 type millis []float64

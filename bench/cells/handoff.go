@@ -181,7 +181,7 @@ func runHandoff(p handoffParams, noStandby bool) (handoffFigures, error) {
 			east := true
 			var wait time.Time
 			end := time.Now().Add(time.Duration(p.seconds) * time.Second)
-			tk := time.NewTicker(4 * time.Millisecond)
+			tk := time.NewTicker(time.Millisecond) // the game loop: a packet is seen within a millisecond of its arrival
 			defer tk.Stop()
 			for now := range tk.C {
 				if now.After(end) || ctx.Err() != nil {

@@ -50,6 +50,9 @@ type serveConfig struct {
 	// Maps are maps whose lines (copies, each capped) the cluster places
 	// on its nodes: "cluster" only.
 	Maps []worldConfig `json:"maps"`
+	// Cells are maps cut into cells, each simulated by a node
+	// (serve_cells.go).
+	Cells []cellsConfig `json:"cells"`
 	// Cluster joins several serve processes through NATS (serve_cluster.go).
 	Cluster clusterConfig `json:"cluster"`
 }
@@ -86,6 +89,11 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
     "maps": [{"map": "town", "lines": 2, "cap": 500, "width": 32, "height": 32}],
                                        cluster only: lines town~1, town~2 at start, each of 500
                                        players; a new one opens when all are full
+    "cells": [{"map": "wild", "cols": 2, "rows": 1, "width": 64, "height": 64, "hz": 16,
+               "start": "2026-01-01T00:00:00Z", "cap": 1000, "serve": [0]}],
+                                       cluster only: map wild cut into worlds wild#0 and wild#1,
+                                       this node simulating wild#0 (another node's config
+                                       serves [1]); players walk across with no loading
     "cluster": {"nats": "nats://host:4222", "node": "eu-1",
                 "public_url": "https://eu-1.game.example", "capacity": 100,
                 "players": 5000,       world players the cluster may place here
@@ -330,6 +338,13 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "tongbu serve:", err)
 			return 1
 		}
+		if err := serveCells(cl.node, cfg.Cells, log); err != nil {
+			cl.leave()
+			ln.Close()
+			srv.Shutdown(context.Background())
+			fmt.Fprintln(stderr, "tongbu serve:", err)
+			return 1
+		}
 		go func() { // the others' heartbeats first, so that names placed already are seen
 			hb := cl.opts.Heartbeat
 			if hb <= 0 {
@@ -465,6 +480,11 @@ func createFromConfig(srv *engine.Server, ws *worlds, cfg *serveConfig, extraRoo
 			return err
 		}
 		ws.maps[m.Map] = m
+	}
+	for i := range cfg.Cells {
+		if _, err := cfg.Cells[i].cellMap(inCluster); err != nil {
+			return err
+		}
 	}
 	for i := range cfg.Worlds {
 		w := &cfg.Worlds[i]

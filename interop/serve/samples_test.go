@@ -27,6 +27,7 @@ func TestServeSamples(t *testing.T) {
 		{"relay.json", nil, []string{"tongbu_rooms 3", "tongbu_worlds 0"}},
 		{"world.json", nil, []string{"tongbu_rooms 0", "tongbu_worlds 2"}},
 		{"cluster.json", []string{"-nats", ns.ClientURL()}, []string{"tongbu_rooms 0"}},
+		{"cells-west.json", []string{"-nats", ns.ClientURL()}, []string{"tongbu_worlds 1"}}, // its cell, the other node's absent
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			p := startServeWith(t, "0123456789abcdef0123", tt.file, append([]string{"-config", filepath.Join(dir, tt.file)}, tt.args...)...)
