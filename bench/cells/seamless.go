@@ -44,6 +44,7 @@ type seamlessFigures struct {
 	borderRegions int     // regions in the borders' bands
 	tickP99       time.Duration
 	cellTickP99   time.Duration // the worst cell's own tick p99
+	cellTickP50   time.Duration // and p50
 }
 
 type splayer struct {
@@ -213,6 +214,7 @@ func runSeamless(p seamlessParams, nx, ny int) (seamlessFigures, error) {
 		own := slices.Clone(c.ticks)
 		slices.Sort(own)
 		r.fig.cellTickP99 = max(r.fig.cellTickP99, own[len(own)*99/100])
+		r.fig.cellTickP50 = max(r.fig.cellTickP50, own[len(own)/2])
 	}
 	slices.Sort(ticks)
 	r.fig.tickP99 = ticks[len(ticks)*99/100]
@@ -508,21 +510,25 @@ type scaleVariant struct {
 // the uncut map).
 var scaleVariants = []scaleVariant{{"1 cell", 1, 1, false}, {"2 cells", 2, 1, false}, {"2 cells, map twice as wide", 2, 1, true}}
 
+// scalePoint is a map's figures at one population: the worst cell's tick
+// p99 and p50, each the best of the runs.
+type scalePoint struct{ p99, p50 time.Duration }
+
 // scaleSearch finds, for each of scaleVariants, the most players (of
 // pops, in order) whose worst cell's tick p99 is within budget. The
 // variants' runs alternate at each population, so that the machine's
-// drift falls on all alike, and each population's p99 is the best of
+// drift falls on all alike, and each population's figures are the best of
 // repeat runs. The GC is held off in each run (a memory limit stays as a
 // guard) and the heap collected between runs: the cells of a cut map,
 // which here share one process and its heap, each have their own in a
 // deployment, and a collection the bench's clients cause is no cell's
-// cost. at returns each variant's p99 at every population it ran.
-func scaleSearch(seed uint64, budget time.Duration, pops []int, repeat int, out func(v scaleVariant, players int, p99 time.Duration)) (best []int, at []map[int]time.Duration, err error) {
+// cost. at holds each variant's figures at every population it ran.
+func scaleSearch(seed uint64, budget time.Duration, pops []int, repeat int, out func(v scaleVariant, players int, at scalePoint)) (best []int, at []map[int]scalePoint, err error) {
 	best = make([]int, len(scaleVariants))
-	at = make([]map[int]time.Duration, len(scaleVariants))
+	at = make([]map[int]scalePoint, len(scaleVariants))
 	done := make([]bool, len(scaleVariants))
 	for i := range at {
-		at[i] = map[int]time.Duration{}
+		at[i] = map[int]scalePoint{}
 	}
 	defer debug.SetMemoryLimit(debug.SetMemoryLimit(-1))
 	defer debug.SetGCPercent(debug.SetGCPercent(100))
@@ -540,9 +546,14 @@ func scaleSearch(seed uint64, budget time.Duration, pops []int, repeat int, out 
 				if err != nil {
 					return nil, nil, err
 				}
-				if p, ok := at[i][n]; k == 0 || !ok || f.cellTickP99 < p {
-					at[i][n] = f.cellTickP99
+				pt := at[i][n]
+				if k == 0 || f.cellTickP99 < pt.p99 {
+					pt.p99 = f.cellTickP99
 				}
+				if k == 0 || f.cellTickP50 < pt.p50 {
+					pt.p50 = f.cellTickP50
+				}
+				at[i][n] = pt
 			}
 		}
 		for i, v := range scaleVariants {
@@ -550,7 +561,7 @@ func scaleSearch(seed uint64, budget time.Duration, pops []int, repeat int, out 
 				continue
 			}
 			out(v, n, at[i][n])
-			if at[i][n] > budget {
+			if at[i][n].p99 > budget {
 				done[i] = true
 				continue
 			}
