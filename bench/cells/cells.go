@@ -142,7 +142,7 @@ func benchCells(args []string, out io.Writer) error {
 	if *scale {
 		fmt.Fprintf(out, "cells, scale: the seed world's 64x64 map (and one twice as wide), 4.5 NPCs a player, every player walking or running, 15 simulated seconds each (the first 3 not timed), the GC held off in each run; the worst cell's tick p99 and p50, each frame's tick the least of %d runs of the same work (the maps' runs alternating; run last, so that its heap does not weigh on the latency parts), against 15 ms\n", *repeat)
 		var err error
-		scaleBest, scaleAt, err = scaleSearch(p.seed, 15*time.Millisecond, []int{3200, 6400, 9600, 12800, 14400, 16000, 17600, 19200, 22400, 25600, 28800, 32000, 38400, 44800, 51200}, *repeat, func(v scaleVariant, players int, at scalePoint) {
+		scaleBest, scaleAt, err = scaleSearch(p.seed, 15*time.Millisecond, []int{3200, 6400, 9600, 12800, 14400, 16000, 17600, 19200, 22400, 25600, 28800, 32000, 38400, 44800, 51200, 57600, 64000, 76800}, *repeat, func(v scaleVariant, players int, at scalePoint) {
 			fmt.Fprintf(out, "  %-28s %6d players, %6d NPCs: tick p99 %8v, p50 %8v\n", v.name, players, players*9/2, at.p99.Round(10*time.Microsecond), at.p50.Round(10*time.Microsecond))
 		})
 		if err != nil {
