@@ -542,15 +542,14 @@ func TestInheritGuards(t *testing.T) {
 	}
 }
 
-// TestBorderReclaim: an entity that walked deep into a neighbour's cell
-// while this cell wrote nothing to it (the neighbour was down) is handed
-// over only after Reclaim, and then becomes the neighbour's.
-func TestBorderReclaim(t *testing.T) {
-	start := time.Unix(0, 0)
+// twoCells makes an 8x4-region map cut into a west and an east cell, each
+// a world with its border toward the other.
+func twoCells(t *testing.T) ([2]*World, [2]*Border) {
+	t.Helper()
 	var ws [2]*World
 	var bs [2]*Border
 	for i := range 2 {
-		w, err := NewWorld(Config{Width: 8, Height: 4, MaxEntities: 1024, IDStride: 2, IDOffset: i}, start, nopSender{})
+		w, err := NewWorld(Config{Width: 8, Height: 4, MaxEntities: 1024, IDStride: 2, IDOffset: i}, time.Unix(0, 0), nopSender{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -559,6 +558,14 @@ func TestBorderReclaim(t *testing.T) {
 	west, east := Rect{0, 0, 4, 4}, Rect{4, 0, 8, 4}
 	bs[0], _ = ws[0].NewBorder(west, east)
 	bs[1], _ = ws[1].NewBorder(east, west)
+	return ws, bs
+}
+
+// TestBorderReclaim: an entity that walked deep into a neighbour's cell
+// while this cell wrote nothing to it (the neighbour was down) is handed
+// over only after Reclaim, and then becomes the neighbour's.
+func TestBorderReclaim(t *testing.T) {
+	ws, bs := twoCells(t)
 	deep := Vec{X: 7000, Y: 2000} // region 6: not a stray region of the west's border
 	id, err := ws[0].Spawn(NPC, Logic{Pos: deep, Dest: deep, Life: 100}, Display{Name: "wolf"})
 	if err != nil {
@@ -720,19 +727,7 @@ func TestCommandsCrossBorder(t *testing.T) {
 // alone would walk the old path for a frame); handed over, the entity
 // runs on time.
 func TestGhostBehindOwner(t *testing.T) {
-	start := time.Unix(0, 0)
-	var ws [2]*World
-	var bs [2]*Border
-	for i := range 2 {
-		w, err := NewWorld(Config{Width: 8, Height: 4, MaxEntities: 1024, IDStride: 2, IDOffset: i}, start, nopSender{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ws[i] = w
-	}
-	west, east := Rect{0, 0, 4, 4}, Rect{4, 0, 8, 4}
-	bs[0], _ = ws[0].NewBorder(west, east)
-	bs[1], _ = ws[1].NewBorder(east, west)
+	ws, bs := twoCells(t)
 	rs := int32(ws[0].Config().RegionSize)
 	at := Vec{X: 4*rs - 600, Y: 2*rs - 10} // in the west's band, near the row above
 	id, err := ws[0].Spawn(NPC, Logic{Pos: at, Dest: at, Life: 100}, Display{Name: "wolf"})

@@ -84,7 +84,9 @@ func TestPortal(t *testing.T) {
 	})
 }
 
-// TestWorldConfigChecks refuses the world entries that cannot work.
+// TestWorldConfigChecks refuses the world, map and cells entries that
+// cannot work. (interop/serve's TestCellsAcrossProcesses serves a map's
+// cells from two processes on a real NATS server.)
 func TestWorldConfigChecks(t *testing.T) {
 	for _, tc := range []struct{ json, want string }{
 		{`{"maps": [{"map": "town"}]}`, "need a cluster"},
@@ -94,6 +96,12 @@ func TestWorldConfigChecks(t *testing.T) {
 		{`{"worlds": [{"name": "w", "portals": [{"x": 0, "y": 0, "w": 10, "h": 10, "map": "m"}]}]}`, "needs a cluster"},
 		{`{"worlds": [{"name": "w", "portals": [{"x": 0, "y": 0, "w": 0, "h": 10, "to": "v"}]}]}`, "portal of 0x10"},
 		{`{"worlds": [{"name": "w", "width": -3}]}`, "world \"w\""},
+		{`{"cells": [{"map": "wild", "cols": 2, "rows": 1, "serve": [0]}]}`, "cells need a cluster"},
+		{`{"cells": [{"map": "wild", "cols": 0, "rows": 1}], "cluster": {"nats": "nats://127.0.0.1:1"}}`, "cells on a map"},
+		{`{"cells": [{"map": "wild", "cols": 2, "rows": 1, "serve": [2]}], "cluster": {"nats": "nats://127.0.0.1:1"}}`, "each a cell from 0 to 1"},
+		{`{"cells": [{"map": "wild", "cols": 2, "rows": 1, "serve": [1, 1]}], "cluster": {"nats": "nats://127.0.0.1:1"}}`, "once"},
+		{`{"cells": [{"map": "wild", "cols": 2, "rows": 1, "start": "noon"}], "cluster": {"nats": "nats://127.0.0.1:1"}}`, "start"},
+		{`{"cells": [{"map": "wild", "cols": 2, "rows": 1, "width": -3}], "cluster": {"nats": "nats://127.0.0.1:1"}}`, "cells \"wild\""},
 	} {
 		var cfg serveConfig
 		if err := json.Unmarshal([]byte(tc.json), &cfg); err != nil {
