@@ -33,6 +33,11 @@ type Config struct {
 	// UDPAddr is the one UDP address every WebRTC peer uses, for example
 	// ":3478". Default ":0" (a random port; see UDPAddr).
 	UDPAddr string
+	// TCPAddr, when set, also serves WebRTC over TCP (ICE-TCP), for
+	// example ":443": players whose network blocks UDP (many offices,
+	// schools, hotels) connect there, at the cost of TCP's head-of-line
+	// blocking. Default: none.
+	TCPAddr string
 	// PublicIPs are advertised to clients instead of the interfaces' own
 	// addresses, for a server behind a 1:1 NAT.
 	PublicIPs []string
@@ -153,7 +158,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.mux = http.NewServeMux()
 	if !cfg.NoWebRTC {
 		rtc, err := transport.NewServer(transport.ServerConfig{
-			UDPAddr: cfg.UDPAddr, PublicIPs: cfg.PublicIPs, AllowedOrigins: cfg.AllowedOrigins,
+			UDPAddr: cfg.UDPAddr, TCPAddr: cfg.TCPAddr, PublicIPs: cfg.PublicIPs, AllowedOrigins: cfg.AllowedOrigins,
 			IncludeLoopback: cfg.IncludeLoopback, Limits: cfg.Limits, Stack: cfg.Stack,
 			Authorize: s.authorize, Admit: s.admitOffer, Refused: s.signalingRefused,
 			Logger: cfg.Logger, AcceptQueue: 1024, MaxPending: 256,
@@ -197,6 +202,15 @@ func (s *Server) UDPAddr() net.Addr {
 		return nil
 	}
 	return s.rtc.UDPAddr()
+}
+
+// TCPAddr returns the address of the server's ICE-TCP port, nil when
+// it serves none (Config.TCPAddr).
+func (s *Server) TCPAddr() net.Addr {
+	if s.rtc == nil {
+		return nil
+	}
+	return s.rtc.TCPAddr()
 }
 
 // DataPath returns the WebRTC data path's figures: the time it takes a

@@ -34,6 +34,12 @@ type DataPathStats struct {
 	// FlushesDeferred counts the times the flusher found a peer busy and
 	// left it to be queued again, rather than wait for it.
 	FlushesDeferred uint64
+	// TCPConns counts the TCP connections accepted (ICE-TCP, for players
+	// whose network blocks UDP: ServerConfig.TCPAddr), TCPRefused those
+	// closed at once because too many had yet to send an authenticated
+	// check, and TCPPaths the times a peer took a TCP connection as its
+	// path.
+	TCPConns, TCPRefused, TCPPaths uint64
 }
 
 // DatagramBounds are the upper bounds of DataPathStats.DatagramBuckets:

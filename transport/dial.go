@@ -44,6 +44,13 @@ type ClientConfig struct {
 	SharedSocket bool
 	// Logger receives the client's logs (default: discarded).
 	Logger *slog.Logger
+	// Network chooses the lean client's path to a server that also serves
+	// ICE over TCP (ServerConfig.TCPAddr): "" tries UDP, and TCP when UDP
+	// has had no answer within a second (a network that blocks UDP);
+	// "udp" or "tcp" takes that one only. The pion client and the
+	// browser use UDP where it works and TCP where the browser's ICE
+	// agent finds it must.
+	Network string
 }
 
 // Dial connects to the signaling URL of a Server: it offers a peer

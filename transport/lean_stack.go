@@ -24,8 +24,9 @@ var (
 type leanStack struct{ *lean.Server }
 
 // newLeanServer serves s's peers on udp with the lean stack.
-func newLeanServer(s *Server, udp *net.UDPConn) (leanStack, error) {
+func newLeanServer(s *Server, udp *net.UDPConn, tcp *net.TCPListener) (leanStack, error) {
 	l, err := lean.NewServer(udp, lean.ServerConfig{
+		TCP:    tcp,
 		Limits: conn.Limits(s.lim), Logger: s.log,
 		PublicIPs: s.cfg.PublicIPs, IncludeLoopback: s.cfg.IncludeLoopback,
 		Refused: s.cfg.Refused, Admit: s.cfg.Admit,
@@ -46,6 +47,7 @@ const leanNative = true
 func dialLean(ctx context.Context, url string, cfg *ClientConfig, lim Limits, hc *http.Client, maxAnswer int64) (Conn, error) {
 	p, err := lean.Dial(ctx, lean.DialConfig{
 		Limits: conn.Limits(lim), Logger: cfg.Logger, SharedSocket: cfg.SharedSocket, Loopback: isLoopbackURL(url),
+		Network: cfg.Network,
 		Post: func(ctx context.Context, offer string) (string, error) {
 			return postOffer(ctx, hc, url, cfg.Header, offer, maxAnswer)
 		},

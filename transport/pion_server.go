@@ -29,6 +29,8 @@ type pionServer struct {
 	cert   webrtc.Certificate
 	udp    net.PacketConn
 	mux    ice.UDPMux
+	tcp    net.Listener
+	tcpMux ice.TCPMux
 	nextID atomic.Uint64
 
 	mu     sync.Mutex
@@ -38,7 +40,7 @@ type pionServer struct {
 
 // newPionServer serves s's peers on udp with pion, ICE-lite, with one
 // DTLS certificate made now.
-func newPionServer(s *Server, udp net.PacketConn) (*pionServer, error) {
+func newPionServer(s *Server, udp net.PacketConn, tcp *net.TCPListener) (*pionServer, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("transport: DTLS key: %w", err)
@@ -54,7 +56,20 @@ func newPionServer(s *Server, udp net.PacketConn) (*pionServer, error) {
 	configureAPI(&se, s.cfg.IncludeLoopback || isLoopbackAddr(udp.LocalAddr()))
 	se.SetLite(true)
 	se.SetICEUDPMux(p.mux)
-	se.SetNetworkTypes(networkTypes(s.cfg.PublicIPs))
+	types := networkTypes(s.cfg.PublicIPs)
+	if tcp != nil {
+		p.tcp = tcp
+		p.tcpMux = webrtc.NewICETCPMux(nil, tcp, 8)
+		se.SetICETCPMux(p.tcpMux)
+		for _, t := range types {
+			if t == webrtc.NetworkTypeUDP4 {
+				types = append(types, webrtc.NetworkTypeTCP4)
+			} else {
+				types = append(types, webrtc.NetworkTypeTCP6)
+			}
+		}
+	}
+	se.SetNetworkTypes(types)
 	if len(s.cfg.PublicIPs) > 0 {
 		err := se.SetICEAddressRewriteRules(webrtc.ICEAddressRewriteRule{
 			External: s.cfg.PublicIPs, AsCandidateType: webrtc.ICECandidateTypeHost, Mode: webrtc.ICEAddressRewriteReplace,
@@ -89,6 +104,14 @@ func networkTypes(public []string) []webrtc.NetworkType {
 
 // UDPAddr returns the address of the socket every peer uses.
 func (p *pionServer) UDPAddr() net.Addr { return p.udp.LocalAddr() }
+
+// TCPAddr returns the ICE-TCP listener's address, or nil.
+func (p *pionServer) TCPAddr() net.Addr {
+	if p.tcp == nil {
+		return nil
+	}
+	return p.tcp.Addr()
+}
 
 // DataPath reports zeros: the figures are the lean stack's.
 func (p *pionServer) DataPath() DataPathStats {
@@ -204,4 +227,8 @@ func (p *pionServer) Close() {
 	}
 	p.mux.Close()
 	p.udp.Close()
+	if p.tcpMux != nil {
+		p.tcpMux.Close()
+		p.tcp.Close()
+	}
 }

@@ -28,6 +28,14 @@ type ServerConfig struct {
 	// UDPAddr is the one UDP address every peer uses (ICE UDP mux), for
 	// example ":3478" or "127.0.0.1:0". Default ":0".
 	UDPAddr string
+	// TCPAddr, when set, is the TCP address of ICE over TCP (RFC 6544),
+	// for example ":443": players whose network blocks UDP (offices,
+	// schools, hotels, some carriers) connect there instead. Answers
+	// offer it beside the UDP port, at a lower priority, so a browser
+	// takes it only when UDP fails. Over TCP the unreliable channel is
+	// reliable in effect: a lost segment holds back what follows it.
+	// Default: none.
+	TCPAddr string
 	// PublicIPs are the addresses to advertise instead of the interfaces'
 	// own, for a server behind a 1:1 NAT.
 	PublicIPs []string
@@ -137,6 +145,8 @@ type serverStack interface {
 	Answer(ctx context.Context, offer string, meta any, giveSlot func()) (answer string, status int, err error)
 	// UDPAddr returns the address of the socket every peer uses.
 	UDPAddr() net.Addr
+	// TCPAddr returns the ICE-TCP listener's address, or nil.
+	TCPAddr() net.Addr
 	// DataPath returns the data path figures since the stack started.
 	DataPath() DataPathStats
 	// Close closes every connection with ErrClosed, then the socket.
@@ -181,6 +191,15 @@ func newServer(cfg ServerConfig) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("transport: listen %s: %w", cfg.UDPAddr, err)
 	}
+	var tcp *net.TCPListener
+	if cfg.TCPAddr != "" {
+		ln, err := net.Listen("tcp", cfg.TCPAddr)
+		if err != nil {
+			udp.Close()
+			return nil, fmt.Errorf("transport: listen TCP %s: %w", cfg.TCPAddr, err)
+		}
+		tcp = ln.(*net.TCPListener)
+	}
 	s := &Server{
 		cfg: cfg, lim: cfg.Limits.WithDefaults(), log: log,
 		accept: make(chan Conn, cfg.AcceptQueue),
@@ -189,12 +208,15 @@ func newServer(cfg ServerConfig) (*Server, error) {
 		closed: make(chan struct{}),
 	}
 	if cfg.Stack == StackLean {
-		s.stack, err = newLeanServer(s, udp.(*net.UDPConn))
+		s.stack, err = newLeanServer(s, udp.(*net.UDPConn), tcp)
 	} else {
-		s.stack, err = newPionServer(s, udp)
+		s.stack, err = newPionServer(s, udp, tcp)
 	}
 	if err != nil {
 		udp.Close()
+		if tcp != nil {
+			tcp.Close()
+		}
 		return nil, err
 	}
 	return s, nil
@@ -202,6 +224,10 @@ func newServer(cfg ServerConfig) (*Server, error) {
 
 // UDPAddr returns the UDP address all peers use.
 func (s *Server) UDPAddr() net.Addr { return s.stack.UDPAddr() }
+
+// TCPAddr returns the address of ICE over TCP, or nil when the server
+// serves none (ServerConfig.TCPAddr).
+func (s *Server) TCPAddr() net.Addr { return s.stack.TCPAddr() }
 
 // DataPath returns the lean stack's data path figures since the server
 // started (zeros on the pion stack).

@@ -30,7 +30,8 @@ import (
 // override its addresses.
 type serveConfig struct {
 	HTTP      string   `json:"http"`       // HTTP address, default ":8080"
-	UDP       udpSpec  `json:"udp"`        // UDP port or host:port, default 3478
+	UDP       portSpec  `json:"udp"`        // UDP port or host:port, default 3478
+	TCP       portSpec  `json:"tcp"`        // ICE-TCP port or host:port, default none
 	Stack     string   `json:"stack"`      // "lean" (default) or "pion"
 	PublicIPs []string `json:"public_ips"` // addresses to advertise behind a 1:1 NAT
 	Origins   []string `json:"origins"`    // browser origins allowed ("*" for any)
@@ -65,6 +66,7 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
   {
     "http": ":8080",                   HTTP address: signaling, /healthz, /metrics
     "udp": 3478,                       UDP port (or "host:port") of every WebRTC peer
+    "tcp": 443,                        TCP port (or "host:port") for players whose network blocks UDP (default: none)
     "stack": "lean",                   WebRTC implementation: lean (default) or pion
     "public_ips": ["203.0.113.10"],    addresses to advertise behind a 1:1 NAT
     "origins": ["https://game.example"],  other browser origins allowed ("*": any; pages this server serves need none)
@@ -101,21 +103,21 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
   }
 `
 
-// udpSpec is the config's UDP address: a port (a JSON number or string)
-// or a "host:port".
-type udpSpec string
+// portSpec is an address of the config ("udp", "tcp"): a port (a JSON
+// number or string) or a "host:port".
+type portSpec string
 
-func (u *udpSpec) UnmarshalJSON(b []byte) error {
+func (u *portSpec) UnmarshalJSON(b []byte) error {
 	var n int
 	if err := json.Unmarshal(b, &n); err == nil {
-		*u = udpSpec(strconv.Itoa(n))
+		*u = portSpec(strconv.Itoa(n))
 		return nil
 	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
-		return fmt.Errorf("udp: want a port or \"host:port\", got %s", b)
+		return fmt.Errorf("want a port or \"host:port\", got %s", b)
 	}
-	*u = udpSpec(s)
+	*u = portSpec(s)
 	return nil
 }
 
@@ -218,6 +220,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	cfgPath := fs.String("config", "", "JSON file with rooms, worlds and addresses (the format is below)")
 	httpAddr := fs.String("http", "", "HTTP address (signaling, health, metrics); default :8080")
 	udp := fs.String("udp", "3478", "UDP port, or host:port, for every WebRTC peer (0: any free port)")
+	tcp := fs.String("tcp", "", "TCP port, or host:port, of WebRTC over TCP for players whose network blocks UDP (443 gets through most firewalls; empty: none)")
 	stack := fs.String("stack", "", "WebRTC implementation: lean (one socket, no goroutine per peer; the default) or pion")
 	publicIP := fs.String("public-ip", "", "comma-separated addresses to advertise (behind a 1:1 NAT)")
 	secretFile := fs.String("secret-file", "", "file holding the ticket secret (default $TONGBU_SECRET)")
@@ -255,13 +258,20 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg.HTTP = firstNonEmpty(*httpAddr, cfg.HTTP, ":8080")
 	if set["udp"] {
-		cfg.UDP = udpSpec(*udp)
+		cfg.UDP = portSpec(*udp)
 	} else if cfg.UDP == "" {
 		cfg.UDP = "3478"
 	}
 	udpAddr := string(cfg.UDP)
 	if !strings.Contains(udpAddr, ":") {
 		udpAddr = ":" + udpAddr
+	}
+	if set["tcp"] {
+		cfg.TCP = portSpec(*tcp)
+	}
+	tcpAddr := string(cfg.TCP)
+	if tcpAddr != "" && !strings.Contains(tcpAddr, ":") {
+		tcpAddr = ":" + tcpAddr
 	}
 	cfg.Stack = firstNonEmpty(*stack, cfg.Stack, "lean")
 	st, err := transport.ParseStack(cfg.Stack)
@@ -302,7 +312,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	srv, err := engine.NewServer(engine.Config{
 		ClientNetworks: nets,
-		Secret:         secret, UDPAddr: udpAddr, PublicIPs: cfg.PublicIPs, Stack: st,
+		Secret:         secret, UDPAddr: udpAddr, TCPAddr: tcpAddr, PublicIPs: cfg.PublicIPs, Stack: st,
 		AllowedOrigins: cfg.Origins, MaxConns: cfg.MaxConns, MaxRooms: cfg.MaxRooms, Logger: log,
 		IncludeLoopback: cfg.Loopback,
 		MetricsToken:    os.Getenv("TONGBU_METRICS_TOKEN"), SeparateMetrics: *metricsAddr != "", PeerMetrics: *peerMetrics,
@@ -394,7 +404,11 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	if challenges != "" {
 		fmt.Fprintf(stdout, "tongbu serve: ACME http-01 challenges at http://%s\n", challenges)
 	}
-	fmt.Fprintf(stdout, "tongbu serve: %s://%s (UDP %s); metrics at %s\n", scheme, ln.Addr(), srv.UDPAddr(), metricsAt)
+	paths := fmt.Sprintf("UDP %s", srv.UDPAddr())
+	if a := srv.TCPAddr(); a != nil {
+		paths += fmt.Sprintf(", TCP %s", a)
+	}
+	fmt.Fprintf(stdout, "tongbu serve: %s://%s (%s); metrics at %s\n", scheme, ln.Addr(), paths, metricsAt)
 	lc := transport.ListenerConfig{PerNetwork: transport.DefaultConnsPerAddr, MaxConns: cfg.MaxHTTPConns, ConnRate: cfg.HTTPConnRate, Networks: nets}
 	return runServerWith(srv, handler, transport.NewListener(ln, lc), tlsCfg, stderr, leave)
 }

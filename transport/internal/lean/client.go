@@ -55,6 +55,11 @@ type DialConfig struct {
 	// Loopback says the signaling URL is a loopback one: the client then
 	// prefers the answer's loopback candidate.
 	Loopback bool
+	// Network is the path to take: "udp", "tcp" (ICE-TCP, when the
+	// server offers it), or "" for UDP first, then TCP when UDP has had
+	// no answer within TCPAfter (default 1 s).
+	Network  string
+	TCPAfter time.Duration
 	// Post sends the offer to the server's signaling and returns its
 	// answer; its error is Dial's, as it is.
 	Post func(ctx context.Context, offer string) (string, error)
@@ -104,11 +109,27 @@ func Dial(ctx context.Context, cfg DialConfig) (*Peer, error) {
 	default:
 		return nil, fmt.Errorf("transport: bad answer: setup %q, want active or passive", rs.setup)
 	}
-	if len(rs.candidates) == 0 {
-		return nil, fmt.Errorf("%w: the answer has no UDP candidate", conn.ErrHandshakeTimeout)
+	var tcpTarget netip.AddrPort
+	if len(rs.tcp) > 0 {
+		tcpTarget = pickCandidate(rs.tcp, cfg.Loopback)
+	}
+	switch cfg.Network {
+	case "", "udp":
+		if len(rs.candidates) == 0 && (cfg.Network == "udp" || len(rs.tcp) == 0) {
+			return nil, fmt.Errorf("%w: the answer has no UDP candidate", conn.ErrHandshakeTimeout)
+		}
+	case "tcp":
+		if len(rs.tcp) == 0 {
+			return nil, fmt.Errorf("%w: the answer has no TCP candidate (the server serves no ICE-TCP port)", conn.ErrHandshakeTimeout)
+		}
+	default:
+		return nil, fmt.Errorf("transport: network %q: want \"udp\", \"tcp\" or \"\"", cfg.Network)
 	}
 	p.remote = rs
-	target := pickCandidate(rs.candidates, cfg.Loopback)
+	target := tcpTarget
+	if len(rs.candidates) > 0 {
+		target = pickCandidate(rs.candidates, cfg.Loopback)
+	}
 	network := "udp4"
 	if target.Addr().Is6() {
 		network = "udp6"
@@ -140,9 +161,28 @@ func Dial(ctx context.Context, cfg DialConfig) (*Peer, error) {
 		p.closeWith(conn.ErrClosed)
 		return nil, conn.ErrClosed
 	}
-	p.mu.Lock()
-	p.sendCheck(time.Now())
-	p.unlock()
+	var fallback <-chan time.Time
+	var tcpErr error
+	switch {
+	case cfg.Network == "tcp" || len(rs.candidates) == 0:
+		if tcpErr = p.goTCP(ctx, tcpTarget); tcpErr != nil {
+			p.closeWith(tcpErr)
+			return nil, fmt.Errorf("%w: %w", conn.ErrHandshakeTimeout, tcpErr)
+		}
+	case cfg.Network == "" && tcpTarget.IsValid():
+		after := cfg.TCPAfter
+		if after <= 0 {
+			after = time.Second
+		}
+		t := time.NewTimer(after)
+		defer t.Stop()
+		fallback = t.C
+		fallthrough
+	default:
+		p.mu.Lock()
+		p.sendCheck(time.Now())
+		p.unlock()
+	}
 	// A timeout says how far the handshake got: with no answer to ICE,
 	// the path (or the advertised address) is what is wrong. The
 	// endpoint's own handshake timeout may close the peer as the
@@ -156,6 +196,12 @@ func Dial(ctx context.Context, cfg DialConfig) (*Peer, error) {
 		p.unlock()
 		var stage string
 		switch {
+		case !answered && tcpTarget.IsValid():
+			stage = fmt.Sprintf("no network path to the server (no answer to ICE checks at %v over UDP nor at %v over TCP", target, tcpTarget)
+			if tcpErr != nil {
+				stage += ": " + tcpErr.Error()
+			}
+			stage += "): are its ports reachable from here, and does it advertise the right address?"
 		case !answered:
 			stage = fmt.Sprintf("no network path to the server (no answer to ICE checks at %v): is its UDP port reachable from here, and does it advertise the right address?", target)
 		case at <= phaseDTLS:
@@ -168,19 +214,45 @@ func Dial(ctx context.Context, cfg DialConfig) (*Peer, error) {
 		}
 		return fmt.Errorf("%w: %s: %w", conn.ErrHandshakeTimeout, stage, cause)
 	}
-	select {
-	case <-p.open:
-		return p, nil
-	case <-done:
-		if err := p.Err(); errors.Is(err, conn.ErrHandshakeTimeout) {
-			return nil, timedOut(err)
+	for {
+		select {
+		case <-p.open:
+			return p, nil
+		case <-done:
+			if err := p.Err(); errors.Is(err, conn.ErrHandshakeTimeout) {
+				return nil, timedOut(err)
+			}
+			return nil, fmt.Errorf("transport: connection closed during handshake: %w", p.Err())
+		case <-ctx.Done():
+			err := timedOut(ctx.Err())
+			p.closeWith(err)
+			return nil, err
+		case <-fallback:
+			// UDP had no answer: a network that blocks it, perhaps. The
+			// checks go on over TCP (a late answer over UDP is ignored).
+			fallback = nil
+			tcpErr = p.goTCP(ctx, tcpTarget)
 		}
-		return nil, fmt.Errorf("transport: connection closed during handshake: %w", p.Err())
-	case <-ctx.Done():
-		err := timedOut(ctx.Err())
-		p.closeWith(err)
-		return nil, err
 	}
+}
+
+// goTCP connects to the server's TCP candidate at ap and sends the ICE
+// checks there from now on, unless they were answered meanwhile.
+func (p *Peer) goTCP(ctx context.Context, ap netip.AddrPort) error {
+	t, err := p.dialTCP(ctx, ap)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.unlock()
+	if p.phase != phaseICE {
+		t.close()
+		return nil
+	}
+	p.rap, p.raddr, p.tcp = ap, net.UDPAddrFromAddrPort(ap), t
+	p.iceTries = 0
+	p.sendCheck(time.Now())
+	return nil
 }
 
 // pickCandidate prefers a loopback candidate when loop is set (the
@@ -227,7 +299,7 @@ func (p *Peer) sendCheck(now time.Time) {
 		}
 		p.iceCheck = m.Raw
 	}
-	p.sock.writeTo(p.iceCheck, p.rap, p.oob)
+	p.writeNow(p.iceCheck)
 	wait := min(iceInterval<<min(p.iceTries, 4), iceMaxInterval)
 	p.iceTries++
 	p.deadline.Store(now.Add(wait).UnixNano())
@@ -236,8 +308,14 @@ func (p *Peer) sendCheck(now time.Time) {
 // bindingResponse takes the server's answer to a check: the path works,
 // and the DTLS handshake starts.
 func (p *Peer) bindingResponse(m *stun.Message, ap netip.AddrPort) {
+	p.bindingResponseOn(m, ap, nil)
+}
+
+// bindingResponseOn is bindingResponse for one that came over the TCP
+// connection tp (nil: over UDP).
+func (p *Peer) bindingResponseOn(m *stun.Message, ap netip.AddrPort, tp *tcpPath) {
 	p.mu.Lock()
-	ok := p.phase == phaseICE && m.TransactionID == p.iceTx && ap == p.rap &&
+	ok := p.phase == phaseICE && m.TransactionID == p.iceTx && ap == p.rap && tp == p.tcp &&
 		stun.NewShortTermIntegrity(p.remote.pwd).Check(m) == nil
 	if ok {
 		p.iceAnswered = true
@@ -245,6 +323,6 @@ func (p *Peer) bindingResponse(m *stun.Message, ap netip.AddrPort) {
 	}
 	p.unlock()
 	if ok {
-		p.bind(ap) // starts the handshake, unless the peer closed meanwhile
+		p.bind(ap, tp) // starts the handshake, unless the peer closed meanwhile
 	}
 }

@@ -357,6 +357,24 @@ func (s *socket) rebind(p *Peer, old, ap netip.AddrPort) bool {
 	return true
 }
 
+// unbind forgets that p is at ap (it moved to a TCP path).
+func (s *socket) unbind(p *Peer, ap netip.AddrPort) {
+	s.mu.Lock()
+	if s.byAddr[ap] == p {
+		delete(s.byAddr, ap)
+	}
+	s.mu.Unlock()
+}
+
+// uncand forgets that ap is p's candidate path.
+func (s *socket) uncand(p *Peer, ap netip.AddrPort) {
+	s.mu.Lock()
+	if s.byCand[ap] == p {
+		delete(s.byCand, ap)
+	}
+	s.mu.Unlock()
+}
+
 // candidate makes ap p's candidate path in place of old, and reports
 // false when another peer is at ap, or when over (p's checks from new
 // addresses are over their rate) is set.

@@ -25,6 +25,7 @@ type hsConn struct {
 	mu        sync.Mutex
 	raddr     *net.UDPAddr // where the peer is: it may move while the handshake runs
 	rap       netip.AddrPort
+	tcp       *tcpPath // the peer's TCP path, when it is on one
 	handed    bool
 	flight    [][]byte // the datagrams written since the last read
 	readSince bool
@@ -34,8 +35,8 @@ type hsConn struct {
 	once      sync.Once
 }
 
-func newHSConn(sock *socket, raddr *net.UDPAddr, oob []byte) *hsConn {
-	return &hsConn{sock: sock, oob: oob, local: sock.conn.LocalAddr(), raddr: raddr, rap: raddr.AddrPort(),
+func newHSConn(sock *socket, raddr *net.UDPAddr, oob []byte, tp *tcpPath) *hsConn {
+	return &hsConn{sock: sock, oob: oob, local: sock.conn.LocalAddr(), raddr: raddr, rap: raddr.AddrPort(), tcp: tp,
 		in: make(chan []byte, 32), poke: make(chan struct{}, 1), closed: make(chan struct{})}
 }
 
@@ -106,12 +107,16 @@ func (c *hsConn) WriteTo(b []byte, _ net.Addr) (int, error) {
 	if len(c.flight) < 8 {
 		c.flight = append(c.flight, append([]byte(nil), b...))
 	}
-	to := c.rap
+	to, tp := c.rap, c.tcp
 	c.mu.Unlock()
 	select {
 	case <-c.closed:
 		return 0, net.ErrClosed
 	default:
+	}
+	if tp != nil {
+		tp.send(b)
+		return len(b), nil
 	}
 	return c.sock.writeTo(b, to, c.oob)
 }
@@ -125,9 +130,9 @@ func (c *hsConn) addr() *net.UDPAddr {
 
 // moveTo sends the rest of the handshake to ap: the peer's checks moved
 // it before the handshake was done.
-func (c *hsConn) moveTo(ap netip.AddrPort) {
+func (c *hsConn) moveTo(ap netip.AddrPort, tp *tcpPath) {
 	c.mu.Lock()
-	c.raddr, c.rap = net.UDPAddrFromAddrPort(ap), ap
+	c.raddr, c.rap, c.tcp = net.UDPAddrFromAddrPort(ap), ap, tp
 	c.mu.Unlock()
 }
 

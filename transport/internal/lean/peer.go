@@ -79,6 +79,8 @@ type Peer struct {
 	rap         netip.AddrPort
 	raddr       *net.UDPAddr
 	cand        netip.AddrPort // a new address the peer's ICE checks came from, not yet proven
+	tcp         *tcpPath       // the TCP connection rap is, when the peer is on one (ICE-TCP)
+	candTCP     *tcpPath       // the TCP connection cand is, when it is one
 	candSecond  int64          // the second candChecks counts
 	candChecks  int
 	moved       [maxMoves]time.Time // when it last moved, oldest first
@@ -243,13 +245,23 @@ func (p *Peer) closeWith(reason error) {
 		p.reached, p.phase = p.phase, phaseClosed
 		hs := p.hs
 		p.hs, p.early, p.flight = nil, nil, nil
-		rap := p.rap
+		rap, tcp, candTCP := p.rap, p.tcp, p.candTCP
 		p.unlock()
 		if hs != nil {
 			hs.Close()
 		}
 		for _, b := range bye {
-			p.sock.writeTo(b, rap, p.oob)
+			if tcp != nil {
+				tcp.send(b)
+			} else {
+				p.sock.writeTo(b, rap, p.oob)
+			}
+		}
+		if tcp != nil {
+			tcp.finish() // after the bye
+		}
+		if candTCP != nil {
+			candTCP.close()
 		}
 		p.Finish()
 		p.sock.forget(p)
@@ -268,25 +280,48 @@ func (p *Peer) closeWith(reason error) {
 // and starts the DTLS handshake when it has not started. It reports
 // false, changing nothing, when another live peer is at ap: one peer's
 // credentials never take another's address.
-func (p *Peer) bind(ap netip.AddrPort) bool {
+func (p *Peer) bind(ap netip.AddrPort, tp *tcpPath) bool {
 	p.mu.Lock()
-	if p.phase == phaseClosed || p.rap != ap && !p.sock.rebind(p, p.rap, ap) {
+	if p.phase == phaseClosed || !p.switchPath(ap, tp) {
 		p.unlock()
 		return false
 	}
-	p.rap = ap
-	p.raddr = net.UDPAddrFromAddrPort(ap)
 	start := p.phase == phaseICE
 	if start {
 		p.phase = phaseDTLS
-		p.hs = newHSConn(p.sock, p.raddr, p.oob)
+		p.hs = newHSConn(p.sock, p.raddr, p.oob, tp)
 	} else if p.hs != nil {
-		p.hs.moveTo(ap)
+		p.hs.moveTo(ap, tp)
 	}
 	hs := p.hs
 	p.unlock()
 	if start {
 		go p.handshake(hs)
+	}
+	return true
+}
+
+// switchPath makes ap (over the TCP connection tp, when set) the peer's
+// path, and reports false, changing nothing, when another peer is at ap;
+// p.mu is held. A TCP path left behind is closed.
+func (p *Peer) switchPath(ap netip.AddrPort, tp *tcpPath) bool {
+	if tp == nil {
+		if (p.rap != ap || p.tcp != nil) && !p.sock.rebind(p, p.rap, ap) {
+			return false
+		}
+	} else if p.tcp == nil && p.rap.IsValid() {
+		p.sock.unbind(p, p.rap)
+	}
+	old := p.tcp
+	p.rap, p.raddr, p.tcp = ap, net.UDPAddrFromAddrPort(ap), tp
+	if p.candTCP == tp && tp != nil {
+		p.candTCP, p.cand = nil, netip.AddrPort{}
+	}
+	if old != nil && old != tp {
+		old.close()
+	}
+	if tp != nil {
+		p.ep.stats.tcpPaths.Add(1)
 	}
 	return true
 }
@@ -299,24 +334,49 @@ func (p *Peer) bind(ap netip.AddrPort) bool {
 // validates a path (RFC 9000 §9), so a check forged from another's
 // address with one's own credentials moves nothing, and another live
 // peer's address is never taken nor answered.
-func (p *Peer) checked(ap netip.AddrPort) bool {
+func (p *Peer) checked(ap netip.AddrPort) bool { return p.checkedOn(ap, nil, true) }
+
+// checkedOn is checked for a check that came over the TCP connection tp
+// (nil: over UDP). Before the handshake is done, a check over TCP moves
+// a peer that is on UDP only when it nominates the path (USE-CANDIDATE,
+// set in nominate): a browser checks its TCP pairs even when UDP works,
+// and picks UDP, whose checks came first.
+func (p *Peer) checkedOn(ap netip.AddrPort, tp *tcpPath, nominate bool) bool {
 	p.mu.Lock()
 	switch {
 	case p.phase == phaseClosed:
 		p.unlock()
 		return false
-	case p.rap == ap:
+	case p.rap == ap && p.tcp == tp:
 		p.unlock()
 		return true
-	case p.phase == phaseICE || p.phase == phaseDTLS:
+	case p.phase == phaseICE || p.phase == phaseDTLS && (tp == nil || nominate || p.tcp != nil):
 		p.unlock()
-		return p.bind(ap)
+		return p.bind(ap, tp)
 	}
 	if sec := time.Now().Unix(); sec != p.candSecond {
 		p.candSecond, p.candChecks = sec, 0
 	}
 	p.candChecks++
-	ok := p.sock.candidate(p, p.cand, ap, p.candChecks > maxCandChecks)
+	over := p.candChecks > maxCandChecks
+	var ok bool
+	if tp != nil {
+		if ok = !over; ok {
+			if p.candTCP == nil && p.cand.IsValid() {
+				p.sock.uncand(p, p.cand) // forget the UDP candidate
+			}
+			if p.candTCP != nil && p.candTCP != tp {
+				p.candTCP.close()
+			}
+			p.candTCP = tp
+		}
+	} else {
+		ok = p.sock.candidate(p, p.cand, ap, over)
+		if ok && p.candTCP != nil {
+			p.candTCP.close()
+			p.candTCP = nil
+		}
+	}
 	if ok {
 		p.cand = ap
 	}
@@ -329,13 +389,13 @@ func (p *Peer) checked(ap netip.AddrPort) bool {
 // last minute or another live peer is at ap; p.mu is held.
 func (p *Peer) moveTo(now time.Time, ap netip.AddrPort) {
 	st := &p.ep.stats
-	if now.Sub(p.moved[0]) < time.Minute || !p.sock.rebind(p, p.rap, ap) {
+	if now.Sub(p.moved[0]) < time.Minute || !p.switchPath(ap, p.candTCP) {
 		st.movesRefused.Add(1)
 		return
 	}
 	copy(p.moved[:], p.moved[1:])
 	p.moved[maxMoves-1] = now
-	p.rap, p.raddr, p.cand = ap, net.UDPAddrFromAddrPort(ap), netip.AddrPort{}
+	p.cand, p.candTCP = netip.AddrPort{}, nil
 	st.moves.Add(1)
 }
 
@@ -440,11 +500,17 @@ func fingerprintMatches(cert, fp []byte) bool {
 // Messages for a Handler are appended to *hand, for the reader to hand
 // over once the lock is let go (handOver); the rest go to the inbox.
 func (p *Peer) datagram(now time.Time, b []byte, from netip.AddrPort, hand *[]conn.Message) bool {
+	return p.datagramOn(now, b, from, nil, hand)
+}
+
+// datagramOn is datagram for one that came over the TCP connection tp
+// (nil: over UDP).
+func (p *Peer) datagramOn(now time.Time, b []byte, from netip.AddrPort, tp *tcpPath, hand *[]conn.Message) bool {
 	p.mu.Lock()
 	onCand := false
-	if from != p.rap {
+	if from != p.rap || tp != p.tcp {
 		// Only records on the candidate path, once the keys are known.
-		if from != p.cand || !p.cand.IsValid() || p.phase != phaseSCTP && p.phase != phaseOpen {
+		if from != p.cand || tp != p.candTCP || !p.cand.IsValid() || p.phase != phaseSCTP && p.phase != phaseOpen {
 			p.unlock()
 			return false
 		}
@@ -548,7 +614,7 @@ func (p *Peer) records(now time.Time, b []byte) int {
 				p.flightSent++
 				p.flightAt = now
 				for _, f := range p.flight {
-					p.sock.writeTo(f, p.rap, p.oob)
+					p.writeNow(f)
 				}
 			}
 		}
@@ -710,10 +776,23 @@ func (p *Peer) flush(now time.Time, w *batchWriter) {
 		p.unlock()
 		return
 	}
-	p.assoc.Flush(now, func(pkt []byte) {
-		w.commit(p.sock, p.raddr, p.oob, p.ciph.Seal(w.buf(), record.ApplicationData, pkt))
-	})
+	if t := p.tcp; t != nil {
+		p.assoc.Flush(now, func(pkt []byte) { t.send(p.ciph.Seal(w.buf(), record.ApplicationData, pkt)) })
+	} else {
+		p.assoc.Flush(now, func(pkt []byte) {
+			w.commit(p.sock, p.raddr, p.oob, p.ciph.Seal(w.buf(), record.ApplicationData, pkt))
+		})
+	}
 	close := p.settle()
 	p.unlock()
 	p.after(close)
+}
+
+// writeNow sends one datagram on the peer's path now; p.mu is held.
+func (p *Peer) writeNow(b []byte) {
+	if p.tcp != nil {
+		p.tcp.send(b)
+		return
+	}
+	p.sock.writeTo(b, p.rap, p.oob)
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,6 +22,7 @@ type remoteSession struct {
 	setup       string // actpass, active or passive
 	mid         string
 	candidates  []netip.AddrPort // UDP candidates
+	tcp         []netip.AddrPort // passive TCP candidates (RFC 6544)
 }
 
 var errSDP = errors.New("transport: bad session description")
@@ -72,13 +74,20 @@ func parseSession(text string) (remoteSession, error) {
 		}
 		// foundation component transport priority address port typ type
 		f := strings.Fields(a.Value)
-		if len(f) < 8 || !strings.EqualFold(f[2], "udp") {
+		if len(f) < 8 {
 			continue
 		}
 		ip, err1 := netip.ParseAddr(f[4])
 		port, err2 := strconv.ParseUint(f[5], 10, 16)
-		if err1 == nil && err2 == nil {
-			rs.candidates = append(rs.candidates, netip.AddrPortFrom(ip.Unmap(), uint16(port)))
+		if err1 != nil || err2 != nil || port == 0 {
+			continue
+		}
+		ap := netip.AddrPortFrom(ip.Unmap(), uint16(port))
+		switch {
+		case strings.EqualFold(f[2], "udp"):
+			rs.candidates = append(rs.candidates, ap)
+		case strings.EqualFold(f[2], "tcp") && slices.Contains(f[8:], "passive"):
+			rs.tcp = append(rs.tcp, ap)
 		}
 	}
 	return rs, nil
@@ -92,6 +101,7 @@ type localSession struct {
 	mid         string
 	lite        bool
 	candidates  []netip.AddrPort
+	tcp         []netip.AddrPort // passive TCP candidates
 	sessionID   uint64
 }
 
@@ -117,6 +127,11 @@ func (ls localSession) String() string {
 	for i, c := range ls.candidates {
 		// Host candidates; the priority puts them in the order given.
 		fmt.Fprintf(&b, "a=candidate:%d 1 udp %d %s %d typ host\r\n", i+1, 2130706431-i, c.Addr(), c.Port())
+	}
+	for i, c := range ls.tcp {
+		// Below every UDP one: type 126 (host), local preference 40959
+		// (direction passive, RFC 6544 4.2), as pion and browsers rank them.
+		fmt.Fprintf(&b, "a=candidate:%d 1 tcp %d %s %d typ host tcptype passive\r\n", len(ls.candidates)+i+1, 2124414975-i, c.Addr(), c.Port())
 	}
 	b.WriteString("a=end-of-candidates\r\n")
 	return b.String()

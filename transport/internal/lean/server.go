@@ -33,6 +33,10 @@ type ServerConfig struct {
 	// Admit, when set, spends the ticket of an offer that parsed
 	// (transport.ServerConfig.Admit).
 	Admit func(meta any) error
+	// TCP, when set, is the listener of ICE-TCP: the answers offer its
+	// port beside the UDP one, for players whose network blocks UDP. The
+	// server owns it from now on.
+	TCP *net.TCPListener
 	// Opened is handed each connection whose channels are open; refuse
 	// closes it with ErrQueueFull (there is no room for it).
 	Opened func(p *Peer, refuse func())
@@ -45,6 +49,8 @@ type Server struct {
 	ep     *endpoint
 	sock   *socket
 	cands  []netip.AddrPort
+	tcp    *tcpServer
+	tcpCan []netip.AddrPort
 	nextID atomic.Uint64
 }
 
@@ -63,7 +69,25 @@ func NewServer(udp *net.UDPConn, cfg ServerConfig) (*Server, error) {
 		return nil, err
 	}
 	l := &Server{cfg: cfg, ep: ep, cands: cands}
+	if cfg.TCP != nil {
+		// The same addresses, at the TCP port (or the listener's own
+		// address, when it has one and no public address is set).
+		ta := cfg.TCP.Addr().(*net.TCPAddr).AddrPort()
+		at := netip.AddrPortFrom(ta.Addr().Unmap(), ta.Port())
+		if len(cfg.PublicIPs) > 0 || at.Addr().IsUnspecified() {
+			for _, c := range cands {
+				l.tcpCan = append(l.tcpCan, netip.AddrPortFrom(c.Addr(), at.Port()))
+			}
+		} else {
+			l.tcpCan = []netip.AddrPort{at}
+		}
+		l.tcp = &tcpServer{l: l, ln: cfg.TCP}
+	}
 	l.sock = newSocket(ep, udp, true)
+	if l.tcp != nil {
+		ep.wg.Add(1)
+		go l.tcp.acceptLoop()
+	}
 	return l, nil
 }
 
@@ -149,7 +173,7 @@ func (l *Server) Answer(_ context.Context, offer string, meta any, giveSlot func
 	l.sock.byUfrag[p.ufrag] = p
 	l.sock.mu.Unlock()
 	ans := localSession{ufrag: p.ufrag, pwd: p.pwd, fingerprint: l.ep.fp, setup: "passive", mid: rs.mid,
-		lite: true, candidates: l.cands, sessionID: randUint63()}
+		lite: true, candidates: l.cands, tcp: l.tcpCan, sessionID: randUint63()}
 	if ans.mid == "" {
 		ans.mid = "0"
 	}
@@ -159,6 +183,14 @@ func (l *Server) Answer(_ context.Context, offer string, meta any, giveSlot func
 // UDPAddr returns the address of the socket every peer uses.
 func (l *Server) UDPAddr() net.Addr { return l.sock.conn.LocalAddr() }
 
+// TCPAddr returns the address of the ICE-TCP listener, or nil.
+func (l *Server) TCPAddr() net.Addr {
+	if l.tcp == nil {
+		return nil
+	}
+	return l.tcp.ln.Addr()
+}
+
 // DataPath returns the endpoint's data path figures.
 func (l *Server) DataPath() DataPathStats { return l.ep.stats.snapshot() }
 
@@ -167,5 +199,8 @@ func (l *Server) DataPath() DataPathStats { return l.ep.stats.snapshot() }
 func (l *Server) Close() {
 	l.ep.close()
 	l.sock.conn.Close()
+	if l.tcp != nil {
+		l.tcp.closeAll()
+	}
 	l.ep.wg.Wait()
 }

@@ -19,6 +19,7 @@ type DataPathStats struct {
 	HeldChunksMax                      int
 	Moves, MovesRefused, ChecksRefused uint64
 	FlushesDeferred                    uint64
+	TCPConns, TCPRefused, TCPPaths     uint64
 }
 
 // DatagramBounds are the upper bounds of DataPathStats.DatagramBuckets
@@ -40,6 +41,9 @@ type dataPathCounters struct {
 	movesRefused    atomic.Uint64
 	checksRefused   atomic.Uint64
 	flushesDeferred atomic.Uint64
+	tcpConns        atomic.Uint64
+	tcpRefused      atomic.Uint64
+	tcpPaths        atomic.Uint64
 }
 
 // datagram counts one datagram handled in d; only the reader calls it.
@@ -77,6 +81,9 @@ func (c *dataPathCounters) snapshot() DataPathStats {
 		MovesRefused:    c.movesRefused.Load(),
 		ChecksRefused:   c.checksRefused.Load(),
 		FlushesDeferred: c.flushesDeferred.Load(),
+		TCPConns:        c.tcpConns.Load(),
+		TCPRefused:      c.tcpRefused.Load(),
+		TCPPaths:        c.tcpPaths.Load(),
 	}
 	for i := range c.buckets {
 		s.DatagramBuckets[i] = c.buckets[i].Load()

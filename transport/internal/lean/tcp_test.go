@@ -1,0 +1,309 @@
+//go:build !js
+
+package lean
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"log/slog"
+	"net"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tongbu/tongbu/transport/internal/conn"
+)
+
+// newTCPTestServer is newTestServer with ICE over TCP on a loopback port.
+func newTCPTestServer(t testing.TB) *testServer {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := &testServer{accept: make(chan *Peer, 128)}
+	ts.Server, err = NewServer(pc.(*net.UDPConn), ServerConfig{
+		Limits: conn.WithDefaults(conn.Limits{}), Logger: slog.New(slog.DiscardHandler), TCP: ln.(*net.TCPListener),
+		Opened: func(p *Peer, refuse func()) {
+			select {
+			case ts.accept <- p:
+			default:
+				refuse()
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ts.Close)
+	return ts
+}
+
+// onTCP reports whether p's path is a TCP connection.
+func onTCP(p *Peer) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.tcp != nil
+}
+
+// echoBoth sends n messages each way on each channel between a and b
+// and checks that every reliable one arrives, in order, and every
+// unreliable one too (over TCP nothing is lost).
+func echoBoth(t *testing.T, a, b *Peer, n int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for _, pair := range [][2]*Peer{{a, b}, {b, a}} {
+		from, to := pair[0], pair[1]
+		for i := range n {
+			if err := from.SendReliable([]byte{byte(i), 'r'}); err != nil {
+				t.Fatal(err)
+			}
+			if err := from.SendUnreliable([]byte{byte(i), 'u'}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		rel, unrel := 0, 0
+		for rel < n || unrel < n {
+			m, err := to.Receive(ctx)
+			if err != nil {
+				t.Fatalf("after %d reliable and %d unreliable: %v", rel, unrel, err)
+			}
+			if m.Channel == conn.Reliable {
+				if m.Data[0] != byte(rel) {
+					t.Fatalf("reliable message %d out of order: %d", rel, m.Data[0])
+				}
+				rel++
+			} else {
+				unrel++
+			}
+		}
+	}
+}
+
+// TestTCPPath connects a lean client over TCP only, and echoes on both
+// channels: the answer offers the TCP candidate, the check and the whole
+// handshake go over RFC 4571 frames, and both sides are on TCP.
+func TestTCPPath(t *testing.T) {
+	s := newTCPTestServer(t)
+	cfg := s.dialConfig(false)
+	cfg.Network = "tcp"
+	var answer string
+	cfg.Post = func(ctx context.Context, offer string) (string, error) {
+		ans, err := s.post(ctx, offer)
+		answer = ans
+		return ans, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc, err := s.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`a=candidate:\d+ 1 tcp 2124414975 127\.0\.0\.1 \d+ typ host tcptype passive`).MatchString(answer) {
+		t.Errorf("the answer offers no passive TCP candidate:\n%s", answer)
+	}
+	if !onTCP(c) || !onTCP(sc) {
+		t.Fatalf("on TCP: client %v, server %v", onTCP(c), onTCP(sc))
+	}
+	echoBoth(t, c, sc, 200)
+	st := s.DataPath()
+	if st.TCPConns != 1 || st.TCPPaths != 1 {
+		t.Errorf("TCP connections %d, paths %d; want 1 and 1", st.TCPConns, st.TCPPaths)
+	}
+	// Closing one side closes the other, and the server forgets it all.
+	c.Close()
+	select {
+	case <-sc.Done():
+	case <-time.After(3 * time.Second):
+		t.Fatal("the server's side did not close")
+	}
+	waitFor(t, func() bool { peers, addrs, ufrags := leanState(s); return peers+addrs+ufrags == 0 && tcpConns(s) == 0 })
+}
+
+// tcpConns counts the server's TCP connections.
+func tcpConns(s *testServer) int {
+	s.tcp.mu.Lock()
+	defer s.tcp.mu.Unlock()
+	return len(s.tcp.conns)
+}
+
+func waitFor(t *testing.T, ok func() bool) {
+	t.Helper()
+	for range 300 {
+		if ok() {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatal("condition not met within 3 s")
+}
+
+// TestTCPFallback: a client whose UDP gets no answer (the answer's UDP
+// candidate is a port that drops everything, as a network that blocks
+// UDP does) goes on over TCP by itself.
+func TestTCPFallback(t *testing.T) {
+	s := newTCPTestServer(t)
+	dead, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dead.Close()
+	udpPort := fmt.Sprint(s.UDPAddr().(*net.UDPAddr).Port)
+	deadPort := fmt.Sprint(dead.LocalAddr().(*net.UDPAddr).Port)
+	cfg := s.dialConfig(false)
+	cfg.TCPAfter = 200 * time.Millisecond
+	cfg.Post = func(ctx context.Context, offer string) (string, error) {
+		ans, err := s.post(ctx, offer)
+		return strings.Replace(ans, " udp 2130706431 127.0.0.1 "+udpPort+" ", " udp 2130706431 127.0.0.1 "+deadPort+" ", 1), err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	start := time.Now()
+	c, err := Dial(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	t.Logf("connected over TCP after %v", time.Since(start).Round(time.Millisecond))
+	sc, err := s.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !onTCP(c) || !onTCP(sc) {
+		t.Fatalf("on TCP: client %v, server %v", onTCP(c), onTCP(sc))
+	}
+	echoBoth(t, c, sc, 50)
+
+	// With UDP open, the same client stays on UDP.
+	cfg.Post = s.post
+	u, err := Dial(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	if onTCP(u) {
+		t.Error("a client whose UDP works went over TCP")
+	}
+}
+
+// TestTCPStrangers opens TCP connections that send what strangers
+// could: garbage, checks with unknown credentials or a wrong MAC, a frame
+// over the limit, nothing at all. Each is closed, none makes state, and
+// a peer on TCP meanwhile goes on.
+func TestTCPStrangers(t *testing.T) {
+	s := newTCPTestServer(t)
+	cfg := s.dialConfig(false)
+	cfg.Network = "tcp"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	sc, err := s.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc.mu.Lock()
+	ufrag, remote := sc.ufrag, sc.remote.ufrag
+	sc.mu.Unlock()
+	frame := func(b []byte) []byte { return append(binary.BigEndian.AppendUint16(nil, uint16(len(b))), b...) }
+	var sends [][]byte
+	for range maxEarlyFrames {
+		sends = append(sends, frame([]byte{99, 1, 2, 3}))
+	}
+	sends = append(sends, frame(mustBuild(t, "nosuch:"+remote, "x")), frame(mustBuild(t, ufrag+":"+remote, "wrong")))
+	sends = append(sends, binary.BigEndian.AppendUint16(nil, maxFrame+1))
+	sends = append(sends, frame([]byte{22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1}))
+	ends := make(chan error, 32)
+	for _, b := range sends {
+		go func() {
+			k, err := net.Dial("tcp", s.TCPAddr().String())
+			if err != nil {
+				ends <- err
+				return
+			}
+			defer k.Close()
+			k.Write(b)
+			k.SetReadDeadline(time.Now().Add(8 * time.Second))
+			_, err = k.Read(make([]byte, 64))
+			ends <- err
+		}()
+	}
+	for range sends {
+		if err := <-ends; err == nil {
+			t.Error("a stranger got an answer")
+		} else if ne, ok := err.(net.Error); ok && ne.Timeout() {
+			t.Error("a stranger's connection was left open")
+		}
+	}
+	echoBoth(t, c, sc, 20)
+	st := s.DataPath()
+	if st.TCPPaths != 1 {
+		t.Errorf("%d TCP paths taken, want 1 (the real peer's)", st.TCPPaths)
+	}
+	if n := tcpConns(s); n != 1 {
+		t.Errorf("%d TCP connections held, want 1", n)
+	}
+	if n := s.tcp.unbound.Load(); n != 0 {
+		t.Errorf("%d unbound TCP connections counted, want 0", n)
+	}
+}
+
+// FuzzTCPFrames feeds the server's reader of a TCP connection what a
+// stranger's connection could send: frames of any length and content,
+// STUN, DTLS, truncated headers. Nothing panics, and a connection with
+// no authenticated check is never bound to a peer.
+func FuzzTCPFrames(f *testing.F) {
+	frame := func(b ...byte) []byte { return append(binary.BigEndian.AppendUint16(nil, uint16(len(b))), b...) }
+	f.Add(frame(0, 1, 0, 0, 0x21, 0x12, 0xa4, 0x42, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12))
+	f.Add(frame(22, 0xfe, 0xfd, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1))
+	f.Add(append(frame(99), 0xff, 0xff))
+	f.Add([]byte{0, 0})
+	s := newTCPTestServer(f)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer ln.Close()
+	other, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer other.Close()
+	go func() { // what the server answers, read and dropped
+		buf := make([]byte, 4096)
+		for {
+			if _, err := other.Read(buf); err != nil {
+				return
+			}
+		}
+	}()
+	c, err := ln.Accept()
+	if err != nil {
+		f.Fatal(err)
+	}
+	path := newTCPPath(c.(*net.TCPConn))
+	defer path.close()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		in := tcpIn{ts: s.tcp, t: path}
+		readFrames(bytes.NewReader(b), in.frame)
+		if in.p != nil {
+			t.Fatalf("a stranger's frames bound a peer")
+		}
+	})
+}
