@@ -5,12 +5,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v go >/dev/null 2>&1 || export PATH="$PATH:/usr/local/go/bin"
 
-if [ ! -x /usr/bin/chromium ] && ! command -v chromium >/dev/null 2>&1; then
-  echo "== installing chromium for the browser tests"
+# Chromium for the browser tests; iproute2 and nftables for the tests
+# that put a browser on a network of its own (a namespace whose firewall
+# drops UDP, say).
+need=()
+if [ ! -x /usr/bin/chromium ] && ! command -v chromium >/dev/null 2>&1; then need+=(chromium); fi
+command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need+=(iproute2)
+command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need+=(nftables)
+if [ ${#need[@]} -gt 0 ]; then
+  echo "== installing ${need[*]} for the browser tests"
   sudo=""; [ "$(id -u)" = 0 ] || sudo="sudo"
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}" >/dev/null
 fi
+export PATH="$PATH:/usr/sbin:/sbin"
 
 echo "== gofmt"
 unformatted=$(gofmt -l $(git ls-files -co --exclude-standard -- '*.go' 2>/dev/null || find . -name '*.go'))

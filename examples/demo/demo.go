@@ -49,6 +49,7 @@ const (
 type demoConfig struct {
 	HTTP      string
 	UDP       int
+	TCP       string // ICE-TCP port or host:port; "" for none
 	PublicIPs []string
 	Assets    string // built browser clients; built here unless NoBuild
 	NoBuild   bool
@@ -63,6 +64,7 @@ func demoCommand(args []string, stdout, stderr io.Writer) int {
 	var cfg demoConfig
 	fs.StringVar(&cfg.HTTP, "http", "localhost:8080", "HTTP address of the pages and signaling (\":8080\" for every interface)")
 	fs.IntVar(&cfg.UDP, "udp", 3478, "UDP port every WebRTC peer uses (0: any free port)")
+	fs.StringVar(&cfg.TCP, "tcp", "3478", "TCP port for browsers whose network blocks UDP (0: any free port; empty: none)")
 	publicIP := fs.String("public-ip", "", "comma-separated addresses to advertise to browsers on other machines (behind NAT: the public one)")
 	fs.StringVar(&cfg.Assets, "assets", "", "directory for the built browser clients (default: the user cache directory)")
 	fs.BoolVar(&cfg.NoBuild, "no-build", false, "serve the clients already in -assets without building them")
@@ -110,7 +112,11 @@ func demoCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		return 1
 	}
-	fmt.Fprintf(stdout, "tongbu demo: serving the arena, duel and MMO demos with bots (UDP %s)\n", d.srv.UDPAddr())
+	paths := fmt.Sprintf("UDP %s", d.srv.UDPAddr())
+	if a := d.srv.TCPAddr(); a != nil {
+		paths += fmt.Sprintf(", TCP %s", a)
+	}
+	fmt.Fprintf(stdout, "tongbu demo: serving the arena, duel and MMO demos with bots (%s)\n", paths)
 	fmt.Fprintf(stdout, "tongbu demo: open http://%s/ in a browser (Ctrl-C to stop)\n", browsable(ln.Addr()))
 	code := runServer(d.srv, ln, stderr)
 	d.stop()
@@ -171,8 +177,12 @@ func newDemo(cfg demoConfig) (*demo, error) {
 	rand.Read(secret)
 	d := &demo{cfg: cfg, bots: memnet.New(uint64(time.Now().UnixNano()))}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
+	tcpAddr := cfg.TCP
+	if tcpAddr != "" && !strings.Contains(tcpAddr, ":") {
+		tcpAddr = ":" + tcpAddr
+	}
 	srv, err := engine.NewServer(engine.Config{
-		Secret: secret, UDPAddr: fmt.Sprintf(":%d", cfg.UDP), PublicIPs: cfg.PublicIPs,
+		Secret: secret, UDPAddr: fmt.Sprintf(":%d", cfg.UDP), TCPAddr: tcpAddr, PublicIPs: cfg.PublicIPs,
 		IncludeLoopback: true, AllowedOrigins: []string{"*"}, Logger: cfg.Logger,
 		Assets: d.handler(),
 	})

@@ -10,6 +10,7 @@ import (
 	"image/png"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -42,6 +43,13 @@ var (
 
 func startDemo(t *testing.T) *demoUnderTest {
 	t.Helper()
+	return startDemoAt(t, "")
+}
+
+// startDemoAt is startDemo with the pages, the signaling and ICE-TCP
+// served at host (UDP on every interface); "" is loopback, with no TCP.
+func startDemoAt(t *testing.T, host string) *demoUnderTest {
+	t.Helper()
 	if _, err := browser.Path(); err != nil {
 		if os.Getenv("CI") != "" {
 			t.Fatal(err) // CI installs chromium: a missing one is a broken set-up
@@ -57,8 +65,12 @@ func startDemo(t *testing.T) *demoUnderTest {
 	if buildErr != nil {
 		t.Fatal(buildErr)
 	}
-	d, err := newDemo(demoConfig{UDP: 0, Assets: buildDir, NoBuild: true, NPCs: 1500, MMOBots: 16,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	cfg := demoConfig{UDP: 0, Assets: buildDir, NoBuild: true, NPCs: 1500, MMOBots: 16,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if host != "" {
+		cfg.TCP = host + ":0"
+	}
+	d, err := newDemo(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,7 +86,16 @@ func startDemo(t *testing.T) *demoUnderTest {
 		}
 		u.botHashes[room][frame] = hash
 	}
-	u.web = httptest.NewServer(d.srv.Handler())
+	u.web = httptest.NewUnstartedServer(d.srv.Handler())
+	if host != "" {
+		ln, err := net.Listen("tcp", host+":0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.web.Listener.Close()
+		u.web.Listener = ln
+	}
+	u.web.Start()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan struct{})
 	go func() { d.srv.Serve(ctx); close(served) }()
@@ -124,7 +145,15 @@ func (u *demoUnderTest) humanStrikes(t *testing.T) int64 {
 // background tab) on path and waits until the expression is true.
 func openPage(t *testing.T, ctx context.Context, url, ready string) (context.Context, context.CancelFunc) {
 	t.Helper()
-	bctx, stop, err := browser.New(ctx, "")
+	return openPageWith(t, ctx, url, ready, func(ctx context.Context) (context.Context, context.CancelFunc, error) {
+		return browser.New(ctx, "")
+	})
+}
+
+// openPageWith is openPage with the browser start gives.
+func openPageWith(t *testing.T, ctx context.Context, url, ready string, start func(context.Context) (context.Context, context.CancelFunc, error)) (context.Context, context.CancelFunc) {
+	t.Helper()
+	bctx, stop, err := start(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

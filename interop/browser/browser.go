@@ -35,6 +35,17 @@ func Path() (string, error) {
 	return "", ErrNoBrowser
 }
 
+// flags are Chromium's command line in the tests: headless, no sandbox
+// (root), nothing that reaches out to Google's hosts, WebRTC on loopback
+// with plain addresses (no mDNS names), WebGL in software.
+var flags = []string{
+	"--headless", "--hide-scrollbars", "--mute-audio", "--no-sandbox", "--disable-gpu",
+	"--no-first-run", "--no-default-browser-check",
+	"--disable-quic", "--disable-background-networking", "--disable-component-update", "--disable-sync",
+	"--allow-loopback-in-peer-connection", "--disable-features=WebRtcHideLocalIpsWithMdns",
+	"--enable-unsafe-swiftshader",
+}
+
 // New starts headless Chromium with a fresh profile in userDir, and the
 // extra flags given, and returns a chromedp context for one tab. Cancel it to stop the browser. With an
 // empty userDir the profile goes in a temporary directory that stopping
@@ -61,21 +72,14 @@ func New(ctx context.Context, userDir string, extra ...chromedp.ExecAllocatorOpt
 			}
 		}
 	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(exe),
-		chromedp.UserDataDir(userDir),
-		chromedp.Headless,
-		chromedp.NoSandbox,
-		chromedp.DisableGPU,
-		chromedp.NoFirstRun,
-		chromedp.NoDefaultBrowserCheck,
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.Flag("allow-loopback-in-peer-connection", true),
-		chromedp.Flag("disable-features", "WebRtcHideLocalIpsWithMdns"),
-		chromedp.Flag("enable-unsafe-swiftshader", true),
+	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(exe), chromedp.UserDataDir(userDir)}
+	for _, f := range flags {
+		name, value, ok := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+		if ok {
+			opts = append(opts, chromedp.Flag(name, value))
+		} else {
+			opts = append(opts, chromedp.Flag(name, true))
+		}
 	}
 	opts = append(opts, extra...)
 	actx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)

@@ -1,0 +1,60 @@
+//go:build linux
+
+package netns
+
+import (
+	"net"
+	"testing"
+	"time"
+)
+
+// TestBlockUDP: from the test's namespace, a TCP listener made inside
+// one that blocks UDP is reached; a UDP socket made there is not.
+func TestBlockUDP(t *testing.T) {
+	n := ForTest(t, Options{BlockUDP: true})
+	var ln net.Listener
+	var pc net.PacketConn
+	err := n.Do(func() (err error) {
+		if ln, err = net.Listen("tcp", n.Addr.String()+":0"); err != nil {
+			return err
+		}
+		pc, err = net.ListenPacket("udp", n.Addr.String()+":0")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	defer pc.Close()
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Write([]byte("tcp"))
+			c.Close()
+		}
+	}()
+	go func() {
+		b := make([]byte, 16)
+		if k, from, err := pc.ReadFrom(b); err == nil {
+			pc.WriteTo(b[:k], from)
+		}
+	}()
+	c, err := net.DialTimeout("tcp", ln.Addr().String(), 2*time.Second)
+	if err != nil {
+		t.Fatalf("TCP into the namespace: %v", err)
+	}
+	b := make([]byte, 8)
+	if k, _ := c.Read(b); string(b[:k]) != "tcp" {
+		t.Errorf("TCP read %q", b[:k])
+	}
+	c.Close()
+	u, err := net.Dial("udp", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	u.Write([]byte("udp"))
+	u.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+	if k, err := u.Read(b); err == nil {
+		t.Errorf("UDP got through the namespace's firewall: %q", b[:k])
+	}
+}

@@ -1,0 +1,120 @@
+//go:build linux
+
+package transport_test
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/tongbu/tongbu/interop/browser"
+	"github.com/tongbu/tongbu/interop/netns"
+	"github.com/tongbu/tongbu/transport"
+)
+
+// blockedServer starts a server of stack with ICE-TCP on, at the
+// address of a network namespace's other end, and serves mux's pages and
+// its signaling at /signal there; the namespace drops every UDP datagram.
+// A browser in it reaches the server as a player behind a UDP block
+// reaches a game server: over TCP only.
+func blockedServer(t *testing.T, stack transport.Stack, pages func(mux *http.ServeMux)) (*transport.Server, *netns.NS, string) {
+	t.Helper()
+	ns := netns.ForTest(t, netns.Options{BlockUDP: true})
+	host := ns.Host.String()
+	s, err := transport.NewServer(transport.ServerConfig{UDPAddr: host + ":0", TCPAddr: host + ":0",
+		AllowedOrigins: []string{"*"}, Stack: stack})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	go echo(s)
+	mux := http.NewServeMux()
+	mux.Handle("/signal", s)
+	pages(mux)
+	ln, err := net.Listen("tcp", host+":0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewUnstartedServer(mux)
+	hs.Listener.Close()
+	hs.Listener = ln
+	hs.Start()
+	t.Cleanup(hs.Close)
+	return s, ns, hs.URL
+}
+
+// pageResultIn is pageResult with Chromium inside ns.
+func pageResultIn(t *testing.T, ns *netns.NS, url string, d time.Duration) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), d+30*time.Second)
+	defer cancel()
+	bctx, stop, err := browser.NewIn(ctx, ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stop()
+	var result string
+	if err := chromedp.Run(bctx,
+		chromedp.Navigate(url),
+		chromedp.Poll(`window.tongbuResult`, &result, chromedp.WithPollingTimeout(d)),
+	); err != nil {
+		t.Fatalf("browser: %v (result %q)", err, result)
+	}
+	return result
+}
+
+// TestBrowserBlockedUDP: Chromium, on a network that drops every UDP
+// datagram, connects over ICE-TCP to a server of each stack, with the
+// plain RTCPeerConnection page and with tongbu's WASM client, and echoes
+// on both channels; on TCP none of the unreliable messages is lost.
+func TestBrowserBlockedUDP(t *testing.T) {
+	needBrowser(t)
+	dir := t.TempDir()
+	wasm, err := browser.BuildWasm(dir, "github.com/tongbu/tongbu/transport/internal/wasmecho")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wasmExec, err := browser.WasmExecJS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, stack := range []transport.Stack{transport.StackLean, transport.StackPion} {
+		t.Run(stack.String(), func(t *testing.T) {
+			s, ns, url := blockedServer(t, stack, func(mux *http.ServeMux) {
+				mux.HandleFunc("/plain", func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "text/html; charset=utf-8")
+					w.Write([]byte(plainPage))
+				})
+				mux.HandleFunc("/main.wasm", func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "application/wasm")
+					http.ServeFile(w, r, wasm)
+				})
+				mux.HandleFunc("/wasm_exec.js", func(w http.ResponseWriter, r *http.Request) { http.ServeFile(w, r, wasmExec) })
+				mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+					w.Header().Set("Content-Type", "text/html; charset=utf-8")
+					w.Write([]byte(browser.LoaderPage))
+				})
+			})
+			result := pageResultIn(t, ns, url+"/plain", 60*time.Second)
+			if !regexp.MustCompile(`^ok reliable=100 ordered=true unreliable=100$`).MatchString(result) {
+				t.Fatalf("the plain page reported %q", result)
+			}
+			result = pageResultIn(t, ns, url+"/", 60*time.Second)
+			if !regexp.MustCompile(`^ok reliable=100 unreliable=\d+$`).MatchString(result) {
+				t.Fatalf("the WASM client reported %q", result)
+			}
+			if stack == transport.StackLean {
+				if st := s.DataPath(); st.TCPPaths < 2 || st.Datagrams != 0 {
+					t.Errorf("TCP paths %d (want 2), UDP datagrams %d (want 0: UDP is blocked)", st.TCPPaths, st.Datagrams)
+				}
+			}
+			t.Logf("%s over TCP: %s", stack, result)
+		})
+	}
+}
