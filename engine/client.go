@@ -37,6 +37,11 @@ type ClientConfig struct {
 	// generators that run thousands of players in one process (Linux;
 	// see transport.ClientConfig.SharedSocket).
 	SharedSocket bool
+	// Network chooses the native lean client's path to a server that also
+	// serves WebRTC over TCP (Config.TCPAddr): "" tries UDP, then TCP when
+	// UDP has no answer within a second; "udp" or "tcp" takes that one
+	// (transport.ClientConfig.Network).
+	Network string
 	// Logger receives the client's logs (default: discarded).
 	Logger *slog.Logger
 	// Connect, when set, makes the connections of Dial and of moves
@@ -163,6 +168,7 @@ func dialConn(ctx context.Context, url, ticket string, cfg *ClientConfig) (trans
 		Limits:          cfg.Limits,
 		Stack:           cfg.Stack,
 		SharedSocket:    cfg.SharedSocket,
+		Network:         cfg.Network,
 		Logger:          cfg.Logger,
 	})
 	if err != nil {

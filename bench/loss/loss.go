@@ -37,7 +37,8 @@ func benchLoss(args []string, out io.Writer) error {
 	latency := fs.Duration("latency", 40*time.Millisecond, "one-way latency")
 	jitter := fs.Duration("jitter", 10*time.Millisecond, "one-way jitter (uniform)")
 	seed := fs.Uint64("seed", 1, "random seed")
-	via := fs.String("transport", "mem", "mem: simulated, 10 players; webrtc: real WebRTC on loopback through a UDP impairment relay, both stacks")
+	via := fs.String("transport", "mem", "mem: simulated, 10 players; webrtc: real WebRTC on loopback through a UDP impairment relay, both stacks; "+
+		"webrtc-tcp: the lean stack over UDP and over ICE-TCP, clients in a network namespace that loses -loss of the packets (root, nftables)")
 	players := fs.Int("players", 2, "players, with -transport webrtc")
 	seconds := fs.Float64("seconds", 120, "match length, with -transport webrtc")
 	if err := fs.Parse(args); err != nil {
@@ -45,6 +46,9 @@ func benchLoss(args []string, out io.Writer) error {
 	}
 	if *loss < 0 || *loss >= 1 || *burst < 1 || *minutes <= 0 {
 		return errors.New("want 0 <= -loss < 1, -burst >= 1, -minutes > 0")
+	}
+	if *via == "webrtc-tcp" {
+		return benchLossTCP(out, *players, time.Duration(*seconds*float64(time.Second)), *loss)
 	}
 	if *via == "webrtc" {
 		if !set(fs, "latency") {
@@ -56,7 +60,7 @@ func benchLoss(args []string, out io.Writer) error {
 		l := udpimpair.Link{Loss: *loss, Burst: *burst, Delay: *latency, Jitter: *jitter}
 		return benchLossWebRTC(out, *players, time.Duration(*seconds*float64(time.Second)), l, l)
 	} else if *via != "mem" {
-		return fmt.Errorf("-transport %q: want mem or webrtc", *via)
+		return fmt.Errorf("-transport %q: want mem, webrtc or webrtc-tcp", *via)
 	}
 	link := memnet.LinkConfig{Latency: *latency, Jitter: *jitter}
 	if *burst > 1 && *loss > 0 {

@@ -41,7 +41,7 @@ func benchLossWebRTC(out io.Writer, players int, d time.Duration, up, down udpim
 		players, d, 100*up.Loss, max(up.Burst, 1), up.Delay, up.Jitter)
 	var runs []lossRun
 	for _, stack := range []transport.Stack{transport.StackLean, transport.StackPion} {
-		r, err := lossMatch(stack, players, d, up, down)
+		r, err := lossMatch(lossPath{stack: stack, up: up, down: down}, players, d)
 		if err != nil {
 			return fmt.Errorf("%s: %w", stack, err)
 		}
@@ -76,22 +76,43 @@ func benchLossWebRTC(out io.Writer, players int, d time.Duration, up, down udpim
 	return nil
 }
 
+// lossPath is the path of one match: the stack's server, and either the
+// UDP relay with its links or, when dial is set, the server at host
+// (UDP and TCP) and clients that dial from elsewhere with dial over
+// network.
+type lossPath struct {
+	stack    transport.Stack
+	up, down udpimpair.Link
+	host     string
+	network  string
+	dial     func(f func() error) error
+}
+
 // lossMatch runs one match: a server of the stack on 127.0.0.1, the relay
 // on 127.0.0.2 at the same port (the server advertises 127.0.0.2), native
-// clients of the same stack.
-func lossMatch(stack transport.Stack, players int, d time.Duration, up, down udpimpair.Link) (lossRun, error) {
+// clients of the same stack; or, on a path with dial, the server at its
+// host and clients that dial through it.
+func lossMatch(path lossPath, players int, d time.Duration) (lossRun, error) {
+	stack := path.stack
 	res := lossRun{stack: stack}
 	secret := []byte("bench-loss-webrtc-secret-0123456789")
-	srv, err := engine.NewServer(engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", PublicIPs: []string{"127.0.0.2"}, Stack: stack})
+	cfg := engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", PublicIPs: []string{"127.0.0.2"}, Stack: stack}
+	if path.dial != nil {
+		cfg.UDPAddr, cfg.TCPAddr, cfg.PublicIPs = path.host+":0", path.host+":0", nil
+	}
+	srv, err := engine.NewServer(cfg)
 	if err != nil {
 		return res, err
 	}
-	udp := srv.UDPAddr().(*net.UDPAddr).AddrPort()
-	relay, err := udpimpair.New(fmt.Sprintf("127.0.0.2:%d", udp.Port()), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), udp.Port()), up, down, 1)
-	if err != nil {
-		return res, err
+	var relay *udpimpair.Relay
+	if path.dial == nil {
+		udp := srv.UDPAddr().(*net.UDPAddr).AddrPort()
+		relay, err = udpimpair.New(fmt.Sprintf("127.0.0.2:%d", udp.Port()), netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), udp.Port()), path.up, path.down, 1)
+		if err != nil {
+			return res, err
+		}
+		defer relay.Close()
 	}
-	defer relay.Close()
 	created := time.Now()
 	if _, err := srv.CreateRoom("loss", lockstep.Config{Players: players, Hz: 15}); err != nil {
 		return res, err
@@ -123,7 +144,15 @@ func lossMatch(stack transport.Stack, players int, d time.Duration, up, down udp
 				return
 			}
 			dctx, dcancel := context.WithTimeout(context.Background(), 30*time.Second)
-			c, err := engine.Dial(dctx, url, ticket, &engine.ClientConfig{Stack: stack})
+			var c *engine.Client
+			if path.dial != nil {
+				err = path.dial(func() (err error) {
+					c, err = engine.Dial(dctx, url, ticket, &engine.ClientConfig{Stack: stack, Network: path.network})
+					return err
+				})
+			} else {
+				c, err = engine.Dial(dctx, url, ticket, &engine.ClientConfig{Stack: stack})
+			}
 			dcancel()
 			if err != nil {
 				mu.Lock()
@@ -215,6 +244,8 @@ func lossMatch(stack transport.Stack, players int, d time.Duration, up, down udp
 		res.rttMean = sum / float64(len(rtts))
 		res.rttP99 = rtts[min(len(rtts)-1, len(rtts)*99/100)]
 	}
-	res.relay = relay.Stats()
+	if relay != nil {
+		res.relay = relay.Stats()
+	}
 	return res, nil
 }

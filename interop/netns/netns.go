@@ -36,6 +36,7 @@ type NS struct {
 	// Addr that of the end inside this one.
 	Host, Addr netip.Addr
 	f          *os.File
+	table      string // the nftables table of the host's end, if any
 }
 
 var made atomic.Uint32
@@ -44,6 +45,10 @@ var made atomic.Uint32
 type Options struct {
 	// BlockUDP drops every UDP datagram into and out of the namespace.
 	BlockUDP bool
+	// Loss drops this share (0 to 1) of the packets into and out of the
+	// namespace, each way, at random: UDP datagrams and TCP segments
+	// alike (kernel netem, which could delay them too, is not here).
+	Loss float64
 }
 
 // New makes a namespace with a fresh /30 of 10.201.0.0/16 between it and
@@ -53,7 +58,7 @@ func New(opt Options) (*NS, error) {
 		return nil, fmt.Errorf("%w: not root", ErrUnavailable)
 	}
 	need := []string{"ip"}
-	if opt.BlockUDP {
+	if opt.BlockUDP || opt.Loss > 0 {
 		need = append(need, "nft")
 	}
 	for _, c := range need {
@@ -77,10 +82,29 @@ func New(opt Options) (*NS, error) {
 		{"ip", "netns", "exec", n.Name, "ip", "link", "set", inner, "up"},
 		{"ip", "netns", "exec", n.Name, "ip", "link", "set", "lo", "up"},
 	}
-	if opt.BlockUDP {
-		steps = append(steps, []string{"ip", "netns", "exec", n.Name, "nft", "add table inet tongbu; " +
-			"add chain inet tongbu in { type filter hook input priority 0; }; add rule inet tongbu in meta l4proto udp drop; " +
-			"add chain inet tongbu out { type filter hook output priority 0; }; add rule inet tongbu out meta l4proto udp drop"})
+	if opt.BlockUDP || opt.Loss > 0 {
+		// Packets are dropped as they arrive at either end of the pair
+		// (the ingress hook of each veth), as a network loses them: a
+		// drop on the way out would fail the sender's sendto with EPERM,
+		// which no real network does.
+		var rules []string
+		if opt.BlockUDP {
+			rules = append(rules, "meta l4proto udp drop")
+		}
+		if opt.Loss > 0 {
+			rules = append(rules, fmt.Sprintf("numgen random mod 10000 < %d drop", int(opt.Loss*10000)))
+		}
+		chain := func(table, dev string) string {
+			s := fmt.Sprintf("add table netdev %[1]s; add chain netdev %[1]s in { type filter hook ingress device %[2]s priority 0; }", table, dev)
+			for _, r := range rules {
+				s += fmt.Sprintf("; add rule netdev %s in %s", table, r)
+			}
+			return s
+		}
+		steps = append(steps,
+			[]string{"ip", "netns", "exec", n.Name, "nft", chain("tongbu", inner)},
+			[]string{"nft", chain(n.Name, host)})
+		n.table = n.Name
 	}
 	for _, s := range steps {
 		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
@@ -120,6 +144,9 @@ func (n *NS) Do(f func() error) error {
 func (n *NS) Close() error {
 	if n.f != nil {
 		n.f.Close()
+	}
+	if n.table != "" {
+		exec.Command("nft", "delete", "table", "netdev", n.table).Run()
 	}
 	out, err := exec.Command("ip", "netns", "del", n.Name).CombinedOutput()
 	if err != nil {

@@ -58,3 +58,52 @@ func TestBlockUDP(t *testing.T) {
 		t.Errorf("UDP got through the namespace's firewall: %q", b[:k])
 	}
 }
+
+// TestLoss: about the share asked of UDP datagrams sent into a namespace
+// with Loss, and of their echoes, is lost.
+func TestLoss(t *testing.T) {
+	n := ForTest(t, Options{Loss: 0.2})
+	var pc net.PacketConn
+	if err := n.Do(func() (err error) { pc, err = net.ListenPacket("udp", n.Addr.String()+":0"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	go func() {
+		b := make([]byte, 16)
+		for {
+			k, from, err := pc.ReadFrom(b)
+			if err != nil {
+				return
+			}
+			pc.WriteTo(b[:k], from)
+		}
+	}()
+	u, err := net.Dial("udp", pc.LocalAddr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer u.Close()
+	const sent = 2000
+	got := make(chan int)
+	go func() {
+		b := make([]byte, 16)
+		k := 0
+		for {
+			u.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+			if _, err := u.Read(b); err != nil {
+				got <- k
+				return
+			}
+			k++
+		}
+	}()
+	for range sent {
+		u.Write([]byte("x"))
+		time.Sleep(100 * time.Microsecond)
+	}
+	k := <-got
+	// Each echo crosses twice: 0.8 * 0.8 = 0.64 of them come back.
+	if share := float64(k) / sent; share < 0.58 || share > 0.70 {
+		t.Errorf("%d of %d echoes came back (%.2f), want about 0.64", k, sent, share)
+	}
+}
