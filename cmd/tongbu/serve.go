@@ -30,8 +30,8 @@ import (
 // override its addresses.
 type serveConfig struct {
 	HTTP      string   `json:"http"`       // HTTP address, default ":8080"
-	UDP       portSpec  `json:"udp"`        // UDP port or host:port, default 3478
-	TCP       portSpec  `json:"tcp"`        // ICE-TCP port or host:port, default none
+	UDP       portSpec `json:"udp"`        // UDP port or host:port, default 3478
+	TCP       portSpec `json:"tcp"`        // ICE-TCP port or host:port, default none
 	Stack     string   `json:"stack"`      // "lean" (default) or "pion"
 	PublicIPs []string `json:"public_ips"` // addresses to advertise behind a 1:1 NAT
 	Origins   []string `json:"origins"`    // browser origins allowed ("*" for any)
