@@ -88,6 +88,7 @@ func (l *lockedBuffer) String() string {
 type serveProc struct {
 	id     string
 	url    string
+	first  string // the line that named url
 	cmd    *exec.Cmd
 	stderr *lockedBuffer
 	exited chan error
@@ -122,14 +123,14 @@ func startServeWith(t *testing.T, secret, id string, args ...string) *serveProc 
 			t.Logf("node %s stderr:\n%s", id, p.stderr.String())
 		}
 	})
-	urls := make(chan string, 1)
+	urls := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
 			for _, scheme := range []string{"http://", "https://"} {
 				if rest, ok := strings.CutPrefix(sc.Text(), "tongbu serve: "+scheme); ok {
 					addr, _, _ := strings.Cut(rest, " ")
-					urls <- scheme + addr
+					urls <- [2]string{scheme + addr, sc.Text()}
 				}
 			}
 		}
@@ -137,7 +138,8 @@ func startServeWith(t *testing.T, secret, id string, args ...string) *serveProc 
 		p.exited <- cmd.Wait()
 	}()
 	select {
-	case p.url = <-urls:
+	case u := <-urls:
+		p.url, p.first = u[0], u[1]
 	case err := <-p.exited:
 		t.Fatalf("node %s exited before serving: %v\n%s", id, err, p.stderr.String())
 	case <-time.After(20 * time.Second):
