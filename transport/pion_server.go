@@ -53,9 +53,21 @@ func newPionServer(s *Server, udp net.PacketConn, tcp *net.TCPListener) (*pionSe
 	p.mux = webrtc.NewICEUDPMux(nil, udp)
 	var se webrtc.SettingEngine
 	// A server bound to a loopback address has nothing else to offer.
-	configureAPI(&se, s.cfg.IncludeLoopback || isLoopbackAddr(udp.LocalAddr()))
+	loopback := s.cfg.IncludeLoopback || isLoopbackAddr(udp.LocalAddr())
+	configureAPI(&se, loopback)
 	se.SetLite(true)
-	se.SetICEUDPMux(p.mux)
+	// The answer is the lean stack's where the wire lets it be (SPEC.md
+	// §6.3): the server is the DTLS server, and takes 256 KiB messages.
+	se.SetAnsweringDTLSRole(webrtc.DTLSRoleServer)
+	se.SetSCTPMaxMessageSize(256 << 10)
+	if len(s.cfg.PublicIPs) > 0 {
+		// Exactly the public addresses: pion maps each interface address
+		// of a public address's family to it, and would advertise those of
+		// the other family as they are.
+		se.SetICEUDPMux(publicMux{UDPMux: p.mux, public: s.cfg.PublicIPs, loopback: loopback})
+	} else {
+		se.SetICEUDPMux(p.mux)
+	}
 	types := networkTypes(s.cfg.PublicIPs)
 	if tcp != nil {
 		p.tcp = tcp
@@ -80,6 +92,37 @@ func newPionServer(s *Server, udp net.PacketConn, tcp *net.TCPListener) (*pionSe
 	}
 	p.api = newAPI(se)
 	return p, nil
+}
+
+// publicMux is pion's UDP mux with only the listen addresses of the
+// families of the public addresses (and loopback ones only when asked
+// for), which pion's rewrite then replaces with the public addresses.
+type publicMux struct {
+	ice.UDPMux
+	public   []string
+	loopback bool
+}
+
+func (m publicMux) GetListenAddresses() []net.Addr {
+	var v4, v6 bool
+	for _, s := range m.public {
+		if a, err := netip.ParseAddr(s); err == nil {
+			v4, v6 = v4 || a.Unmap().Is4(), v6 || a.Unmap().Is6()
+		}
+	}
+	var out []net.Addr
+	for _, a := range m.UDPMux.GetListenAddresses() {
+		ua, ok := a.(*net.UDPAddr)
+		if !ok {
+			continue
+		}
+		ip, ok := netip.AddrFromSlice(ua.IP)
+		if !ok || ip.Unmap().IsLoopback() && !m.loopback || ip.Unmap().Is4() && !v4 || !ip.Unmap().Is4() && !v6 {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
 }
 
 // networkTypes returns the families to gather: those of the public

@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -518,17 +520,48 @@ func TestWebRTCNoGoroutinesLeftAfterClose(t *testing.T) {
 	waitGoroutines(t, base)
 }
 
-// TestWebRTCPublicAddress: behind a 1:1 NAT the answer offers the public
-// address instead of the interface's. Only the SDP is inspected; nothing
-// is sent to that (documentation-range) address.
+// TestWebRTCPublicAddress: behind a 1:1 NAT the answer offers exactly
+// the public addresses, on both stacks, whatever the interfaces are
+// (pion once added the host's IPv6 one), at the UDP and the TCP port; and
+// both stacks answer setup:passive and a 256 KiB max-message-size (SPEC.md
+// §6.3). Only the SDP is inspected; nothing is sent to these
+// (documentation-range) addresses.
 func TestWebRTCPublicAddress(t *testing.T) {
-	s := newTestServer(t, ServerConfig{PublicIPs: []string{"203.0.113.7"}})
-	offer, _ := offerOnly(t)
-	code, answer := post(t, s.http.URL, "application/sdp", offer, nil)
-	if code != http.StatusCreated {
-		t.Fatalf("offer: %d %s", code, answer)
-	}
-	if !strings.Contains(answer, "203.0.113.7") || strings.Contains(answer, "a=candidate:") && strings.Contains(answer, " 127.0.0.1 ") {
-		t.Fatalf("answer does not advertise only the public address:\n%s", answer)
+	for _, stack := range []Stack{StackLean, StackPion} {
+		for _, public := range [][]string{{"203.0.113.7"}, {"2001:db8::7"}, {"203.0.113.7", "2001:db8::7"}} {
+			t.Run(fmt.Sprint(stack, public), func(t *testing.T) {
+				s, err := NewServer(ServerConfig{UDPAddr: ":0", TCPAddr: ":0", PublicIPs: public, Stack: stack})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				hs := httptest.NewServer(s)
+				defer hs.Close()
+				offer, _ := offerOnly(t)
+				code, answer := post(t, hs.URL, "application/sdp", offer, nil)
+				if code != http.StatusCreated {
+					t.Fatalf("offer: %d %s", code, answer)
+				}
+				got := map[string]bool{}
+				for _, line := range strings.Split(answer, "\r\n") {
+					// candidate:<f> <component> <transport> <priority> <address> <port> typ host
+					if f := strings.Fields(strings.TrimPrefix(line, "a=candidate:")); len(f) >= 6 && strings.HasPrefix(line, "a=candidate:") && f[1] == "1" {
+						got[strings.ToLower(f[2])+" "+f[4]] = true
+					}
+				}
+				want := map[string]bool{}
+				for _, ip := range public {
+					want["udp "+ip], want["tcp "+ip] = true, true
+				}
+				if !maps.Equal(got, want) {
+					t.Errorf("candidates %v, want %v:\n%s", slices.Sorted(maps.Keys(got)), slices.Sorted(maps.Keys(want)), answer)
+				}
+				for _, attr := range []string{"a=setup:passive\r\n", "a=max-message-size:262144\r\n"} {
+					if !strings.Contains(answer, attr) {
+						t.Errorf("the answer has no %q:\n%s", strings.TrimSpace(attr), answer)
+					}
+				}
+			})
+		}
 	}
 }
