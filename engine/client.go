@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"net/url"
 	"strings"
 	"time"
@@ -83,6 +84,7 @@ type Client struct {
 	lastSend  time.Time
 	closed    error
 	malformed uint64
+	unknown   uint64 // engine messages of a type this client does not know
 	seats     []Seat // the room's latest seats message
 
 	// Following a transfer (Dial's clients only).
@@ -162,7 +164,7 @@ func dialConn(ctx context.Context, url, ticket string, cfg *ClientConfig) (trans
 		return nil, err
 	}
 	conn, err := transport.Dial(ctx, u, &transport.ClientConfig{
-		Header:          http.Header{"Authorization": {"Bearer " + ticket}},
+		Header:          http.Header{"Authorization": {"Bearer " + ticket}, WireHeader: {strconv.Itoa(wireVersion)}},
 		HTTPClient:      cfg.HTTPClient,
 		IncludeLoopback: cfg.IncludeLoopback,
 		Limits:          cfg.Limits,
@@ -241,6 +243,10 @@ func NewClient(ctx context.Context, conn transport.Conn) (*Client, error) {
 				return nil, errstack.With(err)
 			}
 			return nil, errstack.With(bye)
+		case engineType(m.Data) != typeWelcome:
+			// A type this client does not know (SPEC.md §9.4), or one that
+			// means nothing before the welcome: ignored.
+			c.unknown++
 		default:
 			w, err := readWelcome(m.Data)
 			if err != nil {
@@ -367,6 +373,10 @@ func (c *Client) Receive(now time.Time) error {
 				} else {
 					c.follow(mv)
 				}
+			case typeWelcome:
+				c.malformed++ // one welcome a connection
+			default:
+				c.unknown++ // a newer server's (SPEC.md §9.4)
 			}
 			continue
 		}
@@ -518,11 +528,14 @@ type ClientStats struct {
 	transport.Stats
 	// Malformed counts packets the mode's client could not use.
 	Malformed uint64
+	// Unknown counts engine messages of a type this client does not know,
+	// which a newer server may send (SPEC.md §9.4): ignored.
+	Unknown uint64
 }
 
 // Stats returns the connection's counters.
 func (c *Client) Stats() ClientStats {
-	return ClientStats{Stats: c.conn.Stats(), Malformed: c.malformed}
+	return ClientStats{Stats: c.conn.Stats(), Malformed: c.malformed, Unknown: c.unknown}
 }
 
 // Done is closed when the connection closes (after a move, the new

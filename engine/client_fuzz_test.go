@@ -102,8 +102,9 @@ func FuzzAuthorize(f *testing.F) {
 		if err != nil {
 			return
 		}
-		tk, ok := meta.(Ticket)
-		if !ok || tk.Target != "r" || s.used.used(tk) {
+		a, ok := meta.(admission)
+		tk := a.ticket
+		if !ok || tk.Target != "r" || s.used.used(tk) || a.wire != wireVersion {
 			t.Fatalf("authorized %+v (%v): not an unspent ticket for room r", meta, ok)
 		}
 	})

@@ -56,6 +56,12 @@ var (
 
 	// ErrMalformed: an engine message that did not decode.
 	ErrMalformed = errors.New("engine: malformed message")
+
+	// ErrWireVersion: the client and the server have no wire version in
+	// common (SPEC.md §9.4): the client reads only versions older than
+	// the server still writes (update the client), or the server wrote a
+	// newer one than the client announced. The error names both.
+	ErrWireVersion = errors.New("engine: no wire version in common")
 )
 
 // A refusal's reason: its token on the wire (the signaling answer's
@@ -77,4 +83,5 @@ var refusalKinds = []refusalKind{
 	{ErrFull, "full", "full", http.StatusServiceUnavailable},
 	{ErrServerClosed, "closing", "closing", http.StatusServiceUnavailable},
 	{ErrClosed, "closed", "closed", http.StatusNotFound},
+	{ErrWireVersion, "wire_version", "wire_version", http.StatusUpgradeRequired},
 }

@@ -66,10 +66,18 @@ func TestErrors(t *testing.T) {
 		{"bad welcome", func() error {
 			c, s := h.net.Pipe(memnet.LinkConfig{}, memnet.LinkConfig{})
 			defer c.Close()
-			s.SendReliable([]byte{kindEngine | typeWelcome<<kindBits, 0xff})
+			w := appendWelcome(nil, &welcome{mode: Lockstep, target: "r", lockstep: lockstep.Config{Players: 2}.WithDefaults()})
+			s.SendReliable(w[:4]) // cut short
 			_, err := NewClient(context.Background(), c)
 			return err
 		}, ErrMalformed},
+		{"newer welcome", func() error {
+			c, s := h.net.Pipe(memnet.LinkConfig{}, memnet.LinkConfig{})
+			defer c.Close()
+			s.SendReliable([]byte{kindEngine | typeWelcome<<kindBits, 0xff})
+			_, err := NewClient(context.Background(), c)
+			return err
+		}, ErrWireVersion},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 type peer struct {
 	conn   transport.Conn
 	ticket Ticket
+	wire   int // the wire version the client reads (SPEC.md §9.4)
 	s      *Server
 	// onEngine takes the engine messages the client sends (a world's
 	// peers: a failed move); nil drops them.

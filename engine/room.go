@@ -207,7 +207,7 @@ func (r *Room) attach(p *peer) error {
 	arrived := len(r.players)
 	r.mu.Unlock()
 	if err := p.conn.SendReliable(appendWelcome(nil, &welcome{
-		mode: Lockstep, target: r.name, role: t.Role, slot: slot, lockstep: r.cfg,
+		version: p.wire, mode: Lockstep, target: r.name, role: t.Role, slot: slot, lockstep: r.cfg,
 	})); err != nil {
 		return err
 	}
@@ -249,7 +249,7 @@ func (r *Room) addSpectator(p *peer, delay time.Duration) {
 	id, err := r.room.AddSpectator(delay, time.Now())
 	if err == nil {
 		err = p.conn.SendReliable(appendWelcome(nil, &welcome{
-			mode: Lockstep, target: r.name, role: RoleSpectator, slot: id, lockstep: r.cfg,
+			version: p.wire, mode: Lockstep, target: r.name, role: RoleSpectator, slot: id, lockstep: r.cfg,
 		}))
 	}
 	if err != nil {

@@ -395,6 +395,11 @@ func (s *Server) check(token string, now time.Time) (Ticket, error) {
 // refused before its body is read or any WebRTC resource is taken. It
 // does not spend the ticket: admitOffer does, once the offer has parsed.
 func (s *Server) authorize(r *http.Request) (any, error) {
+	wire, err := negotiateWire(r.Header.Get(WireHeader))
+	if err != nil {
+		s.refusedWith(refuseReason(err), err)
+		return nil, signalingRefusal(err)
+	}
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok && s.cfg.TicketInQuery {
 		token = r.URL.Query().Get("ticket")
@@ -409,14 +414,21 @@ func (s *Server) authorize(r *http.Request) (any, error) {
 		s.refusedWith(refuseReason(err), err)
 		return nil, signalingRefusal(err)
 	}
-	return t, nil
+	return admission{t, wire}, nil
+}
+
+// admission is what authorize lets through: the ticket, and the wire
+// version to write to the client.
+type admission struct {
+	ticket Ticket
+	wire   int
 }
 
 // admitOffer is the hook called once an offer has parsed: it spends the
 // ticket authorize checked. Of concurrent offers with one ticket, one
 // spends it and the others are refused as replays.
 func (s *Server) admitOffer(meta any) error {
-	t, _ := meta.(Ticket)
+	t := meta.(admission).ticket
 	if err := s.used.use(t, time.Now()); err != nil {
 		s.refusedWith(refuseReason(err), err)
 		return signalingRefusal(err)
@@ -428,7 +440,7 @@ func (s *Server) admitOffer(meta any) error {
 // most two handshakes in progress (transport.ServerConfig.OfferKey): its
 // nonce, which every copy of the ticket shares.
 func offerKey(meta any) string {
-	t, _ := meta.(Ticket)
+	t := meta.(admission).ticket
 	return strconv.FormatUint(t.Nonce, 36)
 }
 
@@ -523,7 +535,12 @@ func (s *Server) Attach(conn transport.Conn, ticket string) error {
 
 // route hands an admitted connection to its room or world.
 func (s *Server) route(conn transport.Conn, t Ticket) error {
-	p := &peer{conn: conn, ticket: t, s: s}
+	return s.routeWire(conn, t, wireVersion)
+}
+
+// routeWire is route for a client that reads wire version wire.
+func (s *Server) routeWire(conn transport.Conn, t Ticket, wire int) error {
+	p := &peer{conn: conn, ticket: t, s: s, wire: wire}
 	s.mu.Lock()
 	r, w := s.rooms[t.Target], s.worlds[t.Target]
 	closing := s.closing
@@ -595,19 +612,19 @@ func (s *Server) Serve(ctx context.Context) error {
 		if err != nil {
 			return nil // the transport server closed: shutting down
 		}
-		t, _ := transportMeta(conn)
-		s.route(conn, t)
+		a, _ := transportMeta(conn)
+		s.routeWire(conn, a.ticket, a.wire)
 	}
 }
 
-// transportMeta returns the ticket the Authorize hook attached.
-func transportMeta(c transport.Conn) (Ticket, bool) {
+// transportMeta returns what the Authorize hook attached.
+func transportMeta(c transport.Conn) (admission, bool) {
 	m, ok := c.(interface{ Meta() any })
 	if !ok {
-		return Ticket{}, false
+		return admission{}, false
 	}
-	t, ok := m.Meta().(Ticket)
-	return t, ok
+	a, ok := m.Meta().(admission)
+	return a, ok
 }
 
 // Shutdown stops accepting connections, tells every connected client why

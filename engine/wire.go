@@ -3,6 +3,8 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/tongbu/tongbu/codec"
 	"github.com/tongbu/tongbu/interest"
@@ -22,10 +24,47 @@ const (
 	typeSeats    = 2
 	typeMove     = 3 // server to client: go to another world (move.go)
 	typeMoveFail = 4 // client to server: the move could not be made
-	wireVersion  = 4 // 3 had no lockstep MaxDelay
+	// wireVersion is the newest wire version (SPEC.md §9.4): the one this
+	// client reads, and the newest the server writes. The server still
+	// writes every version from minWireVersion, to a client that
+	// announces it reads no newer (WireHeader); one that announces none
+	// is taken to read unannouncedWire.
+	wireVersion     = 4 // 3 had no lockstep MaxDelay
+	minWireVersion  = 4
+	unannouncedWire = 4
 	maxByeText   = 200
 	maxWireUvint = 1 << 30
 )
+
+// WireHeader is the signaling request's header in which a client
+// announces the newest wire version it reads, as a decimal number (SPEC.md
+// §9.4). Dial sends it; a client written from SPEC.md sends its own.
+const WireHeader = "Tongbu-Wire"
+
+// negotiateWire returns the wire version to write to a client that
+// announced h (the WireHeader's value, "" for none), or ErrWireVersion
+// naming both sides' versions.
+func negotiateWire(h string) (int, error) {
+	if h == "" {
+		return unannouncedWire, nil
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(h))
+	switch {
+	case err != nil || v < 1:
+		return 0, fmt.Errorf("%w: %s %q is not a version number (the server writes %s)", ErrWireVersion, WireHeader, h, servedWire())
+	case v < minWireVersion:
+		return 0, fmt.Errorf("%w: the client reads wire versions up to %d, the server writes %s: update the client", ErrWireVersion, v, servedWire())
+	}
+	return min(v, wireVersion), nil
+}
+
+// servedWire says which wire versions the server writes.
+func servedWire() string {
+	if minWireVersion == wireVersion {
+		return fmt.Sprintf("version %d", wireVersion)
+	}
+	return fmt.Sprintf("versions %d to %d", minWireVersion, wireVersion)
+}
 
 // Paths the Server's handler serves.
 const (
@@ -55,6 +94,7 @@ func (m Mode) String() string {
 // welcome is the server's first message on a connection: what was joined
 // and the configuration the mode's client half needs.
 type welcome struct {
+	version  int // the wire version it is written in; 0: wireVersion
 	mode     Mode
 	target   string
 	role     Role
@@ -72,7 +112,13 @@ func appendWelcome(dst []byte, m *welcome) []byte {
 	w := codec.NewWriter(dst)
 	w.WriteBits(kindEngine, kindBits)
 	w.WriteBits(typeWelcome, typeBits)
-	w.WriteBits(wireVersion, 4)
+	v := m.version
+	if v == 0 {
+		v = wireVersion
+	}
+	// Every version the server writes (minWireVersion..wireVersion) is
+	// written here; today there is one.
+	w.WriteBits(uint64(v), 4)
 	w.WriteBits(uint64(m.mode), 1)
 	w.WriteBits(uint64(m.role), 1)
 	w.WriteString(m.target, MaxNameLen)
@@ -91,10 +137,13 @@ func readWelcome(msg []byte) (*welcome, error) {
 	if r.ReadBits(kindBits) != kindEngine || r.ReadBits(typeBits) != typeWelcome {
 		return nil, fmt.Errorf("%w: not a welcome", ErrMalformed)
 	}
-	if v := r.ReadBits(4); r.Err() == nil && v != wireVersion {
-		return nil, fmt.Errorf("%w: welcome version %d, want %d", ErrMalformed, v, wireVersion)
+	v := int(r.ReadBits(4))
+	if r.Err() == nil && v != wireVersion {
+		// The server writes what the client announced (Dial: this
+		// client's wireVersion): a server that does not is refused by name.
+		return nil, fmt.Errorf("%w: the server wrote wire version %d, this client reads version %d", ErrWireVersion, v, wireVersion)
 	}
-	m := &welcome{mode: Mode(r.ReadBits(1)), role: Role(r.ReadBits(1))}
+	m := &welcome{version: v, mode: Mode(r.ReadBits(1)), role: Role(r.ReadBits(1))}
 	m.target = r.ReadString(MaxNameLen)
 	var err error
 	if m.mode == Lockstep {

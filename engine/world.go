@@ -180,7 +180,7 @@ func (w *World) join(p *peer) {
 	}
 	if err == nil {
 		err = p.conn.SendReliable(appendWelcome(nil, &welcome{
-			mode: Interest, target: w.name, role: RolePlayer, self: id, interest: w.world.Config(),
+			version: p.wire, mode: Interest, target: w.name, role: RolePlayer, self: id, interest: w.world.Config(),
 		}))
 		if err != nil {
 			w.world.Leave(id)

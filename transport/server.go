@@ -295,7 +295,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch r.Method {
 	case http.MethodOptions: // CORS preflight
 		w.Header().Set("Access-Control-Allow-Methods", "POST")
-		w.Header().Set("Access-Control-Allow-Headers", "Content-Type, Authorization")
+		// Tongbu-Wire: the engine's wire version announcement (SPEC.md §9.4).
+		w.Header().Set("Access-Control-Allow-Headers", "Content-Type, Authorization, Tongbu-Wire")
 		w.WriteHeader(http.StatusNoContent)
 		return
 	case http.MethodPost:

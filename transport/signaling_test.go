@@ -386,3 +386,28 @@ func TestSignalingRefusalEndsConnection(t *testing.T) {
 		}
 	}
 }
+
+// TestPreflight: a page of another allowed origin may send the headers a
+// client sends (its ticket, the engine's wire version): the CORS
+// preflight allows them.
+func TestPreflight(t *testing.T) {
+	s := newTestServer(t, ServerConfig{AllowedOrigins: []string{"https://game.example"}})
+	req, _ := http.NewRequest(http.MethodOptions, s.http.URL, nil)
+	req.Header.Set("Origin", "https://game.example")
+	req.Header.Set("Access-Control-Request-Method", "POST")
+	req.Header.Set("Access-Control-Request-Headers", "authorization,content-type,tongbu-wire")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	allowed := strings.ToLower(resp.Header.Get("Access-Control-Allow-Headers"))
+	for _, h := range []string{"authorization", "content-type", "tongbu-wire"} {
+		if !strings.Contains(allowed, h) {
+			t.Errorf("the preflight allows %q, not %s", allowed, h)
+		}
+	}
+	if resp.StatusCode != http.StatusNoContent || resp.Header.Get("Access-Control-Allow-Origin") != "https://game.example" {
+		t.Errorf("preflight: %d, origin %q", resp.StatusCode, resp.Header.Get("Access-Control-Allow-Origin"))
+	}
+}

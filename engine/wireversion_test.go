@@ -1,0 +1,139 @@
+//go:build !js
+
+package engine
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tongbu/tongbu/lockstep"
+	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
+)
+
+// rewriteWire is an http.RoundTripper that announces version instead of
+// what the client announced: a client of another wire version.
+type rewriteWire struct{ version string }
+
+func (rw rewriteWire) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set(WireHeader, rw.version)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestWireVersion: the server writes the version a client announces, or
+// refuses it at signaling with 426 and the reason wire_version, naming
+// both sides' versions, before it reads the ticket or the offer; Dial
+// turns that into ErrWireVersion. A client of the previous version is
+// refused cleanly, never served something it cannot decode.
+func TestWireVersion(t *testing.T) {
+	s, err := NewServer(Config{Secret: testSecret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web := httptest.NewServer(s.Handler())
+	defer web.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go s.Serve(ctx)
+	if _, err := s.CreateRoom("duo", lockstep.Config{Players: 2, Hz: 30}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		announce string
+		served   bool
+		says     string
+	}{
+		{"", true, ""}, // before announcing was the rule: version 4
+		{"4", true, ""},
+		{"9", true, ""}, // a newer client reads version 4 too
+		{"3", false, "the client reads wire versions up to 3, the server writes version 4"},
+		{"0", false, "not a version number"},
+		{"four", false, "not a version number"},
+	} {
+		tk, _ := s.Ticket("ann", "duo", RolePlayer, time.Minute)
+		req, _ := http.NewRequest(http.MethodPost, web.URL+ConnectPath, strings.NewReader("not an offer"))
+		req.Header.Set("Content-Type", "application/sdp")
+		req.Header.Set("Authorization", "Bearer "+tk)
+		if tt.announce != "" {
+			req.Header.Set(WireHeader, tt.announce)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		reason := resp.Header.Get(transport.RefusalHeader)
+		if tt.served {
+			// Past the version and the ticket: the offer itself is refused.
+			if resp.StatusCode != http.StatusBadRequest || reason != "bad_offer" {
+				t.Errorf("announcing %q: %d %s %q, want the offer refused", tt.announce, resp.StatusCode, reason, body)
+			}
+			continue
+		}
+		if resp.StatusCode != http.StatusUpgradeRequired || reason != "wire_version" || !strings.Contains(string(body), tt.says) {
+			t.Errorf("announcing %q: %d %s %q, want 426 wire_version saying %q", tt.announce, resp.StatusCode, reason, body, tt.says)
+		}
+	}
+	// Dial of a client that reads version 3: ErrWireVersion, naming both.
+	tk, _ := s.Ticket("bob", "duo", RolePlayer, time.Minute)
+	_, err = Dial(ctx, web.URL, tk, &ClientConfig{HTTPClient: &http.Client{Transport: rewriteWire{"3"}}})
+	if !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "up to 3") || !strings.Contains(err.Error(), "version 4") {
+		t.Fatalf("a client of version 3: %v, want ErrWireVersion naming versions 3 and 4", err)
+	}
+	// This client is served, and its welcome is the version it reads.
+	c, err := Dial(ctx, web.URL, tk, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if c.welcome.version != wireVersion {
+		t.Errorf("welcome version %d, want %d", c.welcome.version, wireVersion)
+	}
+}
+
+// TestUnknownEngineTypes: engine messages of types this client does not
+// know, which a newer server may send, are counted and ignored, before
+// the welcome and after it; the connection goes on.
+func TestUnknownEngineTypes(t *testing.T) {
+	net := memnet.New(1)
+	c, s := net.Pipe(memnet.LinkConfig{}, memnet.LinkConfig{})
+	defer c.Close()
+	defer s.Close()
+	unknown := func(typ int, extra ...byte) []byte { return append([]byte{byte(kindEngine | typ<<kindBits)}, extra...) }
+	s.SendReliable(unknown(7, 1, 2, 3))
+	s.SendReliable(appendWelcome(nil, &welcome{mode: Lockstep, target: "r", slot: 1, lockstep: lockstep.Config{Players: 2}.WithDefaults()}))
+	s.SendReliable(unknown(5))
+	s.SendReliable(unknown(6, 0xff))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cl, err := NewClient(ctx, c)
+	if err != nil {
+		t.Fatalf("an unknown engine message before the welcome: %v", err)
+	}
+	for end := time.Now().Add(2 * time.Second); cl.Stats().Unknown < 3 && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if err := cl.Update(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := cl.Stats(); st.Unknown != 3 || st.Malformed != 0 {
+		t.Fatalf("unknown %d, malformed %d; want 3 and 0", st.Unknown, st.Malformed)
+	}
+	s.SendReliable(appendBye(nil, byeClosed, "done"))
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		if err := cl.Update(time.Now()); err != nil {
+			if !errors.Is(err, ErrClosed) {
+				t.Fatalf("closed with %v, want the bye's ErrClosed", err)
+			}
+			return
+		}
+	}
+	t.Fatal("the bye after the unknown messages was not taken")
+}
