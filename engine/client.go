@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"strconv"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 

@@ -32,8 +32,8 @@ const (
 	wireVersion     = 4 // 3 had no lockstep MaxDelay
 	minWireVersion  = 4
 	unannouncedWire = 4
-	maxByeText   = 200
-	maxWireUvint = 1 << 30
+	maxByeText      = 200
+	maxWireUvint    = 1 << 30
 )
 
 // WireHeader is the signaling request's header in which a client
