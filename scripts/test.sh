@@ -5,11 +5,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 command -v go >/dev/null 2>&1 || export PATH="$PATH:/usr/local/go/bin"
 
-# Chromium for the browser tests; iproute2 and nftables for the tests
-# that put a browser on a network of its own (a namespace whose firewall
-# drops UDP, say).
+# Chromium and Firefox ESR for the browser tests; iproute2 and nftables
+# for the tests that put a browser on a network of its own (a namespace
+# whose firewall drops UDP, say; Firefox gathers no loopback candidate).
 need=()
 if [ ! -x /usr/bin/chromium ] && ! command -v chromium >/dev/null 2>&1; then need+=(chromium); fi
+[ -x /usr/bin/firefox-esr ] || need+=(firefox-esr)
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need+=(iproute2)
 command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need+=(nftables)
 if [ ${#need[@]} -gt 0 ]; then

@@ -25,7 +25,13 @@ import (
 // reaches a game server: over TCP only.
 func blockedServer(t *testing.T, stack transport.Stack, pages func(mux *http.ServeMux)) (*transport.Server, *netns.NS, string) {
 	t.Helper()
-	ns := netns.ForTest(t, netns.Options{BlockUDP: true})
+	return nsServer(t, stack, netns.Options{BlockUDP: true}, pages)
+}
+
+// nsServer is blockedServer with a namespace made with opt.
+func nsServer(t *testing.T, stack transport.Stack, opt netns.Options, pages func(mux *http.ServeMux)) (*transport.Server, *netns.NS, string) {
+	t.Helper()
+	ns := netns.ForTest(t, opt)
 	host := ns.Host.String()
 	s, err := transport.NewServer(transport.ServerConfig{UDPAddr: host + ":0", TCPAddr: host + ":0",
 		AllowedOrigins: []string{"*"}, Stack: stack})
