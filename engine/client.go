@@ -56,6 +56,56 @@ type ClientConfig struct {
 	// A client made by NewClient cannot follow: it tells the server, and
 	// its player stays.
 	OnMove func(Move)
+	// OnConnection is called from Update when the connection is lost and
+	// the client resumes it by itself (Reconnecting), when it has
+	// (Resumed: from then on Lockstep, Interest and the rest are the new
+	// connection's, which catches up as a player who joins again does),
+	// and when it gives up (Lost: Update returns the error). A Dial
+	// client resumes when its path goes silent or breaks (a network
+	// change, a tunnel), with the credential the server gave it, for up
+	// to ResumeTimeout; a bye from the server, or Close, ends it for good.
+	OnConnection func(ConnectionEvent)
+	// ResumeTimeout bounds how long a lost connection is resumed for
+	// (default 30 s: the server's Config.ResumeWindow); negative: never.
+	ResumeTimeout time.Duration
+}
+
+// ConnectionEvent tells the game of its connection's life
+// (ClientConfig.OnConnection).
+type ConnectionEvent struct {
+	State ConnectionState
+	// Err is why the connection was lost (Reconnecting), or why resuming
+	// it failed (Lost).
+	Err error
+	// Away is how long the player has been without a connection.
+	Away time.Duration
+	// Attempts counts the dials made to resume (Resumed, Lost).
+	Attempts int
+}
+
+// ConnectionState is what happened to a connection.
+type ConnectionState int
+
+const (
+	// Reconnecting: the connection was lost; the client is dialing again.
+	Reconnecting ConnectionState = iota + 1
+	// Resumed: the player is back in its room or world.
+	Resumed
+	// Lost: the client could not resume; it is closed.
+	Lost
+)
+
+// String returns "reconnecting", "resumed" or "lost".
+func (s ConnectionState) String() string {
+	switch s {
+	case Reconnecting:
+		return "reconnecting"
+	case Resumed:
+		return "resumed"
+	case Lost:
+		return "lost"
+	}
+	return fmt.Sprintf("ConnectionState(%d)", int(s))
 }
 
 // Move says where a client went (ClientConfig.OnMove).
@@ -95,6 +145,12 @@ type Client struct {
 	lost   error         // the old connection closed during the move
 
 	standbyMove bool // the move under way is a standby
+
+	// Resuming a lost connection (resume.go).
+	credentials []string     // from the server, newest last
+	resuming    chan resumed // the resume under way; nil if none
+	resumeStop  func()       // cancels it
+	lostAt      time.Time    // when the connection was lost
 }
 
 // moveDial is the outcome of the dial a move makes.
@@ -345,6 +401,17 @@ func (c *Client) Receive(now time.Time) error {
 		default:
 		}
 	}
+	if c.resuming != nil {
+		select {
+		case d := <-c.resuming:
+			c.resumed(d)
+			if c.closed != nil {
+				return c.closed
+			}
+		default:
+			return nil // the game goes on drawing what it has
+		}
+	}
 	for _, m := range c.early {
 		c.deliver(now, m)
 	}
@@ -373,6 +440,12 @@ func (c *Client) Receive(now time.Time) error {
 				} else {
 					c.follow(mv)
 				}
+			case typeResume:
+				if creds, err := readResume(m.Data); err != nil {
+					c.malformed++
+				} else {
+					c.keepCredentials(creds)
+				}
 			case typeWelcome:
 				c.malformed++ // one welcome a connection
 			default:
@@ -386,6 +459,9 @@ func (c *Client) Receive(now time.Time) error {
 		select {
 		case <-c.conn.Done():
 			closed = &ClosedError{Reason: "connection lost"}
+			if c.moving == nil && c.resume(now, closed) {
+				return nil
+			}
 		default:
 		}
 	}
@@ -546,6 +622,9 @@ func (c *Client) Done() <-chan struct{} { return c.conn.Done() }
 func (c *Client) Close() error {
 	if c.moving != nil {
 		c.dropMove()
+	}
+	if c.resuming != nil {
+		c.dropResume()
 	}
 	return c.conn.Close()
 }

@@ -26,6 +26,8 @@ func FuzzClientStream(f *testing.F) {
 	f.Add(false, append([]byte{1, byte(len(bye))}, bye...))
 	seats := appendSeats(nil, []Seat{SeatPlaying, SeatLate, SeatGone})
 	f.Add(false, append([]byte{1, byte(len(seats))}, seats...))
+	resume := appendResume(nil, []string{"credential-1", "credential-2"})
+	f.Add(false, append([]byte{1, byte(len(resume))}, resume...))
 	f.Add(true, append([]byte{0, 9}, appendWelcome(nil, &welcome{mode: Interest, target: "w", self: 1, interest: interest.Config{}.WithDefaults()})[:9]...))
 	f.Fuzz(func(t *testing.T, interestMode bool, data []byte) {
 		net := memnet.New(1)

@@ -26,6 +26,7 @@ type metrics struct {
 	joins uint64
 	// Transfers out of this server's worlds that ended: moved, or stayed.
 	movedOut, stayed uint64
+	resumes          uint64
 	refusals         map[string]uint64
 	drops            map[[2]string]uint64 // {mode, reason}
 	frames           uint64
@@ -90,6 +91,14 @@ func (m *metrics) refused(reason string) {
 func (m *metrics) joined() {
 	m.mu.Lock()
 	m.joins++
+	m.mu.Unlock()
+}
+
+// resumed counts a player back to its held world entity from a lost
+// connection.
+func (m *metrics) resumed() {
+	m.mu.Lock()
+	m.resumes++
 	m.mu.Unlock()
 }
 
@@ -233,6 +242,8 @@ func (s *Server) writeMetrics(out io.Writer) {
 	fmt.Fprintf(&b, "tongbu_joins_total %d\n", m.joins)
 	metric("tongbu_transfers_total", "counter", "Transfers of players out of this server's worlds (World.Transfer), by outcome: moved, or stayed where they were.")
 	fmt.Fprintf(&b, "tongbu_transfers_total{outcome=\"moved\"} %d\ntongbu_transfers_total{outcome=\"stayed\"} %d\n", m.movedOut, m.stayed)
+	metric("tongbu_world_resumes_total", "counter", "Players back to their world entity on a new connection: a lost connection resumed (Config.ResumeWindow), or the same player connecting again.")
+	fmt.Fprintf(&b, "tongbu_world_resumes_total %d\n", m.resumes)
 	metric("tongbu_refused_total", "counter", "Connections refused, by reason.")
 	for _, k := range sortedKeys(m.refusals) {
 		fmt.Fprintf(&b, "tongbu_refused_total{reason=%s} %d\n", label(k), m.refusals[k])

@@ -21,6 +21,9 @@ type peer struct {
 	onEngine func(msg []byte)
 	once     sync.Once
 	joined   time.Time // when it joined its room or world; zero while joining
+	resumeMu sync.Mutex
+	resume   *time.Timer // refreshes its resume credential (resume.go)
+	released bool        // no more refreshes
 
 	// A token bucket on received messages: a flooding client loses its own
 	// excess, nobody else's time.

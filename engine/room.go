@@ -215,6 +215,7 @@ func (r *Room) attach(p *peer) error {
 	if old != nil {
 		old.bye(byeReplaced, "")
 	}
+	r.s.offerResume(p)
 	at := time.Now()
 	r.Do(func(room *lockstep.Room) {
 		r.arrive(arrived, at)
@@ -263,6 +264,7 @@ func (r *Room) addSpectator(p *peer, delay time.Duration) {
 	r.mu.Lock()
 	r.spect[id] = p
 	r.mu.Unlock()
+	r.s.offerResume(p)
 	p.receive(func(msg []byte, now time.Time) { r.host.Deliver(roomPacket{Slot: id, Msg: msg, At: now}) }, func() {
 		r.mu.Lock()
 		delete(r.spect, id)

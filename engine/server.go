@@ -98,6 +98,15 @@ type Config struct {
 	// room keeps its match's frames in memory, so a room nobody plays in
 	// should not stay. Room.OnClose tells the game server.
 	RoomIdleTimeout time.Duration
+	// ResumeWindow is how long a player whose connection was lost (its
+	// path went silent or broke: a network change, a tunnel) may come
+	// back to its place without a new ticket: Dial's clients resume by
+	// themselves with the credential the server gives them, and a world
+	// keeps the player's entity, unobserved, for this long (a lockstep
+	// room keeps the slot for the match anyway). A client that closed its
+	// connection itself is not waited for. Default 30 s; negative: no
+	// resuming.
+	ResumeWindow time.Duration
 	// TicketInQuery also takes the ticket from a "ticket" query parameter,
 	// for clients that cannot set the Authorization header. Off by
 	// default: proxies and access logs keep URLs, and the tickets in them.
@@ -143,6 +152,9 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	if cfg.MaxTicketTTL <= 0 {
 		cfg.MaxTicketTTL = time.Hour
+	}
+	if cfg.ResumeWindow == 0 {
+		cfg.ResumeWindow = 30 * time.Second
 	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
@@ -287,7 +299,8 @@ func (s *Server) CreateWorld(name string, cfg WorldConfig) (*World, error) {
 		return nil, errstack.Wrapf(ErrConfig, "world %q: MaxPlayers %d", name, cfg.MaxPlayers)
 	}
 	w := &World{s: s, name: name, cfg: cfg, peers: map[interest.ID]*worldPeer{}, players: map[string]*worldPeer{},
-		moving: map[string]*transfer{}, res: map[uint64]*reservation{}, present: map[string]*worldPeer{}, parked: map[uint64]*peer{}}
+		moving: map[string]*transfer{}, res: map[uint64]*reservation{}, present: map[string]*worldPeer{}, parked: map[uint64]*peer{},
+		away: map[string]away{}}
 	start := cfg.Start
 	if start.IsZero() {
 		start = time.Now()
@@ -576,6 +589,7 @@ func (s *Server) routeWire(conn transport.Conn, t Ticket, wire int) error {
 
 // release forgets a peer whose connection is over.
 func (s *Server) release(p *peer) {
+	p.stopResume()
 	s.mu.Lock()
 	_, ok := s.peers[p]
 	delete(s.peers, p)

@@ -24,6 +24,7 @@ const (
 	typeSeats    = 2
 	typeMove     = 3 // server to client: go to another world (move.go)
 	typeMoveFail = 4 // client to server: the move could not be made
+	typeResume   = 5 // server to client: a credential to resume with (resume.go)
 	// wireVersion is the newest wire version (SPEC.md §9.4): the one this
 	// client reads, and the newest the server writes. The server still
 	// writes every version from minWireVersion, to a client that

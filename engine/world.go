@@ -81,6 +81,7 @@ type World struct {
 	players map[string]*worldPeer
 	batch   []interest.Uplink // the inbox's packets from current peers
 	parked  map[uint64]*peer  // standby connections waiting for Admit, by booking
+	away    map[string]away   // players whose connection was lost, by player id
 	frames  int
 }
 
@@ -156,9 +157,24 @@ func (w *World) join(p *peer) {
 		w.refuse(p, fmt.Errorf("%w: player %q is on its way out of world %q", ErrTransfer, player, w.name))
 		return
 	}
-	if old := w.players[player]; old != nil { // the same player again: the newer one wins
-		w.leave(old)
+	if old := w.players[player]; old != nil {
+		// The same player again: the newer connection wins, and takes
+		// the entity over (the old one may be a path that died, which the
+		// server has not noticed yet).
+		delete(w.peers, old.id)
+		delete(w.players, player)
+		w.world.Leave(old.id)
 		old.bye(byeReplaced, "")
+		w.away[player] = away{id: old.id, until: time.Now()}
+	}
+	if a, ok := w.away[player]; ok { // back from a lost connection: to its entity
+		delete(w.away, player)
+		if w.rejoin(p, a.id) {
+			return
+		}
+		w.resMu.Lock()
+		delete(w.present, player) // its entity is gone: a fresh place below
+		w.resMu.Unlock()
 	}
 	// The booking is taken when the welcome is on its way, under resMu:
 	// from then on Settle says the player arrived.
@@ -199,6 +215,13 @@ func (w *World) join(p *peer) {
 		w.refuse(p, err)
 		return
 	}
+	w.attachPeer(p, id, r)
+}
+
+// attachPeer makes p, welcomed, the connection of entity id (r: the
+// booking it came with, if any).
+func (w *World) attachPeer(p *peer, id interest.ID, r *reservation) {
+	player := p.ticket.Player
 	wp := &worldPeer{peer: p, id: id}
 	w.peers[id] = wp
 	w.players[player] = wp
@@ -220,10 +243,71 @@ func (w *World) join(p *peer) {
 		}
 		w.host.Do(func() { w.moveFailed(wp, text) })
 	}
+	w.s.offerResume(p)
 	p.receive(func(msg []byte, _ time.Time) { w.host.Deliver(worldPacket{wp, msg}) }, func() {
 		w.Do(func(*interest.World) { w.disconnected(wp) })
 		w.s.release(p)
 	})
+}
+
+// away is a player whose connection was lost, whose entity the world
+// keeps until until for it to come back (Config.ResumeWindow).
+type away struct {
+	id    interest.ID
+	until time.Time
+}
+
+// rejoin attaches p, a player back from a lost connection, to its
+// entity id, and reports false when the entity is gone (the game
+// despawned it): the player is then placed afresh.
+func (w *World) rejoin(p *peer, id interest.ID) bool {
+	if _, ok := w.world.Logic(id); !ok {
+		return false
+	}
+	if err := w.world.Join(id); err != nil {
+		return false
+	}
+	err := p.conn.SendReliable(appendWelcome(nil, &welcome{
+		version: p.wire, mode: Interest, target: w.name, role: RolePlayer, self: id, interest: w.world.Config(),
+	}))
+	if err != nil {
+		w.world.Leave(id)
+		w.away[p.ticket.Player] = away{id: id, until: time.Now().Add(w.s.cfg.ResumeWindow)}
+		w.s.release(p)
+		return true
+	}
+	w.s.metrics.resumed()
+	w.attachPeer(p, id, nil)
+	return true
+}
+
+// hold keeps the entity of wp, whose connection was lost, for the
+// player to come back within the resume window; it reports false when
+// the player is to leave now.
+func (w *World) hold(wp *worldPeer) bool {
+	if w.s.cfg.ResumeWindow <= 0 || w.peers[wp.id] != wp || !pathLost(wp.conn) {
+		return false
+	}
+	delete(w.peers, wp.id)
+	delete(w.players, wp.ticket.Player)
+	w.world.Leave(wp.id) // no observer: nothing is sent for it
+	w.away[wp.ticket.Player] = away{id: wp.id, until: time.Now().Add(w.s.cfg.ResumeWindow)}
+	return true
+}
+
+// dropAway lets go of the players that did not come back in time, on the
+// worker, once a second.
+func (w *World) dropAway(now time.Time) {
+	for player, a := range w.away {
+		if now.Before(a.until) {
+			continue
+		}
+		delete(w.away, player)
+		w.resMu.Lock()
+		delete(w.present, player)
+		w.resMu.Unlock()
+		w.unplace(player, a.id)
+	}
 }
 
 // refuse turns a joining connection away.
@@ -256,7 +340,7 @@ func defaultJoin(w *interest.World, player string) (interest.ID, error) {
 // player on its way out stays until its transfer is settled: it may have
 // arrived at its destination.
 func (w *World) disconnected(wp *worldPeer) {
-	if !w.leaving(wp) {
+	if !w.leaving(wp) && !w.hold(wp) {
 		w.leave(wp)
 	}
 }
@@ -336,6 +420,7 @@ func (l worldLoop) Tick(now time.Time) time.Time {
 			w.sweepParked()
 		}
 		w.dropOrphans()
+		w.dropAway(now)
 	}
 	w.s.metrics.worldTick(time.Since(start))
 	st := w.world.Stats()

@@ -25,6 +25,11 @@ var (
 	// the idle timeout.
 	ErrIdle = conn.ErrIdle
 
+	// ErrPathLost is the reason a connection closed when its path ended
+	// under it: its ICE-TCP connection closed or failed (a network
+	// change), as opposed to the other side closing it.
+	ErrPathLost = conn.ErrPathLost
+
 	// ErrHandshakeTimeout is the reason a connection closed when its
 	// channels did not open within the handshake timeout.
 	ErrHandshakeTimeout = conn.ErrHandshakeTimeout

@@ -16,6 +16,9 @@ var (
 	ErrEmpty = errors.New("transport: empty message")
 	// ErrIdle: nothing arrived within the idle timeout.
 	ErrIdle = errors.New("transport: idle timeout")
+	// ErrPathLost: the connection's path ended under it (its TCP
+	// connection closed or failed), not by the other side's close.
+	ErrPathLost = errors.New("transport: the path to the peer was lost")
 	// ErrHandshakeTimeout: the channels did not open within the handshake
 	// timeout.
 	ErrHandshakeTimeout = errors.New("transport: handshake timeout")

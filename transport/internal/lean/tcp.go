@@ -51,8 +51,6 @@ const (
 	maxEarlyFrames = 4
 )
 
-// errTCPClosed says a peer's TCP path ended.
-var errTCPClosed = errors.New("transport: the peer's TCP connection closed")
 
 // tcpPath is one framed TCP connection: a path of one peer.
 type tcpPath struct {
@@ -378,10 +376,10 @@ func (p *Peer) pathEnded(t *tcpPath, err error) {
 	p.unlock()
 	if current {
 		if err == nil || errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed) {
-			err = errTCPClosed
+			err = fmt.Errorf("%w: its TCP connection closed", conn.ErrPathLost)
 		} else {
-			err = fmt.Errorf("%w: %w", errTCPClosed, err)
+			err = fmt.Errorf("%w: its TCP connection failed: %w", conn.ErrPathLost, err)
 		}
-		p.closeWith(fmt.Errorf("%w: %w", conn.ErrClosed, err))
+		p.closeWith(err)
 	}
 }

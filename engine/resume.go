@@ -1,0 +1,189 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/tongbu/tongbu/codec"
+)
+
+// Resuming (SPEC.md §9.5). Once a connection has joined, the server gives
+// its client resume credentials: tickets for the same player, target and
+// role that the server signs itself, each good for resumeTTL and for one
+// connection, two at a time (a dial whose offer went through but whose
+// handshake then failed has spent one), given anew every resumeRefresh
+// while the connection lives.
+// A Dial client whose connection is lost (its path went silent or broke)
+// dials again with it, by itself, and gets its place back: the same slot
+// of a lockstep room, which keeps it for the match; the same entity of a
+// world, which keeps it, unobserved, for Config.ResumeWindow.
+const (
+	resumeTTL      = 2 * time.Minute
+	resumeRefresh  = 30 * time.Second
+	maxResumeText  = 512
+	maxCredentials = 4 // in a message
+	resumeCreds    = 2 // the server's
+	// resumeDial bounds one dial of a resume; resumeBackoff is the first
+	// wait between two, doubled up to resumeMaxBackoff.
+	resumeDial       = 10 * time.Second
+	resumeBackoff    = 250 * time.Millisecond
+	resumeMaxBackoff = 4 * time.Second
+)
+
+func appendResume(dst []byte, credentials []string) []byte {
+	w := codec.NewWriter(dst)
+	w.WriteBits(kindEngine, kindBits)
+	w.WriteBits(typeResume, typeBits)
+	w.WriteUint(uint64(len(credentials)-1), maxCredentials-1)
+	for _, c := range credentials {
+		w.WriteString(c, maxResumeText)
+	}
+	return w.Bytes()
+}
+
+func readResume(msg []byte) ([]string, error) {
+	r := codec.NewReader(msg)
+	if r.ReadBits(kindBits) != kindEngine || r.ReadBits(typeBits) != typeResume {
+		return nil, fmt.Errorf("%w: not a resume credential", ErrMalformed)
+	}
+	n := int(r.ReadUint(maxCredentials-1)) + 1
+	var out []string
+	for range n {
+		s := r.ReadString(maxResumeText)
+		if s == "" && r.Err() == nil {
+			r.Fail(errors.New("empty credential"))
+		}
+		out = append(out, s)
+	}
+	if err := r.Err(); err != nil {
+		return nil, fmt.Errorf("%w: resume credentials: %v", ErrMalformed, err)
+	}
+	return out, nil
+}
+
+// resumed is the outcome of a resume: the new connection's client, or
+// why there is none.
+type resumed struct {
+	c        *Client
+	err      error
+	attempts int
+}
+
+// keepCredentials keeps the newest credentials the server gave.
+func (c *Client) keepCredentials(creds []string) {
+	c.credentials = append(c.credentials, creds...)
+	if n := len(c.credentials); n > 2*resumeCreds {
+		c.credentials = c.credentials[n-2*resumeCreds:]
+	}
+}
+
+// resume starts dialing again after the connection was lost (lost says
+// how), and reports false when this client does not resume: it has no
+// credential or no URL (NewClient's), or the game turned resuming off.
+func (c *Client) resume(now time.Time, lost error) bool {
+	if c.url == "" || c.cfg == nil || len(c.credentials) == 0 || c.cfg.ResumeTimeout < 0 {
+		return false
+	}
+	timeout := c.cfg.ResumeTimeout
+	if timeout == 0 {
+		timeout = 30 * time.Second
+	}
+	url, cfg := c.url, c.cfg
+	creds := slices.Clone(c.credentials)
+	slices.Reverse(creds) // newest first
+	ch := make(chan resumed, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	c.resuming, c.resumeStop, c.lostAt = ch, cancel, now
+	c.conn.Close()
+	if cfg.Logger != nil {
+		cfg.Logger.Info("engine: connection lost; resuming", "target", c.welcome.target, "err", lost)
+	}
+	if cfg.OnConnection != nil {
+		cfg.OnConnection(ConnectionEvent{State: Reconnecting, Err: lost})
+	}
+	go func() {
+		defer cancel()
+		ch <- dialResume(ctx, url, creds, cfg)
+	}()
+	return true
+}
+
+// dialResume dials url with each credential in turn until one gets a
+// welcome, waiting longer between tries, until ctx is done. A credential
+// the server refuses for good (spent, expired) is dropped; one refused
+// because the server could not be reached is tried again.
+func dialResume(ctx context.Context, url string, creds []string, cfg *ClientConfig) resumed {
+	var r resumed
+	wait := resumeBackoff
+	for {
+		r.attempts++
+		hctx, hcancel := context.WithTimeout(ctx, resumeDial)
+		conn, err := dialConn(hctx, url, creds[0], cfg)
+		hcancel()
+		if err == nil {
+			var nc *Client
+			if nc, err = NewClient(ctx, conn); err == nil {
+				nc.url, nc.cfg = url, cfg
+				r.c = nc
+				return r
+			}
+			conn.Close()
+		}
+		r.err = err
+		switch {
+		case errors.Is(err, ErrTicketReplayed), errors.Is(err, ErrTicketExpired), errors.Is(err, ErrTicketInvalid):
+			if creds = creds[1:]; len(creds) == 0 {
+				r.err = fmt.Errorf("%w (no resume credential left)", err)
+				return r
+			}
+			continue // the next credential, at once
+		case errors.Is(err, ErrNotFound), errors.Is(err, ErrClosed), errors.Is(err, ErrRole), errors.Is(err, ErrWireVersion):
+			return r // the room or world is gone, or will never take this client
+		}
+		select {
+		case <-ctx.Done():
+			r.err = fmt.Errorf("gave up after %d tries: %w", r.attempts, err)
+			return r
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, resumeMaxBackoff)
+	}
+}
+
+// resumed takes the outcome of a resume: the client becomes the new
+// connection's, or closes for good.
+func (c *Client) resumed(d resumed) {
+	c.resuming, c.resumeStop = nil, nil
+	cfg, away := c.cfg, time.Since(c.lostAt)
+	if d.err != nil {
+		c.closed = &ClosedError{Reason: "connection lost", Detail: "resuming failed: " + d.err.Error(), err: d.err}
+		if cfg.Logger != nil {
+			cfg.Logger.Info("engine: resuming failed", "target", c.welcome.target, "after", away, "err", d.err)
+		}
+		if cfg.OnConnection != nil {
+			cfg.OnConnection(ConnectionEvent{State: Lost, Err: c.closed, Away: away, Attempts: d.attempts})
+		}
+		return
+	}
+	*c = *d.c
+	c.url, c.cfg = d.c.url, cfg
+	if cfg.OnConnection != nil {
+		cfg.OnConnection(ConnectionEvent{State: Resumed, Away: away, Attempts: d.attempts})
+	}
+}
+
+// dropResume cancels the resume under way (Close); a connection it made
+// all the same is closed.
+func (c *Client) dropResume() {
+	ch := c.resuming
+	c.resumeStop()
+	c.resuming, c.resumeStop = nil, nil
+	go func() {
+		if d := <-ch; d.c != nil {
+			d.c.Close()
+		}
+	}()
+}
