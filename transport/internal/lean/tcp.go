@@ -51,7 +51,6 @@ const (
 	maxEarlyFrames = 4
 )
 
-
 // tcpPath is one framed TCP connection: a path of one peer.
 type tcpPath struct {
 	c  *net.TCPConn
