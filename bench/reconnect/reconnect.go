@@ -44,8 +44,13 @@ func benchReconnect(args []string, out io.Writer) error {
 	fs.Uint64Var(&o.seed, "seed", 1, "input model seed")
 	snapshot := fs.Bool("snapshot", false, "the room runs the game (movers) and catches the player up from a snapshot of it")
 	compare := fs.Bool("compare", true, "with -snapshot: run the full-log mode first and print it beside")
+	resume := fs.Bool("resume", false, "instead: players over real WebRTC whose path goes silent resume by themselves (engine.ClientConfig.OnConnection); -trials of each mode")
+	trials := fs.Int("trials", 20, "with -resume: path losses of each mode")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *resume {
+		return benchResume(out, *trials)
 	}
 	if o.dropAt < 10*time.Second || o.others < 0 || o.latency < 0 || o.baseline < time.Second {
 		return errors.New("want -drop >= 10s, -rooms >= 0, -latency >= 0, -baseline >= 1s")
