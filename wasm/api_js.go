@@ -13,9 +13,11 @@ import (
 
 // session is the page's one connection, driven by a ticker goroutine.
 type session struct {
-	mu     sync.Mutex
-	state  string // "idle", "connecting", "connected", "closed"
-	err    string
+	mu      sync.Mutex
+	state   string // "idle", "connecting", "connected", "reconnecting", "closed"
+	err     string
+	resumes int           // connections lost and resumed
+	away    time.Duration // how long the last resume took
 	client *engine.Client
 	frame  int
 	play   string
@@ -64,7 +66,7 @@ func (s *session) connect(_ js.Value, args []js.Value) any {
 		go func() { // a blocking call must not run on the JS event loop
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c, err := engine.Dial(ctx, url, ticket, nil)
+			c, err := engine.Dial(ctx, url, ticket, &engine.ClientConfig{OnConnection: s.connection})
 			s.mu.Lock()
 			if err != nil {
 				s.state, s.err = "closed", err.Error()
@@ -126,6 +128,21 @@ func (s *session) tick(c *engine.Client, now time.Time) bool {
 	return true
 }
 
+// connection follows the connection's life (engine.ClientConfig.OnConnection);
+// it runs in Update, under s.mu.
+func (s *session) connection(e engine.ConnectionEvent) {
+	switch e.State {
+	case engine.Reconnecting:
+		s.state, s.err = "reconnecting", e.Err.Error()
+	case engine.Resumed:
+		s.state, s.err = "connected", ""
+		s.resumes++
+		s.away = e.Away
+	case engine.Lost:
+		s.state, s.err = "closed", e.Err.Error()
+	}
+}
+
 func (s *session) input(_ js.Value, args []js.Value) any {
 	if len(args) < 1 {
 		return nil
@@ -143,7 +160,8 @@ func (s *session) input(_ js.Value, args []js.Value) any {
 func (s *session) status() any {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	m := map[string]any{"state": s.state, "error": s.err, "frame": s.frame}
+	m := map[string]any{"state": s.state, "error": s.err, "frame": s.frame,
+		"resumes": s.resumes, "awayMs": float64(s.away) / 1e6}
 	if c := s.client; c != nil {
 		m["mode"], m["target"] = c.Mode().String(), c.Target()
 		if c.Lockstep() != nil {

@@ -37,6 +37,7 @@ type NS struct {
 	Host, Addr netip.Addr
 	f          *os.File
 	table      string // the nftables table of the host's end, if any
+	host, dev  string // the veth ends: in the caller's namespace, in this one
 }
 
 var made atomic.Uint32
@@ -72,6 +73,7 @@ func New(opt Options) (*NS, error) {
 		Host: netip.AddrFrom4([4]byte{10, 201, byte(block >> 6), byte(block&63<<2 | 1)}),
 		Addr: netip.AddrFrom4([4]byte{10, 201, byte(block >> 6), byte(block&63<<2 | 2)})}
 	host, inner := fmt.Sprintf("tbh%d", id), fmt.Sprintf("tbn%d", id)
+	n.host, n.dev = host, inner
 	steps := [][]string{
 		{"ip", "netns", "add", n.Name},
 		{"ip", "link", "add", host, "type", "veth", "peer", "name", inner},
@@ -140,6 +142,26 @@ func (n *NS) Do(f func() error) error {
 	return <-errc
 }
 
+// Cut takes the namespace's network down (every packet either way is
+// dropped, as when a player's Wi-Fi goes) or, with down false, back up.
+func (n *NS) Cut(down bool) error {
+	inner := []string{"ip", "netns", "exec", n.Name, "nft"}
+	outer := []string{"nft"}
+	table := func(name, dev string) string {
+		return fmt.Sprintf("add table netdev %[1]s; add chain netdev %[1]s in { type filter hook ingress device %[2]s priority -10; }; add rule netdev %[1]s in drop", name, dev)
+	}
+	steps := [][]string{append(inner, table("tongbucut", n.dev)), append(outer, table(n.Name+"cut", n.host))}
+	if !down {
+		steps = [][]string{append(inner, "delete table netdev tongbucut"), append(outer, "delete table netdev "+n.Name+"cut")}
+	}
+	for _, s := range steps {
+		if out, err := exec.Command(s[0], s[1:]...).CombinedOutput(); err != nil {
+			return fmt.Errorf("netns: %s: %v: %s", strings.Join(s, " "), err, out)
+		}
+	}
+	return nil
+}
+
 // Close deletes the namespace and its veth pair.
 func (n *NS) Close() error {
 	if n.f != nil {
@@ -148,6 +170,7 @@ func (n *NS) Close() error {
 	if n.table != "" {
 		exec.Command("nft", "delete", "table", "netdev", n.table).Run()
 	}
+	exec.Command("nft", "delete", "table", "netdev", n.Name+"cut").Run()
 	out, err := exec.Command("ip", "netns", "del", n.Name).CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("netns: deleting %s: %v: %s", n.Name, err, out)

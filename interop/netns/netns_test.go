@@ -107,3 +107,44 @@ func TestLoss(t *testing.T) {
 		t.Errorf("%d of %d echoes came back (%.2f), want about 0.64", k, sent, share)
 	}
 }
+
+// TestCut: a cut network drops TCP both ways, and comes back.
+func TestCut(t *testing.T) {
+	n := ForTest(t, Options{})
+	var ln net.Listener
+	if err := n.Do(func() (err error) { ln, err = net.Listen("tcp", n.Addr.String()+":0"); return err }); err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	dial := func() error {
+		c, err := net.DialTimeout("tcp", ln.Addr().String(), 500*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	}
+	if err := dial(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.Cut(true); err != nil {
+		t.Fatal(err)
+	}
+	if dial() == nil {
+		t.Error("a connection went through a cut network")
+	}
+	if err := n.Cut(false); err != nil {
+		t.Fatal(err)
+	}
+	if err := dial(); err != nil {
+		t.Errorf("after the cut: %v", err)
+	}
+}
