@@ -18,11 +18,11 @@ type session struct {
 	err     string
 	resumes int           // connections lost and resumed
 	away    time.Duration // how long the last resume took
-	client *engine.Client
-	frame  int
-	play   string
-	depth  float64
-	inputs [][]byte
+	client  *engine.Client
+	frame   int
+	play    string
+	depth   float64
+	inputs  [][]byte
 }
 
 // Expose installs the JavaScript API as the global object name (usually
