@@ -176,3 +176,35 @@ func ExampleWorld_Transfer() {
 	// client moved from town to cave
 	// transfer: <nil>
 }
+
+// ExampleClientConfig_onConnection follows a connection that the client
+// resumes by itself when the player's network changes: the game shows a
+// notice while it is away, takes the mode's client again when it is back
+// (a lockstep client catches up from the match's start: restart the
+// simulation from its frames), and goes to its menu when it is lost.
+func ExampleClientConfig_onConnection() {
+	var ls *lockstep.Client
+	var c *engine.Client
+	cfg := &engine.ClientConfig{OnConnection: func(e engine.ConnectionEvent) {
+		switch e.State {
+		case engine.Reconnecting:
+			fmt.Println("connection lost, reconnecting:", e.Err)
+		case engine.Resumed:
+			ls = c.Lockstep() // the resumed connection's
+			fmt.Printf("back after %v\n", e.Away.Round(time.Millisecond))
+		case engine.Lost:
+			fmt.Println("could not reconnect:", e.Err)
+		}
+	}}
+	c, err := engine.Dial(context.Background(), "https://eu-1.game.example", "ticket from the game server", cfg)
+	if err != nil {
+		return
+	}
+	ls = c.Lockstep()
+	for now := range time.Tick(time.Second / 60) {
+		if err := c.Update(now); err != nil { // Lost: the error says why
+			return
+		}
+		ls.Advance(now)
+	}
+}
