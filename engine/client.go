@@ -459,7 +459,7 @@ func (c *Client) Receive(now time.Time) error {
 		select {
 		case <-c.conn.Done():
 			closed = &ClosedError{Reason: "connection lost"}
-			if c.moving == nil && c.resume(now, closed) {
+			if c.moving == nil && pathLost(c.conn) && c.resume(now, closed) {
 				return nil
 			}
 		default:

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
+	"github.com/tongbu/tongbu/transport"
 )
 
 // Resuming (SPEC.md §9.5). Once a connection has joined, the server gives
@@ -80,9 +81,12 @@ func (c *Client) keepCredentials(creds []string) {
 	}
 }
 
-// resume starts dialing again after the connection was lost (lost says
-// how), and reports false when this client does not resume: it has no
-// credential or no URL (NewClient's), or the game turned resuming off.
+// resume starts dialing again after the connection's path failed (lost
+// says how), and reports false when this client does not resume: it has
+// no credential or no URL (NewClient's), or the game turned resuming off.
+// A connection the server closed without a bye (its process died, as
+// far as the transport can tell) is not resumed: the game places the
+// player again.
 func (c *Client) resume(now time.Time, lost error) bool {
 	if c.url == "" || c.cfg == nil || len(c.credentials) == 0 || c.cfg.ResumeTimeout < 0 {
 		return false
@@ -186,4 +190,16 @@ func (c *Client) dropResume() {
 			d.c.Close()
 		}
 	}()
+}
+
+// pathLost reports whether conn ended because its path failed (silence
+// past the idle timeout, a broken TCP connection), not because either
+// side closed it: a client that may come back.
+func pathLost(conn transport.Conn) bool {
+	e, ok := conn.(interface{ Err() error })
+	if !ok {
+		return false
+	}
+	err := e.Err()
+	return errors.Is(err, transport.ErrIdle) || errors.Is(err, transport.ErrPathLost)
 }

@@ -3,10 +3,7 @@
 package engine
 
 import (
-	"errors"
 	"time"
-
-	"github.com/tongbu/tongbu/transport"
 )
 
 // offerResume gives p's client its resume credential now, and a fresh one
@@ -56,16 +53,4 @@ func (p *peer) stopResume() {
 		p.resume = nil
 	}
 	p.resumeMu.Unlock()
-}
-
-// pathLost reports whether conn ended because its path failed (silence
-// past the idle timeout, a broken TCP connection), not because either
-// side closed it: a client that may come back.
-func pathLost(conn transport.Conn) bool {
-	e, ok := conn.(interface{ Err() error })
-	if !ok {
-		return false
-	}
-	err := e.Err()
-	return errors.Is(err, transport.ErrIdle) || errors.Is(err, transport.ErrPathLost)
 }

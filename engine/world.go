@@ -157,24 +157,35 @@ func (w *World) join(p *peer) {
 		w.refuse(p, fmt.Errorf("%w: player %q is on its way out of world %q", ErrTransfer, player, w.name))
 		return
 	}
+	w.resMu.Lock()
+	r := w.res[p.ticket.Nonce]
+	booked := r != nil && r.player == player // placed by its booking (a transfer)
+	w.resMu.Unlock()
 	if old := w.players[player]; old != nil {
-		// The same player again: the newer connection wins, and takes
-		// the entity over (the old one may be a path that died, which the
-		// server has not noticed yet).
-		delete(w.peers, old.id)
-		delete(w.players, player)
-		w.world.Leave(old.id)
+		if booked {
+			w.leave(old)
+		} else {
+			// The same player again: the newer connection wins, and takes
+			// the entity over (the old one may be a path that died, which
+			// the server has not noticed yet).
+			delete(w.peers, old.id)
+			delete(w.players, player)
+			w.world.Leave(old.id)
+			w.away[player] = away{id: old.id, until: time.Now()}
+		}
 		old.bye(byeReplaced, "")
-		w.away[player] = away{id: old.id, until: time.Now()}
 	}
 	if a, ok := w.away[player]; ok { // back from a lost connection: to its entity
 		delete(w.away, player)
-		if w.rejoin(p, a.id) {
+		if !booked && w.rejoin(p, a.id) {
 			return
 		}
 		w.resMu.Lock()
-		delete(w.present, player) // its entity is gone: a fresh place below
+		delete(w.present, player) // its entity is gone, or it comes with a booking: a fresh place below
 		w.resMu.Unlock()
+		if booked {
+			w.unplace(player, a.id)
+		}
 	}
 	// The booking is taken when the welcome is on its way, under resMu:
 	// from then on Settle says the player arrived.

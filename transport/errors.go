@@ -26,8 +26,9 @@ var (
 	ErrIdle = conn.ErrIdle
 
 	// ErrPathLost is the reason a connection closed when its path ended
-	// under it: its ICE-TCP connection closed or failed (a network
-	// change), as opposed to the other side closing it.
+	// under it: its ICE-TCP connection closed or failed, or ICE found no
+	// path left (a browser's peer connection "failed": the network
+	// changed or went), as opposed to the other side closing it.
 	ErrPathLost = conn.ErrPathLost
 
 	// ErrHandshakeTimeout is the reason a connection closed when its

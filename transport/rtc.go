@@ -98,7 +98,10 @@ func newRTCConn(id PeerID, pc *webrtc.PeerConnection, lim Limits, log *slog.Logg
 		c.attach(dc, Channel(ch))
 	}
 	pc.OnConnectionStateChange(func(s webrtc.PeerConnectionState) {
-		if s == webrtc.PeerConnectionStateFailed || s == webrtc.PeerConnectionStateClosed {
+		switch s {
+		case webrtc.PeerConnectionStateFailed: // ICE found no path left (consent lost, network gone)
+			go c.closeWith(fmt.Errorf("%w: peer connection %s", ErrPathLost, s))
+		case webrtc.PeerConnectionStateClosed:
 			go c.closeWith(fmt.Errorf("%w: peer connection %s", ErrClosed, s))
 		}
 	})
