@@ -47,9 +47,9 @@ type ClientConfig struct {
 	// Network chooses the lean client's path to a server that also serves
 	// ICE over TCP (ServerConfig.TCPAddr): "" tries UDP, and TCP when UDP
 	// has had no answer within a second (a network that blocks UDP);
-	// "udp" or "tcp" takes that one only. The pion client and the
-	// browser use UDP where it works and TCP where the browser's ICE
-	// agent finds it must.
+	// "udp" or "tcp" takes that one only. The native pion client checks
+	// the answer's TCP candidates beside UDP (unless "udp"); a browser's
+	// ICE agent does the same on its own.
 	Network string
 }
 
@@ -89,6 +89,9 @@ func dial(ctx context.Context, url string, cfg *ClientConfig) (Conn, error) {
 	var se webrtc.SettingEngine
 	// A server reached over loopback is reached there for media too.
 	configureAPI(&se, cfg.IncludeLoopback || isLoopbackURL(url))
+	if err := clientNetwork(&se, cfg.Network); err != nil {
+		return nil, err
+	}
 	pc, err := newAPI(se).NewPeerConnection(webrtc.Configuration{})
 	if err != nil {
 		return nil, fmt.Errorf("transport: peer connection: %w", err)

@@ -25,6 +25,9 @@ func (c *rtcConn) rtt() time.Duration { return 0 }
 // candidates and reads its own channels.
 func configureAPI(*webrtc.SettingEngine, bool) {}
 
+// clientNetwork: the browser's ICE agent picks its own paths.
+func clientNetwork(*webrtc.SettingEngine, string) error { return nil }
+
 // newAPI returns the browser's API.
 func newAPI(se webrtc.SettingEngine) *webrtc.API {
 	return webrtc.NewAPI(webrtc.WithSettingEngine(se))

@@ -4,6 +4,7 @@ package transport
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"time"
 
@@ -85,6 +86,25 @@ func configureAPI(se *webrtc.SettingEngine, includeLoopback bool) {
 	// few lost retransmissions in a row stall a lossy path for half a
 	// minute (TestLeanThroughLoss's pion client once delivered 6 of 300).
 	se.SetSCTPRTOMax(3 * time.Second)
+}
+
+// clientNetwork sets the paths a native pion client may take
+// (ClientConfig.Network): UDP, then TCP to a server's passive TCP
+// candidate (pion dials it when the answer offers one) by default.
+func clientNetwork(se *webrtc.SettingEngine, network string) error {
+	udp := []webrtc.NetworkType{webrtc.NetworkTypeUDP4, webrtc.NetworkTypeUDP6}
+	tcp := []webrtc.NetworkType{webrtc.NetworkTypeTCP4, webrtc.NetworkTypeTCP6}
+	switch network {
+	case "":
+		se.SetNetworkTypes(append(udp, tcp...))
+	case "udp":
+		se.SetNetworkTypes(udp)
+	case "tcp":
+		se.SetNetworkTypes(tcp)
+	default:
+		return fmt.Errorf("transport: network %q: want \"udp\", \"tcp\" or \"\"", network)
+	}
+	return nil
 }
 
 // newAPI returns a pion API for data channels only: no codecs, no RTP

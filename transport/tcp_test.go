@@ -9,9 +9,9 @@ import (
 	"time"
 )
 
-// TestICETCP connects the native lean client over TCP only to a server of
-// each stack that serves ICE-TCP beside UDP, and echoes on both channels:
-// the lean server's own framing and pion's TCP mux speak the same RFC
+// TestICETCP connects a native client of each stack over TCP only to a
+// server of each stack that serves ICE-TCP beside UDP, and echoes on both
+// channels: the lean stack's own framing and pion's speak the same RFC
 // 6544 and 4571.
 func TestICETCP(t *testing.T) {
 	for _, stack := range []Stack{StackLean, StackPion} {
@@ -28,36 +28,47 @@ func TestICETCP(t *testing.T) {
 			defer hs.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 			defer cancel()
-			c, err := Dial(ctx, hs.URL, &ClientConfig{Network: "tcp"})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
-			sc, err := s.Accept(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for i := range 100 {
-				if err := c.SendReliable([]byte{byte(i)}); err != nil {
+			for _, client := range []Stack{StackLean, StackPion} {
+				c, err := Dial(ctx, hs.URL, &ClientConfig{Network: "tcp", Stack: client})
+				if err != nil {
+					t.Fatalf("a %s client: %v", client, err)
+				}
+				sc, err := s.Accept(ctx)
+				if err != nil {
 					t.Fatal(err)
 				}
-				if err := sc.SendUnreliable([]byte{byte(i)}); err != nil {
-					t.Fatal(err)
-				}
+				echo100(t, ctx, c, sc)
+				c.Close()
 			}
-			for i := range 100 {
-				m, err := sc.Receive(ctx)
-				if err != nil || m.Channel != Reliable || m.Data[0] != byte(i) {
-					t.Fatalf("server's message %d: %v %v", i, m, err)
-				}
-				m, err = c.Receive(ctx)
-				if err != nil || m.Channel != Unreliable || m.Data[0] != byte(i) {
-					t.Fatalf("client's message %d: %v %v (none is lost over TCP)", i, m, err)
-				}
-			}
-			if stack == StackLean && s.DataPath().TCPPaths != 1 {
-				t.Errorf("TCP paths %d, want 1", s.DataPath().TCPPaths)
+			// pion's client may check from a TCP connection per local
+			// address, and nominate another than the first checked.
+			if stack == StackLean && s.DataPath().TCPPaths < 2 {
+				t.Errorf("TCP paths %d, want 2 at least", s.DataPath().TCPPaths)
 			}
 		})
+	}
+}
+
+// echo100 sends 100 messages each way, a reliable one up and an
+// unreliable one down, and checks that every one arrives in order.
+func echo100(t *testing.T, ctx context.Context, c, sc Conn) {
+	t.Helper()
+	for i := range 100 {
+		if err := c.SendReliable([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+		if err := sc.SendUnreliable([]byte{byte(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 100 {
+		m, err := sc.Receive(ctx)
+		if err != nil || m.Channel != Reliable || m.Data[0] != byte(i) {
+			t.Fatalf("server's message %d: %v %v", i, m, err)
+		}
+		m, err = c.Receive(ctx)
+		if err != nil || m.Channel != Unreliable || m.Data[0] != byte(i) {
+			t.Fatalf("client's message %d: %v %v (none is lost over TCP)", i, m, err)
+		}
 	}
 }

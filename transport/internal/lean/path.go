@@ -77,9 +77,10 @@ func (p *Peer) checked(ap netip.AddrPort) bool { return p.checkedOn(ap, nil, tru
 
 // checkedOn is checked for a check that came over the TCP connection tp
 // (nil: over UDP). Before the handshake is done, a check over TCP moves
-// a peer that is on UDP only when it nominates the path (USE-CANDIDATE,
+// a peer already bound only when it nominates the path (USE-CANDIDATE,
 // set in nominate): a browser checks its TCP pairs even when UDP works,
-// and picks UDP, whose checks came first.
+// and picks UDP, whose checks came first; a client may open a TCP
+// connection from each of its addresses, and picks one.
 func (p *Peer) checkedOn(ap netip.AddrPort, tp *tcpPath, nominate bool) bool {
 	p.mu.Lock()
 	switch {
@@ -89,7 +90,7 @@ func (p *Peer) checkedOn(ap netip.AddrPort, tp *tcpPath, nominate bool) bool {
 	case p.rap == ap && p.tcp == tp:
 		p.unlock()
 		return true
-	case p.phase == phaseICE || p.phase == phaseDTLS && (tp == nil || nominate || p.tcp != nil):
+	case p.phase == phaseICE || p.phase == phaseDTLS && (tp == nil || nominate):
 		p.unlock()
 		return p.bind(ap, tp)
 	}
