@@ -8,8 +8,6 @@ replace github.com/tongbu/tongbu => ../
 
 replace github.com/tongbu/tongbu/examples/duel/game => ../examples/duel/game
 
-replace github.com/tongbu/tongbu/interop => ../interop
-
 require (
 	github.com/nats-io/nats-server/v2 v2.12.15
 	github.com/nats-io/nats.go v1.51.0
@@ -18,7 +16,6 @@ require (
 	github.com/pion/stun/v4 v4.0.0
 	github.com/pion/webrtc/v4 v4.2.20
 	github.com/tongbu/tongbu/examples/duel/game v0.0.0
-	github.com/tongbu/tongbu/interop v0.0.0
 	golang.org/x/net v0.57.0
 	golang.org/x/sys v0.47.0
 )

@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/bench/internal/harness"
-	"github.com/tongbu/tongbu/interop/netns"
+	"github.com/tongbu/tongbu/internal/netns"
 	"github.com/tongbu/tongbu/transport"
 )
 

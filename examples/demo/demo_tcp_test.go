@@ -9,8 +9,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tongbu/tongbu/internal/netns"
 	"github.com/tongbu/tongbu/interop/browser"
-	"github.com/tongbu/tongbu/interop/netns"
 )
 
 // TestBlockedUDPInBrowser: Chromium on a network that drops every UDP

@@ -126,7 +126,7 @@ var rules = map[string]rule{
 		denyLocal:    []string{"examples", "interop"},
 		exceptLocal:  []string{"examples/duel/game"},
 		denyImport:   []string{"internal"},
-		exceptImport: []string{"internal/sched", "internal/hugepage"},
+		exceptImport: []string{"internal/sched", "internal/hugepage", "internal/netns"},
 		denyExternal: append([]string{natsServer}, heavy...),
 	},
 	// the cells bench places worlds on cluster nodes: it runs a NATS

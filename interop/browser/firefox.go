@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/tongbu/tongbu/interop/netns"
+	"github.com/tongbu/tongbu/internal/netns"
 )
 
 // ErrNoFirefox is returned when no Firefox is installed.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/tongbu/tongbu/interop/netns"
+	"github.com/tongbu/tongbu/internal/netns"
 )
 
 // NewIn starts headless Chromium inside the network namespace ns, as a

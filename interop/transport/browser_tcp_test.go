@@ -13,8 +13,8 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/tongbu/tongbu/internal/netns"
 	"github.com/tongbu/tongbu/interop/browser"
-	"github.com/tongbu/tongbu/interop/netns"
 	"github.com/tongbu/tongbu/transport"
 )
 

@@ -18,8 +18,8 @@ import (
 
 	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/internal/netns"
 	"github.com/tongbu/tongbu/interop/browser"
-	"github.com/tongbu/tongbu/interop/netns"
 	"github.com/tongbu/tongbu/wasm"
 )
 

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/pion/stun/v4"
@@ -54,7 +55,8 @@ const (
 // tcpPath is one framed TCP connection: a path of one peer.
 type tcpPath struct {
 	c  *net.TCPConn
-	ap netip.AddrPort // the other end
+	rc syscall.RawConn // for writes that do not wait (tryWrite)
+	ap netip.AddrPort  // the other end
 
 	mu      sync.Mutex
 	out     []byte // frames the writer has yet to write
@@ -68,12 +70,14 @@ type tcpPath struct {
 func newTCPPath(c *net.TCPConn) *tcpPath {
 	c.SetNoDelay(true)
 	ra := c.RemoteAddr().(*net.TCPAddr).AddrPort()
-	return &tcpPath{c: c, ap: netip.AddrPortFrom(ra.Addr().Unmap(), ra.Port())}
+	rc, _ := c.SyscallConn()
+	return &tcpPath{c: c, rc: rc, ap: netip.AddrPortFrom(ra.Addr().Unmap(), ra.Port())}
 }
 
-// send queues b, one datagram's bytes, as a frame, and starts a writer
-// when none runs. It never blocks: a connection too slow to take what is
-// queued loses the frame, as a datagram would be lost.
+// send writes b, one datagram's bytes, as a frame: at once when the
+// kernel's buffer takes it, else queued for a writer goroutine, started
+// then. It never blocks: a connection too slow to take what is queued
+// loses the frame, as a datagram would be lost.
 func (t *tcpPath) send(b []byte) {
 	if len(b) > 0xffff {
 		return
@@ -85,10 +89,19 @@ func (t *tcpPath) send(b []byte) {
 	}
 	t.out = binary.BigEndian.AppendUint16(t.out, uint16(len(b)))
 	t.out = append(t.out, b...)
-	start := !t.writing
-	t.writing = true
+	if t.writing {
+		t.mu.Unlock()
+		return
+	}
+	n, err := tryWrite(t.rc, t.out)
+	t.out = t.out[:copy(t.out, t.out[n:])]
+	start := err == nil && len(t.out) > 0
+	t.writing = start
 	t.mu.Unlock()
-	if start {
+	switch {
+	case err != nil:
+		t.close()
+	case start:
 		go t.drain()
 	}
 }

@@ -307,3 +307,60 @@ func FuzzTCPFrames(f *testing.F) {
 		}
 	})
 }
+
+// TestTCPSlowReader: a connection whose other end reads nothing never
+// holds up send: the kernel's buffer, then the queue, take what they can,
+// the rest is dropped whole, and what the other end reads later is whole
+// frames, in order.
+func TestTCPSlowReader(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	far, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer far.Close()
+	near, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := newTCPPath(near.(*net.TCPConn))
+	defer p.close()
+	frame := make([]byte, 1200)
+	const n = 8192 // 9.8 MB: far over the kernel's buffers and the queue
+	start := time.Now()
+	for i := range n {
+		binary.BigEndian.PutUint32(frame, uint32(i))
+		p.send(frame)
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("sending to a connection that reads nothing took %v", d)
+	}
+	p.mu.Lock()
+	queued := len(p.out)
+	p.mu.Unlock()
+	if queued > tcpQueued {
+		t.Errorf("%d bytes queued, over the bound of %d", queued, tcpQueued)
+	}
+	got, last := 0, -1
+	far.SetReadDeadline(time.Now().Add(2 * time.Second))
+	readFrames(far, func(b []byte) bool {
+		if len(b) != len(frame) {
+			t.Fatalf("a frame of %d bytes, want %d", len(b), len(frame))
+		}
+		i := int(binary.BigEndian.Uint32(b))
+		if i <= last {
+			t.Fatalf("frame %d after %d", i, last)
+		}
+		last = i
+		got++
+		return true
+	})
+	if got == 0 || got == n {
+		t.Errorf("%d of %d frames read: want some, not all", got, n)
+	}
+	t.Logf("%d of %d frames reached a reader that came late; the rest were dropped whole", got, n)
+}

@@ -19,7 +19,6 @@ import (
 	"runtime"
 	"strings"
 	"sync/atomic"
-	"testing"
 
 	"golang.org/x/sys/unix"
 )
@@ -178,11 +177,20 @@ func (n *NS) Close() error {
 	return nil
 }
 
+// TB is what ForTest needs of a test (a testing.TB), without linking
+// package testing here.
+type TB interface {
+	Helper()
+	Skip(args ...any)
+	Fatal(args ...any)
+	Cleanup(func())
+}
+
 // ForTest returns a namespace made with opt for t, and deletes it when t
 // ends. Where none can be made, t is skipped with the reason, unless $CI
 // is set: CI installs what the namespace needs and runs as root, so
 // there the test fails.
-func ForTest(t testing.TB, opt Options) *NS {
+func ForTest(t TB, opt Options) *NS {
 	t.Helper()
 	n, err := New(opt)
 	if errors.Is(err, ErrUnavailable) && os.Getenv("CI") == "" {
