@@ -63,14 +63,7 @@ func New(ctx context.Context, userDir string, extra ...chromedp.ExecAllocatorOpt
 			return nil, nil, err
 		}
 		userDir = dir
-		cleanup = func() {
-			for range 20 { // helper processes may still be writing for a moment
-				if os.RemoveAll(dir) == nil {
-					return
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
-		}
+		cleanup = func() { removeProfile(dir) }
 	}
 	opts := []chromedp.ExecAllocatorOption{chromedp.ExecPath(exe), chromedp.UserDataDir(userDir)}
 	for _, f := range flags {
@@ -91,6 +84,17 @@ func New(ctx context.Context, userDir string, extra ...chromedp.ExecAllocatorOpt
 		return nil, nil, fmt.Errorf("browser: starting %s: %w", exe, err)
 	}
 	return tctx, func() { cancelTab(); cancelAlloc(); cleanup() }, nil
+}
+
+// removeProfile removes a browser's profile directory, once its helper
+// processes, which may still be writing for a moment, have let go of it.
+func removeProfile(dir string) {
+	for range 20 {
+		if os.RemoveAll(dir) == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // BuildWasm builds the package at pkg (an import path or directory) for

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"syscall"
-	"time"
 
 	"github.com/tongbu/tongbu/internal/netns"
 )
@@ -59,14 +58,17 @@ user_pref("dom.min_background_timeout_value", 4);
 
 // Reporter is a script for a test page opened in Firefox, which no
 // driver reads: once the page sets window.tongbuResult, it posts it to
-// /result on the page's own server, for the test to take.
+// /result on the page's own server, for the test to take, until a post
+// goes through (the test takes the first).
 const Reporter = `<script>
 (function report() {
-  if (window.tongbuResult !== undefined) {
-    fetch("/result", {method: "POST", body: String(window.tongbuResult)});
+  if (window.tongbuResult === undefined) {
+    setTimeout(report, 100);
     return;
   }
-  setTimeout(report, 100);
+  fetch("/result", {method: "POST", body: String(window.tongbuResult)})
+    .then(r => { if (!r.ok) throw new Error(r.status); })
+    .catch(() => setTimeout(report, 500)); // a lossy path: again
 })();
 </script>`
 
@@ -108,11 +110,6 @@ func Firefox(ctx context.Context, ns *netns.NS, url string) (stop func(), err er
 	return func() {
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
-		for range 20 {
-			if os.RemoveAll(dir) == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		removeProfile(dir)
 	}, nil
 }

@@ -53,12 +53,7 @@ func NewIn(ctx context.Context, ns *netns.NS) (context.Context, context.CancelFu
 		}
 		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 		cmd.Wait()
-		for range 20 {
-			if os.RemoveAll(dir) == nil {
-				return
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+		removeProfile(dir)
 	}
 	ws := make(chan string, 1)
 	go func() {

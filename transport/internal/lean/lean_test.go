@@ -32,13 +32,20 @@ type testServer struct {
 // (when set); it closes when the test ends.
 func newTestServer(t testing.TB, udpAddr string, public []string) *testServer {
 	t.Helper()
+	return newTestServerWith(t, udpAddr, ServerConfig{PublicIPs: public})
+}
+
+// newTestServerWith is newTestServer with cfg's addresses and listener
+// (ICE-TCP's).
+func newTestServerWith(t testing.TB, udpAddr string, cfg ServerConfig) *testServer {
+	t.Helper()
 	pc, err := net.ListenPacket("udp", udpAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := &testServer{accept: make(chan *Peer, 128)}
 	ts.Server, err = NewServer(pc.(*net.UDPConn), ServerConfig{
-		Limits: conn.WithDefaults(conn.Limits{}), Logger: slog.New(slog.DiscardHandler), PublicIPs: public,
+		Limits: conn.WithDefaults(conn.Limits{}), Logger: slog.New(slog.DiscardHandler), PublicIPs: cfg.PublicIPs, TCP: cfg.TCP,
 		Opened: func(p *Peer, refuse func()) {
 			select {
 			case ts.accept <- p:

@@ -7,7 +7,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"log/slog"
 	"net"
 	"regexp"
 	"strings"
@@ -20,30 +19,11 @@ import (
 // newTCPTestServer is newTestServer with ICE over TCP on a loopback port.
 func newTCPTestServer(t testing.TB) *testServer {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := &testServer{accept: make(chan *Peer, 128)}
-	ts.Server, err = NewServer(pc.(*net.UDPConn), ServerConfig{
-		Limits: conn.WithDefaults(conn.Limits{}), Logger: slog.New(slog.DiscardHandler), TCP: ln.(*net.TCPListener),
-		Opened: func(p *Peer, refuse func()) {
-			select {
-			case ts.accept <- p:
-			default:
-				refuse()
-			}
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(ts.Close)
-	return ts
+	return newTestServerWith(t, "127.0.0.1:0", ServerConfig{TCP: ln.(*net.TCPListener)})
 }
 
 // onTCP reports whether p's path is a TCP connection.
