@@ -47,12 +47,20 @@ func Expose(name string) {
 	js.Global().Set(name, api)
 }
 
-// connect(url, ticket) returns a promise settled when the join is done.
+// connect(url, ticket[, options]) returns a promise settled when the
+// join is done. options.idleTimeoutMs sets the connection's idle timeout,
+// which must be the server's (engine.Config.Limits).
 func (s *session) connect(_ js.Value, args []js.Value) any {
 	if len(args) < 2 {
-		return rejected("connect(url, ticket)")
+		return rejected("connect(url, ticket[, options])")
 	}
 	url, ticket := args[0].String(), args[1].String()
+	cfg := &engine.ClientConfig{OnConnection: s.connection}
+	if len(args) > 2 && args[2].Type() == js.TypeObject {
+		if v := args[2].Get("idleTimeoutMs"); v.Type() == js.TypeNumber {
+			cfg.Limits.IdleTimeout = time.Duration(v.Float() * float64(time.Millisecond))
+		}
+	}
 	return js.Global().Get("Promise").New(js.FuncOf(func(_ js.Value, pargs []js.Value) any {
 		resolve, reject := pargs[0], pargs[1]
 		s.mu.Lock()
@@ -66,7 +74,7 @@ func (s *session) connect(_ js.Value, args []js.Value) any {
 		go func() { // a blocking call must not run on the JS event loop
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			c, err := engine.Dial(ctx, url, ticket, &engine.ClientConfig{OnConnection: s.connection})
+			c, err := engine.Dial(ctx, url, ticket, cfg)
 			s.mu.Lock()
 			if err != nil {
 				s.state, s.err = "closed", err.Error()

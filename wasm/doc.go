@@ -4,6 +4,7 @@
 // exposes a small JavaScript API for pages that are not Ebiten (Expose):
 //
 //	await tongbu.connect(url, ticket) // join the ticket's room or world
+//	await tongbu.connect(url, ticket, {idleTimeoutMs: 5000}) // the server's idle timeout, if not the default
 //	tongbu.status()  // {state, mode, target, slot, self, frame, play, depth, known, error, resumes, awayMs}
 //	tongbu.stats()   // {rttMs, sentBytes, recvBytes, sentMessages, recvMessages, malformed}
 //	tongbu.input(u8) // lockstep: queue this frame's input (a Uint8Array)

@@ -56,21 +56,28 @@ user_pref("browser.newtabpage.enabled", false);
 user_pref("dom.min_background_timeout_value", 4);
 `
 
-// Reporter is a script for a test page opened in Firefox, which no
+// Reporter returns a script for a test page opened in Firefox, which no
 // driver reads: once the page sets window.tongbuResult, it posts it to
 // /result on the page's own server, for the test to take, until a post
-// goes through (the test takes the first).
-const Reporter = `<script>
+// goes through; then, when next is not empty, it opens next (the test's
+// next page, in the same browser).
+func Reporter(next string) string {
+	return fmt.Sprintf(`<script>
 (function report() {
   if (window.tongbuResult === undefined) {
     setTimeout(report, 100);
     return;
   }
   fetch("/result", {method: "POST", body: String(window.tongbuResult)})
-    .then(r => { if (!r.ok) throw new Error(r.status); })
+    .then(r => {
+      if (!r.ok) throw new Error(r.status);
+      const next = %q;
+      if (next) location.href = next;
+    })
     .catch(() => setTimeout(report, 500)); // a lossy path: again
 })();
-</script>`
+</script>`, next)
+}
 
 // Firefox opens url in headless Firefox with a fresh profile, inside the
 // network namespace ns (Firefox gathers no loopback candidate: a page

@@ -44,7 +44,7 @@ func TestFirefox(t *testing.T) {
 			t.Run(stack.String()+"/loss="+strconv.FormatFloat(loss, 'f', -1, 64), func(t *testing.T) {
 				results := make(chan string, 4)
 				_, ns, url := nsServer(t, stack, netns.Options{Loss: loss}, func(mux *http.ServeMux) {
-					pages(mux, browser.Reporter)
+					pages(mux, browser.Reporter("/wasm"), browser.Reporter(""))
 					mux.HandleFunc("/result", func(w http.ResponseWriter, r *http.Request) {
 						b, _ := io.ReadAll(io.LimitReader(r.Body, 1024))
 						select {
@@ -53,24 +53,25 @@ func TestFirefox(t *testing.T) {
 						}
 					})
 				})
-				open := func(path string) string {
+				// One Firefox: the plain page, then the WASM client.
+				ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+				defer cancel()
+				stop, err := browser.Firefox(ctx, ns, url+"/plain")
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer stop()
+				next := func(page string) string {
 					t.Helper()
-					ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
-					defer cancel()
-					stop, err := browser.Firefox(ctx, ns, url+path)
-					if err != nil {
-						t.Fatal(err)
-					}
-					defer stop()
 					select {
 					case r := <-results:
 						return r
 					case <-ctx.Done():
-						t.Fatalf("Firefox reported nothing from %s in 150 s", path)
+						t.Fatalf("Firefox reported nothing from the %s within 150 s of its start", page)
 						return ""
 					}
 				}
-				result := open("/plain")
+				result := next("plain page")
 				m := regexp.MustCompile(`^ok reliable=100 ordered=true unreliable=(\d+)(?: tries=\d)?$`).FindStringSubmatch(result)
 				if m == nil {
 					t.Fatalf("the plain page reported %q", result)
@@ -85,7 +86,7 @@ func TestFirefox(t *testing.T) {
 				if n, _ := strconv.Atoi(m[1]); n < least {
 					t.Errorf("%d of 100 unreliable echoes at %.0f%% loss each way, want %d at least", n, 100*loss, least)
 				}
-				wresult := open("/wasm")
+				wresult := next("WASM client")
 				if !regexp.MustCompile(`^ok reliable=100 unreliable=\d+$`).MatchString(wresult) {
 					t.Fatalf("the WASM client reported %q", wresult)
 				}

@@ -62,9 +62,9 @@ func pageResultIn(t *testing.T, ns *netns.NS, url string, d time.Duration) strin
 }
 
 // echoPages builds the WASM echo client and returns what serves, on a
-// mux, the plain page at /plain and the WASM client at /wasm, each with
-// script added at its end (a reporter, for Firefox).
-func echoPages(t *testing.T) func(mux *http.ServeMux, script string) {
+// mux, the plain page at /plain and the WASM client at /wasm, with
+// scripts added at their ends (reporters, for Firefox).
+func echoPages(t *testing.T) func(mux *http.ServeMux, plainScript, wasmScript string) {
 	t.Helper()
 	dir := t.TempDir()
 	wasm, err := browser.BuildWasm(dir, "github.com/tongbu/tongbu/transport/internal/wasmecho")
@@ -75,15 +75,15 @@ func echoPages(t *testing.T) func(mux *http.ServeMux, script string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return func(mux *http.ServeMux, script string) {
-		page := func(html string) http.HandlerFunc {
+	return func(mux *http.ServeMux, plainScript, wasmScript string) {
+		page := func(html, script string) http.HandlerFunc {
 			return func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Type", "text/html; charset=utf-8")
 				io.WriteString(w, strings.Replace(html, "</body>", script+"</body>", 1))
 			}
 		}
-		mux.HandleFunc("/plain", page(plainPage+"</body>"))
-		mux.HandleFunc("/wasm", page(browser.LoaderPage))
+		mux.HandleFunc("/plain", page(plainPage+"</body>", plainScript))
+		mux.HandleFunc("/wasm", page(browser.LoaderPage, wasmScript))
 		mux.HandleFunc("/main.wasm", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Content-Type", "application/wasm")
 			http.ServeFile(w, r, wasm)
@@ -101,7 +101,7 @@ func TestBrowserBlockedUDP(t *testing.T) {
 	pages := echoPages(t)
 	for _, stack := range []transport.Stack{transport.StackLean, transport.StackPion} {
 		t.Run(stack.String(), func(t *testing.T) {
-			s, ns, url := blockedServer(t, stack, func(mux *http.ServeMux) { pages(mux, "") })
+			s, ns, url := blockedServer(t, stack, func(mux *http.ServeMux) { pages(mux, "", "") })
 			result := pageResultIn(t, ns, url+"/plain", 60*time.Second)
 			if !regexp.MustCompile(`^ok reliable=100 ordered=true unreliable=100(?: tries=\d)?$`).MatchString(result) {
 				t.Fatalf("the plain page reported %q", result)

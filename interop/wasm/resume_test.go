@@ -20,6 +20,7 @@ import (
 	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/internal/netns"
 	"github.com/tongbu/tongbu/interop/browser"
+	"github.com/tongbu/tongbu/transport"
 	"github.com/tongbu/tongbu/wasm"
 )
 
@@ -44,8 +45,9 @@ func TestResumeInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	host := ns.Host.String()
+	// A 4 s idle timeout, on both sides: the page notices the cut sooner.
 	srv, err := engine.NewServer(engine.Config{Secret: []byte("0123456789abcdef"), UDPAddr: host + ":0",
-		AllowedOrigins: []string{"*"}, Assets: http.FileServer(http.Dir(dir))})
+		AllowedOrigins: []string{"*"}, Assets: http.FileServer(http.Dir(dir)), Limits: transport.Limits{IdleTimeout: 4 * time.Second}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +57,7 @@ func TestResumeInBrowser(t *testing.T) {
 	go srv.Serve(ctx)
 	ticket, _ := srv.Ticket("page", "field", engine.RolePlayer, time.Minute)
 	page := strings.Replace(string(wasm.Page("resume", "jsclient.wasm")), "</body>", fmt.Sprintf(`<script>
-window.onTongbuReady = async () => { window.mode = await tongbu.connect(location.origin, %q); };
+window.onTongbuReady = async () => { window.mode = await tongbu.connect(location.origin, %q, {idleTimeoutMs: 4000}); };
 </script></body>`, ticket), 1)
 	os.WriteFile(filepath.Join(dir, "index.html"), []byte(page), 0o644)
 	ln, err := net.Listen("tcp", host+":0")
