@@ -89,7 +89,14 @@ func TestLoss(t *testing.T) {
 		b := make([]byte, 16)
 		k := 0
 		for {
-			u.SetReadDeadline(time.Now().Add(500 * time.Millisecond))
+			// The first echo may take a while on a loaded machine (the
+			// sender starting, the neighbour resolved); then a second of
+			// silence ends it.
+			wait := time.Second
+			if k == 0 {
+				wait = 10 * time.Second
+			}
+			u.SetReadDeadline(time.Now().Add(wait))
 			if _, err := u.Read(b); err != nil {
 				got <- k
 				return

@@ -35,8 +35,8 @@ func newTestServer(t testing.TB, udpAddr string, public []string) *testServer {
 	return newTestServerWith(t, udpAddr, ServerConfig{PublicIPs: public})
 }
 
-// newTestServerWith is newTestServer with cfg's addresses and listener
-// (ICE-TCP's).
+// newTestServerWith is newTestServer with cfg's addresses, listener
+// (ICE-TCP's) and limits.
 func newTestServerWith(t testing.TB, udpAddr string, cfg ServerConfig) *testServer {
 	t.Helper()
 	pc, err := net.ListenPacket("udp", udpAddr)
@@ -45,7 +45,7 @@ func newTestServerWith(t testing.TB, udpAddr string, cfg ServerConfig) *testServ
 	}
 	ts := &testServer{accept: make(chan *Peer, 128)}
 	ts.Server, err = NewServer(pc.(*net.UDPConn), ServerConfig{
-		Limits: conn.WithDefaults(conn.Limits{}), Logger: slog.New(slog.DiscardHandler), PublicIPs: cfg.PublicIPs, TCP: cfg.TCP,
+		Limits: conn.WithDefaults(cfg.Limits), Logger: slog.New(slog.DiscardHandler), PublicIPs: cfg.PublicIPs, TCP: cfg.TCP,
 		Opened: func(p *Peer, refuse func()) {
 			select {
 			case ts.accept <- p:

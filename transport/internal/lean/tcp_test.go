@@ -19,11 +19,13 @@ import (
 // newTCPTestServer is newTestServer with ICE over TCP on a loopback port.
 func newTCPTestServer(t testing.TB) *testServer {
 	t.Helper()
+	// A 4 s handshake timeout: a stranger's silent connection is closed
+	// after 2 s (the ICE timeout, half of it).
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newTestServerWith(t, "127.0.0.1:0", ServerConfig{TCP: ln.(*net.TCPListener)})
+	return newTestServerWith(t, "127.0.0.1:0", ServerConfig{TCP: ln.(*net.TCPListener), Limits: conn.Limits{HandshakeTimeout: 4 * time.Second}})
 }
 
 // onTCP reports whether p's path is a TCP connection.
