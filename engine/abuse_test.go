@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -86,6 +87,7 @@ func TestAbuse(t *testing.T) {
 			req, _ := http.NewRequest(http.MethodPost, "http://"+addr+ConnectPath, strings.NewReader("v=0"))
 			req.Header.Set("Content-Type", "application/sdp")
 			req.Header.Set("Authorization", "Bearer forged")
+			req.Header.Set(WireHeader, strconv.Itoa(wireVersion))
 			if resp, err := http.DefaultClient.Do(req); err == nil {
 				resp.Body.Close()
 				n++

@@ -97,7 +97,9 @@ func TestTicketInQuery(t *testing.T) {
 			t.Fatal(err)
 		}
 		tk, _ := h.s.Ticket("alice", "r", RolePlayer, time.Minute)
-		_, err := h.s.authorize(httptest.NewRequest(http.MethodPost, ConnectPath+"?ticket="+tk, nil))
+		inQuery := httptest.NewRequest(http.MethodPost, ConnectPath+"?ticket="+tk, nil)
+		inQuery.Header.Set(WireHeader, strconv.Itoa(wireVersion))
+		_, err := h.s.authorize(inQuery)
 		if opt != (err == nil) {
 			t.Fatalf("TicketInQuery %v: a ticket in the query: %v", opt, err)
 		}
@@ -106,6 +108,7 @@ func TestTicketInQuery(t *testing.T) {
 		}
 		req := httptest.NewRequest(http.MethodPost, ConnectPath, nil)
 		req.Header.Set("Authorization", "Bearer "+tk)
+		req.Header.Set(WireHeader, strconv.Itoa(wireVersion))
 		if _, err := h.s.authorize(req); err != nil {
 			t.Fatalf("TicketInQuery %v: the header: %v", opt, err)
 		}

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -62,6 +63,7 @@ func TestTicketSpentOnlyByAnOffer(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, web.URL+ConnectPath, strings.NewReader(body))
 		req.Header.Set("Content-Type", "application/sdp")
 		req.Header.Set("Authorization", "Bearer "+ticket)
+		req.Header.Set(WireHeader, strconv.Itoa(wireVersion))
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

@@ -30,12 +30,16 @@ const (
 	// writes every version from minWireVersion, to a client that
 	// announces it reads no newer (WireHeader); one that announces none
 	// is taken to read unannouncedWire.
-	wireVersion     = 4 // 3 had no lockstep MaxDelay
-	minWireVersion  = 4
+	wireVersion     = 5 // 4 had no interest corrections' voided commands nor actions' views; 3 no lockstep MaxDelay
+	minWireVersion  = 5
 	unannouncedWire = 4
 	maxByeText      = 200
 	maxWireUvint    = 1 << 30
 )
+
+// WireVersion is the wire version this package's client reads and
+// announces in WireHeader (SPEC.md §9.4).
+const WireVersion = wireVersion
 
 // WireHeader is the signaling request's header in which a client
 // announces the newest wire version it reads, as a decimal number (SPEC.md
@@ -46,11 +50,13 @@ const WireHeader = "Tongbu-Wire"
 // announced h (the WireHeader's value, "" for none), or ErrWireVersion
 // naming both sides' versions.
 func negotiateWire(h string) (int, error) {
-	if h == "" {
-		return unannouncedWire, nil
+	v, err := unannouncedWire, error(nil)
+	if h != "" {
+		v, err = strconv.Atoi(strings.TrimSpace(h))
 	}
-	v, err := strconv.Atoi(strings.TrimSpace(h))
 	switch {
+	case h == "" && v < minWireVersion:
+		return 0, fmt.Errorf("%w: the client announces no wire version (so reads version %d), the server writes %s: update the client", ErrWireVersion, v, servedWire())
 	case err != nil || v < 1:
 		return 0, fmt.Errorf("%w: %s %q is not a version number (the server writes %s)", ErrWireVersion, WireHeader, h, servedWire())
 	case v < minWireVersion:

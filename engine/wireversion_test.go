@@ -50,10 +50,10 @@ func TestWireVersion(t *testing.T) {
 		served   bool
 		says     string
 	}{
-		{"", true, ""}, // before announcing was the rule: version 4
-		{"4", true, ""},
-		{"9", true, ""}, // a newer client reads version 4 too
-		{"3", false, "the client reads wire versions up to 3, the server writes version 4"},
+		{"", false, "announces no wire version (so reads version 4), the server writes version 5"}, // before announcing was the rule: version 4
+		{"5", true, ""},
+		{"9", true, ""}, // a newer client reads version 5 too
+		{"4", false, "the client reads wire versions up to 4, the server writes version 5"},
 		{"0", false, "not a version number"},
 		{"four", false, "not a version number"},
 	} {
@@ -82,11 +82,11 @@ func TestWireVersion(t *testing.T) {
 			t.Errorf("announcing %q: %d %s %q, want 426 wire_version saying %q", tt.announce, resp.StatusCode, reason, body, tt.says)
 		}
 	}
-	// Dial of a client that reads version 3: ErrWireVersion, naming both.
+	// Dial of a client that reads version 4: ErrWireVersion, naming both.
 	tk, _ := s.Ticket("bob", "duo", RolePlayer, time.Minute)
-	_, err = Dial(ctx, web.URL, tk, &ClientConfig{HTTPClient: &http.Client{Transport: rewriteWire{"3"}}})
-	if !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "up to 3") || !strings.Contains(err.Error(), "version 4") {
-		t.Fatalf("a client of version 3: %v, want ErrWireVersion naming versions 3 and 4", err)
+	_, err = Dial(ctx, web.URL, tk, &ClientConfig{HTTPClient: &http.Client{Transport: rewriteWire{"4"}}})
+	if !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "up to 4") || !strings.Contains(err.Error(), "version 5") {
+		t.Fatalf("a client of version 4: %v, want ErrWireVersion naming versions 4 and 5", err)
 	}
 	// This client is served, and its welcome is the version it reads.
 	c, err := Dial(ctx, web.URL, tk, nil)

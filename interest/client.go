@@ -3,6 +3,7 @@ package interest
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -61,6 +62,7 @@ type ClientStats struct {
 	Removed      int64 // entities dropped by the removal rules or a leave
 	LostPackets  int64 // downlink packets never received (gaps in sequence)
 	EventsMissed int64 // events dropped because the game did not drain them
+	Replays      int64 // moves sent again on top of a correction (Client reconciles)
 }
 
 type known struct {
@@ -72,6 +74,7 @@ type known struct {
 	// just heard of); the others stand in range and wait for the player
 	// to change region.
 	active bool
+	tr     track // its paths, for Render
 }
 
 type activeEntry struct {
@@ -135,6 +138,7 @@ type Client struct {
 	baseAt time.Time
 	frame  int
 	me     Logic
+	meKind Kind
 	haveMe bool
 	region Region // the player's region, as of the last frame
 
@@ -162,6 +166,11 @@ type Client struct {
 	lossy    int // frame until which the link counts as lossy: discovery requests are echoed
 	lastDisp int // frame of the last display request
 
+	rd       renderer
+	rdHeard  bool       // the packet being applied has told the renderer its frame
+	corr     correction // heard in the packet being applied
+	noReplay bool       // SetReplay(false)
+
 	up    uplink
 	w     codec.Writer
 	buf   []byte
@@ -178,11 +187,13 @@ func NewClient(cfg Config, self ID) (*Client, error) {
 	if self == 0 || int(self) >= cfg.MaxEntities {
 		return nil, fmt.Errorf("%w: player id %d", ErrConfig, self)
 	}
-	return &Client{
+	c := &Client{
 		lay: newLayout(cfg), self: self,
 		ents: make(map[ID]*known), displays: make(map[ID]cachedDisplay),
 		discover: make(map[ID]ask), wantDisp: make(map[ID]ask),
-	}, nil
+	}
+	c.rd.init(c.lay.cfg)
+	return c, nil
 }
 
 // Frame returns the client's estimate of the world's frame.
@@ -404,6 +415,8 @@ type downMsg struct {
 	kind  Kind
 	lg    Logic
 	dver  uint8
+	hf    int   // the packet's frame
+	void  uint8 // a correction's first voided command, low bits
 	ev    Event
 }
 
@@ -433,6 +446,7 @@ func decodeDown(l *layout, msg []byte, ref int, hdr *downHeader, m *downMsg, f f
 }
 
 func readDown(l *layout, r *codec.Reader, hf int, m *downMsg, apply bool, f func(m *downMsg)) bool {
+	m.hf = hf
 	switch m.tag {
 	case tagMove, tagJump, tagSkill, tagCustom:
 		m.id = l.readID(r)
@@ -481,6 +495,7 @@ func readDown(l *layout, r *codec.Reader, hf int, m *downMsg, apply bool, f func
 		m.frame = hf
 		m.lg.Pos = l.readPos(r)
 		m.lg.Dest, m.lg.Speed = l.readPath(r, m.lg.Pos)
+		m.void = uint8(r.ReadBits(8))
 	default:
 		r.Fail(fmt.Errorf("%w: message tag %d", ErrMalformed, m.tag))
 		return false
@@ -501,14 +516,21 @@ func (c *Client) down(now time.Time, r *codec.Reader, msg []byte) error {
 		return fmt.Errorf("%w: a short frame before the first full one", ErrMalformed)
 	}
 	var h downHeader
-	err := decodeDown(&c.lay, msg, c.frame, &h, &c.msg, func(m *downMsg) { c.apply(now, m) })
+	c.rdHeard = false
+	err := decodeDown(&c.lay, msg, c.frame, &h, &c.msg, func(m *downMsg) {
+		if !c.rdHeard {
+			c.rdHeard = true
+			c.rd.heard(now, h.frame)
+		}
+		c.apply(now, m)
+	})
 	if err != nil {
 		return err
 	}
-	c.received(h.seq)
-	if h.hasAck {
-		c.acked(h.cmdAck)
+	if !c.rdHeard {
+		c.rd.heard(now, h.frame)
 	}
+	c.received(h.seq)
 	if !c.synced || h.frame > c.frame {
 		if !c.synced {
 			c.frame = h.frame
@@ -516,6 +538,12 @@ func (c *Client) down(now time.Time, r *codec.Reader, msg []byte) error {
 		c.synced = true
 		c.base, c.baseAt = h.frame, now
 		c.stepTo(h.frame)
+	}
+	if c.corr.have {
+		c.correct() // before the acknowledgement: it reads the moves it voids
+	}
+	if h.hasAck {
+		c.acked(h.cmdAck)
 	}
 	return nil
 }
@@ -530,10 +558,9 @@ func (c *Client) toNow(lg *Logic, f int) {
 func (c *Client) apply(now time.Time, m *downMsg) {
 	switch m.tag {
 	case tagCorrection:
-		c.me.Pos, c.me.Dest, c.me.Speed = m.lg.Pos, m.lg.Dest, m.lg.Speed
-		c.toNow(&c.me, m.frame)
-		c.haveMe = true
-		c.stats.Corrections++
+		// Adopted once the client's frame has reached the packet's
+		// (Client.correct).
+		c.corr = correction{have: true, seg: pathSeg{m.frame, m.lg.Pos, m.lg.Dest, m.lg.Speed, 0}, void: m.void}
 		return
 	case tagRemove:
 		if _, ok := c.ents[m.id]; ok {
@@ -557,11 +584,14 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 		c.wantDisplay(now, m.id, m.dver)
 		return
 	case tagLogic:
+		seg := pathSeg{m.frame, m.lg.Pos, m.lg.Dest, m.lg.Speed, int32(m.hf)}
 		c.toNow(&m.lg, m.frame)
 		if m.id == c.self {
+			c.meKind = m.kind
 			if !c.haveMe {
 				c.me = m.lg
 				c.haveMe = true
+				c.rd.selfT.reset(seg)
 			} else { // keep the predicted movement, take the rest
 				pos, dest, speed := c.me.Pos, c.me.Dest, c.me.Speed
 				c.me = m.lg
@@ -578,6 +608,10 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 		if k == nil {
 			k = &known{}
 			c.ents[m.id] = k
+			k.tr.reset(seg)
+			c.rd.news(now, seg.frame)
+		} else {
+			c.heardPath(now, k, seg)
 		}
 		k.kind, k.lg, k.dver, k.doom = m.kind, m.lg, m.dver, 0
 		c.activate(m.id, k)
@@ -602,6 +636,7 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 		}
 	}
 	if m.tag == tagMove {
+		c.heardPath(now, k, pathSeg{m.frame, m.lg.Pos, m.lg.Dest, m.lg.Speed, int32(m.hf)})
 		k.lg.Pos, k.lg.Dest, k.lg.Speed = m.lg.Pos, m.lg.Dest, m.lg.Speed
 		k.doom = 0
 		c.toNow(&k.lg, m.frame)
@@ -730,6 +765,11 @@ func (c *Client) queue(cmd command) error {
 		c.firstCmd = c.nextCmd
 	}
 	cmd.frame = c.frame
+	if cmd.tag != cmdMove && cmd.view == 0 && c.rd.drawing {
+		// What the player saw: the frame others were drawn at.
+		cmd.view = int(math.Round((float64(c.frame) - c.rd.drawnAt) * viewSteps))
+	}
+	cmd.view = max(0, min(cmd.view, maxViewBack))
 	c.unacked = append(c.unacked, cmd)
 	c.nextCmd++
 	return nil
@@ -746,6 +786,7 @@ func (c *Client) Move(dest Vec, speed int32) error {
 		return err
 	}
 	c.me.Dest, c.me.Speed = dest, speed
+	c.rd.selfT.set(pathSeg{c.frame, c.me.Pos, dest, speed, 0})
 	return nil
 }
 

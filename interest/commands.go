@@ -90,6 +90,7 @@ func (w *World) grow() {
 	e.rel.b, e.abs.b = e.relBuf[:0], e.absBuf[:0]
 	e.dver = 255 // the first spawn makes it 0
 	w.where, w.lastBc, w.waiting, w.ghost = append(w.where, -1), append(w.lastBc, 0), append(w.waiting, false), append(w.ghost, false)
+	w.past = append(w.past, pathLog{})
 	w.lastCross = append(w.lastCross, noCross)
 }
 
@@ -101,6 +102,8 @@ func (w *World) spawnAt(id ID, kind Kind, lg Logic, d Display, ghost bool) {
 	w.ghost[id] = ghost
 	w.lastCross[id] = noCross
 	e.kind, e.lg, e.alive = kind, lg, true
+	w.past[id] = pathLog{}
+	w.past[id].add(pathSeg{w.frame, lg.Pos, lg.Dest, lg.Speed, 0})
 	w.setDisplay(e.id, d)
 	e.mover, e.dirtyAt, e.absFrame, e.relFrame, e.crossed = -1, -1, -1, -1, -1
 	w.lastBc[e.id], e.lastSyn = w.frame, w.frame
@@ -201,6 +204,7 @@ func (w *World) setPath(e *entity, src, dest Vec, speed int32, f int) {
 	w.pend = append(w.pend, pending{id: e.id, tag: tagMove, frame: f, reg: e.reg,
 		c: command{src: src, dest: dest, speed: speed}})
 	e.lg.Pos = StepN(src, dest, speed, max(w.frame-f, 0))
+	w.recordPath(e.id, src, dest, speed, f)
 	e.start = f // a move stamped ahead of the world waits at its source
 	if e.lg.Moving() {
 		w.startMoving(e)

@@ -26,6 +26,7 @@ const (
 	DefaultMagicBits   = 8
 	DefaultMaxCustom   = 64
 	DefaultMaxAhead    = 2
+	DefaultMaxRewind   = 500 * time.Millisecond
 
 	// MaxPacket is the largest packet the world sends on the unreliable
 	// channel: codec.MaxPacket, one SCTP chunk.
@@ -72,6 +73,13 @@ type Config struct {
 	// MaxAhead is how many frames ahead of the world a client's command
 	// may be stamped and still be caught up to rather than dropped.
 	MaxAhead int
+	// MaxRewind bounds lag compensation: how far before the world's frame
+	// an action's view (Action.View) may be when it arrives. A view
+	// claimed older is taken as this old, so that a cheater cannot act on
+	// the past. Default 500 ms: a player 150 ms away whose client draws
+	// others the most it learns to (300 ms behind) is judged on what they
+	// saw. Server-only.
+	MaxRewind time.Duration
 
 	// TickBudget is the bytes a client may be sent per frame: broadcast
 	// commands first, then forced sync, discovery answers, state sync and
@@ -141,6 +149,9 @@ func (c Config) WithDefaults() Config {
 	if c.History == 0 {
 		c.History = DefaultHistory
 	}
+	if c.MaxRewind == 0 {
+		c.MaxRewind = DefaultMaxRewind
+	}
 	if len(c.Policy.Rules) == 0 {
 		c.Policy = DefaultPolicy()
 	}
@@ -171,6 +182,8 @@ func (c Config) Validate() error {
 		return bad("history %v out of one frame..10m", c.History)
 	case c.Tolerance < 0 || c.MaxSpeed < 1 || c.MaxSpeed > 1<<16 || c.MaxMove < 1 || c.MaxMove > 1<<24:
 		return bad("movement bounds (tolerance %d, speed %d, move %d)", c.Tolerance, c.MaxSpeed, c.MaxMove)
+	case c.MaxRewind < 0 || c.MaxRewind > c.History:
+		return bad("max rewind %v out of 0..history (%v)", c.MaxRewind, c.History)
 	case c.MaxAhead < 0 || c.MaxAhead > 64:
 		return bad("max ahead %d out of 0..64", c.MaxAhead)
 	case c.TickBudget < 64 || c.TickBudget > MaxPacket:

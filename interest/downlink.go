@@ -3,6 +3,7 @@ package interest
 import (
 	"math/bits"
 	"slices"
+	"time"
 
 	"github.com/tongbu/tongbu/codec"
 )
@@ -133,6 +134,14 @@ func (o *observer) send(w *World) {
 	if direct != nil {
 		used += o.splice(w, direct)
 	}
+	if used > 0 {
+		// A broadcast went out: send a packet reorderFrames later even if
+		// there is nothing to say, so that if this one is lost the
+		// client's acknowledgement shows it at once and the repair comes
+		// in a round trip, not a keepalive period later. A turn heard late
+		// is drawn wrong (Client.Render) until it comes.
+		o.probe = w.frame + reorderFrames
+	}
 	if o.corr {
 		o.correction(w, me)
 	}
@@ -207,6 +216,10 @@ func (o *observer) correction(w *World, me *entity) {
 	writeTag(&w.pw, tagCorrection)
 	w.lay.writePos(&w.pw, me.lg.Pos)
 	w.lay.writePath(&w.pw, me.lg.Pos, me.lg.Dest, me.lg.Speed)
+	w.pw.WriteBits(uint64(o.voidFrom&0xff), 8)
+	// The client takes moves stamped before this packet's frame as void
+	// (and replays the newest): so does the world, from now on.
+	o.lastCorr = max(o.lastCorr, w.frame)
 	o.corr = false
 	o.pkt.corr = true
 }
@@ -350,10 +363,14 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		}
 		w.absolute(e)
 		size := tagLen(tagLogic) + idBits + e.abs.n
-		if size > *budget || size > w.room() {
+		turn := w.repairTurn(e, it.why)
+		if size+turn > *budget || size+turn > w.room() {
 			return false
 		}
-		*budget -= size
+		*budget -= size + turn
+		if turn > 0 {
+			w.pw.WriteBitString(w.mw.Bytes(), turn)
+		}
 		w.writeLogicMsg(&w.pw, e)
 		o.tell(w, e.id)
 		o.pkt.ids = append(o.pkt.ids, e.id)
@@ -433,6 +450,48 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 	}
 	it.rest = it.rest[:copy(it.rest, it.rest[n:])] // the start stays, for keepList's storage
 	return len(it.rest) == 0
+}
+
+// turnWithin bounds how long ago a path may have started for a whole
+// logic message to be preceded by its start (turnMsg): a second, longer
+// than any render delay and than a lost broadcast takes to repair.
+const turnWithin = time.Second
+
+// repairTurn is turnMsg for an item: a repair (what the lost broadcast
+// said) or a discovery answer (an entity the client just heard of).
+func (w *World) repairTurn(e *entity, why uint8) int {
+	if why != whyRepair && why != whyDiscovery {
+		return 0
+	}
+	return w.turnMsg(e)
+}
+
+// turnMsg writes into w.mw, for a moving entity whose path began lately,
+// the move that began it, stamped with its frame, and returns its length
+// in bits (0 for none). The logic message that follows says where the
+// entity is; the move says since when it walks that way, which the
+// client's rendering needs to draw the frames since then right
+// (Client.Render draws a little behind the world).
+func (w *World) turnMsg(e *entity) int {
+	if !e.lg.Moving() {
+		return 0
+	}
+	l := &w.past[e.id]
+	if l.n == 0 {
+		return 0
+	}
+	s := &l.segs[l.n-1]
+	if s.frame >= w.frame || w.frame-s.frame > min(w.turnFrames, w.lay.history) || s.dest != e.lg.Dest || s.speed != e.lg.Speed {
+		return 0
+	}
+	w.mw.Reset(w.mbuf[:0])
+	writeTag(&w.mw, tagMove)
+	w.lay.writeID(&w.mw, e.id)
+	w.lay.writeStamp(&w.mw, s.frame, w.frame)
+	w.lay.writePos(&w.mw, s.pos)
+	w.lay.writePath(&w.mw, s.pos, s.dest, s.speed)
+	w.mbuf = w.mw.Bytes()[:0]
+	return w.mw.Len()
 }
 
 // writeLogicMsg writes a logic message for e, whose absolute encoding is

@@ -35,7 +35,8 @@ type observer struct {
 	later    []item                    // queued while draining
 	lossAt   [len(echoesAfter) - 1]int // frames of the last packets found lost, newest first
 	spare    [][]ID                    // region lists' storage, for the next forced syncs
-	lastCorr int                       // frame of the last correction; older commands are void
+	lastCorr int                       // frame of the last correction; older moves are void
+	voidFrom uint16                    // the first command the last correction voids, if stamped before lastCorr
 	listed   int32                     // the region whose list holds it (World.addObserver), or -1
 	enter    [9]int
 	due      [9]int
@@ -218,16 +219,22 @@ func (o *observer) rewriteFrom(w *World, f int, src, dest Vec, speed int32) {
 // entity, which the client adopts.
 func (o *observer) correct(w *World) {
 	o.push(w)
+	o.voidFrom = o.cmdSeq // the refused command, which the client may replay from the world's record
 	o.corrections++
 	w.stats.Corrections++
 }
 
 // push sends the client the world's record of its entity: after a
 // correction, or when the game moved the player itself (a knock-back).
-// Commands the client stamped before it are void.
+// Moves the client stamped before it and sends after it are void: the
+// client replays the newest on top of the record (Client reconciles).
 func (o *observer) push(w *World) {
 	o.corr = true
 	o.lastCorr = w.frame
+	o.voidFrom = o.cmdSeq + 1
+	if !o.haveCmd {
+		o.voidFrom = 0
+	}
 }
 
 // skip fills the history over frames the world skipped: the entity stood

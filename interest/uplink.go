@@ -230,8 +230,8 @@ func (o *observer) command(w *World, e *entity, c *command) (int, error) {
 	if c.frame > w.frame+w.cfg.MaxAhead {
 		return DropFuture, fmt.Errorf("interest: command for frame %d, world at %d", c.frame, w.frame)
 	}
-	if c.frame < o.lastCorr {
-		return 0, nil // sent before the client saw its correction: void
+	if c.tag == cmdMove && c.frame < o.lastCorr {
+		return 0, nil // sent before the client saw its correction: void (the client replays it)
 	}
 	switch c.tag {
 	case cmdMove:
@@ -262,7 +262,7 @@ func (o *observer) command(w *World, e *entity, c *command) (int, error) {
 		w.reregion(e)
 	case cmdJump:
 		w.pend = append(w.pend, pending{id: e.id, tag: tagJump, frame: c.frame})
-		w.acted(Action{Player: e.id, Frame: c.frame, Kind: ActionJump})
+		w.acted(w.action(e.id, c, ActionJump))
 	case cmdSkill:
 		// A target outside the sender's range is refused as an unknown one:
 		// the same drop, nothing sent back, so that a client cannot learn
@@ -271,11 +271,15 @@ func (o *observer) command(w *World, e *entity, c *command) (int, error) {
 			return DropUnknown, fmt.Errorf("%w: skill target %d", ErrUnknown, c.target)
 		}
 		w.pend = append(w.pend, pending{id: e.id, tag: tagSkill, frame: c.frame, c: command{skill: c.skill, target: c.target}})
-		w.acted(Action{Player: e.id, Frame: c.frame, Kind: ActionSkill, Skill: c.skill, Target: c.target})
+		a := w.action(e.id, c, ActionSkill)
+		a.Skill, a.Target = c.skill, c.target
+		w.acted(a)
 	case cmdCustom:
 		w.pend = append(w.pend, pending{id: e.id, tag: tagCustom, frame: c.frame,
 			c: command{ctag: c.ctag, data: append([]byte(nil), c.data...)}})
-		w.acted(Action{Player: e.id, Frame: c.frame, Kind: ActionCustom, Tag: c.ctag, Data: c.data})
+		a := w.action(e.id, c, ActionCustom)
+		a.Tag, a.Data = c.ctag, c.data
+		w.acted(a)
 	}
 	return 0, nil
 }
@@ -297,9 +301,18 @@ const (
 type Action struct {
 	Player ID
 	// Frame is the world frame the client stamped the action with: at or
-	// before the world's frame, or up to Config.MaxAhead after it.
+	// before the world's frame, or up to Config.MaxAhead after it. The
+	// player's own entity stood where the client predicted it at Frame.
 	Frame int
-	Kind  ActionKind
+	// View is the frame, with its fraction, at which the client drew the
+	// other entities when the player acted (Client.RenderFrame): a little
+	// before Frame, by the client's render delay. Judge what the player
+	// aimed at by where it was then (World.PositionAt, World.Reach): lag
+	// compensation. It is never older than Config.MaxRewind before the
+	// world's frame at arrival; a client that does not render through
+	// Client.Render views Frame.
+	View float64
+	Kind ActionKind
 	// Skill and Target are a skill's (ActionSkill). Target is 0 for none;
 	// otherwise it was in the player's range when the world accepted it.
 	Skill  uint16

@@ -437,7 +437,21 @@ type command struct {
 	target ID
 	ctag   uint8
 	data   []byte
+	// view is, for a jump, skill or custom command, how far behind frame
+	// the player saw the others when it acted, in 1/viewSteps frames
+	// (Client.RenderFrame; World.OnAction's Action.View).
+	view int
+	// replay marks a move the client replayed after a correction voided
+	// it: it is not replayed twice. Not on the wire.
+	replay bool
 }
+
+// viewSteps is how finely an action's view is sent: a quarter frame.
+// maxViewBack bounds it: 64 frames, 4 s at 16 Hz.
+const (
+	viewSteps   = 4
+	maxViewBack = 255
+)
 
 func (l *layout) writeCommand(w *codec.Writer, c *command) {
 	w.WriteBits(uint64(c.tag), cmdBits)
@@ -455,6 +469,9 @@ func (l *layout) writeCommand(w *codec.Writer, c *command) {
 	case cmdCustom:
 		w.WriteBits(uint64(c.ctag), 8)
 		w.WriteBytes(c.data, l.cfg.MaxCustom)
+	}
+	if c.tag != cmdMove {
+		w.WriteBits(uint64(c.view), 8)
 	}
 }
 
@@ -479,6 +496,10 @@ func (l *layout) readCommand(r *codec.Reader, c *command, ref int, scratch []byt
 		c.data = scratch[n:len(scratch):len(scratch)]
 	default:
 		r.Fail(fmt.Errorf("%w: command tag %d", ErrMalformed, c.tag))
+	}
+	c.view = 0
+	if c.tag != cmdMove {
+		c.view = int(r.ReadBits(8))
 	}
 	return scratch
 }

@@ -64,6 +64,8 @@ type Stats struct {
 	Leaves        int64 // explicit leave and repair-removal messages
 	Corrections   int64 // corrections sent to clients
 	Deferred      int64 // queued sends put off to a later frame by the byte budget
+	Rewinds       int64 // actions whose view was before their stamp (lag compensation)
+	RewindLimited int64 // actions whose view Config.MaxRewind moved later
 	Dropped       [numDrops]int64
 }
 
@@ -99,6 +101,11 @@ type World struct {
 	// carrying its position (seed m_nLastBroadcastFrame).
 	where  []int32
 	lastBc []int
+	// past, by ID: the entity's recent paths, for lag compensation
+	// (PositionAt).
+	past []pathLog
+	// rewindFrames is Config.MaxRewind in frames; turnFrames turnWithin.
+	rewindFrames, turnFrames int
 	// lastCross, by ID: the entity's last two region crossings, for the
 	// clients whose range it left (leftBehind).
 	lastCross [][2]crossRec
@@ -134,6 +141,8 @@ type World struct {
 	pw    codec.Writer
 	up    uplink // the uplink packet being handled, decoded
 	pbuf  []byte
+	mw    codec.Writer // a repair's move (repairTurn)
+	mbuf  []byte
 	stats Stats
 }
 
@@ -145,7 +154,8 @@ func NewWorld(cfg Config, start time.Time, out Sender) (*World, error) {
 		return nil, err
 	}
 	w := &World{cfg: cfg, lay: newLayout(cfg), out: out, start: start, lateFrames: cfg.frames(lateBroadcast),
-		forcedFrames: cfg.frames(cfg.ForcedSync), leadFrames: cfg.frames(cfg.Lead), leaverFrames: 2 * cfg.frames(removeGrace)}
+		forcedFrames: cfg.frames(cfg.ForcedSync), leadFrames: cfg.frames(cfg.Lead), leaverFrames: 2 * cfg.frames(removeGrace),
+		rewindFrames: cfg.frames(cfg.MaxRewind), turnFrames: cfg.frames(turnWithin)}
 	w.regions = make([]region, cfg.Width*cfg.Height)
 	w.busy = make([]bool, len(w.regions))
 	w.city = make([]bool, len(w.regions))
@@ -159,6 +169,7 @@ func NewWorld(cfg Config, start time.Time, out Sender) (*World, error) {
 	}
 	w.ids = 1 // ID 0 is no entity
 	w.where, w.lastBc, w.waiting, w.ghost = []int32{-1}, []int{0}, []bool{false}, []bool{false}
+	w.past = []pathLog{{}}
 	w.lastCross = [][2]crossRec{noCross}
 	return w, nil
 }

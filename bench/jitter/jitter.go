@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"sort"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tongbu/tongbu/bench/internal/harness"
+	"github.com/tongbu/tongbu/bench/internal/nettrace"
 	"github.com/tongbu/tongbu/lockstep"
 )
 
@@ -39,78 +39,6 @@ const (
 	// adds above the oracle, in ms.
 	excessP95Target = 33.4
 )
-
-// netLink generates one direction's seeded packet fates for a named
-// network: a delay, or lost. Fates are drawn in send order, so a trace is
-// the same for the same seed whatever the engine does.
-type netLink struct {
-	name  string
-	rng   *rand.Rand
-	start time.Time
-	bad   bool // Gilbert-Elliott state (wifi)
-	// onePacket reads a 4g spike as one packet 300 ms late, which later
-	// packets overtake, instead of the link holding everything for 300 ms.
-	onePacket bool
-}
-
-// spikeEvery is how often a 4g trace's delay spikes: twice a minute,
-// spikeOnset into each spikeEvery.
-const (
-	spikeEvery = 30 * time.Second
-	spikeOnset = spikeEvery / 2
-)
-
-// spikeHeight is the extra delay at a spike's onset.
-const spikeHeight = 300 * time.Millisecond
-
-func newNetLink(name string, start time.Time, seed uint64) (*netLink, error) {
-	switch name {
-	case "clean", "4g", "wifi":
-	default:
-		return nil, fmt.Errorf("unknown trace %q (clean, 4g, wifi)", name)
-	}
-	return &netLink{name: name, rng: rand.New(rand.NewPCG(seed, 11)), start: start}, nil
-}
-
-// fate returns the one-way delay of a packet sent at t, and whether it is
-// lost.
-func (l *netLink) fate(t time.Time) (delay time.Duration, lost bool) {
-	rng := l.rng
-	switch l.name {
-	case "clean": // a wired link: under 2 ms of jitter, no loss
-		return 20*time.Millisecond + time.Duration(rng.Float64()*2e6), false
-	case "4g": // 30 ms one way, about 15 ms MAPDV2, 1% loss, two +300 ms spikes a minute
-		delay = 30*time.Millisecond + time.Duration(math.Abs(rng.NormFloat64())*25e6)
-		lost = rng.Float64() < 0.01
-		// A delay spike (a handover, or a radio retransmission the link
-		// delivers in order): the link stalls for spikeHeight, and every
-		// packet sent meanwhile comes out when it resumes, the first
-		// spikeHeight late, the later ones less.
-		since := t.Sub(l.start) % spikeEvery
-		switch {
-		case l.onePacket:
-			// The other reading: the packets sent in the first frame
-			// period after the onset come spikeHeight late; later ones
-			// overtake them.
-			if since >= spikeOnset && since < spikeOnset+time.Second/jitterHz {
-				delay += spikeHeight
-			}
-		case since >= spikeOnset && since < spikeOnset+spikeHeight:
-			delay += spikeOnset + spikeHeight - since
-		}
-		return delay, lost
-	default: // wifi: heavy-tailed jitter (about 40 ms MAPDV2), 5% loss in bursts
-		const shape = 2.2
-		u := 1 - rng.Float64()
-		delay = 20*time.Millisecond + time.Duration(40e6*(math.Pow(u, -1/shape)-1)*(shape-1))
-		if l.bad {
-			l.bad = rng.Float64() > 0.4 // bursts of 2.5 packets
-		} else {
-			l.bad = rng.Float64() < 0.021 // 5% of packets in bad state
-		}
-		return delay, l.bad
-	}
-}
 
 // at returns the exact time of tick n of a clock running hz times a
 // second: n/hz seconds, computed without accumulating a rounded period.
@@ -138,7 +66,7 @@ type linkRun struct {
 // reports and it retransmits what the client's acknowledgements say is
 // missing, as in a match. The client sends its acknowledgements once a
 // frame period. It returns when the client holds every frame.
-func runLink(down, up *netLink, start time.Time, frames int) (linkRun, error) {
+func runLink(down, up *nettrace.Link, start time.Time, frames int) (linkRun, error) {
 	type delivery struct {
 		at     time.Time
 		seq    int
@@ -162,7 +90,7 @@ func runLink(down, up *netLink, start time.Time, frames int) (linkRun, error) {
 	var mean float64
 	now := start
 	out := senderFunc(func(msg []byte, reliable bool) {
-		delay, lost := down.fate(now)
+		delay, lost := down.Fate(now)
 		if !reliable {
 			res.packets++
 			if newest := room.NextFrame() - 1; !lost && newest >= 0 {
@@ -241,7 +169,7 @@ func runLink(down, up *netLink, start time.Time, frames int) (linkRun, error) {
 		}
 		report++
 		pkt := client.Packet(now)
-		if delay, lost := up.fate(now); !lost {
+		if delay, lost := up.Fate(now); !lost {
 			push(delivery{at: now.Add(delay), toRoom: true, msg: slices.Clone(pkt)})
 		}
 		client.Advance(now) // the game's render tick: the client's own playout runs as in a match
@@ -392,15 +320,15 @@ func benchJitter(args []string, out io.Writer) error {
 	d := time.Duration(*minutes * float64(time.Minute))
 	period := time.Second / jitterHz
 	start := time.Unix(1_000_000, 0)
-	down, err := newNetLink(*trace, start, *seed)
+	down, err := nettrace.New(*trace, start, *seed, time.Second/jitterHz)
 	if err != nil {
 		return err
 	}
-	up, err := newNetLink(*trace, start, *seed+1_000_003) // the same network, its own draws
+	up, err := nettrace.New(*trace, start, *seed+1_000_003, time.Second/jitterHz) // the same network, its own draws
 	if err != nil {
 		return err
 	}
-	down.onePacket, up.onePacket = *spike == "packet", *spike == "packet"
+	down.OnePacket, up.OnePacket = *spike == "packet", *spike == "packet"
 	run, err := runLink(down, up, start, int(d/period))
 	if err != nil {
 		return err
@@ -512,7 +440,7 @@ func benchJitter(args []string, out io.Writer) error {
 	}
 	if *trace == "4g" && *spike == "hold" {
 		var spikes []int
-		for o := spikeOnset; o < d; o += spikeEvery {
+		for o := nettrace.SpikeOnset; o < d; o += nettrace.SpikeEvery {
 			spikes = append(spikes, int(o/period))
 		}
 		spikeBound(out, tr, spikes, excessP95Target, lockstep.SlowestPlay)

@@ -14,6 +14,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tongbu/tongbu/engine"
 )
 
 // The attacks of issue 34, by the names bench abuse prints.
@@ -211,7 +213,7 @@ func oneTicket(ctx context.Context, wg *sync.WaitGroup, url, ticket string, sent
 					continue
 				}
 				sent.Add(1)
-				fmt.Fprintf(c, "POST /connect HTTP/1.1\r\nHost: x\r\nContent-Type: application/sdp\r\nAuthorization: Bearer %s\r\nContent-Length: 100000\r\n\r\nv=0\r\n", ticket)
+				fmt.Fprintf(c, "POST /connect HTTP/1.1\r\nHost: x\r\nContent-Type: application/sdp\r\nAuthorization: Bearer %s\r\n%s: %d\r\nContent-Length: 100000\r\n\r\nv=0\r\n", ticket, engine.WireHeader, engine.WireVersion)
 				ended := make(chan time.Duration, 1)
 				go func() { // the server ends it: 429 at once, or 408
 					t0 := time.Now()

@@ -35,6 +35,8 @@ import (
 	"github.com/pion/dtls/v3/pkg/crypto/selfsign"
 	"github.com/pion/sdp/v3"
 	"github.com/pion/stun/v4"
+
+	"github.com/tongbu/tongbu/engine"
 )
 
 // Peer is one hostile connection, past ICE, DTLS and SCTP's setup. Its
@@ -78,6 +80,7 @@ func Dial(ctx context.Context, base, ticket string) (*Peer, error) {
 	}
 	req.Header.Set("Content-Type", "application/sdp")
 	req.Header.Set("Authorization", "Bearer "+ticket)
+	req.Header.Set(engine.WireHeader, strconv.Itoa(engine.WireVersion))
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err
