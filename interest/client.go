@@ -199,6 +199,9 @@ func NewClient(cfg Config, self ID) (*Client, error) {
 // Frame returns the client's estimate of the world's frame.
 func (c *Client) Frame() int { return c.frame }
 
+// ID returns the player's own entity's ID.
+func (c *Client) ID() ID { return c.self }
+
 // Self returns the player's own entity as the client predicts it.
 func (c *Client) Self() (Logic, bool) { return c.me, c.haveMe }
 

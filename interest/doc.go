@@ -42,6 +42,20 @@
 // range), and the game applies it (World.Update for damage) while the
 // world broadcasts it.
 //
+// On the client, Render says where to draw every entity for a render
+// tick: others a learned delay behind the world, between the frames they
+// were heard at, sliding rather than jumping to news heard late; the
+// player's own entity at once, where its client predicts it. When the
+// world corrects the player (a refused move, or the game moving it with
+// World.Move or Place), the client adopts the world's account and replays
+// the move the player made meanwhile on top of it (SetReplay), so a
+// correction never undoes newer input.
+//
+// Lag compensation: each action carries the frame the player saw the
+// others at (Action.View, bounded by Config.MaxRewind), and the world
+// keeps every entity's recent paths, so the game judges a skill by where
+// its target was on the player's screen (World.PositionAt, World.Reach).
+//
 // Movement is client-driven and validated: the world keeps
 // each player's position for every frame of Config.History, and its speed
 // limit (World.SetSpeedLimit), rewinds to a move's frame, compares its

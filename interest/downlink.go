@@ -466,22 +466,20 @@ func (w *World) repairTurn(e *entity, why uint8) int {
 	return w.turnMsg(e)
 }
 
-// turnMsg writes into w.mw, for a moving entity whose path began lately,
-// the move that began it, stamped with its frame, and returns its length
-// in bits (0 for none). The logic message that follows says where the
-// entity is; the move says since when it walks that way, which the
-// client's rendering needs to draw the frames since then right
-// (Client.Render draws a little behind the world).
+// turnMsg writes into w.mw, for an entity whose path began lately
+// (walking still, or arrived since), the move that began it, stamped with
+// its frame, and returns its length in bits (0 for none). The logic
+// message that follows says where the entity is; the move says since when
+// it walks that way, which the client's rendering needs to draw the frames
+// since then right (Client.Render draws a little behind the world).
 func (w *World) turnMsg(e *entity) int {
-	if !e.lg.Moving() {
-		return 0
-	}
 	l := &w.past[e.id]
 	if l.n == 0 {
 		return 0
 	}
 	s := &l.segs[l.n-1]
-	if s.frame >= w.frame || w.frame-s.frame > min(w.turnFrames, w.lay.history) || s.dest != e.lg.Dest || s.speed != e.lg.Speed {
+	if s.frame >= w.frame || w.frame-s.frame > min(w.turnFrames, w.lay.history) || s.dest != e.lg.Dest || s.speed == 0 ||
+		(s.speed != e.lg.Speed && e.lg.Moving()) {
 		return 0
 	}
 	w.mw.Reset(w.mbuf[:0])

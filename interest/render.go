@@ -250,16 +250,23 @@ func (t *track) moved(r, teleport float64) {
 // last draw, the blend having shrunk by up to blend units a second.
 func (t *track) draw(r, dt, blend float64) (x, y float64, heading float64, moving bool) {
 	x, y, dx, dy := t.heardAt(r)
-	t.heardX, t.heardY = x, y
 	if t.drawn {
 		if o := math.Hypot(t.offX, t.offY); o > 0 {
-			// Half the error goes in 0.1 s, at most blend a second.
-			// The last of it at a tenth of the rate, so that it ends.
-			cut := min(o, blend*dt, max(o*(1-math.Exp(-dt*7)), blend*dt/10))
+			// Half the error goes in 0.1 s (the last of it at a tenth of
+			// the blend rate, so that it ends), as fast as the drawing
+			// can go without moving more than blend a second faster than
+			// the entity: a slide against or across its motion can take
+			// more than one along it.
+			sx, sy := x-t.heardX, y-t.heardY // the entity's step since the last draw
+			b := blend * dt
+			along := -(sx*t.offX + sy*t.offY) / o // the step's component in the direction the blend moves
+			room := -along + math.Sqrt(along*along+2*b*math.Hypot(sx, sy)+b*b)
+			cut := min(o, room, max(o*(1-math.Exp(-dt*7)), b/10))
 			k := (o - cut) / o
 			t.offX, t.offY = t.offX*k, t.offY*k
 		}
 	}
+	t.heardX, t.heardY = x, y
 	t.drawn = true
 	if dx != 0 || dy != 0 {
 		t.heading = math.Atan2(dy, dx)

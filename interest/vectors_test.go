@@ -55,16 +55,26 @@ func playVectorWorld(t *testing.T) *vectorWorld {
 		t.Fatal(err)
 	}
 	v.c, _ = NewClient(cfg, player)
-	for n := 1; n <= 6; n++ {
+	for n := 1; n <= 9; n++ {
 		v.now = start.Add(time.Duration(n) * w.Config().Period())
 		if n == 4 {
 			w.Skill(wolf, 7, player)
 			w.Move(wolf, Vec{X: 1800, Y: 900}, 40)
 		}
+		if n == 8 {
+			w.Place(player, Vec{X: 1100, Y: 1100})
+		}
 		w.Tick(v.now)
 		v.c.Advance(v.now)
-		if n == 5 {
+		switch n {
+		case 5:
 			if err := v.c.Move(Vec{X: 1200, Y: 1000}, 64); err != nil {
+				t.Fatal(err)
+			}
+		case 7:
+			v.c.SetRender(RenderOptions{Delay: 125 * time.Millisecond}) // the others drawn two frames back
+			v.c.Render(v.now, nil)
+			if err := v.c.Skill(9, wolf); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -81,9 +91,10 @@ func playVectorWorld(t *testing.T) *vectorWorld {
 // interestVectors picks the scene's packets the files hold.
 func interestVectors(t *testing.T) []vector {
 	v := playVectorWorld(t)
-	if len(v.down) != 5 || len(v.up) != 2 {
-		t.Fatalf("the scene sent %d world packets and %d uplinks, want 5 and 2: the wire or the scene changed", len(v.down), len(v.up))
+	if len(v.down) != 6 || len(v.up) != 3 {
+		t.Fatalf("the scene sent %d world packets and %d uplinks, want 6 and 3: the wire or the scene changed", len(v.down), len(v.up))
 	}
+
 	return []vector{
 		{"world-join", "8.1 world packet 0, frame 1 in full, to a player who just joined: the whole logic of entity 1 " +
 			"(itself, a player at 1000,1000 with 100 life) and of entity 2 (an NPC at 1500,900 with 80 life), both stamped frame 1", v.down[0]},
@@ -96,6 +107,11 @@ func interestVectors(t *testing.T) []vector {
 			"from 1000,1000 to 1200,1000 at 64 a frame", v.up[1]},
 		{"world-echo", "8.1 world packet 3, frame 6 in its low 8 bits, acknowledging command 0: entity 1's own move " +
 			"from 1000,1000 to 1200,1000 at 64, stamped frame 5", v.down[4]},
+		{"uplink-skill", "8.2 uplink: acknowledges world packet 3 and the three before, command 1: skill 9 on entity 2 " +
+			"stamped frame 7, the others drawn two frames back (view 8 quarter frames)", v.up[2]},
+		{"world-correction", "8.1 world packet 4, frame 8 in its low 8 bits, acknowledging command 1: entity 1's skill 9 on " +
+			"entity 2 stamped frame 7; entity 1 placed at 1100,1100 standing, stamped frame 7; the correction: entity 1 at " +
+			"1100,1100 standing, voiding from command 2", v.down[5]},
 	}
 }
 
@@ -126,7 +142,11 @@ func TestVectors(t *testing.T) {
 		var hdr downHeader
 		var got []msg
 		err := decodeDown(&c.lay, vs[name], 5, &hdr, new(downMsg), func(m *downMsg) {
-			got = append(got, msg{m.tag, int(m.id), m.frame, m.lg, m.ev.Skill, m.ev.Target})
+			id := int(m.id)
+			if m.tag == tagCorrection {
+				id = 0 // a correction is of the receiver's own entity, and names none
+			}
+			got = append(got, msg{m.tag, id, m.frame, m.lg, m.ev.Skill, m.ev.Target})
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -160,6 +180,21 @@ func TestVectors(t *testing.T) {
 	}
 	if m := u.cmds[0]; m.tag != cmdMove || m.frame != 5 || m.src != (Vec{1000, 1000}) || m.dest != (Vec{1200, 1000}) || m.speed != 64 {
 		t.Fatalf("uplink-move's command: %+v", m)
+	}
+	if err := u.decode(&c.lay, vs["uplink-skill"], 7); err != nil || len(u.cmds) != 1 || u.firstSeq != 1 {
+		t.Fatalf("uplink-skill: %+v %v", u, err)
+	}
+	if m := u.cmds[0]; m.tag != cmdSkill || m.frame != 7 || m.skill != 9 || m.target != 2 || m.view != 8 {
+		t.Fatalf("uplink-skill's command: %+v", m)
+	}
+	var corr downMsg
+	hdr, got = down("world-correction")
+	_ = decodeDown(&c.lay, vs["world-correction"], 8, &hdr, &corr, func(m *downMsg) {})
+	want = []msg{{tag: tagSkill, id: 1, frame: 7, skill: 9, target: 2},
+		{tag: tagMove, id: 1, frame: 7, lg: Logic{Pos: Vec{1100, 1100}, Dest: Vec{1100, 1100}}},
+		{tag: tagCorrection, frame: 8, lg: Logic{Pos: Vec{1100, 1100}, Dest: Vec{1100, 1100}}}}
+	if hdr.seq != 4 || hdr.frame != 8 || hdr.cmdAck != 1 || !slices.Equal(got, want) || corr.void != 2 {
+		t.Fatalf("world-correction: %+v %+v void %d", hdr, got, corr.void)
 	}
 	// A fresh client told of the two entities takes their display data.
 	now := time.Unix(0, 0)

@@ -62,14 +62,14 @@ func (v *View) Draw(screen *ebiten.Image) {
 	for _, players := range []bool{false, true} { // players on top
 		c.Each(func(id interest.ID, e interest.View) {
 			if (e.Kind == interest.Player) == players {
-				v.drawEntity(screen, &e, ok && near(regionOf(&v.cfg, me.Pos), regionOf(&v.cfg, e.Logic.Pos)))
+				v.drawEntity(screen, c, id, &e, ok && near(regionOf(&v.cfg, me.Pos), regionOf(&v.cfg, e.Logic.Pos)))
 			}
 		})
 	}
 	if ok {
-		v.drawSelf(screen, &me)
+		v.drawSelf(screen, c, &me)
 	}
-	v.drawEffects(screen, c, &me)
+	v.drawEffects(screen, c)
 	hud := v.hud(c, &me, ok)
 	v.drawNames(screen, c, &me, hud)
 	v.drawHUD(screen, hud)
@@ -91,7 +91,7 @@ func (v *View) drawNames(dst *ebiten.Image, c *interest.Client, me *interest.Log
 	v.named = v.named[:0]
 	c.Each(func(id interest.ID, e interest.View) {
 		if e.HasDisplay && e.Display.Name != "" {
-			v.named = append(v.named, namedEntity{e.Display.Name, e.Kind == interest.Player, me.Pos.DistSq(e.Logic.Pos), e.Logic})
+			v.named = append(v.named, namedEntity{e.Display.Name, e.Kind == interest.Player, me.Pos.DistSq(e.Logic.Pos), id})
 		}
 	})
 	slices.SortFunc(v.named, func(a, b namedEntity) int {
@@ -108,7 +108,10 @@ func (v *View) drawNames(dst *ebiten.Image, c *interest.Client, me *interest.Log
 		if v.labels.placed() >= maxNames {
 			break
 		}
-		x, y := v.smooth(&n.lg)
+		x, y, drawn := v.at(c, n.id)
+		if !drawn {
+			continue
+		}
 		sx, sy := v.cam.toScreen(x, y)
 		tx, ty := int(sx)-len(n.name)*glyphW/2, int(sy)-r-glyphH-4
 		b := textBox(n.name, tx, ty, 1)
@@ -126,7 +129,7 @@ type namedEntity struct {
 	name   string
 	player bool
 	dsq    int64
-	lg     interest.Logic
+	id     interest.ID
 }
 
 func (v *View) rect(dst *ebiten.Image, x0, y0, x1, y1 float64, clr color.Color) {
@@ -191,8 +194,11 @@ func (v *View) radius() float32 {
 // faded if it has left the range (the client drops it after a short
 // grace), a red ring in combat and a life bar when hurt (drawNames adds
 // its name).
-func (v *View) drawEntity(dst *ebiten.Image, e *interest.View, inRange bool) {
-	x, y := v.smooth(&e.Logic)
+func (v *View) drawEntity(dst *ebiten.Image, c *interest.Client, id interest.ID, e *interest.View, inRange bool) {
+	x, y, drawn := v.at(c, id)
+	if !drawn {
+		return // heard of after the frame drawn: it appears when the drawing gets there
+	}
 	sx, sy := v.cam.toScreen(x, y)
 	r := v.radius()
 	if sx < -50 || sy < -50 || sx > float64(v.cam.w)+50 || sy > float64(v.cam.h)+50 {
@@ -220,8 +226,11 @@ func (v *View) lifeBar(dst *ebiten.Image, sx, sy float64, r float32, life uint8)
 }
 
 // drawSelf draws the player: its path to where it is going, then itself.
-func (v *View) drawSelf(dst *ebiten.Image, me *interest.Logic) {
-	x, y := v.smooth(me)
+func (v *View) drawSelf(dst *ebiten.Image, c *interest.Client, me *interest.Logic) {
+	x, y, drawn := v.at(c, selfID)
+	if !drawn {
+		x, y = float64(me.Pos.X), float64(me.Pos.Y)
+	}
 	sx, sy := v.cam.toScreen(x, y)
 	if me.Moving() {
 		dx, dy := v.cam.toScreen(float64(me.Dest.X), float64(me.Dest.Y))
@@ -237,18 +246,12 @@ func (v *View) drawSelf(dst *ebiten.Image, me *interest.Logic) {
 
 // drawEffects draws jumps (a widening ring), strikes (a line from the
 // striker to its target) and click markers (a shrinking ring).
-func (v *View) drawEffects(dst *ebiten.Image, c *interest.Client, me *interest.Logic) {
+func (v *View) drawEffects(dst *ebiten.Image, c *interest.Client) {
 	pos := func(id interest.ID) (float64, float64, bool) {
-		if id == selfID {
-			x, y := v.smooth(me)
-			sx, sy := v.cam.toScreen(x, y)
-			return sx, sy, true
-		}
-		e, ok := c.Entity(id)
+		x, y, ok := v.at(c, id)
 		if !ok {
 			return 0, 0, false
 		}
-		x, y := v.smooth(&e.Logic)
 		sx, sy := v.cam.toScreen(x, y)
 		return sx, sy, true
 	}

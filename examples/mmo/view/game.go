@@ -24,8 +24,10 @@ type View struct {
 	cam    camera
 	steer  steering
 
-	frame      int       // the client's frame, as last seen
-	frameAt    time.Time // when the view saw it change, for smooth drawing
+	// drawn is where the client's Render puts each entity this tick,
+	// the player's own included; rendered is Render's slice, reused.
+	drawn      map[interest.ID]interest.Drawn
+	rendered   []interest.Drawn
 	now        time.Time
 	effects    []effect
 	err        error
@@ -67,7 +69,7 @@ const (
 // New returns the view of a session.
 func New(net Net) *View {
 	cfg := net.Config()
-	v := &View{net: net, help: true}
+	v := &View{net: net, help: true, drawn: make(map[interest.ID]interest.Drawn)}
 	v.cam = camera{scale: defaultScale, w: 960, h: 720}
 	v.setConfig(cfg)
 	for _, m := range []*meter{&v.down, &v.up, &v.pktDown, &v.pktUp, &v.wireDown, &v.wireUp} {
@@ -120,8 +122,12 @@ func (v *View) Update() error {
 		v.setConfig(cfg) // the player moved to another map
 	}
 	c = v.net.Client() // a new one after a move
-	if f := c.Frame(); f != v.frame {
-		v.frame, v.frameAt = f, now
+	// Where to draw everyone this tick: others a little behind the world,
+	// smoothly; the player at once, where its client predicts it.
+	v.rendered = c.Render(now, v.rendered[:0])
+	clear(v.drawn)
+	for _, d := range v.rendered {
+		v.drawn[d.ID] = d
 	}
 	for _, ev := range c.Events() {
 		switch ev.Tag {
@@ -151,21 +157,21 @@ func (v *View) Update() error {
 	v.wireUp.add(now, ns.BytesOut)
 	v.census = count(c, &v.cfg)
 	me, ok := c.Self()
-	if ok {
-		x, y := v.smooth(&me)
-		v.cam.follow(x, y, v.cfg.RegionSize)
+	if d, drawn := v.drawn[c.ID()]; drawn {
+		v.cam.follow(d.X, d.Y, v.cfg.RegionSize)
 	}
 	v.publish(c, &me, ok)
 	return nil
 }
 
-// smooth returns where to draw an entity: between its position at the
-// client's frame and the next, by the time elapsed since the frame began,
-// so that movement at the world's 16 frames a second draws smoothly at 60.
-func (v *View) smooth(lg *interest.Logic) (float64, float64) {
-	a := min(max(float64(v.now.Sub(v.frameAt))/float64(v.cfg.Period()), 0), 1)
-	next := interest.Step(lg.Pos, lg.Dest, lg.Speed)
-	return float64(lg.Pos.X) + a*float64(next.X-lg.Pos.X), float64(lg.Pos.Y) + a*float64(next.Y-lg.Pos.Y)
+// at returns where to draw entity id this tick (selfID: the player), as
+// the client's Render placed it; false for one it does not draw yet.
+func (v *View) at(c *interest.Client, id interest.ID) (float64, float64, bool) {
+	if id == selfID {
+		id = c.ID()
+	}
+	d, ok := v.drawn[id]
+	return d.X, d.Y, ok
 }
 
 // input turns keys, clicks and touches into the client's commands.
