@@ -49,8 +49,10 @@ type timedLoopback struct {
 	now time.Time
 }
 
-func (l *timedLoopback) SendUnreliable(_ interest.ID, msg []byte) error { return l.c.Deliver(l.now, msg) }
-func (l *timedLoopback) SendReliable(_ interest.ID, msg []byte) error   { return l.c.Deliver(l.now, msg) }
+func (l *timedLoopback) SendUnreliable(_ interest.ID, msg []byte) error {
+	return l.c.Deliver(l.now, msg)
+}
+func (l *timedLoopback) SendReliable(_ interest.ID, msg []byte) error { return l.c.Deliver(l.now, msg) }
 
 // A wolf walks east at 40 units a frame; the player's client draws it two
 // frames (125 ms) behind the world, between frames, and itself at once.
