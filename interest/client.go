@@ -74,7 +74,7 @@ type known struct {
 	// just heard of); the others stand in range and wait for the player
 	// to change region.
 	active bool
-	tr     track // its paths, for Render
+	tr     *track // its paths, once the game renders (Render)
 }
 
 type activeEntry struct {
@@ -369,6 +369,10 @@ func (c *Client) check(id ID, k *known, me Region, moved bool, grace int) bool {
 // forget drops an entity that left the range, and any request for its
 // display data: the world answers only for entities in range.
 func (c *Client) forget(id ID) {
+	if k := c.ents[id]; k != nil && k.tr != nil {
+		c.rd.spare = append(c.rd.spare, k.tr)
+		k.tr = nil
+	}
 	delete(c.ents, id)
 	delete(c.wantDisp, id)
 	c.stats.Removed++
@@ -611,7 +615,9 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 		if k == nil {
 			k = &known{}
 			c.ents[m.id] = k
-			k.tr.reset(seg)
+			if c.rd.on {
+				k.tr = c.rd.track(seg)
+			}
 			c.rd.news(now, seg.frame)
 		} else {
 			c.heardPath(now, k, seg)

@@ -477,7 +477,7 @@ func (w *World) turnMsg(e *entity) int {
 	if l.n == 0 {
 		return 0
 	}
-	s := &l.segs[l.n-1]
+	s := l.nth(l.n - 1)
 	if s.frame >= w.frame || w.frame-s.frame > min(w.turnFrames, w.lay.history) || s.dest != e.lg.Dest || s.speed == 0 ||
 		(s.speed != e.lg.Speed && e.lg.Moving()) {
 		return 0

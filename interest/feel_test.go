@@ -20,8 +20,8 @@ func TestPathLog(t *testing.T) {
 	seg := func(f int, x int32) pathSeg { return pathSeg{f, Vec{x, 0}, Vec{x + 1000, 0}, 10, 0} }
 	frames := func(l *pathLog) []int {
 		var out []int
-		for _, s := range l.segs[:l.n] {
-			out = append(out, s.frame)
+		for i := range l.n {
+			out = append(out, l.nth(i).frame)
 		}
 		return out
 	}

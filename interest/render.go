@@ -72,34 +72,42 @@ type pathSeg struct {
 const pathSegs = 16
 
 // pathLog is an entity's recent paths, oldest first: where it was at any
-// frame since the oldest.
+// frame since the oldest. It is a ring, so that a new path, the common
+// case, writes one entry and moves none: the world writes one for every
+// change of path of every entity.
 type pathLog struct {
 	segs [pathSegs]pathSeg
+	head int // the oldest's slot
 	n    int
 }
+
+// nth returns the i-th path, oldest first.
+func (l *pathLog) nth(i int) *pathSeg { return &l.segs[(l.head+i)%pathSegs] }
 
 // add records that the entity took the path s from s.frame on. A path of
 // the same frame is replaced; news of a later frame stays (it already
 // accounts for this path, heard late).
 func (l *pathLog) add(s pathSeg) {
 	i := l.n
-	for i > 0 && l.segs[i-1].frame > s.frame {
+	for i > 0 && l.nth(i-1).frame > s.frame {
 		i--
 	}
-	if i > 0 && l.segs[i-1].frame == s.frame {
-		l.segs[i-1] = s
+	if i > 0 && l.nth(i-1).frame == s.frame {
+		*l.nth(i - 1) = s
 		return
 	}
 	if l.n == pathSegs { // drop the oldest
 		if i == 0 {
 			return // older than anything kept: of no use
 		}
-		copy(l.segs[:], l.segs[1:])
+		l.head = (l.head + 1) % pathSegs
 		l.n--
 		i--
 	}
-	copy(l.segs[i+1:l.n+1], l.segs[i:l.n])
-	l.segs[i] = s
+	for j := l.n; j > i; j-- { // news heard late: make room
+		*l.nth(j) = *l.nth(j - 1)
+	}
+	*l.nth(i) = s
 	l.n++
 }
 
@@ -107,7 +115,7 @@ func (l *pathLog) add(s pathSeg) {
 // s.frame: the world's record when a move rewrites its past, and the
 // client's prediction of the player's own entity.
 func (l *pathLog) set(s pathSeg) {
-	for l.n > 0 && l.segs[l.n-1].frame >= s.frame {
+	for l.n > 0 && l.nth(l.n-1).frame >= s.frame {
 		l.n--
 	}
 	l.add(s)
@@ -117,7 +125,7 @@ func (l *pathLog) set(s pathSeg) {
 // starts at or before it, or 0 when f is before them all.
 func (l *pathLog) seg(f int) int {
 	i := l.n - 1
-	for i > 0 && l.segs[i].frame > f {
+	for i > 0 && l.nth(i).frame > f {
 		i--
 	}
 	return i
@@ -127,7 +135,7 @@ func (l *pathLog) seg(f int) int {
 // its paths and how it was last drawn.
 type track struct {
 	pathLog
-	// The cursor: the entity stood at curPos at frame curF on segs[curI],
+	// The cursor: the entity stood at curPos at frame curF on path curI,
 	// so that drawing frame after frame steps once, not from the path's
 	// start; curI < 0 when no cursor is kept.
 	curI   int
@@ -141,6 +149,10 @@ type track struct {
 	heardX, heardY float64
 	drawn          bool
 	heading        float64
+	// seeded: the track began when the game started rendering, from what
+	// the client then knew, not from news: it is drawn before its first
+	// path's frame, back along it.
+	seeded bool
 }
 
 // add records news of a path (pathLog.add).
@@ -160,14 +172,14 @@ func (t *track) add(s pathSeg) {
 func (t *track) news(s pathSeg) {
 	t.curI = -1
 	for i := range t.n {
-		if t.segs[i].frame <= s.frame && t.segs[i].sent > s.sent {
+		if g := t.nth(i); g.frame <= s.frame && g.sent > s.sent {
 			return
 		}
 	}
 	keep := 0
 	for i := range t.n {
-		if g := t.segs[i]; g.frame < s.frame || g.sent >= s.sent {
-			t.segs[keep] = g
+		if g := *t.nth(i); g.frame < s.frame || g.sent >= s.sent {
+			*t.nth(keep) = g
 			keep++
 		}
 	}
@@ -185,7 +197,7 @@ func (t *track) set(s pathSeg) {
 // of anew appears where it is.
 func (t *track) reset(s pathSeg) {
 	*t = track{curI: -1}
-	t.segs[0], t.n = s, 1
+	t.segs[0], t.head, t.n = s, 0, 1
 }
 
 // at returns the heard position at whole frame f: along the path that
@@ -193,7 +205,7 @@ func (t *track) reset(s pathSeg) {
 // that comes into range moving was walking before it was heard of).
 func (t *track) at(f int) Vec {
 	i := t.seg(f)
-	s := &t.segs[i]
+	s := t.nth(i)
 	if f < s.frame {
 		return back(s, s.frame-f)
 	}
@@ -348,6 +360,7 @@ type renderer struct {
 	clock   renderClock
 	late    [lateSamples]float32 // frames between the clock and the frame of news, a ring
 	nLate   int
+	learnt  int // nLate when the delay was last learned
 	sorted  [lateSamples]float32
 	delay   float64 // frames, learned
 	newest  int     // newest frame heard
@@ -357,6 +370,23 @@ type renderer struct {
 	drawnAt float64 // the frame others were last drawn at, past the extrapolation's limit or not
 	selfT   track   // the player's own entity: its predicted paths
 	selfAt  float64 // the frame the player's own entity was last drawn at
+	// on: the game renders (Render was called), so every known entity
+	// keeps a track, taken from spare and given back when it is dropped;
+	// a client that never renders (a bot) keeps none.
+	on    bool
+	spare []*track
+}
+
+// track returns a track for an entity first heard of as s.
+func (rd *renderer) track(s pathSeg) *track {
+	var t *track
+	if n := len(rd.spare); n > 0 {
+		t, rd.spare = rd.spare[n-1], rd.spare[:n-1]
+	} else {
+		t = new(track)
+	}
+	t.reset(s)
+	return t
 }
 
 func (rd *renderer) init(cfg Config) {
@@ -393,13 +423,20 @@ func (rd *renderer) news(now time.Time, f int) {
 	l := rd.clock.frame(now) - float64(f)
 	rd.late[rd.nLate%lateSamples] = float32(max(l, 0))
 	rd.nLate++
-	if rd.nLate%16 == 1 || rd.nLate < 16 {
-		n := min(rd.nLate, lateSamples)
-		s := rd.sorted[:n]
-		copy(s, rd.late[:n])
-		slices.Sort(s)
-		rd.delay = float64(s[int(lateQuantile*float64(n-1))]) + 0.25
+}
+
+// learn brings the learned delay up to date with the samples, every 16 of
+// them (and each of the first 16): the quantile of a sorted copy.
+func (rd *renderer) learn() {
+	if rd.nLate == rd.learnt || (rd.nLate-rd.learnt < 16 && rd.learnt >= 16) {
+		return
 	}
+	rd.learnt = rd.nLate
+	n := min(rd.nLate, lateSamples)
+	s := rd.sorted[:n]
+	copy(s, rd.late[:n])
+	slices.Sort(s)
+	rd.delay = float64(s[int(lateQuantile*float64(n-1))]) + 0.25
 }
 
 // delayFrames is the delay other entities are drawn behind the clock.
@@ -407,6 +444,7 @@ func (rd *renderer) delayFrames() float64 {
 	if rd.opt.Delay > 0 {
 		return rd.opt.Delay.Seconds() * rd.clock.hz
 	}
+	rd.learn()
 	return min(rd.delay, rd.opt.MaxDelay.Seconds()*rd.clock.hz)
 }
 
@@ -471,6 +509,15 @@ func (c *Client) Render(now time.Time, dst []Drawn) []Drawn {
 	if !c.synced || !rd.clock.have {
 		return dst
 	}
+	if !rd.on {
+		// The first render: a track for every entity known, from where
+		// the client has it now.
+		rd.on = true
+		for _, k := range c.ents {
+			k.tr = rd.track(pathSeg{c.frame, k.lg.Pos, k.lg.Dest, k.lg.Speed, int32(c.base)})
+			k.tr.seeded = true
+		}
+	}
 	r, dt := rd.frameAt(now)
 	// The world is silent between changes, but speaks at least every
 	// keepaliveFrames: past that and the allowance, news is missing.
@@ -478,7 +525,7 @@ func (c *Client) Render(now time.Time, dst []Drawn) []Drawn {
 	ro := min(r, limit)
 	rd.drawnAt = ro
 	for id, k := range c.ents {
-		if k.tr.n == 0 || ro < float64(k.tr.segs[0].frame) {
+		if k.tr == nil || (!k.tr.seeded && ro < float64(k.tr.nth(0).frame)) {
 			continue // not heard of by the frame drawn: it appears when the drawing gets there
 		}
 		x, y, h, mv := k.tr.draw(ro, dt, rd.opt.Blend)
@@ -561,7 +608,10 @@ func (c *Client) SetReplay(on bool) { c.noReplay = !on }
 // heardPath records news of an entity's path: the track takes it, what
 // was drawn slides to it, and how late it came teaches the delay.
 func (c *Client) heardPath(now time.Time, k *known, s pathSeg) {
+	c.rd.news(now, s.frame)
+	if k.tr == nil {
+		return // the game does not render
+	}
 	k.tr.news(s)
 	k.tr.moved(c.rd.drawnAt, c.rd.opt.Teleport)
-	c.rd.news(now, s.frame)
 }

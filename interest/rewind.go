@@ -54,9 +54,10 @@ func (w *World) PositionAt(id ID, frame float64) (Vec, bool) {
 	}
 	frame = min(frame, float64(w.frame))
 	f := int(math.Floor(frame))
-	ok := f >= l.segs[0].frame && f >= w.frame-w.lay.history
+	first := l.nth(0).frame
+	ok := f >= first && f >= w.frame-w.lay.history
 	if !ok {
-		f, frame = l.segs[0].frame, float64(l.segs[0].frame)
+		f, frame = first, float64(first)
 	}
 	a := l.posAt(f)
 	k := frame - float64(f)
@@ -70,7 +71,7 @@ func (w *World) PositionAt(id ID, frame float64) (Vec, bool) {
 // posAt returns the position at whole frame f, at or after the first
 // path's frame.
 func (l *pathLog) posAt(f int) Vec {
-	s := &l.segs[l.seg(f)]
+	s := l.nth(l.seg(f))
 	return StepN(s.pos, s.dest, s.speed, f-s.frame)
 }
 
