@@ -3,6 +3,7 @@ package interest
 import (
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/tongbu/tongbu/codec"
 )
@@ -49,4 +50,34 @@ func BenchmarkLogicUpdate(b *testing.B) {
 		bitsPer = wr.Len()
 	}
 	b.ReportMetric(float64(bitsPer), "bits/op")
+}
+
+// BenchmarkPathHistory is lag compensation's cost on the server: the
+// history takes an entry when an entity's path changes (never per frame),
+// and an action's judgement asks a position a few frames back. It reports
+// the history's bytes an entity.
+func BenchmarkPathHistory(b *testing.B) {
+	w, _ := NewWorld(Config{}, time.Unix(0, 0), discard{})
+	const entities = 30000
+	for i := range entities {
+		p := Vec{int32(1000 + i%50000), 20000}
+		w.Spawn(NPC, Logic{Pos: p, Dest: p}, Display{})
+	}
+	b.Run("record", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			id := ID(1 + (i*7919)%entities) // strided: another entity's history each time, as a frame's turns are
+			w.recordPath(id, Vec{int32(i % 50000), 20000}, Vec{int32(i%50000 + 500), 20000}, 32, w.frame-i%3)
+			if i%entities == entities-1 {
+				w.frame++
+			}
+		}
+		b.ReportMetric(float64(unsafe.Sizeof(pathLog{})), "bytes/entity")
+	})
+	b.Run("position", func(b *testing.B) {
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			_, _ = w.PositionAt(ID(1+(i*7919)%entities), float64(w.frame)-4.25)
+		}
+	})
 }

@@ -196,16 +196,7 @@ func (h *cellsHarness) run(d time.Duration, check bool) {
 		}
 		h.writeBorders()
 		for _, p := range h.players {
-			for {
-				m, ok := p.conn.TryReceive()
-				if !ok {
-					break
-				}
-				if err := p.c.Deliver(now, m.Data); err != nil {
-					h.t.Errorf("client %d: %v", p.id, err)
-				}
-			}
-			p.c.Advance(now)
+			p.receive(h.t, now)
 			h.drive(p, now)
 			if pkt := p.c.Packet(now); pkt != nil {
 				_ = p.conn.SendUnreliable(pkt)

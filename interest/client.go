@@ -537,6 +537,7 @@ func (c *Client) down(now time.Time, r *codec.Reader, msg []byte) error {
 	if !c.rdHeard {
 		c.rd.heard(now, h.frame)
 	}
+	c.rd.commit()
 	c.received(h.seq)
 	if !c.synced || h.frame > c.frame {
 		if !c.synced {
@@ -618,9 +619,9 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 			if c.rd.on {
 				k.tr = c.rd.track(seg)
 			}
-			c.rd.news(now, seg.frame)
+			c.rd.heardLogic(now, m.id, seg.frame)
 		} else {
-			c.heardPath(now, k, seg)
+			c.heardPath(now, m.id, k, seg, false)
 		}
 		k.kind, k.lg, k.dver, k.doom = m.kind, m.lg, m.dver, 0
 		c.activate(m.id, k)
@@ -645,7 +646,7 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 		}
 	}
 	if m.tag == tagMove {
-		c.heardPath(now, k, pathSeg{m.frame, m.lg.Pos, m.lg.Dest, m.lg.Speed, int32(m.hf)})
+		c.heardPath(now, m.id, k, pathSeg{m.frame, m.lg.Pos, m.lg.Dest, m.lg.Speed, int32(m.hf)}, true)
 		k.lg.Pos, k.lg.Dest, k.lg.Speed = m.lg.Pos, m.lg.Dest, m.lg.Speed
 		k.doom = 0
 		c.toNow(&k.lg, m.frame)

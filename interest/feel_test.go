@@ -5,6 +5,7 @@ package interest
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -59,7 +60,7 @@ func TestPathLog(t *testing.T) {
 	} {
 		var l pathLog
 		tt.ops(&l)
-		if got := frames(&l); !equalInts(got, tt.want) {
+		if got := frames(&l); !slices.Equal(got, tt.want) {
 			t.Errorf("%s: frames %v, want %v", tt.name, got, tt.want)
 		}
 	}
@@ -75,18 +76,6 @@ func TestPathLog(t *testing.T) {
 			t.Errorf("posAt(%d) = %v, want %v", tt.f, got, tt.want)
 		}
 	}
-}
-
-func equalInts(a, b []int) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // TestTrackDraw: a track draws between frames, back along the path before
@@ -119,7 +108,7 @@ func TestTrackDraw(t *testing.T) {
 	r := 20.0
 	px, py, _, _ := tr.draw(r, 0, blend)
 	at16 := tr.at(16)
-	tr.add(pathSeg{16, at16, Vec{at16.X, 3000}, 16, 0})
+	tr.news(pathSeg{16, at16, Vec{at16.X, 3000}, 16, 20})
 	tr.moved(r, teleport)
 	gap := math.Hypot(tr.offX, tr.offY)
 	if gap < 60 || gap > teleport {
@@ -263,16 +252,7 @@ func (fw *feelWorld) run(t *testing.T, d time.Duration, sample bool) {
 			h.w.Tick(now)
 		}
 		for _, p := range h.players {
-			for {
-				m, ok := p.conn.TryReceive()
-				if !ok {
-					break
-				}
-				if err := p.c.Deliver(now, m.Data); err != nil {
-					t.Errorf("client %d: %v", p.id, err)
-				}
-			}
-			p.c.Advance(now)
+			p.receive(t, now)
 		}
 		if now.After(fw.nextTurn) {
 			me, ok := fw.walker.c.Self()

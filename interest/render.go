@@ -155,12 +155,6 @@ type track struct {
 	seeded bool
 }
 
-// add records news of a path (pathLog.add).
-func (t *track) add(s pathSeg) {
-	t.curI = -1
-	t.pathLog.add(s)
-}
-
 // news records what a packet sent at frame s.sent said of the entity's
 // path from s.frame on. Everything in a packet is the world's account as
 // of the frame it was sent at, so news from a later packet wins: this
@@ -361,6 +355,7 @@ type renderer struct {
 	late    [lateSamples]float32 // frames between the clock and the frame of news, a ring
 	nLate   int
 	learnt  int // nLate when the delay was last learned
+	held    heldLate
 	sorted  [lateSamples]float32
 	delay   float64 // frames, learned
 	newest  int     // newest frame heard
@@ -423,6 +418,41 @@ func (rd *renderer) news(now time.Time, f int) {
 	l := rd.clock.frame(now) - float64(f)
 	rd.late[rd.nLate%lateSamples] = float32(max(l, 0))
 	rd.nLate++
+}
+
+// heldLate is a move's lateness sample, held until the next message: a
+// move followed by its entity's logic in the same packet is a repair's or
+// a discovery answer's, the start of a path resent on purpose long after
+// it began, which says nothing of how late broadcasts come.
+type heldLate struct {
+	id    ID
+	frame int
+	at    time.Time
+	have  bool
+}
+
+// heardMove holds the lateness of a move of id stamped f.
+func (rd *renderer) heardMove(now time.Time, id ID, f int) {
+	rd.commit()
+	rd.held = heldLate{id, f, now, true}
+}
+
+// heardLogic samples the lateness of a logic message about id as of
+// frame f, and drops the held move's if it was id's.
+func (rd *renderer) heardLogic(now time.Time, id ID, f int) {
+	if rd.held.have && rd.held.id == id {
+		rd.held.have = false
+	}
+	rd.commit()
+	rd.news(now, f)
+}
+
+// commit samples the held move's lateness: a broadcast's.
+func (rd *renderer) commit() {
+	if rd.held.have {
+		rd.held.have = false
+		rd.news(rd.held.at, rd.held.frame)
+	}
 }
 
 // learn brings the learned delay up to date with the samples, every 16 of
@@ -503,7 +533,9 @@ func (c *Client) RenderFrame() float64 { return c.rd.r }
 // teleport. An entity that comes into range appears once the frame drawn
 // reaches the frame it was first heard at, where it was then.
 //
-// Render allocates nothing once dst has room for every entity.
+// Once dst has room for every entity, and the client's pool of tracks
+// (one an entity in range, kept from the first Render on) has grown to the
+// range's population, Render and the packets' handling allocate nothing.
 func (c *Client) Render(now time.Time, dst []Drawn) []Drawn {
 	rd := &c.rd
 	if !c.synced || !rd.clock.have {
@@ -605,10 +637,16 @@ func (c *Client) reconcile(f int, void uint8) {
 // may want.
 func (c *Client) SetReplay(on bool) { c.noReplay = !on }
 
-// heardPath records news of an entity's path: the track takes it, what
-// was drawn slides to it, and how late it came teaches the delay.
-func (c *Client) heardPath(now time.Time, k *known, s pathSeg) {
-	c.rd.news(now, s.frame)
+// heardPath records news of entity id's path, from a move (a broadcast,
+// or the start of a path a repair or a discovery answer resends) or a
+// logic message: the track takes it, what was drawn slides to it, and how
+// late it came teaches the delay.
+func (c *Client) heardPath(now time.Time, id ID, k *known, s pathSeg, move bool) {
+	if move {
+		c.rd.heardMove(now, id, s.frame)
+	} else {
+		c.rd.heardLogic(now, id, s.frame)
+	}
 	if k.tr == nil {
 		return // the game does not render
 	}

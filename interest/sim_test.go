@@ -153,6 +153,21 @@ func (h *harness) inspect(to ID, msg []byte) {
 }
 
 // run plays the world for d, frame by frame.
+// receive hands the player's client every packet that has reached it, and
+// advances it to now.
+func (p *tplayer) receive(t testing.TB, now time.Time) {
+	for {
+		m, ok := p.conn.TryReceive()
+		if !ok {
+			break
+		}
+		if err := p.c.Deliver(now, m.Data); err != nil {
+			t.Errorf("client %d: %v", p.id, err)
+		}
+	}
+	p.c.Advance(now)
+}
+
 func (h *harness) run(d time.Duration, check bool) {
 	end := time.Now().Add(d)
 	for time.Now().Before(end) {
@@ -173,16 +188,7 @@ func (h *harness) run(d time.Duration, check bool) {
 		h.npcAI()
 		h.w.Tick(now)
 		for _, p := range h.players {
-			for {
-				m, ok := p.conn.TryReceive()
-				if !ok {
-					break
-				}
-				if err := p.c.Deliver(now, m.Data); err != nil {
-					h.t.Errorf("client %d: %v", p.id, err)
-				}
-			}
-			p.c.Advance(now)
+			p.receive(h.t, now)
 			h.drive(p, now)
 			if pkt := p.c.Packet(now); pkt != nil {
 				_ = p.conn.SendUnreliable(pkt)
