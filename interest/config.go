@@ -76,9 +76,9 @@ type Config struct {
 	// MaxRewind bounds lag compensation: how far before the world's frame
 	// an action's view (Action.View) may be when it arrives. A view
 	// claimed older is taken as this old, so that a cheater cannot act on
-	// the past. Default 500 ms: a player 150 ms away whose client draws
-	// others the most it learns to (300 ms behind) is judged on what they
-	// saw. Server-only.
+	// the past. Default 500 ms: a round trip of 150 ms and the most
+	// render delay a client learns (RenderOptions.MaxDelay, 350 ms), the
+	// worst of both together. Server-only.
 	MaxRewind time.Duration
 
 	// TickBudget is the bytes a client may be sent per frame: broadcast

@@ -29,7 +29,8 @@ type RenderOptions struct {
 	// news of moves arrives, as a jitter buffer does: long enough that a
 	// turn is heard before it is drawn, no longer.
 	Delay time.Duration
-	// MaxDelay bounds the learned delay. Default 300 ms.
+	// MaxDelay bounds the learned delay. Default 350 ms, which a link as
+	// bad as a crowded Wi-Fi reaches.
 	MaxDelay time.Duration
 	// Extrapolate is how far past the newest frame the world could have
 	// been heard from an entity is drawn along its path when the world
@@ -51,7 +52,7 @@ type RenderOptions struct {
 
 // Defaults of RenderOptions.
 const (
-	DefaultMaxRenderDelay = 300 * time.Millisecond
+	DefaultMaxRenderDelay = 350 * time.Millisecond
 	DefaultExtrapolate    = 250 * time.Millisecond
 )
 
@@ -344,8 +345,10 @@ func (k *renderClock) frame(now time.Time) float64 {
 // quantile of: about 16 s of a busy range's moves.
 const lateSamples = 256
 
-// lateQuantile is the share of news the learned delay waits for.
-const lateQuantile = 0.95
+// lateQuantile is the share of news the learned delay waits for: nearly
+// all, since a move heard after its frame is drawn wrong until the slide
+// ends.
+const lateQuantile = 0.99
 
 // renderer is a client's drawing state: the clock, the learned delay and
 // the frame last drawn.

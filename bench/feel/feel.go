@@ -87,8 +87,8 @@ func benchFeel(args []string, out io.Writer) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "drawing others\terror mean u\terror p99 u\tjumps/min/entity\tns/render\tallocs/render\t")
 	fmt.Fprintf(out, "library error quantiles: p90 %.1f p95 %.1f p98 %.1f p99 %.1f p99.9 %.1f\n", lib.err.p(0.9), lib.err.p(0.95), lib.err.p(0.98), lib.err.p(0.99), lib.err.p(0.999))
-	fmt.Fprintf(tw, "library (Render)\t%.2f\t%.2f\t%.3f\t%.0f\t%.2f\t\n", lib.err.mean(), lib.err.p(0.99), lib.snapsPerMin(minutes), lib.renderNs, lib.renderAllocs)
-	fmt.Fprintf(tw, "baseline (extrapolate, snap, smooth)\t%.2f\t%.2f\t%.3f\t%.0f\t%.2f\t\n", lib.baseErr.mean(), lib.baseErr.p(0.99), lib.baseSnapsPerMin(minutes), lib.baseNs, lib.baseAllocs)
+	fmt.Fprintf(tw, "library (Render)\t%.2f\t%.2f\t%.3f\t%.0f\t%.2f\t\n", lib.err.mean(), lib.err.p(0.99), lib.perEntityMin(lib.snaps, minutes), lib.renderNs, lib.renderAllocs)
+	fmt.Fprintf(tw, "baseline (extrapolate, snap, smooth)\t%.2f\t%.2f\t%.3f\t%.0f\t%.2f\t\n", lib.baseErr.mean(), lib.baseErr.p(0.99), lib.perEntityMin(lib.baseSnaps, minutes), lib.baseNs, lib.baseAllocs)
 	if err := tw.Flush(); err != nil {
 		return err
 	}
@@ -108,8 +108,8 @@ func benchFeel(args []string, out io.Writer) error {
 		"render_error_p99_u", lib.err.p(0.99),
 		"baseline_render_error_mean_u", lib.baseErr.mean(),
 		"baseline_render_error_p99_u", lib.baseErr.p(0.99),
-		"snaps_per_min", lib.snapsPerMin(minutes),
-		"baseline_snaps_per_min", lib.baseSnapsPerMin(minutes),
+		"snaps_per_min", lib.perEntityMin(lib.snaps, minutes),
+		"baseline_snaps_per_min", lib.perEntityMin(lib.baseSnaps, minutes),
 		"own_undo_per_min", lib.undoPerMin(minutes, o.players),
 		"baseline_own_undo_per_min", base.undoPerMin(minutes, o.players),
 		"hit_agreement", lib.agree(),
@@ -167,12 +167,9 @@ type result struct {
 	serverAllocs         float64
 }
 
-func (r *result) snapsPerMin(min float64) float64 {
-	return float64(r.snaps) / min / float64(max(r.entities, 1))
-}
-
-func (r *result) baseSnapsPerMin(min float64) float64 {
-	return float64(r.baseSnaps) / min / float64(max(r.entities, 1))
+// perEntityMin returns n jumps a minute an entity drawn.
+func (r *result) perEntityMin(n int, min float64) float64 {
+	return float64(n) / min / float64(max(r.entities, 1))
 }
 
 func (r *result) undoPerMin(min float64, players int) float64 {
