@@ -112,9 +112,9 @@ func benchFeel(args []string, out io.Writer) error {
 		"baseline_snaps_per_min", lib.perEntityMin(lib.baseSnaps, minutes),
 		"own_undo_per_min", lib.undoPerMin(minutes, o.players),
 		"baseline_own_undo_per_min", base.undoPerMin(minutes, o.players),
-		"hit_agreement", lib.agree(),
-		"baseline_hit_agreement", lib.agreeBase(),
-		"past_bound_refused", lib.pastRefusedShare(),
+		"hit_agreement", fmt.Sprintf("%.4f", lib.agree()),
+		"baseline_hit_agreement", fmt.Sprintf("%.4f", lib.agreeBase()),
+		"past_bound_refused", fmt.Sprintf("%.4f", lib.pastRefusedShare()),
 		"render_delay_p50_ms", lib.delayP50,
 		"rewind_p99_ms", lib.rewind.p(0.99),
 		"render_ns", lib.renderNs,
@@ -292,7 +292,7 @@ func (s *sim) send(p interest.ID, up bool, msg []byte, lossy bool) error {
 	if n := len(s.free); n > 0 { // reused: the simulation allocates nothing a packet once warm
 		pk, s.free = s.free[n-1], s.free[:n-1]
 	} else {
-		pk = new(packet)
+		pk = &packet{data: make([]byte, 0, interest.MaxPacket)} // room for any: a reused packet never grows
 	}
 	pk.at, pk.seq, pk.player, pk.up, pk.data = s.now.Add(delay), s.seq, p, up, append(pk.data[:0], msg...)
 	heap.Push(&s.fl, pk)
