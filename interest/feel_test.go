@@ -389,6 +389,15 @@ func TestReconcile(t *testing.T) {
 			}
 			return fw.h.w.Place(id, Vec{5000, 5000})
 		}, func(Vec) Vec { return Vec{5000, 5000} }, 0},
+		{"knock-back held by a speed limit", true, func(fw *feelWorld, c *Client, id ID) error {
+			if err := c.Move(Vec{7000, 6000}, 24); err != nil {
+				return err
+			}
+			if err := fw.h.w.SetSpeedLimit(id, 1); err != nil { // a stun: the replay is refused, and not replayed again
+				return err
+			}
+			return fw.h.w.Move(id, Vec{6000, 8000}, 40)
+		}, func(Vec) Vec { return Vec{6000, 8000} }, 1},
 		{"refused move", true, func(fw *feelWorld, c *Client, id ID) error {
 			c.me.Pos.X += 200 // a client that strayed: its move's source is off the world's record
 			return c.Move(Vec{6000, 4000}, 24)

@@ -638,6 +638,12 @@ func (c *Client) reconcile(f int, void uint8) {
 // default) or off. Off, a correction stands alone: the player's moves sent
 // before the client heard it are lost, as a strictly server-driven game
 // may want.
+//
+// On, a move the player made while the world was moving it (a knock-back
+// with World.Move) takes over from the knock-back once replayed, as the
+// player's newer input. A game whose forced moves must hold (a stun, a
+// pull) lowers the player's speed limit for their length (World.SetSpeedLimit,
+// down to 1): the replay is refused, and not replayed again.
 func (c *Client) SetReplay(on bool) { c.noReplay = !on }
 
 // heardPath records news of entity id's path, from a move (a broadcast,
