@@ -48,7 +48,8 @@ type ClientConfig struct {
 	// Connect, when set, makes the connections of Dial and of moves
 	// instead of WebRTC: an in-process bot connects through a
 	// memnet.Network and Server.Attach, with url naming the server its
-	// own way.
+	// own way. A Connect that signals over HTTP itself announces the wire
+	// version as Dial does (WireHeader: WireVersion), or is refused.
 	Connect func(ctx context.Context, url, ticket string) (transport.Conn, error)
 	// OnMove is called from Update when the client has followed its
 	// player to another world (the server's World.Transfer): from then on

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +58,8 @@ func TestCellsAcrossProcesses(t *testing.T) {
 	cfg := &engine.ClientConfig{
 		Connect: func(ctx context.Context, url, ticket string) (transport.Conn, error) {
 			return transport.Dial(ctx, strings.TrimSuffix(url, "/")+engine.ConnectPath, &transport.ClientConfig{
-				Header: http.Header{"Authorization": {"Bearer " + ticket}}, IncludeLoopback: true})
+				Header:          http.Header{"Authorization": {"Bearer " + ticket}, engine.WireHeader: {strconv.Itoa(engine.WireVersion)}},
+				IncludeLoopback: true})
 		},
 		OnMove: func(m engine.Move) { moves <- m },
 	}

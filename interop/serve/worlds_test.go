@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -80,7 +81,8 @@ func newWalker(t *testing.T, lobby *nats.Conn, dir *cluster.Directory, player st
 				hook(url)
 			}
 			return transport.Dial(ctx, strings.TrimSuffix(url, "/")+engine.ConnectPath, &transport.ClientConfig{
-				Header: http.Header{"Authorization": {"Bearer " + ticket}}, IncludeLoopback: true})
+				Header:          http.Header{"Authorization": {"Bearer " + ticket}, engine.WireHeader: {strconv.Itoa(engine.WireVersion)}},
+				IncludeLoopback: true})
 		},
 		OnMove: func(m engine.Move) { w.moves <- m },
 	}
