@@ -153,6 +153,29 @@ var hostileSequences = []struct {
 		p.add(forwardTSN(base+1000, 1, ssn+1000))
 		return p.done()
 	}},
+	{"a FORWARD-TSN that drops everything held", func(a *Assoc) [][]byte {
+		// Held: 30 ordered messages waiting for a skipped SSN (slab slots
+		// 0 to 29), then 10 unordered messages that came whole and went
+		// (slots 30 to 39 free). A FORWARD-TSN passes every held one: the
+		// holding empties at slot 29 of forwardHeld's pass and lets its
+		// slab go, and the pass must not read slot 30 of the old one (a
+		// Chromium peer did this over ICE-TCP).
+		p := packer{tag: a.myTag}
+		base, ssn := a.recv.cum+2, a.nextSSN[1]
+		for i := range uint32(30) {
+			p.add(dataChunkBytes(flagBegin|flagEnd, base+i, 1, ssn+1+uint16(i), []byte{1}))
+		}
+		for j := range uint32(10) {
+			p.add(dataChunkBytes(flagBegin|flagUnordered, base+30+2*j, 2, 0, []byte{2}))
+		}
+		p.flush()
+		for j := range uint32(10) {
+			p.add(dataChunkBytes(flagEnd|flagUnordered, base+31+2*j, 2, 0, []byte{3}))
+		}
+		p.flush()
+		p.add(forwardTSN(base+49, 1, ssn+30))
+		return p.done()
+	}},
 	{"heartbeats", func(a *Assoc) [][]byte {
 		p := packer{tag: a.myTag}
 		for range 5000 {

@@ -472,8 +472,11 @@ func (a *Assoc) dropRun(first, last uint32) {
 // messages of SSNs passed, and every partial message that misses a TSN at
 // or below the cumulative one (RFC 3758 §3.6). Then the streams deliver
 // what waited for the SSNs passed.
+//
+// Letting go of the last chunk held may let the slab go (holding.reset):
+// the passes read its length anew at every step.
 func (a *Assoc) forwardHeld() {
-	for i := range a.held.slab {
+	for i := 0; i < len(a.held.slab); i++ {
 		a.work++
 		if c := &a.held.slab[i]; c.used && !c.unordered() && ssnLess(c.ssn, a.nextSSN[c.stream]) {
 			a.held.remove(c.tsn) // the whole message goes: its fragments share the SSN
@@ -484,7 +487,7 @@ func (a *Assoc) forwardHeld() {
 			delete(a.held.ready, key)
 		}
 	}
-	for i := range a.held.slab {
+	for i := 0; i < len(a.held.slab); i++ {
 		a.work++
 		c := &a.held.slab[i]
 		if !c.used {
