@@ -318,19 +318,28 @@ func newSharedSocket(ep *endpoint, udp *net.UDPConn) *socket {
 	return s
 }
 
-func (s *socket) forget(p *Peer) {
+// peerKeys are what a socket's tables know a peer by, as the peer held
+// them when it closed (read under its lock).
+type peerKeys struct {
+	local     netip.Addr
+	ufrag     string
+	rap, cand netip.AddrPort
+}
+
+// forget removes p, known by k, from the socket's tables.
+func (s *socket) forget(p *Peer, k peerKeys) {
 	s.mu.Lock()
-	if p.local.IsValid() && s.byLocal[p.local] == p {
-		delete(s.byLocal, p.local)
+	if k.local.IsValid() && s.byLocal[k.local] == p {
+		delete(s.byLocal, k.local)
 	}
-	if s.byUfrag[p.ufrag] == p {
-		delete(s.byUfrag, p.ufrag)
+	if s.byUfrag[k.ufrag] == p {
+		delete(s.byUfrag, k.ufrag)
 	}
-	if s.byAddr[p.rap] == p {
-		delete(s.byAddr, p.rap)
+	if s.byAddr[k.rap] == p {
+		delete(s.byAddr, k.rap)
 	}
-	if s.byCand[p.cand] == p {
-		delete(s.byCand, p.cand)
+	if s.byCand[k.cand] == p {
+		delete(s.byCand, k.cand)
 	}
 	s.mu.Unlock()
 }

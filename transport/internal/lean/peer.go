@@ -246,6 +246,7 @@ func (p *Peer) closeWith(reason error) {
 		hs := p.hs
 		p.hs, p.early, p.flight = nil, nil, nil
 		rap, tcp, candTCP := p.rap, p.tcp, p.candTCP
+		keys := peerKeys{local: p.local, ufrag: p.ufrag, rap: p.rap, cand: p.cand} // read under p.mu: a TCP path's end clears cand
 		p.unlock()
 		if hs != nil {
 			hs.Close()
@@ -264,7 +265,7 @@ func (p *Peer) closeWith(reason error) {
 			candTCP.close()
 		}
 		p.Finish()
-		p.sock.forget(p)
+		p.sock.forget(p, keys)
 		p.ep.forget(p)
 		if p.onClose != nil {
 			p.onClose(p)

@@ -198,7 +198,7 @@ func TestSharedAddresses(t *testing.T) {
 	if err := s.attach(d); err != nil || d.local != netip.MustParseAddr("127.1.0.3") {
 		t.Fatalf("after the last: %v %v", d.local, err)
 	}
-	s.forget(a)
+	s.forget(a, peerKeys{local: a.local, ufrag: a.ufrag, rap: a.rap, cand: a.cand})
 	if s.byLocal[a.local] != nil || len(s.byLocal) != 3 {
 		t.Fatalf("forget left %v", s.byLocal)
 	}
