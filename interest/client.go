@@ -775,7 +775,7 @@ func (c *Client) queue(cmd command) error {
 		c.firstCmd = c.nextCmd
 	}
 	cmd.frame = c.frame
-	if cmd.tag != cmdMove && cmd.view == 0 && c.rd.drawing {
+	if cmd.tag != cmdMove && cmd.view == 0 && c.rd.on {
 		// What the player saw: the frame others were drawn at.
 		cmd.view = int(math.Round((float64(c.frame) - c.rd.drawnAt) * viewSteps))
 	}

@@ -364,7 +364,6 @@ type renderer struct {
 	newest  int     // newest frame heard
 	r       float64 // frame drawn last
 	rAt     time.Time
-	drawing bool
 	drawnAt float64 // the frame others were last drawn at, past the extrapolation's limit or not
 	selfT   track   // the player's own entity: its predicted paths
 	selfAt  float64 // the frame the player's own entity was last drawn at
@@ -486,8 +485,8 @@ func (rd *renderer) delayFrames() float64 {
 // does not jump; it does not move backwards.
 func (rd *renderer) frameAt(now time.Time) (r, dt float64) {
 	target := rd.clock.frame(now) - rd.delayFrames()
-	if !rd.drawing {
-		rd.drawing, rd.r, rd.rAt = true, target, now
+	if rd.rAt.IsZero() { // the first frame drawn
+		rd.r, rd.rAt = target, now
 		return target, 0
 	}
 	dt = now.Sub(rd.rAt).Seconds()
