@@ -49,7 +49,8 @@ type ClientConfig struct {
 	// instead of WebRTC: an in-process bot connects through a
 	// memnet.Network and Server.Attach, with url naming the server its
 	// own way. A Connect that signals over HTTP itself announces the wire
-	// version as Dial does (WireHeader: WireVersion), or is refused.
+	// version as Dial does (WireHeader: WireVersion), or is refused, and
+	// names the build (BuildHeader: Build) to a server that checks it.
 	Connect func(ctx context.Context, url, ticket string) (transport.Conn, error)
 	// OnMove is called from Update when the client has followed its
 	// player to another world (the server's World.Transfer): from then on
@@ -69,6 +70,13 @@ type ClientConfig struct {
 	// ResumeTimeout bounds how long a lost connection is resumed for
 	// (default 30 s: the server's Config.ResumeWindow); negative: never.
 	ResumeTimeout time.Duration
+	// Build names the game build this client runs, such as "1.4.2" (1 to
+	// 64 bytes of printable ASCII, no space or comma), sent at signaling
+	// in BuildHeader: a server that serves only some builds
+	// (Config.Builds) refuses any other with ErrBuild, so an old client
+	// learns it must update instead of joining a match it cannot play.
+	// Empty: none sent, which such a server refuses too.
+	Build string
 }
 
 // ConnectionEvent tells the game of its connection's life
@@ -220,8 +228,15 @@ func dialConn(ctx context.Context, url, ticket string, cfg *ClientConfig) (trans
 	if err != nil {
 		return nil, err
 	}
+	header := http.Header{"Authorization": {"Bearer " + ticket}, WireHeader: {strconv.Itoa(wireVersion)}}
+	if cfg.Build != "" {
+		if !validBuild(cfg.Build) {
+			return nil, fmt.Errorf("%w: ClientConfig.Build %q: want 1 to %d bytes of printable ASCII, no space or comma", ErrConfig, cfg.Build, maxBuildLen)
+		}
+		header.Set(BuildHeader, cfg.Build)
+	}
 	conn, err := transport.Dial(ctx, u, &transport.ClientConfig{
-		Header:          http.Header{"Authorization": {"Bearer " + ticket}, WireHeader: {strconv.Itoa(wireVersion)}},
+		Header:          header,
 		HTTPClient:      cfg.HTTPClient,
 		IncludeLoopback: cfg.IncludeLoopback,
 		Limits:          cfg.Limits,

@@ -62,6 +62,12 @@ var (
 	// the server still writes (update the client), or the server wrote a
 	// newer one than the client announced. The error names both.
 	ErrWireVersion = errors.New("engine: no wire version in common")
+
+	// ErrBuild: the server does not serve the game build the client runs
+	// (Config.Builds, ClientConfig.Build): the player needs another
+	// version of the game, or another server. The error names both sides'
+	// builds.
+	ErrBuild = errors.New("engine: build not served")
 )
 
 // A refusal's reason: its token on the wire (the signaling answer's
@@ -84,4 +90,5 @@ var refusalKinds = []refusalKind{
 	{ErrServerClosed, "closing", "closing", http.StatusServiceUnavailable},
 	{ErrClosed, "closed", "closed", http.StatusNotFound},
 	{ErrWireVersion, "wire_version", "wire_version", http.StatusUpgradeRequired},
+	{ErrBuild, "build", "build", http.StatusConflict},
 }

@@ -144,7 +144,7 @@ func dialResume(ctx context.Context, url string, creds []string, cfg *ClientConf
 				return r
 			}
 			continue // the next credential, at once
-		case errors.Is(err, ErrNotFound), errors.Is(err, ErrClosed), errors.Is(err, ErrRole), errors.Is(err, ErrWireVersion):
+		case errors.Is(err, ErrNotFound), errors.Is(err, ErrClosed), errors.Is(err, ErrRole), errors.Is(err, ErrWireVersion), errors.Is(err, ErrBuild):
 			return r // the room or world is gone, or will never take this client
 		}
 		select {

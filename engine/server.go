@@ -10,6 +10,7 @@ import (
 	"net"
 	"net/http"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -107,6 +108,12 @@ type Config struct {
 	// for clients that cannot set the Authorization header. Off by
 	// default: proxies and access logs keep URLs, and the tickets in them.
 	TicketInQuery bool
+	// Builds lists the game builds this server serves (version strings
+	// such as "1.4.2", each 1 to 64 bytes of printable ASCII with no
+	// space or comma): a client that runs another build
+	// (ClientConfig.Build), or names none, is refused at signaling with
+	// ErrBuild, before its ticket is looked at. Empty: any build.
+	Builds []string
 }
 
 // Server hosts lockstep rooms and interest worlds behind one HTTP handler
@@ -140,6 +147,12 @@ func NewServer(cfg Config) (*Server, error) {
 	if len(cfg.Secret) < minSecretLen {
 		return nil, errstack.Wrapf(ErrConfig, "Config.Secret must be at least %d bytes", minSecretLen)
 	}
+	for _, b := range cfg.Builds {
+		if !validBuild(b) {
+			return nil, errstack.Wrapf(ErrConfig, "Config.Builds: build %q: want 1 to %d bytes of printable ASCII, no space or comma", b, maxBuildLen)
+		}
+	}
+	cfg.Builds = slices.Clone(cfg.Builds)
 	if cfg.MaxConns <= 0 {
 		cfg.MaxConns = 10000
 	}

@@ -28,6 +28,10 @@ func (s *Server) authorize(r *http.Request) (any, error) {
 		s.refusedWith(refuseReason(err), err)
 		return nil, signalingRefusal(err)
 	}
+	if err := checkBuild(s.cfg.Builds, r.Header.Get(BuildHeader)); err != nil {
+		s.refusedWith(refuseReason(err), err)
+		return nil, signalingRefusal(err)
+	}
 	token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 	if !ok && s.cfg.TicketInQuery {
 		token = r.URL.Query().Get("ticket")

@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -45,6 +46,47 @@ const WireVersion = wireVersion
 // announces the newest wire version it reads, as a decimal number (SPEC.md
 // §9.4). Dial sends it; a client written from SPEC.md sends its own.
 const WireHeader = "Tongbu-Wire"
+
+// BuildHeader is the signaling request's header in which a client names
+// the game build it runs (ClientConfig.Build, such as "1.4.2"). A server
+// that serves only some builds (Config.Builds) refuses any other client
+// with ErrBuild before it looks at the ticket.
+const BuildHeader = "Tongbu-Build"
+
+// maxBuildLen bounds a build's name (Config.Builds, ClientConfig.Build).
+const maxBuildLen = 64
+
+// validBuild reports whether b can name a build: 1 to maxBuildLen bytes
+// of printable ASCII, with no space and no comma.
+func validBuild(b string) bool {
+	if len(b) == 0 || len(b) > maxBuildLen {
+		return false
+	}
+	for i := 0; i < len(b); i++ {
+		if c := b[i]; c <= ' ' || c > '~' || c == ',' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkBuild returns nil if a server serving builds (none: any) serves a
+// client that announced h (the BuildHeader's value, "" for none), or
+// ErrBuild naming both sides.
+func checkBuild(builds []string, h string) error {
+	if len(builds) == 0 || slices.Contains(builds, h) {
+		return nil
+	}
+	served := make([]string, len(builds))
+	for i, b := range builds {
+		served[i] = strconv.Quote(b)
+	}
+	client := "announces no build"
+	if h != "" {
+		client = fmt.Sprintf("runs build %q", h)
+	}
+	return fmt.Errorf("%w: the client %s, this server serves %s", ErrBuild, client, strings.Join(served, ", "))
+}
 
 // negotiateWire returns the wire version to write to a client that
 // announced h (the WireHeader's value, "" for none), or ErrWireVersion

@@ -296,7 +296,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case http.MethodOptions: // CORS preflight
 		w.Header().Set("Access-Control-Allow-Methods", "POST")
 		// Tongbu-Wire: the engine's wire version announcement (SPEC.md §9.4).
-		w.Header().Set("Access-Control-Allow-Headers", "Content-Type, Authorization, Tongbu-Wire")
+		w.Header().Set("Access-Control-Allow-Headers", "Content-Type, Authorization, Tongbu-Wire, Tongbu-Build")
 		w.WriteHeader(http.StatusNoContent)
 		return
 	case http.MethodPost:
