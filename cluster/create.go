@@ -30,9 +30,7 @@ func CreateRoom(ctx context.Context, nc *nats.Conn, req RoomRequest, opts *Optio
 func createRoom(ctx context.Context, nc *nats.Conn, req RoomRequest, opts *Options) (Placement, error) {
 	o := opts.withDefaults()
 	if req.Room == "" {
-		var b [8]byte
-		rand.Read(b[:])
-		req.Room = "room-" + hex.EncodeToString(b[:])
+		req.Room = randomRoom()
 	}
 	if err := req.validate(); err != nil {
 		return Placement{}, err
@@ -42,6 +40,38 @@ func createRoom(ctx context.Context, nc *nats.Conn, req RoomRequest, opts *Optio
 		return Placement{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	return place(ctx, nc, &o, o.subjCreate(), "room", req.Room, data, "no node in the create queue")
+}
+
+// CreateRoomOn asks node for a room, as CreateRoom does but on that node
+// only (one try, bounded by opts.RequestTimeout and ctx): for a placer
+// that chose the node, say for its region (package matchmaker). A node
+// that is full, or does not serve req.Builds, answers ErrNoCapacity; one
+// that is not there, ErrNoCapacity too.
+func CreateRoomOn(ctx context.Context, nc *nats.Conn, node string, req RoomRequest, opts *Options) (Placement, error) {
+	o := opts.withDefaults()
+	o.Attempts = 1
+	if err := checkID(node); err != nil {
+		return Placement{}, errstack.With(err)
+	}
+	if req.Room == "" {
+		req.Room = randomRoom()
+	}
+	if err := req.validate(); err != nil {
+		return Placement{}, errstack.With(err)
+	}
+	data, err := json.Marshal(req)
+	if err != nil {
+		return Placement{}, errstack.With(fmt.Errorf("%w: %v", ErrInvalid, err))
+	}
+	p, err := place(ctx, nc, &o, o.subjCreateOn(node), "room", req.Room, data, "node "+node+" is not there")
+	return p, errstack.With(err)
+}
+
+// randomRoom returns a random room name.
+func randomRoom() string {
+	var b [8]byte
+	rand.Read(b[:])
+	return "room-" + hex.EncodeToString(b[:])
 }
 
 // place sends a create request (data, for the room or world name) to a

@@ -88,6 +88,9 @@ func (o *Options) subjLeave() string         { return o.Prefix + ".ev.leave" }
 func (o *Options) subjProbe() string         { return o.Prefix + ".probe" }
 func (o *Options) subjCreate() string        { return o.Prefix + ".create" }
 func (o *Options) subjList(id string) string { return o.Prefix + ".list." + id }
+func (o *Options) subjCreateOn(id string) string {
+	return o.Prefix + ".create." + id
+}
 
 // createQueue is the queue group of the nodes that have capacity.
 const createQueue = "create"

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 	"time"
 	"unicode/utf8"
 )
@@ -28,6 +29,10 @@ const (
 	// MaxState bounds the game's state of a player carried by a transfer
 	// or a join.
 	MaxState = 64 << 10
+	// MaxBuilds bounds the builds a node serves or a room request names.
+	MaxBuilds = 16
+	// MaxBuildLen bounds a build's name (and a region's) in bytes.
+	MaxBuildLen = 64
 	// maxURLLen bounds a node's public URL.
 	maxURLLen = 512
 	// maxConfig bounds a create request's room configuration.
@@ -51,6 +56,9 @@ type heartbeat struct {
 	// and Worlds what its worlds hold, as of this heartbeat.
 	Players int         `json:"players,omitempty"`
 	Worlds  []worldLoad `json:"worlds,omitempty"`
+	// Region and Builds are NodeInfo's.
+	Region string   `json:"region,omitempty"`
+	Builds []string `json:"builds,omitempty"`
 }
 
 // worldLoad is one world of a heartbeat.
@@ -99,6 +107,10 @@ type RoomRequest struct {
 	Config json.RawMessage `json:"config,omitempty"`
 	// TicketTTL is how long the tickets are valid; 0: the Host's default.
 	TicketTTL time.Duration `json:"ticket_ttl_ns,omitempty"`
+	// Builds are the game builds the room's players run (at most
+	// MaxBuilds): only a node that serves every one of them takes the
+	// room. Empty: any node.
+	Builds []string `json:"builds,omitempty"`
 }
 
 // Placement says where a room was created: the client dials URL with one
@@ -133,6 +145,65 @@ type NodeInfo struct {
 	// together (the sum of their caps), 0..MaxWorldPlayers: 0 takes no
 	// worlds. A node serves them once it calls ServeWorlds.
 	Players int
+	// Region names where the node runs ("eu-west", "ap-sh"), for placing
+	// rooms near their players (package matchmaker); at most MaxBuildLen
+	// bytes of printable ASCII, no space or comma. Empty: no region.
+	Region string
+	// Builds are the game builds (client versions) the node serves, at
+	// most MaxBuilds: a room request naming another is not placed here.
+	// Empty: any build. The node's engine.Config.Builds should say the
+	// same, so that a client of another build is refused at signaling.
+	Builds []string
+}
+
+// Serves reports whether a node that serves nodeBuilds (empty: any) takes
+// a room whose players run builds.
+func Serves(nodeBuilds, builds []string) bool {
+	if len(nodeBuilds) == 0 {
+		return true
+	}
+	for _, b := range builds {
+		if !slices.Contains(nodeBuilds, b) {
+			return false
+		}
+	}
+	return true
+}
+
+// CheckBuild reports whether s may name a build or a region: 1 to
+// MaxBuildLen bytes of printable ASCII, no space and no comma (as
+// engine.Config.Builds).
+func CheckBuild(s string) error {
+	if len(s) == 0 || len(s) > MaxBuildLen {
+		return fmt.Errorf("%w: build or region %q must be 1 to %d bytes", ErrInvalid, s, MaxBuildLen)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c <= ' ' || c > '~' || c == ',' {
+			return fmt.Errorf("%w: build or region %q: printable ASCII only, no space or comma", ErrInvalid, s)
+		}
+	}
+	return nil
+}
+
+// checkBuilds checks a list of builds.
+func checkBuilds(bs []string) error {
+	if len(bs) > MaxBuilds {
+		return fmt.Errorf("%w: %d builds, at most %d", ErrInvalid, len(bs), MaxBuilds)
+	}
+	for _, b := range bs {
+		if err := CheckBuild(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkRegion checks a region name; empty is none.
+func checkRegion(r string) error {
+	if r == "" {
+		return nil
+	}
+	return CheckBuild(r)
 }
 
 func (i NodeInfo) validate() error {
@@ -148,7 +219,10 @@ func (i NodeInfo) validate() error {
 	if i.Players < 0 || i.Players > MaxWorldPlayers {
 		return fmt.Errorf("%w: players %d, want 0..%d", ErrInvalid, i.Players, MaxWorldPlayers)
 	}
-	return nil
+	if err := checkRegion(i.Region); err != nil {
+		return err
+	}
+	return checkBuilds(i.Builds)
 }
 
 func checkID(id string) error {
@@ -200,7 +274,7 @@ func (r *RoomRequest) validate() error {
 	if r.TicketTTL < 0 {
 		return fmt.Errorf("%w: negative ticket TTL", ErrInvalid)
 	}
-	return nil
+	return checkBuilds(r.Builds)
 }
 
 func (h *heartbeat) validate() error {
@@ -218,6 +292,12 @@ func (h *heartbeat) validate() error {
 	}
 	if h.Players < 0 || h.Players > MaxWorldPlayers || len(h.Worlds) > MaxCapacity {
 		return fmt.Errorf("%w: heartbeat of %s: %d worlds, room for %d players", ErrInvalid, h.ID, len(h.Worlds), h.Players)
+	}
+	if err := checkRegion(h.Region); err != nil {
+		return err
+	}
+	if err := checkBuilds(h.Builds); err != nil {
+		return err
 	}
 	for _, w := range h.Worlds {
 		if err := checkRoom(w.Name); err != nil {

@@ -27,17 +27,18 @@ type Host func(req RoomRequest) (tickets map[string]string, err error)
 // takes room requests while it has capacity, answers for its room list,
 // and follows the other nodes with its Directory.
 type Node struct {
-	nc       *nats.Conn
-	info     NodeInfo
-	host     Host
-	opts     Options
-	instance uint64
-	dir      *Directory
-	listSub  *nats.Subscription
-	probeSub *nats.Subscription
-	stop     chan struct{}
-	done     chan struct{}
-	hostMu   sync.Mutex // held while host runs
+	nc        *nats.Conn
+	info      NodeInfo
+	host      Host
+	opts      Options
+	instance  uint64
+	dir       *Directory
+	listSub   *nats.Subscription
+	probeSub  *nats.Subscription
+	directSub *nats.Subscription // P.create.<id>: requests for this node
+	stop      chan struct{}
+	done      chan struct{}
+	hostMu    sync.Mutex // held while host runs
 
 	mu     sync.Mutex
 	rooms  map[string]struct{}
@@ -86,11 +87,17 @@ func join(nc *nats.Conn, info NodeInfo, host Host, opts *Options) (*Node, error)
 	err = n.member(true)
 	n.mu.Unlock()
 	if err == nil {
+		n.directSub, err = nc.Subscribe(o.subjCreateOn(info.ID), n.onCreate)
+	}
+	if err == nil {
 		err = nc.Flush()
 	}
 	if err != nil {
 		n.listSub.Unsubscribe()
 		n.probeSub.Unsubscribe()
+		if n.directSub != nil {
+			n.directSub.Unsubscribe()
+		}
 		if n.create != nil {
 			n.create.Unsubscribe()
 		}
@@ -169,7 +176,7 @@ func (n *Node) heartbeatLocked() {
 	}
 	n.publish(n.opts.subjHeartbeat(), heartbeat{ID: n.info.ID, Instance: n.instance, URL: n.info.URL,
 		Capacity: n.info.Capacity, Rooms: len(n.rooms), Gen: n.gen, IntervalMS: n.opts.Heartbeat.Milliseconds(),
-		Players: n.info.Players, Worlds: n.worldLoads()})
+		Players: n.info.Players, Worlds: n.worldLoads(), Region: n.info.Region, Builds: n.info.Builds})
 }
 
 // publish sends v as JSON on subject; n.mu is held, so that a node's
@@ -226,11 +233,17 @@ func (n *Node) respond(m *nats.Msg, v any) {
 	}
 }
 
-// onCreate takes a room request from the create queue.
+// onCreate takes a room request from the create queue, or one sent to
+// this node.
 func (n *Node) onCreate(m *nats.Msg) {
 	req, err := decode[RoomRequest](m.Data)
 	if err != nil {
 		n.respond(m, createReply{Error: err.Error()})
+		return
+	}
+	if !Serves(n.info.Builds, req.Builds) {
+		// Full sends it to another node, which may serve them.
+		n.respond(m, createReply{Error: fmt.Sprintf("node %s serves builds %q, not all of %q", n.info.ID, n.info.Builds, req.Builds), Full: true})
 		return
 	}
 	if other, ok := n.dir.Locate(req.Room); ok && other.ID != n.info.ID {
@@ -310,6 +323,7 @@ func (n *Node) Leave() error {
 	<-n.done
 	n.listSub.Unsubscribe()
 	n.probeSub.Unsubscribe()
+	n.directSub.Unsubscribe()
 	n.dir.Close()
 	if ferr := n.nc.Flush(); err == nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
 		err = ferr

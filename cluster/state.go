@@ -15,7 +15,9 @@ type NodeStatus struct {
 	Capacity int       `json:"capacity"`
 	Rooms    int       `json:"rooms"`             // as its last heartbeat said
 	Players  int       `json:"players,omitempty"` // its room for world players
-	Alive    bool      `json:"alive"`             // heartbeats arrive; false once declared lost
+	Region   string    `json:"region,omitempty"`
+	Builds   []string  `json:"builds,omitempty"` // empty: any
+	Alive    bool      `json:"alive"`            // heartbeats arrive; false once declared lost
 	LastSeen time.Time `json:"last_seen"`
 }
 
@@ -227,7 +229,8 @@ func (s *state) evictDead() bool {
 }
 
 func (s *state) status(n *nodeState) NodeStatus {
-	return NodeStatus{ID: n.hb.ID, URL: n.hb.URL, Capacity: n.hb.Capacity, Rooms: n.hb.Rooms, Players: n.hb.Players, Alive: n.alive, LastSeen: n.last}
+	return NodeStatus{ID: n.hb.ID, URL: n.hb.URL, Capacity: n.hb.Capacity, Rooms: n.hb.Rooms, Players: n.hb.Players,
+		Region: n.hb.Region, Builds: n.hb.Builds, Alive: n.alive, LastSeen: n.last}
 }
 
 // locate returns the live node that holds room.

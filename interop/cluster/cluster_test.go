@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -300,5 +301,71 @@ func TestRestartedNodeLosesItsRooms(t *testing.T) {
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatal("no loss reported in 10 s")
+	}
+}
+
+// TestRegionsAndBuilds: nodes announce their region and builds; a room
+// request naming builds goes only to a node that serves them all, and
+// CreateRoomOn places on the node asked for, or says why not.
+func TestRegionsAndBuilds(t *testing.T) {
+	srv := natstest.Server(t)
+	lobby := natstest.Conn(t, srv)
+	dir, err := cluster.Watch(lobby, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	type spec struct {
+		id, region string
+		builds     []string
+	}
+	hosts := map[string]*fakeHost{}
+	for _, s := range []spec{{"eu1", "eu", []string{"1.4"}}, {"us1", "us", []string{"1.4", "1.5"}}, {"any", "", nil}} {
+		nc := natstest.Conn(t, srv)
+		h := &fakeHost{}
+		n, err := cluster.Join(nc, cluster.NodeInfo{ID: s.id, URL: "http://" + s.id + ".test", Capacity: 4, Region: s.region, Builds: s.builds}, h.create, fast)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { n.Leave() })
+		hosts[s.id] = h
+	}
+	waitFor(t, "three live nodes", func() bool { return len(alive(dir)) == 3 })
+	for _, n := range dir.Nodes() {
+		switch n.ID {
+		case "eu1":
+			if n.Region != "eu" || !slices.Equal(n.Builds, []string{"1.4"}) {
+				t.Errorf("eu1 announced region %q builds %q", n.Region, n.Builds)
+			}
+		case "any":
+			if n.Region != "" || n.Builds != nil {
+				t.Errorf("any announced region %q builds %q", n.Region, n.Builds)
+			}
+		}
+	}
+	ctx := t.Context()
+	// Build 1.5 only on us1 and the node that serves any build: their
+	// eight places fill, none on eu1.
+	for i := range 8 {
+		p, err := cluster.CreateRoom(ctx, lobby, cluster.RoomRequest{Room: fmt.Sprint("b15-", i), Builds: []string{"1.5"}}, &cluster.Options{Attempts: 20, RequestTimeout: time.Second})
+		if err != nil {
+			t.Fatalf("room %d of build 1.5: %v", i, err)
+		}
+		if p.Node == "eu1" {
+			t.Fatalf("room of build 1.5 placed on eu1, which serves 1.4 only")
+		}
+	}
+	if _, err := cluster.CreateRoomOn(ctx, lobby, "eu1", cluster.RoomRequest{Room: "mixed", Builds: []string{"1.4", "1.5"}}, fast); !errors.Is(err, cluster.ErrNoCapacity) || !strings.Contains(err.Error(), "1.5") {
+		t.Errorf("a room of builds 1.4 and 1.5 on eu1: %v, want ErrNoCapacity naming the build", err)
+	}
+	p, err := cluster.CreateRoomOn(ctx, lobby, "eu1", cluster.RoomRequest{Room: "on-eu1", Players: []string{"ann"}, Builds: []string{"1.4"}}, fast)
+	if err != nil || p.Node != "eu1" || p.URL != "http://eu1.test" || p.Tickets["ann"] == "" {
+		t.Fatalf("CreateRoomOn eu1: %+v, %v", p, err)
+	}
+	if _, err := cluster.CreateRoomOn(ctx, lobby, "nobody", cluster.RoomRequest{Room: "x"}, fast); !errors.Is(err, cluster.ErrNoCapacity) {
+		t.Errorf("CreateRoomOn a node that is not there: %v, want ErrNoCapacity", err)
+	}
+	if _, err := cluster.CreateRoomOn(ctx, lobby, "eu1", cluster.RoomRequest{Room: "bad", Builds: []string{"has space"}}, fast); !errors.Is(err, cluster.ErrInvalid) {
+		t.Errorf("a build with a space: %v, want ErrInvalid", err)
 	}
 }
