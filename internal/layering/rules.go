@@ -93,6 +93,13 @@ var rules = map[string]rule{
 	// cluster: placement of rooms across server processes, over NATS; it
 	// may use the engine and natsbus, not the browser glue.
 	"cluster": {denyLocal: append([]string{"wasm", "replica"}, programs...), denyExternal: heavy},
+	// matchmaker: matches formed from tickets, placed on the cluster over
+	// NATS; no engine, modes or browser glue of its own.
+	"matchmaker": {
+		denyLocal:    append([]string{"wasm", "replica"}, programs...),
+		denyImport:   []string{"engine", "transport", "lockstep", "interest"},
+		denyExternal: heavy,
+	},
 	// replica sits beside the modes: codec and its own
 	// packages, snappy; no transport, no modes, nothing else of engine.
 	"replica": {
