@@ -286,15 +286,18 @@ func (m *Matcher) regroup() {
 	}
 }
 
-// group names the builds that may meet build: those the open switches
-// join to it, sorted and joined by ','.
-func (m *Matcher) group(build string) string {
-	if len(m.links) == 0 {
+// group names the builds that may meet build.
+func (m *Matcher) group(build string) string { return groupOf(m.links, build) }
+
+// groupOf names the builds that the open switches links join to build:
+// sorted and joined by ','.
+func groupOf(links map[[2]string]bool, build string) string {
+	if len(links) == 0 {
 		return build
 	}
 	seen := []string{build}
 	for i := 0; i < len(seen); i++ {
-		for l := range m.links {
+		for l := range links {
 			for k, other := range [2]string{l[1], l[0]} {
 				if l[k] == seen[i] && !slices.Contains(seen, other) {
 					seen = append(seen, other)

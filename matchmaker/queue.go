@@ -1,0 +1,530 @@
+//go:build !js
+
+package matchmaker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/tongbu/tongbu/internal/errstack"
+)
+
+// Queue puts tickets in line for a match, from the process that holds the
+// players (a lobby, a game's front server). It holds every ticket until it
+// is matched, canceled or times out: it sends each to the Service that
+// holds its pool, sends it to another when that Service dies, and grants
+// each ticket to one match only. Its methods are safe for concurrent use.
+type Queue struct {
+	nc   *nats.Conn
+	opts Options
+	id   string
+	subs []*nats.Subscription
+	stop chan struct{}
+	done chan struct{}
+
+	mu         sync.Mutex
+	seq        uint64
+	tickets    map[string]*Wait
+	services   map[string]*peer
+	switches   map[[2]string]bool
+	switchesAt int64
+	closed     bool
+}
+
+// peer is what a queue knows of a Service.
+type peer struct {
+	instance uint64
+	last     time.Time
+	interval time.Duration
+	leaving  bool
+}
+
+// A ticket's states in its queue.
+const (
+	unsent  = iota // to be sent to the Service of its pool
+	sending        // a submit is under way
+	waiting        // a Service holds it
+	claimed        // granted to a match being placed
+)
+
+// Wait is a ticket in line: Await its Assignment, or Cancel it.
+type Wait struct {
+	q        *Queue
+	t        Ticket
+	seat     func(players []string) (map[string]string, error)
+	state    int
+	holder   string // the Service that holds it
+	instance uint64
+	match    string    // claimed: by which match
+	deadline time.Time // claimed: until when
+	since    time.Time // since when no Service has held it
+	done     chan struct{}
+	res      Assignment
+	err      error
+}
+
+// NewQueue starts a queue on nc. Close stops it; nc stays the caller's.
+func NewQueue(nc *nats.Conn, opts *Options) (*Queue, error) {
+	q, err := newQueue(nc, opts)
+	return q, errstack.With(err)
+}
+
+func newQueue(nc *nats.Conn, opts *Options) (*Queue, error) {
+	o := opts.withDefaults()
+	var b [6]byte
+	rand.Read(b[:])
+	q := &Queue{nc: nc, opts: o, id: "q" + hex.EncodeToString(b[:]), tickets: map[string]*Wait{},
+		services: map[string]*peer{}, switches: map[[2]string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+	for subj, fn := range map[string]nats.MsgHandler{
+		o.subjQueue(q.id): q.onMsg,
+		o.subjHeartbeat(): q.onHeartbeat,
+		o.subjSwitch():    q.onSwitch,
+	} {
+		sub, err := nc.Subscribe(subj, fn)
+		if err != nil {
+			q.unsubscribe()
+			return nil, fmt.Errorf("matchmaker: subscribe %s: %w", subj, err)
+		}
+		q.subs = append(q.subs, sub)
+	}
+	if err := nc.Flush(); err != nil {
+		q.unsubscribe()
+		return nil, fmt.Errorf("matchmaker: subscribe: %w", err)
+	}
+	nc.Publish(o.subjProbe(), nil) // every Service heartbeats at once
+	go q.run()
+	return q, nil
+}
+
+func (q *Queue) unsubscribe() {
+	for _, s := range q.subs {
+		s.Unsubscribe()
+	}
+}
+
+// Submit puts t in line and returns its Wait. The queue names the ticket
+// (t.ID is replaced) and dates it (t.Since, unless set: a ticket moved
+// from another queue keeps its place).
+func (q *Queue) Submit(t Ticket) (*Wait, error) {
+	w, err := q.submit(t, nil)
+	return w, errstack.With(err)
+}
+
+// Backfill puts in line a running room's request for players (t.Backfill
+// set, t.Players empty). When the matchmaker has found players, it calls
+// seat with their ids, from the queue's goroutine: seat returns a room
+// ticket for each (signed as the room's node signs them), or an error to
+// turn them down. The Wait's Assignment then lists the players who join.
+func (q *Queue) Backfill(t Ticket, seat func(players []string) (map[string]string, error)) (*Wait, error) {
+	if t.Backfill == nil || seat == nil {
+		return nil, errstack.With(fmt.Errorf("%w: Backfill needs Ticket.Backfill and a seat func", ErrTicket))
+	}
+	w, err := q.submit(t, seat)
+	return w, errstack.With(err)
+}
+
+func (q *Queue) submit(t Ticket, seat func([]string) (map[string]string, error)) (*Wait, error) {
+	now := time.Now()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.closed {
+		return nil, fmt.Errorf("%w: queue closed", ErrUnavailable)
+	}
+	q.seq++
+	t.ID = q.id + "-" + strconv.FormatUint(q.seq, 36)
+	if t.Since.IsZero() || t.Since.After(now) {
+		t.Since = now
+	}
+	if err := t.validate(); err != nil {
+		return nil, err
+	}
+	w := &Wait{q: q, t: t, seat: seat, since: now, done: make(chan struct{})}
+	q.tickets[t.ID] = w
+	return w, nil
+}
+
+// ID returns the ticket's id.
+func (w *Wait) ID() string { return w.t.ID }
+
+// Service returns the id of the Service that holds the ticket now, or ""
+// while none does.
+func (w *Wait) Service() string {
+	w.q.mu.Lock()
+	defer w.q.mu.Unlock()
+	if w.state == waiting || w.state == claimed {
+		return w.holder
+	}
+	return ""
+}
+
+// Ticket returns the ticket as queued.
+func (w *Wait) Ticket() Ticket { return w.t }
+
+// Done is closed once the ticket is matched, canceled, timed out or given
+// up; Result then tells which.
+func (w *Wait) Done() <-chan struct{} { return w.done }
+
+// Result returns the ticket's Assignment, or why it has none (ErrTimeout,
+// ErrCanceled, ErrUnavailable, ErrTicket); call it once Done is closed.
+func (w *Wait) Result() (Assignment, error) {
+	select {
+	case <-w.done:
+		return w.res, w.err
+	default:
+		return Assignment{}, errors.New("matchmaker: ticket still in line")
+	}
+}
+
+// Await waits for the ticket's Assignment; ctx ending cancels the ticket.
+func (w *Wait) Await(ctx context.Context) (Assignment, error) {
+	select {
+	case <-w.done:
+	case <-ctx.Done():
+		w.Cancel()
+		<-w.done
+	}
+	return w.res, w.err
+}
+
+// Cancel takes the ticket out of line (ErrCanceled), unless it is matched
+// already.
+func (w *Wait) Cancel() {
+	q := w.q
+	q.mu.Lock()
+	if q.tickets[w.t.ID] != w {
+		q.mu.Unlock()
+		return
+	}
+	holder, held := w.holder, w.state == waiting || w.state == claimed
+	q.finish(w, Assignment{}, ErrCanceled)
+	q.mu.Unlock()
+	if held {
+		q.publish(q.opts.subjCancel(holder), cancelMsg{Queue: q.id, IDs: []string{w.t.ID}})
+	}
+}
+
+// finish ends w with res or err; q.mu is held.
+func (q *Queue) finish(w *Wait, res Assignment, err error) {
+	delete(q.tickets, w.t.ID)
+	w.res, w.err = res, err
+	close(w.done)
+}
+
+// Len returns the tickets in line.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.tickets)
+}
+
+// Close stops the queue: its tickets end with ErrCanceled and the Services
+// forget them. nc stays open.
+func (q *Queue) Close() error {
+	q.mu.Lock()
+	if q.closed {
+		q.mu.Unlock()
+		return nil
+	}
+	q.closed = true
+	per := map[string][]string{}
+	for _, w := range q.tickets {
+		if w.state == waiting || w.state == claimed {
+			per[w.holder] = append(per[w.holder], w.t.ID)
+		}
+		q.finish(w, Assignment{}, ErrCanceled)
+	}
+	q.mu.Unlock()
+	close(q.stop)
+	<-q.done
+	q.unsubscribe()
+	for s, ids := range per {
+		q.publish(q.opts.subjCancel(s), cancelMsg{Queue: q.id, IDs: ids})
+	}
+	q.nc.Flush()
+	return nil
+}
+
+func (q *Queue) publish(subject string, v any) {
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = q.nc.Publish(subject, b)
+	}
+	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		q.opts.Logger.Warn("matchmaker: publish", "subject", subject, "err", err)
+	}
+}
+
+// onHeartbeat follows the Services.
+func (q *Queue) onHeartbeat(msg *nats.Msg) {
+	h, err := decode[heartbeat](msg.Data)
+	if err != nil {
+		q.opts.Logger.Debug("matchmaker: heartbeat dropped", "err", err)
+		return
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if h.Leaving {
+		if p := q.services[h.ID]; p != nil && p.instance == h.Instance {
+			p.leaving = true
+		}
+		return
+	}
+	q.services[h.ID] = &peer{instance: h.Instance, last: time.Now(), interval: time.Duration(h.IntervalMS) * time.Millisecond}
+	q.setSwitches(h.Switches, h.SwitchesAt)
+}
+
+func (q *Queue) onSwitch(msg *nats.Msg) {
+	sw, err := decode[switchMsg](msg.Data)
+	if err != nil {
+		return
+	}
+	q.mu.Lock()
+	q.setSwitches(sw.Switches, sw.At)
+	q.mu.Unlock()
+}
+
+// setSwitches takes switches if newer; q.mu is held.
+func (q *Queue) setSwitches(sw [][2]string, at int64) {
+	if at <= q.switchesAt {
+		return
+	}
+	q.switchesAt = at
+	q.switches = map[[2]string]bool{}
+	for _, l := range sw {
+		if l[0] != l[1] {
+			q.switches[link(l[0], l[1])] = true
+		}
+	}
+}
+
+// alive reports whether Service p is alive at now.
+func (q *Queue) alive(p *peer, now time.Time) bool {
+	return p != nil && !p.leaving && now.Sub(p.last) <= time.Duration(q.opts.Misses)*p.interval
+}
+
+// owner returns the live Service that holds t's pool: of the live ones,
+// the one whose hash with the pool's name is highest (rendezvous hashing:
+// every queue picks the same, and a Service's death moves only its pools).
+func (q *Queue) owner(t *Ticket, now time.Time) string {
+	key := t.Mode + "\x00" + groupOf(q.switches, t.Build)
+	best, bestHash := "", uint64(0)
+	for id, p := range q.services {
+		if !q.alive(p, now) {
+			continue
+		}
+		h := fnv.New64a()
+		h.Write([]byte(id))
+		h.Write([]byte{0})
+		h.Write([]byte(key))
+		if v := h.Sum64(); best == "" || v > bestHash || v == bestHash && id < best {
+			best, bestHash = id, v
+		}
+	}
+	return best
+}
+
+// run sends tickets to their Services and takes back those whose Service
+// died or whose claim lapsed.
+func (q *Queue) run() {
+	defer close(q.done)
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-q.stop:
+			return
+		case now := <-t.C:
+			q.tick(now)
+		}
+	}
+}
+
+func (q *Queue) tick(now time.Time) {
+	batches := map[string][]*Wait{}
+	cancels := map[string][]string{}
+	q.mu.Lock()
+	for _, w := range q.tickets {
+		switch w.state {
+		case waiting:
+			p := q.services[w.holder]
+			if !q.alive(p, now) || p.instance != w.instance {
+				w.state, w.since = unsent, now // its Service died: send it to another
+			} else if o := q.owner(&w.t, now); o != w.holder {
+				cancels[w.holder] = append(cancels[w.holder], w.t.ID) // its pool moved
+				w.state, w.since = unsent, now
+			}
+		case claimed:
+			if now.After(w.deadline) {
+				q.opts.Logger.Info("matchmaker: a claim lapsed; the ticket queues again", "ticket", w.t.ID, "service", w.holder, "match", w.match)
+				w.state, w.since = unsent, now
+			}
+		}
+		if w.state != unsent {
+			continue
+		}
+		o := q.owner(&w.t, now)
+		if o == "" {
+			if now.Sub(w.since) > q.opts.Unavailable {
+				q.finish(w, Assignment{}, fmt.Errorf("%w: none for %v", ErrUnavailable, q.opts.Unavailable))
+			}
+			continue
+		}
+		w.state = sending
+		batches[o] = append(batches[o], w)
+	}
+	q.mu.Unlock()
+	for s, ids := range cancels {
+		q.publish(q.opts.subjCancel(s), cancelMsg{Queue: q.id, IDs: ids})
+	}
+	for s, ws := range batches {
+		go q.send(s, ws)
+	}
+}
+
+// send submits ws to Service s.
+func (q *Queue) send(s string, ws []*Wait) {
+	for len(ws) > 0 {
+		n := min(len(ws), maxBatch)
+		q.sendBatch(s, ws[:n])
+		ws = ws[n:]
+	}
+}
+
+func (q *Queue) sendBatch(s string, ws []*Wait) {
+	req := submitMsg{Queue: q.id, Tickets: make([]Ticket, len(ws))}
+	for i, w := range ws {
+		req.Tickets[i] = w.t
+	}
+	var rep *submitReply
+	b, err := json.Marshal(req)
+	if err == nil {
+		var msg *nats.Msg
+		if msg, err = q.nc.Request(q.opts.subjSubmit(s), b, q.opts.RequestTimeout); err == nil {
+			rep, err = decode[submitReply](msg.Data)
+		}
+	}
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, w := range ws {
+		if q.tickets[w.t.ID] != w || w.state != sending {
+			continue // canceled meanwhile (the Service forgets it by the cancel)
+		}
+		switch {
+		case err != nil:
+			w.state = unsent // the next tick tries again
+		case rep.Refused[w.t.ID] != "":
+			q.finish(w, Assignment{}, fmt.Errorf("%w: %s", ErrTicket, rep.Refused[w.t.ID]))
+		default:
+			w.state, w.holder, w.instance = waiting, s, rep.Instance
+		}
+	}
+	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		q.opts.Logger.Info("matchmaker: submit", "service", s, "tickets", len(ws), "err", err)
+	}
+}
+
+// onMsg answers a Service: claims, assignments, releases, timeouts and
+// seat requests.
+func (q *Queue) onMsg(msg *nats.Msg) {
+	m, err := decode[queueMsg](msg.Data)
+	if err != nil {
+		q.opts.Logger.Debug("matchmaker: queue message dropped", "err", err)
+		respond(msg, queueReply{Error: err.Error()})
+		return
+	}
+	var rep queueReply
+	now := time.Now()
+	mine := func(w *Wait) bool { return w != nil && w.holder == m.Service && w.instance == m.Instance }
+	q.mu.Lock()
+	switch m.Op {
+	case "claim":
+		for _, c := range m.Claims {
+			ok := true
+			for _, id := range c.Tickets {
+				w := q.tickets[id]
+				switch {
+				case !mine(w) || w.state == unsent:
+					rep.Gone = append(rep.Gone, id)
+					ok = false
+				case w.state != waiting:
+					ok = false
+				}
+			}
+			if !ok {
+				continue
+			}
+			for _, id := range c.Tickets {
+				w := q.tickets[id]
+				w.state, w.match, w.deadline = claimed, c.Match, now.Add(q.opts.ClaimTimeout)
+			}
+			rep.Granted = append(rep.Granted, c.Match)
+		}
+	case "assign":
+		for _, a := range m.Assign {
+			w := q.tickets[a.Ticket]
+			if !mine(w) || w.state != claimed || w.match != a.Match {
+				rep.Refused = append(rep.Refused, a.Ticket)
+				continue
+			}
+			q.finish(w, a, nil)
+		}
+	case "release":
+		for _, w := range q.tickets {
+			if mine(w) && w.state == claimed && slices.Contains(m.Matches, w.match) {
+				w.state = waiting
+			}
+		}
+	case "expire":
+		for _, id := range m.IDs {
+			if w := q.tickets[id]; mine(w) && w.state == waiting {
+				q.finish(w, Assignment{}, fmt.Errorf("%w: waited %v", ErrTimeout, now.Sub(w.t.Since).Round(time.Second)))
+			}
+		}
+	case "seat":
+		w := q.tickets[m.Seat.Ticket]
+		if !mine(w) || w.state != claimed || w.match != m.Seat.Match || w.seat == nil {
+			rep.Error = "no such backfill claimed"
+			break
+		}
+		seat := w.seat
+		q.mu.Unlock()
+		tickets, err := seat(m.Seat.Players)
+		q.mu.Lock()
+		if err != nil {
+			rep.Error = err.Error()
+		} else {
+			rep.Tickets = tickets
+		}
+	}
+	q.mu.Unlock()
+	respond(msg, rep)
+}
+
+// SetSwitches opens, on every Service and queue of opts.Prefix on nc,
+// exactly the switches listed: each lets the players of two builds meet
+// (a preview build and the live one, once their versions agree). Nil
+// closes them all. The newest call wins.
+func SetSwitches(nc *nats.Conn, switches [][2]string, opts *Options) error {
+	o := opts.withDefaults()
+	if err := checkSwitches(switches); err != nil {
+		return errstack.With(err)
+	}
+	b, err := json.Marshal(switchMsg{Switches: switches, At: time.Now().UnixNano()})
+	if err == nil {
+		err = nc.Publish(o.subjSwitch(), b)
+	}
+	if err == nil {
+		err = nc.Flush()
+	}
+	return errstack.With(err)
+}
