@@ -9,6 +9,8 @@
 //	tongbu demo                 start the demo server (both modes, with bots)
 //	tongbu serve [-config f]    run the server alone, as a relay
 //	tongbu serve -nats url      ... as one node of a cluster (cluster)
+//	tongbu matchmaker -nats url -config f
+//	                            match players and place their matches on the cluster
 //	tongbu ticket -player p -target t
 //	                            print a ticket signed with $TONGBU_SECRET
 //	tongbu bench [-benchtime d] [scenario [flags]]
@@ -46,6 +48,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		return runFromCheckout("examples", "./demo", args[1:], stdout, stderr)
 	case "serve":
 		return serveCommand(args[1:], stdout, stderr)
+	case "matchmaker":
+		return matchmakerCommand(args[1:], stdout, stderr)
 	case "ticket":
 		return ticketCommand(args[1:], stdout, stderr)
 	case "bench":
@@ -76,6 +80,9 @@ commands:
                                run the server alone (rooms and worlds from the config;
                                ticket secret from $TONGBU_SECRET or -secret-file); with
                                -nats, one node of a cluster that places rooms over NATS
+  matchmaker -nats url -config f
+                               match players (skill, parties, regions, builds) and place
+                               their matches on the cluster's nodes (package matchmaker)
   ticket -player p -target t   print a ticket signed with the same secret
   bench [-benchtime d] [name [flags]]
                                run a benchmark scenario; with no name, list them;

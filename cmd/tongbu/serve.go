@@ -56,6 +56,12 @@ type serveConfig struct {
 	Cells []cellsConfig `json:"cells"`
 	// Cluster joins several serve processes through NATS (serve_cluster.go).
 	Cluster clusterConfig `json:"cluster"`
+	// Builds are the game builds this server serves (engine.Config.Builds);
+	// empty: any.
+	Builds []string `json:"builds"`
+	// Matchmaker runs a matchmaking Service beside the node (cluster
+	// only; matchmaker.go).
+	Matchmaker *matchmakerConfig `json:"matchmaker"`
 }
 
 // serveConfigFormat is the config file's format, as serve -h shows it.
@@ -96,10 +102,15 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
                                        cluster only: map wild cut into worlds wild#0 and wild#1,
                                        this node simulating wild#0 (another node's config
                                        serves [1]); players walk across with no loading
+    "builds": ["1.4.2", "1.4.3"],      the game builds served: a client of another is refused (default: any)
     "cluster": {"nats": "nats://host:4222", "node": "eu-1",
                 "public_url": "https://eu-1.game.example", "capacity": 100,
                 "players": 5000,       world players the cluster may place here
-                "heartbeat": "1s", "prefix": "tongbu.cluster"}
+                "region": "eu-west",   where the node runs: matches are placed near their players
+                "heartbeat": "1s", "prefix": "tongbu.cluster"},
+    "matchmaker": {"modes": [{"name": "5v5", "teams": 2, "team_size": 5,
+                              "room": {"players": 10, "hz": 30}}]}
+                                       cluster only: match players here too (tongbu matchmaker -h)
   }
 `
 
@@ -229,6 +240,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	huge := fs.Bool("hugepages", true, "ask Linux for transparent huge pages for the heap (Linux; where the system's mode is madvise, a large world ticks about a tenth faster)")
 	metricsAddr := fs.String("metrics-addr", "", "serve /metrics on this address (a private one) instead of -http's; the token, if any, in $TONGBU_METRICS_TOKEN")
 	peerMetrics := fs.Bool("peer-metrics", false, "add per-player gauges, labelled with room names, to /metrics")
+	builds := fs.String("builds", "", "comma-separated game builds served (1.4.2,1.5.0); a client of another is refused (default: any)")
 	origins := fs.String("origins", "", "comma-separated browser origins allowed besides the server's own (https://game.example; *: any)")
 	tf := newTLSFlags(fs)
 	roomIdle := fs.Duration("room-idle", 10*time.Minute, "start a fresh match in a room empty this long, freeing the old one's memory (0: never)")
@@ -279,6 +291,9 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tongbu serve:", err)
 		return 2
 	}
+	if *builds != "" {
+		cfg.Builds = strings.Split(*builds, ",")
+	}
 	if *publicIP != "" {
 		cfg.PublicIPs = strings.Split(*publicIP, ",")
 	}
@@ -316,7 +331,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		AllowedOrigins: cfg.Origins, MaxConns: cfg.MaxConns, MaxRooms: cfg.MaxRooms, Logger: log,
 		IncludeLoopback: cfg.Loopback,
 		MetricsToken:    os.Getenv("TONGBU_METRICS_TOKEN"), SeparateMetrics: *metricsAddr != "", PeerMetrics: *peerMetrics,
-		RoomIdleTimeout: *roomIdle,
+		RoomIdleTimeout: *roomIdle, Builds: cfg.Builds,
 	})
 	if err != nil {
 		fmt.Fprintln(stderr, "tongbu serve:", err)
@@ -341,7 +356,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		if cfg.ACME.on() {
 			acmeHost = cfg.ACME.Domains[0]
 		}
-		cl, err := joinCluster(srv, ws, &cfg.Cluster, ln.Addr(), tlsCfg != nil, acmeHost, log)
+		cl, err := joinCluster(srv, ws, &cfg.Cluster, cfg.Builds, ln.Addr(), tlsCfg != nil, acmeHost, log)
 		if err != nil {
 			ln.Close()
 			srv.Shutdown(context.Background())
@@ -367,6 +382,15 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 				log.Error("cluster: the config's worlds", "err", err)
 			}
 		}()
+		if cfg.Matchmaker != nil {
+			if err := cl.serveMatchmaker(cfg.Matchmaker, log); err != nil {
+				cl.leave()
+				ln.Close()
+				srv.Shutdown(context.Background())
+				fmt.Fprintln(stderr, "tongbu serve:", err)
+				return 2
+			}
+		}
 		handler, leave = cl.handler(handler), cl.leave
 		fmt.Fprintf(stdout, "tongbu serve: cluster node %s at %s (NATS %s); status at %s\n", cl.node.Info().ID, cl.node.Info().URL, cfg.Cluster.NATS, clusterStatusPath)
 	}
@@ -482,6 +506,14 @@ func createFromConfig(srv *engine.Server, ws *worlds, cfg *serveConfig, extraRoo
 		}
 	}
 	inCluster := cfg.Cluster.NATS != ""
+	if cfg.Matchmaker != nil {
+		if !inCluster {
+			return fmt.Errorf("matchmaker: places matches on a cluster: set cluster.nats")
+		}
+		if _, _, err := cfg.Matchmaker.config(nil); err != nil {
+			return err
+		}
+	}
 	for i := range cfg.Maps {
 		m := &cfg.Maps[i]
 		if m.Map == "" || m.Name != "" {

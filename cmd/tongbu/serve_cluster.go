@@ -17,6 +17,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/tongbu/tongbu/cluster"
 	"github.com/tongbu/tongbu/engine"
+	"github.com/tongbu/tongbu/matchmaker"
 )
 
 // clusterConfig is the "cluster" object of the serve config: several serve
@@ -30,6 +31,7 @@ type clusterConfig struct {
 	Players   int    `json:"players"`    // world players placed here at most, default 5000
 	Heartbeat string `json:"heartbeat"`  // heartbeat interval (Go duration), default 1s
 	Prefix    string `json:"prefix"`     // subject prefix, default tongbu.cluster
+	Region    string `json:"region"`     // where the node runs, for matches placed near their players
 }
 
 // clusterStatusPath serves the node's directory as JSON: the nodes, their
@@ -41,8 +43,8 @@ const clusterStatusPath = "/cluster"
 const defaultTicketTTL = 10 * time.Minute
 
 type clusterFlagSet struct {
-	nats, node, url, heartbeat *string
-	capacity, players          *int
+	nats, node, url, heartbeat, region *string
+	capacity, players                  *int
 }
 
 func clusterFlags(fs *flag.FlagSet) *clusterFlagSet {
@@ -53,6 +55,7 @@ func clusterFlags(fs *flag.FlagSet) *clusterFlagSet {
 		capacity:  fs.Int("capacity", 0, "rooms the cluster may place here (default 100)"),
 		players:   fs.Int("players", 0, "world players the cluster may place here, summed over the worlds' caps (default 5000)"),
 		heartbeat: fs.String("heartbeat", "", "cluster heartbeat interval (default 1s)"),
+		region:    fs.String("region", "", "the region the node runs in (matches are placed near their players)"),
 	}
 }
 
@@ -62,6 +65,7 @@ func (f *clusterFlagSet) apply(c *clusterConfig) error {
 	c.Node = firstNonEmpty(*f.node, c.Node)
 	c.PublicURL = firstNonEmpty(*f.url, c.PublicURL)
 	c.Heartbeat = firstNonEmpty(*f.heartbeat, c.Heartbeat)
+	c.Region = firstNonEmpty(*f.region, c.Region)
 	if *f.capacity > 0 {
 		c.Capacity = *f.capacity
 	}
@@ -87,13 +91,28 @@ type clusterNode struct {
 	nc   *nats.Conn
 	node *cluster.Node
 	opts *cluster.Options
+	mm   *matchmaker.Service // nil: no matchmaker here
+}
+
+// serveMatchmaker starts a matchmaking Service of c beside the node.
+func (c *clusterNode) serveMatchmaker(mc *matchmakerConfig, log *slog.Logger) error {
+	cfg, opts, err := mc.config(log)
+	if err != nil {
+		return err
+	}
+	opts.Cluster = c.opts
+	if c.mm, err = matchmaker.Serve(c.nc, cfg, opts); err != nil {
+		return err
+	}
+	log.Info("matchmaker: serving beside the node", "id", c.mm.ID(), "modes", len(cfg.Modes))
+	return nil
 }
 
 // joinCluster connects to NATS and joins the cluster as the node serving
 // on addr (over https when secure, with a certificate for acmeHost when
 // not empty): rooms placed here are created on srv with tickets it signs.
-func joinCluster(srv *engine.Server, ws *worlds, c *clusterConfig, addr net.Addr, secure bool, acmeHost string, log *slog.Logger) (*clusterNode, error) {
-	info := cluster.NodeInfo{ID: c.Node, URL: c.PublicURL, Capacity: c.Capacity, Players: c.Players}
+func joinCluster(srv *engine.Server, ws *worlds, c *clusterConfig, builds []string, addr net.Addr, secure bool, acmeHost string, log *slog.Logger) (*clusterNode, error) {
+	info := cluster.NodeInfo{ID: c.Node, URL: c.PublicURL, Capacity: c.Capacity, Players: c.Players, Region: c.Region, Builds: builds}
 	_, port, err := net.SplitHostPort(addr.String())
 	if err != nil {
 		return nil, err
@@ -126,7 +145,7 @@ func joinCluster(srv *engine.Server, ws *worlds, c *clusterConfig, addr net.Addr
 		return nil, err
 	}
 	ws.node.Store(node)
-	log.Info("cluster: joined", "node", info.ID, "url", info.URL, "capacity", info.Capacity, "players", info.Players)
+	log.Info("cluster: joined", "node", info.ID, "url", info.URL, "capacity", info.Capacity, "players", info.Players, "region", info.Region, "builds", info.Builds)
 	return &clusterNode{nc: nc, node: node, opts: opts}, nil
 }
 
@@ -183,6 +202,9 @@ func (c *clusterNode) handler(next http.Handler) http.Handler {
 // leave leaves the cluster on purpose (the rooms here are about to close,
 // not to be lost) and closes the NATS connection.
 func (c *clusterNode) leave() {
+	if c.mm != nil {
+		c.mm.Close()
+	}
 	c.node.Leave()
 	c.nc.Close()
 }

@@ -133,7 +133,7 @@ func TestServeConfigSamples(t *testing.T) {
 			}
 			var cf clusterFlagSet
 			empty, zero := "", 0
-			cf.nats, cf.node, cf.url, cf.heartbeat, cf.capacity, cf.players = &empty, &empty, &empty, &empty, &zero, &zero
+			cf.nats, cf.node, cf.url, cf.heartbeat, cf.region, cf.capacity, cf.players = &empty, &empty, &empty, &empty, &empty, &zero, &zero
 			if err := cf.apply(&cfg.Cluster); err != nil {
 				t.Fatal(err)
 			}

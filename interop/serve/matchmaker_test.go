@@ -1,0 +1,172 @@
+//go:build !js
+
+package serve_test
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/tongbu/tongbu/engine"
+	"github.com/tongbu/tongbu/interop/natstest"
+	"github.com/tongbu/tongbu/matchmaker"
+)
+
+// startMatchmaker starts `tongbu matchmaker` with config file cfg as
+// Service id and waits for it to say it is matching.
+func startMatchmaker(t *testing.T, natsURL, cfg, id string) *serveProc {
+	t.Helper()
+	cmd := exec.Command(tongbuBinary(t), "matchmaker", "-nats", natsURL, "-config", cfg, "-id", id)
+	p := &serveProc{id: id, cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
+	cmd.Stderr = p.stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		<-p.exited
+		if t.Failed() {
+			t.Logf("matchmaker %s stderr:\n%s", id, p.stderr.String())
+		}
+	})
+	up := make(chan struct{}, 1)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), "tongbu matchmaker: "+id+" matching") {
+				up <- struct{}{}
+			}
+		}
+		io.Copy(io.Discard, out)
+		p.exited <- cmd.Wait()
+	}()
+	select {
+	case <-up:
+	case err := <-p.exited:
+		t.Fatalf("matchmaker %s exited: %v\n%s", id, err, p.stderr.String())
+	case <-time.After(20 * time.Second):
+		t.Fatalf("matchmaker %s did not start in 20 s\n%s", id, p.stderr.String())
+	}
+	return p
+}
+
+// TestMatchmakerProcesses runs three `tongbu matchmaker` processes and two
+// `tongbu serve` nodes in two regions on one NATS server. Players queue
+// from the test; the matchmaker that holds their pool is killed (SIGKILL)
+// while they wait; the others match every one of them, once, on the node
+// of their region, and the room tickets let them in, but for a client of
+// another build.
+func TestMatchmakerProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts five processes")
+	}
+	const secret = "a-cluster-secret-of-16-bytes-or-more"
+	ns := natstest.Server(t)
+	nodes := map[string]*serveProc{}
+	for _, region := range []string{"eu", "us"} {
+		nodes[region] = startServeWith(t, secret, region, "-nats", ns.ClientURL(), "-node", region+"-1",
+			"-capacity", "50", "-heartbeat", "100ms", "-region", region, "-builds", "1.4")
+	}
+	cfg := filepath.Join(t.TempDir(), "mm.json")
+	if err := os.WriteFile(cfg, []byte(`{"heartbeat": "100ms", "modes": [{"name": "duel", "teams": 2, "team_size": 1,
+		"room": {"players": 2, "hz": 20}}]}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	mms := map[string]*serveProc{}
+	for _, id := range []string{"mm-1", "mm-2", "mm-3"} {
+		mms[id] = startMatchmaker(t, ns.ClientURL(), cfg, id)
+	}
+	q, err := matchmaker.NewQueue(natstest.Conn(t, ns), &matchmaker.Options{Misses: 5, RequestTimeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	rtt := map[string]map[string]int{"eu": {"eu": 20, "us": 110}, "us": {"eu": 110, "us": 20}}
+	ticket := func(name string, mu float64, region string) *matchmaker.Wait {
+		w, err := q.Submit(matchmaker.Ticket{Players: []matchmaker.Player{{ID: name, Rating: matchmaker.Rating{Mu: mu, Sigma: 2}}},
+			Mode: "duel", Build: "1.4", RTT: rtt[region]})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return w
+	}
+	// Twenty players of skills far apart wait: no two can meet yet.
+	var ws []*matchmaker.Wait
+	var regions []string
+	for i := range 20 {
+		region := []string{"eu", "us"}[i%2]
+		ws = append(ws, ticket(fmt.Sprint("a", i), float64(i)*1000, region))
+		regions = append(regions, region)
+	}
+	holder := ""
+	waitUntil(t, "a matchmaker to hold the tickets", func() bool {
+		holder = ws[0].Service()
+		return holder != ""
+	})
+	if err := mms[holder].cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	// Each finds its partner among players who come after the kill.
+	for i := range 20 {
+		ws = append(ws, ticket(fmt.Sprint("b", i), float64(i)*1000, regions[i]))
+		regions = append(regions, regions[i])
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	rooms := map[string][]string{}
+	var first matchmaker.Assignment
+	for i, w := range ws {
+		a, err := w.Await(ctx)
+		if err != nil {
+			t.Fatalf("ticket %d: %v", i, err)
+		}
+		if strings.HasPrefix(a.Match, holder+"-") {
+			t.Errorf("ticket %d matched by the killed matchmaker", i)
+		}
+		if a.Region != regions[i] || a.URL != nodes[regions[i]].url {
+			t.Errorf("ticket %d of %s placed in %s at %s", i, regions[i], a.Region, a.URL)
+		}
+		player := w.Ticket().Players[0].ID
+		rooms[a.Room] = append(rooms[a.Room], player)
+		if i == 0 {
+			first = a
+		}
+	}
+	if len(rooms) != 20 {
+		t.Errorf("%d rooms for 40 players", len(rooms))
+	}
+	for room, ps := range rooms {
+		if len(ps) != 2 || ps[0][1:] != ps[1][1:] {
+			t.Errorf("room %s holds %v", room, ps)
+		}
+	}
+
+	// The room ticket lets its player in with the build the node serves;
+	// a client of another build is told so.
+	player := ws[0].Ticket().Players[0].ID
+	_, err = engine.Dial(ctx, first.URL, first.Tickets[player], &engine.ClientConfig{IncludeLoopback: true, Build: "1.3"})
+	if !errors.Is(err, engine.ErrBuild) || !strings.Contains(err.Error(), `"1.3"`) || !strings.Contains(err.Error(), `"1.4"`) {
+		t.Fatalf("a client of build 1.3: %v, want ErrBuild naming 1.3 and 1.4", err)
+	}
+	c, err := engine.Dial(ctx, first.URL, first.Tickets[player], &engine.ClientConfig{IncludeLoopback: true, Build: "1.4"})
+	if err != nil {
+		t.Fatalf("dial %s: %v", first.URL, err)
+	}
+	if c.Target() != first.Room || c.LockstepConfig().Players != 2 {
+		t.Errorf("joined %s with %d players", c.Target(), c.LockstepConfig().Players)
+	}
+	c.Close()
+}
