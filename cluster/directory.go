@@ -281,6 +281,17 @@ func (d *Directory) Rooms(id string) []string {
 	return out
 }
 
+// RoomCount returns how many rooms node id holds, as far as the directory
+// knows: Rooms without the list.
+func (d *Directory) RoomCount(id string) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if n := d.st.nodes[id]; n != nil {
+		return len(n.rooms)
+	}
+	return 0
+}
+
 // Locate returns the live node that holds room.
 func (d *Directory) Locate(room string) (NodeStatus, bool) {
 	d.mu.Lock()

@@ -78,6 +78,7 @@ type Matcher struct {
 type entry struct {
 	t       Ticket
 	mu      float64
+	sigma   float64
 	seq     uint64
 	pool    *pool
 	removed bool
@@ -157,7 +158,7 @@ func (m *Matcher) Add(t Ticket, now time.Time) error {
 		t.Since = now
 	}
 	m.seq++
-	e := &entry{t: t, mu: t.mu(), seq: m.seq}
+	e := &entry{t: t, mu: t.mu(), sigma: t.sigma(), seq: m.seq}
 	m.byID[t.ID] = e
 	m.insert(e)
 	return nil
@@ -471,10 +472,14 @@ func (m *Matcher) fill(ps *pass, p *pool, anchor *entry) (Match, bool) {
 	chosen := append(ps.scratch[:0], anchor)
 	masks := append(ps.masks[:0], mask)
 	total := anchor.size()
-	tol := md.skill(ps.now.Sub(anchor.t.Since))
+	wait := ps.now.Sub(anchor.t.Since)
+	tol, utol := md.skill(wait), md.uncertainty(wait)
 	var teams [][]int
 	try := func(c *entry) bool {
 		if c.removed || c.taken || c == anchor || c.t.Backfill != nil || c.size() > md.TeamSize || total+c.size() > need {
+			return false
+		}
+		if !m.cfg.FirstCome && math.Abs(c.sigma-anchor.sigma) > utol {
 			return false
 		}
 		cm := mask
@@ -500,7 +505,8 @@ func (m *Matcher) fill(ps *pass, p *pool, anchor *entry) (Match, bool) {
 		masks = append(masks, cm)
 		mask, total = cm, total+c.size()
 		if open == nil && total == need {
-			if teams = assign(chosen, md); teams == nil {
+			if teams = assign(chosen, md); teams == nil || !m.cfg.FirstCome && md.TeamSize > 1 && imbalance(chosen, teams) > tol/3 {
+				teams = nil
 				chosen, masks = chosen[:len(chosen)-1], masks[:len(masks)-1]
 				mask, total = masks[len(masks)-1], total-c.size()
 			}
@@ -630,6 +636,22 @@ func (m *Matcher) form(ps *pass, md *Mode, anchor *entry, chosen []*entry, teams
 		mt.Node = ps.sites[site].Node
 	}
 	return mt
+}
+
+// imbalance returns how far apart the teams' mean Mu stand: the largest
+// less the smallest.
+func imbalance(chosen []*entry, teams [][]int) float64 {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for _, team := range teams {
+		var s float64
+		n := 0
+		for _, k := range team {
+			s += chosen[k].mu * float64(chosen[k].size())
+			n += chosen[k].size()
+		}
+		lo, hi = min(lo, s/float64(n)), max(hi, s/float64(n))
+	}
+	return hi - lo
 }
 
 // assign splits the tickets chosen into md's teams, parties whole, as even

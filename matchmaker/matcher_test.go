@@ -348,3 +348,32 @@ func TestMatcherInvariants(t *testing.T) {
 		}
 	}
 }
+
+// TestNewPlayersMeetNewPlayersAndTeamsBalance: players whose ratings say
+// little (a high Sigma) are kept apart from established ones until they
+// have waited; a match whose best split leaves one team far stronger
+// waits too.
+func TestNewPlayersMeetNewPlayersAndTeamsBalance(t *testing.T) {
+	m := newTestMatcher(t, Config{})
+	add(t, m, t0, solo("old", 25, "duel", "", nil), Ticket{ID: "new", Mode: "duel", Players: []Player{{ID: "new", Rating: NewRating()}}})
+	if got, _ := m.Match(t0, nil); len(got) != 0 {
+		t.Fatalf("a new player met an established one at once: %+v", got)
+	}
+	// Sigma 8.33 against 2: Beta/2 + Beta/8 a second covers it in 8 s.
+	if got, _ := m.Match(t0.Add(9*time.Second), nil); len(got) != 1 {
+		t.Fatalf("after 9 s: %d matches, want 1", len(got))
+	}
+
+	add(t, m, t0, party("stack", "5v5", 28, 28, 28, 28, 28))
+	for i := range 5 {
+		add(t, m, t0, party(fmt.Sprint("s", i), "5v5", 25))
+	}
+	// Within Beta of each other, but the teams' means differ by 3: more
+	// than a third of the tolerance until it has widened.
+	if got, _ := m.Match(t0, nil); len(got) != 0 {
+		t.Fatalf("a five-stack 3 points above the others matched at once: %+v", got)
+	}
+	if got, _ := m.Match(t0.Add(30*time.Second), nil); len(got) != 1 {
+		t.Fatalf("after 30 s: %d matches, want 1", len(got))
+	}
+}

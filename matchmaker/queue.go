@@ -35,10 +35,17 @@ type Queue struct {
 	mu         sync.Mutex
 	seq        uint64
 	tickets    map[string]*Wait
+	pending    []*Wait            // unsent: to send at the next tick
+	claims     map[*Wait]struct{} // claimed: watched for lapsed claims
 	services   map[string]*peer
 	switches   map[[2]string]bool
 	switchesAt int64
-	closed     bool
+	// view counts the changes of the live Services and the switches:
+	// tickets are routed again when it moves; owners caches the Service
+	// of each mode and build for the current view.
+	view, routed uint64
+	owners       map[[2]string]string
+	closed       bool
 }
 
 // peer is what a queue knows of a Service.
@@ -47,6 +54,7 @@ type peer struct {
 	last     time.Time
 	interval time.Duration
 	leaving  bool
+	up       bool // alive at the last tick
 }
 
 // A ticket's states in its queue.
@@ -84,7 +92,7 @@ func newQueue(nc *nats.Conn, opts *Options) (*Queue, error) {
 	var b [6]byte
 	rand.Read(b[:])
 	q := &Queue{nc: nc, opts: o, id: "q" + hex.EncodeToString(b[:]), tickets: map[string]*Wait{},
-		services: map[string]*peer{}, switches: map[[2]string]bool{}, stop: make(chan struct{}), done: make(chan struct{})}
+		services: map[string]*peer{}, switches: map[[2]string]bool{}, claims: map[*Wait]struct{}{}, owners: map[[2]string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
 	for subj, fn := range map[string]nats.MsgHandler{
 		o.subjQueue(q.id): q.onMsg,
 		o.subjHeartbeat(): q.onHeartbeat,
@@ -150,6 +158,7 @@ func (q *Queue) submit(t Ticket, seat func([]string) (map[string]string, error))
 	}
 	w := &Wait{q: q, t: t, seat: seat, since: now, done: make(chan struct{})}
 	q.tickets[t.ID] = w
+	q.pending = append(q.pending, w)
 	return w, nil
 }
 
@@ -216,6 +225,7 @@ func (w *Wait) Cancel() {
 // finish ends w with res or err; q.mu is held.
 func (q *Queue) finish(w *Wait, res Assignment, err error) {
 	delete(q.tickets, w.t.ID)
+	delete(q.claims, w)
 	w.res, w.err = res, err
 	close(w.done)
 }
@@ -273,13 +283,24 @@ func (q *Queue) onHeartbeat(msg *nats.Msg) {
 	}
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	p := q.services[h.ID]
 	if h.Leaving {
-		if p := q.services[h.ID]; p != nil && p.instance == h.Instance {
+		if p != nil && p.instance == h.Instance && !p.leaving {
 			p.leaving = true
+			q.view++
 		}
 		return
 	}
-	q.services[h.ID] = &peer{instance: h.Instance, last: time.Now(), interval: time.Duration(h.IntervalMS) * time.Millisecond}
+	if p == nil || p.instance != h.Instance {
+		p = &peer{instance: h.Instance}
+		q.services[h.ID] = p
+		q.view++
+	}
+	p.last, p.interval = time.Now(), time.Duration(h.IntervalMS)*time.Millisecond
+	if !p.up && !p.leaving {
+		p.up = true
+		q.view++
+	}
 	q.setSwitches(h.Switches, h.SwitchesAt)
 }
 
@@ -299,6 +320,7 @@ func (q *Queue) setSwitches(sw [][2]string, at int64) {
 		return
 	}
 	q.switchesAt = at
+	q.view++
 	q.switches = map[[2]string]bool{}
 	for _, l := range sw {
 		if l[0] != l[1] {
@@ -315,11 +337,14 @@ func (q *Queue) alive(p *peer, now time.Time) bool {
 // owner returns the live Service that holds t's pool: of the live ones,
 // the one whose hash with the pool's name is highest (rendezvous hashing:
 // every queue picks the same, and a Service's death moves only its pools).
-func (q *Queue) owner(t *Ticket, now time.Time) string {
+func (q *Queue) owner(t *Ticket) string {
+	if o, ok := q.owners[[2]string{t.Mode, t.Build}]; ok {
+		return o
+	}
 	key := t.Mode + "\x00" + groupOf(q.switches, t.Build)
 	best, bestHash := "", uint64(0)
 	for id, p := range q.services {
-		if !q.alive(p, now) {
+		if !p.up {
 			continue
 		}
 		h := fnv.New64a()
@@ -330,6 +355,7 @@ func (q *Queue) owner(t *Ticket, now time.Time) string {
 			best, bestHash = id, v
 		}
 	}
+	q.owners[[2]string{t.Mode, t.Build}] = best
 	return best
 }
 
@@ -353,35 +379,58 @@ func (q *Queue) tick(now time.Time) {
 	batches := map[string][]*Wait{}
 	cancels := map[string][]string{}
 	q.mu.Lock()
-	for _, w := range q.tickets {
-		switch w.state {
-		case waiting:
-			p := q.services[w.holder]
-			if !q.alive(p, now) || p.instance != w.instance {
+	for _, p := range q.services {
+		if up := q.alive(p, now); up != p.up {
+			p.up = up
+			q.view++
+		}
+	}
+	if q.view != q.routed {
+		// A Service came or went, or a switch moved: route every ticket
+		// held again.
+		q.routed = q.view
+		clear(q.owners)
+		for _, w := range q.tickets {
+			if w.state != waiting {
+				continue
+			}
+			if p := q.services[w.holder]; p == nil || !p.up || p.instance != w.instance {
 				w.state, w.since = unsent, now // its Service died: send it to another
-			} else if o := q.owner(&w.t, now); o != w.holder {
+				q.pending = append(q.pending, w)
+			} else if q.owner(&w.t) != w.holder {
 				cancels[w.holder] = append(cancels[w.holder], w.t.ID) // its pool moved
 				w.state, w.since = unsent, now
-			}
-		case claimed:
-			if now.After(w.deadline) {
-				q.opts.Logger.Info("matchmaker: a claim lapsed; the ticket queues again", "ticket", w.t.ID, "service", w.holder, "match", w.match)
-				w.state, w.since = unsent, now
+				q.pending = append(q.pending, w)
 			}
 		}
-		if w.state != unsent {
+	}
+	for w := range q.claims {
+		if now.After(w.deadline) {
+			q.opts.Logger.Info("matchmaker: a claim lapsed; the ticket queues again", "ticket", w.t.ID, "service", w.holder, "match", w.match)
+			delete(q.claims, w)
+			w.state, w.since = unsent, now
+			q.pending = append(q.pending, w)
+		}
+	}
+	keep := q.pending[:0]
+	for _, w := range q.pending {
+		if q.tickets[w.t.ID] != w || w.state != unsent {
 			continue
 		}
-		o := q.owner(&w.t, now)
+		o := q.owner(&w.t)
 		if o == "" {
 			if now.Sub(w.since) > q.opts.Unavailable {
 				q.finish(w, Assignment{}, fmt.Errorf("%w: none for %v", ErrUnavailable, q.opts.Unavailable))
+			} else {
+				keep = append(keep, w)
 			}
 			continue
 		}
 		w.state = sending
 		batches[o] = append(batches[o], w)
 	}
+	clear(q.pending[len(keep):])
+	q.pending = keep
 	q.mu.Unlock()
 	for s, ids := range cancels {
 		q.publish(q.opts.subjCancel(s), cancelMsg{Queue: q.id, IDs: ids})
@@ -422,6 +471,7 @@ func (q *Queue) sendBatch(s string, ws []*Wait) {
 		switch {
 		case err != nil:
 			w.state = unsent // the next tick tries again
+			q.pending = append(q.pending, w)
 		case rep.Refused[w.t.ID] != "":
 			q.finish(w, Assignment{}, fmt.Errorf("%w: %s", ErrTicket, rep.Refused[w.t.ID]))
 		default:
@@ -466,6 +516,7 @@ func (q *Queue) onMsg(msg *nats.Msg) {
 			for _, id := range c.Tickets {
 				w := q.tickets[id]
 				w.state, w.match, w.deadline = claimed, c.Match, now.Add(q.opts.ClaimTimeout)
+				q.claims[w] = struct{}{}
 			}
 			rep.Granted = append(rep.Granted, c.Match)
 		}
@@ -479,9 +530,10 @@ func (q *Queue) onMsg(msg *nats.Msg) {
 			q.finish(w, a, nil)
 		}
 	case "release":
-		for _, w := range q.tickets {
+		for w := range q.claims {
 			if mine(w) && w.state == claimed && slices.Contains(m.Matches, w.match) {
 				w.state = waiting
+				delete(q.claims, w)
 			}
 		}
 	case "expire":

@@ -287,7 +287,7 @@ func (s *Service) sites() []Site {
 		if !n.Alive {
 			continue
 		}
-		used := max(n.Rooms, len(s.dir.Rooms(n.ID)))
+		used := max(n.Rooms, s.dir.RoomCount(n.ID))
 		out = append(out, Site{Node: n.ID, Region: n.Region, Builds: n.Builds, Free: n.Capacity - used})
 	}
 	return out
@@ -385,7 +385,7 @@ func (s *Service) pass(now time.Time) {
 			defer func() { <-sem }()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*s.opts.RequestTimeout)
 			defer cancel()
-			f.place, f.err = s.place(ctx, f)
+			f.place, f.err = s.place(ctx, f, sites)
 			if f.err != nil {
 				s.opts.Logger.Warn("matchmaker: match not placed", "match", f.m.ID, "region", f.m.Region, "err", f.err)
 			}
@@ -496,7 +496,7 @@ func assignmentOf(f *formed, t Ticket) Assignment {
 // place creates f's room: on the node the Matcher picked, else another of
 // its region; for a backfill, it asks the room's queue to seat the
 // players.
-func (s *Service) place(ctx context.Context, f *formed) (cluster.Placement, error) {
+func (s *Service) place(ctx context.Context, f *formed, sites []Site) (cluster.Placement, error) {
 	m := f.m
 	var players []string
 	for _, team := range m.Teams {
@@ -521,7 +521,7 @@ func (s *Service) place(ctx context.Context, f *formed) (cluster.Placement, erro
 	md, _ := s.m.Mode(m.Mode) // modes never change
 	req := cluster.RoomRequest{Room: m.ID, Players: players, Config: md.Room, Builds: m.Builds}
 	nodes := []string{m.Node}
-	for _, st := range s.sites() {
+	for _, st := range sites { // as the pass began: its own matches may have filled some
 		if st.Region == m.Region && st.Node != m.Node && st.Free > 0 && cluster.Serves(st.Builds, m.Builds) && len(nodes) < 3 {
 			nodes = append(nodes, st.Node)
 		}

@@ -88,6 +88,30 @@ type Backfill struct {
 // size returns the players a ticket brings.
 func (t *Ticket) size() int { return len(t.Players) }
 
+// sigma returns the mean Sigma of the ticket's players (a backfill's: of
+// its room's).
+func (t *Ticket) sigma() float64 {
+	var s float64
+	n := 0
+	if t.Backfill != nil {
+		for _, team := range t.Backfill.Teams {
+			for _, r := range team {
+				s += r.Sigma
+				n++
+			}
+		}
+	} else {
+		for _, p := range t.Players {
+			s += p.Rating.Sigma
+			n++
+		}
+	}
+	if n == 0 {
+		return 25.0 / 3
+	}
+	return s / float64(n)
+}
+
 // mu returns the ticket's rating for matching: its players' mean Mu (a
 // backfill's: its room's).
 func (t *Ticket) mu() float64 {
@@ -235,6 +259,13 @@ type Mode struct {
 	Skill      float64 `json:"skill,omitempty"`
 	SkillWiden float64 `json:"skill_widen,omitempty"`
 	MaxSkill   float64 `json:"max_skill,omitempty"`
+	// Uncertainty is how far, in Sigma, the players of a match may stand
+	// from the one who waited longest (default Beta/2), widening by
+	// UncertaintyWiden a second (default Beta/8): new players, whose
+	// ratings say little yet, meet new players first, so that the
+	// surprises their true skill holds fall on few matches.
+	Uncertainty      float64 `json:"uncertainty,omitempty"`
+	UncertaintyWiden float64 `json:"uncertainty_widen,omitempty"`
 	// RTT is the longest round trip a player accepts to the match's
 	// region at first (default 80 ms); RTTWiden is added each second it
 	// waits (default 20 ms), up to MaxRTT (default 250 ms).
@@ -256,6 +287,12 @@ func (m Mode) withDefaults() Mode {
 	}
 	if m.MaxSkill <= 0 {
 		m.MaxSkill = 4 * Beta
+	}
+	if m.Uncertainty <= 0 {
+		m.Uncertainty = Beta / 2
+	}
+	if m.UncertaintyWiden <= 0 {
+		m.UncertaintyWiden = Beta / 8
 	}
 	if m.RTT <= 0 {
 		m.RTT = 80 * time.Millisecond
@@ -281,7 +318,7 @@ func (m *Mode) validate() error {
 	if m.Teams*m.TeamSize > 256 {
 		return fmt.Errorf("%w: mode %s: %d players a match, at most 256", ErrTicket, m.Name, m.Teams*m.TeamSize)
 	}
-	if math.IsNaN(m.Skill+m.SkillWiden+m.MaxSkill) || m.Skill < 0 || m.SkillWiden < 0 || m.MaxSkill < 0 || m.RTT < 0 || m.RTTWiden < 0 || m.MaxRTT < 0 {
+	if math.IsNaN(m.Skill+m.SkillWiden+m.MaxSkill+m.Uncertainty+m.UncertaintyWiden) || m.Uncertainty < 0 || m.UncertaintyWiden < 0 || m.Skill < 0 || m.SkillWiden < 0 || m.MaxSkill < 0 || m.RTT < 0 || m.RTTWiden < 0 || m.MaxRTT < 0 {
 		return fmt.Errorf("%w: mode %s: negative tolerance", ErrTicket, m.Name)
 	}
 	return nil
@@ -290,6 +327,11 @@ func (m *Mode) validate() error {
 // skill returns the mode's skill tolerance after waiting w.
 func (m *Mode) skill(w time.Duration) float64 {
 	return min(m.Skill+m.SkillWiden*w.Seconds(), m.MaxSkill)
+}
+
+// uncertainty returns the mode's tolerance in Sigma after waiting w.
+func (m *Mode) uncertainty(w time.Duration) float64 {
+	return m.Uncertainty + m.UncertaintyWiden*w.Seconds()
 }
 
 // rtt returns the longest round trip, in ms, a ticket accepts after

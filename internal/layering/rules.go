@@ -139,9 +139,10 @@ var rules = map[string]rule{
 	// the cells bench places worlds on cluster nodes: it runs a NATS
 	// server in its process, as the interop tests do; the bench command
 	// links it with every scenario.
-	"bench/cells": benchWithNATS,
-	"bench/cmd":   benchWithNATS,
-	"interop":     {},
+	"bench/cells":      benchWithNATS,
+	"bench/matchmaker": benchWithNATS,
+	"bench/cmd":        benchWithNATS,
+	"interop":          {},
 }
 
 // benchWithNATS is the bench rule but for the NATS server.

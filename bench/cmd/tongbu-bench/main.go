@@ -28,6 +28,7 @@ import (
 	"github.com/tongbu/tongbu/bench/internal/harness"
 	_ "github.com/tongbu/tongbu/bench/jitter"
 	_ "github.com/tongbu/tongbu/bench/loss"
+	mmbench "github.com/tongbu/tongbu/bench/matchmaker"
 	_ "github.com/tongbu/tongbu/bench/reconnect"
 	_ "github.com/tongbu/tongbu/bench/relay"
 	_ "github.com/tongbu/tongbu/bench/replay"
@@ -42,6 +43,13 @@ func main() {
 	if os.Getenv(harness.BotsEnv) != "" { // the bots of a scenario over real connections
 		if err := bots.Run(os.Args[1:], os.Stdout); err != nil {
 			fmt.Fprintln(os.Stderr, "tongbu bots:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	if os.Getenv(mmbench.WorkerEnv) != "" { // a matchmaker process of the matchmaker scenario
+		if err := mmbench.Worker(os.Args[1:]); err != nil {
+			fmt.Fprintln(os.Stderr, "tongbu matchmaker worker:", err)
 			os.Exit(1)
 		}
 		return
