@@ -157,6 +157,7 @@ type demo struct {
 	arenas []*arenaRoom // arena and duel rooms
 	nextID int
 	mmo    *mmo.Demo // set on the world's worker
+	lobby  *lobby    // the arena's Play button (matchmaking.go)
 	// botFrame, when set, sees every arena frame a bot plays and the state
 	// hash after it, and every confirmed hash of a duel bot: the browser
 	// tests compare them with the pages'.
@@ -177,6 +178,10 @@ func newDemo(cfg demoConfig) (*demo, error) {
 	rand.Read(secret)
 	d := &demo{cfg: cfg, bots: memnet.New(uint64(time.Now().UnixNano()))}
 	d.ctx, d.cancel = context.WithCancel(context.Background())
+	var err error
+	if d.lobby, err = newLobby(d); err != nil {
+		return nil, err
+	}
 	tcpAddr := cfg.TCP
 	if tcpAddr != "" && !strings.Contains(tcpAddr, ":") {
 		tcpAddr = ":" + tcpAddr
@@ -194,8 +199,12 @@ func newDemo(cfg demoConfig) (*demo, error) {
 		srv.Shutdown(context.Background())
 		return nil, err
 	}
-	d.wg.Add(1)
+	d.wg.Add(2)
 	go d.recycle()
+	go func() {
+		defer d.wg.Done()
+		d.lobby.run(d.ctx)
+	}()
 	return d, nil
 }
 
@@ -500,6 +509,7 @@ func (d *demo) handler() http.Handler {
 		mux.Handle("GET "+f, files)
 	}
 	mux.HandleFunc("GET /demo/ticket", d.serveTicket)
+	mux.HandleFunc("GET /demo/queue", func(w http.ResponseWriter, r *http.Request) { d.lobby.serveQueue(w, r) })
 	mux.HandleFunc("GET /demo/status", d.serveStatus)
 	return mux
 }
@@ -588,7 +598,8 @@ a{color:#88c0d0}li{margin:.6em 0}</style></head><body>
 <ul>
 <li><a href="arena.html">Arena</a>: lockstep through the relay. Two bots and up to two people
 per room; open the page twice to play each other. WASD or arrows to move, the mouse to aim,
-click or space to shoot.</li>
+click or space to shoot. <a href="arena.html?queue"><b>Play</b></a>: the matchmaker puts you in
+a free-for-all of four with bots rated near you.</li>
 <li><a href="duel.html">Duel</a>: rollback. A fighting game at 60 frames a second against a
 bot: your own moves show at once, the bot's are predicted and corrected when the relay's frames
 arrive. A/D to walk, J or space to jab (9 frames of startup, 2 active, 13 of recovery), K to guard.</li>

@@ -295,6 +295,45 @@ func TestArenaInBrowser(t *testing.T) {
 		}
 	}
 	stopB()
+
+	// The Play button: the page queues with the rating the browser keeps
+	// and plays a room of its own with three bots rated near it.
+	if err := chromedp.Run(a, chromedp.Navigate(u.web.URL+"/arena.html"), chromedp.Evaluate(`localStorage.setItem("tongbuRating", JSON.stringify({Mu: 38, Sigma: 3}))`, nil)); err != nil {
+		t.Fatal(err)
+	}
+	if err := chromedp.Run(a, chromedp.Navigate(u.web.URL+"/arena.html?queue")); err != nil {
+		t.Fatal(err)
+	}
+	var match struct {
+		Room   string
+		Rating struct{ Mu float64 }
+		Others []struct {
+			Bot    bool
+			Rating struct{ Mu float64 }
+		}
+	}
+	for end := time.Now().Add(time.Minute); ; time.Sleep(250 * time.Millisecond) {
+		var ready bool
+		chromedp.Run(a, chromedp.Evaluate(`!!(window.tongbuMatch && window.tongbuArena && tongbuArena.frame > 15)`, &ready))
+		if ready {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the Play page did not play in a minute")
+		}
+	}
+	if err := chromedp.Run(a, chromedp.Evaluate(`tongbuMatch`, &match)); err != nil {
+		t.Fatal(err)
+	}
+	if match.Room == room || match.Rating.Mu != 38 || len(match.Others) != arenaPlayers-1 {
+		t.Fatalf("the Play page's match: %+v", match)
+	}
+	for _, o := range match.Others {
+		if !o.Bot || o.Rating.Mu < 20 {
+			t.Errorf("matched at 38 with %+v", o)
+		}
+	}
+	t.Logf("arena: the Play page matched in room %s with bots rated %v", match.Room, match.Others)
 	stopA()
 }
 

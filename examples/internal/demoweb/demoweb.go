@@ -16,12 +16,28 @@ import (
 )
 
 // Join asks the page's server for a ticket to game ("arena" or "mmo") and
-// joins with it.
+// joins with it. A page opened with ?queue (the arena's Play button) asks
+// the demo's matchmaker instead, with the rating the browser keeps in
+// localStorage, and sets window.tongbuMatch to whom it was matched with.
 func Join(game string) (*engine.Client, error) {
 	origin := js.Global().Get("location").Get("origin").String()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	queue := js.Global().Get("URLSearchParams").New(js.Global().Get("location").Get("search")).Call("has", "queue").Bool()
+	timeout := 30 * time.Second
+	path := "/demo/ticket?game=" + game
+	if queue {
+		timeout = 2 * time.Minute
+		path = "/demo/queue?game=" + game
+		if r := js.Global().Get("localStorage").Call("getItem", "tongbuRating"); r.Truthy() {
+			var rating struct{ Mu, Sigma float64 }
+			if json.Unmarshal([]byte(r.String()), &rating) == nil && rating.Sigma > 0 {
+				path += fmt.Sprintf("&mu=%g&sigma=%g", rating.Mu, rating.Sigma)
+			}
+		}
+		setStatus("finding a match near your rating…")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "GET", origin+"/demo/ticket?game="+game, nil)
+	req, _ := http.NewRequestWithContext(ctx, "GET", origin+path, nil)
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return nil, err
@@ -30,9 +46,16 @@ func Join(game string) (*engine.Client, error) {
 	if resp.StatusCode != http.StatusOK {
 		return nil, fmt.Errorf("ticket: %s", resp.Status)
 	}
-	var t struct{ Ticket string }
-	if err := json.NewDecoder(resp.Body).Decode(&t); err != nil {
+	var raw json.RawMessage
+	if err := json.NewDecoder(resp.Body).Decode(&raw); err != nil {
 		return nil, fmt.Errorf("ticket: %w", err)
+	}
+	var t struct{ Ticket string }
+	if err := json.Unmarshal(raw, &t); err != nil {
+		return nil, fmt.Errorf("ticket: %w", err)
+	}
+	if queue {
+		js.Global().Set("tongbuMatch", js.Global().Get("JSON").Call("parse", string(raw)))
 	}
 	c, err := engine.Dial(ctx, origin, t.Ticket, nil)
 	if err != nil {
@@ -45,6 +68,13 @@ func Join(game string) (*engine.Client, error) {
 		return nil
 	}))
 	return c, nil
+}
+
+// setStatus shows text in the page's status line.
+func setStatus(text string) {
+	if el := js.Global().Get("document").Call("getElementById", "tongbu-status"); el.Truthy() {
+		el.Set("textContent", text)
+	}
 }
 
 // Fail shows err on the page and keeps the program alive.
