@@ -23,7 +23,7 @@ import (
 // has no cluster) puts it in a free-for-all of four with bots rated near
 // it, in a room of its own.
 const (
-	playMode  = "arena-ffa"
+	playMode   = "arena-ffa"
 	botsInLine = 24 // bots waiting to be matched, rated across the range
 )
 
