@@ -159,3 +159,33 @@ func WinProbability(a, b []Rating) float64 {
 	// Standard normal CDF of diff/sqrt(variance).
 	return 0.5 * math.Erfc(-diff/math.Sqrt(2*variance))
 }
+
+// RateMatch rates a match's players after it ends: teams as a match or an
+// Assignment lists them (Match.Teams), ranks[i] the place of team i (0 =
+// first; equal ranks are a draw). It returns the same players with their
+// new ratings, for the game to store and put in their next tickets.
+//
+// The ranks come from the game's result: in a lockstep room that verifies
+// events, the agreed events of Room.Result (the kills, the goals), which
+// no single client can forge.
+func RateMatch(teams [][]Player, ranks []int) ([][]Player, error) {
+	rs := make([][]Rating, len(teams))
+	for i, team := range teams {
+		rs[i] = make([]Rating, len(team))
+		for j, p := range team {
+			rs[i][j] = p.Rating
+		}
+	}
+	rated, err := Rate(rs, ranks)
+	if err != nil {
+		return nil, err
+	}
+	out := make([][]Player, len(teams))
+	for i, team := range teams {
+		out[i] = make([]Player, len(team))
+		for j, p := range team {
+			out[i][j] = Player{ID: p.ID, Rating: rated[i][j]}
+		}
+	}
+	return out, nil
+}
