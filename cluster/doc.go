@@ -20,6 +20,13 @@
 // directory learns of a new room within a round trip, so two requests
 // for one name at the same instant may still both succeed).
 //
+// Regions and builds: a node may say where it runs (NodeInfo.Region) and
+// which game builds it serves (NodeInfo.Builds); a room request names the
+// builds of its players (RoomRequest.Builds) and only a node that serves
+// them all takes it. A placer that chose the node itself, such as package
+// matchmaker for the region nearest a match's players, sends the request
+// to that node alone with CreateRoomOn.
+//
 // Loss: a node whose heartbeats stop for Options.Misses of its intervals
 // is declared dead: its rooms are reported lost (Options.OnLoss, a
 // warning in the log, Directory.Lost and the JSON of Directory.ServeHTTP).

@@ -15,7 +15,7 @@ import (
 // and hands each player the server and room ticket of its match (the
 // client then calls engine.Dial(ctx, a.URL, a.Tickets[id], ...)). The
 // Services run in tongbu serve or tongbu matchmaker processes on the same
-// NATS; interop/matchmaker runs this against real ones.
+// NATS (interop/matchmaker tests the same against real ones).
 func ExampleQueue() {
 	nc, err := nats.Connect(nats.DefaultURL)
 	if err != nil {

@@ -170,3 +170,43 @@ func TestMatchmakerProcesses(t *testing.T) {
 	}
 	c.Close()
 }
+
+// TestServeRunsAMatchmaker: a `tongbu serve` whose config has a
+// "matchmaker" matches players beside its node and places their match on
+// it.
+func TestServeRunsAMatchmaker(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a process")
+	}
+	ns := natstest.Server(t)
+	cfg := filepath.Join(t.TempDir(), "serve.json")
+	if err := os.WriteFile(cfg, []byte(`{"cluster": {"region": "eu"}, "builds": ["1.4"],
+		"matchmaker": {"id": "beside", "heartbeat": "100ms", "modes": [{"name": "duel", "teams": 2, "team_size": 1, "room": {"players": 2}}]}}`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	node := startServeWith(t, "a-cluster-secret-of-16-bytes-or-more", "eu", "-config", cfg, "-nats", ns.ClientURL(), "-node", "eu-1", "-heartbeat", "100ms")
+	q, err := matchmaker.NewQueue(natstest.Conn(t, ns), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	var ws []*matchmaker.Wait
+	for _, p := range []string{"ann", "bo"} {
+		w, err := q.Submit(matchmaker.Ticket{Players: []matchmaker.Player{{ID: p, Rating: matchmaker.NewRating()}}, Mode: "duel", Build: "1.4", RTT: map[string]int{"eu": 30}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	for _, w := range ws {
+		a, err := w.Await(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.URL != node.url || a.Region != "eu" || !strings.HasPrefix(a.Match, "beside-") || len(a.Tickets) != 1 {
+			t.Errorf("assignment %+v", a)
+		}
+	}
+}
