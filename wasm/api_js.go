@@ -49,7 +49,9 @@ func Expose(name string) {
 
 // connect(url, ticket[, options]) returns a promise settled when the
 // join is done. options.idleTimeoutMs sets the connection's idle timeout,
-// which must be the server's (engine.Config.Limits).
+// which must be the server's (engine.Config.Limits); options.build names
+// the game build the page runs (engine.ClientConfig.Build), for a server
+// that serves only some.
 func (s *session) connect(_ js.Value, args []js.Value) any {
 	if len(args) < 2 {
 		return rejected("connect(url, ticket[, options])")
@@ -59,6 +61,9 @@ func (s *session) connect(_ js.Value, args []js.Value) any {
 	if len(args) > 2 && args[2].Type() == js.TypeObject {
 		if v := args[2].Get("idleTimeoutMs"); v.Type() == js.TypeNumber {
 			cfg.Limits.IdleTimeout = time.Duration(v.Float() * float64(time.Millisecond))
+		}
+		if v := args[2].Get("build"); v.Type() == js.TypeString {
+			cfg.Build = v.String()
 		}
 	}
 	return js.Global().Get("Promise").New(js.FuncOf(func(_ js.Value, pargs []js.Value) any {

@@ -5,6 +5,7 @@
 //
 //	await tongbu.connect(url, ticket) // join the ticket's room or world
 //	await tongbu.connect(url, ticket, {idleTimeoutMs: 5000}) // the server's idle timeout, if not the default
+//	await tongbu.connect(url, ticket, {build: "1.4.2"})      // the game build, for a server that checks it
 //	tongbu.status()  // {state, mode, target, slot, self, frame, play, depth, known, error, resumes, awayMs}
 //	tongbu.stats()   // {rttMs, sentBytes, recvBytes, sentMessages, recvMessages, malformed}
 //	tongbu.input(u8) // lockstep: queue this frame's input (a Uint8Array)
