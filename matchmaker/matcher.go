@@ -158,7 +158,8 @@ func (m *Matcher) Add(t Ticket, now time.Time) error {
 		t.Since = now
 	}
 	m.seq++
-	e := &entry{t: t, mu: t.mu(), sigma: t.sigma(), seq: m.seq}
+	e := &entry{t: t, seq: m.seq}
+	e.mu, e.sigma = t.skill()
 	m.byID[t.ID] = e
 	m.insert(e)
 	return nil

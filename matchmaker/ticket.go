@@ -88,52 +88,31 @@ type Backfill struct {
 // size returns the players a ticket brings.
 func (t *Ticket) size() int { return len(t.Players) }
 
-// sigma returns the mean Sigma of the ticket's players (a backfill's: of
-// its room's).
-func (t *Ticket) sigma() float64 {
-	var s float64
+// skill returns the ticket's mean Mu and mean Sigma for matching: its
+// players' (a backfill's: its room's; a new player's for an empty room).
+func (t *Ticket) skill() (mu, sigma float64) {
 	n := 0
+	add := func(r Rating) {
+		mu += r.Mu
+		sigma += r.Sigma
+		n++
+	}
 	if t.Backfill != nil {
 		for _, team := range t.Backfill.Teams {
 			for _, r := range team {
-				s += r.Sigma
-				n++
+				add(r)
 			}
 		}
 	} else {
 		for _, p := range t.Players {
-			s += p.Rating.Sigma
-			n++
+			add(p.Rating)
 		}
 	}
 	if n == 0 {
-		return 25.0 / 3
+		r := NewRating()
+		return r.Mu, r.Sigma
 	}
-	return s / float64(n)
-}
-
-// mu returns the ticket's rating for matching: its players' mean Mu (a
-// backfill's: its room's).
-func (t *Ticket) mu() float64 {
-	var s float64
-	n := 0
-	if t.Backfill != nil {
-		for _, team := range t.Backfill.Teams {
-			for _, r := range team {
-				s += r.Mu
-				n++
-			}
-		}
-	} else {
-		for _, p := range t.Players {
-			s += p.Rating.Mu
-			n++
-		}
-	}
-	if n == 0 {
-		return 25
-	}
-	return s / float64(n)
+	return mu / float64(n), sigma / float64(n)
 }
 
 // checkName checks an id or a mode's name.

@@ -107,6 +107,22 @@ func startServeWith(t *testing.T, secret, id string, args ...string) *serveProc 
 	t.Helper()
 	cmd := exec.Command(tongbuBinary(t), append([]string{"serve", "-http", "127.0.0.1:0", "-udp", "0", "-loopback"}, args...)...)
 	cmd.Env = append(os.Environ(), "TONGBU_SECRET="+secret)
+	return startProc(t, cmd, id, func(line string) (string, bool) {
+		for _, scheme := range []string{"http://", "https://"} {
+			if rest, ok := strings.CutPrefix(line, "tongbu serve: "+scheme); ok {
+				addr, _, _ := strings.Cut(rest, " ")
+				return scheme + addr, true
+			}
+		}
+		return "", false
+	})
+}
+
+// startProc starts cmd, a child named id, and waits for the first line of
+// its output that ready accepts: what ready returns is the proc's url.
+// The child is killed when the test ends, its stderr logged if it failed.
+func startProc(t *testing.T, cmd *exec.Cmd, id string, ready func(line string) (string, bool)) *serveProc {
+	t.Helper()
 	p := &serveProc{id: id, cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
 	cmd.Stderr = p.stderr
 	out, err := cmd.StdoutPipe()
@@ -120,17 +136,17 @@ func startServeWith(t *testing.T, secret, id string, args ...string) *serveProc 
 		cmd.Process.Kill()
 		<-p.exited
 		if t.Failed() {
-			t.Logf("node %s stderr:\n%s", id, p.stderr.String())
+			t.Logf("%s stderr:\n%s", id, p.stderr.String())
 		}
 	})
 	urls := make(chan [2]string, 1)
 	go func() {
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			for _, scheme := range []string{"http://", "https://"} {
-				if rest, ok := strings.CutPrefix(sc.Text(), "tongbu serve: "+scheme); ok {
-					addr, _, _ := strings.Cut(rest, " ")
-					urls <- [2]string{scheme + addr, sc.Text()}
+			if u, ok := ready(sc.Text()); ok {
+				select {
+				case urls <- [2]string{u, sc.Text()}:
+				default:
 				}
 			}
 		}
@@ -141,9 +157,9 @@ func startServeWith(t *testing.T, secret, id string, args ...string) *serveProc 
 	case u := <-urls:
 		p.url, p.first = u[0], u[1]
 	case err := <-p.exited:
-		t.Fatalf("node %s exited before serving: %v\n%s", id, err, p.stderr.String())
+		t.Fatalf("%s exited before it was ready: %v\n%s", id, err, p.stderr.String())
 	case <-time.After(20 * time.Second):
-		t.Fatalf("node %s did not start in 20 s\n%s", id, p.stderr.String())
+		t.Fatalf("%s was not ready in 20 s\n%s", id, p.stderr.String())
 	}
 	return p
 }

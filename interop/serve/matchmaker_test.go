@@ -3,11 +3,9 @@
 package serve_test
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,41 +24,9 @@ import (
 func startMatchmaker(t *testing.T, natsURL, cfg, id string) *serveProc {
 	t.Helper()
 	cmd := exec.Command(tongbuBinary(t), "matchmaker", "-nats", natsURL, "-config", cfg, "-id", id)
-	p := &serveProc{id: id, cmd: cmd, stderr: &lockedBuffer{}, exited: make(chan error, 1)}
-	cmd.Stderr = p.stderr
-	out, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		cmd.Process.Kill()
-		<-p.exited
-		if t.Failed() {
-			t.Logf("matchmaker %s stderr:\n%s", id, p.stderr.String())
-		}
+	return startProc(t, cmd, "matchmaker "+id, func(line string) (string, bool) {
+		return "", strings.HasPrefix(line, "tongbu matchmaker: "+id+" matching")
 	})
-	up := make(chan struct{}, 1)
-	go func() {
-		sc := bufio.NewScanner(out)
-		for sc.Scan() {
-			if strings.HasPrefix(sc.Text(), "tongbu matchmaker: "+id+" matching") {
-				up <- struct{}{}
-			}
-		}
-		io.Copy(io.Discard, out)
-		p.exited <- cmd.Wait()
-	}()
-	select {
-	case <-up:
-	case err := <-p.exited:
-		t.Fatalf("matchmaker %s exited: %v\n%s", id, err, p.stderr.String())
-	case <-time.After(20 * time.Second):
-		t.Fatalf("matchmaker %s did not start in 20 s\n%s", id, p.stderr.String())
-	}
-	return p
 }
 
 // TestMatchmakerProcesses runs three `tongbu matchmaker` processes and two
