@@ -95,7 +95,7 @@ func Run(args []string, out io.Writer) error {
 	}
 	defer nodes.stop()
 	fmt.Fprintf(out, "matchmaker: 5v5, parties of 1-5, regions %v, builds %s (85%%) and %s, the switch opened at 60%% of each run, one of 3 matchmaker processes killed at 40%%\n", regions, liveBuild, newBuild)
-	fmt.Fprintf(out, "%-9s %-9s %8s %8s %8s %8s %8s %7s %7s %7s %7s %7s %9s\n", "rate/s", "matcher", "wait50", "wait99", "spread90", "pwin90", "rtt90", "split", "mixed", "double", "lost", "left", "tix/s/cpu")
+	fmt.Fprintf(out, "%-9s %-9s %8s %8s %8s %8s %8s %7s %7s %7s %7s %7s %7s %8s %9s\n", "rate/s", "matcher", "wait50", "wait99", "spread90", "pwin90", "rtt90", "split", "mixed", "double", "lost", "left", "orphans", "reroute", "tix/s/cpu")
 	for _, r := range strings.Split(*rates, ",") {
 		rate, err := strconv.ParseFloat(strings.TrimSpace(r), 64)
 		if err != nil || rate <= 0 {
@@ -109,13 +109,13 @@ func Run(args []string, out io.Writer) error {
 			}
 			name := map[bool]string{false: "tongbu", true: "fcfs"}[firstCome]
 			m := res[i]
-			fmt.Fprintf(out, "%-9.0f %-9s %8.2f %8.2f %8.2f %8.3f %8.0f %7d %7d %7d %7d %7d %9.0f\n", rate, name, m.waitP50, m.waitP99,
-				m.spreadP90, m.pwinP90, m.rttP90, m.split, m.mixed, m.double, m.lost, m.left, m.perCore)
+			fmt.Fprintf(out, "%-9.0f %-9s %8.2f %8.2f %8.2f %8.3f %8.0f %7d %7d %7d %7d %7d %7d %8.2f %9.0f\n", rate, name, m.waitP50, m.waitP99,
+				m.spreadP90, m.pwinP90, m.rttP90, m.split, m.mixed, m.double, m.lost, m.left, m.heldAtKill, m.rerouted, m.perCore)
 		}
 		e, b := res[0], res[1]
-		fmt.Fprintf(out, "RESULT scenario=matchmaker rate=%.0f seconds=%.0f tickets=%d matches=%d wait_p50_s=%.2f wait_p99_s=%.2f skill_spread_p90=%.2f predicted_win_p90=%.3f rtt_worst_p90_ms=%.0f party_split=%d build_mixed=%d double_matched=%d lost_tickets=%d waiting_at_end=%d tickets_per_s_per_core=%.0f "+
+		fmt.Fprintf(out, "RESULT scenario=matchmaker rate=%.0f seconds=%.0f tickets=%d matches=%d wait_p50_s=%.2f wait_p99_s=%.2f skill_spread_p90=%.2f predicted_win_p90=%.3f rtt_worst_p90_ms=%.0f party_split=%d build_mixed=%d double_matched=%d lost_tickets=%d waiting_at_end=%d held_by_killed=%d rerouted_s=%.2f tickets_per_s_per_core=%.0f "+
 			"baseline_wait_p50_s=%.2f baseline_wait_p99_s=%.2f baseline_skill_spread_p90=%.2f baseline_predicted_win_p90=%.3f baseline_rtt_worst_p90_ms=%.0f baseline_party_split=%d baseline_build_mixed=%d baseline_double_matched=%d baseline_lost_tickets=%d baseline_tickets_per_s_per_core=%.0f\n",
-			rate, *seconds, e.tickets, e.matches, e.waitP50, e.waitP99, e.spreadP90, e.pwinP90, e.rttP90, e.split, e.mixed, e.double, e.lost, e.left, e.perCore,
+			rate, *seconds, e.tickets, e.matches, e.waitP50, e.waitP99, e.spreadP90, e.pwinP90, e.rttP90, e.split, e.mixed, e.double, e.lost, e.left, e.heldAtKill, e.rerouted, e.perCore,
 			b.waitP50, b.waitP99, b.spreadP90, b.pwinP90, b.rttP90, b.split, b.mixed, b.double, b.lost, b.perCore)
 	}
 	return nil
@@ -193,6 +193,8 @@ type result struct {
 	waitP50, waitP99                    float64
 	spreadP90, pwinP90, rttP90, perCore float64
 	split, mixed, double, lost, left    int
+	heldAtKill                          int     // tickets the killed matchmaker held
+	rerouted                            float64 // seconds until all of them were held elsewhere (-1: never)
 }
 
 // player is a simulated player: its true skill, and what the matchmaker
@@ -349,15 +351,50 @@ func runOnce(url string, cfg runConfig) (result, error) {
 	end := measureEnd.Add(time.Duration(cfg.tail * float64(time.Second)))
 	killAt := start.Add(time.Duration(0.4 * cfg.seconds * float64(time.Second)))
 	switchAt := start.Add(time.Duration(0.6 * cfg.seconds * float64(time.Second)))
-	var switchedAt time.Time
+	var switchedAt, killedAt time.Time
 	killed := ""
+	var orphans []*sent // tickets the killed matchmaker held, not yet held elsewhere
+	heldAtKill, rerouted := 0, time.Duration(-1)
 	tick := 10 * time.Millisecond
 	n := 0
 	for now := start; now.Before(end); now = now.Add(tick) {
 		time.Sleep(time.Until(now))
 		if killed == "" && !now.Before(killAt) {
-			workers[0].stop(true)
-			killed = workers[0].id
+			// Kill the matchmaker that holds the most tickets in line.
+			mu.Lock()
+			held := map[string][]*sent{}
+			for _, s := range sents {
+				if s.done.IsZero() {
+					if h := s.w.Service(); h != "" {
+						held[h] = append(held[h], s)
+					}
+				}
+			}
+			mu.Unlock()
+			victim := workers[0]
+			for _, w := range workers {
+				if len(held[w.id]) > len(held[victim.id]) {
+					victim = w
+				}
+			}
+			victim.stop(true)
+			killed, killedAt, orphans = victim.id, time.Now(), held[victim.id]
+			heldAtKill = len(orphans)
+		}
+		if killed != "" && len(orphans) > 0 {
+			// How long until every ticket it held is held elsewhere (or
+			// matched).
+			keep := orphans[:0]
+			mu.Lock()
+			for _, s := range orphans {
+				if h := s.w.Service(); s.done.IsZero() && (h == "" || h == killed) {
+					keep = append(keep, s)
+				}
+			}
+			mu.Unlock()
+			if orphans = keep; len(orphans) == 0 {
+				rerouted = time.Since(killedAt)
+			}
 		}
 		if switchedAt.IsZero() && !now.Before(switchAt) {
 			mu.Lock()
@@ -421,6 +458,7 @@ func runOnce(url string, cfg runConfig) (result, error) {
 	if cpu > 0 {
 		res.perCore = float64(perCoreTickets) / cpu.Seconds()
 	}
+	res.heldAtKill, res.rerouted = heldAtKill, rerouted.Seconds()
 	return res, nil
 }
 
