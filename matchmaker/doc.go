@@ -39,8 +39,11 @@
 // Service is running (ErrUnavailable).
 //
 // After the match, RateMatch (Rate for bare ratings) updates the players'
-// ratings from the result, with the Weng-Lin model OpenSkill uses (written
-// here: no Go module of it is kept up), for the game to store.
+// ratings from the result, with the Weng-Lin model OpenSkill uses, for the
+// game to store. It is written here: a page of arithmetic, which handles
+// teams and free-for-alls (Glicko-2 rates pairs only), where a Go port of
+// OpenSkill would be a dependency the module proxy this project builds
+// from does not serve.
 //
 // The subjects and messages are in SPEC.md §12. Errors match the package's
 // sentinels with errors.Is.
