@@ -6,6 +6,7 @@ package matchmaker_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -290,4 +291,87 @@ func TestBackfillCancelAndTimeout(t *testing.T) {
 	if _, err := q.Submit(matchmaker.Ticket{Mode: "duel"}); !errors.Is(err, matchmaker.ErrTicket) {
 		t.Errorf("a ticket of no players: %v", err)
 	}
+}
+
+// TestClaimsGrantEachTicketOnce speaks the protocol by hand as a Service
+// that claims two tickets and dies before it places them: the queue grants
+// the tickets to its first match only, takes them back when the claim
+// lapses, sends them to a live Service, which matches them, and refuses
+// the dead Service's late assignment.
+func TestClaimsGrantEachTicketOnce(t *testing.T) {
+	s := natstest.Server(t)
+	node(t, s, "eu-1", "eu")
+	nc := natstest.Conn(t, s)
+	// The fake Service: it holds whatever is sent to it.
+	sub, err := nc.Subscribe("tongbu.mm.submit.fake", func(m *nats.Msg) { m.Respond([]byte(`{"instance": 7}`)) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	beat := make(chan struct{})
+	go func() {
+		for {
+			nc.Publish("tongbu.mm.hb", []byte(`{"id": "fake", "instance": 7, "interval_ms": 50}`))
+			select {
+			case <-beat:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	o := fast()
+	o.ClaimTimeout = time.Second
+	q, err := matchmaker.NewQueue(natstest.Conn(t, s), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	a := submit(t, q, solo("ann", 25, "duel", "", nil))
+	b := submit(t, q, solo("bo", 25, "duel", "", nil))
+	waitFor := func(what string, cond func() bool) {
+		t.Helper()
+		for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("still waiting for %s", what)
+			}
+		}
+	}
+	waitFor("the fake Service to hold both", func() bool { return a.Service() == "fake" && b.Service() == "fake" })
+	ask := func(op string) map[string][]string {
+		t.Helper()
+		msg, err := nc.Request("tongbu.mm.q."+queueID(a), []byte(op), time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rep map[string][]string
+		json.Unmarshal(msg.Data, &rep)
+		return rep
+	}
+	claim := func(match string) string {
+		return fmt.Sprintf(`{"op": "claim", "service": "fake", "instance": 7, "claims": [{"match": %q, "tickets": [%q, %q]}]}`, match, a.ID(), b.ID())
+	}
+	if rep := ask(claim("m1")); !slices.Equal(rep["granted"], []string{"m1"}) {
+		t.Fatalf("first claim: %v", rep)
+	}
+	if rep := ask(claim("m2")); len(rep["granted"]) != 0 {
+		t.Fatalf("a second match was granted the same tickets: %v", rep)
+	}
+	// The fake Service dies; a real one comes. The claim lapses, and the
+	// real one matches them.
+	close(beat)
+	service(t, s, "real")
+	as := await(t, a, b)
+	if !strings.HasPrefix(as[0].Match, "real-") || as[0].Match != as[1].Match {
+		t.Fatalf("assignments %+v", as)
+	}
+	late := fmt.Sprintf(`{"op": "assign", "service": "fake", "instance": 7, "assign": [{"ticket": %q, "match": "m1", "room": "m1"}]}`, a.ID())
+	if rep := ask(late); !slices.Equal(rep["refused"], []string{a.ID()}) {
+		t.Fatalf("the dead Service's late assignment: %v", rep)
+	}
+}
+
+// queueID is the queue's id, the start of its tickets' ids.
+func queueID(w *matchmaker.Wait) string {
+	id, _, _ := strings.Cut(w.ID(), "-")
+	return id
 }
