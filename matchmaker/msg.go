@@ -34,8 +34,9 @@ type Options struct {
 	// Interval is how often a Service forms matches (default 200 ms).
 	Interval time.Duration
 	// ClaimTimeout is how long a queue holds a ticket for a match it
-	// granted before it takes it back, for a Service that died between
-	// claiming and placing (default 10 s).
+	// granted before it takes it back, for a Service that never finishes
+	// placing it (default 10 s). A Service declared dead loses its claims
+	// at once.
 	ClaimTimeout time.Duration
 	// Unavailable is how long a queue keeps a ticket while no Service
 	// takes it before it gives up with ErrUnavailable (default 30 s).

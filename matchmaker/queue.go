@@ -391,13 +391,17 @@ func (q *Queue) tick(now time.Time) {
 		q.routed = q.view
 		clear(q.owners)
 		for _, w := range q.tickets {
-			if w.state != waiting {
+			if w.state != waiting && w.state != claimed {
 				continue
 			}
 			if p := q.services[w.holder]; p == nil || !p.up || p.instance != w.instance {
-				w.state, w.since = unsent, now // its Service died: send it to another
+				// Its Service died (a claim it held lapses with it: were
+				// it alive after all, its assignment is refused): send it
+				// to another.
+				delete(q.claims, w)
+				w.state, w.since = unsent, now
 				q.pending = append(q.pending, w)
-			} else if q.owner(&w.t) != w.holder {
+			} else if w.state == waiting && q.owner(&w.t) != w.holder {
 				cancels[w.holder] = append(cancels[w.holder], w.t.ID) // its pool moved
 				w.state, w.since = unsent, now
 				q.pending = append(q.pending, w)

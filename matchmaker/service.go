@@ -546,8 +546,23 @@ func (s *Service) place(ctx context.Context, f *formed, sites []Site) (cluster.P
 	return cluster.Placement{}, last
 }
 
-// request sends a queue its message and reads the reply.
+// request sends a queue its message and reads the reply. A message
+// longer than a queue reads (maxBatch tickets, assignments, matches or
+// ids) goes in parts, whose replies are joined.
 func (s *Service) request(q string, qm *queueMsg) (*queueReply, error) {
+	if parts := split(qm); len(parts) > 1 {
+		var all queueReply
+		for _, part := range parts {
+			rep, err := s.request(q, part)
+			if err != nil {
+				return nil, err
+			}
+			all.Granted = append(all.Granted, rep.Granted...)
+			all.Gone = append(all.Gone, rep.Gone...)
+			all.Refused = append(all.Refused, rep.Refused...)
+		}
+		return &all, nil
+	}
 	b, err := json.Marshal(qm)
 	if err != nil {
 		return nil, err
@@ -557,4 +572,42 @@ func (s *Service) request(q string, qm *queueMsg) (*queueReply, error) {
 		return nil, err
 	}
 	return decode[queueReply](msg.Data)
+}
+
+// split cuts qm into messages of at most maxBatch claimed tickets,
+// assignments, matches and ids each (a claim, one match's, stays whole).
+func split(qm *queueMsg) []*queueMsg {
+	tickets := 0
+	for _, c := range qm.Claims {
+		tickets += len(c.Tickets)
+	}
+	if tickets <= maxBatch && len(qm.Assign) <= maxBatch && len(qm.Matches) <= maxBatch && len(qm.IDs) <= maxBatch {
+		return []*queueMsg{qm}
+	}
+	var parts []*queueMsg
+	part := func() *queueMsg {
+		p := &queueMsg{Op: qm.Op, Service: qm.Service, Instance: qm.Instance, Seat: qm.Seat}
+		parts = append(parts, p)
+		return p
+	}
+	p, n := part(), 0
+	for _, c := range qm.Claims {
+		if n+len(c.Tickets) > maxBatch {
+			p, n = part(), 0
+		}
+		p.Claims = append(p.Claims, c)
+		n += len(c.Tickets)
+	}
+	for i := 0; i < len(qm.Assign); i += maxBatch {
+		part().Assign = qm.Assign[i:min(len(qm.Assign), i+maxBatch)]
+	}
+	for i := 0; i < len(qm.Matches); i += maxBatch {
+		part().Matches = qm.Matches[i:min(len(qm.Matches), i+maxBatch)]
+	}
+	for i := 0; i < len(qm.IDs); i += maxBatch {
+		part().IDs = qm.IDs[i:min(len(qm.IDs), i+maxBatch)]
+	}
+	return slices.DeleteFunc(parts, func(p *queueMsg) bool {
+		return len(p.Claims) == 0 && len(p.Assign) == 0 && len(p.Matches) == 0 && len(p.IDs) == 0
+	})
 }

@@ -32,7 +32,7 @@ func TestBenchMatchmaker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts six processes")
 	}
-	kv := harness.LastResult(t, "matchmaker", "-rates", "200", "-seconds", "4", "-tail", "3")
+	kv := harness.LastResult(t, "matchmaker", "-rates", "200", "-seconds", "3", "-tail", "2")
 	num := func(k string) float64 {
 		v, err := strconv.ParseFloat(kv[k], 64)
 		if err != nil {

@@ -298,7 +298,7 @@ func TestArenaInBrowser(t *testing.T) {
 
 	// The Play button: the page queues with the rating the browser keeps
 	// and plays a room of its own with three bots rated near it.
-	if err := chromedp.Run(a, chromedp.Navigate(u.web.URL+"/arena.html"), chromedp.Evaluate(`localStorage.setItem("tongbuRating", JSON.stringify({Mu: 38, Sigma: 3}))`, nil)); err != nil {
+	if err := chromedp.Run(a, chromedp.Navigate(u.web.URL+"/"), chromedp.Evaluate(`localStorage.setItem("tongbuRating", JSON.stringify({Mu: 38, Sigma: 3}))`, nil)); err != nil {
 		t.Fatal(err)
 	}
 	if err := chromedp.Run(a, chromedp.Navigate(u.web.URL+"/arena.html?queue")); err != nil {

@@ -295,9 +295,9 @@ func TestBackfillCancelAndTimeout(t *testing.T) {
 
 // TestClaimsGrantEachTicketOnce speaks the protocol by hand as a Service
 // that claims two tickets and dies before it places them: the queue grants
-// the tickets to its first match only, takes them back when the claim
-// lapses, sends them to a live Service, which matches them, and refuses
-// the dead Service's late assignment.
+// the tickets to its first match only, takes them back once the Service is
+// declared dead, sends them to a live Service, which matches them, and
+// refuses the dead Service's late assignment.
 func TestClaimsGrantEachTicketOnce(t *testing.T) {
 	s := natstest.Server(t)
 	node(t, s, "eu-1", "eu")
@@ -356,8 +356,8 @@ func TestClaimsGrantEachTicketOnce(t *testing.T) {
 	if rep := ask(claim("m2")); len(rep["granted"]) != 0 {
 		t.Fatalf("a second match was granted the same tickets: %v", rep)
 	}
-	// The fake Service dies; a real one comes. The claim lapses, and the
-	// real one matches them.
+	// The fake Service dies; a real one comes. The claim ends with the
+	// fake, and the real one matches them.
 	close(beat)
 	service(t, s, "real")
 	as := await(t, a, b)
