@@ -230,6 +230,22 @@ func (q *Queue) finish(w *Wait, res Assignment, err error) {
 	close(w.done)
 }
 
+// Services returns the ids of the Services the queue takes for alive,
+// sorted: those it sends tickets to.
+func (q *Queue) Services() []string {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	now := time.Now()
+	var out []string
+	for id, p := range q.services {
+		if q.alive(p, now) {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // Len returns the tickets in line.
 func (q *Queue) Len() int {
 	q.mu.Lock()

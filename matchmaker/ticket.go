@@ -234,7 +234,8 @@ type Mode struct {
 	// Skill is how far, in Mu, the players of a match may stand from the
 	// one who waited longest (default Beta: one game's spread of
 	// performance); SkillWiden is added each second it waits (default
-	// Beta/4), up to MaxSkill (default 4 Beta).
+	// Beta/4), up to MaxSkill (default 6 Beta: a player far from every
+	// other still plays, after about 20 s).
 	Skill      float64 `json:"skill,omitempty"`
 	SkillWiden float64 `json:"skill_widen,omitempty"`
 	MaxSkill   float64 `json:"max_skill,omitempty"`
@@ -265,7 +266,7 @@ func (m Mode) withDefaults() Mode {
 		m.SkillWiden = Beta / 4
 	}
 	if m.MaxSkill <= 0 {
-		m.MaxSkill = 4 * Beta
+		m.MaxSkill = 6 * Beta
 	}
 	if m.Uncertainty <= 0 {
 		m.Uncertainty = Beta / 2

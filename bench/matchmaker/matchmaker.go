@@ -5,6 +5,9 @@
 // matched by three matchmaker processes (one killed mid-run) that place
 // the matches on cluster nodes in three regions; the same arrivals go
 // through first-come-first-served matching in the same run.
+//
+// MMBENCH_PROFILE=dir writes a CPU profile of each process there;
+// MMBENCH_DEBUG=1 lists the measured tickets still in line at the end.
 package mmbench
 
 import (
@@ -339,7 +342,20 @@ func runOnce(url string, cfg runConfig) (result, error) {
 	}
 	defer ctl.Close()
 	matchmaker.SetSwitches(ctl, nil, opts)
-	time.Sleep(time.Second) // the queues hear the matchmakers
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) { // the queues hear the matchmakers
+		heard := 0
+		for _, q := range queues {
+			if len(q.Services()) == len(workers) {
+				heard++
+			}
+		}
+		if heard == len(queues) {
+			break
+		}
+		if time.Now().After(deadline) {
+			return result{}, errors.New("the queues did not hear the three matchmakers in 10 s")
+		}
+	}
 
 	rng := rand.New(rand.NewPCG(cfg.seed, uint64(cfg.rate)))
 	players := map[string]player{}
@@ -538,6 +554,10 @@ func evaluate(sents []*sent, players map[string]player, switchedAt time.Time, ki
 	matches := map[string]matchmaker.Assignment{}
 	for _, s := range sents {
 		if s.done.IsZero() {
+			if s.measured && os.Getenv("MMBENCH_DEBUG") != "" {
+				t := s.w.Ticket()
+				fmt.Fprintf(os.Stderr, "left: %s held by %q since %v build %s party %d mu %.1f sigma %.1f rtt %v\n", t.ID, s.w.Service(), time.Since(s.at).Round(time.Second), t.Build, len(t.Players), t.Players[0].Rating.Mu, t.Players[0].Rating.Sigma, t.RTT)
+			}
 			if s.measured {
 				res.left++
 				if h := s.w.Service(); h == killed || h == "" {

@@ -32,7 +32,7 @@ func TestBenchMatchmaker(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts six processes")
 	}
-	kv := harness.LastResult(t, "matchmaker", "-rates", "200", "-seconds", "3", "-tail", "2")
+	kv := harness.LastResult(t, "matchmaker", "-rates", "300", "-seconds", "2", "-tail", "1.5")
 	num := func(k string) float64 {
 		v, err := strconv.ParseFloat(kv[k], 64)
 		if err != nil {
@@ -49,7 +49,7 @@ func TestBenchMatchmaker(t *testing.T) {
 			t.Errorf("%s = %s", k, kv[k])
 		}
 	}
-	if num("tickets") < 500 || num("matches") < 100 {
+	if num("tickets") < 400 || num("matches") < 80 {
 		t.Errorf("%s tickets in %s matches", kv["tickets"], kv["matches"])
 	}
 	if num("skill_spread_p90") >= num("baseline_skill_spread_p90") || num("rtt_worst_p90_ms") >= num("baseline_rtt_worst_p90_ms") {

@@ -56,7 +56,7 @@ The -config file (JSON; unknown keys are refused; the same object as the
     "timeout": "5m",                   a ticket's longest wait
     "heartbeat": "1s",
     "modes": [{"name": "5v5", "teams": 2, "team_size": 5,
-               "skill": 4.2, "skill_widen": 1, "max_skill": 17,   tolerance in rating Mu, widening a second
+               "skill": 4.2, "skill_widen": 1, "max_skill": 25,   tolerance in rating Mu, widening a second
                "rtt_ms": 80, "rtt_widen_ms": 20, "max_rtt_ms": 250,
                "room": {"players": 10, "hz": 30}}]                 the rooms placed for it
   }

@@ -183,7 +183,11 @@ func TestServiceDeathLosesNoTicket(t *testing.T) {
 		svcs[id] = nc
 	}
 	q := queue(t, s)
-	time.Sleep(200 * time.Millisecond) // the queue hears the three
+	for deadline := time.Now().Add(10 * time.Second); len(q.Services()) != 3; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the queue hears Services %v", q.Services())
+		}
+	}
 	// Ten players far apart in skill: they wait, held by one Service.
 	var ws []*matchmaker.Wait
 	for i := range 10 {
