@@ -194,6 +194,9 @@ func bySince(a, b *entry) int {
 	return cmp.Compare(a.seq, b.seq)
 }
 
+// Has reports whether the ticket id is queued.
+func (m *Matcher) Has(id string) bool { return m.byID[id] != nil }
+
 // Remove drops the ticket id (canceled, or taken by a match placed
 // elsewhere); it reports whether it was queued.
 func (m *Matcher) Remove(id string) bool {

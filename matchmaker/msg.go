@@ -41,6 +41,11 @@ type Options struct {
 	// Unavailable is how long a queue keeps a ticket while no Service
 	// takes it before it gives up with ErrUnavailable (default 30 s).
 	Unavailable time.Duration
+	// Refresh is how long a ticket waits at its Service before its queue
+	// sends it there again (default 10 s): the Service takes a ticket it
+	// holds as held, and one it lost (whatever the cause) as new, so that
+	// no ticket waits on a Service that forgot it.
+	Refresh time.Duration
 	// Cluster are the options of the cluster the Service places matches
 	// on (its Prefix and timeouts).
 	Cluster *cluster.Options
@@ -82,6 +87,9 @@ func (o *Options) withDefaults() Options {
 	}
 	if c.Unavailable <= 0 {
 		c.Unavailable = 30 * time.Second
+	}
+	if c.Refresh <= 0 {
+		c.Refresh = 10 * time.Second
 	}
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))

@@ -45,6 +45,7 @@ type Queue struct {
 	// of each mode and build for the current view.
 	view, routed uint64
 	owners       map[[2]string]string
+	refreshed    time.Time // the last time tickets long in line were sent again
 	closed       bool
 }
 
@@ -76,6 +77,7 @@ type Wait struct {
 	match    string    // claimed: by which match
 	deadline time.Time // claimed: until when
 	since    time.Time // since when no Service has held it
+	sent     time.Time // when its Service last took it
 	done     chan struct{}
 	res      Assignment
 	err      error
@@ -424,6 +426,15 @@ func (q *Queue) tick(now time.Time) {
 			}
 		}
 	}
+	if now.Sub(q.refreshed) > q.opts.Refresh/4 {
+		q.refreshed = now
+		for _, w := range q.tickets {
+			if w.state == waiting && now.Sub(w.sent) > q.opts.Refresh {
+				w.state = unsent // to the same Service, unless its pool moved
+				q.pending = append(q.pending, w)
+			}
+		}
+	}
 	for w := range q.claims {
 		if now.After(w.deadline) {
 			q.opts.Logger.Info("matchmaker: a claim lapsed; the ticket queues again", "ticket", w.t.ID, "service", w.holder, "match", w.match)
@@ -495,7 +506,7 @@ func (q *Queue) sendBatch(s string, ws []*Wait) {
 		case rep.Refused[w.t.ID] != "":
 			q.finish(w, Assignment{}, fmt.Errorf("%w: %s", ErrTicket, rep.Refused[w.t.ID]))
 		default:
-			w.state, w.holder, w.instance = waiting, s, rep.Instance
+			w.state, w.holder, w.instance, w.sent = waiting, s, rep.Instance, time.Now()
 		}
 	}
 	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {

@@ -323,7 +323,9 @@ func (s *Service) pass(now time.Time) {
 		for k, t := range m.Tickets {
 			q := s.queueOf[t.ID]
 			fs[i].queues[k] = q
-			per[q] = append(per[q], t.ID)
+			if q != "" { // a ticket of no queue is granted by none: the match is released
+				per[q] = append(per[q], t.ID)
+			}
 		}
 		for q, ids := range per {
 			qm := queues[q]
@@ -434,7 +436,9 @@ func (s *Service) pass(now time.Time) {
 			s.stats.Unplaced++
 		}
 		for _, t := range f.m.Tickets {
-			if gone[t.ID] || (f.allGranted() && f.err == nil) {
+			// A ticket its queue sent again during the pass is back in
+			// the pool: it keeps its queue.
+			if (gone[t.ID] || (f.allGranted() && f.err == nil)) && !s.m.Has(t.ID) {
 				delete(s.queueOf, t.ID)
 			}
 		}

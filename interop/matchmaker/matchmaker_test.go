@@ -379,3 +379,60 @@ func queueID(w *matchmaker.Wait) string {
 	id, _, _ := strings.Cut(w.ID(), "-")
 	return id
 }
+
+// TestForgottenTicketSentAgain: a Service (spoken by hand) that took a
+// ticket and forgot it gets it again from its queue after Refresh, with
+// its place in line.
+func TestForgottenTicketSentAgain(t *testing.T) {
+	s := natstest.Server(t)
+	nc := natstest.Conn(t, s)
+	got := make(chan matchmaker.Ticket, 10)
+	sub, err := nc.Subscribe("tongbu.mm.submit.forgetful", func(m *nats.Msg) {
+		var req struct{ Tickets []matchmaker.Ticket }
+		json.Unmarshal(m.Data, &req)
+		for _, tk := range req.Tickets {
+			got <- tk
+		}
+		m.Respond([]byte(`{"instance": 3}`)) // held, says it, and forgets
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer sub.Unsubscribe()
+	stop := make(chan struct{})
+	defer close(stop)
+	go func() {
+		for {
+			nc.Publish("tongbu.mm.hb", []byte(`{"id": "forgetful", "instance": 3, "interval_ms": 50}`))
+			select {
+			case <-stop:
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}()
+	o := fast()
+	o.Refresh = 300 * time.Millisecond
+	q, err := matchmaker.NewQueue(natstest.Conn(t, s), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer q.Close()
+	w := submit(t, q, solo("ann", 25, "duel", "", nil))
+	var first time.Time
+	for i := range 2 {
+		select {
+		case tk := <-got:
+			if tk.ID != w.ID() {
+				t.Fatalf("submitted %s, want %s", tk.ID, w.ID())
+			}
+			if i == 0 {
+				first = tk.Since
+			} else if !tk.Since.Equal(first) {
+				t.Errorf("sent again with since %v, first %v: its place in line lost", tk.Since, first)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("submission %d did not come", i+1)
+		}
+	}
+}
