@@ -21,15 +21,8 @@ import (
 // its name, which the server lets replace it) comes back by itself, takes
 // its seat again and plays on.
 func TestBotRestarts(t *testing.T) {
-	d, err := newDemo(demoConfig{UDP: 0, Assets: t.TempDir(), NoBuild: true, NPCs: 10, MMOBots: 1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { d.srv.Serve(ctx); close(served) }()
-	defer func() { cancel(); <-served; d.stop() }()
+	d := serveSmallDemo(t)
+	ctx := t.Context()
 	var mu sync.Mutex
 	last := map[string]int{} // room -> the newest frame the bot confirmed
 	d.botFrame = func(room string, slot, frame int, hash uint64) {
@@ -103,6 +96,22 @@ func TestBotRestarts(t *testing.T) {
 	if !ok || r.Connected() != 2 {
 		t.Fatalf("room %v: %d connected, want the bot and the guest", ok, r.Connected())
 	}
+}
+
+// serveSmallDemo starts a demo with a small MMO world and no browser
+// clients, serving until the test ends.
+func serveSmallDemo(t *testing.T) *demo {
+	t.Helper()
+	d, err := newDemo(demoConfig{UDP: 0, Assets: t.TempDir(), NoBuild: true, NPCs: 10, MMOBots: 1,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() { d.srv.Serve(ctx); close(served) }()
+	t.Cleanup(func() { cancel(); <-served; d.stop() })
+	return d
 }
 
 // TestStopQuiet: when the server shuts down, the demo's bots end with it

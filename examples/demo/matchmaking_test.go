@@ -5,8 +5,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/http/httptest"
@@ -20,15 +18,7 @@ import (
 // bots' ratings span the range), in a room of its own whose ticket is
 // made; bad ratings are refused; a page that goes away leaves the line.
 func TestPlayQueuesWithBotsNearTheRating(t *testing.T) {
-	d, err := newDemo(demoConfig{UDP: 0, Assets: t.TempDir(), NoBuild: true, NPCs: 10, MMOBots: 1,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() { d.srv.Serve(ctx); close(served) }()
-	defer func() { cancel(); <-served; d.stop() }()
+	d := serveSmallDemo(t)
 	web := httptest.NewServer(d.handler())
 	defer web.Close()
 
