@@ -9,6 +9,8 @@ import (
 	"slices"
 	"time"
 	"unicode/utf8"
+
+	"github.com/tongbu/tongbu/engine"
 )
 
 // Bounds on what the cluster's messages may carry (SPEC.md §11).
@@ -174,13 +176,8 @@ func Serves(nodeBuilds, builds []string) bool {
 // MaxBuildLen bytes of printable ASCII, no space and no comma (as
 // engine.Config.Builds).
 func CheckBuild(s string) error {
-	if len(s) == 0 || len(s) > MaxBuildLen {
-		return fmt.Errorf("%w: build or region %q must be 1 to %d bytes", ErrInvalid, s, MaxBuildLen)
-	}
-	for i := 0; i < len(s); i++ {
-		if c := s[i]; c <= ' ' || c > '~' || c == ',' {
-			return fmt.Errorf("%w: build or region %q: printable ASCII only, no space or comma", ErrInvalid, s)
-		}
+	if !engine.ValidBuild(s) {
+		return fmt.Errorf("%w: build or region %q: 1 to %d bytes of printable ASCII, no space or comma", ErrInvalid, s, MaxBuildLen)
 	}
 	return nil
 }

@@ -230,7 +230,7 @@ func dialConn(ctx context.Context, url, ticket string, cfg *ClientConfig) (trans
 	}
 	header := http.Header{"Authorization": {"Bearer " + ticket}, WireHeader: {strconv.Itoa(wireVersion)}}
 	if cfg.Build != "" {
-		if !validBuild(cfg.Build) {
+		if !ValidBuild(cfg.Build) {
 			return nil, fmt.Errorf("%w: ClientConfig.Build %q: want 1 to %d bytes of printable ASCII, no space or comma", ErrConfig, cfg.Build, maxBuildLen)
 		}
 		header.Set(BuildHeader, cfg.Build)

@@ -148,7 +148,7 @@ func NewServer(cfg Config) (*Server, error) {
 		return nil, errstack.Wrapf(ErrConfig, "Config.Secret must be at least %d bytes", minSecretLen)
 	}
 	for _, b := range cfg.Builds {
-		if !validBuild(b) {
+		if !ValidBuild(b) {
 			return nil, errstack.Wrapf(ErrConfig, "Config.Builds: build %q: want 1 to %d bytes of printable ASCII, no space or comma", b, maxBuildLen)
 		}
 	}

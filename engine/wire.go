@@ -56,9 +56,10 @@ const BuildHeader = "Tongbu-Build"
 // maxBuildLen bounds a build's name (Config.Builds, ClientConfig.Build).
 const maxBuildLen = 64
 
-// validBuild reports whether b can name a build: 1 to maxBuildLen bytes
-// of printable ASCII, with no space and no comma.
-func validBuild(b string) bool {
+// ValidBuild reports whether b can name a build (Config.Builds,
+// ClientConfig.Build): 1 to 64 bytes of printable ASCII, with no space
+// and no comma.
+func ValidBuild(b string) bool {
 	if len(b) == 0 || len(b) > maxBuildLen {
 		return false
 	}

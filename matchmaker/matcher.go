@@ -25,6 +25,10 @@ type Config struct {
 	FirstCome bool `json:"first_come,omitempty"`
 	// MaxScan bounds the tickets looked at to fill one match (default 512).
 	MaxScan int `json:"max_scan,omitempty"`
+	// MaxTickets bounds the tickets held at once (default 1 << 20): past
+	// it a ticket is refused with ErrFull, so that no queue can fill the
+	// matchmaker's memory.
+	MaxTickets int `json:"max_tickets,omitempty"`
 	// Name starts the ids of the matches formed (default "m").
 	Name string `json:"name,omitempty"`
 }
@@ -106,6 +110,9 @@ func NewMatcher(cfg Config) (*Matcher, error) {
 	if cfg.MaxScan <= 0 {
 		cfg.MaxScan = 512
 	}
+	if cfg.MaxTickets <= 0 {
+		cfg.MaxTickets = 1 << 20
+	}
 	if cfg.Name == "" {
 		cfg.Name = "m"
 	}
@@ -153,6 +160,9 @@ func (m *Matcher) Add(t Ticket, now time.Time) error {
 	}
 	if m.byID[t.ID] != nil {
 		return fmt.Errorf("%w: %s", ErrDuplicate, t.ID)
+	}
+	if len(m.byID) >= m.cfg.MaxTickets {
+		return fmt.Errorf("%w: %d tickets held", ErrFull, len(m.byID))
 	}
 	if t.Since.IsZero() || t.Since.After(now) {
 		t.Since = now

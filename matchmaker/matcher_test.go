@@ -273,6 +273,11 @@ func TestTimeoutRemoveAndBadTickets(t *testing.T) {
 	if err := m.Add(solo("dup", 25, "duel", "", nil), t0); !errors.Is(err, ErrDuplicate) {
 		t.Errorf("a ticket twice: %v", err)
 	}
+	small := newTestMatcher(t, Config{MaxTickets: 2})
+	add(t, small, t0, solo("one", 25, "duel", "", nil), solo("two", 40, "duel", "", nil))
+	if err := small.Add(solo("three", 25, "duel", "", nil), t0); !errors.Is(err, ErrFull) {
+		t.Errorf("a third ticket past MaxTickets 2: %v, want ErrFull", err)
+	}
 	if _, err := NewMatcher(Config{Modes: []Mode{{Name: "x", Teams: 1, TeamSize: 1}}}); !errors.Is(err, ErrTicket) {
 		t.Errorf("a mode of one team: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"hash/fnv"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -504,7 +505,11 @@ func (q *Queue) sendBatch(s string, ws []*Wait) {
 			w.state = unsent // the next tick tries again
 			q.pending = append(q.pending, w)
 		case rep.Refused[w.t.ID] != "":
-			q.finish(w, Assignment{}, fmt.Errorf("%w: %s", ErrTicket, rep.Refused[w.t.ID]))
+			why := ErrTicket
+			if strings.HasPrefix(rep.Refused[w.t.ID], ErrFull.Error()) {
+				why = ErrFull
+			}
+			q.finish(w, Assignment{}, fmt.Errorf("%w: %s", why, rep.Refused[w.t.ID]))
 		default:
 			w.state, w.holder, w.instance, w.sent = waiting, s, rep.Instance, time.Now()
 		}

@@ -345,6 +345,10 @@ func (s *Service) pass(now time.Time) {
 	}
 
 	// Claim: every queue grants its tickets of each match, or not.
+	byID := make(map[string]*formed, len(fs))
+	for _, f := range fs {
+		byID[f.m.ID] = f
+	}
 	gone := map[string]bool{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
@@ -363,10 +367,8 @@ func (s *Service) pass(now time.Time) {
 				return
 			}
 			for _, id := range rep.Granted {
-				for _, f := range fs {
-					if f.m.ID == id {
-						f.granted[q] = true
-					}
+				if f := byID[id]; f != nil {
+					f.granted[q] = true
 				}
 			}
 			for _, id := range rep.Gone {

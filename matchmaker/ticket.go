@@ -35,6 +35,8 @@ var (
 	ErrTimeout = errors.New("matchmaker: no match in time")
 	// ErrCanceled: the ticket was canceled before it was matched.
 	ErrCanceled = errors.New("matchmaker: ticket canceled")
+	// ErrFull: the matchmaker holds Config.MaxTickets already.
+	ErrFull = errors.New("matchmaker: full")
 	// ErrUnavailable: no matchmaker is running, or none took the ticket.
 	ErrUnavailable = errors.New("matchmaker: no matchmaker")
 )
