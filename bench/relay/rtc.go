@@ -46,6 +46,28 @@ type relayRun struct {
 	msgs         uint64            // messages the server received and sent in the window
 	botCores     float64           // the bots' process's CPU time over the window / the window
 	goroutines   float64           // the server process's goroutines a player, joined, beyond those before
+	gcFraction   float64           // the GC's share of the server's Go CPU in the window (runtime/metrics)
+	allocs       uint64            // the server process's heap allocations in the window
+	upBytes      float64           // the mean message received, in bytes
+	downBytes    float64           // the mean message sent
+	floor        bots.FloorRun     // the plain-UDP floor at this load's shape, when measured
+}
+
+// allocsPerMsg is the server's heap allocations per message.
+func (r *relayRun) allocsPerMsg() float64 { return float64(r.allocs) / float64(max(r.msgs, 1)) }
+
+// cores is the server's CPU over the window, in cores.
+func (r *relayRun) cores() float64 { return r.cpu.Seconds() / max(r.wall.Seconds(), 1e-9) }
+
+// measureFloor runs the plain-UDP floor at the run's shape: as many bots,
+// each sending a message of the run's mean uplink size a frame, and a
+// server that answers each with one of the mean downlink size on the
+// room's tick.
+func (r *relayRun) measureFloor(seconds float64) error {
+	f, err := bots.RunFloor(bots.FloorConfig{TickHz: relayHz, Reply: max(int(r.downBytes+0.5), 1)},
+		r.players, relayHz, max(int(r.upBytes+0.5), 4), seconds)
+	r.floor = f
+	return err
 }
 
 func (r *relayRun) cpuPerPlayerFrame() float64 {
@@ -114,6 +136,11 @@ func (r *relayRun) result() string {
 		// Rounded down, so that 1.0000 means no bot missed a frame.
 		"delivered", fmt.Sprintf("%.4f", math.Floor(r.delivered()*1e4)/1e4),
 		"goroutines_per_conn", r.goroutines,
+		"server_cores", r.cores(),
+		"allocs_per_msg", r.allocsPerMsg(),
+		"gc_cpu_fraction", r.gcFraction,
+		"floor_cpu_us_per_msg", r.floor.CPUPerMsg(),
+		"cpu_vs_floor", r.cpuPerMsg()/max(r.floor.CPUPerMsg(), 1e-9),
 	)
 }
 
@@ -132,7 +159,11 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if err := r.measureFloor(o.seconds); err != nil {
+			return fmt.Errorf("floor: %w", err)
+		}
 		printRelayRuns(out, []*relayRun{r})
+		printFloor(out, r)
 		fmt.Fprintln(out, r.result())
 		return nil
 	}
@@ -145,7 +176,7 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 			return false
 		}
 		runs = append(runs, r)
-		fmt.Fprintf(out, "%d players: pass=%v  %s\n", n, r.pass(), r.result())
+		fmt.Fprintf(out, "%d players: pass=%v  %s\n", n, r.pass(), strings.TrimPrefix(r.result(), "RESULT "))
 		if r.pass() && (best == nil || r.players > best.players) {
 			best = r
 		}
@@ -163,8 +194,22 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 		return nil
 	}
 	fmt.Fprintf(out, "\nthe most players held (p99 cut lateness <= %v, delivered 1.0): %d\n", relayMaxP99, best.players)
+	if err := best.measureFloor(o.seconds); err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	printFloor(out, best)
 	fmt.Fprintln(out, best.result())
 	return nil
+}
+
+// printFloor prints the run's runtime figures and the floor beside it.
+func printFloor(out io.Writer, r *relayRun) {
+	fmt.Fprintf(out, "\nserver at %d players: %.2f cores, %.3f heap allocations a message, GC %.1f%% of its Go CPU;\n",
+		r.players, r.cores(), r.allocsPerMsg(), 100*r.gcFraction)
+	fmt.Fprintf(out, "messages of %.0f bytes up, %.0f down: %.2f us of CPU each\n", r.upBytes, r.downBytes, r.cpuPerMsg())
+	fmt.Fprintf(out, "plain-UDP floor at that shape (recvmmsg, a reply a message on the room's tick, sendmmsg; no crypto, no SCTP, no rooms):\n")
+	fmt.Fprintf(out, "  %.2f us a message over %d messages: the engine is %.2f times the floor\n",
+		r.floor.CPUPerMsg(), r.floor.Msgs, r.cpuPerMsg()/max(r.floor.CPUPerMsg(), 1e-9))
 }
 
 func printRelayRuns(out io.Writer, runs []*relayRun) {
@@ -259,6 +304,11 @@ func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*rel
 	r.wall, r.cpu = win.Wall, win.CPU
 	r.late = win.After.Hist[cutLateMetric].Since(win.Before.Hist[cutLateMetric])
 	r.msgs = uint64(win.After.Messages()) - uint64(win.Before.Messages())
+	r.gcFraction = win.Runtime[1].GCFraction(win.Runtime[0])
+	r.allocs = win.Runtime[1].AllocsSince(win.Runtime[0])
+	d := func(name string) float64 { return win.After.Samples[name] - win.Before.Samples[name] }
+	r.upBytes = d("tongbu_received_bytes_total") / max(d("tongbu_received_messages_total"), 1)
+	r.downBytes = d("tongbu_sent_bytes_total") / max(d("tongbu_sent_messages_total"), 1)
 	var stop strings.Builder
 	for i, room := range rooms {
 		r.playerFrames += uint64(frames1[i]-frames0[i]) * uint64(min(relayRoomSize, n-i*relayRoomSize))

@@ -42,11 +42,14 @@ func TestBenchRelayWebRTC(t *testing.T) {
 	if kv["transport"] != "webrtc" || kv["players"] != "20" {
 		t.Errorf("RESULT names the wrong run: %s", last)
 	}
-	for _, k := range []string{"cpu_us_per_player_frame", "p99_cut_late_ms", "delivered"} {
+	for _, k := range []string{"cpu_us_per_player_frame", "p99_cut_late_ms", "delivered", "server_cores", "allocs_per_msg", "gc_cpu_fraction", "floor_cpu_us_per_msg"} {
 		v, err := strconv.ParseFloat(kv[k], 64)
 		if err != nil || v < 0 {
 			t.Errorf("RESULT %s=%q: want a number >= 0", k, kv[k])
 		}
+	}
+	if f, _ := strconv.ParseFloat(kv["floor_cpu_us_per_msg"], 64); f == 0 {
+		t.Errorf("no floor measured: %s", last)
 	}
 	if cpu, _ := strconv.ParseFloat(kv["cpu_us_per_player_frame"], 64); cpu == 0 {
 		t.Errorf("no server CPU time measured: %s", last)

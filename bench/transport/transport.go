@@ -266,6 +266,15 @@ func runPhase(ph phase, load transportLoad) (phaseResult, error) {
 // echoTickHz is the tick of the engine's echo loop: a fast room.
 const echoTickHz = 60
 
+// startUDPFloor runs the plain-UDP floor, echoing on the echo's tick.
+func startUDPFloor() (echoServer, error) {
+	fl, err := bots.StartFloor(bots.FloorConfig{TickHz: echoTickHz})
+	if err != nil {
+		return echoServer{}, err
+	}
+	return echoServer{url: fl.URL, msgs: fl.Msgs, stop: fl.Stop}, nil
+}
+
 // startEngineEcho runs the engine's transport server: every message
 // received on the unreliable channel is echoed on it at the next tick.
 func startEngineEcho(stack transport.Stack) (echoServer, error) {

@@ -48,6 +48,33 @@ type worldRTCRun struct {
 	lost          int
 	packets       uint64  // the bots received in the window
 	msgs          float64 // the server received and sent in the window
+	gcFraction    float64 // the GC's share of the server's Go CPU in the window (runtime/metrics)
+	allocs        uint64  // the server process's heap allocations in the window
+	up, down      float64 // messages received and sent in the window
+	upBytes       float64 // the mean message received, in bytes
+	downBytes     float64 // the mean message sent
+	floor         bots.FloorRun
+}
+
+// allocsPerMsg is the server's heap allocations per message.
+func (r *worldRTCRun) allocsPerMsg() float64 { return float64(r.allocs) / max(r.msgs, 1) }
+
+// transportPerMsg is the server's CPU per message besides the world's
+// ticks, in us: what the floor is beside.
+func (r *worldRTCRun) transportPerMsg() float64 {
+	return (r.cpu.Seconds() - r.tick.Sum) * 1e6 / max(r.msgs, 1)
+}
+
+// measureFloor runs the plain-UDP floor at the run's shape: as many bots,
+// each sending messages of the mean uplink size at the uplink's rate (at
+// least one a second), and a server that sends each a message of the
+// mean downlink size every tick.
+func (r *worldRTCRun) measureFloor(hz int, seconds float64) error {
+	upHz := max(int(r.up/r.wall.Seconds()/float64(r.players)+0.5), 1)
+	f, err := bots.RunFloor(bots.FloorConfig{TickHz: hz, Stream: max(int(r.downBytes+0.5), 1)},
+		r.players, upHz, max(int(r.upBytes+0.5), 4), seconds)
+	r.floor = f
+	return err
 }
 
 // cpuPerMsg is the server's CPU per message it received or sent, in us.
@@ -92,6 +119,15 @@ func benchWorldRTC(o worldOpts, out io.Writer) error {
 	if !r.valid() {
 		fmt.Fprintln(out, "invalid: the bots' process was saturated or lost players; the server's figures are of a lighter load than asked")
 	}
+	hz := interest.Config{}.WithDefaults().Hz
+	if err := r.measureFloor(hz, o.seconds); err != nil {
+		return fmt.Errorf("floor: %w", err)
+	}
+	fmt.Fprintf(out, "server: %.3f heap allocations a message, GC %.1f%% of its Go CPU; messages of %.0f bytes up (%.0f), %.0f down (%.0f)\n",
+		r.allocsPerMsg(), 100*r.gcFraction, r.upBytes, r.up, r.downBytes, r.down)
+	fmt.Fprintf(out, "transport CPU a message (besides the ticks): %.2f us; the plain-UDP floor at that shape (a datagram down a player\n", r.transportPerMsg())
+	fmt.Fprintf(out, "  a tick, the uplinks counted; recvmmsg, sendmmsg, no crypto, no SCTP): %.2f us over %d messages: %.2f times the floor\n",
+		r.floor.CPUPerMsg(), r.floor.Msgs, r.transportPerMsg()/max(r.floor.CPUPerMsg(), 1e-9))
 	fmt.Fprintln(out, harness.Result("world",
 		"transport", "webrtc",
 		"players", o.players,
@@ -102,6 +138,12 @@ func benchWorldRTC(o worldOpts, out io.Writer) error {
 		"cpu_us_per_msg", r.cpuPerMsg(),
 		"bots_cores", r.botCores,
 		"valid", r.valid(),
+		"server_cores", r.cpu.Seconds()/max(r.wall.Seconds(), 1e-9),
+		"transport_cpu_us_per_msg", r.transportPerMsg(),
+		"floor_cpu_us_per_msg", r.floor.CPUPerMsg(),
+		"cpu_vs_floor", r.transportPerMsg()/max(r.floor.CPUPerMsg(), 1e-9),
+		"allocs_per_msg", r.allocsPerMsg(),
+		"gc_cpu_fraction", r.gcFraction,
 	))
 	return nil
 }
@@ -164,6 +206,12 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 	r.frames, r.cpu, r.wall = marks[1]-marks[0], win.CPU, win.Wall
 	r.tick = win.After.Hist[worldTickMetric].Since(win.Before.Hist[worldTickMetric])
 	r.msgs = win.After.Messages() - win.Before.Messages()
+	r.gcFraction = win.Runtime[1].GCFraction(win.Runtime[0])
+	r.allocs = win.Runtime[1].AllocsSince(win.Runtime[0])
+	d := func(name string) float64 { return win.After.Samples[name] - win.Before.Samples[name] }
+	r.up, r.down = d("tongbu_received_messages_total"), d("tongbu_sent_messages_total")
+	r.upBytes = d("tongbu_received_bytes_total") / max(r.up, 1)
+	r.downBytes = d("tongbu_sent_bytes_total") / max(r.down, 1)
 	if err := child.Finish("STOP\n", "DONE lost=%d cores=%g packets=%d", &r.lost, &r.botCores, &r.packets); err != nil {
 		return nil, err
 	}

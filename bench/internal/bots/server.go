@@ -97,9 +97,10 @@ func tickets(srv *engine.Server, n int, ttl time.Duration, seat func(i int) (pla
 
 // Window is what Measure saw of the server over its window.
 type Window struct {
-	Wall          time.Duration   // the window's length
-	CPU           time.Duration   // the server process's CPU time in it
-	Before, After harness.Metrics // the server's metrics before it and after it
+	Wall          time.Duration      // the window's length
+	CPU           time.Duration      // the server process's CPU time in it
+	Runtime       [2]harness.Runtime // the runtime's counters at its start and end (the GC's CPU, allocations)
+	Before, After harness.Metrics    // the server's metrics before it and after it
 }
 
 // Measure measures the engine server at url (its base URL) over d. It
@@ -126,7 +127,9 @@ func Measure[T any](url string, d time.Duration, profile string, mark func() T, 
 	var cpu0, cpu1 time.Duration
 	var w0, w1 time.Time
 	marks[0], cpu0, w0 = mark(), harness.CPUTime(), time.Now()
+	w.Runtime[0] = harness.ReadRuntime()
 	time.Sleep(d)
+	w.Runtime[1] = harness.ReadRuntime()
 	marks[1], cpu1, w1 = mark(), harness.CPUTime(), time.Now()
 	stopProfile()
 	w.Wall, w.CPU = w1.Sub(w0), cpu1-cpu0
