@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/net/ipv4"
+	"net/netip"
 )
 
 // TestBatchWriterSkipsRefused: a datagram the kernel refuses (port 0
@@ -23,9 +23,13 @@ func TestBatchWriterSkipsRefused(t *testing.T) {
 		return c
 	}
 	conn, a, b := listen(), listen(), listen()
-	sock := &socket{conn: conn, batch: ipv4.NewPacketConn(conn)}
+	raw, err := newRawSocket(conn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sock := &socket{conn: conn, raw: raw}
 	var w batchWriter
-	to := []*net.UDPAddr{a.LocalAddr().(*net.UDPAddr), {IP: net.IPv4(127, 0, 0, 1), Port: 0}, b.LocalAddr().(*net.UDPAddr)}
+	to := []netip.AddrPort{a.LocalAddr().(*net.UDPAddr).AddrPort(), netip.MustParseAddrPort("127.0.0.1:0"), b.LocalAddr().(*net.UDPAddr).AddrPort()}
 	for i, addr := range to {
 		w.commit(sock, addr, nil, append(w.buf(), byte(i)))
 	}

@@ -152,7 +152,11 @@ func Dial(ctx context.Context, cfg DialConfig) (*Peer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("transport: client socket: %w", err)
 		}
-		sock := newSocket(ep, udp, false)
+		sock, err := newSocket(ep, udp, false)
+		if err != nil {
+			udp.Close()
+			return nil, err
+		}
 		sock.client = p
 		p.sock = sock
 		p.onClose = func(*Peer) { udp.Close(); close(done) }

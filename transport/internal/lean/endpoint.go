@@ -8,7 +8,6 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/tls"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -70,6 +69,10 @@ type endpoint struct {
 	idleEvery time.Duration // how often the idle and keepalive checks run
 
 	stats dataPathCounters
+
+	// The flusher's, reused from sweep to sweep.
+	due, closing, alive []*Peer
+	closeErr            []error
 }
 
 func newEndpoint(lim conn.Limits, log *slog.Logger) (*endpoint, error) {
@@ -167,8 +170,14 @@ func (ep *endpoint) flushLoop() {
 // second closes the silent ones and sends keepalives.
 func (ep *endpoint) sweep(now time.Time, idle bool, w *batchWriter) {
 	ns := now.UnixNano()
-	var due, closing []*Peer
-	var closeErr []error
+	due, closing, closeErr, alive := ep.due[:0], ep.closing[:0], ep.closeErr[:0], ep.alive[:0]
+	defer func() { // kept for the next sweep, emptied
+		clear(due)
+		clear(closing)
+		clear(closeErr)
+		clear(alive)
+		ep.due, ep.closing, ep.closeErr, ep.alive = due[:0], closing[:0], closeErr[:0], alive[:0]
+	}()
 	ep.mu.Lock()
 	for p := range ep.peers {
 		if d := p.deadline.Load(); d != 0 && d <= ns {
@@ -195,7 +204,7 @@ func (ep *endpoint) sweep(now time.Time, idle bool, w *batchWriter) {
 			closeErr = append(closeErr, err)
 		case keepalive:
 			due = append(due, p)
-			defer p.keepalive()
+			alive = append(alive, p)
 		}
 	}
 	ep.mu.Unlock()
@@ -204,6 +213,9 @@ func (ep *endpoint) sweep(now time.Time, idle bool, w *batchWriter) {
 	}
 	for _, p := range due {
 		p.flush(now, w)
+	}
+	for _, p := range alive {
+		p.keepalive()
 	}
 }
 
@@ -223,35 +235,35 @@ func (ep *endpoint) close() {
 }
 
 // batchWriter gathers sealed datagrams and sends them with sendmmsg, a
-// batch per socket. Its messages, their one-buffer lists and the buffers
-// are kept from batch to batch: queueing a datagram allocates nothing.
+// batch per socket. Its datagrams and their buffers are kept from batch
+// to batch: queueing a datagram allocates nothing.
 type batchWriter struct {
 	sock *socket
-	msgs []ipv4.Message // msgs[:n] are queued; each has one buffer
-	bufs [][]byte       // bufs[i] backs msgs[i]
+	out  []outDatagram // out[:n] are queued
+	bufs [][]byte      // bufs[i] backs out[i]
 	n    int
+	snd  *batchSender
 }
 
 // buf returns an empty buffer to seal the next datagram into.
 func (w *batchWriter) buf() []byte {
 	if w.n == len(w.bufs) {
 		w.bufs = append(w.bufs, make([]byte, 0, bufSize+64))
-		w.msgs = append(w.msgs, ipv4.Message{Buffers: make([][]byte, 1)})
+		w.out = append(w.out, outDatagram{})
 	}
 	return w.bufs[w.n][:0]
 }
 
-// commit queues b, the buffer buf returned, for addr on sock; oob is the
+// commit queues b, the buffer buf returned, for to on sock; oob is the
 // sender's control message (its source address on a shared socket), or nil.
-func (w *batchWriter) commit(sock *socket, addr *net.UDPAddr, oob, b []byte) {
+func (w *batchWriter) commit(sock *socket, to netip.AddrPort, oob, b []byte) {
 	if w.sock != sock && w.n > 0 {
 		w.send()
 		n := copy(w.bufs[0][:cap(w.bufs[0])], b) // buf's slice is reused: keep b
 		b = w.bufs[0][:n]
 	}
 	w.sock = sock
-	m := &w.msgs[w.n]
-	m.Buffers[0], m.Addr, m.OOB = b, addr, oob
+	w.out[w.n] = outDatagram{b: b, to: to, oob: oob}
 	w.n++
 	if w.n == writeBatch {
 		w.send()
@@ -262,16 +274,20 @@ func (w *batchWriter) commit(sock *socket, addr *net.UDPAddr, oob, b []byte) {
 // unreachable, say) is dropped, and the rest still go: they are other
 // peers'. The peers' protocols repair what is lost.
 func (w *batchWriter) send() {
+	if w.n == 0 {
+		return
+	}
+	if w.snd == nil {
+		w.snd = newBatchSender(writeBatch)
+	}
 	for sent := 0; sent < w.n; {
-		n, err := w.sock.batch.WriteBatch(w.msgs[sent:w.n], 0)
+		n, err := w.snd.write(w.sock.raw, w.out[sent:w.n])
 		if err != nil || n <= 0 {
-			n = 1 // sendmmsg reports the first refusal: skip that datagram
+			n++ // sendmmsg reports the first refusal: skip that datagram
 		}
 		sent += n
 	}
-	for i := range w.msgs[:w.n] {
-		w.msgs[i].Buffers[0], w.msgs[i].Addr, w.msgs[i].OOB = nil, nil, nil
-	}
+	clear(w.out[:w.n])
 	w.n = 0
 }
 
@@ -280,7 +296,7 @@ func (w *batchWriter) send() {
 type socket struct {
 	ep     *endpoint
 	conn   *net.UDPConn
-	batch  *ipv4.PacketConn
+	raw    rawSocket
 	server bool
 	client *Peer // a client's own socket serves one peer
 	shared bool  // many clients, each at its own local address
@@ -296,8 +312,12 @@ type socket struct {
 	stunOut stun.Message
 }
 
-func newSocket(ep *endpoint, udp *net.UDPConn, server bool) *socket {
-	s := &socket{ep: ep, conn: udp, batch: ipv4.NewPacketConn(udp), server: server,
+func newSocket(ep *endpoint, udp *net.UDPConn, server bool) (*socket, error) {
+	raw, err := newRawSocket(udp)
+	if err != nil {
+		return nil, err
+	}
+	s := &socket{ep: ep, conn: udp, raw: raw, server: server,
 		byAddr: map[netip.AddrPort]*Peer{}, byCand: map[netip.AddrPort]*Peer{}, byUfrag: map[string]*Peer{}}
 	if server {
 		udp.SetReadBuffer(sockBuf)
@@ -305,17 +325,20 @@ func newSocket(ep *endpoint, udp *net.UDPConn, server bool) *socket {
 	}
 	ep.wg.Add(1)
 	go s.readLoop()
-	return s
+	return s, nil
 }
 
 // newSharedSocket serves the clients of a shared socket, each at its own
 // local address (the control message IP_PKTINFO is on for udp).
-func newSharedSocket(ep *endpoint, udp *net.UDPConn) *socket {
-	s := &socket{ep: ep, conn: udp, batch: ipv4.NewPacketConn(udp), shared: true,
-		byLocal: map[netip.Addr]*Peer{}}
+func newSharedSocket(ep *endpoint, udp *net.UDPConn) (*socket, error) {
+	raw, err := newRawSocket(udp)
+	if err != nil {
+		return nil, err
+	}
+	s := &socket{ep: ep, conn: udp, raw: raw, shared: true, byLocal: map[netip.Addr]*Peer{}}
 	ep.wg.Add(1)
 	go s.readLoop()
-	return s
+	return s, nil
 }
 
 // peerKeys are what a socket's tables know a peer by, as the peer held
@@ -416,46 +439,48 @@ func (s *socket) readLoop() {
 	if !many {
 		batch = clientReadBatch
 	}
-	msgs := make([]ipv4.Message, batch)
-	for i := range msgs {
-		msgs[i].Buffers = [][]byte{make([]byte, bufSize)}
-		if s.shared {
-			msgs[i].OOB = ipv4.NewControlMessage(ipv4.FlagDst)
-		}
+	oob := 0
+	if s.shared {
+		oob = len(ipv4.NewControlMessage(ipv4.FlagDst))
 	}
+	r := newBatchReader(s.raw, batch, oob)
 	// Packing a batch for recvmmsg costs for every message asked, not
 	// only those that come: ask for twice what the last read brought, so
 	// a read that fills its batch doubles the next, up to the batch.
 	ask := batch
-	held := time.Now()      // since when this goroutine has run without waiting
-	var hand []conn.Message // a datagram's messages for a Handler, handed over after it
+	held := time.Now()                  // since when this goroutine has run without waiting
+	rd := reading{slabSize: clientSlab} // a datagram's messages for a Handler, and their bytes
+	if many {
+		rd.slabSize = serverSlab
+	}
 	for {
 		asked := time.Now()
-		n, err := s.batch.ReadBatch(msgs[:ask], 0)
+		n, err := r.read(ask)
 		ask = min(max(2*n, 2), batch)
 		now := time.Now()
 		if now.Sub(asked) > readWaited {
 			held = now // the read waited: the others ran meanwhile
 		}
 		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
+			if errClosed(err) {
 				return
 			}
 			continue
 		}
 		began := now
-		for i := range msgs[:n] {
-			ua, ok := msgs[i].Addr.(*net.UDPAddr)
-			if !ok || msgs[i].N == 0 {
+		for i := range r.in[:n] {
+			d := &r.in[i]
+			if len(d.b) == 0 {
 				continue
 			}
 			var dst netip.Addr
 			if s.shared {
-				if dst, ok = pktinfoDst(msgs[i].OOB[:msgs[i].NN]); !ok {
+				var ok bool
+				if dst, ok = pktinfoDst(d.oob); !ok {
 					continue
 				}
 			}
-			s.take(now, msgs[i].Buffers[0][:msgs[i].N], ua, dst, &hand)
+			s.take(now, d.b, d.from, dst, &rd)
 			if s.server {
 				// What each datagram cost, for DataPathStats: one clock
 				// read a datagram.
@@ -481,15 +506,15 @@ func (s *socket) readLoop() {
 // ICE, DTLS to the peer of its address; the rest is dropped. On a shared
 // socket the peer is the one at dst, the datagram's local address, and
 // the datagram must come from that peer's server.
-func (s *socket) datagram(now time.Time, b []byte, ua *net.UDPAddr, dst netip.Addr) {
-	var hand []conn.Message
-	s.take(now, b, ua, dst, &hand)
+func (s *socket) datagram(now time.Time, b []byte, from netip.AddrPort, dst netip.Addr) {
+	rd := reading{slabSize: clientSlab}
+	s.take(now, b, from, dst, &rd)
 }
 
-// take is datagram with the caller's buffer for the messages a Handler
-// is handed (the reader's, reused from datagram to datagram).
-func (s *socket) take(now time.Time, b []byte, ua *net.UDPAddr, dst netip.Addr, hand *[]conn.Message) {
-	ap := netip.AddrPortFrom(ua.AddrPort().Addr().Unmap(), ua.AddrPort().Port())
+// take is datagram with the reader's state for the messages it hands
+// over (reused from datagram to datagram).
+func (s *socket) take(now time.Time, b []byte, from netip.AddrPort, dst netip.Addr, rd *reading) {
+	ap := netip.AddrPortFrom(from.Addr().Unmap(), from.Port())
 	var local *Peer
 	if s.shared {
 		s.mu.RLock()
@@ -511,10 +536,8 @@ func (s *socket) take(now time.Time, b []byte, ua *net.UDPAddr, dst netip.Addr, 
 			}
 			s.mu.RUnlock()
 		}
-		if p != nil && p.datagram(now, b, ap, hand) {
-			p.handOver(*hand)
-			clear(*hand)
-			*hand = (*hand)[:0]
+		if p != nil && p.datagram(now, b, ap, rd) {
+			rd.handOver(p)
 		}
 	}
 }

@@ -5,7 +5,6 @@ package lean
 import (
 	"bytes"
 	"context"
-	"net"
 	"net/netip"
 	"slices"
 	"sync"
@@ -50,14 +49,14 @@ func FuzzLeanDatagram(f *testing.F) {
 	defer victim.Close()
 	defer other.Close()
 	sock := s.sock
-	from := func(*Peer) *net.UDPAddr { return peerAddr(victimSrv) }
+	from := func(*Peer) netip.AddrPort { return peerAddr(victimSrv) }
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if len(b) == 0 {
 			return
 		}
 		now := time.Now()
 		sock.datagram(now, bytes.Clone(b), from(victim), netip.Addr{})
-		sock.datagram(now, bytes.Clone(b), net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.9:9")), netip.Addr{})
+		sock.datagram(now, bytes.Clone(b), netip.MustParseAddrPort("127.0.0.9:9"), netip.Addr{})
 		if sealed := sealedBy(victim, b); sealed != nil {
 			sock.datagram(now, sealed, from(victim), netip.Addr{})
 		}

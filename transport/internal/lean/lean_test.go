@@ -142,10 +142,10 @@ func dialAccept(t testing.TB, ctx context.Context, s *testServer, shared bool) (
 }
 
 // peerAddr is the address the server knows a peer by.
-func peerAddr(p *Peer) *net.UDPAddr {
+func peerAddr(p *Peer) netip.AddrPort {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.raddr
+	return p.rap
 }
 
 // leanState counts what the server holds: peers, and the addresses and
@@ -325,14 +325,14 @@ func TestLeanRebind(t *testing.T) {
 	}
 	to := moved.LocalAddr().(*net.UDPAddr).AddrPort()
 	forger, _ := record.New(make([]byte, 16), make([]byte, 4), make([]byte, 16), make([]byte, 4))
-	s.sock.datagram(time.Now(), forger.Seal(nil, record.Alert, []byte{1, 99}), net.UDPAddrFromAddrPort(to), netip.Addr{})
+	s.sock.datagram(time.Now(), forger.Seal(nil, record.Alert, []byte{1, 99}), to, netip.Addr{})
 	if where() != old {
 		t.Fatalf("a forged record from the new address moved the peer to %v", where())
 	}
 	client.mu.Lock()
 	rec := client.ciph.Seal(nil, record.Alert, []byte{1, 99}) // a warning alert: nothing to act on
 	client.mu.Unlock()
-	s.sock.datagram(time.Now(), rec, net.UDPAddrFromAddrPort(to), netip.Addr{})
+	s.sock.datagram(time.Now(), rec, to, netip.Addr{})
 	if got := where(); got != to {
 		t.Fatalf("the peer is at %v after a record from %v", got, to)
 	}
@@ -343,11 +343,11 @@ func TestLeanRebind(t *testing.T) {
 	addrs := []netip.AddrPort{old, to}
 	for i := range maxMoves {
 		next := addrs[i%2]
-		s.sock.datagram(time.Now(), mustBuild(t, ufrag+":"+remote, pwd), net.UDPAddrFromAddrPort(next), netip.Addr{})
+		s.sock.datagram(time.Now(), mustBuild(t, ufrag+":"+remote, pwd), next, netip.Addr{})
 		client.mu.Lock()
 		rec := client.ciph.Seal(nil, record.Alert, []byte{1, 99})
 		client.mu.Unlock()
-		s.sock.datagram(time.Now(), rec, net.UDPAddrFromAddrPort(next), netip.Addr{})
+		s.sock.datagram(time.Now(), rec, next, netip.Addr{})
 	}
 	if st := s.DataPath(); st.Moves != maxMoves || st.MovesRefused != 1 {
 		t.Errorf("%d moves, %d refused; want %d and 1", st.Moves, st.MovesRefused, maxMoves)
@@ -376,7 +376,7 @@ func TestLeanSpoofedCheck(t *testing.T) {
 	attacker.mu.Lock()
 	user, pwd, home := attacker.ufrag+":"+attacker.remote.ufrag, attacker.pwd, attacker.rap
 	attacker.mu.Unlock()
-	victimAt := peerAddr(victim).AddrPort()
+	victimAt := peerAddr(victim)
 	check := mustBuild(t, user, pwd)
 	quiet := startHonestRoom(t, clients[:1], servers[:1])
 	time.Sleep(500 * time.Millisecond)
@@ -385,16 +385,16 @@ func TestLeanSpoofedCheck(t *testing.T) {
 	// A sweep of every ephemeral port of the victim's address, its own
 	// among them, at the speed of the reader.
 	for port := uint16(32768); port <= 60999; port++ {
-		s.sock.datagram(time.Now(), check, net.UDPAddrFromAddrPort(netip.AddrPortFrom(victimAt.Addr(), port)), netip.Addr{})
+		s.sock.datagram(time.Now(), check, netip.AddrPortFrom(victimAt.Addr(), port), netip.Addr{})
 	}
-	s.sock.datagram(time.Now(), check, net.UDPAddrFromAddrPort(victimAt), netip.Addr{})
+	s.sock.datagram(time.Now(), check, victimAt, netip.Addr{})
 	time.Sleep(500 * time.Millisecond)
 	maxGap, _, drops := room.end()
 	t.Logf("the victim's largest frame gap: %v quiet, %v through the sweep", quietMax, maxGap)
 	if drops > 0 || maxGap > generous(quietMax) {
 		t.Errorf("the victim's largest gap %v (quiet %v), dropped %v", maxGap, quietMax, drops > 0)
 	}
-	if got := peerAddr(victim).AddrPort(); got != victimAt {
+	if got := peerAddr(victim); got != victimAt {
 		t.Fatalf("the victim moved to %v", got)
 	}
 	s.sock.mu.RLock()
@@ -408,7 +408,7 @@ func TestLeanSpoofedCheck(t *testing.T) {
 	}
 	// The attacker's records from the victim's address would go to the
 	// victim, whose keys refuse them; and the attacker stays where it is.
-	if got := peerAddr(attacker).AddrPort(); got != home {
+	if got := peerAddr(attacker); got != home {
 		t.Errorf("the attacker moved to %v", got)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)

@@ -92,10 +92,9 @@ type Peer struct {
 	ciph        *record.Cipher
 	assoc       *sctp.Assoc
 	dirty       bool
-	slab        []byte
-	fail        error           // why to close, found under the lock
-	taken       []sctp.Message  // the association's messages, as the reader takes them
-	handTo      *[]conn.Message // while the reader holds the lock: where messages for the handler go
+	fail        error          // why to close, found under the lock
+	taken       []sctp.Message // the association's messages, as the reader takes them
+	rd          *reading       // while a reader holds the lock: where messages for the handler, and their bytes, go
 	rateSecond  int64
 	rateCount   int
 	floods      int
@@ -103,6 +102,11 @@ type Peer struct {
 	iceCheck    []byte   // the binding request, resent as it is
 	iceTries    int
 	iceAnswered bool // the server answered the binding request
+	// The flusher's writer while it flushes the peer, and the functions
+	// that build packets in its buffers and queue them (made once).
+	w       *batchWriter
+	nextBuf func() []byte
+	emit    func([]byte)
 
 	deadline atomic.Int64 // unix nanoseconds of the association's next timer; 0: none
 	skipped  atomic.Bool  // the flusher found the peer busy: whoever unlocks it queues it again
@@ -374,15 +378,15 @@ func fingerprintMatches(cert, fp []byte) bool {
 // shared socket finds its client by the datagram's local address, so the
 // sender is checked here, under the lock the datagram takes anyway).
 //
-// Messages for a Handler are appended to *hand, for the reader to hand
+// Messages for a Handler are appended to rd.hand, for the reader to hand
 // over once the lock is let go (handOver); the rest go to the inbox.
-func (p *Peer) datagram(now time.Time, b []byte, from netip.AddrPort, hand *[]conn.Message) bool {
-	return p.datagramOn(now, b, from, nil, hand)
+func (p *Peer) datagram(now time.Time, b []byte, from netip.AddrPort, rd *reading) bool {
+	return p.datagramOn(now, b, from, nil, rd)
 }
 
 // datagramOn is datagram for one that came over the TCP connection tp
 // (nil: over UDP).
-func (p *Peer) datagramOn(now time.Time, b []byte, from netip.AddrPort, tp *tcpPath, hand *[]conn.Message) bool {
+func (p *Peer) datagramOn(now time.Time, b []byte, from netip.AddrPort, tp *tcpPath, rd *reading) bool {
 	p.mu.Lock()
 	onCand := false
 	if from != p.rap || tp != p.tcp {
@@ -415,11 +419,11 @@ func (p *Peer) datagramOn(now time.Time, b []byte, from netip.AddrPort, tp *tcpP
 		p.unlock()
 		return true
 	case phaseSCTP, phaseOpen:
-		p.handTo = hand // for deliver, while the lock is held
+		p.rd = rd // for deliver, while the lock is held
 		if p.records(now, b) > 0 && onCand {
 			p.moveTo(now, from)
 		}
-		p.handTo = nil
+		p.rd = nil
 		p.ep.stats.held(p.assoc.Held())
 	}
 	close := p.settle()
@@ -554,7 +558,7 @@ func (p *Peer) storeDeadline() {
 }
 
 // deliver takes a message from the association; p.mu is held. The data
-// is copied into a slab the inbox's messages share.
+// is copied into the reader's slab, which the messages it reads share.
 func (p *Peer) deliver(stream uint16, ppid uint32, data []byte) {
 	if stream > uint16(conn.Reliable) {
 		return
@@ -571,14 +575,13 @@ func (p *Peer) deliver(stream uint16, ppid uint32, data []byte) {
 	if !ok {
 		return
 	}
-	if cap(p.slab)-len(p.slab) < len(data) {
-		p.slab = make([]byte, 0, max(8<<10, len(data)))
+	rd := p.rd
+	if rd == nil { // records that came before the handshake finished
+		rd = &reading{slabSize: clientSlab}
 	}
-	start := len(p.slab)
-	p.slab = append(p.slab, data...)
-	msg := conn.Message{Channel: ch, Data: p.slab[start:len(p.slab):len(p.slab)]}
-	if p.handTo != nil && p.handler.Load() != nil {
-		*p.handTo = append(*p.handTo, msg) // straight to the handler: no inbox between
+	msg := conn.Message{Channel: ch, Data: rd.keep(data)}
+	if p.rd != nil && p.handler.Load() != nil {
+		p.rd.hand = append(p.rd.hand, msg) // straight to the handler: no inbox between
 		return
 	}
 	if !p.In.Offer(msg) && ch == conn.Reliable {
@@ -599,6 +602,43 @@ func (p *Peer) HandleClose(f func()) {
 	if p.IsDone() { // closed before the hook was set: closeWith may have missed it
 		go f()
 	}
+}
+
+// reading is a reader's (a socket's, or a TCP connection's) state for the
+// messages it takes: those for a Handler, handed over after each
+// datagram once the peer's lock is let go, and the slab every message's
+// bytes are copied into. The receiver owns a message's bytes: a slab is
+// never reused, but one is allocated for many messages (for 64 KiB of
+// them on a server's socket), not one a message.
+type reading struct {
+	hand     []conn.Message
+	slab     []byte
+	slabSize int
+}
+
+// Slab sizes: a server's socket, or a shared client socket, reads every
+// peer's messages; a client's own socket only its own.
+const (
+	serverSlab = 64 << 10
+	clientSlab = 4 << 10
+)
+
+// keep copies data into the slab.
+func (rd *reading) keep(data []byte) []byte {
+	if cap(rd.slab)-len(rd.slab) < len(data) {
+		rd.slab = make([]byte, 0, max(rd.slabSize, len(data)))
+	}
+	start := len(rd.slab)
+	rd.slab = append(rd.slab, data...)
+	return rd.slab[start:len(rd.slab):len(rd.slab)]
+}
+
+// handOver hands p's messages of the last datagram to its handler, and
+// empties rd.hand for the next.
+func (rd *reading) handOver(p *Peer) {
+	p.handOver(rd.hand)
+	clear(rd.hand)
+	rd.hand = rd.hand[:0]
 }
 
 // handOver gives the handler, if one is set, what the inbox holds and
@@ -653,13 +693,22 @@ func (p *Peer) flush(now time.Time, w *batchWriter) {
 		p.unlock()
 		return
 	}
-	if t := p.tcp; t != nil {
-		p.assoc.Flush(now, func(pkt []byte) { t.send(p.ciph.Seal(w.buf(), record.ApplicationData, pkt)) })
-	} else {
-		p.assoc.Flush(now, func(pkt []byte) {
-			w.commit(p.sock, p.raddr, p.oob, p.ciph.Seal(w.buf(), record.ApplicationData, pkt))
-		})
+	// Each packet is built in the buffer it is sent from, after room for
+	// the record's header, and sealed where it is.
+	if p.nextBuf == nil { // made once: a closure made here would be allocated every flush
+		p.nextBuf = func() []byte { return p.w.buf()[:record.Prefix] }
+		p.emit = func(b []byte) {
+			rec := p.ciph.SealInPlace(b, record.ApplicationData)
+			if p.tcp != nil {
+				p.tcp.send(rec)
+			} else {
+				p.w.commit(p.sock, p.rap, p.oob, rec)
+			}
+		}
 	}
+	p.w = w
+	p.assoc.FlushInto(now, p.nextBuf, p.emit)
+	p.w = nil
 	close := p.settle()
 	p.unlock()
 	p.after(close)

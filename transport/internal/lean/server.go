@@ -83,7 +83,11 @@ func NewServer(udp *net.UDPConn, cfg ServerConfig) (*Server, error) {
 		}
 		l.tcp = &tcpServer{l: l, ln: cfg.TCP}
 	}
-	l.sock = newSocket(ep, udp, true)
+	if l.sock, err = newSocket(ep, udp, true); err != nil {
+		ep.close()
+		ep.wg.Wait()
+		return nil, err
+	}
 	if l.tcp != nil {
 		ep.wg.Add(1)
 		go l.tcp.acceptLoop()

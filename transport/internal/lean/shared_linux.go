@@ -45,7 +45,10 @@ func sharedClientSocket(ep *endpoint) (*socket, error) {
 		}
 		udp.SetReadBuffer(sockBuf)
 		udp.SetWriteBuffer(sockBuf)
-		sharedSock = newSharedSocket(ep, udp)
+		if sharedSock, sharedErr = newSharedSocket(ep, udp); sharedErr != nil {
+			udp.Close()
+			return
+		}
 		// Start at a random address: a server that still holds a former
 		// process's clients does not see this one's at their addresses.
 		var r [4]byte

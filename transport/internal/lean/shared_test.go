@@ -95,7 +95,7 @@ func TestSharedSocket(t *testing.T) {
 		if p.sock != sock || !p.sock.shared {
 			t.Fatalf("client %d is not on the shared socket", i)
 		}
-		ap := peerAddr(servers[i]).AddrPort()
+		ap := peerAddr(servers[i])
 		a := netip.AddrPortFrom(ap.Addr().Unmap(), ap.Port())
 		if a.Addr() != p.local || a.Port() != port {
 			t.Errorf("the server knows client %d as %v, want %v:%d", i, a, p.local, port)
@@ -273,7 +273,7 @@ func FuzzSharedDatagram(f *testing.F) {
 	victim, other := clients[0], clients[1]
 	sock := victim.sock
 	server := peerAddr(victim)
-	stranger := net.UDPAddrFromAddrPort(netip.MustParseAddrPort("127.0.0.9:9"))
+	stranger := netip.MustParseAddrPort("127.0.0.9:9")
 	f.Fuzz(func(t *testing.T, b []byte) {
 		pktinfoDst(b)
 		if len(b) == 0 {

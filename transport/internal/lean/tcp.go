@@ -255,7 +255,7 @@ func (ts *tcpServer) serve(t *tcpPath) {
 		ts.mu.Unlock()
 		ep.wg.Done()
 	}()
-	in := tcpIn{ts: ts, t: t}
+	in := tcpIn{ts: ts, t: t, rd: reading{slabSize: clientSlab}}
 	t.c.SetReadDeadline(time.Now().Add(conn.WithDefaults(ep.lim).ICETimeout))
 	err := t.frames(in.frame)
 	if in.p == nil {
@@ -274,7 +274,7 @@ type tcpIn struct {
 	p     *Peer // the peer whose path t is, once a check named it
 	early int   // frames before that
 	stun  stun.Message
-	hand  []conn.Message
+	rd    reading
 }
 
 // frame takes one frame, and reports false when the connection is to
@@ -290,10 +290,8 @@ func (in *tcpIn) frame(b []byte) bool {
 			in.t.c.SetReadDeadline(time.Time{}) // the peer's idle timeout bounds it from now on
 		}
 	case b[0] >= 20 && b[0] <= 63 && in.p != nil:
-		if in.p.datagramOn(time.Now(), b, in.t.ap, in.t, &in.hand) {
-			in.p.handOver(in.hand)
-			clear(in.hand)
-			in.hand = in.hand[:0]
+		if in.p.datagramOn(time.Now(), b, in.t.ap, in.t, &in.rd) {
+			in.rd.handOver(in.p)
 		}
 		return true
 	}
@@ -353,7 +351,7 @@ func (p *Peer) dialTCP(ctx context.Context, ap netip.AddrPort) (*tcpPath, error)
 	t := newTCPPath(c.(*net.TCPConn))
 	go func() {
 		var m stun.Message
-		var hand []conn.Message
+		rd := reading{slabSize: clientSlab}
 		err := t.frames(func(b []byte) bool {
 			now := time.Now()
 			switch {
@@ -363,10 +361,8 @@ func (p *Peer) dialTCP(ctx context.Context, ap netip.AddrPort) (*tcpPath, error)
 					p.bindingResponseOn(&m, t.ap, t)
 				}
 			case b[0] >= 20 && b[0] <= 63:
-				if p.datagramOn(now, b, t.ap, t, &hand) {
-					p.handOver(hand)
-					clear(hand)
-					hand = hand[:0]
+				if p.datagramOn(now, b, t.ap, t, &rd) {
+					rd.handOver(p)
 				}
 			}
 			return true

@@ -14,6 +14,7 @@ import (
 	"encoding/gob"
 	"errors"
 	"fmt"
+	"slices"
 	"sync/atomic"
 
 	"crypto/sha256"
@@ -33,8 +34,12 @@ const (
 const HeaderLen = 13
 
 // Overhead is what sealing adds to a payload: the header, the explicit
-// nonce and the GCM tag.
-const Overhead = HeaderLen + 8 + 16
+// nonce (Prefix, before it) and the GCM tag (TagLen, after it).
+const (
+	Prefix   = HeaderLen + 8
+	TagLen   = 16
+	Overhead = Prefix + TagLen
+)
 
 // The only suite the inline path serves; the handshake is held to it.
 const SuiteID = dtls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256
@@ -82,6 +87,10 @@ type Cipher struct {
 	sealIV     [4]byte
 	openIV     [4]byte
 	seq        atomic.Uint64 // next sequence number to send
+	// Scratch for the nonces and additional data (the AEAD, an interface,
+	// would make arrays on the stack escape: a record would allocate).
+	sealNonce, openNonce [12]byte
+	sealAAD, openAAD     [13]byte
 	// The replay window: the highest sequence number opened, and a bitmap
 	// of the 64 below it.
 	top    uint64
@@ -162,21 +171,39 @@ func gcm(key []byte) (cipher.AEAD, error) {
 }
 
 // Seal appends to dst one epoch-1 record of type typ holding payload.
-// It is safe to call from several goroutines.
+// It is not safe for concurrent use: the connection's lock serializes it.
 func (c *Cipher) Seal(dst []byte, typ uint8, payload []byte) []byte {
+	start := len(dst)
+	dst = slices.Grow(dst, Prefix+len(payload)+TagLen)[:start+Prefix]
+	dst = append(dst, payload...)
+	rec := c.SealInPlace(dst[start:], typ)
+	return dst[:start+len(rec)]
+}
+
+// SealInPlace seals the record whose payload the caller wrote at
+// rec[Prefix:], where it is: it writes the header and the explicit nonce
+// before it, encrypts it in place and appends the tag, for which rec's
+// capacity must leave TagLen bytes. It returns the record, in rec's
+// memory. A message is written once, by its encoder, into the buffer the
+// datagram goes out from. It is not safe for concurrent use.
+func (c *Cipher) SealInPlace(rec []byte, typ uint8) []byte {
+	n := len(rec) - Prefix
+	if n < 0 || cap(rec)-len(rec) < TagLen {
+		panic("record: SealInPlace without room for the header or the tag")
+	}
 	seq := c.seq.Add(1) - 1
-	var nonce [12]byte
+	nonce, aad := c.sealNonce[:], c.sealAAD[:]
 	copy(nonce[:4], c.sealIV[:])
 	binary.BigEndian.PutUint64(nonce[4:], 1<<48|seq)
-	dst = append(dst, typ, 0xfe, 0xfd)
-	dst = append(dst, nonce[4:]...) // epoch and sequence number
-	dst = binary.BigEndian.AppendUint16(dst, uint16(8+len(payload)+16))
-	dst = append(dst, nonce[4:]...) // the explicit nonce
-	var aad [13]byte
+	rec[0], rec[1], rec[2] = typ, 0xfe, 0xfd
+	copy(rec[3:11], nonce[4:]) // epoch and sequence number
+	binary.BigEndian.PutUint16(rec[11:], uint16(8+n+TagLen))
+	copy(rec[HeaderLen:Prefix], nonce[4:]) // the explicit nonce
 	copy(aad[:8], nonce[4:])
 	aad[8], aad[9], aad[10] = typ, 0xfe, 0xfd
-	binary.BigEndian.PutUint16(aad[11:], uint16(len(payload)))
-	return c.seal.Seal(dst, nonce[:], payload, aad[:])
+	binary.BigEndian.PutUint16(aad[11:], uint16(n))
+	out := c.seal.Seal(rec[Prefix:Prefix], nonce, rec[Prefix:], aad)
+	return rec[:Prefix+len(out)]
 }
 
 // Open authenticates and decrypts an epoch-1 record's body in place and
@@ -192,16 +219,15 @@ func (c *Cipher) Open(h Header, body []byte) ([]byte, error) {
 	if !c.fresh(h.Seq) {
 		return nil, ErrReplay
 	}
-	var nonce [12]byte
+	nonce, aad := c.openNonce[:], c.openAAD[:]
 	copy(nonce[:4], c.openIV[:])
 	copy(nonce[4:], body[:8])
-	var aad [13]byte
 	binary.BigEndian.PutUint16(aad[0:], h.Epoch)
 	binary.BigEndian.PutUint16(aad[2:], uint16(h.Seq>>32))
 	binary.BigEndian.PutUint32(aad[4:], uint32(h.Seq))
 	aad[8], aad[9], aad[10] = h.Type, 0xfe, 0xfd
 	binary.BigEndian.PutUint16(aad[11:], uint16(len(body)-8-16))
-	out, err := c.open.Open(body[8:8], nonce[:], body[8:], aad[:])
+	out, err := c.open.Open(body[8:8], nonce, body[8:], aad)
 	if err != nil {
 		return nil, ErrAuth
 	}

@@ -136,7 +136,8 @@ type outChunk struct {
 	misses    uint8
 	size      int
 	sent      time.Duration
-	data      []byte // reliable only
+	data      []byte // reliable only, in slab
+	slab      *slab
 }
 
 // pendMsg is a message queued to send.
@@ -145,7 +146,8 @@ type pendMsg struct {
 	ppid   uint32
 	off    int // unreliable: offset in the arena
 	n      int
-	data   []byte // reliable: the message
+	data   []byte // reliable: the message, in slab
+	slab   *slab
 	ssn    uint16
 }
 
@@ -190,7 +192,9 @@ type Assoc struct {
 	ssnOut     [maxStreams]uint16
 	uq         []byte // unreliable messages' bytes, until the next Flush
 	um         []pendMsg
-	rq         []pendMsg // reliable messages not yet all sent
+	rq         []pendMsg // reliable messages not yet all sent: rq[rqHead:]
+	rqHead     int
+	rel        arena // the reliable messages' bytes, until acknowledged
 	rqBytes    int
 	flight     int // reliable bytes outstanding
 	outBytes   int // all bytes outstanding
@@ -323,7 +327,7 @@ func (a *Assoc) BufferedUnreliable() int { return len(a.uq) }
 // Pending reports whether Flush has anything to send now.
 func (a *Assoc) Pending() bool {
 	return len(a.ctrl) > 0 || len(a.um) > 0 || a.abort || a.sackNow || a.fwdOwed ||
-		len(a.rq) > 0 && a.flight < a.cwnd
+		len(a.rq) > a.rqHead && a.flight < a.cwnd
 }
 
 func (a *Assoc) close(err error) {
@@ -331,7 +335,8 @@ func (a *Assoc) close(err error) {
 		return
 	}
 	a.st, a.err = stateClosed, err
-	a.out, a.rq, a.um, a.uq = nil, nil, nil, nil
+	a.out, a.rq, a.rqHead, a.um, a.uq = nil, nil, 0, nil, nil
+	a.rel = arena{}
 	a.recv, a.held = tsnSet{cum: a.recv.cum}, holding{}
 	a.outHead, a.nrtx, a.rqBytes, a.flight, a.outBytes = 0, 0, 0, 0, 0
 }
@@ -364,7 +369,8 @@ func (a *Assoc) SendOrdered(stream uint16, ppid uint32, msg []byte) error {
 	if err := a.checkSend(stream, msg); err != nil {
 		return err
 	}
-	a.rq = append(a.rq, pendMsg{stream: stream, ppid: ppid, data: append([]byte(nil), msg...), ssn: a.ssnOut[stream]})
+	data, sl := a.rel.put(msg)
+	a.rq = append(a.rq, pendMsg{stream: stream, ppid: ppid, data: data, slab: sl, ssn: a.ssnOut[stream]})
 	a.ssnOut[stream]++
 	a.rqBytes += len(msg)
 	return nil
@@ -514,7 +520,7 @@ func (a *Assoc) Handle(now time.Time, pkt []byte) error {
 			a.sackOwed, a.owedAt = true, t
 		}
 		a.pkts++
-		if a.pkts >= 2 && len(a.rq) == 0 && len(a.um) == 0 {
+		if a.pkts >= 2 && len(a.rq) == a.rqHead && len(a.um) == 0 {
 			// Bulk from the peer and nothing of ours to ride on: every
 			// second packet is acknowledged at once (RFC 9260 §6.2).
 			a.sackNow = true

@@ -574,3 +574,63 @@ func TestBackoffCapped(t *testing.T) {
 		t.Errorf("DATA retransmission gaps %v: want them doubling to 3 s and staying there", g)
 	}
 }
+
+// TestReliableNoAlloc: once its slabs are made, a steady stream of
+// reliable messages, sent, flushed, received and acknowledged, allocates
+// nothing: the one copy each message needs for retransmission lives in
+// slabs used again once acknowledged.
+func TestReliableNoAlloc(t *testing.T) {
+	s := newSim(t, 1, 0, time.Millisecond)
+	s.connect()
+	a, b := s.ep[0].a, s.ep[1].a
+	now := s.now
+	// The link: packets copied into buffers kept from round to round.
+	var wire [2][][]byte
+	var n [2]int
+	carry := func(from int) func([]byte) {
+		return func(pkt []byte) {
+			if n[from] == len(wire[from]) {
+				wire[from] = append(wire[from], make([]byte, 0, 1500))
+			}
+			wire[from][n[from]] = append(wire[from][n[from]][:0], pkt...)
+			n[from]++
+		}
+	}
+	outA, outB := carry(0), carry(1)
+	var msgs []Message
+	got := 0
+	msg := make([]byte, 300)
+	round := func() {
+		for range 4 {
+			if err := a.SendOrdered(1, PPIDBinary, msg); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now = now.Add(5 * time.Millisecond)
+		a.Flush(now, outA)
+		for _, pkt := range wire[0][:n[0]] {
+			b.Handle(now, pkt)
+		}
+		n[0] = 0
+		msgs = b.Messages(msgs[:0])
+		got += len(msgs)
+		now = now.Add(200 * time.Millisecond) // past the SACK's delay
+		b.Flush(now, outB)
+		for _, pkt := range wire[1][:n[1]] {
+			a.Handle(now, pkt)
+		}
+		n[1] = 0
+	}
+	for range 100 {
+		round()
+	}
+	if allocs := testing.AllocsPerRun(200, round); allocs != 0 {
+		t.Errorf("%v allocations a round of 4 reliable messages", allocs)
+	}
+	if got != 4*(100+201) || a.BufferedReliable() != 0 {
+		t.Errorf("%d messages received of %d, %d bytes unacknowledged", got, 4*(100+201), a.BufferedReliable())
+	}
+	if k := len(a.rel.free); k > maxFreeSlabs {
+		t.Errorf("%d free slabs kept, over %d", k, maxFreeSlabs)
+	}
+}

@@ -2,16 +2,27 @@ package sctp
 
 import "encoding/binary"
 
-// builder assembles outgoing packets in one reused buffer.
+// builder assembles outgoing packets: in the caller's buffers when a
+// flush gives it next (each packet written once, where it will be sent
+// from, after the headroom the caller leaves for its own headers), else in
+// one reused buffer of its own.
 type builder struct {
-	buf     []byte
+	buf     []byte // the packet is buf[off:]
+	off     int
+	own     []byte
+	next    func() []byte // returns the next packet's buffer, its headroom as its length; nil: own
 	mtu     int
 	needCRC bool // the packet holds a chunk that must carry a real CRC32c
 }
 
 // start begins a packet with the common header.
 func (b *builder) start(src, dst uint16, tag uint32) {
-	b.buf = b.buf[:0]
+	if b.next != nil {
+		b.buf = b.next()
+	} else {
+		b.buf = b.own[:0]
+	}
+	b.off = len(b.buf)
 	b.buf = binary.BigEndian.AppendUint16(b.buf, src)
 	b.buf = binary.BigEndian.AppendUint16(b.buf, dst)
 	b.buf = binary.BigEndian.AppendUint32(b.buf, tag)
@@ -19,10 +30,10 @@ func (b *builder) start(src, dst uint16, tag uint32) {
 	b.needCRC = false
 }
 
-func (b *builder) empty() bool { return len(b.buf) <= commonHeaderLen }
+func (b *builder) empty() bool { return len(b.buf)-b.off <= commonHeaderLen }
 
 // room returns how many bytes of chunk (header included) still fit.
-func (b *builder) room() int { return b.mtu - len(b.buf) }
+func (b *builder) room() int { return b.mtu - (len(b.buf) - b.off) }
 
 // chunk appends a chunk header for a value of n bytes and returns the
 // value's slice to fill; padding is added by pad.
@@ -41,15 +52,20 @@ func (b *builder) raw(c []byte) {
 }
 
 func (b *builder) pad() {
-	for len(b.buf)%4 != 0 {
+	for (len(b.buf)-b.off)%4 != 0 {
 		b.buf = append(b.buf, 0)
 	}
 }
 
-// finish writes the checksum (or zero, when allowed) and returns the packet.
+// finish writes the checksum (or zero, when allowed) and returns the
+// buffer: the headroom, then the packet.
 func (b *builder) finish(zero bool) []byte {
+	pkt := b.buf[b.off:]
 	if !zero || b.needCRC {
-		binary.LittleEndian.PutUint32(b.buf[8:], checksum(b.buf))
+		binary.LittleEndian.PutUint32(pkt[8:], checksum(pkt))
+	}
+	if b.next == nil {
+		b.own = b.buf[:0]
 	}
 	return b.buf
 }

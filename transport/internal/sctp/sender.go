@@ -153,7 +153,8 @@ func (a *Assoc) ack(oc *outChunk) int {
 		return 0
 	}
 	a.flight -= oc.size
-	oc.data = nil
+	a.rel.release(oc.slab, oc.size)
+	oc.data, oc.slab = nil, nil
 	return oc.size
 }
 
@@ -368,7 +369,17 @@ func (a *Assoc) timers(t time.Duration) {
 // FORWARD-TSN, retransmissions, every unreliable message queued, and the
 // reliable messages the congestion window allows, bundled into as few
 // packets as fit the MTU.
-func (a *Assoc) Flush(now time.Time, out func(pkt []byte)) {
+func (a *Assoc) Flush(now time.Time, out func(pkt []byte)) { a.FlushInto(now, nil, out) }
+
+// FlushInto is Flush writing each packet into the buffer next returns,
+// after the headroom that buffer's length leaves (for the record header
+// the caller seals the packet under, where it is), with MTU bytes of
+// capacity beyond it and whatever the caller needs after (a tag); out is
+// handed the buffer, headroom and packet. With next nil, Flush's own
+// buffer is used, with no headroom.
+func (a *Assoc) FlushInto(now time.Time, next func() []byte, out func(buf []byte)) {
+	a.b.next = next
+	defer func() { a.b.next = nil }()
 	t := a.since(now)
 	if a.st != stateClosed {
 		a.timers(t)
@@ -396,7 +407,7 @@ func (a *Assoc) Flush(now time.Time, out func(pkt []byte)) {
 	if a.st != stateEstablished {
 		return
 	}
-	haveData := len(a.um) > 0 || len(a.rq) > 0 && a.flight < a.cwnd && (a.peerRwnd > 0 || a.flight == 0)
+	haveData := len(a.um) > 0 || len(a.rq) > a.rqHead && a.flight < a.cwnd && (a.peerRwnd > 0 || a.flight == 0)
 	haveData = haveData || a.nrtx > 0
 	sack := a.sackOwed && (haveData || a.sackNow || t >= a.owedAt+a.cfg.SackDelay)
 	if !haveData && !sack && !a.fwdOwed {
@@ -464,10 +475,10 @@ func (a *Assoc) Flush(now time.Time, out func(pkt []byte)) {
 	// Reliable messages, as the windows allow. A message's fragments take
 	// consecutive TSNs (RFC 9260 §6.9), so a message goes out whole once
 	// the window lets it start.
-	for len(a.rq) > 0 && a.flight < a.cwnd && (a.peerRwnd > 0 || a.flight == 0) {
-		m := a.rq[0]
-		a.rq[0] = pendMsg{}
-		a.rq = a.rq[1:]
+	for len(a.rq) > a.rqHead && a.flight < a.cwnd && (a.peerRwnd > 0 || a.flight == 0) {
+		m := a.rq[a.rqHead]
+		a.rq[a.rqHead] = pendMsg{}
+		a.rqHead++
 		for off := 0; off < len(m.data); {
 			n := min(len(m.data)-off, maxData)
 			var flags uint8
@@ -481,7 +492,7 @@ func (a *Assoc) Flush(now time.Time, out func(pkt []byte)) {
 				emit()
 			}
 			piece := m.data[off : off+n : off+n]
-			oc := a.push(outChunk{stream: m.stream, ssn: m.ssn, ppid: m.ppid, flags: flags, reliable: true, size: n, sent: t, sends: 1, data: piece})
+			oc := a.push(outChunk{stream: m.stream, ssn: m.ssn, ppid: m.ppid, flags: flags, reliable: true, size: n, sent: t, sends: 1, data: piece, slab: m.slab})
 			a.writeData(oc, piece)
 			a.flight += n
 			a.peerRwnd = max(a.peerRwnd-n, 0)
@@ -492,8 +503,8 @@ func (a *Assoc) Flush(now time.Time, out func(pkt []byte)) {
 			a.t3 = t + a.rto
 		}
 	}
-	if len(a.rq) == 0 {
-		a.rq = nil
+	if a.rqHead == len(a.rq) {
+		a.rq, a.rqHead = a.rq[:0], 0
 	}
 	emit()
 	if len(a.out)-a.outHead > maxOutstanding {

@@ -1,0 +1,5 @@
+//go:build !race && !js
+
+package lean
+
+const raceEnabled = false
