@@ -35,6 +35,11 @@ type Config struct {
 	// schools, hotels) connect there, at the cost of TCP's head-of-line
 	// blocking. Default: none.
 	TCPAddr string
+	// Sockets is how many UDP sockets serve UDPAddr, each read and written
+	// by goroutines of its own, so that the server's traffic uses its
+	// cores: the kernel spreads the players over them (SO_REUSEPORT).
+	// Default (0): one a core (GOMAXPROCS) on Linux, one elsewhere.
+	Sockets int
 	// PublicIPs are advertised to clients instead of the interfaces' own
 	// addresses, for a server behind a 1:1 NAT.
 	PublicIPs []string
@@ -179,7 +184,7 @@ func NewServer(cfg Config) (*Server, error) {
 	s.mux = http.NewServeMux()
 	if !cfg.NoWebRTC {
 		rtc, err := transport.NewServer(transport.ServerConfig{
-			UDPAddr: cfg.UDPAddr, TCPAddr: cfg.TCPAddr, PublicIPs: cfg.PublicIPs, AllowedOrigins: cfg.AllowedOrigins,
+			UDPAddr: cfg.UDPAddr, TCPAddr: cfg.TCPAddr, Sockets: cfg.Sockets, PublicIPs: cfg.PublicIPs, AllowedOrigins: cfg.AllowedOrigins,
 			IncludeLoopback: cfg.IncludeLoopback, Limits: cfg.Limits, Stack: cfg.Stack,
 			Authorize: s.authorize, Admit: s.admitOffer, Refused: s.signalingRefused,
 			Logger: cfg.Logger, AcceptQueue: 1024, MaxPending: 256,

@@ -14,6 +14,9 @@ import (
 // chunks one peer's SCTP held for reassembly, and the address moves made
 // and refused. A server on the pion stack reports zeros.
 type DataPathStats struct {
+	// Sockets is how many sockets the server reads (ServerConfig.Sockets):
+	// the figures below are summed over them.
+	Sockets int
 	// Datagrams counts the datagrams the reader handled.
 	Datagrams uint64
 	// DatagramBuckets[i] counts the datagrams handled in at most

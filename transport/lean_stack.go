@@ -23,9 +23,12 @@ var (
 // leanStack is the lean stack's server as a Server's serverStack.
 type leanStack struct{ *lean.Server }
 
-// newLeanServer serves s's peers on udp with the lean stack.
-func newLeanServer(s *Server, udp *net.UDPConn, tcp *net.TCPListener) (leanStack, error) {
-	l, err := lean.NewServer(udp, lean.ServerConfig{
+// listenLean opens the lean stack's sockets on addr (ServerConfig.Sockets).
+func listenLean(addr string, n int) ([]*net.UDPConn, error) { return lean.Listen(addr, n) }
+
+// newLeanServer serves s's peers on udps with the lean stack.
+func newLeanServer(s *Server, udps []*net.UDPConn, tcp *net.TCPListener) (leanStack, error) {
+	l, err := lean.NewServer(udps, lean.ServerConfig{
 		TCP:    tcp,
 		Limits: conn.Limits(s.lim), Logger: s.log,
 		PublicIPs: s.cfg.PublicIPs, IncludeLoopback: s.cfg.IncludeLoopback,

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -207,6 +208,47 @@ func TestLeanAllInterfaces(t *testing.T) {
 			t.Fatalf("%s client: %q %v", stack, m.Data, err)
 		}
 		c.Close()
+	}
+}
+
+// TestLeanSockets: a lean server on several sockets of one port (one a
+// core by default; three here) serves lean and pion clients on an IPv4
+// address and on every interface alike, and says how many it reads.
+func TestLeanSockets(t *testing.T) {
+	for _, addr := range []string{"127.0.0.1:0", ":0"} {
+		s, err := NewServer(ServerConfig{UDPAddr: addr, IncludeLoopback: true, Sockets: 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		if want := 3; runtime.GOOS != "linux" {
+			want = 1
+		} else if got := s.DataPath().Sockets; got != want {
+			t.Errorf("%s: %d sockets, want %d", addr, got, want)
+		}
+		hs := httptest.NewServer(s)
+		defer hs.Close()
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		for i := range 8 {
+			stack := StackLean
+			if i%4 == 3 {
+				stack = StackPion
+			}
+			c, sc := dialAccept(t, ctx, s, hs.URL, &ClientConfig{Stack: stack})
+			if err := sc.SendReliable([]byte("hello")); err != nil {
+				t.Fatal(err)
+			}
+			if m, err := c.Receive(ctx); err != nil || string(m.Data) != "hello" {
+				t.Fatalf("%s: %s client %d: %q %v", addr, stack, i, m.Data, err)
+			}
+			if err := c.SendReliable([]byte("back")); err != nil {
+				t.Fatal(err)
+			}
+			if m, err := sc.Receive(ctx); err != nil || string(m.Data) != "back" {
+				t.Fatalf("%s: %s client %d: the server got %q %v", addr, stack, i, m.Data, err)
+			}
+		}
 	}
 }
 

@@ -36,6 +36,13 @@ type ServerConfig struct {
 	// reliable in effect: a lost segment holds back what follows it.
 	// Default: none.
 	TCPAddr string
+	// Sockets is how many UDP sockets the lean stack opens on UDPAddr,
+	// each with its own reader and flusher and its own peers: the kernel
+	// spreads the peers over them by address (SO_REUSEPORT), and a server
+	// uses as many cores for its traffic. Default (0): one a core
+	// (GOMAXPROCS) on Linux; one elsewhere, and always on the pion
+	// stack.
+	Sockets int
 	// PublicIPs are the addresses to advertise instead of the interfaces'
 	// own, for a server behind a 1:1 NAT.
 	PublicIPs []string
@@ -187,19 +194,34 @@ func newServer(cfg ServerConfig) (*Server, error) {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	udp, err := net.ListenPacket("udp", cfg.UDPAddr)
-	if err != nil {
-		return nil, fmt.Errorf("transport: listen %s: %w", cfg.UDPAddr, err)
+	var udps []*net.UDPConn
+	if cfg.Stack == StackLean {
+		var err error
+		if udps, err = listenLean(cfg.UDPAddr, cfg.Sockets); err != nil {
+			return nil, err
+		}
+	} else {
+		udp, err := net.ListenPacket("udp", cfg.UDPAddr)
+		if err != nil {
+			return nil, fmt.Errorf("transport: listen %s: %w", cfg.UDPAddr, err)
+		}
+		udps = []*net.UDPConn{udp.(*net.UDPConn)}
+	}
+	closeUDP := func() {
+		for _, c := range udps {
+			c.Close()
+		}
 	}
 	var tcp *net.TCPListener
 	if cfg.TCPAddr != "" {
 		ln, err := net.Listen("tcp", cfg.TCPAddr)
 		if err != nil {
-			udp.Close()
+			closeUDP()
 			return nil, fmt.Errorf("transport: listen TCP %s: %w", cfg.TCPAddr, err)
 		}
 		tcp = ln.(*net.TCPListener)
 	}
+	var err error
 	s := &Server{
 		cfg: cfg, lim: cfg.Limits.WithDefaults(), log: log,
 		accept: make(chan Conn, cfg.AcceptQueue),
@@ -208,12 +230,12 @@ func newServer(cfg ServerConfig) (*Server, error) {
 		closed: make(chan struct{}),
 	}
 	if cfg.Stack == StackLean {
-		s.stack, err = newLeanServer(s, udp.(*net.UDPConn), tcp)
+		s.stack, err = newLeanServer(s, udps, tcp)
 	} else {
-		s.stack, err = newPionServer(s, udp, tcp)
+		s.stack, err = newPionServer(s, udps[0], tcp)
 	}
 	if err != nil {
-		udp.Close()
+		closeUDP()
 		if tcp != nil {
 			tcp.Close()
 		}

@@ -33,6 +33,7 @@ type serveConfig struct {
 	UDP       portSpec `json:"udp"`        // UDP port or host:port, default 3478
 	TCP       portSpec `json:"tcp"`        // ICE-TCP port or host:port, default none
 	Stack     string   `json:"stack"`      // "lean" (default) or "pion"
+	Sockets   int      `json:"sockets"`    // UDP sockets on the port, default one a core
 	PublicIPs []string `json:"public_ips"` // addresses to advertise behind a 1:1 NAT
 	Origins   []string `json:"origins"`    // browser origins allowed ("*" for any)
 	MaxConns  int      `json:"max_conns"`
@@ -74,6 +75,7 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
     "udp": 3478,                       UDP port (or "host:port") of every WebRTC peer
     "tcp": 443,                        TCP port (or "host:port") for players whose network blocks UDP (default: none)
     "stack": "lean",                   WebRTC implementation: lean (default) or pion
+    "sockets": 8,                      UDP sockets on the port, each with its own reader and writer (default: one a core; Linux)
     "public_ips": ["203.0.113.10"],    addresses to advertise behind a 1:1 NAT
     "origins": ["https://game.example"],  other browser origins allowed ("*": any; pages this server serves need none)
     "max_conns": 10000, "max_rooms": 10000,
@@ -327,7 +329,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	srv, err := engine.NewServer(engine.Config{
 		ClientNetworks: nets,
-		Secret:         secret, UDPAddr: udpAddr, TCPAddr: tcpAddr, PublicIPs: cfg.PublicIPs, Stack: st,
+		Secret:         secret, UDPAddr: udpAddr, TCPAddr: tcpAddr, Sockets: cfg.Sockets, PublicIPs: cfg.PublicIPs, Stack: st,
 		AllowedOrigins: cfg.Origins, MaxConns: cfg.MaxConns, MaxRooms: cfg.MaxRooms, Logger: log,
 		IncludeLoopback: cfg.Loopback,
 		MetricsToken:    os.Getenv("TONGBU_METRICS_TOKEN"), SeparateMetrics: *metricsAddr != "", PeerMetrics: *peerMetrics,

@@ -28,7 +28,7 @@ var (
 )
 
 func clientEndpoint(lim conn.Limits) (*endpoint, error) {
-	clientEPOnce.Do(func() { clientEP, clientEPErr = newEndpoint(lim, slog.New(slog.DiscardHandler)) })
+	clientEPOnce.Do(func() { clientEP, clientEPErr = newEndpoint(lim, slog.New(slog.DiscardHandler), nil) })
 	return clientEP, clientEPErr
 }
 
@@ -152,7 +152,7 @@ func Dial(ctx context.Context, cfg DialConfig) (*Peer, error) {
 		if err != nil {
 			return nil, fmt.Errorf("transport: client socket: %w", err)
 		}
-		sock, err := newSocket(ep, udp, false)
+		sock, err := newSocket(ep, udp, nil)
 		if err != nil {
 			udp.Close()
 			return nil, err
@@ -327,6 +327,6 @@ func (p *Peer) bindingResponseOn(m *stun.Message, ap netip.AddrPort, tp *tcpPath
 	}
 	p.unlock()
 	if ok {
-		p.bind(ap, tp) // starts the handshake, unless the peer closed meanwhile
+		p.bind(nil, ap, tp) // starts the handshake, unless the peer closed meanwhile
 	}
 }

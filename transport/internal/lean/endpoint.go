@@ -75,7 +75,16 @@ type endpoint struct {
 	closeErr            []error
 }
 
-func newEndpoint(lim conn.Limits, log *slog.Logger) (*endpoint, error) {
+// identity is what a server's answers and handshakes name it by: its
+// DTLS certificate and the certificate's fingerprint, and the key of
+// SCTP's state cookies. A server's shards share it.
+type identity struct {
+	cert      tls.Certificate
+	fp        []byte // SHA-256 of cert
+	cookieKey []byte
+}
+
+func newIdentity() (*identity, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("transport: DTLS key: %w", err)
@@ -85,9 +94,21 @@ func newEndpoint(lim conn.Limits, log *slog.Logger) (*endpoint, error) {
 		return nil, fmt.Errorf("transport: DTLS certificate: %w", err)
 	}
 	fp := sha256.Sum256(cert.Certificate[0])
-	ep := &endpoint{lim: lim, log: log, cert: cert, fp: fp[:], cookieKey: make([]byte, 32),
+	id := &identity{cert: cert, fp: fp[:], cookieKey: make([]byte, 32)}
+	rand.Read(id.cookieKey)
+	return id, nil
+}
+
+// newEndpoint starts a flusher for peers of id (nil: a new identity).
+func newEndpoint(lim conn.Limits, log *slog.Logger, id *identity) (*endpoint, error) {
+	if id == nil {
+		var err error
+		if id, err = newIdentity(); err != nil {
+			return nil, err
+		}
+	}
+	ep := &endpoint{lim: lim, log: log, cert: id.cert, fp: id.fp, cookieKey: id.cookieKey,
 		peers: map[*Peer]struct{}{}, wake: make(chan struct{}, 1), closed: make(chan struct{})}
-	rand.Read(ep.cookieKey)
 	// The idle and keepalive checks run every second, or often enough to
 	// keep alive at the limits' KeepAlive: a check a second would send a
 	// keepalive due every 500 ms only every second.
@@ -304,21 +325,24 @@ type socket struct {
 	mu      sync.RWMutex
 	byAddr  map[netip.AddrPort]*Peer // where each peer is
 	byCand  map[netip.AddrPort]*Peer // a new address a peer's checks came from, not yet proven
-	byUfrag map[string]*Peer
-	byLocal map[netip.Addr]*Peer // a shared socket's clients
-	next    uint32               // the shared socket's next local address
+	ufrags  *ufragTable              // a server's: its shards share it
+	byLocal map[netip.Addr]*Peer     // a shared socket's clients
+	next    uint32                   // the shared socket's next local address
 
 	stunMsg stun.Message // the reader's
 	stunOut stun.Message
 }
 
-func newSocket(ep *endpoint, udp *net.UDPConn, server bool) (*socket, error) {
+// newSocket serves udp: a server's socket, whose peers the server's
+// ufrags finds, or a client's own (ufrags nil).
+func newSocket(ep *endpoint, udp *net.UDPConn, ufrags *ufragTable) (*socket, error) {
 	raw, err := newRawSocket(udp)
 	if err != nil {
 		return nil, err
 	}
-	s := &socket{ep: ep, conn: udp, raw: raw, server: server,
-		byAddr: map[netip.AddrPort]*Peer{}, byCand: map[netip.AddrPort]*Peer{}, byUfrag: map[string]*Peer{}}
+	server := ufrags != nil
+	s := &socket{ep: ep, conn: udp, raw: raw, server: server, ufrags: ufrags,
+		byAddr: map[netip.AddrPort]*Peer{}, byCand: map[netip.AddrPort]*Peer{}}
 	if server {
 		udp.SetReadBuffer(sockBuf)
 		udp.SetWriteBuffer(sockBuf)
@@ -341,6 +365,39 @@ func newSharedSocket(ep *endpoint, udp *net.UDPConn) (*socket, error) {
 	return s, nil
 }
 
+// ufragTable finds a server's peers by their ICE username fragment:
+// every shard's socket looks a binding request's up in it.
+type ufragTable struct {
+	mu sync.RWMutex
+	m  map[string]*Peer
+}
+
+func (t *ufragTable) get(ufrag string) *Peer {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return t.m[ufrag]
+}
+
+func (t *ufragTable) put(ufrag string, p *Peer) {
+	t.mu.Lock()
+	t.m[ufrag] = p
+	t.mu.Unlock()
+}
+
+func (t *ufragTable) forget(p *Peer, ufrag string) {
+	t.mu.Lock()
+	if t.m[ufrag] == p {
+		delete(t.m, ufrag)
+	}
+	t.mu.Unlock()
+}
+
+func (t *ufragTable) len() int {
+	t.mu.RLock()
+	defer t.mu.RUnlock()
+	return len(t.m)
+}
+
 // peerKeys are what a socket's tables know a peer by, as the peer held
 // them when it closed (read under its lock).
 type peerKeys struct {
@@ -355,9 +412,6 @@ func (s *socket) forget(p *Peer, k peerKeys) {
 	if k.local.IsValid() && s.byLocal[k.local] == p {
 		delete(s.byLocal, k.local)
 	}
-	if s.byUfrag[k.ufrag] == p {
-		delete(s.byUfrag, k.ufrag)
-	}
 	if s.byAddr[k.rap] == p {
 		delete(s.byAddr, k.rap)
 	}
@@ -365,27 +419,34 @@ func (s *socket) forget(p *Peer, k peerKeys) {
 		delete(s.byCand, k.cand)
 	}
 	s.mu.Unlock()
+	if s.ufrags != nil {
+		s.ufrags.forget(p, k.ufrag)
+	}
 }
 
-// rebind moves p from old to ap, and reports false, moving nothing, when
-// another peer is at ap.
-func (s *socket) rebind(p *Peer, old, ap netip.AddrPort) bool {
+// rebind moves p from old, on the socket from, to ap, on s, and reports
+// false, moving nothing, when another peer is at ap.
+func (s *socket) rebind(p *Peer, from *socket, old, ap netip.AddrPort) bool {
 	if s.shared {
 		return true // its clients are found by their local address
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if q := s.byAddr[ap]; q != nil && q != p {
+		s.mu.Unlock()
 		s.ep.stats.checksRefused.Add(1)
 		return false
 	}
-	if s.byAddr[old] == p {
+	if from == s && s.byAddr[old] == p {
 		delete(s.byAddr, old)
 	}
 	if s.byCand[ap] == p {
 		delete(s.byCand, ap)
 	}
 	s.byAddr[ap] = p
+	s.mu.Unlock()
+	if from != s && from != nil && old.IsValid() {
+		from.unbind(p, old) // the peer's old address was another shard's
+	}
 	return true
 }
 
@@ -576,9 +637,7 @@ func (s *socket) bindingRequest(m *stun.Message, ap netip.AddrPort) {
 	if !ok {
 		return
 	}
-	s.mu.RLock()
-	p := s.byUfrag[local]
-	s.mu.RUnlock()
+	p := s.ufrags.get(local)
 	if p == nil || remote != p.remote.ufrag {
 		return
 	}
@@ -588,7 +647,7 @@ func (s *socket) bindingRequest(m *stun.Message, ap netip.AddrPort) {
 	// The first authenticated check binds the peer, before the answer
 	// goes (the client starts DTLS as soon as it has it); see checked
 	// for one from another address.
-	if !p.checked(ap) {
+	if !p.checked(s, ap) {
 		return
 	}
 	out := &s.stunOut

@@ -39,12 +39,18 @@ func newTestServer(t testing.TB, udpAddr string, public []string) *testServer {
 // (ICE-TCP's) and limits.
 func newTestServerWith(t testing.TB, udpAddr string, cfg ServerConfig) *testServer {
 	t.Helper()
-	pc, err := net.ListenPacket("udp", udpAddr)
+	return newTestServerOn(t, udpAddr, cfg, 1)
+}
+
+// newTestServerOn is newTestServerWith on n sockets (shards).
+func newTestServerOn(t testing.TB, udpAddr string, cfg ServerConfig, n int) *testServer {
+	t.Helper()
+	socks, err := Listen(udpAddr, n)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ts := &testServer{accept: make(chan *Peer, 128)}
-	ts.Server, err = NewServer(pc.(*net.UDPConn), ServerConfig{
+	ts.Server, err = NewServer(socks, ServerConfig{
 		Limits: conn.WithDefaults(cfg.Limits), Logger: slog.New(slog.DiscardHandler), PublicIPs: cfg.PublicIPs, TCP: cfg.TCP,
 		Opened: func(p *Peer, refuse func()) {
 			select {
@@ -55,7 +61,9 @@ func newTestServerWith(t testing.TB, udpAddr string, cfg ServerConfig) *testServ
 		},
 	})
 	if err != nil {
-		pc.Close()
+		for _, c := range socks {
+			c.Close()
+		}
 		t.Fatal(err)
 	}
 	t.Cleanup(ts.Close)
@@ -155,7 +163,7 @@ func leanState(s *testServer) (peers, addrs, ufrags int) {
 	peers = len(s.ep.peers)
 	s.ep.mu.Unlock()
 	s.sock.mu.RLock()
-	addrs, ufrags = len(s.sock.byAddr), len(s.sock.byUfrag)
+	addrs, ufrags = len(s.sock.byAddr), s.sock.ufrags.len()
 	s.sock.mu.RUnlock()
 	return
 }

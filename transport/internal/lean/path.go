@@ -19,9 +19,15 @@ import (
 // and starts the DTLS handshake when it has not started. It reports
 // false, changing nothing, when another live peer is at ap: one peer's
 // credentials never take another's address.
-func (p *Peer) bind(ap netip.AddrPort, tp *tcpPath) bool {
+//
+// s is the socket the check came in on (nil: over TCP, or a client's
+// answer): a server's peer still in ICE moves to its shard (adopt).
+func (p *Peer) bind(s *socket, ap netip.AddrPort, tp *tcpPath) bool {
 	p.mu.Lock()
-	if p.phase == phaseClosed || !p.switchPath(ap, tp) {
+	if p.phase == phaseICE && tp == nil && s != nil && s != p.sock {
+		p.adopt(s)
+	}
+	if p.phase == phaseClosed || !p.switchPath(s, ap, tp) {
 		p.unlock()
 		return false
 	}
@@ -40,14 +46,31 @@ func (p *Peer) bind(ap netip.AddrPort, tp *tcpPath) bool {
 	return true
 }
 
+// adopt moves a server's peer, still in ICE, to the shard of s, the
+// socket its first check came in on: the kernel hashes its address to
+// that socket, so that shard's reader reads it and its flusher sends for
+// it from now on; p.mu is held.
+func (p *Peer) adopt(s *socket) {
+	p.sock = s
+	if old := p.home(); s.ep != old && s.ep.add(p) {
+		old.forget(p)
+		p.ep.Store(s.ep)
+	}
+}
+
 // switchPath makes ap (over the TCP connection tp, when set) the peer's
 // path, and reports false, changing nothing, when another peer is at ap;
-// p.mu is held. A TCP path left behind is closed.
-func (p *Peer) switchPath(ap netip.AddrPort, tp *tcpPath) bool {
+// p.mu is held. A UDP path is on s, the socket ap's datagrams come in on
+// (nil: the peer's). A TCP path left behind is closed.
+func (p *Peer) switchPath(s *socket, ap netip.AddrPort, tp *tcpPath) bool {
+	if s == nil {
+		s = p.sock
+	}
 	if tp == nil {
-		if (p.rap != ap || p.tcp != nil) && !p.sock.rebind(p, p.rap, ap) {
+		if (p.rap != ap || p.tcp != nil || s != p.sock) && !s.rebind(p, p.sock, p.rap, ap) {
 			return false
 		}
+		p.sock = s
 	} else if p.tcp == nil && p.rap.IsValid() {
 		p.sock.unbind(p, p.rap)
 	}
@@ -60,7 +83,7 @@ func (p *Peer) switchPath(ap netip.AddrPort, tp *tcpPath) bool {
 		old.close()
 	}
 	if tp != nil {
-		p.ep.stats.tcpPaths.Add(1)
+		p.home().stats.tcpPaths.Add(1)
 	}
 	return true
 }
@@ -73,15 +96,15 @@ func (p *Peer) switchPath(ap netip.AddrPort, tp *tcpPath) bool {
 // validates a path (RFC 9000 §9), so a check forged from another's
 // address with one's own credentials moves nothing, and another live
 // peer's address is never taken nor answered.
-func (p *Peer) checked(ap netip.AddrPort) bool { return p.checkedOn(ap, nil, true) }
+func (p *Peer) checked(s *socket, ap netip.AddrPort) bool { return p.checkedOn(s, ap, nil, true) }
 
 // checkedOn is checked for a check that came over the TCP connection tp
-// (nil: over UDP). Before the handshake is done, a check over TCP moves
+// (nil: over UDP, on the socket s). Before the handshake is done, a check over TCP moves
 // a peer already bound only when it nominates the path (USE-CANDIDATE,
 // set in nominate): a browser checks its TCP pairs even when UDP works,
 // and picks UDP, whose checks came first; a client may open a TCP
 // connection from each of its addresses, and picks one.
-func (p *Peer) checkedOn(ap netip.AddrPort, tp *tcpPath, nominate bool) bool {
+func (p *Peer) checkedOn(s *socket, ap netip.AddrPort, tp *tcpPath, nominate bool) bool {
 	p.mu.Lock()
 	switch {
 	case p.phase == phaseClosed:
@@ -92,7 +115,7 @@ func (p *Peer) checkedOn(ap netip.AddrPort, tp *tcpPath, nominate bool) bool {
 		return true
 	case p.phase == phaseICE || p.phase == phaseDTLS && (tp == nil || nominate):
 		p.unlock()
-		return p.bind(ap, tp)
+		return p.bind(s, ap, tp)
 	}
 	if sec := time.Now().Unix(); sec != p.candSecond {
 		p.candSecond, p.candChecks = sec, 0
@@ -103,7 +126,8 @@ func (p *Peer) checkedOn(ap netip.AddrPort, tp *tcpPath, nominate bool) bool {
 	if tp != nil {
 		if ok = !over; ok {
 			if p.candTCP == nil && p.cand.IsValid() {
-				p.sock.uncand(p, p.cand) // forget the UDP candidate
+				p.candSock.uncand(p, p.cand) // forget the UDP candidate
+				p.candSock = nil
 			}
 			if p.candTCP != nil && p.candTCP != tp {
 				p.candTCP.close()
@@ -111,7 +135,13 @@ func (p *Peer) checkedOn(ap netip.AddrPort, tp *tcpPath, nominate bool) bool {
 			p.candTCP = tp
 		}
 	} else {
-		ok = p.sock.candidate(p, p.cand, ap, over)
+		if p.candSock != nil && p.candSock != s && p.candTCP == nil && p.cand.IsValid() {
+			p.candSock.uncand(p, p.cand) // the candidate moves to another shard's socket
+		}
+		ok = s.candidate(p, p.cand, ap, over)
+		if ok {
+			p.candSock = s
+		}
 		if ok && p.candTCP != nil {
 			p.candTCP.close()
 			p.candTCP = nil
@@ -128,14 +158,14 @@ func (p *Peer) checkedOn(ap netip.AddrPort, tp *tcpPath, nominate bool) bool {
 // authenticated just came from, unless it moved maxMoves times in the
 // last minute or another live peer is at ap; p.mu is held.
 func (p *Peer) moveTo(now time.Time, ap netip.AddrPort) {
-	st := &p.ep.stats
-	if now.Sub(p.moved[0]) < time.Minute || !p.switchPath(ap, p.candTCP) {
+	st := &p.home().stats
+	if now.Sub(p.moved[0]) < time.Minute || !p.switchPath(p.candSock, ap, p.candTCP) {
 		st.movesRefused.Add(1)
 		return
 	}
 	copy(p.moved[:], p.moved[1:])
 	p.moved[maxMoves-1] = now
-	p.cand, p.candTCP = netip.AddrPort{}, nil
+	p.cand, p.candTCP, p.candSock = netip.AddrPort{}, nil, nil
 	st.moves.Add(1)
 }
 

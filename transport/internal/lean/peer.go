@@ -59,9 +59,9 @@ var errFlood = errors.New("transport: peer floods datagrams")
 // Peer is one connection of the lean stack, and its transport.Conn.
 type Peer struct {
 	conn.Core
-	ep     *endpoint
-	sock   *socket
-	client bool // the ICE controlling side, which sends SCTP's INIT
+	ep     atomic.Pointer[endpoint] // its flusher's (home); a server's peer moves to its socket's shard at its first check
+	sock   *socket                  // where its datagrams come in: p.mu guards it
+	client bool                     // the ICE controlling side, which sends SCTP's INIT
 	// local and oob: a shared socket's client sends from its own local
 	// address, named in each datagram's control message (IP_PKTINFO).
 	local netip.Addr
@@ -81,6 +81,7 @@ type Peer struct {
 	cand        netip.AddrPort // a new address the peer's ICE checks came from, not yet proven
 	tcp         *tcpPath       // the TCP connection rap is, when the peer is on one (ICE-TCP)
 	candTCP     *tcpPath       // the TCP connection cand is, when it is one
+	candSock    *socket        // the socket cand's datagrams come in on, when it is a UDP one
 	candSecond  int64          // the second candChecks counts
 	candChecks  int
 	moved       [maxMoves]time.Time // when it last moved, oldest first
@@ -123,8 +124,9 @@ type Peer struct {
 }
 
 func newPeer(ep *endpoint, sock *socket, id conn.PeerID, client bool, lim conn.Limits, log *slog.Logger) *Peer {
-	p := &Peer{ep: ep, sock: sock, client: client, made: time.Now(), open: make(chan struct{}),
+	p := &Peer{sock: sock, client: client, made: time.Now(), open: make(chan struct{}),
 		ufrag: randToken(8), pwd: randToken(24)}
+	p.ep.Store(ep)
 	p.Init(id, conn.Limits(lim), log)
 	return p
 }
@@ -137,12 +139,15 @@ func randToken(n int) string {
 
 func (p *Peer) isOpen() bool { return p.opened.Load() }
 
+// home returns the endpoint whose flusher sends the peer's datagrams.
+func (p *Peer) home() *endpoint { return p.ep.Load() }
+
 // unlock releases p.mu and, when the flusher passed the peer by while
 // the lock was held, queues it to flush again.
 func (p *Peer) unlock() {
 	p.mu.Unlock()
 	if p.skipped.Load() && p.skipped.CompareAndSwap(true, false) {
-		p.ep.markDirty(p)
+		p.home().markDirty(p)
 	}
 }
 
@@ -196,7 +201,7 @@ func (p *Peer) send(ch conn.Channel, msg []byte) error {
 		return fmt.Errorf("transport: send on %s: %w", ch, err)
 	}
 	if mark {
-		p.ep.markDirty(p)
+		p.home().markDirty(p)
 	}
 	p.Sent(len(msg))
 	return nil
@@ -215,7 +220,7 @@ func (p *Peer) keepalive() {
 		if !p.dirty {
 			p.dirty = true
 			p.unlock()
-			p.ep.markDirty(p)
+			p.home().markDirty(p)
 			return
 		}
 	}
@@ -249,7 +254,7 @@ func (p *Peer) closeWith(reason error) {
 		p.reached, p.phase = p.phase, phaseClosed
 		hs := p.hs
 		p.hs, p.early, p.flight = nil, nil, nil
-		rap, tcp, candTCP := p.rap, p.tcp, p.candTCP
+		rap, tcp, candTCP, sock, candSock := p.rap, p.tcp, p.candTCP, p.sock, p.candSock
 		keys := peerKeys{local: p.local, ufrag: p.ufrag, rap: p.rap, cand: p.cand} // read under p.mu: a TCP path's end clears cand
 		p.unlock()
 		if hs != nil {
@@ -259,7 +264,7 @@ func (p *Peer) closeWith(reason error) {
 			if tcp != nil {
 				tcp.send(b)
 			} else {
-				p.sock.writeTo(b, rap, p.oob)
+				sock.writeTo(b, rap, p.oob)
 			}
 		}
 		if tcp != nil {
@@ -269,8 +274,11 @@ func (p *Peer) closeWith(reason error) {
 			candTCP.close()
 		}
 		p.Finish()
-		p.sock.forget(p, keys)
-		p.ep.forget(p)
+		sock.forget(p, keys)
+		if candSock != nil && candSock != sock {
+			candSock.uncand(p, keys.cand)
+		}
+		p.home().forget(p)
 		if p.onClose != nil {
 			p.onClose(p)
 		}
@@ -286,7 +294,7 @@ func (p *Peer) dtlsConfig() *dtls.Config {
 	lf := logging.NewDefaultLoggerFactory()
 	lf.DefaultLogLevel = logging.LogLevelDisabled
 	return &dtls.Config{
-		Certificates:         []tls.Certificate{p.ep.cert},
+		Certificates:         []tls.Certificate{p.home().cert},
 		CipherSuites:         []dtls.CipherSuiteID{record.SuiteID},
 		ClientAuth:           dtls.RequireAnyClientCert,
 		InsecureSkipVerify:   true,
@@ -351,7 +359,7 @@ func (p *Peer) handshake(hs *hsConn) {
 	p.flight = hs.handoff()
 	p.hs = nil
 	p.ciph = ciph
-	p.assoc = sctp.New(sctp.Config{Client: p.client, CookieKey: p.ep.cookieKey,
+	p.assoc = sctp.New(sctp.Config{Client: p.client, CookieKey: p.home().cookieKey,
 		MaxMessage: p.Lim.MaxReliable, RecvWindow: 256 << 10}, now)
 	p.phase = phaseSCTP
 	early := p.early
@@ -424,7 +432,7 @@ func (p *Peer) datagramOn(now time.Time, b []byte, from netip.AddrPort, tp *tcpP
 			p.moveTo(now, from)
 		}
 		p.rd = nil
-		p.ep.stats.held(p.assoc.Held())
+		p.home().stats.held(p.assoc.Held())
 	}
 	close := p.settle()
 	p.unlock()
@@ -529,7 +537,7 @@ func (p *Peer) settle() error {
 	p.storeDeadline()
 	if p.assoc.Pending() && !p.dirty {
 		p.dirty = true
-		p.ep.markDirty(p)
+		p.home().markDirty(p)
 	}
 	return nil
 }
@@ -680,7 +688,7 @@ func (p *Peer) flush(now time.Time, w *batchWriter) {
 	if !p.mu.TryLock() {
 		p.skipped.Store(true)
 		if !p.mu.TryLock() {
-			p.ep.stats.flushesDeferred.Add(1)
+			p.home().stats.flushesDeferred.Add(1)
 			return
 		}
 		p.skipped.Store(false)

@@ -42,33 +42,67 @@ type ServerConfig struct {
 	Opened func(p *Peer, refuse func())
 }
 
-// Server is the lean stack's side of a transport.Server: its endpoint
-// (the flusher) and the socket's reader, and the answers to offers.
+// Server is the lean stack's side of a transport.Server: its shards,
+// each a UDP socket with its reader and an endpoint with its flusher,
+// all on one address (Listen), and the answers to offers.
 type Server struct {
 	cfg    ServerConfig
-	ep     *endpoint
-	sock   *socket
+	shards []shard
+	ep     *endpoint // shards[0]'s: ICE-TCP's peers are its
+	sock   *socket   // shards[0]'s: the address
+	ufrags *ufragTable
+	turn   atomic.Uint32 // the shard the next offer's peer starts on
 	cands  []netip.AddrPort
 	tcp    *tcpServer
 	tcpCan []netip.AddrPort
 	nextID atomic.Uint64
 }
 
-// NewServer serves peers on udp, which it owns from now on (Close closes
-// it; on error the caller still does).
-func NewServer(udp *net.UDPConn, cfg ServerConfig) (*Server, error) {
-	ep, err := newEndpoint(cfg.Limits, cfg.Logger)
+// shard is one socket of the server and the endpoint whose flusher sends
+// for the peers whose datagrams come in on it.
+type shard struct {
+	ep   *endpoint
+	sock *socket
+}
+
+// NewServer serves peers on udps, the sockets Listen opened on one
+// address, which it owns from now on (Close closes them; on error the
+// caller still does). Each socket is a shard with its own reader,
+// flusher and peer table; a peer belongs to the shard of the socket the
+// kernel hashed its address to, as its first ICE check shows.
+func NewServer(udps []*net.UDPConn, cfg ServerConfig) (*Server, error) {
+	if len(udps) == 0 {
+		return nil, fmt.Errorf("transport: no socket to serve on")
+	}
+	id, err := newIdentity()
 	if err != nil {
 		return nil, err
 	}
-	bound := udp.LocalAddr().(*net.UDPAddr).AddrPort()
+	l := &Server{cfg: cfg, ufrags: &ufragTable{m: map[string]*Peer{}}}
+	fail := func(err error) (*Server, error) {
+		for _, sh := range l.shards {
+			sh.ep.close()
+			if sh.sock != nil {
+				sh.sock.conn.Close()
+			}
+			sh.ep.wg.Wait()
+		}
+		return nil, err
+	}
+	for range udps {
+		ep, err := newEndpoint(cfg.Limits, cfg.Logger, id)
+		if err != nil {
+			return fail(err)
+		}
+		l.shards = append(l.shards, shard{ep: ep})
+	}
+	l.ep = l.shards[0].ep
+	bound := udps[0].LocalAddr().(*net.UDPAddr).AddrPort()
 	cands, err := candidates(bound, cfg.PublicIPs, cfg.IncludeLoopback || bound.Addr().Unmap().IsLoopback())
 	if err != nil {
-		ep.close()
-		ep.wg.Wait()
-		return nil, err
+		return fail(err)
 	}
-	l := &Server{cfg: cfg, ep: ep, cands: cands}
+	l.cands = cands
 	if cfg.TCP != nil {
 		// The same addresses, at the TCP port (or the listener's own
 		// address, when it has one and no public address is set).
@@ -83,13 +117,17 @@ func NewServer(udp *net.UDPConn, cfg ServerConfig) (*Server, error) {
 		}
 		l.tcp = &tcpServer{l: l, ln: cfg.TCP}
 	}
-	if l.sock, err = newSocket(ep, udp, true); err != nil {
-		ep.close()
-		ep.wg.Wait()
-		return nil, err
+	for i, udp := range udps {
+		sock, err := newSocket(l.shards[i].ep, udp, l.ufrags)
+		if err != nil {
+			l.tcp = nil
+			return fail(err)
+		}
+		l.shards[i].sock = sock
 	}
+	l.sock = l.shards[0].sock
 	if l.tcp != nil {
-		ep.wg.Add(1)
+		l.ep.wg.Add(1)
 		go l.tcp.acceptLoop()
 	}
 	return l, nil
@@ -160,7 +198,10 @@ func (l *Server) Answer(_ context.Context, offer string, meta any, giveSlot func
 			return "", http.StatusForbidden, fmt.Errorf("not authorized: %w", err)
 		}
 	}
-	p := newPeer(l.ep, l.sock, conn.PeerID(l.nextID.Add(1)), false, cfg.Limits, cfg.Logger)
+	// The peer starts on a shard in turn, until its first check shows
+	// which socket its datagrams come in on (Peer.adopt).
+	sh := l.shards[int(l.turn.Add(1))%len(l.shards)]
+	p := newPeer(sh.ep, sh.sock, conn.PeerID(l.nextID.Add(1)), false, cfg.Limits, cfg.Logger)
 	p.remote = rs
 	p.SetMeta(meta)
 	release := sync.OnceFunc(giveSlot)
@@ -169,13 +210,11 @@ func (l *Server) Answer(_ context.Context, offer string, meta any, giveSlot func
 		cfg.Opened(p, func() { p.closeWith(conn.ErrQueueFull) })
 	}
 	p.onClose = func(*Peer) { release() }
-	if !l.ep.add(p) {
+	if !sh.ep.add(p) {
 		release()
 		return "", http.StatusServiceUnavailable, conn.ErrClosed
 	}
-	l.sock.mu.Lock()
-	l.sock.byUfrag[p.ufrag] = p
-	l.sock.mu.Unlock()
+	l.ufrags.put(p.ufrag, p)
 	ans := localSession{ufrag: p.ufrag, pwd: p.pwd, fingerprint: l.ep.fp, setup: "passive", mid: rs.mid,
 		lite: true, candidates: l.cands, tcp: l.tcpCan, sessionID: randUint63()}
 	if ans.mid == "" {
@@ -195,16 +234,31 @@ func (l *Server) TCPAddr() net.Addr {
 	return l.tcp.ln.Addr()
 }
 
-// DataPath returns the endpoint's data path figures.
-func (l *Server) DataPath() DataPathStats { return l.ep.stats.snapshot() }
+// Sockets returns how many sockets (shards) the server reads.
+func (l *Server) Sockets() int { return len(l.shards) }
 
-// Close closes every peer, then the socket, and waits for the reader and
-// the flusher to end.
+// DataPath returns the data path figures, summed over the shards.
+func (l *Server) DataPath() DataPathStats {
+	st := DataPathStats{Sockets: len(l.shards)}
+	for _, sh := range l.shards {
+		st.add(sh.ep.stats.snapshot())
+	}
+	return st
+}
+
+// Close closes every peer, then the sockets, and waits for the readers
+// and the flushers to end.
 func (l *Server) Close() {
-	l.ep.close()
-	l.sock.conn.Close()
+	for _, sh := range l.shards {
+		sh.ep.close()
+	}
+	for _, sh := range l.shards {
+		sh.sock.conn.Close()
+	}
 	if l.tcp != nil {
 		l.tcp.closeAll()
 	}
-	l.ep.wg.Wait()
+	for _, sh := range l.shards {
+		sh.ep.wg.Wait()
+	}
 }

@@ -13,6 +13,7 @@ import (
 // compiler holds the two alike), kept apart so that the public type keeps
 // its documentation.
 type DataPathStats struct {
+	Sockets                            int
 	Datagrams                          uint64
 	DatagramBuckets                    []uint64 // by DatagramBounds
 	DatagramTime, MaxDatagram          time.Duration
@@ -68,6 +69,28 @@ func (c *dataPathCounters) held(n int) {
 			return
 		}
 	}
+}
+
+// add adds o's figures to s's (a server's shards'): the counts sum, the
+// largest figures are the largest of either.
+func (s *DataPathStats) add(o DataPathStats) {
+	s.Datagrams += o.Datagrams
+	if s.DatagramBuckets == nil {
+		s.DatagramBuckets = make([]uint64, len(o.DatagramBuckets))
+	}
+	for i, n := range o.DatagramBuckets {
+		s.DatagramBuckets[i] += n
+	}
+	s.DatagramTime += o.DatagramTime
+	s.MaxDatagram = max(s.MaxDatagram, o.MaxDatagram)
+	s.HeldChunksMax = max(s.HeldChunksMax, o.HeldChunksMax)
+	s.Moves += o.Moves
+	s.MovesRefused += o.MovesRefused
+	s.ChecksRefused += o.ChecksRefused
+	s.FlushesDeferred += o.FlushesDeferred
+	s.TCPConns += o.TCPConns
+	s.TCPRefused += o.TCPRefused
+	s.TCPPaths += o.TCPPaths
 }
 
 func (c *dataPathCounters) snapshot() DataPathStats {

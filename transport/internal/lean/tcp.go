@@ -317,17 +317,14 @@ func (ts *tcpServer) check(m *stun.Message, b []byte, t *tcpPath) (*Peer, bool) 
 	if !ok {
 		return nil, false
 	}
-	s := ts.l.sock
-	s.mu.RLock()
-	p := s.byUfrag[local]
-	s.mu.RUnlock()
+	p := ts.l.ufrags.get(local)
 	if p == nil || remote != p.remote.ufrag {
 		return nil, false
 	}
 	if stun.Fingerprint.Check(m) != nil || stun.NewShortTermIntegrity(p.pwd).Check(m) != nil {
 		return nil, false
 	}
-	if !p.checkedOn(t.ap, t, m.Contains(stun.AttrUseCandidate)) {
+	if !p.checkedOn(nil, t.ap, t, m.Contains(stun.AttrUseCandidate)) {
 		return nil, false
 	}
 	out, err := stun.Build(stun.NewTransactionIDSetter(m.TransactionID), stun.BindingSuccess,

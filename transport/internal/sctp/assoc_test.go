@@ -580,6 +580,9 @@ func TestBackoffCapped(t *testing.T) {
 // nothing: the one copy each message needs for retransmission lives in
 // slabs used again once acknowledged.
 func TestReliableNoAlloc(t *testing.T) {
+	if raceEnabled {
+		t.Skip("the race detector allocates")
+	}
 	s := newSim(t, 1, 0, time.Millisecond)
 	s.connect()
 	a, b := s.ep[0].a, s.ep[1].a
