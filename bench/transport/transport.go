@@ -57,10 +57,11 @@ type phase struct {
 }
 
 var phases = []phase{
-	{"tongbu lean (one socket, no goroutine per peer)", func() (echoServer, error) { return startEngineEcho(transport.StackLean) }, false, "lean"},
-	{"tongbu pion (mux, ICE-lite, detached, negotiated)", func() (echoServer, error) { return startEngineEcho(transport.StackPion) }, false, "lean"},
+	{"tongbu lean (a socket a core, no goroutine per peer)", func() (echoServer, error) { return startEngineEcho(transport.StackLean, 0) }, false, "lean"},
+	{"tongbu pion (mux, ICE-lite, detached, negotiated)", func() (echoServer, error) { return startEngineEcho(transport.StackPion, 1) }, false, "lean"},
 	{"pion defaults (no mux, callbacks, in-band)", startPionEcho, true, ""},
 	{"udp floor (recvmmsg, sendmmsg on the tick, no crypto, no SCTP)", startUDPFloor, false, "udp"},
+	{"tongbu lean-1 (one socket: the lean stack before sockets a core)", func() (echoServer, error) { return startEngineEcho(transport.StackLean, 1) }, false, "lean"},
 }
 
 func (p phaseResult) cpuPerMsg() float64 {
@@ -118,7 +119,7 @@ func benchTransport(args []string, out io.Writer) error {
 		// phases' peers are still being freed.
 		med[i].heapPerConn = results[i][0].heapPerConn
 	}
-	lean, pion, defaults, floor := med[0], med[1], med[2], med[3]
+	lean, pion, defaults, floor, one := med[0], med[1], med[2], med[3], med[4]
 	fmt.Fprintf(out, "\nmedians of %d rounds:\n", load.rounds)
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "server\tsent\techoed back\tdelivered\tserver msgs\tcpu us/msg\tKiB/conn\tgoroutines/conn\t")
@@ -137,9 +138,13 @@ func benchTransport(args []string, out io.Writer) error {
 	fmt.Fprintf(out, "lean/pion cpu: %.3f (%.1f times less)\n", lean.cpuPerMsg()/pion.cpuPerMsg(), pion.cpuPerMsg()/lean.cpuPerMsg())
 	fmt.Fprintf(out, "lean above the udp floor: %.2f us/msg (%.1f times the floor); pion defaults are %.1f times it\n",
 		lean.cpuPerMsg()-floor.cpuPerMsg(), lean.cpuPerMsg()/floor.cpuPerMsg(), defaults.cpuPerMsg()/floor.cpuPerMsg())
+	fmt.Fprintf(out, "lean on %d sockets (one a core) against one: %.2f against %.2f us/msg (%.2f)\n",
+		runtime.GOMAXPROCS(0), lean.cpuPerMsg(), one.cpuPerMsg(), lean.cpuPerMsg()/one.cpuPerMsg())
 	fmt.Fprintln(out, harness.Result("transport",
 		"clients", load.clients,
 		"cpu_us_per_msg", lean.cpuPerMsg(),
+		"sockets", runtime.GOMAXPROCS(0),
+		"one_socket_cpu_us_per_msg", one.cpuPerMsg(),
 		"baseline_cpu_us_per_msg", pion.cpuPerMsg(),
 		"pion_defaults_cpu_us_per_msg", defaults.cpuPerMsg(),
 		"floor_cpu_us_per_msg", floor.cpuPerMsg(),
@@ -277,9 +282,9 @@ func startUDPFloor() (echoServer, error) {
 
 // startEngineEcho runs the engine's transport server: every message
 // received on the unreliable channel is echoed on it at the next tick.
-func startEngineEcho(stack transport.Stack) (echoServer, error) {
+func startEngineEcho(stack transport.Stack, sockets int) (echoServer, error) {
 	s, err := transport.NewServer(transport.ServerConfig{UDPAddr: "127.0.0.1:0", IncludeLoopback: true, MaxPending: 256, Stack: stack,
-		AcceptQueue: 4096})
+		AcceptQueue: 4096, Sockets: sockets})
 	if err != nil {
 		return echoServer{}, err
 	}
@@ -405,7 +410,7 @@ func benchHandshakes(n int, out io.Writer) error {
 		wall, cpu time.Duration
 	}
 	run := func(stack transport.Stack) (hres, error) {
-		srv, err := startEngineEcho(stack)
+		srv, err := startEngineEcho(stack, 0)
 		if err != nil {
 			return hres{}, err
 		}

@@ -31,7 +31,7 @@ func TestBenchTransport(t *testing.T) {
 	if m == nil || m[1] != "transport" {
 		t.Fatalf("last line %q", last)
 	}
-	for _, k := range []string{"clients=3", "cpu_us_per_msg=", "baseline_cpu_us_per_msg=", "floor_cpu_us_per_msg=", "delivered=", "kib_per_conn=", "goroutines_per_conn="} {
+	for _, k := range []string{"clients=3", "cpu_us_per_msg=", "baseline_cpu_us_per_msg=", "floor_cpu_us_per_msg=", "one_socket_cpu_us_per_msg=", "delivered=", "kib_per_conn=", "goroutines_per_conn="} {
 		if !strings.Contains(last, k) {
 			t.Errorf("RESULT lacks %s: %s", k, last)
 		}
