@@ -273,6 +273,7 @@ func (r *Room) SimHash(frame int) (uint64, bool) {
 // live or at the match's end.
 func (r *Room) Quality() Quality {
 	rep := newQualityReport(r.next, r.now.Sub(r.start), r.checks.desyncs, r.now)
+	rep.out.Peers = make([]PeerQuality, 0, len(r.players)+len(r.specs.peers))
 	for i := range r.players {
 		rep.add(i, &r.players[i])
 	}

@@ -6,6 +6,9 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"os"
+	"runtime"
+	"runtime/pprof"
 	"strings"
 	"time"
 
@@ -126,11 +129,20 @@ func Measure[T any](url string, d time.Duration, profile string, mark func() T, 
 	}
 	var cpu0, cpu1 time.Duration
 	var w0, w1 time.Time
+	// TONGBU_BENCH_ALLOCS=path writes the allocation profile at the
+	// window's start and end (path.0, path.1: go tool pprof -base).
+	allocs := os.Getenv("TONGBU_BENCH_ALLOCS")
+	if allocs != "" {
+		writeAllocs(allocs + ".0")
+	}
 	marks[0], cpu0, w0 = mark(), harness.CPUTime(), time.Now()
 	w.Runtime[0] = harness.ReadRuntime()
 	time.Sleep(d)
 	w.Runtime[1] = harness.ReadRuntime()
 	marks[1], cpu1, w1 = mark(), harness.CPUTime(), time.Now()
+	if allocs != "" {
+		writeAllocs(allocs + ".1")
+	}
 	stopProfile()
 	w.Wall, w.CPU = w1.Sub(w0), cpu1-cpu0
 	w.After, err = harness.ReadMetrics(metricsURL, histograms...)
@@ -148,4 +160,15 @@ func (c *Child) Finish(s, format string, args ...any) error {
 		}
 	}
 	return err
+}
+
+// writeAllocs writes the process's allocation profile to path.
+func writeAllocs(path string) {
+	runtime.GC() // the profile is as of the last collection
+	f, err := os.Create(path)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	pprof.Lookup("allocs").WriteTo(f, 0)
 }

@@ -306,7 +306,7 @@ func (p *Peer) sendCheck(now time.Time) {
 	p.writeNow(p.iceCheck)
 	wait := min(iceInterval<<min(p.iceTries, 4), iceMaxInterval)
 	p.iceTries++
-	p.deadline.Store(now.Add(wait).UnixNano())
+	p.setDeadline(now.Add(wait).UnixNano())
 }
 
 // bindingResponse takes the server's answer to a check: the path works,

@@ -109,8 +109,9 @@ type Peer struct {
 	nextBuf func() []byte
 	emit    func([]byte)
 
-	deadline atomic.Int64 // unix nanoseconds of the association's next timer; 0: none
-	skipped  atomic.Bool  // the flusher found the peer busy: whoever unlocks it queues it again
+	timer    atomic.Pointer[atomic.Int64] // the slot of its endpoint's timer table: unix nanoseconds of the next timer; 0: none
+	deadline int64                        // the last stored there (p.mu), carried to another endpoint's table
+	skipped  atomic.Bool                  // the flusher found the peer busy: whoever unlocks it queues it again
 	opened   atomic.Bool
 	open     chan struct{}
 	once     sync.Once
@@ -561,9 +562,26 @@ func (p *Peer) storeDeadline() {
 	if t := p.assoc.Deadline(); !t.IsZero() {
 		d = t.UnixNano()
 	}
-	p.deadline.Store(d)
+	p.setDeadline(d)
 	p.rtt.Store(int64(p.assoc.SRTT()))
 }
+
+// setDeadline tells the sweep when the peer next has timer work (unix
+// nanoseconds; 0: none); p.mu is held. A closed peer's slot may be
+// another's already: it stores nothing.
+func (p *Peer) setDeadline(ns int64) {
+	if p.phase == phaseClosed {
+		return
+	}
+	p.deadline = ns
+	if t := p.timer.Load(); t != nil {
+		t.Store(ns)
+	}
+}
+
+// timerAt is the deadline last set, for a new slot (the endpoint's mu
+// and, once the peer is shared, p.mu are held).
+func (p *Peer) timerAt() int64 { return p.deadline }
 
 // deliver takes a message from the association; p.mu is held. The data
 // is copied into the reader's slab, which the messages it reads share.
