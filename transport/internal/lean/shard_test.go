@@ -130,3 +130,27 @@ func TestShardMove(t *testing.T) {
 	}
 	exchange(t, []*Peer{client}, []*Peer{p})
 }
+
+// TestListenTaken: a port another server holds is refused, with one
+// socket or several, as it always was: SO_REUSEPORT never lets a second
+// server share the first's port (even one on several sockets itself).
+func TestListenTaken(t *testing.T) {
+	for _, first := range []int{1, 3} {
+		socks, err := Listen("127.0.0.1:0", first)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at := socks[0].LocalAddr().String()
+		for _, n := range []int{1, 2} {
+			if again, err := Listen(at, n); err == nil {
+				for _, c := range again {
+					c.Close()
+				}
+				t.Errorf("a server on %d sockets took the port of one on %d", n, first)
+			}
+		}
+		for _, c := range socks {
+			c.Close()
+		}
+	}
+}
