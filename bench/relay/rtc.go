@@ -125,7 +125,7 @@ func (r *relayRun) pass() bool {
 
 func (r *relayRun) result() string {
 	p99, _ := r.p99()
-	return harness.Result("relay",
+	kv := []any{
 		"transport", "webrtc",
 		"players", r.players,
 		"cpu_us_per_player_frame", r.cpuPerPlayerFrame(),
@@ -139,9 +139,11 @@ func (r *relayRun) result() string {
 		"server_cores", r.cores(),
 		"allocs_per_msg", r.allocsPerMsg(),
 		"gc_cpu_fraction", r.gcFraction,
-		"floor_cpu_us_per_msg", r.floor.CPUPerMsg(),
-		"cpu_vs_floor", r.cpuPerMsg()/max(r.floor.CPUPerMsg(), 1e-9),
-	)
+	}
+	if r.floor.Msgs > 0 { // measured for the run reported
+		kv = append(kv, "floor_cpu_us_per_msg", r.floor.CPUPerMsg(), "cpu_vs_floor", r.cpuPerMsg()/r.floor.CPUPerMsg())
+	}
+	return harness.Result("relay", kv...)
 }
 
 func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
