@@ -144,19 +144,28 @@ func (b *batchReader) read(n int) (int, error) {
 // recv is the read's system call: false, to wait for the socket, when
 // nothing is there.
 func (b *batchReader) recv(fd uintptr) bool {
+	n, e, done := mmsg(unix.SYS_RECVMMSG, fd, b.rh, b.ask)
+	if done {
+		b.got, b.rerr = n, e
+	}
+	return done
+}
+
+// mmsg makes the system call trap, recvmmsg or sendmmsg, on fd for the
+// first n headers of hs, and returns how many messages it took, or its
+// error; done is false, to wait for the socket, when it would block.
+func mmsg(trap, fd uintptr, hs []mmsghdr, n int) (k int, errno syscall.Errno, done bool) {
 	for {
-		n, _, e := unix.Syscall6(unix.SYS_RECVMMSG, fd, uintptr(unsafe.Pointer(&b.rh[0])), uintptr(b.ask), 0, 0, 0)
+		r, _, e := unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(n), 0, 0, 0)
 		switch e {
 		case unix.EINTR:
 			continue
 		case unix.EAGAIN:
-			return false
+			return 0, 0, false
 		case 0:
-			b.got, b.rerr = int(n), 0
-		default:
-			b.got, b.rerr = 0, e
+			return int(r), 0, true
 		}
-		return true
+		return 0, e, true
 	}
 }
 
@@ -193,20 +202,11 @@ func (b *batchSender) write(rs rawSocket, ds []outDatagram) (int, error) {
 // send is the write's system call: false, to wait for room in the
 // socket's buffer, when there is none.
 func (b *batchSender) send(fd uintptr) bool {
-	for {
-		n, _, e := unix.Syscall6(unix.SYS_SENDMMSG, fd, uintptr(unsafe.Pointer(&b.wh[0])), uintptr(b.wcount), 0, 0, 0)
-		switch e {
-		case unix.EINTR:
-			continue
-		case unix.EAGAIN:
-			return false
-		case 0:
-			b.sent, b.werr = int(n), 0
-		default:
-			b.sent, b.werr = 0, e
-		}
-		return true
+	n, e, done := mmsg(unix.SYS_SENDMMSG, fd, b.wh, b.wcount)
+	if done {
+		b.sent, b.werr = n, e
 	}
+	return done
 }
 
 // sockaddrAddrPort reads an address the kernel wrote.

@@ -48,7 +48,7 @@ type ServerConfig struct {
 type Server struct {
 	cfg    ServerConfig
 	shards []shard
-	ep     *endpoint // shards[0]'s: ICE-TCP's peers are its
+	ep     *endpoint // shards[0]'s: the ICE-TCP listener's goroutines and figures are its
 	sock   *socket   // shards[0]'s: the address
 	ufrags *ufragTable
 	turn   atomic.Uint32 // the shard the next offer's peer starts on
