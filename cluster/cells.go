@@ -579,6 +579,9 @@ func (c *cellRunner) book(ew *engine.World, player string, id interest.ID, j int
 	st := &standby{to: j, lastIn: c.frame}
 	dest := seamless{c.n.Destination(JoinRequest{World: CellName(c.m.Map, j), TicketTTL: engine.StandbyTTL, standby: true})}
 	cancel, err := ew.Standby(player, dest, handoverState(id), func(err error) {
+		if ew.Closed() {
+			return // on the goroutine closing the cell, beside its worker: the cell's state is the worker's
+		}
 		if c.standby[id] == st {
 			delete(c.standby, id)
 		}

@@ -122,6 +122,16 @@ func (w *World) Do(f func(*interest.World)) {
 	w.host.Do(func() { f(w.world) })
 }
 
+// Closed reports whether the world was closed (Close, or the server's
+// Shutdown). A transfer's done may then run on the goroutine that closes
+// it, beside the world's worker: a done that touches what only the
+// worker may touch checks Closed first and leaves it.
+func (w *World) Closed() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.closed
+}
+
 // Close closes the world: its connections are told and closed.
 func (w *World) Close() {
 	w.mu.Lock()
