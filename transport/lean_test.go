@@ -221,9 +221,11 @@ func TestLeanSockets(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer s.Close()
-		if want := 3; runtime.GOOS != "linux" {
-			want = 1
-		} else if got := s.DataPath().Sockets; got != want {
+		want := 3
+		if runtime.GOOS != "linux" {
+			want = 1 // one socket a port elsewhere
+		}
+		if got := s.DataPath().Sockets; got != want {
 			t.Errorf("%s: %d sockets, want %d", addr, got, want)
 		}
 		hs := httptest.NewServer(s)

@@ -215,29 +215,26 @@ func (ep *endpoint) sweep(now time.Time, idle bool, w *batchWriter) {
 	}()
 	ep.mu.Lock()
 	due = ep.timers.due(ns, due)
-	for p := range ep.peers {
-		if !idle {
-			break
-		}
-		if !p.isOpen() {
-			switch age := now.Sub(p.made); {
-			case age > p.Lim.HandshakeTimeout:
-				closing = append(closing, p)
-				closeErr = append(closeErr, fmt.Errorf("%w: not open after %v", conn.ErrHandshakeTimeout, p.Lim.HandshakeTimeout))
-			case age > p.Lim.ICETimeout && !p.client && p.inICE():
-				closing = append(closing, p)
-				closeErr = append(closeErr, fmt.Errorf("%w: no ICE check within %v", conn.ErrHandshakeTimeout, p.Lim.ICETimeout))
+	if idle {
+		for p := range ep.peers {
+			if !p.isOpen() {
+				switch age := now.Sub(p.made); {
+				case age > p.Lim.HandshakeTimeout:
+					closing = append(closing, p)
+					closeErr = append(closeErr, fmt.Errorf("%w: not open after %v", conn.ErrHandshakeTimeout, p.Lim.HandshakeTimeout))
+				case age > p.Lim.ICETimeout && !p.client && p.inICE():
+					closing = append(closing, p)
+					closeErr = append(closeErr, fmt.Errorf("%w: no ICE check within %v", conn.ErrHandshakeTimeout, p.Lim.ICETimeout))
+				}
+				continue
 			}
-			continue
-		}
-		err, keepalive := p.Idle(now)
-		switch {
-		case err != nil:
-			closing = append(closing, p)
-			closeErr = append(closeErr, err)
-		case keepalive:
-			due = append(due, p)
-			alive = append(alive, p)
+			switch err, keepalive := p.Idle(now); {
+			case err != nil:
+				closing = append(closing, p)
+				closeErr = append(closeErr, err)
+			case keepalive:
+				alive = append(alive, p) // queued below, after the lock: it marks the peer to flush
+			}
 		}
 	}
 	ep.mu.Unlock()

@@ -135,7 +135,7 @@ func (b *batchReader) read(n int) (int, error) {
 		d.b = d.b[:b.rh[i].n]
 		d.from = sockaddrAddrPort(&b.rname[i])
 		if b.roob != nil {
-			d.oob = b.roob[i][:b.rh[i].hdr.Controllen]
+			d.oob = b.roob[i][:min(int(b.rh[i].hdr.Controllen), len(b.roob[i]))]
 		}
 	}
 	return b.got, nil
