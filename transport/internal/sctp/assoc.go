@@ -221,7 +221,8 @@ type Assoc struct {
 	sackOwed bool
 	sackNow  bool
 	owedAt   time.Duration
-	pkts     int
+	pkts     int // packets with DATA since the last SACK
+	pktBytes int // and their bytes
 	dups     []uint32
 	asm      []byte
 	stats    Stats
@@ -520,9 +521,15 @@ func (a *Assoc) Handle(now time.Time, pkt []byte) error {
 			a.sackOwed, a.owedAt = true, t
 		}
 		a.pkts++
-		if a.pkts >= 2 && len(a.rq) == a.rqHead && len(a.um) == 0 {
+		a.pktBytes += len(pkt)
+		if a.pkts >= 2 && a.pktBytes >= a.cfg.MTU && len(a.rq) == a.rqHead && len(a.um) == 0 {
 			// Bulk from the peer and nothing of ours to ride on: every
-			// second packet is acknowledged at once (RFC 9260 §6.2).
+			// second packet is acknowledged at once (RFC 9260 §6.2), as
+			// TCP acknowledges every second full-sized segment. A game's
+			// small messages (an input, a few a frame) are not bulk: their
+			// SACK waits for the next DATA of ours, the frame or the world
+			// packet of the next tick, rather than go alone in a datagram
+			// of its own (a fifth of the relay's datagrams, measured).
 			a.sackNow = true
 		}
 		if a.recv.n > 0 && a.pkts >= 4 {

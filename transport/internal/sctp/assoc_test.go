@@ -637,3 +637,56 @@ func TestReliableNoAlloc(t *testing.T) {
 		t.Errorf("%d free slabs kept, over %d", k, maxFreeSlabs)
 	}
 }
+
+// TestSackRides: a game's small messages are not acknowledged in packets
+// of their own: their SACK waits for the receiver's next DATA and rides
+// with it (or goes after SackDelay). Bulk, two full packets, is
+// acknowledged at once, as RFC 9260 §6.2 asks.
+func TestSackRides(t *testing.T) {
+	s := newSim(t, 1, 0, time.Millisecond)
+	s.connect()
+	s.run(300*time.Millisecond, 10*time.Millisecond) // every handshake packet acknowledged
+	cli, srv := s.ep[0].a, s.ep[1].a
+	base, sacks := s.sent[1], srv.Stats().SacksSent
+	for range 4 { // inputs, a packet each, 10 ms apart
+		if err := cli.SendUnordered(0, PPIDBinary, []byte("input")); err != nil {
+			t.Fatal(err)
+		}
+		s.step(10 * time.Millisecond)
+	}
+	s.step(10 * time.Millisecond)
+	if n := s.sent[1] - base; n != 0 {
+		t.Fatalf("the receiver sent %d packets for 4 small ones with nothing of its own to send", n)
+	}
+	if err := srv.SendUnordered(0, PPIDBinary, []byte("frame")); err != nil {
+		t.Fatal(err)
+	}
+	s.step(10 * time.Millisecond)
+	if n, k := s.sent[1]-base, srv.Stats().SacksSent-sacks; n != 1 || k != 1 {
+		t.Fatalf("the receiver's frame went in %d packets with %d SACKs, want the SACK riding in 1", n, k)
+	}
+	// Small messages with no DATA to ride on are acknowledged by SackDelay.
+	base = s.sent[1]
+	for range 2 {
+		cli.SendUnordered(0, PPIDBinary, []byte("input"))
+		s.step(10 * time.Millisecond)
+	}
+	s.run(srv.cfg.SackDelay, 10*time.Millisecond)
+	if n := s.sent[1] - base; n != 1 {
+		t.Fatalf("the receiver sent %d packets within SackDelay of 2 small ones, want 1 (the SACK)", n)
+	}
+	// Bulk: the second full packet is acknowledged at once.
+	s.run(300*time.Millisecond, 10*time.Millisecond)
+	base = s.sent[1]
+	for range 2 {
+		if err := cli.SendOrdered(1, PPIDBinary, make([]byte, 1100)); err != nil {
+			t.Fatal(err)
+		}
+		s.step(time.Millisecond)
+	}
+	s.step(time.Millisecond)
+	s.step(time.Millisecond)
+	if n := s.sent[1] - base; n != 1 {
+		t.Fatalf("the receiver sent %d packets within 4 ms of two full ones, want 1 (the SACK, at once)", n)
+	}
+}

@@ -550,6 +550,6 @@ func (a *Assoc) writeSack() {
 		p = p[4:]
 	}
 	a.b.pad()
-	a.sackOwed, a.sackNow, a.pkts, a.dups = false, false, 0, a.dups[:0]
+	a.sackOwed, a.sackNow, a.pkts, a.pktBytes, a.dups = false, false, 0, 0, a.dups[:0]
 	a.stats.SacksSent++
 }
