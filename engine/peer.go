@@ -5,6 +5,7 @@ package engine
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tongbu/tongbu/transport"
@@ -20,10 +21,9 @@ type peer struct {
 	// peers: a failed move); nil drops them.
 	onEngine func(msg []byte)
 	once     sync.Once
-	joined   time.Time // when it joined its room or world; zero while joining
-	resumeMu sync.Mutex
-	resume   *time.Timer // refreshes its resume credential (resume.go)
-	released bool        // no more refreshes
+	joined   time.Time   // when it joined its room or world; zero while joining
+	released atomic.Bool // no more resume credentials (resume_server.go)
+	rq       resumeLink  // its place in the server's resumeQueue
 
 	// A token bucket on received messages: a flooding client loses its own
 	// excess, nobody else's time.

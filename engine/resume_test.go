@@ -10,11 +10,13 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
+	"github.com/tongbu/tongbu/transport/memnet"
 	"github.com/tongbu/tongbu/transport/udpimpair"
 )
 
@@ -184,4 +186,85 @@ func TestResumeMessage(t *testing.T) {
 			t.Errorf("%x: %v, want ErrMalformed", bad, err)
 		}
 	}
+}
+
+// TestResumeRefresh: every connection gets fresh credentials every
+// resumeRefresh from the server's one refresh queue; a connection that
+// leaves leaves the queue at once (nothing of it is kept for the next
+// refresh), and the others keep their turns.
+func TestResumeRefresh(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		h := newHarness(t, Config{})
+		defer h.shutdown()
+		if _, err := h.s.CreateWorld("w", WorldConfig{Interest: interest.Config{Width: 4, Height: 4}}); err != nil {
+			t.Fatal(err)
+		}
+		var cs []*Client
+		t0 := time.Now()
+		for i := range 3 {
+			c, err := h.join(fmt.Sprint("p", i), "w", RolePlayer, memnet.LinkConfig{Latency: 10 * time.Millisecond})
+			if err != nil {
+				t.Fatal(err)
+			}
+			cs = append(cs, c)
+			time.Sleep(time.Second) // the joins a second apart: their refreshes too
+		}
+		update := func(d time.Duration) {
+			for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+				for _, c := range cs {
+					c.Update(time.Now())
+				}
+			}
+		}
+		update(100 * time.Millisecond)
+		first := make([]string, len(cs))
+		for i, c := range cs {
+			if len(c.credentials) != resumeCreds {
+				t.Fatalf("client %d holds %d credentials after joining, want %d", i, len(c.credentials), resumeCreds)
+			}
+			first[i] = c.credentials[len(c.credentials)-1]
+		}
+		if n := h.queued(); n != 3 {
+			t.Fatalf("%d connections queued for a refresh, want 3", n)
+		}
+		// Client 1 leaves; the others get fresh credentials at their turn.
+		cs[1].Close()
+		update(time.Second)
+		if n := h.queued(); n != 2 {
+			t.Fatalf("%d connections queued after one left, want 2", n)
+		}
+		update(time.Until(t0.Add(resumeRefresh - 500*time.Millisecond)))
+		if got := cs[0].credentials[len(cs[0].credentials)-1]; got != first[0] {
+			t.Fatal("client 0 had a fresh credential before resumeRefresh")
+		}
+		update(time.Until(t0.Add(resumeRefresh + 3*time.Second))) // client 2 joined 2 s after client 0
+		for _, i := range []int{0, 2} {
+			c := cs[i]
+			if len(c.credentials) != 2*resumeCreds || c.credentials[len(c.credentials)-1] == first[i] {
+				t.Fatalf("client %d: no fresh credential after resumeRefresh (%d held)", i, len(c.credentials))
+			}
+		}
+		if n := h.queued(); n != 2 {
+			t.Fatalf("%d connections queued after the refresh, want 2", n)
+		}
+		for _, c := range cs {
+			c.Close()
+		}
+		update(time.Second)
+		if n := h.queued(); n != 0 {
+			t.Fatalf("%d connections queued after all left, want 0", n)
+		}
+	})
+}
+
+// queued counts the connections in the server's resume queue.
+func (h *harness) queued() int {
+	q := &h.s.resumes
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for p := q.head; p != nil; p = p.rq.next {
+		n++
+	}
+	return n
 }

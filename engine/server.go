@@ -136,6 +136,7 @@ type Server struct {
 	mux        *http.ServeMux
 	metrics    *metrics
 	made       atomic.Uint64 // rooms created, for their phases
+	resumes    resumeQueue   // the connections' credential refreshes
 
 	mu       sync.Mutex
 	rooms    map[string]*Room
@@ -573,6 +574,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.rtc.Close()
 	}
 	s.sched.Close()
+	s.resumes.stop()
 	return errstack.With(err)
 }
 
