@@ -72,14 +72,24 @@ func (p *Peer) handOver(hand []conn.Message) {
 	if h == nil {
 		return
 	}
+	// The inbox holds only what came before the handler was set (and at
+	// most a datagram's worth that raced with Handle): its lock is not
+	// taken a datagram for nothing.
+	inboxed := p.inboxed.Load()
+	if len(hand) == 0 && !inboxed {
+		return
+	}
 	p.handleMu.Lock()
 	defer p.handleMu.Unlock()
-	for {
-		m, ok := p.In.TryPop()
-		if !ok {
-			break
+	if inboxed {
+		p.inboxed.Store(false)
+		for {
+			m, ok := p.In.TryPop()
+			if !ok {
+				break
+			}
+			(*h)(m)
 		}
-		(*h)(m)
 	}
 	for _, m := range hand {
 		(*h)(m)

@@ -121,6 +121,7 @@ type Peer struct {
 
 	handler  atomic.Pointer[func(conn.Message)] // set by Handle
 	handleMu sync.Mutex                         // held while messages go to the handler, which takes them one at a time
+	inboxed  atomic.Bool                        // a message went to the inbox since handOver last looked
 	closer   atomic.Pointer[func()]             // set by HandleClose: runs once, after the close
 }
 
@@ -610,7 +611,9 @@ func (p *Peer) deliver(stream uint16, ppid uint32, data []byte) {
 		p.rd.hand = append(p.rd.hand, msg) // straight to the handler: no inbox between
 		return
 	}
-	if !p.In.Offer(msg) && ch == conn.Reliable {
+	if p.In.Offer(msg) {
+		p.inboxed.Store(true)
+	} else if ch == conn.Reliable {
 		p.fail = fmt.Errorf("%w: the reader is %d reliable messages behind", conn.ErrQueueFull, p.Lim.InboxReliable)
 	}
 }
