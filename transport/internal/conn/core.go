@@ -26,6 +26,7 @@ type Core struct {
 	// In holds the received messages for Receive and TryReceive.
 	In       *inbox.Inbox[Message]
 	done     chan struct{}
+	closed   atomic.Bool  // done is closed (or about to be): read on every send, without the channel's cache line
 	closeErr atomic.Value // error: why it closed
 
 	lastRecv, lastSend                                atomic.Int64 // unix nanoseconds
@@ -75,14 +76,7 @@ func (c *Core) Meta() any { return c.meta }
 func (c *Core) SetMeta(meta any) { c.meta = meta }
 
 // IsDone reports whether the connection has closed.
-func (c *Core) IsDone() bool {
-	select {
-	case <-c.done:
-		return true
-	default:
-		return false
-	}
-}
+func (c *Core) IsDone() bool { return c.closed.Load() }
 
 // Closing records why the connection is closing, for Err, and logs it;
 // a plain Close (reason nil) records nothing. Call it once, before
@@ -96,6 +90,7 @@ func (c *Core) Closing(reason error) {
 
 // Finish closes Done and drops what the inbox holds; call it once.
 func (c *Core) Finish() {
+	c.closed.Store(true)
 	close(c.done)
 	c.In.Clear()
 }
