@@ -25,6 +25,7 @@ type Job interface {
 // no goroutine per frame, and a slow room holds up one worker, not the
 // others. A job is never run by two workers at once.
 type Scheduler struct {
+	inline bool // one worker: the timer loop runs each job itself
 	mu     sync.Mutex
 	q      timeq.Queue[*jobEntry]
 	wake   chan struct{}
@@ -47,6 +48,16 @@ func NewScheduler(workers int) *Scheduler {
 		workers = runtime.GOMAXPROCS(0)
 	}
 	s := &Scheduler{wake: make(chan struct{}, 1), work: make(chan *jobEntry), closed: make(chan struct{})}
+	if workers == 1 {
+		// A worker of its own would run the jobs one at a time as the
+		// loop does, a goroutine switch later: each job would wait for
+		// the worker to be scheduled, behind whatever else is runnable
+		// (on a server with one P, the transport's reader and flusher).
+		s.inline = true
+		s.wg.Add(1)
+		go s.loop()
+		return s
+	}
 	s.wg.Add(workers + 1)
 	go s.loop()
 	for range workers {
@@ -88,6 +99,15 @@ func (s *Scheduler) loop() {
 			}
 		}
 		s.mu.Unlock()
+		if e != nil && s.inline {
+			select {
+			case <-s.closed:
+				return
+			default:
+			}
+			s.run(e)
+			continue
+		}
 		if e != nil {
 			select {
 			case s.work <- e:
@@ -117,15 +137,20 @@ func (s *Scheduler) loop() {
 func (s *Scheduler) worker() {
 	defer s.wg.Done()
 	for e := range s.work {
-		now := time.Now()
-		s.mu.Lock()
-		s.late.add(now.Sub(e.due))
-		s.runs++
-		s.mu.Unlock()
-		if next := e.job.Run(now); !next.IsZero() {
-			e.due = next
-			s.push(e)
-		}
+		s.run(e)
+	}
+}
+
+// run runs a due job and schedules its next run.
+func (s *Scheduler) run(e *jobEntry) {
+	now := time.Now()
+	s.mu.Lock()
+	s.late.add(now.Sub(e.due))
+	s.runs++
+	s.mu.Unlock()
+	if next := e.job.Run(now); !next.IsZero() {
+		e.due = next
+		s.push(e)
 	}
 }
 
