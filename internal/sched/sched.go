@@ -23,7 +23,8 @@ type Job interface {
 // Scheduler runs many jobs (rooms) on a few goroutines: one timer loop hands
 // each due job to a pool of workers, so there is no goroutine per room and
 // no goroutine per frame, and a slow room holds up one worker, not the
-// others. A job is never run by two workers at once.
+// others. A job is never run by two workers at once. With one worker the
+// timer loop runs the jobs itself.
 type Scheduler struct {
 	inline bool // one worker: the timer loop runs each job itself
 	mu     sync.Mutex
@@ -81,7 +82,8 @@ func (s *Scheduler) push(e *jobEntry) {
 	}
 }
 
-// loop waits for the earliest job and hands it to a free worker.
+// loop waits for the earliest job and hands it to a free worker (or, with
+// one worker, runs it).
 func (s *Scheduler) loop() {
 	defer s.wg.Done()
 	defer close(s.work)

@@ -62,6 +62,51 @@ func TestSchedulerSlowRoomDoesNotDelayOthers(t *testing.T) {
 	})
 }
 
+// TestSchedulerOneWorker: with one worker the timer loop runs the jobs
+// itself: each on time while the work fits, in the order they are due,
+// a job added by a running job runs too, and Close returns with none
+// running.
+func TestSchedulerOneWorker(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		s := NewScheduler(1)
+		now := time.Now()
+		var rooms []*periodic
+		for i := range 20 {
+			p := &periodic{period: 66 * time.Millisecond, work: time.Millisecond, due: now.Add(time.Duration(i) * time.Millisecond)}
+			rooms = append(rooms, p)
+			s.Add(p, p.due)
+		}
+		added := &periodic{period: time.Second}
+		s.Add(jobFunc(func(now time.Time) time.Time {
+			added.due = now
+			s.Add(added, now) // from inside a run
+			return time.Time{}
+		}), now.Add(1030*time.Millisecond)) // between the rooms' runs
+		time.Sleep(10 * time.Second)
+		s.Close()
+		for i, p := range rooms {
+			p.mu.Lock()
+			if p.late > 0 || len(p.runs) < 150 {
+				t.Errorf("room %d: %d runs, up to %v late", i, len(p.runs), p.late)
+			}
+			p.mu.Unlock()
+		}
+		added.mu.Lock()
+		if len(added.runs) < 8 {
+			t.Errorf("the job added from a run ran %d times", len(added.runs))
+		}
+		added.mu.Unlock()
+		if st := s.Stats(); st.Runs < 20*150 {
+			t.Errorf("stats %+v", st)
+		}
+	})
+}
+
+// jobFunc is a Job made of a function.
+type jobFunc func(now time.Time) time.Time
+
+func (f jobFunc) Run(now time.Time) time.Time { return f(now) }
+
 // counting is a loop that records what its host hands it.
 type counting struct {
 	took    []int
