@@ -107,7 +107,11 @@ func TestOverLocalBus(t *testing.T) {
 		games := make([]*game, 3)
 		cfgs := make([]SubscriberConfig, 3)
 		for i := range games {
-			cfgs[i] = SubscriberConfig{ID: fmt.Sprintf("game-%d", i), Path: fmt.Sprintf("%s/game-%d", dir, i), ReportTimeout: 200 * time.Millisecond}
+			// Retries back off to 1 s at most, not the default 8 s: the
+			// copies must have caught up within the 5 s the test leaves
+			// after the last change, whatever the bus's loss took.
+			cfgs[i] = SubscriberConfig{ID: fmt.Sprintf("game-%d", i), Path: fmt.Sprintf("%s/game-%d", dir, i),
+				ReportTimeout: 200 * time.Millisecond, MaxReportInterval: time.Second}
 			games[i] = newGame(t, b, cfgs[i])
 			games[i].start(t, time.Now())
 		}
@@ -132,7 +136,7 @@ func TestOverLocalBus(t *testing.T) {
 		}
 		for i, g := range games {
 			if g.guilds.Version() != int64(w.guilds.Version()) || !sameCollection(w.guilds, g.guilds) {
-				t.Errorf("game-%d at %d, publisher at %d", i, g.guilds.Version(), w.guilds.Version())
+				t.Errorf("game-%d at %d, publisher at %d (%+v)", i, g.guilds.Version(), w.guilds.Version(), g.sub.Stats())
 			}
 		}
 		if st := games[1].sub.Stats(); st.FullLoads != 0 {
