@@ -44,13 +44,7 @@ func TestSchedulerSlowRoomDoesNotDelayOthers(t *testing.T) {
 			s.Add(p, now)
 		}
 		time.Sleep(10 * time.Second)
-		for i, p := range fast {
-			p.mu.Lock()
-			if p.late > 0 || len(p.runs) < 150 {
-				t.Errorf("fast room %d: %d runs, up to %v late", i, len(p.runs), p.late)
-			}
-			p.mu.Unlock()
-		}
+		checkOnTime(t, "fast room", fast, 150)
 		slow.mu.Lock()
 		if len(slow.runs) < 15 {
 			t.Errorf("slow room ran %d times", len(slow.runs))
@@ -84,13 +78,7 @@ func TestSchedulerOneWorker(t *testing.T) {
 		}), now.Add(1030*time.Millisecond)) // between the rooms' runs
 		time.Sleep(10 * time.Second)
 		s.Close()
-		for i, p := range rooms {
-			p.mu.Lock()
-			if p.late > 0 || len(p.runs) < 150 {
-				t.Errorf("room %d: %d runs, up to %v late", i, len(p.runs), p.late)
-			}
-			p.mu.Unlock()
-		}
+		checkOnTime(t, "room", rooms, 150)
 		added.mu.Lock()
 		if len(added.runs) < 8 {
 			t.Errorf("the job added from a run ran %d times", len(added.runs))
@@ -100,6 +88,18 @@ func TestSchedulerOneWorker(t *testing.T) {
 			t.Errorf("stats %+v", st)
 		}
 	})
+}
+
+// checkOnTime fails t for each job that ran late or fewer than runs times.
+func checkOnTime(t *testing.T, what string, jobs []*periodic, runs int) {
+	t.Helper()
+	for i, p := range jobs {
+		p.mu.Lock()
+		if p.late > 0 || len(p.runs) < runs {
+			t.Errorf("%s %d: %d runs, up to %v late", what, i, len(p.runs), p.late)
+		}
+		p.mu.Unlock()
+	}
 }
 
 // jobFunc is a Job made of a function.
