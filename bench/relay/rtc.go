@@ -51,6 +51,7 @@ type relayRun struct {
 	upBytes      float64           // the mean message received, in bytes
 	downBytes    float64           // the mean message sent
 	floor        bots.FloorRun     // the plain-UDP floor at this load's shape, when measured
+	cpuBusy      float64           // how busy the server's CPU was, when pinned (bots.Window.ServerCPUBusy)
 }
 
 // allocsPerMsg is the server's heap allocations per message.
@@ -140,6 +141,12 @@ func (r *relayRun) result() string {
 		"allocs_per_msg", r.allocsPerMsg(),
 		"gc_cpu_fraction", r.gcFraction,
 	}
+	if r.cpuBusy >= 0 {
+		// The server's CPU as the kernel counts it, its softirqs and
+		// ksoftirqd's work there included: server_cores (getrusage)
+		// misses what ksoftirqd takes of loopback's receive work.
+		kv = append(kv, "server_cpu_busy", r.cpuBusy)
+	}
 	if r.floor.Msgs > 0 { // measured for the run reported
 		kv = append(kv, "floor_cpu_us_per_msg", r.floor.CPUPerMsg(), "cpu_vs_floor", r.cpuPerMsg()/r.floor.CPUPerMsg())
 	}
@@ -208,6 +215,9 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 func printFloor(out io.Writer, r *relayRun) {
 	fmt.Fprintf(out, "\nserver at %d players: %.2f cores, %.3f heap allocations a message, GC %.1f%% of its Go CPU;\n",
 		r.players, r.cores(), r.allocsPerMsg(), 100*r.gcFraction)
+	if r.cpuBusy >= 0 {
+		fmt.Fprintf(out, "its CPU %.0f%% busy as the kernel counts it (softirqs and ksoftirqd's loopback work there included)\n", 100*r.cpuBusy)
+	}
 	fmt.Fprintf(out, "messages of %.0f bytes up, %.0f down: %.2f us of CPU each\n", r.upBytes, r.downBytes, r.cpuPerMsg())
 	fmt.Fprintf(out, "plain-UDP floor at that shape (recvmmsg, a reply a message on the room's tick, sendmmsg; no crypto, no SCTP, no rooms):\n")
 	fmt.Fprintf(out, "  %.2f us a message over %d messages: the engine is %.2f times the floor\n",
@@ -303,7 +313,7 @@ func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*rel
 		return kill(err)
 	}
 	frames0, frames1 := marks[0], marks[1]
-	r.wall, r.cpu = win.Wall, win.CPU
+	r.wall, r.cpu, r.cpuBusy = win.Wall, win.CPU, win.ServerCPUBusy
 	r.late = win.After.Hist[cutLateMetric].Since(win.Before.Hist[cutLateMetric])
 	r.msgs = uint64(win.After.Messages()) - uint64(win.Before.Messages())
 	r.gcFraction = win.Runtime[1].GCFraction(win.Runtime[0])

@@ -1,9 +1,11 @@
 package bots
 
 import (
+	"bufio"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -101,4 +103,45 @@ func pinApart(server, bots, botsPid int) (undo func(), err error) {
 		return nil, fmt.Errorf("pin the bots to CPU %d: %w", bots, err)
 	}
 	return undo, nil
+}
+
+// cpuTicks returns how long CPU cpu has been busy (everything but idle
+// and I/O wait: this process's threads, the kernel's interrupts and
+// softirqs, ksoftirqd) and its total time, in clock ticks, from
+// /proc/stat.
+func cpuTicks(cpu int) (busy, total uint64, ok bool) {
+	f, err := os.Open("/proc/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	defer f.Close()
+	name := "cpu" + strconv.Itoa(cpu)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || fields[0] != name {
+			continue
+		}
+		for i, v := range fields[1:] {
+			n, err := strconv.ParseUint(v, 10, 64)
+			if err != nil {
+				return 0, 0, false
+			}
+			if i >= 8 { // guest time is counted in user time already
+				break
+			}
+			total += n
+			if i != 3 && i != 4 { // idle, iowait
+				busy += n
+			}
+		}
+		return busy, total, true
+	}
+	return 0, 0, false
+}
+
+// pinnedTo reports whether this process runs on CPU cpu alone.
+func pinnedTo(cpu int) bool {
+	var set unix.CPUSet
+	return unix.SchedGetaffinity(0, &set) == nil && set.Count() == 1 && set.IsSet(cpu)
 }

@@ -4,9 +4,13 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestRenice: every thread of the process is at the niceness asked for
@@ -82,5 +86,40 @@ func TestPin(t *testing.T) {
 	undo()
 	if got := allowed(me); !maps.Equal(got, before) {
 		t.Errorf("after undo the server's threads may run on %v, want %v", got, before)
+	}
+}
+
+// TestCPUTicks: a CPU's busy time is part of its total, and both grow
+// while this process keeps it busy; a CPU that does not exist is not
+// found.
+func TestCPUTicks(t *testing.T) {
+	cpu, _, ok := twoCPUs()
+	if !ok {
+		t.Skip("fewer than two CPUs")
+	}
+	busy0, total0, ok := cpuTicks(cpu)
+	if !ok || busy0 > total0 {
+		t.Fatalf("cpu%d: busy %d of %d (ok %v)", cpu, busy0, total0, ok)
+	}
+	var set unix.CPUSet
+	set.Set(cpu)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var was unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &was); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SchedSetaffinity(0, &was)
+	for end := time.Now().Add(100 * time.Millisecond); time.Now().Before(end); {
+	}
+	busy1, total1, ok := cpuTicks(cpu)
+	if !ok || busy1 > total1 || busy1 <= busy0 || total1 <= total0 {
+		t.Fatalf("cpu%d after 100 ms of work: busy %d -> %d, total %d -> %d", cpu, busy0, busy1, total0, total1)
+	}
+	if _, _, ok := cpuTicks(1 << 20); ok {
+		t.Error("a CPU that does not exist was found")
 	}
 }

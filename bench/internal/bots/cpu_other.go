@@ -18,3 +18,9 @@ func twoCPUs() (server, bots int, ok bool) { return 0, 0, false }
 func pinApart(server, bots, botsPid int) (undo func(), err error) {
 	return nil, errors.New("pin: only on Linux")
 }
+
+// cpuTicks: /proc/stat is Linux's.
+func cpuTicks(cpu int) (busy, total uint64, ok bool) { return 0, 0, false }
+
+// pinnedTo: pinning is only wired up on Linux.
+func pinnedTo(cpu int) bool { return false }

@@ -104,6 +104,13 @@ type Window struct {
 	CPU           time.Duration      // the server process's CPU time in it
 	Runtime       [2]harness.Runtime // the runtime's counters at its start and end (the GC's CPU, allocations)
 	Before, After harness.Metrics    // the server's metrics before it and after it
+	// ServerCPUBusy is how busy the server's CPU was over the window,
+	// from the kernel's count (its process, and the interrupts, softirqs
+	// and ksoftirqd run there: on loopback, the receiving side's kernel
+	// work a send raises, which getrusage leaves out when ksoftirqd
+	// takes it), when the shape pinned the server to it (PinApart); -1
+	// when it is not known.
+	ServerCPUBusy float64
 }
 
 // Measure measures the engine server at url (its base URL) over d. It
@@ -135,11 +142,17 @@ func Measure[T any](url string, d time.Duration, profile string, mark func() T, 
 	if allocs != "" {
 		writeAllocs(allocs + ".0")
 	}
+	server, _, pinnable := twoCPUs()
+	busy0, total0, stat := cpuTicks(server)
 	marks[0], cpu0, w0 = mark(), harness.CPUTime(), time.Now()
 	w.Runtime[0] = harness.ReadRuntime()
 	time.Sleep(d)
 	w.Runtime[1] = harness.ReadRuntime()
 	marks[1], cpu1, w1 = mark(), harness.CPUTime(), time.Now()
+	w.ServerCPUBusy = -1
+	if busy1, total1, ok := cpuTicks(server); pinnable && stat && ok && total1 > total0 && pinnedTo(server) {
+		w.ServerCPUBusy = float64(busy1-busy0) / float64(total1-total0)
+	}
 	if allocs != "" {
 		writeAllocs(allocs + ".1")
 	}
