@@ -106,9 +106,8 @@ type Window struct {
 	Before, After harness.Metrics    // the server's metrics before it and after it
 	// ServerCPUBusy is how busy the server's CPU was over the window,
 	// from the kernel's count (its process, and the interrupts, softirqs
-	// and ksoftirqd run there: on loopback, the receiving side's kernel
-	// work a send raises, which getrusage leaves out when ksoftirqd
-	// takes it), when the shape pinned the server to it (PinApart); -1
+	// and ksoftirqd run there, which getrusage would not count as the
+	// server's), when the shape pinned the server to it (PinApart); -1
 	// when it is not known.
 	ServerCPUBusy float64
 }

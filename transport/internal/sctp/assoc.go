@@ -529,7 +529,7 @@ func (a *Assoc) Handle(now time.Time, pkt []byte) error {
 			// small messages (an input, a few a frame) are not bulk: their
 			// SACK waits for the next DATA of ours, the frame or the world
 			// packet of the next tick, rather than go alone in a datagram
-			// of its own (a fifth of the relay's datagrams, measured).
+			// of its own (15 to 18% of the relay's datagrams, measured).
 			a.sackNow = true
 		}
 		if a.recv.n > 0 && a.pkts >= 4 {
@@ -640,36 +640,6 @@ func (a *Assoc) establish() {
 	a.cumAck = a.initTSN - 1
 	a.advAck = a.cumAck
 	a.cookie = nil
-}
-
-// handleForward takes a FORWARD-TSN: the peer gave up on everything up
-// to its new cumulative TSN.
-func (a *Assoc) handleForward(c Chunk) error {
-	if len(c.Value) < 4 || (len(c.Value)-4)%4 != 0 {
-		return fmt.Errorf("%w: FORWARD-TSN of %d bytes", ErrMalformed, len(c.Value))
-	}
-	cum := binary.BigEndian.Uint32(c.Value)
-	// Answered at once, even when old: the peer has not seen the SACK
-	// that took it.
-	if !a.sackOwed {
-		a.sackOwed, a.owedAt = true, 0
-	}
-	a.sackNow = true
-	if tsnLE(cum, a.recv.cum) {
-		return nil
-	}
-	if cum-a.recv.cum > maxTSNWindow {
-		return fmt.Errorf("%w: FORWARD-TSN %d too far past %d", ErrProtocol, cum, a.recv.cum)
-	}
-	a.recv.forward(cum)
-	for p := c.Value[4:]; len(p) >= 4; p = p[4:] {
-		s, ssn := binary.BigEndian.Uint16(p), binary.BigEndian.Uint16(p[2:])
-		if s < maxStreams && !ssnLess(ssn, a.nextSSN[s]) {
-			a.nextSSN[s] = ssn + 1
-		}
-	}
-	a.forwardHeld()
-	return nil
 }
 
 // handleReconfig answers a peer's outgoing stream reset (a data channel

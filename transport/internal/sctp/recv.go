@@ -1,6 +1,7 @@
 package sctp
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math/bits"
 	"slices"
@@ -369,6 +370,36 @@ func (a *Assoc) handleData(c Chunk) error {
 // dropDeadBeside drops the runs held just below and just above tsn,
 // which has arrived, when they can never complete now: the run below
 // does not end and tsn does not continue it; the run above does not
+// handleForward takes a FORWARD-TSN: the peer gave up on everything up
+// to its new cumulative TSN.
+func (a *Assoc) handleForward(c Chunk) error {
+	if len(c.Value) < 4 || (len(c.Value)-4)%4 != 0 {
+		return fmt.Errorf("%w: FORWARD-TSN of %d bytes", ErrMalformed, len(c.Value))
+	}
+	cum := binary.BigEndian.Uint32(c.Value)
+	// Answered at once, even when old: the peer has not seen the SACK
+	// that took it.
+	if !a.sackOwed {
+		a.sackOwed, a.owedAt = true, 0
+	}
+	a.sackNow = true
+	if tsnLE(cum, a.recv.cum) {
+		return nil
+	}
+	if cum-a.recv.cum > maxTSNWindow {
+		return fmt.Errorf("%w: FORWARD-TSN %d too far past %d", ErrProtocol, cum, a.recv.cum)
+	}
+	a.recv.forward(cum)
+	for p := c.Value[4:]; len(p) >= 4; p = p[4:] {
+		s, ssn := binary.BigEndian.Uint16(p), binary.BigEndian.Uint16(p[2:])
+		if s < maxStreams && !ssnLess(ssn, a.nextSSN[s]) {
+			a.nextSSN[s] = ssn + 1
+		}
+	}
+	a.forwardHeld()
+	return nil
+}
+
 // begin and does not continue tsn.
 func (a *Assoc) dropDeadBeside(tsn uint32) {
 	self := a.held.get(tsn)
