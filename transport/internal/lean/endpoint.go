@@ -179,6 +179,7 @@ func (ep *endpoint) flushLoop() {
 		ep.dmu.Unlock()
 		held := now
 		for i, p := range dirty {
+			warmAhead(dirty, i, false)
 			p.flush(now, &w)
 			// A flush of every peer after a busy tick would keep a game
 			// loop whose time has come waiting (on a server with one P,

@@ -36,6 +36,7 @@ type reading struct {
 	hand     []conn.Message
 	slab     []byte
 	slabSize int
+	ahead    []*Peer // a server's: the peer each datagram of the batch is for (warm.go)
 }
 
 // Slab sizes: a server's socket, or a shared client socket, reads every

@@ -59,30 +59,60 @@ var errFlood = errors.New("transport: peer floods datagrams")
 // Peer is one connection of the lean stack, and its transport.Conn.
 type Peer struct {
 	conn.Core
-	ep     atomic.Pointer[endpoint] // its flusher's (home); a server's peer moves to its socket's shard at its first check
-	sock   *socket                  // where its datagrams come in: p.mu guards it
-	client bool                     // the ICE controlling side, which sends SCTP's INIT
-	// local and oob: a shared socket's client sends from its own local
-	// address, named in each datagram's control message (IP_PKTINFO).
-	local netip.Addr
-	oob   []byte
-	// dtlsClient: this side starts the DTLS handshake (setup active).
-	dtlsClient bool
-	ufrag      string // this side's ICE credentials
-	pwd        string
-	remote     remoteSession
-	made       time.Time
 
-	mu          sync.Mutex
-	phase       phase
+	// What a datagram in or out touches comes first, together after the
+	// Core (whose limits and counters it touches too): a few cache lines,
+	// which warm asks for before the reader or flusher comes to the peer
+	// (warm.go). p.mu guards what is not atomic.
+	ep      atomic.Pointer[endpoint] // its flusher's (home); a server's peer moves to its socket's shard at its first check
+	mu      sync.Mutex
+	phase   phase
+	client  bool // the ICE controlling side, which sends SCTP's INIT
+	dirty   bool
+	skipped atomic.Bool // the flusher found the peer busy: whoever unlocks it queues it again
+	opened  atomic.Bool
+	inboxed atomic.Bool    // a message went to the inbox since handOver last looked
+	rap     netip.AddrPort // where it is
+	cand    netip.AddrPort // a new address the peer's ICE checks came from, not yet proven
+	tcp     *tcpPath       // the TCP connection rap is, when the peer is on one (ICE-TCP)
+	candTCP *tcpPath       // the TCP connection cand is, when it is one
+	sock    *socket        // where its datagrams come in
+	// oob: a shared socket's client sends from its own local address,
+	// named in each datagram's control message (IP_PKTINFO).
+	oob   []byte
+	ciph  *record.Cipher
+	assoc *sctp.Assoc
+	keyed atomic.Pointer[keyed] // for warm, which does not hold mu: set with ciph and assoc
+	fail  error                 // why to close, found under the lock
+	taken []sctp.Message        // the association's messages, as the reader takes them
+	rd    *reading              // while a reader holds the lock: where messages for the handler, and their bytes, go
+	// The datagrams it sent this second, and the seconds it sent too many.
+	rateSecond int64
+	rateCount  int
+	floods     int
+	// The flusher's writer while it flushes the peer, and the functions
+	// that build packets in its buffers and queue them (made once).
+	w        *batchWriter
+	nextBuf  func() []byte
+	emit     func([]byte)
+	timer    atomic.Pointer[atomic.Int64] // the slot of its endpoint's timer table: unix nanoseconds of the next timer; 0: none
+	deadline int64                        // the last stored there, carried to another endpoint's table
+	rtt      atomic.Int64
+	handler  atomic.Pointer[func(conn.Message)] // set by Handle
+	handleMu sync.Mutex                         // held while messages go to the handler, which takes them one at a time
+	hotEnd   struct{}                           // where warm stops
+
+	local netip.Addr // a shared socket's client's own address
+	// dtlsClient: this side starts the DTLS handshake (setup active).
+	dtlsClient  bool
+	ufrag       string // this side's ICE credentials
+	pwd         string
+	remote      remoteSession
+	made        time.Time
 	reached     phase // the phase the peer was in when it closed
-	rap         netip.AddrPort
 	raddr       *net.UDPAddr
-	cand        netip.AddrPort // a new address the peer's ICE checks came from, not yet proven
-	tcp         *tcpPath       // the TCP connection rap is, when the peer is on one (ICE-TCP)
-	candTCP     *tcpPath       // the TCP connection cand is, when it is one
-	candSock    *socket        // the socket cand's datagrams come in on, when it is a UDP one
-	candSecond  int64          // the second candChecks counts
+	candSock    *socket // the socket cand's datagrams come in on, when it is a UDP one
+	candSecond  int64   // the second candChecks counts
 	candChecks  int
 	moved       [maxMoves]time.Time // when it last moved, oldest first
 	hs          *hsConn
@@ -90,39 +120,15 @@ type Peer struct {
 	flightSent  int
 	flightAt    time.Time
 	early       [][]byte
-	ciph        *record.Cipher
-	assoc       *sctp.Assoc
-	dirty       bool
-	fail        error          // why to close, found under the lock
-	taken       []sctp.Message // the association's messages, as the reader takes them
-	rd          *reading       // while a reader holds the lock: where messages for the handler, and their bytes, go
-	rateSecond  int64
-	rateCount   int
-	floods      int
 	iceTx       [12]byte // the binding request's transaction
 	iceCheck    []byte   // the binding request, resent as it is
 	iceTries    int
 	iceAnswered bool // the server answered the binding request
-	// The flusher's writer while it flushes the peer, and the functions
-	// that build packets in its buffers and queue them (made once).
-	w       *batchWriter
-	nextBuf func() []byte
-	emit    func([]byte)
-
-	timer    atomic.Pointer[atomic.Int64] // the slot of its endpoint's timer table: unix nanoseconds of the next timer; 0: none
-	deadline int64                        // the last stored there (p.mu), carried to another endpoint's table
-	skipped  atomic.Bool                  // the flusher found the peer busy: whoever unlocks it queues it again
-	opened   atomic.Bool
-	open     chan struct{}
-	once     sync.Once
-	onOpen   func(*Peer)
-	onClose  func(*Peer)
-	rtt      atomic.Int64
-
-	handler  atomic.Pointer[func(conn.Message)] // set by Handle
-	handleMu sync.Mutex                         // held while messages go to the handler, which takes them one at a time
-	inboxed  atomic.Bool                        // a message went to the inbox since handOver last looked
-	closer   atomic.Pointer[func()]             // set by HandleClose: runs once, after the close
+	open        chan struct{}
+	once        sync.Once
+	onOpen      func(*Peer)
+	onClose     func(*Peer)
+	closer      atomic.Pointer[func()] // set by HandleClose: runs once, after the close
 }
 
 func newPeer(ep *endpoint, sock *socket, id conn.PeerID, client bool, lim conn.Limits, log *slog.Logger) *Peer {
@@ -363,6 +369,7 @@ func (p *Peer) handshake(hs *hsConn) {
 	p.ciph = ciph
 	p.assoc = sctp.New(sctp.Config{Client: p.client, CookieKey: p.home().cookieKey,
 		MaxMessage: p.Lim.MaxReliable, RecvWindow: 256 << 10}, now)
+	p.keyed.Store(newKeyed(p.ciph, p.assoc))
 	p.phase = phaseSCTP
 	early := p.early
 	p.early = nil

@@ -231,7 +231,14 @@ func (s *socket) readLoop() {
 			continue
 		}
 		began := now
+		warm := s.server && !s.shared && n > 1
+		if warm {
+			s.lookAhead(r.in[:n], &rd)
+		}
 		for i := range r.in[:n] {
+			if warm {
+				warmAhead(rd.ahead, i, true)
+			}
 			d := &r.in[i]
 			if len(d.b) == 0 {
 				continue

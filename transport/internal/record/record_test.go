@@ -9,9 +9,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/pion/dtls/v3"
 	"github.com/pion/dtls/v3/pkg/crypto/selfsign"
+
+	"github.com/tongbu/tongbu/internal/prefetch"
 )
 
 // tapConn is a PacketConn whose reads can be diverted to the test once
@@ -217,5 +220,27 @@ func TestSealInPlace(t *testing.T) {
 		}
 	}); allocs != 0 {
 		t.Errorf("%v allocations a record sealed and opened", allocs)
+	}
+}
+
+// TestSpans: the memory a server asks for before it opens or seals a
+// peer's records is the Cipher's and, for each side, that side's own
+// AEAD.
+func TestSpans(t *testing.T) {
+	c, err := New(bytes.Repeat([]byte{1}, 16), make([]byte, 4), bytes.Repeat([]byte{2}, 16), make([]byte, 4))
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, seal := c.Spans(true), c.Spans(false)
+	if want := prefetch.SpanOf(unsafe.Pointer(c), unsafe.Sizeof(*c)); open[0] != want || seal[0] != want {
+		t.Fatalf("the cipher's span: %v and %v, want %v", open[0], seal[0], want)
+	}
+	if open[1] == (prefetch.Span{}) || seal[1] == (prefetch.Span{}) || open[1] == seal[1] {
+		t.Fatalf("the AEADs' spans: open %v, seal %v: want two, apart", open[1], seal[1])
+	}
+	open[1].Warm()
+	seal[1].Warm()
+	if got := c.Seal(nil, ApplicationData, []byte("still")); len(got) != Prefix+5+TagLen {
+		t.Fatalf("a record after the warm hints: %d bytes", len(got))
 	}
 }

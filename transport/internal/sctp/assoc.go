@@ -7,6 +7,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"time"
+	"unsafe"
+
+	"github.com/tongbu/tongbu/internal/prefetch"
 )
 
 // maxStreams is the number of streams each side offers.
@@ -314,6 +317,10 @@ func (a *Assoc) Tags() (mine, peer, nextTSN uint32) { return a.myTag, a.peerTag,
 
 // Held returns the chunks held now for reassembly or order.
 func (a *Assoc) Held() int { return a.held.n }
+
+// Span returns the association's memory, for a server to ask the CPU for
+// before it comes to the peer's datagram (see package prefetch).
+func (a *Assoc) Span() prefetch.Span { return prefetch.SpanOf(unsafe.Pointer(a), unsafe.Sizeof(*a)) }
 
 // SRTT returns the smoothed round-trip time; 0 before the first sample.
 func (a *Assoc) SRTT() time.Duration { return a.srtt }
