@@ -25,10 +25,15 @@ type peer struct {
 	released atomic.Bool // no more resume credentials (resume_server.go)
 	rq       resumeLink  // its place in the server's resumeQueue
 
-	// A token bucket on received messages: a flooding client loses its own
-	// excess, nobody else's time.
-	tokens float64
-	last   time.Time
+	// What each message received touches, together (receive): where it
+	// goes, and a token bucket on them (a flooding client loses its own
+	// excess, nobody else's time). A transport.Handler's messages are
+	// taken under rmu, which rclosed's close shuts.
+	rmu     sync.Mutex
+	rclosed bool
+	tokens  float64
+	last    time.Time
+	deliver func(msg []byte, now time.Time)
 }
 
 const (
@@ -79,36 +84,16 @@ const byeLinger = 250 * time.Millisecond
 // no goroutine waits for it, and none wakes per message. Another is read
 // by a goroutine of its own.
 func (p *peer) receive(deliver func(msg []byte, now time.Time), gone func()) {
-	take := func(m transport.Message) {
-		now := time.Now()
-		switch {
-		case !p.allow(now):
-			p.s.metrics.drop("engine", "rate")
-		case isEngine(m.Data) && p.onEngine != nil:
-			p.onEngine(m.Data)
-		case isEngine(m.Data):
-			p.s.metrics.drop("engine", "unexpected")
-		default:
-			deliver(m.Data, now)
-		}
-	}
+	p.deliver = deliver
 	if h, ok := p.conn.(transport.Handler); ok {
 		// The transport may be handing over a message as the connection
-		// closes: closed, set under mu, makes sure nothing is delivered
+		// closes: rclosed, set under rmu, makes sure nothing is delivered
 		// once gone runs (the slot may be someone else's then).
-		var mu sync.Mutex
-		closed := false
-		h.Handle(func(m transport.Message) {
-			mu.Lock()
-			if !closed {
-				take(m)
-			}
-			mu.Unlock()
-		})
+		h.Handle(p.handle)
 		h.HandleClose(func() {
-			mu.Lock()
-			closed = true
-			mu.Unlock()
+			p.rmu.Lock()
+			p.rclosed = true
+			p.rmu.Unlock()
 			gone()
 		})
 		return
@@ -119,8 +104,33 @@ func (p *peer) receive(deliver func(msg []byte, now time.Time), gone func()) {
 			if err != nil {
 				break
 			}
-			take(m)
+			p.take(m)
 		}
 		gone()
 	}()
+}
+
+// handle takes a message a transport.Handler hands over.
+func (p *peer) handle(m transport.Message) {
+	p.rmu.Lock()
+	if !p.rclosed {
+		p.take(m)
+	}
+	p.rmu.Unlock()
+}
+
+// take passes a received message on: to deliver, to onEngine, or
+// counted and dropped.
+func (p *peer) take(m transport.Message) {
+	now := time.Now()
+	switch {
+	case !p.allow(now):
+		p.s.metrics.drop("engine", "rate")
+	case isEngine(m.Data) && p.onEngine != nil:
+		p.onEngine(m.Data)
+	case isEngine(m.Data):
+		p.s.metrics.drop("engine", "unexpected")
+	default:
+		p.deliver(m.Data, now)
+	}
 }
