@@ -118,9 +118,14 @@ func (c *Core) MaxFor(ch Channel) int {
 	return c.Lim.MaxUnreliable
 }
 
-// Sent counts a message sent.
-func (c *Core) Sent(n int) {
-	c.lastSend.Store(time.Now().UnixNano())
+// Sent counts a message sent now.
+func (c *Core) Sent(n int) { c.SentAtNano(n, time.Now().UnixNano()) }
+
+// SentAtNano counts a message sent at ns (unix nanoseconds): a stack
+// with a clock of its own, coarser and cheaper than time.Now, which
+// decides only when a keepalive is due.
+func (c *Core) SentAtNano(n int, ns int64) {
+	c.lastSend.Store(ns)
 	c.sentMsgs.Add(1)
 	c.sentBytes.Add(uint64(n))
 }
@@ -136,7 +141,12 @@ func (c *Core) CountDropped() { c.dropped.Add(1) }
 // channel's limit (the caller closes the connection) is not for the
 // reader; otherwise it is counted.
 func (c *Core) Check(ch Channel, data []byte) (bool, error) {
-	c.lastRecv.Store(time.Now().UnixNano())
+	return c.CheckAt(time.Now(), ch, data)
+}
+
+// CheckAt is Check for a message that came at now (a batch's time).
+func (c *Core) CheckAt(now time.Time, ch Channel, data []byte) (bool, error) {
+	c.lastRecv.Store(now.UnixNano())
 	if len(data) == 0 {
 		return false, nil
 	}

@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/pion/dtls/v3/pkg/crypto/selfsign"
@@ -63,6 +64,11 @@ type endpoint struct {
 	dmu   sync.Mutex
 	dirty []*Peer
 	wake  chan struct{}
+	// clock is the flusher's last reading of the time (unix nanoseconds),
+	// at most sweepEvery old while it runs: what a send notes as its
+	// peer's last (which only decides when a keepalive is due), without a
+	// clock read a message.
+	clock atomic.Int64
 
 	closed    chan struct{}
 	once      sync.Once
@@ -114,6 +120,7 @@ func newEndpoint(lim conn.Limits, log *slog.Logger, id *identity) (*endpoint, er
 	// keep alive at the limits' KeepAlive: a check a second would send a
 	// keepalive due every 500 ms only every second.
 	ep.idleEvery = max(sweepEvery, min(time.Second, conn.WithDefaults(lim).KeepAlive/2))
+	ep.clock.Store(time.Now().UnixNano())
 	ep.wg.Add(1)
 	go ep.flushLoop()
 	return ep, nil
@@ -173,6 +180,7 @@ func (ep *endpoint) flushLoop() {
 			sweep = true
 		}
 		now := time.Now()
+		ep.clock.Store(now.UnixNano())
 		ep.dmu.Lock()
 		dirty := ep.dirty
 		ep.dirty = due[:0]

@@ -63,7 +63,7 @@ func FuzzLeanDatagram(f *testing.F) {
 		// And straight to the channels, as SCTP delivers a message.
 		vp := victimSrv
 		vp.mu.Lock()
-		vp.deliver(uint16(b[0]%3), uint32(b[0]), b[1:])
+		vp.deliver(time.Now(), uint16(b[0]%3), uint32(b[0]), b[1:])
 		vp.fail = nil
 		vp.mu.Unlock()
 		var m stun.Message

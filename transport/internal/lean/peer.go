@@ -211,7 +211,7 @@ func (p *Peer) send(ch conn.Channel, msg []byte) error {
 	if mark {
 		p.home().markDirty(p)
 	}
-	p.Sent(len(msg))
+	p.SentAtNano(len(msg), p.home().clock.Load())
 	return nil
 }
 
@@ -489,7 +489,7 @@ func (p *Peer) records(now time.Time, b []byte) int {
 				if m.Reset {
 					p.reset(m.Stream)
 				} else {
-					p.deliver(m.Stream, m.PPID, m.Data)
+					p.deliver(now, m.Stream, m.PPID, m.Data)
 				}
 			}
 			clear(p.taken)
@@ -593,7 +593,7 @@ func (p *Peer) timerAt() int64 { return p.deadline }
 
 // deliver takes a message from the association; p.mu is held. The data
 // is copied into the reader's slab, which the messages it reads share.
-func (p *Peer) deliver(stream uint16, ppid uint32, data []byte) {
+func (p *Peer) deliver(now time.Time, stream uint16, ppid uint32, data []byte) {
 	if stream > uint16(conn.Reliable) {
 		return
 	}
@@ -601,7 +601,7 @@ func (p *Peer) deliver(stream uint16, ppid uint32, data []byte) {
 	if ppid == sctp.PPIDBinaryEmpty || ppid == sctp.PPIDStringEmpty {
 		data = nil
 	}
-	ok, err := p.Check(ch, data)
+	ok, err := p.CheckAt(now, ch, data)
 	if err != nil {
 		p.fail = err
 		return
