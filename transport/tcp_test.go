@@ -16,7 +16,12 @@ import (
 func TestICETCP(t *testing.T) {
 	for _, stack := range []Stack{StackLean, StackPion} {
 		t.Run(stack.String(), func(t *testing.T) {
-			s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Stack: stack})
+			// Under a loaded machine (the race detector, the packages
+			// in parallel) pion's client has once stayed in ICE checking
+			// past the default 10 s: a longer handshake, and the server's
+			// counters if it still fails.
+			lim := Limits{HandshakeTimeout: 30 * time.Second}
+			s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", Stack: stack, Limits: lim})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -26,12 +31,12 @@ func TestICETCP(t *testing.T) {
 			}
 			hs := httptest.NewServer(s)
 			defer hs.Close()
-			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 40*time.Second)
 			defer cancel()
 			for _, client := range []Stack{StackLean, StackPion} {
-				c, err := Dial(ctx, hs.URL, &ClientConfig{Network: "tcp", Stack: client})
+				c, err := Dial(ctx, hs.URL, &ClientConfig{Network: "tcp", Stack: client, Limits: lim})
 				if err != nil {
-					t.Fatalf("a %s client: %v", client, err)
+					t.Fatalf("a %s client: %v (the server's data path: %+v)", client, err, s.DataPath())
 				}
 				sc, err := s.Accept(ctx)
 				if err != nil {

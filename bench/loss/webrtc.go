@@ -96,7 +96,11 @@ func lossMatch(path lossPath, players int, d time.Duration) (lossRun, error) {
 	stack := path.stack
 	res := lossRun{stack: stack}
 	secret := []byte("bench-loss-webrtc-secret-0123456789")
-	cfg := engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", PublicIPs: []string{"127.0.0.2"}, Stack: stack}
+	cfg := engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", PublicIPs: []string{"127.0.0.2"}, Stack: stack,
+		// The handshake crosses the loss too: pion's SCTP backs its INIT
+		// and its channels' opens off from a second, and 10 s was not
+		// always enough (a run in a few hundred under a loaded machine).
+		Limits: transport.Limits{HandshakeTimeout: 30 * time.Second}}
 	if path.dial != nil {
 		cfg.UDPAddr, cfg.TCPAddr, cfg.PublicIPs = path.host+":0", path.host+":0", nil
 	}
@@ -147,11 +151,11 @@ func lossMatch(path lossPath, players int, d time.Duration) (lossRun, error) {
 			var c *engine.Client
 			if path.dial != nil {
 				err = path.dial(func() (err error) {
-					c, err = engine.Dial(dctx, url, ticket, &engine.ClientConfig{Stack: stack, Network: path.network})
+					c, err = engine.Dial(dctx, url, ticket, &engine.ClientConfig{Stack: stack, Network: path.network, Limits: srv.Limits()})
 					return err
 				})
 			} else {
-				c, err = engine.Dial(dctx, url, ticket, &engine.ClientConfig{Stack: stack})
+				c, err = engine.Dial(dctx, url, ticket, &engine.ClientConfig{Stack: stack, Limits: srv.Limits()})
 			}
 			dcancel()
 			if err != nil {
