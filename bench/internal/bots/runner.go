@@ -63,9 +63,10 @@ func (r *runner) parse(args []string, in io.Reader) (targets, tickets []string, 
 
 // dial dials a bot for every ticket, dialers at a time (on the shared
 // client socket when shared), and hands each to joined as it connects
-// (from the dialing goroutines). No retry: the ticket is spent at
-// signaling even when the server answers 429 (too many handshakes), so
-// dialers stays under that limit.
+// (from the dialing goroutines). A dial the server refused as busy (429:
+// too many handshakes in progress, which spends no ticket) is retried
+// after the second it asks for: a loaded server finishes its side of the
+// handshakes later than the bots do theirs.
 func (r *runner) dial(tickets []string, joined func(i int, c *engine.Client)) error {
 	sem := make(chan struct{}, max(r.dialers, 1))
 	var wg sync.WaitGroup
@@ -79,7 +80,13 @@ func (r *runner) dial(tickets []string, joined func(i int, c *engine.Client)) er
 			defer func() { <-sem }()
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a loaded machine is slow
 			defer cancel()
-			c, err := engine.Dial(ctx, r.url, tickets[i], &engine.ClientConfig{IncludeLoopback: true, Limits: RelayLimits, SharedSocket: r.shared})
+			dial := func() (*engine.Client, error) {
+				return engine.Dial(ctx, r.url, tickets[i], &engine.ClientConfig{IncludeLoopback: true, Limits: RelayLimits, SharedSocket: r.shared})
+			}
+			c, err := dial()
+			for busy(err) && wait(ctx, time.Second) {
+				c, err = dial()
+			}
 			if err != nil {
 				errMu.Lock()
 				dialErr = errors.Join(dialErr, fmt.Errorf("bot %d: %w", i, err))
@@ -91,6 +98,22 @@ func (r *runner) dial(tickets []string, joined func(i int, c *engine.Client)) er
 	}
 	wg.Wait()
 	return dialErr
+}
+
+// busy reports whether a dial was refused for the server's load.
+func busy(err error) bool {
+	var se *transport.SignalingError
+	return errors.As(err, &se) && strings.HasPrefix(se.Reason, "busy")
+}
+
+// wait waits d, and reports false if ctx ended first.
+func wait(ctx context.Context, d time.Duration) bool {
+	select {
+	case <-ctx.Done():
+		return false
+	case <-time.After(d):
+		return true
+	}
 }
 
 // window prints READY, runs body (which reads stdin up to "STOP") and
