@@ -28,7 +28,7 @@ type peer struct {
 	// What each message received touches, together (receive): where it
 	// goes, and a token bucket on them (a flooding client loses its own
 	// excess, nobody else's time). A transport.Handler's messages are
-	// taken under rmu, which rclosed's close shuts.
+	// taken under rmu; rclosed, set as the connection closes, stops them.
 	rmu     sync.Mutex
 	rclosed bool
 	tokens  float64

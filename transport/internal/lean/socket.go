@@ -259,6 +259,9 @@ func (s *socket) readLoop() {
 				began = done
 			}
 		}
+		if warm {
+			clear(rd.ahead) // a peer that closes is not kept by its last batch
+		}
 		// A burst of every peer's datagrams would keep the server's
 		// reader reading for milliseconds, and a game loop whose time has
 		// come would wait for it: let it run between batches, but not

@@ -14,9 +14,10 @@ import (
 // A server touches a peer's state (the Peer, its cipher, its association)
 // once a datagram, and with thousands of peers that state has left the
 // cache since the peer's last datagram: each first touch waited on memory,
-// one after another (a fifth of the relay server's CPU at 2,500 players).
-// The reader and the flusher know which peers their next datagrams are
-// for, and ask the CPU for their state first, so the waits overlap.
+// one after another (the hottest lines of the relay server's profile at
+// 2,500 players). The reader and the flusher know which peers their next
+// datagrams are for, and ask the CPU for their state first, so the waits
+// overlap (BENCHMARKS.md, "The data path's tail, third round").
 
 // keyed is where a peer's cipher and association keep what a datagram
 // reads, published once both are set: the spans a loop asks for.
@@ -61,8 +62,7 @@ func (p *Peer) warmState(open bool) {
 // takes them. The reader's take looks each up again: a datagram before
 // may have moved or closed a peer.
 func (s *socket) lookAhead(in []inDatagram, rd *reading) {
-	clear(rd.ahead)
-	rd.ahead = rd.ahead[:0]
+	rd.ahead = rd.ahead[:0] // cleared after the batch (readLoop)
 	s.mu.RLock()
 	for i := range in {
 		var p *Peer
