@@ -5,6 +5,7 @@ package lean
 import (
 	"net"
 	"net/netip"
+	"slices"
 	"time"
 )
 
@@ -116,6 +117,20 @@ func (p *Peer) checkedOn(s *socket, ap netip.AddrPort, tp *tcpPath, nominate boo
 	case p.phase == phaseICE || p.phase == phaseDTLS && (tp == nil || nominate):
 		p.unlock()
 		return p.bind(s, ap, tp)
+	case tp != nil && p.phase == phaseDTLS:
+		// A client checks its TCP pairs side by side and then nominates
+		// one (pion's does, a connection from each of its addresses):
+		// each is answered and kept open until it is nominated or the
+		// handshake ends (dropStrays). As a candidate, one's check would
+		// close another, perhaps the one the client then nominates, and
+		// its ICE would wait for an answer that never comes.
+		known := slices.Contains(p.hsTCP, tp)
+		ok := known || len(p.hsTCP) < maxHandshakeTCP
+		if ok && !known {
+			p.hsTCP = append(p.hsTCP, tp)
+		}
+		p.unlock()
+		return ok
 	}
 	if sec := time.Now().Unix(); sec != p.candSecond {
 		p.candSecond, p.candChecks = sec, 0
@@ -152,6 +167,17 @@ func (p *Peer) checkedOn(s *socket, ap netip.AddrPort, tp *tcpPath, nominate boo
 	}
 	p.unlock()
 	return ok
+}
+
+// dropStrays closes the TCP connections a client checked during the
+// handshake but did not nominate, and forgets them; p.mu is held.
+func (p *Peer) dropStrays() {
+	for _, t := range p.hsTCP {
+		if t != p.tcp && t != p.candTCP {
+			t.close()
+		}
+	}
+	p.hsTCP = nil
 }
 
 // moveTo moves the peer to ap, its candidate path, which a record that

@@ -50,6 +50,9 @@ const (
 	// seconds a path): more are dropped, so that forged ones neither cost
 	// the server much nor turn it into a reflector.
 	maxCandChecks = 8
+	// maxHandshakeTCP bounds the TCP connections a client may check
+	// during the handshake (a connection from each of its addresses).
+	maxHandshakeTCP = 4
 )
 
 // errFlood closes a peer that sends datagrams faster than any client
@@ -111,8 +114,9 @@ type Peer struct {
 	made        time.Time
 	reached     phase // the phase the peer was in when it closed
 	raddr       *net.UDPAddr
-	candSock    *socket // the socket cand's datagrams come in on, when it is a UDP one
-	candSecond  int64   // the second candChecks counts
+	candSock    *socket    // the socket cand's datagrams come in on, when it is a UDP one
+	hsTCP       []*tcpPath // TCP connections checked during the handshake, kept for the client's nomination (checkedOn)
+	candSecond  int64      // the second candChecks counts
 	candChecks  int
 	moved       [maxMoves]time.Time // when it last moved, oldest first
 	hs          *hsConn
@@ -260,6 +264,7 @@ func (p *Peer) closeWith(reason error) {
 			bye = append(bye, p.ciph.Seal(nil, record.Alert, []byte{1, 0})) // close_notify
 		}
 		p.reached, p.phase = p.phase, phaseClosed
+		p.dropStrays()
 		hs := p.hs
 		p.hs, p.early, p.flight = nil, nil, nil
 		rap, tcp, candTCP, sock, candSock := p.rap, p.tcp, p.candTCP, p.sock, p.candSock
@@ -371,6 +376,7 @@ func (p *Peer) handshake(hs *hsConn) {
 		MaxMessage: p.Lim.MaxReliable, RecvWindow: 256 << 10}, now)
 	p.keyed.Store(newKeyed(p.ciph, p.assoc))
 	p.phase = phaseSCTP
+	p.dropStrays()
 	early := p.early
 	p.early = nil
 	for _, b := range early {

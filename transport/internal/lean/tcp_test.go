@@ -6,13 +6,17 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"io"
 	"net"
+	"os"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/pion/stun/v4"
 	"github.com/tongbu/tongbu/transport/internal/conn"
 )
 
@@ -347,4 +351,91 @@ func TestTCPSlowReader(t *testing.T) {
 		t.Errorf("%d of %d frames read: want some, not all", got, n)
 	}
 	t.Logf("%d of %d frames reached a reader that came late; the rest were dropped whole", got, n)
+}
+
+// TestTCPChecksSideBySide is a client that checks a TCP connection from
+// each of its addresses during the handshake and then nominates one
+// other than the first (pion's does): every check is answered, the
+// nominated one is answered and becomes the path, and the others close
+// when the handshake ends. A candidate's check once closed the
+// connection checked before it, perhaps the one then nominated, and the
+// client waited in ICE checking until its handshake timed out.
+func TestTCPChecksSideBySide(t *testing.T) {
+	s := newTCPTestServer(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	offer := localSession{ufrag: "sbsc", pwd: "side-by-side-client-pwd0", fingerprint: make([]byte, 32), setup: "actpass", mid: "0"}
+	answer, err := s.post(ctx, offer.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := parseSession(answer)
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func(k net.Conn, nominate bool) error {
+		setters := []stun.Setter{stun.TransactionID, stun.BindingRequest, stun.NewUsername(srv.ufrag + ":" + offer.ufrag)}
+		if nominate {
+			setters = append(setters, stun.RawAttribute{Type: stun.AttrUseCandidate})
+		}
+		setters = append(setters, stun.NewShortTermIntegrity(srv.pwd), stun.Fingerprint)
+		m, err := stun.Build(setters...)
+		if err != nil {
+			return err
+		}
+		if _, err := k.Write(append(binary.BigEndian.AppendUint16(nil, uint16(len(m.Raw))), m.Raw...)); err != nil {
+			return err
+		}
+		k.SetReadDeadline(time.Now().Add(3 * time.Second))
+		b := make([]byte, 2048)
+		if _, err := io.ReadFull(k, b[:2]); err != nil {
+			return fmt.Errorf("no answer: %w", err)
+		}
+		n := binary.BigEndian.Uint16(b)
+		if _, err := io.ReadFull(k, b[:n]); err != nil {
+			return err
+		}
+		var ans stun.Message
+		ans.Raw = b[:n]
+		if err := ans.Decode(); err != nil || ans.Type != stun.BindingSuccess {
+			return fmt.Errorf("answer %v: %v", ans.Type, err)
+		}
+		return nil
+	}
+	conns := make([]net.Conn, 3)
+	for i := range conns {
+		if conns[i], err = net.Dial("tcp", s.TCPAddr().String()); err != nil {
+			t.Fatal(err)
+		}
+		defer conns[i].Close()
+	}
+	// The first check binds the path and starts the handshake; the next
+	// two come while it runs, then the client nominates the second.
+	for i, k := range conns {
+		if err := check(k, false); err != nil {
+			t.Fatalf("check on connection %d: %v", i, err)
+		}
+	}
+	if err := check(conns[1], true); err != nil {
+		t.Fatalf("the nomination on connection 1: %v", err)
+	}
+	p := s.ufrags.get(srv.ufrag)
+	if p == nil {
+		t.Fatal("no peer")
+	}
+	p.mu.Lock()
+	path, phase := p.tcp, p.phase
+	p.mu.Unlock()
+	if phase != phaseDTLS || path == nil || path.ap.String() != conns[1].LocalAddr().String() {
+		t.Fatalf("phase %v, path %v: want the DTLS handshake on connection 1 (%v)", phase, path, conns[1].LocalAddr())
+	}
+	// The handshake ends (here: the peer closes, its client never sent a
+	// ClientHello): every connection it kept closes.
+	p.closeWith(conn.ErrClosed)
+	for i, k := range conns {
+		k.SetReadDeadline(time.Now().Add(3 * time.Second))
+		if _, err := k.Read(make([]byte, 64)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Errorf("connection %d still open after the peer closed (%v)", i, err)
+		}
+	}
 }
