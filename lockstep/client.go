@@ -24,7 +24,8 @@ type Client struct {
 	// Downlink.
 	have     int           // frames 0 .. have-1 received
 	ahead    map[int]Frame // frames received beyond have
-	queue    []Frame       // frames have been received, not yet taken by Advance
+	queue    []Frame       // frames have been received, not yet taken by Advance: in qarr's array
+	qarr     []Frame       // queue's array from its start (push)
 	queued   int           // number of the first frame in queue
 	prevReal [][]byte      // last real inputs of each slot, for FillRepeat
 	jb       *JitterBuffer
@@ -52,7 +53,8 @@ type Client struct {
 	w   codec.Writer
 	dl  downlink
 	buf []byte
-	sub []Frame // logic frames of relay frames handed out, not yet due (Substeps)
+	up  []upInput // Packet's list of the inputs it sends, reused
+	sub []Frame   // logic frames of relay frames handed out, not yet due (Substeps)
 
 	clientLife
 }
@@ -193,6 +195,7 @@ func (c *Client) Packet(now time.Time) []byte {
 	}
 	if len(c.unacked) > 0 {
 		u.firstSeq = c.unacked[0].seq
+		u.inputs = c.up[:0]
 		for _, in := range c.unacked {
 			u.inputs = append(u.inputs, upInput{frame: in.frame, data: in.data})
 		}
@@ -200,6 +203,8 @@ func (c *Client) Packet(now time.Time) []byte {
 	c.w.Reset(c.buf[:0])
 	u.encode(&c.w)
 	c.buf = c.w.Bytes()
+	clear(u.inputs) // holds no input's bytes until the next packet
+	c.up = u.inputs[:0]
 	return c.buf
 }
 
@@ -342,9 +347,28 @@ func (c *Client) drain() {
 		if len(c.queue) == 0 {
 			c.queued = c.have
 		}
-		c.queue = append(c.queue, c.resolve(g))
+		c.push(c.resolve(g))
 		c.have++
 	}
+}
+
+// push appends a frame to the queue. Advance takes frames off its front,
+// so its array's end comes soon: what is queued then moves back to the
+// array's front (when it fills under half of it), not to a new array a
+// few frames.
+func (c *Client) push(f Frame) {
+	if len(c.queue) == cap(c.queue) {
+		if full := c.qarr[:cap(c.qarr)]; len(c.queue) < len(full)/2 {
+			n := copy(full, c.queue)
+			clear(full[n:]) // no frame's inputs kept for nothing
+			c.queue = full[:n]
+		} else {
+			c.qarr = make([]Frame, len(c.queue), 2*len(c.queue)+8)
+			copy(c.qarr, c.queue)
+			c.queue = c.qarr
+		}
+	}
+	c.queue = append(c.queue, f)
 }
 
 // resolve applies the room's Fill to made-up slots, in frame order.

@@ -191,6 +191,7 @@ func ReadFrame(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
 		}
 		return f, r.Err()
 	}
+	var b frameBytes
 	for i := range f.Slots {
 		s := &f.Slots[i]
 		switch r.ReadBits(slotKindBits) {
@@ -202,7 +203,7 @@ func ReadFrame(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
 			}
 			s.Inputs = prev.Slots[i].Inputs
 		case slotOne:
-			s.Inputs = [][]byte{r.ReadBytes(nil, MaxInputBytes)}
+			s.Inputs = b.input(r)
 		case slotSeveral:
 			c := r.ReadUint(goneCount)
 			if c == goneCount {
@@ -213,10 +214,7 @@ func ReadFrame(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
 			if r.Err() != nil {
 				break
 			}
-			s.Inputs = make([][]byte, 0, k) // k is at most MaxInputsPerFrame
-			for range k {
-				s.Inputs = append(s.Inputs, r.ReadBytes(nil, MaxInputBytes))
-			}
+			s.Inputs = b.inputs(r, k) // k is at most MaxInputsPerFrame
 		}
 		if err := r.Err(); err != nil {
 			return f, fmt.Errorf("%w: frame %d slot %d: %w", ErrMalformed, n, i, err)
@@ -224,6 +222,43 @@ func ReadFrame(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
 	}
 	return f, nil
 }
+
+// frameBytes holds a frame's inputs as ReadFrame reads them: their
+// slices and bytes share an allocation or two a frame, not two an input
+// (a client decodes every frame of every packet it gets). A slice handed
+// out is never written again: when a backing array grows, the inputs
+// read before keep the old one.
+type frameBytes struct {
+	ins  [][]byte
+	data []byte
+}
+
+// input reads one input: a slot's only one.
+func (b *frameBytes) input(r *codec.Reader) [][]byte {
+	return b.inputs(r, 1)
+}
+
+// inputs reads a slot's k inputs.
+func (b *frameBytes) inputs(r *codec.Reader, k int) [][]byte {
+	if b.ins == nil {
+		b.ins = make([][]byte, 0, max(k, frameInputsHint))
+		b.data = make([]byte, 0, frameBytesHint)
+	}
+	at := len(b.ins)
+	for range k {
+		start := len(b.data)
+		b.data = r.ReadBytes(b.data, MaxInputBytes)
+		b.ins = append(b.ins, b.data[start:len(b.data):len(b.data)])
+	}
+	return b.ins[at:len(b.ins):len(b.ins)]
+}
+
+// A frame's first allocations for its inputs: room for this many, and
+// bytes (a full room of 10 players' few-byte inputs fits; more grows).
+const (
+	frameInputsHint = 16
+	frameBytesHint  = 64
+)
 
 // decodeViewBody reads one frame of an authoritative room: its changes.
 func decodeViewBody(r *codec.Reader, n int) (Frame, error) {
