@@ -42,7 +42,7 @@ func TestBenchRelayWebRTC(t *testing.T) {
 	if kv["transport"] != "webrtc" || kv["players"] != "20" {
 		t.Errorf("RESULT names the wrong run: %s", last)
 	}
-	for _, k := range []string{"cpu_us_per_player_frame", "p99_cut_late_ms", "delivered", "server_cores", "allocs_per_msg", "gc_cpu_fraction", "floor_cpu_us_per_msg"} {
+	for _, k := range []string{"cpu_us_per_player_frame", "p99_cut_late_ms", "delivered", "server_cores", "bots_cores", "allocs_per_msg", "gc_cpu_fraction", "floor_cpu_us_per_msg"} {
 		v, err := strconv.ParseFloat(kv[k], 64)
 		if err != nil || v < 0 {
 			t.Errorf("RESULT %s=%q: want a number >= 0", k, kv[k])
@@ -103,6 +103,28 @@ func TestFindMost(t *testing.T) {
 			t.Errorf("%+v: found %d, want %d", tt, got, tt.want)
 		case tt.want == 0 && tt.held >= 10 && (got > tt.held || got < tt.held-max(10, tt.held/10)):
 			t.Errorf("%+v: found %d (tried %v)", tt, got, tried)
+		}
+	}
+}
+
+// TestBotsBound: -find says the bots bound its search when their process
+// had its CPU at the load held or at the first load above it.
+func TestBotsBound(t *testing.T) {
+	run := func(players int, bots float64) *relayRun { return &relayRun{players: players, botCores: bots} }
+	for _, tc := range []struct {
+		name string
+		runs []*relayRun
+		best int // index in runs
+		want int // players of the run named; 0: none
+	}{
+		{"server bound", []*relayRun{run(2500, 0.8), run(3000, 0.9), run(3500, 0.93)}, 1, 0},
+		{"bots saturated above", []*relayRun{run(2500, 0.8), run(4000, 0.97), run(3500, 0.93), run(5000, 1)}, 2, 4000},
+		{"bots saturated at the edge", []*relayRun{run(2500, 0.8), run(4000, 0.99)}, 1, 4000},
+		{"nothing above", []*relayRun{run(2500, 0.8)}, 0, 0},
+	} {
+		got := botsBound(tc.runs, tc.runs[tc.best])
+		if (got == nil) != (tc.want == 0) || got != nil && got.players != tc.want {
+			t.Errorf("%s: %+v, want the run of %d players", tc.name, got, tc.want)
 		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"strings"
 	"time"
 
@@ -141,6 +142,15 @@ func Measure[T any](url string, d time.Duration, profile string, mark func() T, 
 	if allocs != "" {
 		writeAllocs(allocs + ".0")
 	}
+	// TONGBU_BENCH_TRACE=path writes an execution trace of the window
+	// (go tool trace): where the server's goroutines waited.
+	if path := os.Getenv("TONGBU_BENCH_TRACE"); path != "" {
+		stop, err := startTrace(path)
+		if err != nil {
+			return w, marks, err
+		}
+		defer stop()
+	}
 	server, _, pinnable := twoCPUs()
 	busy0, total0, stat := cpuTicks(server)
 	marks[0], cpu0, w0 = mark(), harness.CPUTime(), time.Now()
@@ -183,4 +193,17 @@ func writeAllocs(path string) {
 	}
 	defer f.Close()
 	pprof.Lookup("allocs").WriteTo(f, 0)
+}
+
+// startTrace starts an execution trace to path; stop ends it.
+func startTrace(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := trace.Start(f); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return func() { trace.Stop(); f.Close() }, nil
 }
