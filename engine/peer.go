@@ -14,6 +14,7 @@ import (
 // peer is one joined connection on the server.
 type peer struct {
 	conn   transport.Conn
+	warmer transport.Warmer // conn, when it is one; else nil
 	ticket Ticket
 	wire   int // the wire version the client reads (SPEC.md §9.4)
 	s      *Server
@@ -54,6 +55,14 @@ func (p *peer) allow(now time.Time) bool {
 	}
 	p.tokens--
 	return true
+}
+
+// warm asks the CPU for what a send to the peer touches (transport.Warmer),
+// when its connection can.
+func (p *peer) warm() {
+	if p.warmer != nil {
+		p.warmer.Warm()
+	}
 }
 
 // bye tells the client why it is being closed and closes it. The reliable

@@ -314,6 +314,13 @@ func (l roomLoop) Tick(now time.Time) time.Time {
 	if !due.IsZero() && r.room.NextFrame() > 0 {
 		r.s.metrics.cutLateBy(now.Sub(due))
 	}
+	// The cut sends to every player: their connections' state is fetched
+	// side by side first, not one send after another (transport.Warmer).
+	for i := range r.slots {
+		if p := r.slots[i].Load(); p != nil {
+			p.warm()
+		}
+	}
 	r.room.Tick(now)
 	next := r.room.NextCut()
 	if l.idle(now) {

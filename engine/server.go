@@ -440,6 +440,7 @@ func (s *Server) route(conn transport.Conn, t Ticket) error {
 // routeWire is route for a client that reads wire version wire.
 func (s *Server) routeWire(conn transport.Conn, t Ticket, wire int) error {
 	p := &peer{conn: conn, ticket: t, s: s, wire: wire}
+	p.warmer, _ = conn.(transport.Warmer)
 	s.mu.Lock()
 	r, w := s.rooms[t.Target], s.worlds[t.Target]
 	closing := s.closing

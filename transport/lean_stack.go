@@ -14,10 +14,11 @@ import (
 // The lean stack (ServerConfig.Stack = StackLean) lives in
 // transport/internal/lean; here it meets the Server and Dial.
 
-// A lean peer is a Conn, and a Handler.
+// A lean peer is a Conn, a Handler and a Warmer.
 var (
 	_ Conn    = (*lean.Peer)(nil)
 	_ Handler = (*lean.Peer)(nil)
+	_ Warmer  = (*lean.Peer)(nil)
 )
 
 // leanStack is the lean stack's server as a Server's serverStack.

@@ -20,3 +20,7 @@ func (s Span) Warm() {
 		Lines(s.p, s.n)
 	}
 }
+
+// Bounds returns where the span starts and its length, for tests of what
+// a span covers.
+func (s Span) Bounds() (unsafe.Pointer, uintptr) { return s.p, s.n }

@@ -24,10 +24,11 @@ import (
 type keyed struct {
 	open, seal [2]prefetch.Span // the cipher's, for a datagram in and one out
 	assoc      prefetch.Span
+	send       [2]prefetch.Span // the association's, for a message queued (Warm)
 }
 
 func newKeyed(c *record.Cipher, a *sctp.Assoc) *keyed {
-	return &keyed{open: c.Spans(true), seal: c.Spans(false), assoc: a.Span()}
+	return &keyed{open: c.Spans(true), seal: c.Spans(false), assoc: a.Span(), send: a.SendSpans()}
 }
 
 // warm asks for the Peer's own memory that a datagram touches.
@@ -102,5 +103,16 @@ func warmAhead(list []*Peer, i int, open bool) {
 		if k := j + d; k >= 0 && k < len(list) && list[k] != nil {
 			list[k].warmState(open)
 		}
+	}
+}
+
+// Warm implements transport.Warmer: it asks for what a send touches, the
+// Peer's hot fields and the lines of its association a message queued
+// reads (not the cipher: the flusher seals, and warms its peers itself).
+func (p *Peer) Warm() {
+	p.warm()
+	if k := p.keyed.Load(); k != nil {
+		k.send[0].Warm()
+		k.send[1].Warm()
 	}
 }

@@ -3,6 +3,7 @@
 package lean
 
 import (
+	"context"
 	"testing"
 	"time"
 	"unsafe"
@@ -60,4 +61,39 @@ func TestWarmAhead(t *testing.T) {
 	if keyedPeer.phase != phaseOpen || keyedPeer.keyed.Load() == nil {
 		t.Fatal("a warm hint changed the peer")
 	}
+}
+
+// TestWarm: Warm (transport.Warmer) may be called on a peer before it has
+// keys, while it sends from another goroutine, and after it closed; it
+// changes nothing, and every message still arrives in order.
+func TestWarm(t *testing.T) {
+	(&Peer{phase: phaseDTLS}).Warm() // no keys yet
+	_, clients, servers := leanPair(t, 1)
+	server, client := servers[0], clients[0]
+	const n = 200
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := range n {
+			server.Warm()
+			if err := server.SendReliable([]byte{byte(i)}); err != nil {
+				t.Errorf("send %d: %v", i, err)
+				return
+			}
+		}
+	}()
+	for range 1000 {
+		server.Warm() // beside the sends
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	for i := range n {
+		m, err := client.Receive(ctx)
+		if err != nil || len(m.Data) != 1 || m.Data[0] != byte(i) {
+			t.Fatalf("message %d: %v %v", i, m.Data, err)
+		}
+	}
+	<-done
+	server.Close()
+	server.Warm()
 }

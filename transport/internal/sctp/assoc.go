@@ -322,6 +322,18 @@ func (a *Assoc) Held() int { return a.held.n }
 // before it comes to the peer's datagram (see package prefetch).
 func (a *Assoc) Span() prefetch.Span { return prefetch.SpanOf(unsafe.Pointer(a), unsafe.Sizeof(*a)) }
 
+// SendSpans returns the association's memory that queueing a message
+// reads and writes (its limits and state; its unreliable queue), for a
+// server about to send to many peers to ask the CPU for first: a few
+// lines of the association's twenty-one.
+func (a *Assoc) SendSpans() [2]prefetch.Span {
+	p := unsafe.Pointer(a)
+	return [2]prefetch.Span{
+		prefetch.SpanOf(p, unsafe.Offsetof(a.st)+unsafe.Sizeof(a.st)),
+		prefetch.SpanOf(unsafe.Add(p, unsafe.Offsetof(a.uq)), unsafe.Offsetof(a.um)+unsafe.Sizeof(a.um)-unsafe.Offsetof(a.uq)),
+	}
+}
+
 // SRTT returns the smoothed round-trip time; 0 before the first sample.
 func (a *Assoc) SRTT() time.Duration { return a.srtt }
 
