@@ -47,8 +47,8 @@ func TestClientReceiveAllocs(t *testing.T) {
 		}
 		n++
 	}
-	// One client's receiving and sending alone, on the packets made for
-	// slot 0 (a client of its own plays slot 0 in the room).
+	// The packets the room made for slot 0, for a fresh client of that
+	// slot to take alone.
 	var packets [][]byte
 	for range 500 {
 		frame()
@@ -58,11 +58,10 @@ func TestClientReceiveAllocs(t *testing.T) {
 			}
 		}
 	}
-	fresh, err := NewClient(cfg, 0)
+	c, err := NewClient(cfg, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := fresh
 	i := 0
 	at := start
 	deliver := func() {

@@ -96,8 +96,8 @@ type Handler interface {
 // connections at once (a room's cut, a world's tick) calls Warm on each
 // first, so that their state, which thousands of connections have pushed
 // out of the cache since their last send, is fetched side by side instead
-// of one connection after another. It is a hint: it changes nothing, and
-// costs a few nanoseconds. The lean stack's connections implement it.
+// of one connection after another. It is a hint: it changes nothing. The
+// lean stack's connections implement it.
 type Warmer interface {
 	Warm()
 }

@@ -313,7 +313,7 @@ func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*rel
 	}
 	defer bs.Close()
 	r.join = bs.Join
-	r.goroutines = float64(runtime.NumGoroutine()-g0) / float64(n) // the server's, with every bot joined (the bots are another process)
+	r.goroutines = float64(max(runtime.NumGoroutine()-g0, 0)) / float64(n) // the server's, with every bot joined (the bots are another process); fewer than before counts as none
 	child := bs.Child
 	kill := func(err error) (*relayRun, error) {
 		child.Kill()
