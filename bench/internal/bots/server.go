@@ -9,7 +9,6 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
-	"runtime/trace"
 	"strings"
 	"time"
 
@@ -145,7 +144,7 @@ func Measure[T any](url string, d time.Duration, profile string, mark func() T, 
 	// TONGBU_BENCH_TRACE=path writes an execution trace of the window
 	// (go tool trace): where the server's goroutines waited.
 	if path := os.Getenv("TONGBU_BENCH_TRACE"); path != "" {
-		stop, err := startTrace(path)
+		stop, err := harness.StartTrace(path)
 		if err != nil {
 			return w, marks, err
 		}
@@ -193,17 +192,4 @@ func writeAllocs(path string) {
 	}
 	defer f.Close()
 	pprof.Lookup("allocs").WriteTo(f, 0)
-}
-
-// startTrace starts an execution trace to path; stop ends it.
-func startTrace(path string) (stop func(), err error) {
-	f, err := os.Create(path)
-	if err != nil {
-		return nil, err
-	}
-	if err := trace.Start(f); err != nil {
-		f.Close()
-		return nil, err
-	}
-	return func() { trace.Stop(); f.Close() }, nil
 }

@@ -11,6 +11,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/pprof"
+	"runtime/trace"
 	"sort"
 	"strings"
 	"testing"
@@ -89,15 +90,27 @@ func SetBenchtime(d time.Duration) error {
 
 // StartCPUProfile writes a CPU profile to path until stop is called.
 func StartCPUProfile(path string) (stop func(), err error) {
+	return startWriting(path, pprof.StartCPUProfile, pprof.StopCPUProfile)
+}
+
+// StartTrace writes an execution trace (go tool trace) to path until stop
+// is called.
+func StartTrace(path string) (stop func(), err error) {
+	return startWriting(path, trace.Start, trace.Stop)
+}
+
+// startWriting creates path and starts a recorder writing to it; stop
+// ends the recorder and closes the file.
+func startWriting(path string, start func(io.Writer) error, end func()) (stop func(), err error) {
 	f, err := os.Create(path)
 	if err != nil {
 		return nil, err
 	}
-	if err := pprof.StartCPUProfile(f); err != nil {
+	if err := start(f); err != nil {
 		f.Close()
 		return nil, err
 	}
-	return func() { pprof.StopCPUProfile(); f.Close() }, nil
+	return func() { end(); f.Close() }, nil
 }
 
 // WriteHeapProfile writes a profile of the live heap, after a collection,
