@@ -51,6 +51,7 @@ type relayRun struct {
 	upBytes      float64           // the mean message received, in bytes
 	downBytes    float64           // the mean message sent
 	floor        bots.FloorRun     // the plain-UDP floor at this load's shape, when measured
+	floorAEAD    bots.FloorRun     // the same floor sealing each datagram with AES-GCM (FloorConfig.AEAD)
 	cpuBusy      float64           // how busy the server's CPU was, when pinned (bots.Window.ServerCPUBusy)
 }
 
@@ -63,11 +64,17 @@ func (r *relayRun) cores() float64 { return r.cpu.Seconds() / max(r.wall.Seconds
 // measureFloor runs the plain-UDP floor at the run's shape: as many bots,
 // each sending a message of the run's mean uplink size a frame, and a
 // server that answers each with one of the mean downlink size on the
-// room's tick.
+// room's tick; then the same floor with the AES-GCM a WebRTC server
+// cannot skip.
 func (r *relayRun) measureFloor(seconds float64) error {
-	f, err := bots.RunFloor(bots.FloorConfig{TickHz: relayHz, Reply: max(int(r.downBytes+0.5), 1)},
-		r.players, relayHz, max(int(r.upBytes+0.5), 4), seconds)
-	r.floor = f
+	cfg := bots.FloorConfig{TickHz: relayHz, Reply: max(int(r.downBytes+0.5), 1)}
+	size := max(int(r.upBytes+0.5), 4)
+	var err error
+	if r.floor, err = bots.RunFloor(cfg, r.players, relayHz, size, seconds); err != nil {
+		return err
+	}
+	cfg.AEAD = true
+	r.floorAEAD, err = bots.RunFloor(cfg, r.players, relayHz, size, seconds)
 	return err
 }
 
@@ -152,6 +159,9 @@ func (r *relayRun) result() string {
 	}
 	if r.floor.Msgs > 0 { // measured for the run reported
 		kv = append(kv, "floor_cpu_us_per_msg", r.floor.CPUPerMsg(), "cpu_vs_floor", r.cpuPerMsg()/r.floor.CPUPerMsg())
+	}
+	if r.floorAEAD.Msgs > 0 {
+		kv = append(kv, "floor_aead_cpu_us_per_msg", r.floorAEAD.CPUPerMsg(), "cpu_vs_aead_floor", r.cpuPerMsg()/r.floorAEAD.CPUPerMsg())
 	}
 	return harness.Result("relay", kv...)
 }
@@ -251,6 +261,11 @@ func printFloor(out io.Writer, r *relayRun) {
 	fmt.Fprintf(out, "plain-UDP floor at that shape (recvmmsg, a reply a message on the room's tick, sendmmsg; no crypto, no SCTP, no rooms):\n")
 	fmt.Fprintf(out, "  %.2f us a message over %d messages: the engine is %.2f times the floor\n",
 		r.floor.CPUPerMsg(), r.floor.Msgs, r.cpuPerMsg()/max(r.floor.CPUPerMsg(), 1e-9))
+	if r.floorAEAD.Msgs > 0 {
+		fmt.Fprintf(out, "the same floor sealing each datagram in and out with AES-128-GCM, a key a bot (what DTLS cannot skip):\n")
+		fmt.Fprintf(out, "  %.2f us a message over %d messages: the engine is %.2f times it\n",
+			r.floorAEAD.CPUPerMsg(), r.floorAEAD.Msgs, r.cpuPerMsg()/max(r.floorAEAD.CPUPerMsg(), 1e-9))
+	}
 }
 
 func printRelayRuns(out io.Writer, runs []*relayRun) {
