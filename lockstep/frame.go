@@ -203,7 +203,7 @@ func ReadFrame(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
 			}
 			s.Inputs = prev.Slots[i].Inputs
 		case slotOne:
-			s.Inputs = b.input(r)
+			s.Inputs = b.inputs(r, 1)
 		case slotSeveral:
 			c := r.ReadUint(goneCount)
 			if c == goneCount {
@@ -231,11 +231,6 @@ func ReadFrame(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
 type frameBytes struct {
 	ins  [][]byte
 	data []byte
-}
-
-// input reads one input: a slot's only one.
-func (b *frameBytes) input(r *codec.Reader) [][]byte {
-	return b.inputs(r, 1)
 }
 
 // inputs reads a slot's k inputs.
