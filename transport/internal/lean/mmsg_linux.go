@@ -154,9 +154,23 @@ func (b *batchReader) recv(fd uintptr) bool {
 // mmsg makes the system call trap, recvmmsg or sendmmsg, on fd for the
 // first n headers of hs, and returns how many messages it took, or its
 // error; done is false, to wait for the socket, when it would block.
+//
+// The call is raw: the goroutine keeps its P through it, as the runtime
+// is not told of it. The socket does not block (a full or empty one
+// returns EAGAIN, and the poller waits), so the call is bounded by its
+// batch: tens of microseconds, a few hundred for 64 datagrams on
+// loopback, where a send does the receiver's kernel work too. Told of it,
+// the runtime hands the P to another thread once a call passes 20
+// microseconds, which a batched call does every time: at 2,500 relay
+// players that was 8,500 context switches a second on the server's core
+// (sysmon waking 4,000 times, threads parking on futexes), and a fifth
+// of the server's CPU a message (700 a second and 6.2 us a message raw,
+// against 7.8: BENCHMARKS.md, fifth round). What it costs: while a batch
+// is in the kernel, no other goroutine runs on that P, and a GC stop
+// waits for the batch to end.
 func mmsg(trap, fd uintptr, hs []mmsghdr, n int) (k int, errno syscall.Errno, done bool) {
 	for {
-		r, _, e := unix.Syscall6(trap, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(n), 0, 0, 0)
+		r, _, e := unix.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(n), 0, 0, 0)
 		switch e {
 		case unix.EINTR:
 			continue
