@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tongbu/tongbu/bench/internal/bots"
 	"github.com/tongbu/tongbu/bench/internal/harness"
@@ -111,6 +112,9 @@ func TestFindMost(t *testing.T) {
 // had its CPU at the load held or at the first load above it.
 func TestBotsBound(t *testing.T) {
 	run := func(players int, bots float64) *relayRun { return &relayRun{players: players, botCores: bots} }
+	spilled := func(players int, bots, server float64) *relayRun {
+		return &relayRun{players: players, botCores: bots, spill: true, wall: time.Second, cpu: time.Duration(server * float64(time.Second))}
+	}
 	for _, tc := range []struct {
 		name string
 		runs []*relayRun
@@ -121,6 +125,10 @@ func TestBotsBound(t *testing.T) {
 		{"bots saturated above", []*relayRun{run(2500, 0.8), run(4000, 0.97), run(3500, 0.93), run(5000, 1)}, 2, 4000},
 		{"bots saturated at the edge", []*relayRun{run(2500, 0.8), run(4000, 0.99)}, 1, 4000},
 		{"nothing above", []*relayRun{run(2500, 0.8)}, 0, 0},
+		// Spilling onto the server's CPU, the bots could have 1.3 cores
+		// beside a server at 0.7 of its own.
+		{"spilled, room left", []*relayRun{spilled(3000, 1.1, 0.7), spilled(3500, 1.2, 0.7)}, 1, 0},
+		{"spilled, saturated", []*relayRun{spilled(3000, 1.1, 0.7), spilled(3500, 1.25, 0.7)}, 0, 3500},
 	} {
 		got := botsBound(tc.runs, tc.runs[tc.best])
 		if (got == nil) != (tc.want == 0) || got != nil && got.players != tc.want {

@@ -134,11 +134,12 @@ func (c *Child) Kill() {
 // handshake costs both sides more than play does, and 4000 of them at
 // once would not fit a CPU each. (Go reads the CPUs it may use again as
 // it runs: the bots' process then runs its goroutines on one thread.)
+// With Spill the bots' process has the server's CPU too, at SCHED_IDLE.
 func (s Shape) PinApart(child *Child) (undo func(), pinned bool, err error) {
 	server, bots, ok := twoCPUs()
 	if !s.Pin || !ok {
 		return func() {}, false, nil
 	}
-	undo, err = pinApart(server, bots, child.cmd.Process.Pid)
+	undo, err = pinApart(server, bots, child.cmd.Process.Pid, s.Spill)
 	return undo, err == nil, err
 }

@@ -80,9 +80,10 @@ func pin(pid int, set unix.CPUSet) error {
 }
 
 // pinApart puts this process on CPU server and process bots on CPU
-// bots, and returns what puts this one back on the CPUs it had (the
-// bots' process exits after the run, its pin with it).
-func pinApart(server, bots, botsPid int) (undo func(), err error) {
+// bots (and on CPU server at SCHED_IDLE, with spill), and returns what
+// puts this one back on the CPUs it had (the bots' process exits after
+// the run, its pin and policy with it).
+func pinApart(server, bots, botsPid int, spill bool) (undo func(), err error) {
 	var was, s, b unix.CPUSet
 	if err := unix.SchedGetaffinity(0, &was); err != nil {
 		return nil, fmt.Errorf("pin: %w", err)
@@ -97,6 +98,15 @@ func pinApart(server, bots, botsPid int) (undo func(), err error) {
 	if err := pin(os.Getpid(), s); err != nil {
 		undo()
 		return nil, fmt.Errorf("pin the server to CPU %d: %w", server, err)
+	}
+	if spill {
+		// Threads made later inherit the policy, as they do the CPUs.
+		idle := unix.SchedAttr{Size: unix.SizeofSchedAttr, Policy: unix.SCHED_IDLE}
+		if err := eachThread(botsPid, func(tid int) error { return unix.SchedSetAttr(tid, &idle, 0) }); err != nil {
+			undo()
+			return nil, fmt.Errorf("the bots at SCHED_IDLE: %w", err)
+		}
+		b.Set(server)
 	}
 	if err := pin(botsPid, b); err != nil {
 		undo()

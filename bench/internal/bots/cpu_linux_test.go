@@ -39,27 +39,29 @@ func TestRenice(t *testing.T) {
 
 // TestPin: pinning apart puts every thread of this process on the
 // server's CPU and every thread of another process (here a sleep) on the
-// bots' (each thread's Cpus_allowed_list); undoing it gives this one back
-// the CPUs it had.
+// bots' (each thread's Cpus_allowed_list); with spill the other's threads
+// may also run on the server's CPU, at SCHED_IDLE. Undoing it gives this
+// one back the CPUs it had.
 func TestPin(t *testing.T) {
 	server, bots, ok := twoCPUs()
 	if !ok {
 		t.Skip("fewer than two CPUs to pin to")
 	}
-	other := exec.Command("sleep", "30")
-	if err := other.Start(); err != nil {
-		t.Skip("no sleep to pin:", err)
-	}
-	defer func() { other.Process.Kill(); other.Wait() }()
-	allowed := func(pid int) map[string]bool { // the threads' CPU lists
-		lists := map[string]bool{}
-		dir := "/proc/" + strconv.Itoa(pid) + "/task/"
-		tasks, err := os.ReadDir(dir)
+	threads := func(pid int) []string {
+		tasks, err := os.ReadDir("/proc/" + strconv.Itoa(pid) + "/task/")
 		if err != nil {
 			t.Fatal(err)
 		}
+		var ids []string
 		for _, task := range tasks {
-			b, err := os.ReadFile(dir + task.Name() + "/status")
+			ids = append(ids, task.Name())
+		}
+		return ids
+	}
+	allowed := func(pid int) map[string]bool { // the threads' CPU lists
+		lists := map[string]bool{}
+		for _, tid := range threads(pid) {
+			b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/task/" + tid + "/status")
 			if err != nil {
 				continue // the thread ended
 			}
@@ -71,21 +73,58 @@ func TestPin(t *testing.T) {
 		}
 		return lists
 	}
-	me, it := os.Getpid(), other.Process.Pid
-	before := allowed(me)
-	undo, err := pinApart(server, bots, it)
-	if err != nil {
-		t.Fatal(err)
+	policies := func(pid int) map[uint32]bool {
+		ps := map[uint32]bool{}
+		for _, tid := range threads(pid) {
+			id, _ := strconv.Atoi(tid)
+			if a, err := unix.SchedGetAttr(id, 0); err == nil {
+				ps[a.Policy] = true
+			}
+		}
+		return ps
 	}
-	if got, want := allowed(me), map[string]bool{strconv.Itoa(server): true}; !maps.Equal(got, want) {
-		t.Errorf("the server's threads may run on %v, want %v", got, want)
+	both := strconv.Itoa(min(server, bots)) + "," + strconv.Itoa(max(server, bots))
+	if max(server, bots) == min(server, bots)+1 {
+		both = strconv.Itoa(min(server, bots)) + "-" + strconv.Itoa(max(server, bots))
 	}
-	if got, want := allowed(it), map[string]bool{strconv.Itoa(bots): true}; !maps.Equal(got, want) {
-		t.Errorf("the bots' threads may run on %v, want %v", got, want)
-	}
-	undo()
-	if got := allowed(me); !maps.Equal(got, before) {
-		t.Errorf("after undo the server's threads may run on %v, want %v", got, before)
+	for _, tc := range []struct {
+		spill  bool
+		cpus   string // the other's threads' list
+		policy uint32
+	}{
+		{false, strconv.Itoa(bots), unix.SCHED_NORMAL},
+		{true, both, unix.SCHED_IDLE},
+	} {
+		other := exec.Command("sleep", "30")
+		if err := other.Start(); err != nil {
+			t.Skip("no sleep to pin:", err)
+		}
+		me, it := os.Getpid(), other.Process.Pid
+		before := allowed(me)
+		undo, err := pinApart(server, bots, it, tc.spill)
+		if err != nil {
+			other.Process.Kill()
+			other.Wait()
+			t.Fatal(err)
+		}
+		if got, want := allowed(me), map[string]bool{strconv.Itoa(server): true}; !maps.Equal(got, want) {
+			t.Errorf("spill %v: the server's threads may run on %v, want %v", tc.spill, got, want)
+		}
+		if got, want := allowed(it), map[string]bool{tc.cpus: true}; !maps.Equal(got, want) {
+			t.Errorf("spill %v: the bots' threads may run on %v, want %v", tc.spill, got, want)
+		}
+		if got, want := policies(it), map[uint32]bool{tc.policy: true}; !maps.Equal(got, want) {
+			t.Errorf("spill %v: the bots' threads' policies %v, want %v", tc.spill, got, want)
+		}
+		if got := policies(me); !maps.Equal(got, map[uint32]bool{unix.SCHED_NORMAL: true}) {
+			t.Errorf("spill %v: the server's threads' policies %v, want SCHED_NORMAL only", tc.spill, got)
+		}
+		undo()
+		if got := allowed(me); !maps.Equal(got, before) {
+			t.Errorf("after undo the server's threads may run on %v, want %v", got, before)
+		}
+		other.Process.Kill()
+		other.Wait()
 	}
 }
 
