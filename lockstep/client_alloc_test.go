@@ -12,58 +12,13 @@ import (
 // browser client runs this every frame, under a collector slower than
 // the server's.
 func TestClientReceiveAllocs(t *testing.T) {
-	const players = 10
-	start := time.Unix(0, 0)
-	rec := &recorder{}
-	room, err := NewRoom(Config{Players: players}, start, rec)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg := room.Config()
-	clients := make([]*Client, players)
-	for i := range clients {
-		if clients[i], err = NewClient(cfg, i); err != nil {
-			t.Fatal(err)
-		}
-	}
-	n := 0
-	frame := func() {
-		now := cfg.cutTime(start, n)
-		for i, c := range clients {
-			c.Input(now, []byte{byte(i), byte(n)})
-			if err := room.Deliver(i, c.Packet(now), now); err != nil {
-				t.Fatal(err)
-			}
-		}
-		rec.unreliable, rec.slots = rec.unreliable[:0], rec.slots[:0]
-		room.Tick(cfg.cutTime(start, n+1))
-		for k, msg := range rec.unreliable {
-			if err := clients[rec.slots[k]].Deliver(now, msg); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, c := range clients {
-			c.Advance(now)
-		}
-		n++
-	}
-	// The packets the room made for slot 0, for a fresh client of that
-	// slot to take alone.
-	var packets [][]byte
-	for range 500 {
-		frame()
-		for k, msg := range rec.unreliable {
-			if rec.slots[k] == 0 {
-				packets = append(packets, msg)
-			}
-		}
-	}
+	cfg, packets, _ := slotPackets(t, 500)
 	c, err := NewClient(cfg, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	i := 0
-	at := start
+	at := time.Unix(0, 0)
 	deliver := func() {
 		if err := c.Deliver(at, packets[i%len(packets)]); err != nil {
 			t.Fatal(err)
@@ -88,5 +43,81 @@ func TestClientReceiveAllocs(t *testing.T) {
 	}
 	if held < 240 || c.Have() != held {
 		t.Fatalf("the client holds %d frames, then %d", held, c.Have())
+	}
+}
+
+// slotPackets plays a room of ten, every player's client sending an input
+// a frame and taking its frames, for frames frames, and returns the
+// room's configuration and the frames packets it sent slot 0, with when
+// each was sent.
+func slotPackets(tb testing.TB, frames int) (Config, [][]byte, []time.Time) {
+	tb.Helper()
+	const players = 10
+	start := time.Unix(0, 0)
+	rec := &recorder{}
+	room, err := NewRoom(Config{Players: players}, start, rec)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	cfg := room.Config()
+	clients := make([]*Client, players)
+	for i := range clients {
+		if clients[i], err = NewClient(cfg, i); err != nil {
+			tb.Fatal(err)
+		}
+	}
+	var packets [][]byte
+	var at []time.Time
+	for n := range frames {
+		now := cfg.cutTime(start, n)
+		for i, c := range clients {
+			c.Input(now, []byte{byte(i), byte(n)})
+			if err := room.Deliver(i, c.Packet(now), now); err != nil {
+				tb.Fatal(err)
+			}
+		}
+		rec.unreliable, rec.slots = rec.unreliable[:0], rec.slots[:0]
+		cut := cfg.cutTime(start, n+1)
+		room.Tick(cut)
+		for k, msg := range rec.unreliable {
+			if err := clients[rec.slots[k]].Deliver(cut, msg); err != nil {
+				tb.Fatal(err)
+			}
+			if rec.slots[k] == 0 {
+				packets, at = append(packets, msg), append(at, cut)
+			}
+		}
+		for _, c := range clients {
+			c.Advance(cut)
+		}
+	}
+	return cfg, packets, at
+}
+
+// BenchmarkClientFrame is a player's client over one frame of a room of
+// ten: the room's frames packet taken, the frame played, an input and the
+// uplink packet made; what a browser does each frame, and the relay
+// bench's bots 4,000 times a frame.
+func BenchmarkClientFrame(b *testing.B) {
+	cfg, packets, at := slotPackets(b, 2000)
+	var c *Client
+	var err error
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := range b.N {
+		k := i % len(packets)
+		if k == 0 {
+			b.StopTimer()
+			if c, err = NewClient(cfg, 0); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+		}
+		if err := c.Deliver(at[k], packets[k]); err != nil {
+			b.Fatal(err)
+		}
+		c.Advance(at[k])
+		c.Input(at[k], []byte{0, byte(i)})
+		c.Packet(at[k])
 	}
 }
