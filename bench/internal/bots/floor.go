@@ -24,6 +24,12 @@ import (
 // system call.
 const floorBatch = 64
 
+// batchConn reads and writes datagrams in batches.
+type batchConn interface {
+	ReadBatch(ms []ipv4.Message, flags int) (int, error)
+	WriteBatch(ms []ipv4.Message, flags int) (int, error)
+}
+
 // FloorConfig shapes the floor server's traffic after a scenario's.
 type FloorConfig struct {
 	// TickHz is how often it sends, as the scenario's server sends on
@@ -82,7 +88,8 @@ type Floor struct {
 // StartFloor runs the floor every WebRTC server on this machine sits
 // on: plain UDP, no encryption, no SCTP, no session state. One reader
 // drains the socket with recvmmsg, and on each tick what is due goes out
-// with sendmmsg, as an engine server sends on its room's or world's tick.
+// with sendmmsg, as an engine server sends on its room's or world's tick;
+// on Linux both are raw system calls, as the lean stack's (rawBatch).
 // On loopback a send also pays the receiving socket's kernel work, for
 // both this server and the engine's.
 func StartFloor(cfg FloorConfig) (Floor, error) {
@@ -92,7 +99,11 @@ func StartFloor(cfg FloorConfig) (Floor, error) {
 	}
 	conn.SetReadBuffer(8 << 20)
 	conn.SetWriteBuffer(8 << 20)
-	pc := ipv4.NewPacketConn(conn)
+	pc, err := newBatchConn(conn)
+	if err != nil {
+		conn.Close()
+		return Floor{}, err
+	}
 	var msgs atomic.Uint64
 	var mu sync.Mutex
 	var pending []ipv4.Message // to send on the next tick
