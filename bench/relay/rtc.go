@@ -318,7 +318,7 @@ func printRelayRuns(out io.Writer, runs []*relayRun) {
 // runRelayRTC runs the server with n players' rooms, starts the bots'
 // process with their tickets on its stdin, and measures the window.
 func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*relayRun, error) {
-	r := &relayRun{players: n, spill: shape.Spill && shape.Pin}
+	r := &relayRun{players: n}
 	g0 := runtime.NumGoroutine()
 	srv, err := bots.NewServer(0)
 	if err != nil {
@@ -363,6 +363,7 @@ func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*rel
 	if pinned {
 		time.Sleep(time.Second)
 	}
+	r.spill = pinned && shape.Spill
 	win, marks, err := bots.Measure(bs.URL, time.Duration(seconds*float64(time.Second)), profile, frames, cutLateMetric)
 	if err != nil {
 		return kill(err)

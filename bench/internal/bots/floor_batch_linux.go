@@ -38,6 +38,7 @@ type mmsghdr struct {
 	n   uint32
 }
 
+// newBatchConn makes c's batches raw calls.
 func newBatchConn(c *net.UDPConn) (batchConn, error) {
 	rc, err := c.SyscallConn()
 	if err != nil {
@@ -96,6 +97,8 @@ func (b *mmsgs) mmsg(trap uintptr, n int, wait func(func(uintptr) bool) error) (
 	return got, nil
 }
 
+// ReadBatch reads up to len(ms) datagrams into ms's first buffers, waiting
+// for the first.
 func (b *rawBatch) ReadBatch(ms []ipv4.Message, _ int) (int, error) {
 	r := &b.r
 	r.prep(ms)
@@ -109,6 +112,8 @@ func (b *rawBatch) ReadBatch(ms []ipv4.Message, _ int) (int, error) {
 	return n, err
 }
 
+// WriteBatch sends ms's first buffers to their IPv4 addresses, waiting
+// while the socket is full; it returns how many went.
 func (b *rawBatch) WriteBatch(ms []ipv4.Message, _ int) (int, error) {
 	w := &b.w
 	w.prep(ms)

@@ -161,11 +161,11 @@ func (b *batchReader) recv(fd uintptr) bool {
 // batch: tens of microseconds, a few hundred for 64 datagrams on
 // loopback, where a send does the receiver's kernel work too. Told of it,
 // the runtime hands the P to another thread once a call passes 20
-// microseconds, which a batched call does every time: at 2,500 relay
+// microseconds, as a batch of tens of datagrams does: at 2,500 relay
 // players that was 8,500 context switches a second on the server's core
-// (sysmon waking 4,000 times, threads parking on futexes), and a fifth
-// of the server's CPU a message (700 a second and 6.2 us a message raw,
-// against 7.8: BENCHMARKS.md, fifth round). What it costs: while a batch
+// (sysmon waking 4,000 times, threads parking on futexes) against 700
+// raw, and a fifth of the server's CPU a message (BENCHMARKS.md, fifth
+// round). What it costs: while a batch
 // is in the kernel, no other goroutine runs on that P, and a GC stop
 // waits for the batch to end.
 func mmsg(trap, fd uintptr, hs []mmsghdr, n int) (k int, errno syscall.Errno, done bool) {
