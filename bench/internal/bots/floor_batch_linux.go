@@ -5,6 +5,7 @@ package bots
 import (
 	"encoding/binary"
 	"net"
+	"net/netip"
 	"syscall"
 	"unsafe"
 
@@ -22,7 +23,15 @@ import (
 type rawBatch struct {
 	rc   syscall.RawConn
 	r, w mmsgs // the reader's and the writer's: they run at once
+	// from is the reader's address of each sender heard from, handed out
+	// again rather than made a datagram (the floor keeps the addresses it
+	// is given, so one per datagram would be an allocation each); up to
+	// maxFrom senders, past which each datagram gets its own.
+	from map[netip.AddrPort]*net.UDPAddr
 }
+
+// maxFrom bounds rawBatch.from: more senders than a bench's bots.
+const maxFrom = 1 << 16
 
 // mmsgs are a batch call's headers and what they point at.
 type mmsgs struct {
@@ -107,9 +116,24 @@ func (b *rawBatch) ReadBatch(ms []ipv4.Message, _ int) (int, error) {
 		sa := &r.names[i]
 		port := binary.BigEndian.Uint16((*[2]byte)(unsafe.Pointer(&sa.Port))[:])
 		ms[i].N = int(r.hs[i].n)
-		ms[i].Addr = &net.UDPAddr{IP: net.IPv4(sa.Addr[0], sa.Addr[1], sa.Addr[2], sa.Addr[3]), Port: int(port)}
+		ms[i].Addr = b.addr(netip.AddrPortFrom(netip.AddrFrom4(sa.Addr), port))
 	}
 	return n, err
+}
+
+// addr returns the reader's *net.UDPAddr for ap.
+func (b *rawBatch) addr(ap netip.AddrPort) *net.UDPAddr {
+	if a := b.from[ap]; a != nil {
+		return a
+	}
+	a := net.UDPAddrFromAddrPort(ap)
+	if b.from == nil {
+		b.from = map[netip.AddrPort]*net.UDPAddr{}
+	}
+	if len(b.from) < maxFrom {
+		b.from[ap] = a
+	}
+	return a
 }
 
 // WriteBatch sends ms's first buffers to their IPv4 addresses, waiting

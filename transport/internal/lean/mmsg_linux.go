@@ -165,9 +165,8 @@ func (b *batchReader) recv(fd uintptr) bool {
 // players that was 8,500 context switches a second on the server's core
 // (sysmon waking 4,000 times, threads parking on futexes) against 700
 // raw, and a fifth of the server's CPU a message (BENCHMARKS.md, fifth
-// round). What it costs: while a batch
-// is in the kernel, no other goroutine runs on that P, and a GC stop
-// waits for the batch to end.
+// round). What it costs: while a batch is in the kernel, no other
+// goroutine runs on that P, and a GC stop waits for the batch to end.
 func mmsg(trap, fd uintptr, hs []mmsghdr, n int) (k int, errno syscall.Errno, done bool) {
 	for {
 		r, _, e := unix.RawSyscall6(trap, fd, uintptr(unsafe.Pointer(&hs[0])), uintptr(n), 0, 0, 0)
