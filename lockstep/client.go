@@ -3,7 +3,6 @@ package lockstep
 import (
 	"fmt"
 	"math"
-	"slices"
 	"time"
 
 	"github.com/tongbu/tongbu/codec"
@@ -281,8 +280,13 @@ const marginWindow = 64
 // second lowest of 64: under loss an input can arrive a packet late) a
 // quarter of a frame before the cut. No integration, so no wind-up.
 func (c *Client) margin(seq uint32, ms int) {
-	i := slices.IndexFunc(c.stamps, func(s stamp) bool { return s.seq == seq })
-	if i < 0 {
+	// The stamps are consecutive in seq (Input), so seq's is found by its
+	// distance from the first; the server names any seq it likes.
+	if len(c.stamps) == 0 {
+		return
+	}
+	i := seq - c.stamps[0].seq // wraps past the end when seq is older
+	if i >= uint32(len(c.stamps)) {
 		return
 	}
 	period := cutMs(1, c.cfg.Hz)

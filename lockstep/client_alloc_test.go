@@ -1,6 +1,7 @@
 package lockstep
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -119,5 +120,42 @@ func BenchmarkClientFrame(b *testing.B) {
 		c.Advance(at[k])
 		c.Input(at[k], []byte{0, byte(i)})
 		c.Packet(at[k])
+	}
+}
+
+// TestClientMarginFindsItsStamp: the room's margin report names an
+// input by its seq, which the client finds among its stamps by its
+// distance from the first (they are consecutive, across the uint32 wrap
+// too); a seq it no longer has, or never sent, is ignored.
+func TestClientMarginFindsItsStamp(t *testing.T) {
+	cfg := Config{Players: 2}.WithDefaults()
+	for _, first := range []uint32{100, math.MaxUint32 - 2} {
+		c, err := NewClient(cfg, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for k := range uint32(5) {
+			c.stamps = append(c.stamps, stamp{seq: first + k, lead: float64(k)})
+		}
+		period := cutMs(1, cfg.Hz)
+		for _, tc := range []struct {
+			seq   uint32
+			found bool
+			lead  float64
+		}{
+			{first - 1, false, 0}, {first, true, 0}, {first + 3, true, 3}, {first + 4, true, 4},
+			{first + 5, false, 0}, {first + 1000, false, 0}, {first - 1000, false, 0},
+		} {
+			n := c.excessN
+			c.margin(tc.seq, 10)
+			if got := c.excessN > n; got != tc.found {
+				t.Fatalf("first %d, seq %d: taken %v, want %v", first, tc.seq, got, tc.found)
+			}
+			if tc.found {
+				if got, want := c.excess[n%marginWindow], 10/period-tc.lead; got != want {
+					t.Fatalf("first %d, seq %d: excess %v, want %v", first, tc.seq, got, want)
+				}
+			}
+		}
 	}
 }

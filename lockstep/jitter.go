@@ -67,6 +67,8 @@ type JitterBuffer struct {
 	mapdv2     float64
 	history    []sample // recent delays, ring
 	histPos    int
+	picks      [eventRank]int // indices in history of the delay events picked, highest first
+	pickN      int            // how many of picks are set: eventRank once the window has that many events
 	targetMs   float64
 	have       int // frames 0 .. have-1 have arrived (contiguous)
 	arrived    map[int]bool
@@ -137,13 +139,58 @@ func (j *JitterBuffer) Arrive(n int, t time.Time) {
 	j.meanDelay += (d - j.meanDelay) * mapdvGain
 	j.mapdv2 += (math.Abs(d-j.meanDelay) - j.mapdv2) * mapdvGain
 	now := float64(t.Sub(j.origin)) / float64(time.Millisecond)
-	if len(j.history) < jitterWindow {
+	slot := len(j.history)
+	if slot < jitterWindow {
 		j.history = append(j.history, sample{d, now})
 	} else {
-		j.history[j.histPos] = sample{d, now}
+		slot = j.histPos
+		j.history[slot] = sample{d, now}
 		j.histPos = (j.histPos + 1) % jitterWindow
 	}
+	if !j.picksHold(slot, d) {
+		j.pickEvents()
+	}
 	j.updateTarget()
+}
+
+// picksHold reports whether the events picked before a sample of delay d
+// went into history[slot] are still the ones pickEvents would pick: the
+// window had its eventRank events, the sample it replaced was none of
+// them, and d is below the lowest. Such a sample wins no pick, and the
+// one it replaced won none (a sample ranks by delay, then by its place in
+// history, and its place is the same), so the picks stand. Most frames
+// are such, and the window is not scanned for them.
+func (j *JitterBuffer) picksHold(slot int, d float64) bool {
+	if j.pickN < eventRank {
+		return false
+	}
+	for _, i := range j.picks {
+		if i == slot {
+			return false
+		}
+	}
+	return d < j.history[j.picks[eventRank-1]].d
+}
+
+// pickEvents picks the window's delay events, highest first: the highest
+// delay, then the highest of the samples not within eventGap (in arrival)
+// of one picked, and again, up to eventRank.
+func (j *JitterBuffer) pickEvents() {
+	j.pickN = 0
+	var at [eventRank]float64 // arrival times of the events picked
+	for e := range j.picks {
+		best := -1
+		for i, s := range j.history {
+			if (best < 0 || s.d > j.history[best].d) && !nearAny(s.at, at[:e]) {
+				best = i
+			}
+		}
+		if best < 0 { // fewer than eventRank events
+			return
+		}
+		j.picks[e], at[e] = best, j.history[best].at
+		j.pickN++
+	}
 }
 
 // updateTarget sets the buffer depth: the window's third-highest delay
@@ -158,22 +205,9 @@ func (j *JitterBuffer) Arrive(n int, t time.Time) {
 // period gets no margin and under a millisecond is rounded away: a clean
 // link plays at once.
 func (j *JitterBuffer) updateTarget() {
-	// The eventRank-th highest event: pick the highest delay, set aside the
-	// samples within eventGap of it, and again.
-	var picked [eventRank]float64 // arrival times of the events picked
-	kth := math.Inf(-1)
-	for e := range picked {
-		best := -1
-		for i, s := range j.history {
-			if (best < 0 || s.d > j.history[best].d) && !nearAny(s.at, picked[:e]) {
-				best = i
-			}
-		}
-		if best < 0 { // fewer than eventRank events
-			kth = math.Inf(-1)
-			break
-		}
-		picked[e], kth = j.history[best].at, j.history[best].d
+	kth := math.Inf(-1) // the eventRank-th highest event (pickEvents)
+	if j.pickN == eventRank {
+		kth = j.history[j.picks[eventRank-1]].d
 	}
 	t := kth - j.minDelay
 	if t >= j.period/2 {

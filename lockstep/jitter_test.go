@@ -403,3 +403,79 @@ func TestJitterBufferMaxDelay(t *testing.T) {
 		t.Errorf("4 s after a 3 s spike, the buffer held %.1f frames (bound %.1f), fast play %v", most, limit, jb.Stats().Fast)
 	}
 }
+
+// kthEventScan is the eventRank-th highest delay event of the buffer's
+// window found the long way, the whole window scanned eventRank times:
+// what the buffer's picks, kept across arrivals, must agree with.
+func kthEventScan(j *JitterBuffer) float64 {
+	var at []float64
+	kth := math.Inf(-1)
+	for range eventRank {
+		best := -1
+		for i, s := range j.history {
+			if (best < 0 || s.d > j.history[best].d) && !nearAny(s.at, at) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return math.Inf(-1)
+		}
+		at, kth = append(at, j.history[best].at), j.history[best].d
+	}
+	return kth
+}
+
+// TestJitterBufferPicksAgreeWithScan: the delay events the buffer keeps
+// across arrivals, rescanning only when one is displaced, are the scan's
+// after every arrival, on links calm, spiky, lossy (frames late and out
+// of order) and quantized to whole milliseconds (ties in delay), across
+// several turns of the window.
+func TestJitterBufferPicksAgreeWithScan(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		extra func(rng *rand.Rand, n int) float64 // ms above the base delay
+	}{
+		{"calm", func(rng *rand.Rand, n int) float64 { return rng.Float64() * 2 }},
+		{"spiky", func(rng *rand.Rand, n int) float64 {
+			if rng.IntN(40) == 0 {
+				return 50 + rng.Float64()*200
+			}
+			return rng.Float64() * 10
+		}},
+		{"quantized", func(rng *rand.Rand, n int) float64 { return float64(rng.IntN(4) * 10) }},
+		{"rising", func(rng *rand.Rand, n int) float64 { return float64(n%400) / 4 }},
+		{"falling", func(rng *rand.Rand, n int) float64 { return float64(400-n%400) / 4 }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rng := rand.New(rand.NewPCG(7, uint64(len(tc.name))))
+			j := NewJitterBuffer(15)
+			origin := time.Unix(1000, 0)
+			for n := range 1000 {
+				ms := float64(n)*j.period + 20 + tc.extra(rng, n)
+				j.Arrive(n, origin.Add(time.Duration(ms*float64(time.Millisecond))))
+				want := kthEventScan(j)
+				got := math.Inf(-1)
+				if j.pickN == eventRank {
+					got = j.history[j.picks[eventRank-1]].d
+				}
+				if got != want {
+					t.Fatalf("frame %d: the picks' lowest event %v, the scan's %v", n, got, want)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkJitterBufferArrive: a frame's arrival on a link with some
+// jitter, the window full.
+func BenchmarkJitterBufferArrive(b *testing.B) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	j := NewJitterBuffer(15)
+	origin := time.Unix(1000, 0)
+	n := 0
+	for b.Loop() {
+		ms := float64(n)*j.period + 20 + rng.Float64()*15
+		j.Arrive(n, origin.Add(time.Duration(ms*float64(time.Millisecond))))
+		n++
+	}
+}
