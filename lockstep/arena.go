@@ -1,5 +1,7 @@
 package lockstep
 
+import "github.com/tongbu/tongbu/codec"
+
 // arenaChunk is the largest of the byte slabs inputs and frame encodings
 // are kept in; the first is firstArenaChunk, and each after it twice the
 // one before.
@@ -28,16 +30,30 @@ type arena struct {
 
 // keep copies b into the arena and returns the copy.
 func (a *arena) keep(b []byte) []byte {
-	if cap(a.bytes)-len(a.bytes) < len(b) {
+	a.room(len(b))
+	start := len(a.bytes)
+	a.bytes = append(a.bytes, b...)
+	return a.bytes[start:len(a.bytes):len(a.bytes)]
+}
+
+// read reads a byte string of at most maxLen bytes (codec's WriteBytes)
+// from r into the arena and returns it.
+func (a *arena) read(r *codec.Reader, maxLen int) []byte {
+	a.room(maxLen)
+	start := len(a.bytes)
+	a.bytes = r.ReadBytes(a.bytes, maxLen)
+	return a.bytes[start:len(a.bytes):len(a.bytes)]
+}
+
+// room makes sure the byte slab has n bytes free.
+func (a *arena) room(n int) {
+	if cap(a.bytes)-len(a.bytes) < n {
 		size := firstArenaChunk
 		if a.bytes != nil {
 			size = min(2*cap(a.bytes), arenaChunk)
 		}
-		a.bytes = make([]byte, 0, max(size, len(b)))
+		a.bytes = make([]byte, 0, max(size, n))
 	}
-	start := len(a.bytes)
-	a.bytes = append(a.bytes, b...)
-	return a.bytes[start:len(a.bytes):len(a.bytes)]
 }
 
 // slabFrames returns how many frames the next slab holds when the room is

@@ -206,7 +206,7 @@ func decodeCatchUp(msg []byte, r *codec.Reader, players int, raw []byte, dst []F
 	var prev *Frame
 	start := len(dst)
 	for i := range count {
-		f, err := decodeBody(fr, int(first)+i, players, prev)
+		f, err := decodeBody(fr, int(first)+i, players, prev, nil)
 		if err != nil {
 			return dst[:start], raw, false, err
 		}

@@ -189,6 +189,7 @@ type downlink struct {
 	marginMs  int    // how early an input arrived before its frame's cut (negative: late)
 	marginSeq uint32 // which input: the margin is for input inputAck - marginSeq
 	frames    []Frame
+	arena     arena // where its frames' memory comes from
 }
 
 // downlinkHeader writes the part of a frames packet before the frames.
@@ -233,7 +234,7 @@ func decodeDownlink(msg []byte, players int, d *downlink) error {
 		if i > 0 {
 			prev = &d.frames[i-1]
 		}
-		f, err := decodeBody(r, int(first)+i, players, prev)
+		f, err := decodeBody(r, int(first)+i, players, prev, &d.arena)
 		if err != nil {
 			return err
 		}
@@ -250,7 +251,7 @@ func decodeDownlink(msg []byte, players int, d *downlink) error {
 		if r.Err() != nil || num > maxFrame {
 			return fmt.Errorf("%w: retransmitted frame number: %v", ErrMalformed, r.Err())
 		}
-		f, err := decodeBody(r, int(num), players, nil)
+		f, err := decodeBody(r, int(num), players, nil, &d.arena)
 		if err != nil {
 			return err
 		}
