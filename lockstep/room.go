@@ -664,6 +664,9 @@ const maxNotices = 64
 
 func (p *player) notice(n Notice) {
 	if len(p.notices) < maxNotices {
+		if p.notices == nil { // one allocation for most players' whole match, not one a doubling
+			p.notices = make([]Notice, 0, 8)
+		}
 		p.notices = append(p.notices, n)
 		p.noticed = true
 	}

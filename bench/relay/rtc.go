@@ -38,6 +38,7 @@ type relayRun struct {
 	join         time.Duration     // until every bot had joined
 	wall         time.Duration     // the measured window
 	cpu          time.Duration     // the server process's CPU time in the window
+	sys          time.Duration     // the part of cpu in the kernel
 	playerFrames uint64            // frames cut in the window times the players in each room
 	late         harness.Histogram // cut lateness in the window, seconds
 	expected     uint64            // frames the bots should have played (from the child)
@@ -120,6 +121,11 @@ func (r *relayRun) cpuPerMsg() float64 {
 	return float64(r.cpu.Nanoseconds()) / 1e3 / float64(max(r.msgs, 1))
 }
 
+// kernelPerMsg is the part of cpuPerMsg in the kernel.
+func (r *relayRun) kernelPerMsg() float64 {
+	return float64(r.sys.Nanoseconds()) / 1e3 / float64(max(r.msgs, 1))
+}
+
 // valid reports whether the bots offered the load: starved bots send
 // fewer inputs and make the server look cheap.
 func (r *relayRun) valid() bool { return r.msgsPerPF() >= relayMinMsgs }
@@ -163,6 +169,14 @@ func (r *relayRun) result() string {
 	}
 	if r.floorAEAD.Msgs > 0 {
 		kv = append(kv, "floor_aead_cpu_us_per_msg", r.floorAEAD.CPUPerMsg(), "cpu_vs_aead_floor", r.cpuPerMsg()/r.floorAEAD.CPUPerMsg())
+	}
+	// The kernel's part of each, from getrusage: the system calls and the
+	// network stack's work they do, which the engine and the floor share;
+	// the rest of cpu_us_per_msg is user space (the floor's has no DTLS,
+	// no SCTP and no room).
+	kv = append(kv, "kernel_us_per_msg", r.kernelPerMsg())
+	if r.floor.Msgs > 0 {
+		kv = append(kv, "floor_kernel_us_per_msg", r.floor.SysPerMsg())
 	}
 	return harness.Result("relay", kv...)
 }
@@ -369,7 +383,7 @@ func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*rel
 		return kill(err)
 	}
 	frames0, frames1 := marks[0], marks[1]
-	r.wall, r.cpu, r.cpuBusy = win.Wall, win.CPU, win.ServerCPUBusy
+	r.wall, r.cpu, r.sys, r.cpuBusy = win.Wall, win.CPU, win.Sys, win.ServerCPUBusy
 	if r.spill {
 		r.cpuBusy = -1 // the bots' time on the server's CPU would count as its
 	}

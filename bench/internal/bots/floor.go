@@ -224,12 +224,18 @@ func StartFloor(cfg FloorConfig) (Floor, error) {
 // messages (datagrams received and sent) over the bots' sending window.
 type FloorRun struct {
 	CPU  time.Duration
+	Sys  time.Duration // the part of CPU in the kernel
 	Msgs uint64
 }
 
 // CPUPerMsg is the floor server's CPU per message, in microseconds.
 func (r FloorRun) CPUPerMsg() float64 {
 	return float64(r.CPU.Nanoseconds()) / 1e3 / float64(max(r.Msgs, 1))
+}
+
+// SysPerMsg is the part of CPUPerMsg in the kernel.
+func (r FloorRun) SysPerMsg() float64 {
+	return float64(r.Sys.Nanoseconds()) / 1e3 / float64(max(r.Msgs, 1))
 }
 
 // RunFloor measures the floor at a scenario's shape: the floor server in
@@ -274,7 +280,8 @@ func RunFloor(cfg FloorConfig, n, hz, size int, seconds float64) (FloorRun, erro
 	case <-time.After(2 * time.Minute):
 		return kill(fmt.Errorf("floor bots did not start within 2 minutes"))
 	}
-	cpu0, msgs0 := harness.CPUTime(), fl.Msgs.Load()
+	user0, sys0 := harness.CPUTimes()
+	msgs0 := fl.Msgs.Load()
 	select {
 	case <-done:
 	case err := <-exited:
@@ -282,7 +289,8 @@ func RunFloor(cfg FloorConfig, n, hz, size int, seconds float64) (FloorRun, erro
 	case <-time.After(time.Duration(seconds*float64(time.Second)) + 2*time.Minute):
 		return kill(fmt.Errorf("floor bots did not finish"))
 	}
-	r.CPU, r.Msgs = harness.CPUTime()-cpu0, fl.Msgs.Load()-msgs0
+	user1, sys1 := harness.CPUTimes()
+	r.CPU, r.Sys, r.Msgs = user1+sys1-user0-sys0, sys1-sys0, fl.Msgs.Load()-msgs0
 	if err := <-exited; err != nil {
 		return r, fmt.Errorf("floor bots: %w", err)
 	}

@@ -102,6 +102,7 @@ func tickets(srv *engine.Server, n int, ttl time.Duration, seat func(i int) (pla
 type Window struct {
 	Wall          time.Duration      // the window's length
 	CPU           time.Duration      // the server process's CPU time in it
+	Sys           time.Duration      // the part of CPU in the kernel
 	Runtime       [2]harness.Runtime // the runtime's counters at its start and end (the GC's CPU, allocations)
 	Before, After harness.Metrics    // the server's metrics before it and after it
 	// ServerCPUBusy is how busy the server's CPU was over the window,
@@ -133,7 +134,7 @@ func Measure[T any](url string, d time.Duration, profile string, mark func() T, 
 			return w, marks, err
 		}
 	}
-	var cpu0, cpu1 time.Duration
+	var user0, sys0, user1, sys1 time.Duration
 	var w0, w1 time.Time
 	// TONGBU_BENCH_ALLOCS=path writes the allocation profile at the
 	// window's start and end (path.0, path.1: go tool pprof -base).
@@ -152,11 +153,13 @@ func Measure[T any](url string, d time.Duration, profile string, mark func() T, 
 	}
 	server, _, pinnable := twoCPUs()
 	busy0, total0, stat := cpuTicks(server)
-	marks[0], cpu0, w0 = mark(), harness.CPUTime(), time.Now()
+	marks[0], w0 = mark(), time.Now()
+	user0, sys0 = harness.CPUTimes()
 	w.Runtime[0] = harness.ReadRuntime()
 	time.Sleep(d)
 	w.Runtime[1] = harness.ReadRuntime()
-	marks[1], cpu1, w1 = mark(), harness.CPUTime(), time.Now()
+	marks[1], w1 = mark(), time.Now()
+	user1, sys1 = harness.CPUTimes()
 	w.ServerCPUBusy = -1
 	if busy1, total1, ok := cpuTicks(server); pinnable && stat && ok && total1 > total0 && pinnedTo(server) {
 		w.ServerCPUBusy = float64(busy1-busy0) / float64(total1-total0)
@@ -165,7 +168,7 @@ func Measure[T any](url string, d time.Duration, profile string, mark func() T, 
 		writeAllocs(allocs + ".1")
 	}
 	stopProfile()
-	w.Wall, w.CPU = w1.Sub(w0), cpu1-cpu0
+	w.Wall, w.CPU, w.Sys = w1.Sub(w0), user1+sys1-user0-sys0, sys1-sys0
 	w.After, err = harness.ReadMetrics(metricsURL, histograms...)
 	return w, marks, err
 }
