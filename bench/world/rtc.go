@@ -54,6 +54,7 @@ type worldRTCRun struct {
 	upBytes       float64 // the mean message received, in bytes
 	downBytes     float64 // the mean message sent
 	floor         bots.FloorRun
+	sys           time.Duration // the part of cpu in the kernel
 }
 
 // allocsPerMsg is the server's heap allocations per message.
@@ -144,6 +145,10 @@ func benchWorldRTC(o worldOpts, out io.Writer) error {
 		"cpu_vs_floor", r.transportPerMsg()/max(r.floor.CPUPerMsg(), 1e-9),
 		"allocs_per_msg", r.allocsPerMsg(),
 		"gc_cpu_fraction", r.gcFraction,
+		// The kernel's part of the transport's and the floor's (the ticks
+		// make no system calls), from getrusage.
+		"kernel_us_per_msg", r.sys.Seconds()*1e6/max(r.msgs, 1),
+		"floor_kernel_us_per_msg", r.floor.SysPerMsg(),
 	))
 	return nil
 }
@@ -203,7 +208,7 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 	if err != nil {
 		return kill(err)
 	}
-	r.frames, r.cpu, r.wall = marks[1]-marks[0], win.CPU, win.Wall
+	r.frames, r.cpu, r.sys, r.wall = marks[1]-marks[0], win.CPU, win.Sys, win.Wall
 	r.tick = win.After.Hist[worldTickMetric].Since(win.Before.Hist[worldTickMetric])
 	r.msgs = win.After.Messages() - win.Before.Messages()
 	r.gcFraction = win.Runtime[1].GCFraction(win.Runtime[0])

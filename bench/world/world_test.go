@@ -96,7 +96,7 @@ func TestBenchWorldWebRTC(t *testing.T) {
 	if kv["transport"] != "webrtc" || kv["players"] != "20" {
 		t.Errorf("RESULT %v", kv)
 	}
-	for _, k := range []string{"tick_p99_ms", "transport_ms_per_frame", "total_ms_per_frame", "bots_cores", "transport_cpu_us_per_msg", "floor_cpu_us_per_msg", "server_cores"} {
+	for _, k := range []string{"tick_p99_ms", "transport_ms_per_frame", "total_ms_per_frame", "bots_cores", "transport_cpu_us_per_msg", "floor_cpu_us_per_msg", "server_cores", "kernel_us_per_msg", "floor_kernel_us_per_msg"} {
 		if v, err := strconv.ParseFloat(kv[k], 64); err != nil || v <= 0 {
 			t.Errorf("%s=%q not measured: %v", k, kv[k], kv)
 		}
