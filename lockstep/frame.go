@@ -191,7 +191,8 @@ func ReadFrame(r *codec.Reader, n, players int, prev *Frame) (Frame, error) {
 // nil: a client's frames share a few allocations every 64 frames rather
 // than three a frame (2,000 bots in one process decode 30,000 frames a
 // second; a browser's collector is slower than the server's). A client
-// keeps no match, so its arena's slabs stay the first size.
+// keeps no match, so its slots' and input lists' slabs stay the first
+// size (64 frames), and its bytes' chunks grow to arenaChunk.
 func readFrame(r *codec.Reader, n, players int, prev *Frame, a *arena) (Frame, error) {
 	f := Frame{Number: n}
 	if a != nil {
