@@ -135,9 +135,9 @@ const brotliQuality = 9
 // Under the race detector (the tests' builds, never a server's) brotli at
 // brotliQuality and gzip at its best took 3 m 40 s for the demo's three
 // clients, most of the browser tests' time; there both use faster levels
-// (56 s), whose files are about 6% larger (5.3 and 5.7 MB a client, the
-// best 4.4 and 5.4), so that a page-weight test passed under the race
-// detector holds for the files a server serves too.
+// (56 s), whose files are larger (a demo page 5.0 MB with brotli and 5.5
+// with gzip on the wire, against 4.4 and 5.4), so that a page-weight test
+// passed under the race detector holds for the files a server serves too.
 const (
 	raceBrotliQuality = 4
 	raceGzipLevel     = gzip.DefaultCompression
