@@ -49,6 +49,7 @@ type relayRun struct {
 	goroutines   float64           // the server process's goroutines a player, joined, beyond those before
 	gcFraction   float64           // the GC's share of the server's Go CPU in the window (runtime/metrics)
 	allocs       uint64            // the server process's heap allocations in the window
+	heapLive     int64             // the server's live heap at the window's end (as the last GC marked it), beyond before the server started
 	upBytes      float64           // the mean message received, in bytes
 	downBytes    float64           // the mean message sent
 	floor        bots.FloorRun     // the plain-UDP floor at this load's shape, when measured
@@ -59,6 +60,12 @@ type relayRun struct {
 
 // allocsPerMsg is the server's heap allocations per message.
 func (r *relayRun) allocsPerMsg() float64 { return float64(r.allocs) / float64(max(r.msgs, 1)) }
+
+// heapKiBPerPlayer is the server's live heap a player, in play: its
+// connection, its seat and its room's share.
+func (r *relayRun) heapKiBPerPlayer() float64 {
+	return float64(r.heapLive) / 1024 / float64(max(r.players, 1))
+}
 
 // cores is the server's CPU over the window, in cores.
 func (r *relayRun) cores() float64 { return r.cpu.Seconds() / max(r.wall.Seconds(), 1e-9) }
@@ -157,6 +164,7 @@ func (r *relayRun) result() string {
 		"bots_cores", r.botCores,
 		"allocs_per_msg", r.allocsPerMsg(),
 		"gc_cpu_fraction", r.gcFraction,
+		"heap_kib_per_player", r.heapKiBPerPlayer(),
 	}
 	if r.cpuBusy >= 0 {
 		// The server's CPU as the kernel counts it, its softirqs and
@@ -334,6 +342,8 @@ func printRelayRuns(out io.Writer, runs []*relayRun) {
 func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*relayRun, error) {
 	r := &relayRun{players: n}
 	g0 := runtime.NumGoroutine()
+	runtime.GC()
+	heap0 := harness.ReadRuntime().HeapLive
 	srv, err := bots.NewServer(0)
 	if err != nil {
 		return nil, err
@@ -391,6 +401,7 @@ func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*rel
 	r.msgs = uint64(win.After.Messages()) - uint64(win.Before.Messages())
 	r.gcFraction = win.Runtime[1].GCFraction(win.Runtime[0])
 	r.allocs = win.Runtime[1].AllocsSince(win.Runtime[0])
+	r.heapLive = int64(win.Runtime[1].HeapLive) - int64(heap0)
 	d := func(name string) float64 { return win.After.Samples[name] - win.Before.Samples[name] }
 	r.upBytes = d("tongbu_received_bytes_total") / max(d("tongbu_received_messages_total"), 1)
 	r.downBytes = d("tongbu_sent_bytes_total") / max(d("tongbu_sent_messages_total"), 1)

@@ -43,7 +43,7 @@ func TestBenchRelayWebRTC(t *testing.T) {
 	if kv["transport"] != "webrtc" || kv["players"] != "20" {
 		t.Errorf("RESULT names the wrong run: %s", last)
 	}
-	for _, k := range []string{"cpu_us_per_player_frame", "p99_cut_late_ms", "delivered", "server_cores", "bots_cores", "allocs_per_msg", "gc_cpu_fraction", "floor_cpu_us_per_msg", "floor_aead_cpu_us_per_msg", "kernel_us_per_msg", "floor_kernel_us_per_msg"} {
+	for _, k := range []string{"cpu_us_per_player_frame", "p99_cut_late_ms", "delivered", "server_cores", "bots_cores", "allocs_per_msg", "gc_cpu_fraction", "heap_kib_per_player", "floor_cpu_us_per_msg", "floor_aead_cpu_us_per_msg", "kernel_us_per_msg", "floor_kernel_us_per_msg"} {
 		v, err := strconv.ParseFloat(kv[k], 64)
 		if err != nil || v < 0 {
 			t.Errorf("RESULT %s=%q: want a number >= 0", k, kv[k])

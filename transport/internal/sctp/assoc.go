@@ -38,6 +38,18 @@ const (
 	maxInitRetries = 20 // about a minute of tries at MaxBackoff's default
 )
 
+// outFewN is how many outstanding chunks the association holds in its
+// own memory: a peer that is sent a message or two a frame and
+// acknowledges every other packet seldom has more, and a server that asks
+// the CPU for the association's memory before a peer's SACK (Span) then
+// has the list the SACK walks too, not a second miss.
+const outFewN = 4
+
+// outCalmRuns is how many times in a row the outstanding list must empty
+// having held no more than outFewN before it moves back into the
+// association.
+const outCalmRuns = 64
+
 // Config configures an association. Zero fields take the defaults.
 type Config struct {
 	// Client makes this side send INIT; the other side answers.
@@ -189,8 +201,10 @@ type Assoc struct {
 	advAck     uint32 // Advanced.Peer.Ack.Point (RFC 3758)
 	fwdOwed    bool
 	fwdAt      time.Duration // when to resend a FORWARD-TSN not yet taken
-	out        []outChunk
+	out        []outChunk    // outFew until more are outstanding at once
 	outHead    int
+	outFew     [outFewN]outChunk
+	outCalm    int // the list emptied short this many times in a row (compact)
 	nrtx       int // chunks in out marked to resend
 	ssnOut     [maxStreams]uint16
 	uq         []byte // unreliable messages' bytes, until the next Flush
@@ -251,6 +265,7 @@ func New(cfg Config, now time.Time) *Assoc {
 	cfg.defaults()
 	a := &Assoc{cfg: cfg, base: now, port: DefaultPort, pport: DefaultPort}
 	a.b.mtu = cfg.MTU
+	a.out = a.outFew[:0]
 	a.rto, a.rtoBase = cfg.RTOInitial, cfg.RTOInitial
 	a.cwnd = min(4*cfg.MTU, max(2*cfg.MTU, 4380))
 	a.ssthresh = int(cfg.RecvWindow)

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 	"time"
+	"unsafe"
 )
 
 type msg struct {
@@ -688,5 +689,63 @@ func TestSackRides(t *testing.T) {
 	s.step(time.Millisecond)
 	if n := s.sent[1] - base; n != 1 {
 		t.Fatalf("the receiver sent %d packets within 4 ms of two full ones, want 1 (the SACK, at once)", n)
+	}
+}
+
+// TestOutListStaysShort: the list of chunks sent and not yet acknowledged
+// is as long as what is outstanding, not as what was ever sent, also when
+// the round trip is longer than the time between messages (so the whole
+// list is never acknowledged at once); and after a burst it moves back
+// into the association's own memory, where a server's look-ahead finds it.
+func TestOutListStaysShort(t *testing.T) {
+	home := func(a *Assoc) bool { return unsafe.SliceData(a.out) == &a.outFew[0] }
+	const most = 256 // what the burst and the round trip hold, grown by append; not what was ever sent
+	for _, tc := range []struct {
+		name  string
+		delay time.Duration
+		home  bool // back in the association's memory at the end
+	}{
+		{"loopback", time.Millisecond, true},
+		{"60ms", 60 * time.Millisecond, false}, // 8 outstanding
+		{"300ms", 300 * time.Millisecond, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newSim(t, 3, 0, tc.delay)
+			s.connect()
+			srv := s.ep[1].a
+			frame := make([]byte, 100)
+			// A burst of reliable messages takes the list out of the
+			// association.
+			for range 40 {
+				if err := srv.SendOrdered(1, PPIDBinary, frame); err != nil {
+					t.Fatal(err)
+				}
+			}
+			s.step(10 * time.Millisecond)
+			if home(srv) {
+				t.Fatalf("40 chunks outstanding in the association's own %d", outFewN)
+			}
+			// Then a frame every 16 ms for a minute, and the client's
+			// input (which the SACKs ride with).
+			for i := 0; i < 60*60; i++ {
+				if err := srv.SendUnordered(0, PPIDBinary, frame); err != nil {
+					t.Fatal(err)
+				}
+				if err := s.ep[0].a.SendUnordered(0, PPIDBinary, frame[:8]); err != nil {
+					t.Fatal(err)
+				}
+				s.step(16 * time.Millisecond)
+				if cap(srv.out) > most {
+					t.Fatalf("frame %d: the list holds %d (%d outstanding), over %d", i, cap(srv.out), len(srv.out)-srv.outHead, most)
+				}
+			}
+			t.Logf("at the end: %d outstanding, the list holds %d", len(srv.out)-srv.outHead, cap(srv.out))
+			if tc.home && !home(srv) {
+				t.Errorf("the list did not move back into the association (%d outstanding, cap %d)", len(srv.out)-srv.outHead, cap(srv.out))
+			}
+			if got := len(s.ep[0].got); got < 60*60 {
+				t.Errorf("%d frames received of %d", got, 60*60)
+			}
+		})
 	}
 }

@@ -198,15 +198,40 @@ func (a *Assoc) index(tsn uint32) int {
 	return k
 }
 
-// compact reclaims the acknowledged head of out.
+// compact reclaims the acknowledged head of out, after a SACK. A list a
+// burst moved out of the association's own memory (outFew) moves back
+// once it has stayed short a while, so that a peer that keeps a few more
+// outstanding does not allocate.
 func (a *Assoc) compact() {
-	if a.outHead == len(a.out) {
-		a.out, a.outHead = a.out[:0], 0
-	} else if a.outHead > 1024 && a.outHead > len(a.out)/2 {
-		n := copy(a.out, a.out[a.outHead:])
-		clear(a.out[n:])
-		a.out, a.outHead = a.out[:n], 0
+	live := len(a.out) - a.outHead
+	if cap(a.out) > outFewN {
+		a.outCalm++
+		if live > outFewN {
+			a.outCalm = 0
+		}
+		if a.outCalm >= outCalmRuns {
+			n := copy(a.outFew[:], a.out[a.outHead:])
+			a.out, a.outHead, a.outCalm = a.outFew[:n], 0, 0
+			return
+		}
 	}
+	if live == 0 {
+		a.out, a.outHead = a.out[:0], 0
+	}
+}
+
+// shift moves out's chunks in play to its front when it is full and a
+// quarter or more of it is acknowledged head, rather than growing it: a
+// peer whose round trip is longer than the time between its messages
+// never has its whole list acknowledged at once, and its list stays as
+// long as what it has outstanding, not what it has ever sent.
+func (a *Assoc) shift() {
+	if len(a.out) < cap(a.out) || a.outHead == 0 || 4*a.outHead < len(a.out) {
+		return
+	}
+	n := copy(a.out, a.out[a.outHead:])
+	clear(a.out[n:])
+	a.out, a.outHead = a.out[:n], 0
 }
 
 // settled marks out[k] acknowledged by a gap block or given up: the
@@ -518,6 +543,7 @@ func (a *Assoc) push(oc outChunk) *outChunk {
 	a.nextTSN++
 	a.outBytes += oc.size
 	a.stats.DataSent++
+	a.shift()
 	a.out = append(a.out, oc)
 	return &a.out[len(a.out)-1]
 }
