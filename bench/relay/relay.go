@@ -119,6 +119,7 @@ type relayRTCOpts struct {
 	max     int
 	profile string
 	bots    bots.Shape
+	simUS   float64 // a server-side simulation's CPU a room frame, microseconds (0: none)
 }
 
 // relayWebRTC runs the relay scenario over WebRTC; nil where the server
@@ -134,6 +135,7 @@ func benchRelay(args []string, out io.Writer) error {
 	find := fs.Bool("find", false, "webrtc: search for the most players the server holds, from -players up to -max (below -players when it is not held)")
 	maxPlayers := fs.Int("max", 4000, "webrtc -find: the largest load tried")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (webrtc: of the server over the measured window, and the bots' to this file.bots)")
+	simUS := fs.Float64("sim-us", 0, "webrtc: each room also runs a server-side simulation (Config.Simulation, as a room that verifies its players' hashes) costing about this many microseconds of CPU a frame: the server's core busy with a game's work beside the data path")
 	var shape bots.Shape
 	shape.Flags(fs)
 	if err := fs.Parse(args); err != nil {
@@ -141,7 +143,7 @@ func benchRelay(args []string, out io.Writer) error {
 	}
 	switch {
 	case *kind == "webrtc" && relayWebRTC != nil:
-		return relayWebRTC(relayRTCOpts{players: *players, seconds: *seconds, find: *find, max: *maxPlayers, profile: *profile, bots: shape}, out)
+		return relayWebRTC(relayRTCOpts{players: *players, seconds: *seconds, find: *find, max: *maxPlayers, profile: *profile, bots: shape, simUS: *simUS}, out)
 	case *kind != "mem":
 		return fmt.Errorf("transport %q: want mem or webrtc", *kind)
 	}

@@ -49,23 +49,19 @@ type relayRun struct {
 	goroutines   float64           // the server process's goroutines a player, joined, beyond those before
 	gcFraction   float64           // the GC's share of the server's Go CPU in the window (runtime/metrics)
 	allocs       uint64            // the server process's heap allocations in the window
-	heapLive     int64             // the server's live heap at the window's end (as the last GC marked it), beyond before the server started
 	upBytes      float64           // the mean message received, in bytes
 	downBytes    float64           // the mean message sent
 	floor        bots.FloorRun     // the plain-UDP floor at this load's shape, when measured
 	floorAEAD    bots.FloorRun     // the same floor sealing each datagram with AES-GCM (FloorConfig.AEAD)
 	cpuBusy      float64           // how busy the server's CPU was, when pinned (bots.Window.ServerCPUBusy)
 	spill        bool              // the bots had what the server left of its CPU too (Shape.Spill)
+	simUS        float64           // the rooms' simulation's CPU a frame, asked (-sim-us); 0: none
+	simFrames    int               // frames the rooms' simulations ran in the window
+	simBehind    uint64            // times a room's simulation fell a second behind, over the run
 }
 
 // allocsPerMsg is the server's heap allocations per message.
 func (r *relayRun) allocsPerMsg() float64 { return float64(r.allocs) / float64(max(r.msgs, 1)) }
-
-// heapKiBPerPlayer is the server's live heap a player, in play: its
-// connection, its seat and its room's share.
-func (r *relayRun) heapKiBPerPlayer() float64 {
-	return float64(r.heapLive) / 1024 / float64(max(r.players, 1))
-}
 
 // cores is the server's CPU over the window, in cores.
 func (r *relayRun) cores() float64 { return r.cpu.Seconds() / max(r.wall.Seconds(), 1e-9) }
@@ -76,6 +72,9 @@ func (r *relayRun) cores() float64 { return r.cpu.Seconds() / max(r.wall.Seconds
 // room's tick; then the same floor with the AES-GCM a WebRTC server
 // cannot skip.
 func (r *relayRun) measureFloor(seconds float64) error {
+	if r.simUS > 0 {
+		return nil // the server did a game's work too: no floor compares
+	}
 	cfg := bots.FloorConfig{TickHz: relayHz, Reply: max(int(r.downBytes+0.5), 1)}
 	size := max(int(r.upBytes+0.5), 4)
 	var err error
@@ -164,7 +163,11 @@ func (r *relayRun) result() string {
 		"bots_cores", r.botCores,
 		"allocs_per_msg", r.allocsPerMsg(),
 		"gc_cpu_fraction", r.gcFraction,
-		"heap_kib_per_player", r.heapKiBPerPlayer(),
+	}
+	if r.simUS > 0 {
+		// The rooms ran a simulation: the server's CPU is the data path's
+		// and the game's, and no floor is beside it.
+		kv = append(kv, "sim_us_per_room_frame", r.simUS, "sim_frames_per_s", float64(r.simFrames)/max(r.wall.Seconds(), 1e-9), "sim_behind", r.simBehind)
 	}
 	if r.cpuBusy >= 0 {
 		// The server's CPU as the kernel counts it, its softirqs and
@@ -199,8 +202,12 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	fmt.Fprintf(out, "relay over WebRTC: rooms of %d at %d Hz, the server in this process (GOMAXPROCS=1, one room worker),\n", relayRoomSize, relayHz)
 	fmt.Fprintf(out, "bots in a second process (every bot sends one %d-byte input a frame; %v), %gs measured after all joined\n\n", bots.RelayInputBytes, o.bots, o.seconds)
+	sim := simSpec{us: o.simUS, iters: simIters(o.simUS)}
+	if sim.us > 0 {
+		fmt.Fprintf(out, "each room runs a server-side simulation of about %g us a frame (%d rounds of arithmetic, calibrated here): no floor is measured beside it\n\n", sim.us, sim.iters)
+	}
 	if !o.find {
-		r, err := runRelayRTC(o.players, o.seconds, o.profile, o.bots)
+		r, err := runRelayRTC(o.players, o.seconds, o.profile, o.bots, sim)
 		if err != nil {
 			return err
 		}
@@ -215,7 +222,7 @@ func benchRelayRTC(o relayRTCOpts, out io.Writer) error {
 	var runs []*relayRun
 	var best *relayRun
 	try := func(n int) bool {
-		r, err := runRelayRTC(n, o.seconds, "", o.bots)
+		r, err := runRelayRTC(n, o.seconds, "", o.bots, sim)
 		if err != nil {
 			fmt.Fprintf(out, "%d players: failed: %v\n", n, err)
 			return false
@@ -291,6 +298,11 @@ func printFloor(out io.Writer, r *relayRun) {
 		fmt.Fprintf(out, "its CPU %.0f%% busy as the kernel counts it (softirqs and ksoftirqd's loopback work there included)\n", 100*r.cpuBusy)
 	}
 	fmt.Fprintf(out, "messages of %.0f bytes up, %.0f down: %.2f us of CPU each\n", r.upBytes, r.downBytes, r.cpuPerMsg())
+	if r.simUS > 0 {
+		fmt.Fprintf(out, "the rooms' simulations ran %.0f frames a second at about %g us each (%.2f of a core), and fell a second behind %d times\n",
+			float64(r.simFrames)/max(r.wall.Seconds(), 1e-9), r.simUS, float64(r.simFrames)*r.simUS/1e6/max(r.wall.Seconds(), 1e-9), r.simBehind)
+		return
+	}
 	fmt.Fprintf(out, "plain-UDP floor at that shape (recvmmsg, a reply a message on the room's tick, sendmmsg; no crypto, no SCTP, no rooms):\n")
 	fmt.Fprintf(out, "  %.2f us a message over %d messages: the engine is %.2f times the floor\n",
 		r.floor.CPUPerMsg(), r.floor.Msgs, r.cpuPerMsg()/max(r.floor.CPUPerMsg(), 1e-9))
@@ -339,18 +351,16 @@ func printRelayRuns(out io.Writer, runs []*relayRun) {
 
 // runRelayRTC runs the server with n players' rooms, starts the bots'
 // process with their tickets on its stdin, and measures the window.
-func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*relayRun, error) {
-	r := &relayRun{players: n}
+func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape, sim simSpec) (*relayRun, error) {
+	r := &relayRun{players: n, simUS: sim.us}
 	g0 := runtime.NumGoroutine()
-	runtime.GC()
-	heap0 := harness.ReadRuntime().HeapLive
 	srv, err := bots.NewServer(0)
 	if err != nil {
 		return nil, err
 	}
 	rooms := make([]*engine.Room, (n+relayRoomSize-1)/relayRoomSize)
 	for i := range rooms {
-		rooms[i], err = srv.CreateRoom("r"+strconv.Itoa(i), lockstep.Config{Players: relayRoomSize, Hz: relayHz})
+		rooms[i], err = srv.CreateRoom("r"+strconv.Itoa(i), lockstep.Config{Players: relayRoomSize, Hz: relayHz, Simulation: simConfig(sim.iters)})
 		if err != nil {
 			srv.Shutdown(context.Background())
 			return nil, err
@@ -371,9 +381,10 @@ func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*rel
 	}
 
 	frames := func() []int {
-		f := make([]int, len(rooms))
+		f := make([]int, 2*len(rooms)) // frames cut, then the simulations' frames
 		for i, room := range rooms {
-			f[i] = room.Stats().Frames
+			st := room.Stats()
+			f[i], f[len(rooms)+i] = st.Frames, st.SimFrames
 		}
 		return f
 	}
@@ -401,12 +412,13 @@ func runRelayRTC(n int, seconds float64, profile string, shape bots.Shape) (*rel
 	r.msgs = uint64(win.After.Messages()) - uint64(win.Before.Messages())
 	r.gcFraction = win.Runtime[1].GCFraction(win.Runtime[0])
 	r.allocs = win.Runtime[1].AllocsSince(win.Runtime[0])
-	r.heapLive = int64(win.Runtime[1].HeapLive) - int64(heap0)
 	d := func(name string) float64 { return win.After.Samples[name] - win.Before.Samples[name] }
 	r.upBytes = d("tongbu_received_bytes_total") / max(d("tongbu_received_messages_total"), 1)
 	r.downBytes = d("tongbu_sent_bytes_total") / max(d("tongbu_sent_messages_total"), 1)
 	var stop strings.Builder
 	for i, room := range rooms {
+		r.simFrames += frames1[len(rooms)+i] - frames0[len(rooms)+i]
+		r.simBehind += room.Stats().SimBehind
 		r.playerFrames += uint64(frames1[i]-frames0[i]) * uint64(min(relayRoomSize, n-i*relayRoomSize))
 		fmt.Fprintf(&stop, "CUT %s %d\n", room.Name(), frames1[i])
 	}

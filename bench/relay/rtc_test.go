@@ -11,6 +11,7 @@ import (
 
 	"github.com/tongbu/tongbu/bench/internal/bots"
 	"github.com/tongbu/tongbu/bench/internal/harness"
+	"github.com/tongbu/tongbu/lockstep"
 )
 
 // TestMain lets the test binary act as the bots' process.
@@ -23,27 +24,12 @@ func TestBenchRelayWebRTC(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a child process and WebRTC connections")
 	}
-	var out, errOut bytes.Buffer
 	// Unpinned: other test binaries run beside it (TestPin pins).
-	code := harness.Command([]string{"relay", "-transport", "webrtc", "-players", "20", "-seconds", "3", "-pin=false"}, &out, &errOut)
-	if code != 0 {
-		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
-	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	last := lines[len(lines)-1]
-	m := harness.ResultRE.FindStringSubmatch(last)
-	if m == nil || m[1] != "relay" {
-		t.Fatalf("last line %q", last)
-	}
-	kv := map[string]string{}
-	for _, f := range strings.Fields(m[2]) {
-		k, v, _ := strings.Cut(f, "=")
-		kv[k] = v
-	}
+	kv, last := runRelayResult(t, "-players", "20", "-seconds", "3", "-pin=false")
 	if kv["transport"] != "webrtc" || kv["players"] != "20" {
 		t.Errorf("RESULT names the wrong run: %s", last)
 	}
-	for _, k := range []string{"cpu_us_per_player_frame", "p99_cut_late_ms", "delivered", "server_cores", "bots_cores", "allocs_per_msg", "gc_cpu_fraction", "heap_kib_per_player", "floor_cpu_us_per_msg", "floor_aead_cpu_us_per_msg", "kernel_us_per_msg", "floor_kernel_us_per_msg"} {
+	for _, k := range []string{"cpu_us_per_player_frame", "p99_cut_late_ms", "delivered", "server_cores", "bots_cores", "allocs_per_msg", "gc_cpu_fraction", "floor_cpu_us_per_msg", "floor_aead_cpu_us_per_msg", "kernel_us_per_msg", "floor_kernel_us_per_msg"} {
 		v, err := strconv.ParseFloat(kv[k], 64)
 		if err != nil || v < 0 {
 			t.Errorf("RESULT %s=%q: want a number >= 0", k, kv[k])
@@ -62,6 +48,82 @@ func TestBenchRelayWebRTC(t *testing.T) {
 	// ending, timers), not one each.
 	if g, err := strconv.ParseFloat(kv["goroutines_per_conn"], 64); err != nil || g > 0.5 {
 		t.Errorf("goroutines_per_conn %q: want a number well under 1: %s", kv["goroutines_per_conn"], last)
+	}
+}
+
+// runRelayResult runs bench relay over WebRTC with args and returns its
+// RESULT line's keys and the line.
+func runRelayResult(t *testing.T, args ...string) (map[string]string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := harness.Command(append([]string{"relay", "-transport", "webrtc"}, args...), &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	last := lines[len(lines)-1]
+	m := harness.ResultRE.FindStringSubmatch(last)
+	if m == nil || m[1] != "relay" {
+		t.Fatalf("last line %q", last)
+	}
+	kv := map[string]string{}
+	for _, f := range strings.Fields(m[2]) {
+		k, v, _ := strings.Cut(f, "=")
+		kv[k] = v
+	}
+	return kv, last
+}
+
+// TestBenchRelaySim: with -sim-us every room runs a server-side
+// simulation, which steps through the frames cut (about Hz a second a
+// room) without falling behind; the RESULT says so and has no floor,
+// which would not compare with a server doing a game's work.
+func TestBenchRelaySim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a child process and WebRTC connections")
+	}
+	kv, last := runRelayResult(t, "-players", "20", "-seconds", "2", "-pin=false", "-sim-us", "50")
+	if kv["sim_us_per_room_frame"] != "50.00" || kv["sim_behind"] != "0" {
+		t.Errorf("want sim_us_per_room_frame=50 sim_behind=0: %s", last)
+	}
+	// Two rooms at 15 Hz: 30 simulated frames a second, give or take the
+	// window's edges.
+	if f, err := strconv.ParseFloat(kv["sim_frames_per_s"], 64); err != nil || f < 20 || f > 40 {
+		t.Errorf("sim_frames_per_s %q: want about 30: %s", kv["sim_frames_per_s"], last)
+	}
+	if _, ok := kv["floor_cpu_us_per_msg"]; ok {
+		t.Errorf("a floor beside a server running simulations: %s", last)
+	}
+	if d, _ := strconv.ParseFloat(kv["delivered"], 64); d != 1 {
+		t.Errorf("delivered %s, want 1: %s", kv["delivered"], last)
+	}
+}
+
+// TestSimWork: the bench's simulation is deterministic, takes every
+// input into its state, and costs nothing when not asked for.
+func TestSimWork(t *testing.T) {
+	frame := func(b byte) lockstep.Frame {
+		return lockstep.Frame{Slots: []lockstep.Slot{{Inputs: [][]byte{{1, 2}}}, {Inputs: [][]byte{{b}}}, {MadeUp: true}}}
+	}
+	run := func(last byte) uint64 {
+		s := simConfig(1000)()
+		for range 10 {
+			s.Step(frame(7))
+		}
+		s.Step(frame(last))
+		return s.Hash()
+	}
+	if run(7) != run(7) {
+		t.Error("the same frames hash differently")
+	}
+	if run(7) == run(8) {
+		t.Error("a different input left the same hash")
+	}
+	if simConfig(0) != nil || simIters(0) != 0 {
+		t.Error("a simulation when none was asked for")
+	}
+	if simIters(10) < 1 {
+		t.Error("no work for 10 us")
 	}
 }
 

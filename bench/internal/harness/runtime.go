@@ -4,12 +4,10 @@ import "runtime/metrics"
 
 // Runtime is a reading of the Go runtime's own counters: the CPU time it
 // accounts to the garbage collector, to everything and to idle Ps, and
-// the heap allocations made so far, and the heap the last collection
-// found live.
+// the heap allocations made so far.
 type Runtime struct {
 	GCCPU, TotalCPU, IdleCPU float64 // seconds
 	Allocs                   uint64  // heap allocations, tiny ones included
-	HeapLive                 uint64  // bytes, as the last GC marked them
 }
 
 var runtimeNames = []string{
@@ -18,7 +16,6 @@ var runtimeNames = []string{
 	"/cpu/classes/idle:cpu-seconds",
 	"/gc/heap/allocs:objects",
 	"/gc/heap/tiny/allocs:objects",
-	"/gc/heap/live:bytes",
 }
 
 // ReadRuntime reads the runtime's counters now.
@@ -40,7 +37,7 @@ func ReadRuntime() Runtime {
 		}
 		return 0
 	}
-	return Runtime{GCCPU: f(0), TotalCPU: f(1), IdleCPU: f(2), Allocs: u(3) + u(4), HeapLive: u(5)}
+	return Runtime{GCCPU: f(0), TotalCPU: f(1), IdleCPU: f(2), Allocs: u(3) + u(4)}
 }
 
 // GCFraction is the garbage collector's share of the CPU the process's
