@@ -3,9 +3,8 @@
 package relay
 
 import (
-	"bytes"
+	"fmt"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -25,7 +24,8 @@ func TestBenchRelayWebRTC(t *testing.T) {
 		t.Skip("starts a child process and WebRTC connections")
 	}
 	// Unpinned: other test binaries run beside it (TestPin pins).
-	kv, last := runRelayResult(t, "-players", "20", "-seconds", "3", "-pin=false")
+	kv := harness.LastResult(t, "relay", "-transport", "webrtc", "-players", "20", "-seconds", "3", "-pin=false")
+	last := fmt.Sprint(kv)
 	if kv["transport"] != "webrtc" || kv["players"] != "20" {
 		t.Errorf("RESULT names the wrong run: %s", last)
 	}
@@ -51,29 +51,6 @@ func TestBenchRelayWebRTC(t *testing.T) {
 	}
 }
 
-// runRelayResult runs bench relay over WebRTC with args and returns its
-// RESULT line's keys and the line.
-func runRelayResult(t *testing.T, args ...string) (map[string]string, string) {
-	t.Helper()
-	var out, errOut bytes.Buffer
-	code := harness.Command(append([]string{"relay", "-transport", "webrtc"}, args...), &out, &errOut)
-	if code != 0 {
-		t.Fatalf("exit %d: %s\n%s", code, errOut.String(), out.String())
-	}
-	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
-	last := lines[len(lines)-1]
-	m := harness.ResultRE.FindStringSubmatch(last)
-	if m == nil || m[1] != "relay" {
-		t.Fatalf("last line %q", last)
-	}
-	kv := map[string]string{}
-	for _, f := range strings.Fields(m[2]) {
-		k, v, _ := strings.Cut(f, "=")
-		kv[k] = v
-	}
-	return kv, last
-}
-
 // TestBenchRelaySim: with -sim-us every room runs a server-side
 // simulation, which steps through the frames cut (about Hz a second a
 // room) without falling behind; the RESULT says so and has no floor,
@@ -82,7 +59,8 @@ func TestBenchRelaySim(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a child process and WebRTC connections")
 	}
-	kv, last := runRelayResult(t, "-players", "20", "-seconds", "2", "-pin=false", "-sim-us", "50")
+	kv := harness.LastResult(t, "relay", "-transport", "webrtc", "-players", "20", "-seconds", "2", "-pin=false", "-sim-us", "50")
+	last := fmt.Sprint(kv)
 	if kv["sim_us_per_room_frame"] != "50.00" || kv["sim_behind"] != "0" {
 		t.Errorf("want sim_us_per_room_frame=50 sim_behind=0: %s", last)
 	}
