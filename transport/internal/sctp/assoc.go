@@ -45,9 +45,9 @@ const (
 // has the list the SACK walks too, not a second miss.
 const outFewN = 4
 
-// outCalmRuns is how many times in a row the outstanding list must empty
-// having held no more than outFewN before it moves back into the
-// association.
+// outCalmRuns is how many SACKs in a row must leave no more than outFewN
+// chunks outstanding before a list a burst moved out of the association
+// moves back into it.
 const outCalmRuns = 64
 
 // Config configures an association. Zero fields take the defaults.
@@ -204,7 +204,7 @@ type Assoc struct {
 	out        []outChunk    // outFew until more are outstanding at once
 	outHead    int
 	outFew     [outFewN]outChunk
-	outCalm    int // the list emptied short this many times in a row (compact)
+	outCalm    int // SACKs in a row that left outFewN or fewer outstanding, while out is elsewhere (compact)
 	nrtx       int // chunks in out marked to resend
 	ssnOut     [maxStreams]uint16
 	uq         []byte // unreliable messages' bytes, until the next Flush

@@ -211,6 +211,7 @@ func (a *Assoc) compact() {
 		}
 		if a.outCalm >= outCalmRuns {
 			n := copy(a.outFew[:], a.out[a.outHead:])
+			clear(a.outFew[n:]) // what it held before the burst
 			a.out, a.outHead, a.outCalm = a.outFew[:n], 0, 0
 			return
 		}
