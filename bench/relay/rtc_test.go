@@ -78,7 +78,7 @@ func TestBenchRelaySim(t *testing.T) {
 }
 
 // TestSimWork: the bench's simulation is deterministic, takes every
-// input into its state, and costs nothing when not asked for.
+// input into its state, and is not there when not asked for.
 func TestSimWork(t *testing.T) {
 	frame := func(b byte) lockstep.Frame {
 		return lockstep.Frame{Slots: []lockstep.Slot{{Inputs: [][]byte{{1, 2}}}, {Inputs: [][]byte{{b}}}, {MadeUp: true}}}
@@ -99,9 +99,6 @@ func TestSimWork(t *testing.T) {
 	}
 	if simConfig(0) != nil || simIters(0) != 0 {
 		t.Error("a simulation when none was asked for")
-	}
-	if simIters(10) < 1 {
-		t.Error("no work for 10 us")
 	}
 }
 
