@@ -515,6 +515,47 @@ func TestLagCompensation(t *testing.T) {
 		if w.Stats().RewindLimited != 1 {
 			t.Errorf("%d views limited, want 1", w.Stats().RewindLimited)
 		}
+
+		// A cheater stamps its skill 150 frames (9.4 s) in the past, with
+		// no view of its own: the uplink takes the stamp (the move history
+		// reaches that far), but the action is judged no further back than
+		// MaxRewind, its own position included.
+		got = got[:0]
+		c := shooter.c
+		now := c.frame
+		stamp := now - 150
+		c.frame = stamp
+		err := c.queue(command{tag: cmdSkill, skill: 9, target: fw.walker.id})
+		c.frame = now
+		if err != nil {
+			t.Fatal(err)
+		}
+		fw.run(t, 500*time.Millisecond, false)
+		if len(got) != 1 {
+			t.Fatalf("%d actions heard, want the one stamped in the past", len(got))
+		}
+		bound := float64(w.Frame() - w.rewindFrames - 8) // the world moved on a few frames since
+		if got[0].View < bound || float64(got[0].Frame) < bound {
+			t.Errorf("a skill stamped at frame %d, world at %d: view %.2f, frame %d, older than MaxRewind (%d frames)",
+				stamp, w.Frame(), got[0].View, got[0].Frame, w.rewindFrames)
+		}
+		if w.Stats().RewindLimited != 2 {
+			t.Errorf("%d views limited, want 2", w.Stats().RewindLimited)
+		}
+
+		// An honest skill seen a few frames back is not clamped, and not
+		// counted as clamped.
+		got = got[:0]
+		if err := c.queue(command{tag: cmdSkill, skill: 9, target: fw.walker.id, view: 3 * viewSteps}); err != nil {
+			t.Fatal(err)
+		}
+		fw.run(t, 500*time.Millisecond, false)
+		if len(got) != 1 || got[0].View != float64(got[0].Frame)-3 {
+			t.Errorf("an honest skill: %+v", got)
+		}
+		if w.Stats().RewindLimited != 2 {
+			t.Errorf("%d views limited after an honest skill, want 2", w.Stats().RewindLimited)
+		}
 	})
 }
 

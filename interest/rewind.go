@@ -23,16 +23,22 @@ func (w *World) recordPath(id ID, src, dest Vec, speed int32, f int) {
 }
 
 // action returns the Action a player's command c makes, with the frame
-// the player viewed when it acted, bounded by Config.MaxRewind.
+// the player viewed when it acted, bounded by Config.MaxRewind: neither
+// the view nor the frame the player acted at is ever older than MaxRewind
+// before the world's frame, whatever the command's own stamp (the uplink
+// takes commands stamped as far back as the player's move history, 10 s
+// by default: a cheater's stamp must not buy it a longer rewind).
 func (w *World) action(id ID, c *command, kind ActionKind) Action {
 	a := Action{Player: id, Frame: c.frame, Kind: kind, View: float64(c.frame) - float64(c.view)/viewSteps}
 	if a.View < float64(c.frame) {
 		w.stats.Rewinds++
 	}
-	if bound := float64(w.frame - w.rewindFrames); a.View < bound {
-		a.View = min(bound, float64(c.frame))
+	bound := w.frame - w.rewindFrames
+	if a.View < float64(bound) {
+		a.View = float64(bound)
 		w.stats.RewindLimited++
 	}
+	a.Frame = max(a.Frame, bound)
 	return a
 }
 

@@ -301,8 +301,10 @@ const (
 type Action struct {
 	Player ID
 	// Frame is the world frame the client stamped the action with: at or
-	// before the world's frame, or up to Config.MaxAhead after it. The
-	// player's own entity stood where the client predicted it at Frame.
+	// before the world's frame, or up to Config.MaxAhead after it, and
+	// never older than Config.MaxRewind before the world's frame at
+	// arrival (an older stamp is taken as that bound). The player's own
+	// entity stood where the client predicted it at Frame.
 	Frame int
 	// View is the frame, with its fraction, at which the client drew the
 	// other entities when the player acted (Client.RenderFrame): a little
