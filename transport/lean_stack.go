@@ -34,7 +34,8 @@ func newLeanServer(s *Server, udps []*net.UDPConn, tcp *net.TCPListener) (leanSt
 		Limits: conn.Limits(s.lim), Logger: s.log,
 		PublicIPs: s.cfg.PublicIPs, IncludeLoopback: s.cfg.IncludeLoopback,
 		Refused: s.cfg.Refused, Admit: s.cfg.Admit,
-		Opened: func(p *lean.Peer, refuse func()) { s.opened(p, refuse) },
+		Network: s.cfg.ClientNetworks.key,
+		Opened:  func(p *lean.Peer, refuse func()) { s.opened(p, refuse) },
 	})
 	return leanStack{l}, err
 }

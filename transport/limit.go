@@ -10,6 +10,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/tongbu/tongbu/transport/internal/netlimit"
 )
 
 // DefaultConnsPerAddr is a limit for LimitListener that a player's
@@ -76,7 +78,7 @@ func NewListener(ln net.Listener, cfg ListenerConfig) net.Listener {
 		cfg.ConnRate = 8
 	}
 	return &limitListener{Listener: ln, cfg: cfg, open: make(map[netip.Prefix]int), conns: make(map[*limitConn]struct{}),
-		rate: make(map[netip.Prefix]*bucket)}
+		rate: netlimit.Rate{Rate: cfg.ConnRate}}
 }
 
 type limitListener struct {
@@ -87,46 +89,11 @@ type limitListener struct {
 	mu    sync.Mutex
 	open  map[netip.Prefix]int // open connections by client network
 	conns map[*limitConn]struct{}
-	rate  map[netip.Prefix]*bucket
-}
-
-// bucket is a client network's new-connection allowance: a token bucket
-// of 2*ConnRate, refilled at ConnRate a second.
-type bucket struct {
-	tokens float64
-	at     time.Time
+	rate  netlimit.Rate // new connections by client network
 }
 
 // allow takes a token for a new connection from key; l.mu is held.
-// Buckets that have refilled are forgotten on the way, a few a call, so
-// the map holds only the networks that connected lately.
-func (l *limitListener) allow(key netip.Prefix, now time.Time) bool {
-	if l.cfg.ConnRate < 0 {
-		return true
-	}
-	rate, burst := float64(l.cfg.ConnRate), float64(2*l.cfg.ConnRate)
-	n := 0
-	for k, b := range l.rate { // map order: a different few each time
-		if n++; n > 4 {
-			break
-		}
-		if k != key && now.Sub(b.at).Seconds()*rate+b.tokens >= burst {
-			delete(l.rate, k)
-		}
-	}
-	b := l.rate[key]
-	if b == nil {
-		b = &bucket{tokens: burst, at: now}
-		l.rate[key] = b
-	}
-	b.tokens = min(burst, b.tokens+now.Sub(b.at).Seconds()*rate)
-	b.at = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
-}
+func (l *limitListener) allow(key netip.Prefix, now time.Time) bool { return l.rate.Allow(key, now) }
 
 func (l *limitListener) Accept() (net.Conn, error) {
 	for {

@@ -304,6 +304,12 @@ func httpError(w http.ResponseWriter, code int, reason, msg string) {
 // address), then its body is read under OfferTimeout and MaxOfferBytes,
 // and only an offer that parses is handed to Admit.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost {
+		// One request is all signaling takes: the connection ends with
+		// the answer or the refusal, whatever refuses it, rather than sit
+		// idle for the HTTP server's keep-alive or wait for a body.
+		w.Header().Set("Connection", "close")
+	}
 	if origin := r.Header.Get("Origin"); origin != "" {
 		if !s.originAllowed(origin, r.Host) {
 			s.refuse(w, http.StatusForbidden, "origin", fmt.Sprintf("origin %q not allowed: pages this server serves need nothing; "+
@@ -321,11 +327,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Access-Control-Allow-Headers", "Content-Type, Authorization, Tongbu-Wire, Tongbu-Build")
 		w.WriteHeader(http.StatusNoContent)
 		return
-	case http.MethodPost:
-		// One request is all signaling takes: the connection ends with
-		// the answer (or the refusal), rather than sit idle for the HTTP
-		// server's keep-alive.
-		w.Header().Set("Connection", "close")
+	case http.MethodPost: // Connection: close set above
 	default:
 		w.Header().Set("Allow", "POST, OPTIONS")
 		s.refuse(w, http.StatusMethodNotAllowed, "method", "POST an SDP offer")
@@ -346,7 +348,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m, err := s.cfg.Authorize(r)
 		if err != nil {
 			code, reason := refusalOf(err, http.StatusForbidden)
-			httpError(w, code, reason, "not authorized: "+err.Error())
+			httpError(w, code, reason, refusalText(code)+err.Error())
 			return
 		}
 		meta = m
@@ -476,6 +478,22 @@ func (s *Server) refuse(w http.ResponseWriter, code int, reason, msg string) {
 		s.cfg.Refused(code, reason)
 	}
 	httpError(w, code, reason, msg)
+}
+
+// refusalText starts the body of a refusal by Authorize with what kind
+// of refusal it is, by its status: a ticket that does not admit
+// (403), a client of a wire version or build the server does not speak
+// (426, 409), or another (a target not found, a full server).
+func refusalText(code int) string {
+	switch code {
+	case http.StatusForbidden:
+		return "not authorized: "
+	case http.StatusUpgradeRequired:
+		return "wire version refused: "
+	case http.StatusConflict:
+		return "build refused: "
+	}
+	return "refused: "
 }
 
 // refusalOf is the status and reason to refuse with for err, an error

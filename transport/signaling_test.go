@@ -368,21 +368,53 @@ func TestSignalingRefusalEndsConnection(t *testing.T) {
 	slowOffer(t, s.http.URL, "Bearer good") // holds the one slot
 	waitPending(t, s, 1)
 	u, _ := url.Parse(s.http.URL)
-	for _, auth := range []string{"Bearer forged", "Bearer good"} {
+	for _, hdr := range []string{"Authorization: Bearer forged", "Authorization: Bearer good", "Origin: https://evil.example\r\nAuthorization: Bearer good"} {
 		// A body net/http would wait for (under its 256 KiB).
 		c, err := net.Dial("tcp", u.Host)
 		if err != nil {
 			t.Fatal(err)
 		}
 		defer c.Close()
-		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/sdp\r\nAuthorization: %s\r\nContent-Length: 100000\r\n\r\nv=0\r\n", auth)
+		fmt.Fprintf(c, "POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/sdp\r\n%s\r\nContent-Length: 100000\r\n\r\nv=0\r\n", hdr)
 		br := bufio.NewReader(c)
 		began := time.Now()
-		code := status(t, c, br, 5*time.Second)
 		c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("%q: no answer: %v", hdr, err)
+		}
+		if resp.Header.Get("Connection") != "close" && !resp.Close {
+			t.Errorf("%q: refused %d without Connection: close", hdr, resp.StatusCode)
+		}
 		_, err = io.Copy(io.Discard, br)
 		if took := time.Since(began); err != nil || took > 2*time.Second {
-			t.Errorf("%s: %d, connection ended after %v (%v)", auth, code, took, err)
+			t.Errorf("%q: %d, connection ended after %v (%v)", hdr, resp.StatusCode, took, err)
+		}
+	}
+}
+
+// TestRefusalText: the body of a refusal says what kind it is, as its
+// status does: a version refusal is not called "not authorized".
+func TestRefusalText(t *testing.T) {
+	for _, tc := range []struct {
+		err  error
+		code int
+		text string
+	}{
+		{errors.New("bad ticket"), http.StatusForbidden, "not authorized: bad ticket"},
+		{&Refusal{Status: http.StatusUpgradeRequired, Reason: "wire_version", Err: errors.New("wire 1, server 3")}, 0, "wire version refused: "},
+		{&Refusal{Status: http.StatusConflict, Reason: "build", Err: errors.New("build 1.0")}, 0, "build refused: "},
+		{&Refusal{Status: http.StatusNotFound, Reason: "not_found", Err: errors.New("no room")}, 0, "refused: "},
+	} {
+		s := newTestServer(t, ServerConfig{Authorize: func(*http.Request) (any, error) { return nil, tc.err }})
+		resp, err := http.Post(s.http.URL, "application/sdp", strings.NewReader("v=0"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if !strings.HasPrefix(string(body), tc.text) || tc.code != 0 && resp.StatusCode != tc.code {
+			t.Errorf("%v: %d %q, want the body to start %q", tc.err, resp.StatusCode, body, tc.text)
 		}
 	}
 }

@@ -44,6 +44,7 @@ type serveConfig struct {
 	IPv6Prefix     int           `json:"ipv6_prefix"`     // bits of an IPv6 address that name one client (default 64)
 	MaxHTTPConns   int           `json:"max_http_conns"`  // HTTP connections open at once (default 2048)
 	HTTPConnRate   int           `json:"http_conn_rate"`  // new HTTP connections a client network may open a second (default 8, after twice as many)
+	BoundLoopback  bool          `json:"bound_loopback"`  // count loopback clients like any other (players through a local tunnel); default: unbounded
 	Loopback       bool          `json:"loopback"`        // offer loopback candidates (local tests and demos)
 	TLS            tlsConfig     `json:"tls"`             // serve HTTPS with a certificate from files (tls.go)
 	ACME           acmeConfig    `json:"acme"`            // or with certificates from an ACME authority
@@ -83,6 +84,7 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
     "ipv4_prefix": 32, "ipv6_prefix": 64, bits of an address that name one client (an IPv6 host has a /64)
     "max_http_conns": 2048,            HTTP connections open at once (the longest idle makes room)
     "http_conn_rate": 8,               new HTTP connections a client network may open a second
+    "bound_loopback": false,           bound loopback clients like any other (default: unbounded, for local bots)
     "loopback": false,                 offer loopback candidates (local tests)
     "tls": {"cert": "fullchain.pem", "key": "privkey.pem"},   serve HTTPS (files reloaded when renewed)
     "acme": {"domains": ["eu-1.game.example"], "email": "ops@game.example",
@@ -396,9 +398,13 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		handler, leave = cl.handler(handler), cl.leave
 		fmt.Fprintf(stdout, "tongbu serve: cluster node %s at %s (NATS %s); status at %s\n", cl.node.Info().ID, cl.node.Info().URL, cfg.Cluster.NATS, clusterStatusPath)
 	}
+	// Every TCP listener the server opens is bounded per client network
+	// and in all (transport.NewListener): signaling's, the metrics', the
+	// ACME challenges'. The ICE-TCP port bounds its own (engine).
+	lc := transport.ListenerConfig{PerNetwork: transport.DefaultConnsPerAddr, MaxConns: cfg.MaxHTTPConns, ConnRate: cfg.HTTPConnRate, Networks: nets}
 	metricsAt := engine.MetricsPath
 	if *metricsAddr != "" {
-		mln, err := net.Listen("tcp", *metricsAddr)
+		mln, err := listenBounded(*metricsAddr, lc)
 		if err != nil {
 			ln.Close()
 			leave()
@@ -419,7 +425,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stopACME := context.WithCancel(context.Background())
 	defer stopACME()
-	challenges, err := serveACMEHTTP(ctx, cfg.ACME.HTTP, acmeHTTP)
+	challenges, err := serveACMEHTTP(ctx, cfg.ACME.HTTP, acmeHTTP, lc)
 	if err != nil {
 		ln.Close()
 		leave()
@@ -435,13 +441,21 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		paths += fmt.Sprintf(", TCP %s", a)
 	}
 	fmt.Fprintf(stdout, "tongbu serve: %s://%s (%s); metrics at %s\n", scheme, ln.Addr(), paths, metricsAt)
-	lc := transport.ListenerConfig{PerNetwork: transport.DefaultConnsPerAddr, MaxConns: cfg.MaxHTTPConns, ConnRate: cfg.HTTPConnRate, Networks: nets}
 	return runServerWith(srv, handler, transport.NewListener(ln, lc), tlsCfg, stderr, leave)
+}
+
+// listenBounded listens on addr behind transport.NewListener's bounds.
+func listenBounded(addr string, lc transport.ListenerConfig) (net.Listener, error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, err
+	}
+	return transport.NewListener(ln, lc), nil
 }
 
 // clientNetworks is the config's transport.ClientNetworks.
 func (c *serveConfig) clientNetworks() (transport.ClientNetworks, error) {
-	n := transport.ClientNetworks{IPv4Prefix: c.IPv4Prefix, IPv6Prefix: c.IPv6Prefix}
+	n := transport.ClientNetworks{IPv4Prefix: c.IPv4Prefix, IPv6Prefix: c.IPv6Prefix, BoundLoopback: c.BoundLoopback}
 	if c.IPv4Prefix < 0 || c.IPv4Prefix > 32 || c.IPv6Prefix < 0 || c.IPv6Prefix > 128 {
 		return n, fmt.Errorf("ipv4_prefix %d, ipv6_prefix %d: want 1-32 and 1-128", c.IPv4Prefix, c.IPv6Prefix)
 	}

@@ -24,6 +24,7 @@ import (
 	"golang.org/x/crypto/acme/autocert"
 
 	"github.com/tongbu/tongbu/engine"
+	"github.com/tongbu/tongbu/transport"
 )
 
 // tlsConfig is the config file's "tls" object: a certificate and key in
@@ -250,11 +251,11 @@ func (k *keyPair) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
 
 // serveACMEHTTP answers http-01 challenges (and redirects browsers to
 // https) on addr until ctx ends; addr "off" serves nothing.
-func serveACMEHTTP(ctx context.Context, addr string, h http.Handler) (string, error) {
+func serveACMEHTTP(ctx context.Context, addr string, h http.Handler, lc transport.ListenerConfig) (string, error) {
 	if h == nil || addr == "off" {
 		return "", nil
 	}
-	ln, err := net.Listen("tcp", firstNonEmpty(addr, ":80"))
+	ln, err := listenBounded(firstNonEmpty(addr, ":80"), lc)
 	if err != nil {
 		return "", fmt.Errorf("acme: %v (http-01 challenges come to port 80: run with the right to bind it, or set -acme-http off and serve on :443 for tls-alpn-01)", err)
 	}

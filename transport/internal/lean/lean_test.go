@@ -51,7 +51,7 @@ func newTestServerOn(t testing.TB, udpAddr string, cfg ServerConfig, n int) *tes
 	}
 	ts := &testServer{accept: make(chan *Peer, 128)}
 	ts.Server, err = NewServer(socks, ServerConfig{
-		Limits: conn.WithDefaults(cfg.Limits), Logger: slog.New(slog.DiscardHandler), PublicIPs: cfg.PublicIPs, TCP: cfg.TCP,
+		Limits: conn.WithDefaults(cfg.Limits), Logger: slog.New(slog.DiscardHandler), PublicIPs: cfg.PublicIPs, TCP: cfg.TCP, Network: cfg.Network,
 		Opened: func(p *Peer, refuse func()) {
 			select {
 			case ts.accept <- p:

@@ -37,6 +37,12 @@ type ServerConfig struct {
 	// port beside the UDP one, for players whose network blocks UDP. The
 	// server owns it from now on.
 	TCP *net.TCPListener
+	// Network, when set, says which client network a TCP connection's
+	// address is counted under for the ICE-TCP listener's bounds (its
+	// share of the connections waiting for their first check, its connect
+	// rate), and false for an address it does not bound
+	// (transport.ClientNetworks).
+	Network func(netip.Addr) (netip.Prefix, bool)
 	// Opened is handed each connection whose channels are open; refuse
 	// closes it with ErrQueueFull (there is no room for it).
 	Opened func(p *Peer, refuse func())
@@ -115,7 +121,7 @@ func NewServer(udps []*net.UDPConn, cfg ServerConfig) (*Server, error) {
 		} else {
 			l.tcpCan = []netip.AddrPort{at}
 		}
-		l.tcp = &tcpServer{l: l, ln: cfg.TCP}
+		l.tcp = newTCPServer(l, cfg.TCP)
 	}
 	for i, udp := range udps {
 		sock, err := newSocket(l.shards[i].ep, udp, l.ufrags)

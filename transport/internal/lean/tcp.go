@@ -13,12 +13,12 @@ import (
 	"net/netip"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 
 	"github.com/pion/stun/v4"
 	"github.com/tongbu/tongbu/transport/internal/conn"
+	"github.com/tongbu/tongbu/transport/internal/netlimit"
 )
 
 // ICE over TCP (RFC 6544): a player whose network blocks UDP reaches the
@@ -46,10 +46,16 @@ const (
 	// long.
 	tcpWriteTimeout = 10 * time.Second
 	// maxUnbound bounds the server's TCP connections that have not yet
-	// sent an authenticated check; maxEarlyFrames the frames one may
-	// send before it does.
-	maxUnbound     = 256
-	maxEarlyFrames = 4
+	// sent an authenticated check, and maxUnboundPerNetwork those of one
+	// client network (ServerConfig.Network), so that one address's idle
+	// connections cannot lock every other player out; tcpConnRate bounds
+	// the connections a network may open a second, after a burst of twice
+	// as many (a reconnect loop is closed as it is accepted).
+	// maxEarlyFrames bounds the frames one may send before its check.
+	maxUnbound           = 256
+	maxUnboundPerNetwork = 16
+	tcpConnRate          = 8
+	maxEarlyFrames       = 4
 )
 
 // tcpPath is one framed TCP connection: a path of one peer.
@@ -57,6 +63,10 @@ type tcpPath struct {
 	c  *net.TCPConn
 	rc syscall.RawConn // for writes that do not wait (tryWrite)
 	ap netip.AddrPort  // the other end
+	// net is the client network ap is counted under while the connection
+	// waits for its first check, when bounded.
+	net     netip.Prefix
+	bounded bool
 
 	mu      sync.Mutex
 	out     []byte // frames the writer has yet to write
@@ -184,13 +194,32 @@ func readFrames(r io.Reader, f func(b []byte) bool) error {
 
 // tcpServer accepts the lean server's TCP connections.
 type tcpServer struct {
-	l       *Server
-	ln      *net.TCPListener
-	unbound atomic.Int32
+	l  *Server
+	ln *net.TCPListener
+	// unbound counts the connections waiting for their first check, by
+	// client network, with the networks' connect rate.
+	unbound netlimit.Share
 
 	mu     sync.Mutex
 	conns  map[*tcpPath]struct{}
 	closed bool
+}
+
+// newTCPServer serves ICE-TCP on ln for l.
+func newTCPServer(l *Server, ln *net.TCPListener) *tcpServer {
+	ts := &tcpServer{l: l, ln: ln}
+	ts.unbound.PerNetwork, ts.unbound.Max = maxUnboundPerNetwork, maxUnbound
+	ts.unbound.SetRate(tcpConnRate)
+	return ts
+}
+
+// network returns the client network a connection from a is counted
+// under, and false when it is not bounded (ServerConfig.Network).
+func (ts *tcpServer) network(a netip.Addr) (netip.Prefix, bool) {
+	if ts.l.cfg.Network == nil {
+		return netip.Prefix{}, false
+	}
+	return ts.l.cfg.Network(a)
 }
 
 // closeAll closes every connection (the server closes).
@@ -221,14 +250,14 @@ func (ts *tcpServer) acceptLoop() {
 			time.Sleep(10 * time.Millisecond) // out of descriptors: let some close
 			continue
 		}
-		if ts.unbound.Add(1) > maxUnbound {
-			ts.unbound.Add(-1)
+		t := newTCPPath(c)
+		t.net, t.bounded = ts.network(t.ap.Addr())
+		if ts.unbound.Take(t.net, t.bounded, time.Now()) != netlimit.OK {
 			c.Close()
 			ts.l.ep.stats.tcpRefused.Add(1)
 			continue
 		}
 		ts.l.ep.stats.tcpConns.Add(1)
-		t := newTCPPath(c)
 		ts.mu.Lock()
 		if ts.closed {
 			ts.mu.Unlock()
@@ -259,7 +288,7 @@ func (ts *tcpServer) serve(t *tcpPath) {
 	t.c.SetReadDeadline(time.Now().Add(conn.WithDefaults(ep.lim).ICETimeout))
 	err := t.frames(in.frame)
 	if in.p == nil {
-		ts.unbound.Add(-1)
+		ts.unbound.Give(t.net, t.bounded)
 	}
 	t.close()
 	if in.p != nil {
@@ -286,7 +315,7 @@ func (in *tcpIn) frame(b []byte) bool {
 		q, ok := in.ts.check(&in.stun, b, in.t)
 		if in.p == nil && ok {
 			in.p = q
-			in.ts.unbound.Add(-1)
+			in.ts.unbound.Give(in.t.net, in.t.bounded)
 			in.t.c.SetReadDeadline(time.Time{}) // the peer's idle timeout bounds it from now on
 		}
 	case b[0] >= 20 && b[0] <= 63 && in.p != nil:

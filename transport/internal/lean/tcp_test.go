@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/netip"
 	"os"
 	"regexp"
 	"strings"
@@ -124,6 +125,101 @@ func tcpConns(s *testServer) int {
 	s.tcp.mu.Lock()
 	defer s.tcp.mu.Unlock()
 	return len(s.tcp.conns)
+}
+
+// tcpUnbound returns the TCP connections waiting for their first check.
+func tcpUnbound(s *testServer) int {
+	all, _ := s.tcp.unbound.Open(netip.Prefix{})
+	return all
+}
+
+// TestTCPStrangersShare: one network's idle TCP connections take at most
+// its share of those waiting for a first check, a network that connects
+// in a loop is refused past its rate, and an honest player of another
+// network connects over TCP all the while. (Before, 256 idle connections
+// from one address locked every ICE-TCP player out.)
+func TestTCPStrangersShare(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	byAddr := func(a netip.Addr) (netip.Prefix, bool) { p, _ := a.Prefix(32); return p, true }
+	s := newTestServerWith(t, "127.0.0.1:0", ServerConfig{TCP: ln.(*net.TCPListener), Network: byAddr,
+		Limits: conn.Limits{HandshakeTimeout: 30 * time.Second}})
+	from := func(ip byte) *net.Dialer {
+		return &net.Dialer{LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, ip)}}
+	}
+	// ended reports whether the server closed k within d.
+	ended := func(k net.Conn, d time.Duration) bool {
+		k.SetReadDeadline(time.Now().Add(d))
+		_, err := k.Read(make([]byte, 1))
+		var ne net.Error
+		return err != nil && !(errors.As(err, &ne) && ne.Timeout())
+	}
+	var idle []net.Conn
+	defer func() {
+		for _, k := range idle {
+			k.Close()
+		}
+	}()
+	mallory := from(2)
+	for range maxUnboundPerNetwork {
+		k, err := mallory.Dial("tcp", s.TCPAddr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		idle = append(idle, k)
+	}
+	waitFor(t, func() bool { return tcpUnbound(s) == maxUnboundPerNetwork })
+	time.Sleep(2 * time.Second) // the network's rate refills: what follows meets its share
+	refused0 := s.DataPath().TCPRefused
+	for range 8 {
+		k, err := mallory.Dial("tcp", s.TCPAddr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ended(k, 2*time.Second) {
+			t.Error("an idle connection past the network's share was kept")
+		}
+		k.Close()
+	}
+	if got := s.DataPath().TCPRefused - refused0; got != 8 {
+		t.Errorf("%d connections past the share refused, want 8", got)
+	}
+
+	// Another network connects and closes in a loop: past its burst it is
+	// closed as it is accepted.
+	loop, refused0 := from(3), s.DataPath().TCPRefused
+	for range 4 * tcpConnRate {
+		k, err := loop.Dial("tcp", s.TCPAddr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		k.Close()
+	}
+	waitFor(t, func() bool { return s.DataPath().TCPRefused-refused0 >= 2*tcpConnRate-2 })
+
+	// An honest player (127.0.0.1) connects over TCP meanwhile.
+	cfg := s.dialConfig(false)
+	cfg.Network = "tcp"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, cfg)
+	if err != nil {
+		t.Fatalf("an honest player beside the idle connections: %v", err)
+	}
+	defer c.Close()
+	sc, err := s.Accept(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !onTCP(c) || !onTCP(sc) {
+		t.Fatalf("on TCP: client %v, server %v", onTCP(c), onTCP(sc))
+	}
+	echoBoth(t, c, sc, 10)
+	if _, held := s.tcp.unbound.Open(netip.MustParsePrefix("127.0.0.2/32")); held != maxUnboundPerNetwork {
+		t.Errorf("mallory's network holds %d connections waiting, want its share %d", held, maxUnboundPerNetwork)
+	}
 }
 
 func waitFor(t *testing.T, ok func() bool) {
@@ -244,9 +340,9 @@ func TestTCPStrangers(t *testing.T) {
 	}
 	// A stranger sees its connection end when the server closes it; the
 	// server forgets it just after: wait for that (bounded).
-	for deadline := time.Now().Add(5 * time.Second); tcpConns(s) != 1 || s.tcp.unbound.Load() != 0; time.Sleep(10 * time.Millisecond) {
+	for deadline := time.Now().Add(5 * time.Second); tcpConns(s) != 1 || tcpUnbound(s) != 0; time.Sleep(10 * time.Millisecond) {
 		if time.Now().After(deadline) {
-			t.Errorf("%d TCP connections held (want 1), %d unbound counted (want 0), 5 s after the strangers' ends", tcpConns(s), s.tcp.unbound.Load())
+			t.Errorf("%d TCP connections held (want 1), %d unbound counted (want 0), 5 s after the strangers' ends", tcpConns(s), tcpUnbound(s))
 			break
 		}
 	}
