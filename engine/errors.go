@@ -49,6 +49,12 @@ var (
 	// a Client that could not follow it reports this as its close reason.
 	ErrMoved = errors.New("engine: moved to another world")
 
+	// ErrKicked: the game server kicked the player (Server.Kick, or the
+	// cluster's Kick): its connections were ended, and its credentials
+	// and the tickets of its session are refused. The bye's detail, and
+	// the refusal's, say why.
+	ErrKicked = errors.New("engine: kicked")
+
 	// ErrTransfer: a transfer (World.Transfer) did not happen: the
 	// destination refused or could not be reached, or the client could
 	// not connect to it. The player is still where it was.
@@ -91,4 +97,6 @@ var refusalKinds = []refusalKind{
 	{ErrClosed, "closed", "closed", http.StatusNotFound},
 	{ErrWireVersion, "wire_version", "wire_version", http.StatusUpgradeRequired},
 	{ErrBuild, "build", "build", http.StatusConflict},
+	{ErrKicked, "kicked", "kicked", http.StatusForbidden},
+	{ErrMoved, "moved", "moved", http.StatusForbidden},
 }

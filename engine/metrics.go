@@ -27,6 +27,7 @@ type metrics struct {
 	// Transfers out of this server's worlds that ended: moved, or stayed.
 	movedOut, stayed uint64
 	resumes          uint64
+	kicks            uint64 // connections ended by Server.Kick
 	refusals         map[string]uint64
 	drops            map[[2]string]uint64 // {mode, reason}
 	frames           uint64
@@ -99,6 +100,13 @@ func (m *metrics) joined() {
 func (m *metrics) resumed() {
 	m.mu.Lock()
 	m.resumes++
+	m.mu.Unlock()
+}
+
+// kicked counts the connections a kick ended.
+func (m *metrics) kicked(n int) {
+	m.mu.Lock()
+	m.kicks += uint64(n)
 	m.mu.Unlock()
 }
 
@@ -244,6 +252,8 @@ func (s *Server) writeMetrics(out io.Writer) {
 	fmt.Fprintf(&b, "tongbu_transfers_total{outcome=\"moved\"} %d\ntongbu_transfers_total{outcome=\"stayed\"} %d\n", m.movedOut, m.stayed)
 	metric("tongbu_world_resumes_total", "counter", "Players back to their world entity on a new connection: a lost connection resumed (Config.ResumeWindow), or the same player connecting again.")
 	fmt.Fprintf(&b, "tongbu_world_resumes_total %d\n", m.resumes)
+	metric("tongbu_kicked_connections_total", "counter", "Connections ended by a kick (Server.Kick).")
+	fmt.Fprintf(&b, "tongbu_kicked_connections_total %d\n", m.kicks)
 	metric("tongbu_refused_total", "counter", "Connections refused, by reason.")
 	for _, k := range sortedKeys(m.refusals) {
 		fmt.Fprintf(&b, "tongbu_refused_total{reason=%s} %d\n", label(k), m.refusals[k])
@@ -312,6 +322,11 @@ func (s *Server) writeMetrics(out io.Writer) {
 		writeDataPathMetrics(&b, s.rtc.DataPath())
 	}
 	writeRuntimeMetrics(&b)
+	s.extraMu.Lock()
+	for _, f := range s.extra {
+		f(&b)
+	}
+	s.extraMu.Unlock()
 	if !s.cfg.PeerMetrics {
 		io.WriteString(out, b.String())
 		return

@@ -104,6 +104,9 @@ func (w *World) reserve(player string, state []byte, ttl time.Duration, arrived 
 	if err := checkName("player", player); err != nil {
 		return Booking{}, err
 	}
+	if w.s.creds.kickedSince(player, time.Now().Add(-kickBookings)) {
+		return Booking{}, fmt.Errorf("%w: player %q was kicked a moment ago", ErrKicked, player)
+	}
 	if ttl <= 0 {
 		ttl = BookingTTL
 	}
@@ -479,6 +482,9 @@ func (w *World) ended(t *transfer, moved bool, err error) {
 	}
 	w.s.metrics.transferEnded(moved)
 	if moved {
+		// Its credentials here admit it no more: a resume is told where
+		// it went (the player is in exactly one world).
+		w.s.creds.moved(t.wp.ticket.Player, w.name, t.wp.ticket.Session, t.b.World, t.b.URL, time.Now())
 		w.leave(t.wp)
 		t.wp.bye(byeMoved, t.b.World)
 	} else if gone {

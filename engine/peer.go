@@ -24,6 +24,8 @@ type peer struct {
 	once     sync.Once
 	joined   time.Time   // when it joined its room or world; zero while joining
 	released atomic.Bool // no more resume credentials (resume_server.go)
+	byed     atomic.Bool // the server told it to go (bye): it does not resume
+	recvAt   uint64      // its messages received at its last credential refresh
 	rq       resumeLink  // its place in the server's resumeQueue
 
 	// What each message received touches, together (receive): where it
@@ -70,6 +72,7 @@ func (p *peer) warm() {
 // there; when it is not, the close alone is enough.
 func (p *peer) bye(reason int, text string) {
 	p.once.Do(func() {
+		p.byed.Store(true)
 		p.conn.SendReliable(appendBye(nil, reason, text))
 		go func() { // let the bye leave before the connection goes
 			select {

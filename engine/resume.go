@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	neturl "net/url"
 	"slices"
 	"time"
 
@@ -14,9 +16,11 @@ import (
 // Resuming (SPEC.md §9.5). Once a connection has joined, the server gives
 // its client resume credentials: tickets for the same player, target and
 // role that the server signs itself, each good for resumeTTL and for one
-// connection, two at a time (a dial whose offer went through but whose
-// handshake then failed has spent one), given anew every resumeRefresh
-// while the connection lives.
+// connection, two at first (a dial whose offer went through but whose
+// handshake then failed has spent one), then a fresh one every
+// resumeRefresh while the connection lives, which retires the oldest:
+// two admit at once, and only while the connection lives or for the
+// resume window after its path was lost (credentials.go).
 // A Dial client whose connection is lost (its path went silent or broke)
 // dials again with it, by itself, and gets its place back: the same slot
 // of a lockstep room, which keeps it for the match; the same entity of a
@@ -71,14 +75,71 @@ type resumed struct {
 	c        *Client
 	err      error
 	attempts int
+	follows  int // worlds it followed its player to
 }
 
-// keepCredentials keeps the newest credentials the server gave.
+// keepCredentials keeps the newest credentials the server gave: the two
+// that admit.
 func (c *Client) keepCredentials(creds []string) {
 	c.credentials = append(c.credentials, creds...)
-	if n := len(c.credentials); n > 2*resumeCreds {
-		c.credentials = c.credentials[n-2*resumeCreds:]
+	if n := len(c.credentials); n > resumeCreds {
+		c.credentials = c.credentials[n-resumeCreds:]
 	}
+}
+
+// maxFollows bounds the worlds a resume follows its player through (a
+// player moved again while its client was away).
+const maxFollows = 3
+
+// MovedHeader is the refusal header that tells a client resuming into a
+// world its player has left where the player went, so that it follows:
+// a URL query of "world", the world's "url" (empty: the same server) and
+// a one-use "ticket" there (SPEC.md §9.5).
+const MovedHeader = "Tongbu-Moved"
+
+// movedError refuses a credential for a world its player left; it
+// carries where the player went, and a ticket there.
+type movedError struct {
+	world, url, ticket string
+}
+
+func (e *movedError) Error() string {
+	return fmt.Sprintf("%v: the player left for world %q", ErrMoved, e.world)
+}
+
+func (e *movedError) Unwrap() error { return ErrMoved }
+
+// header is the refusal's MovedHeader.
+func (e *movedError) header() http.Header {
+	return http.Header{MovedHeader: {neturl.Values{"world": {e.world}, "url": {e.url}, "ticket": {e.ticket}}.Encode()}}
+}
+
+// followMove reads, from a refusal for a world the player left, where it
+// went: the server's URL (url when the refusal names none: the same
+// server) and a ticket there. The refusal comes over signaling (its
+// MovedHeader), or from a Connect hook's Server.Attach.
+func followMove(err error, url string) (to, ticket string, ok bool) {
+	var mv *movedError
+	var se *transport.SignalingError
+	switch {
+	case errors.As(err, &mv):
+	case errors.Is(err, ErrMoved) && errors.As(err, &se) && se.Header != nil:
+		q, perr := neturl.ParseQuery(se.Header.Get(MovedHeader))
+		if perr != nil {
+			return "", "", false
+		}
+		mv = &movedError{world: q.Get("world"), url: q.Get("url"), ticket: q.Get("ticket")}
+	default:
+		return "", "", false
+	}
+	if mv.ticket == "" || len(mv.ticket) > maxResumeText || len(mv.url) > maxMoveURL {
+		return "", "", false
+	}
+	to = mv.url
+	if to == "" {
+		to = url
+	}
+	return to, mv.ticket, true
 }
 
 // resume starts dialing again after the connection's path failed (lost
@@ -131,12 +192,19 @@ func dialResume(ctx context.Context, url string, creds []string, cfg *ClientConf
 			var nc *Client
 			if nc, err = NewClient(ctx, conn); err == nil {
 				nc.url, nc.cfg = url, cfg
-				r.c = nc
+				r.c, r.err = nc, nil // what failed before this dial is not the outcome
 				return r
 			}
 			conn.Close()
 		}
 		r.err = err
+		if to, ticket, ok := followMove(err, url); ok && r.follows < maxFollows {
+			// The player left for another world while its client was
+			// away: follow it there, with the ticket the refusal carries.
+			r.follows++
+			url, creds = to, []string{ticket}
+			continue
+		}
 		switch {
 		case errors.Is(err, ErrTicketReplayed), errors.Is(err, ErrTicketExpired), errors.Is(err, ErrTicketInvalid):
 			if creds = creds[1:]; len(creds) == 0 {
@@ -144,7 +212,8 @@ func dialResume(ctx context.Context, url string, creds []string, cfg *ClientConf
 				return r
 			}
 			continue // the next credential, at once
-		case errors.Is(err, ErrNotFound), errors.Is(err, ErrClosed), errors.Is(err, ErrRole), errors.Is(err, ErrWireVersion), errors.Is(err, ErrBuild):
+		case errors.Is(err, ErrNotFound), errors.Is(err, ErrClosed), errors.Is(err, ErrRole), errors.Is(err, ErrWireVersion), errors.Is(err, ErrBuild),
+			errors.Is(err, ErrKicked), errors.Is(err, ErrMoved):
 			return r // the room or world is gone, or will never take this client
 		}
 		select {

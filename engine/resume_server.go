@@ -7,40 +7,44 @@ import (
 	"time"
 )
 
-// offerResume gives p's client its resume credential now, and a fresh one
-// every resumeRefresh until the connection is released.
+// offerResume gives p's client its two resume credentials now, and a
+// fresh one every resumeRefresh until the connection is released (the
+// oldest then stops admitting: at most two do at once).
 func (s *Server) offerResume(p *peer) {
 	if s.cfg.ResumeWindow < 0 || p.released.Load() {
 		return
 	}
-	s.sendResume(p)
+	p.recvAt = p.conn.Stats().RecvMessages
+	s.sendResume(p, resumeCreds)
 	s.resumes.push(p, s.refreshResumes)
 }
 
-// sendResume sends p's client two fresh credentials.
-func (s *Server) sendResume(p *peer) {
-	var creds []string
-	for range resumeCreds {
-		tk, err := signTicket(s.cfg.Secret, Ticket{Player: p.ticket.Player, Target: p.ticket.Target, Role: p.ticket.Role,
-			Expires: time.Now().Add(resumeTTL)})
-		if err != nil {
-			return
-		}
-		creds = append(creds, tk)
-	}
+// sendResume sends p's client n fresh credentials (the credentials
+// table, credentials.go, says which admit); none past the session's end.
+func (s *Server) sendResume(p *peer, n int) {
 	select {
 	case <-p.conn.Done():
 		return
 	default:
 	}
+	creds := s.creds.issue(s, p, n, time.Now())
+	if len(creds) == 0 {
+		return
+	}
 	p.conn.SendReliable(appendResume(nil, creds))
 }
 
 // refreshResumes sends the credentials that are due, and queues each of
-// those connections for its next.
+// those connections for its next. A connection that sent nothing since
+// its last refresh is given none: its path may be dead (the server has
+// not noticed yet), and a credential sent into it would displace one its
+// client holds.
 func (s *Server) refreshResumes() {
 	for _, p := range s.resumes.pop(time.Now()) {
-		s.sendResume(p)
+		if recv := p.conn.Stats().RecvMessages; recv != p.recvAt {
+			p.recvAt = recv
+			s.sendResume(p, 1)
+		}
 		s.resumes.push(p, s.refreshResumes)
 	}
 }

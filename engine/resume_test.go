@@ -240,7 +240,7 @@ func TestResumeRefresh(t *testing.T) {
 		update(time.Until(t0.Add(resumeRefresh + 3*time.Second))) // client 2 joined 2 s after client 0
 		for _, i := range []int{0, 2} {
 			c := cs[i]
-			if len(c.credentials) != 2*resumeCreds || c.credentials[len(c.credentials)-1] == first[i] {
+			if len(c.credentials) != resumeCreds || c.credentials[len(c.credentials)-1] == first[i] {
 				t.Fatalf("client %d: no fresh credential after resumeRefresh (%d held)", i, len(c.credentials))
 			}
 		}

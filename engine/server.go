@@ -109,6 +109,12 @@ type Config struct {
 	// connection itself is not waited for. Default 30 s; negative: no
 	// resuming.
 	ResumeWindow time.Duration
+	// MaxSession bounds a player's session: no resume credential is
+	// given, and none admits, past this long after the ticket the
+	// session began with (Ticket.Session) was issued; the player's
+	// connection plays on, and after a loss it needs a new ticket from
+	// the game server. Default 12 hours.
+	MaxSession time.Duration
 	// TicketInQuery also takes the ticket from a "ticket" query parameter,
 	// for clients that cannot set the Authorization header. Off by
 	// default: proxies and access logs keep URLs, and the tickets in them.
@@ -137,6 +143,10 @@ type Server struct {
 	metrics    *metrics
 	made       atomic.Uint64 // rooms created, for their phases
 	resumes    resumeQueue   // the connections' credential refreshes
+	creds      credentials   // which resume credentials admit, and who was kicked
+
+	extraMu sync.Mutex
+	extra   []func(w io.Writer) // AddMetrics
 
 	mu       sync.Mutex
 	rooms    map[string]*Room
@@ -171,6 +181,9 @@ func NewServer(cfg Config) (*Server, error) {
 	if cfg.ResumeWindow == 0 {
 		cfg.ResumeWindow = 30 * time.Second
 	}
+	if cfg.MaxSession <= 0 {
+		cfg.MaxSession = 12 * time.Hour
+	}
 	if cfg.Workers <= 0 {
 		cfg.Workers = runtime.GOMAXPROCS(0)
 	}
@@ -182,6 +195,7 @@ func NewServer(cfg Config) (*Server, error) {
 		peers: map[*peer]struct{}{}, shutdown: make(chan struct{}), served: make(chan struct{}),
 		metrics: newMetrics(),
 	}
+	s.creds.ticketTTL = cfg.MaxTicketTTL
 	s.mux = http.NewServeMux()
 	if !cfg.NoWebRTC {
 		rtc, err := transport.NewServer(transport.ServerConfig{
@@ -212,6 +226,16 @@ func NewServer(cfg Config) (*Server, error) {
 // Prometheus text format, behind Config.MetricsToken when one is set.
 // Handler serves it at MetricsPath unless Config.SeparateMetrics.
 func (s *Server) MetricsHandler() http.Handler { return http.HandlerFunc(s.serveMetrics) }
+
+// AddMetrics has f write more metrics, in the Prometheus text format,
+// after the server's own at MetricsPath: what the process runs beside
+// the engine (tongbu serve adds its cluster node's counters). f must
+// not block.
+func (s *Server) AddMetrics(f func(w io.Writer)) {
+	s.extraMu.Lock()
+	s.extra = append(s.extra, f)
+	s.extraMu.Unlock()
+}
 
 // Limits returns the limits of the server's connections, defaults
 // applied: what its clients' ClientConfig.Limits must match.
@@ -398,6 +422,12 @@ func (s *Server) check(token string, now time.Time) (Ticket, error) {
 	if t.Expires.After(now.Add(s.cfg.MaxTicketTTL)) {
 		return t, fmt.Errorf("%w: expires in %v, over the server's %v", ErrTicketInvalid, t.Expires.Sub(now).Round(time.Second), s.cfg.MaxTicketTTL)
 	}
+	if err := s.creds.check(s, t, now); err != nil {
+		return t, err
+	}
+	if t.Session.IsZero() { // a version-1 ticket: the session begins now (as a ticket writes it)
+		t.Session = time.UnixMilli(now.UnixMilli())
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closing {
@@ -474,9 +504,13 @@ func (s *Server) routeWire(conn transport.Conn, t Ticket, wire int) error {
 	return nil
 }
 
-// release forgets a peer whose connection is over.
+// release forgets a peer whose connection is over. Its credentials
+// stay good for the resume window if its path was lost, and end now if
+// either side closed it.
 func (s *Server) release(p *peer) {
 	p.stopResume()
+	lost := pathLost(p.conn) && !p.byed.Load() && s.cfg.ResumeWindow > 0
+	s.creds.ended(p, lost, time.Now().Add(s.cfg.ResumeWindow))
 	s.mu.Lock()
 	_, ok := s.peers[p]
 	delete(s.peers, p)

@@ -149,5 +149,10 @@ func refuseReason(err error) string { return refusalOf(err).label }
 // its status, and the reason token Dial reads.
 func signalingRefusal(err error) error {
 	k := refusalOf(err)
-	return &transport.Refusal{Status: k.status, Reason: k.reason, Err: err}
+	rf := &transport.Refusal{Status: k.status, Reason: k.reason, Err: err}
+	var mv *movedError
+	if errors.As(err, &mv) {
+		rf.Header = mv.header() // where the player went, for its client to follow
+	}
+	return rf
 }

@@ -46,15 +46,30 @@ type Ticket struct {
 	Role    Role      // player or spectator
 	Expires time.Time // the ticket is refused from this instant on
 	Nonce   uint64    // random, so that a ticket can be used only once
+	// Session is when the player's session began: for a ticket the game
+	// server signs, when it was issued (SignTicket sets the time it
+	// signs when it is zero). The resume credentials a server gives a
+	// player descend from its ticket and keep its Session, and none is
+	// given past Config.MaxSession after it; Server.Kick refuses the
+	// tickets and credentials of sessions begun before the kick.
+	Session time.Time
+
+	credential bool // a resume credential the server signed itself (SPEC.md §9.5)
 }
 
 // MaxNameLen bounds a player id and a room or world name in bytes.
 const MaxNameLen = 64
 
 const (
-	ticketVersion = 1
+	// ticketVersion is the version SignTicket writes: 2 carries the
+	// session's start and the credential flag. Version 1 (no session)
+	// is still read: its session begins when the server takes it.
+	ticketVersion = 2
+	ticketV1      = 1
 	ticketMACLen  = 16 // truncated HMAC-SHA256 (RFC 2104 section 5 allows it)
 	minSecretLen  = 16
+	// flagCredential marks a resume credential (SPEC.md §9.5).
+	flagCredential = 1
 )
 
 // SignTicket returns the ticket as a URL-safe string signed with secret
@@ -77,14 +92,20 @@ func signTicket(secret []byte, t Ticket) (string, error) {
 	if t.Role > RoleSpectator {
 		return "", fmt.Errorf("%w: unknown role %d", ErrTicketInvalid, t.Role)
 	}
-	for t.Nonce == 0 {
-		var b [8]byte
-		rand.Read(b[:])
-		t.Nonce = binary.LittleEndian.Uint64(b[:])
+	if t.Nonce == 0 {
+		t.Nonce = randomNonce()
 	}
-	b := make([]byte, 0, 32+len(t.Player)+len(t.Target)+ticketMACLen)
-	b = append(b, ticketVersion, byte(t.Role))
+	if t.Session.IsZero() {
+		t.Session = time.Now()
+	}
+	flags := byte(0)
+	if t.credential {
+		flags |= flagCredential
+	}
+	b := make([]byte, 0, 48+len(t.Player)+len(t.Target)+ticketMACLen)
+	b = append(b, ticketVersion, byte(t.Role), flags)
 	b = binary.AppendVarint(b, t.Expires.Unix())
+	b = binary.AppendVarint(b, t.Session.UnixMilli())
 	b = binary.LittleEndian.AppendUint64(b, t.Nonce)
 	b = append(b, byte(len(t.Player)))
 	b = append(b, t.Player...)
@@ -92,6 +113,17 @@ func signTicket(secret []byte, t Ticket) (string, error) {
 	b = append(b, t.Target...)
 	b = append(b, ticketMAC(secret, b)...)
 	return base64.RawURLEncoding.EncodeToString(b), nil
+}
+
+// randomNonce returns a random nonzero nonce.
+func randomNonce() uint64 {
+	var b [8]byte
+	for {
+		rand.Read(b[:])
+		if n := binary.LittleEndian.Uint64(b[:]); n != 0 {
+			return n
+		}
+	}
 }
 
 func ticketMAC(secret, payload []byte) []byte {
@@ -119,7 +151,7 @@ func ParseTicket(secret []byte, s string, now time.Time) (Ticket, error) {
 // where a flood of forged tickets must cost little.
 func parseTicket(secret []byte, s string, now time.Time) (Ticket, error) {
 	var t Ticket
-	if len(s) > base64.RawURLEncoding.EncodedLen(24+2*MaxNameLen+ticketMACLen) {
+	if len(s) > base64.RawURLEncoding.EncodedLen(40+2*MaxNameLen+ticketMACLen) {
 		return t, fmt.Errorf("%w: too long", ErrTicketInvalid)
 	}
 	b, err := base64.RawURLEncoding.DecodeString(s)
@@ -135,17 +167,36 @@ func parseTicket(secret []byte, s string, now time.Time) (Ticket, error) {
 	}
 	// The signature is good, so the fields were written by SignTicket;
 	// still, read them defensively.
-	if len(payload) < 2 || payload[0] != ticketVersion {
+	if len(payload) < 2 || payload[0] != ticketVersion && payload[0] != ticketV1 {
 		return t, fmt.Errorf("%w: unknown version", ErrTicketInvalid)
 	}
+	v2 := payload[0] == ticketVersion
 	t.Role = Role(payload[1])
 	p := payload[2:]
+	if v2 {
+		if len(p) < 1 || p[0]&^flagCredential != 0 {
+			return t, fmt.Errorf("%w: flags", ErrTicketInvalid)
+		}
+		t.credential = p[0]&flagCredential != 0
+		p = p[1:]
+	}
 	exp, n := binary.Varint(p)
-	if n <= 0 || len(p[n:]) < 8 {
+	if n <= 0 {
 		return t, fmt.Errorf("%w: truncated", ErrTicketInvalid)
 	}
 	p = p[n:]
 	t.Expires = time.Unix(exp, 0)
+	if v2 {
+		session, n := binary.Varint(p)
+		if n <= 0 {
+			return t, fmt.Errorf("%w: truncated session", ErrTicketInvalid)
+		}
+		p = p[n:]
+		t.Session = time.UnixMilli(session)
+	}
+	if len(p) < 8 {
+		return t, fmt.Errorf("%w: truncated", ErrTicketInvalid)
+	}
 	t.Nonce = binary.LittleEndian.Uint64(p)
 	p = p[8:]
 	var ok bool

@@ -31,8 +31,11 @@ const (
 	// writes every version from minWireVersion, to a client that
 	// announces it reads no newer (WireHeader); one that announces none
 	// is taken to read unannouncedWire.
-	wireVersion     = 5 // 4 had no interest corrections' voided commands nor actions' views; 3 no lockstep MaxDelay
+	wireVersion     = 6 // 5 had no bye for a kick; 4 no interest corrections' voided commands nor actions' views; 3 no lockstep MaxDelay
 	minWireVersion  = 5
+	// minReadWire is the oldest version this client reads: 5 differs
+	// from 6 only in a bye reason a version-5 server never sends.
+	minReadWire = 5
 	unannouncedWire = 4
 	maxByeText      = 200
 	maxWireUvint    = 1 << 30
@@ -188,10 +191,11 @@ func readWelcome(msg []byte) (*welcome, error) {
 		return nil, fmt.Errorf("%w: not a welcome", ErrMalformed)
 	}
 	v := int(r.ReadBits(4))
-	if r.Err() == nil && v != wireVersion {
+	if r.Err() == nil && (v < minReadWire || v > wireVersion) {
 		// The server writes what the client announced (Dial: this
-		// client's wireVersion): a server that does not is refused by name.
-		return nil, fmt.Errorf("%w: the server wrote wire version %d, this client reads version %d", ErrWireVersion, v, wireVersion)
+		// client's wireVersion), or an older version this client still
+		// reads: a server that does neither is refused by name.
+		return nil, fmt.Errorf("%w: the server wrote wire version %d, this client reads versions %d to %d", ErrWireVersion, v, minReadWire, wireVersion)
 	}
 	m := &welcome{version: v, mode: Mode(r.ReadBits(1)), role: Role(r.ReadBits(1))}
 	m.target = r.ReadString(MaxNameLen)
@@ -230,13 +234,14 @@ const (
 	byeRefused         // the join was refused (see the text)
 	byeFull            // the join was refused: the room has no free slot
 	byeMoved           // the player moved to another world
+	byeKicked          // the game server kicked the player (wire version 6)
 	numBye
 )
 
-var byeNames = [numBye]string{"server shutting down", "room closed", "replaced by a newer connection", "refused", "room full", "moved to another world"}
+var byeNames = [numBye]string{"server shutting down", "room closed", "replaced by a newer connection", "refused", "room full", "moved to another world", "kicked"}
 
 // byeErrs are the errors a bye matches with errors.Is.
-var byeErrs = [numBye]error{ErrServerClosed, ErrClosed, nil, nil, ErrFull, ErrMoved}
+var byeErrs = [numBye]error{ErrServerClosed, ErrClosed, nil, nil, ErrFull, ErrMoved, ErrKicked}
 
 // byeFor is the bye reason that refuses a join for err.
 func byeFor(err error) int {

@@ -50,10 +50,11 @@ func TestWireVersion(t *testing.T) {
 		served   bool
 		says     string
 	}{
-		{"", false, "announces no wire version (so reads version 4), the server writes version 5"}, // before announcing was the rule: version 4
+		{"", false, "announces no wire version (so reads version 4), the server writes versions 5 to 6"}, // before announcing was the rule: version 4
 		{"5", true, ""},
-		{"9", true, ""}, // a newer client reads version 5 too
-		{"4", false, "the client reads wire versions up to 4, the server writes version 5"},
+		{"6", true, ""},
+		{"9", true, ""}, // a newer client reads version 6 too
+		{"4", false, "the client reads wire versions up to 4, the server writes versions 5 to 6"},
 		{"0", false, "not a version number"},
 		{"four", false, "not a version number"},
 	} {
@@ -85,8 +86,30 @@ func TestWireVersion(t *testing.T) {
 	// Dial of a client that reads version 4: ErrWireVersion, naming both.
 	tk, _ := s.Ticket("bob", "duo", RolePlayer, time.Minute)
 	_, err = Dial(ctx, web.URL, tk, &ClientConfig{HTTPClient: &http.Client{Transport: rewriteWire{"4"}}})
-	if !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "up to 4") || !strings.Contains(err.Error(), "version 5") {
-		t.Fatalf("a client of version 4: %v, want ErrWireVersion naming versions 4 and 5", err)
+	if !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "up to 4") || !strings.Contains(err.Error(), "versions 5 to 6") {
+		t.Fatalf("a client of version 4: %v, want ErrWireVersion naming versions 4, 5 and 6", err)
+	}
+	// A client of version 5 is written version 5, which this client
+	// reads too.
+	tk5, _ := s.Ticket("cy", "duo", RolePlayer, time.Minute)
+	c5, err := Dial(ctx, web.URL, tk5, &ClientConfig{HTTPClient: &http.Client{Transport: rewriteWire{"5"}}})
+	if err != nil {
+		t.Fatalf("a client announcing version 5: %v", err)
+	}
+	if c5.welcome.version != 5 {
+		t.Errorf("a client announcing 5 got a welcome of version %d", c5.welcome.version)
+	}
+	// Kicked, it is told so in words version 5 has: a refusal.
+	if n := s.Kick("cy", "afk"); n != 1 {
+		t.Fatalf("the kick ended %d connections, want 1", n)
+	}
+	var cerr error
+	for end := time.Now().Add(5 * time.Second); cerr == nil && time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		cerr = c5.Update(time.Now())
+	}
+	var ce *ClosedError
+	if !errors.As(cerr, &ce) || ce.Reason != "refused" || ce.Detail != "kicked: afk" {
+		t.Fatalf("a version-5 client kicked: %v", cerr)
 	}
 	// This client is served, and its welcome is the version it reads.
 	c, err := Dial(ctx, web.URL, tk, nil)

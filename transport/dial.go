@@ -164,7 +164,7 @@ func postOffer(ctx context.Context, hc *http.Client, url string, header http.Hea
 	case err != nil:
 		return "", fmt.Errorf("transport: reading answer: %w", err)
 	case resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK:
-		return "", &SignalingError{Status: resp.StatusCode, Reason: resp.Header.Get(RefusalHeader), Message: string(bytes.TrimSpace(body))}
+		return "", &SignalingError{Status: resp.StatusCode, Reason: resp.Header.Get(RefusalHeader), Message: string(bytes.TrimSpace(body)), Header: resp.Header}
 	case int64(len(body)) > maxAnswer:
 		return "", fmt.Errorf("transport: answer over %d bytes", maxAnswer)
 	}
@@ -184,6 +184,9 @@ type SignalingError struct {
 	// gives none.
 	Reason  string
 	Message string // the server's explanation, for a person
+	// Header holds the refusal's response headers: what a Refusal's
+	// Header added (engine.Dial reads where a moved player went there).
+	Header http.Header
 }
 
 func (e *SignalingError) Error() string {
@@ -207,6 +210,10 @@ type Refusal struct {
 	Status int
 	Reason string
 	Err    error // what went wrong, for the message and errors.Is
+	// Header, when set, is sent with the refusal (and exposed to pages
+	// of other origins): what a client needs to act on it, beyond its
+	// reason.
+	Header http.Header
 }
 
 func (r *Refusal) Error() string { return r.Err.Error() }

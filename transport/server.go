@@ -348,6 +348,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		m, err := s.cfg.Authorize(r)
 		if err != nil {
 			code, reason := refusalOf(err, http.StatusForbidden)
+			refusalHeader(w, err)
 			httpError(w, code, reason, refusalText(code)+err.Error())
 			return
 		}
@@ -478,6 +479,25 @@ func (s *Server) refuse(w http.ResponseWriter, code int, reason, msg string) {
 		s.cfg.Refused(code, reason)
 	}
 	httpError(w, code, reason, msg)
+}
+
+// refusalHeader adds a Refusal's own headers to the response, exposed
+// to a page of another origin beside RefusalHeader.
+func refusalHeader(w http.ResponseWriter, err error) {
+	var rf *Refusal
+	if !errors.As(err, &rf) || len(rf.Header) == 0 {
+		return
+	}
+	expose := []string{RefusalHeader}
+	for k, vs := range rf.Header {
+		for _, v := range vs {
+			w.Header().Add(k, v)
+		}
+		expose = append(expose, k)
+	}
+	if w.Header().Get("Access-Control-Allow-Origin") != "" {
+		w.Header().Set("Access-Control-Expose-Headers", strings.Join(expose, ", "))
+	}
 }
 
 // refusalText starts the body of a refusal by Authorize with what kind
