@@ -31,11 +31,11 @@ const (
 	// writes every version from minWireVersion, to a client that
 	// announces it reads no newer (WireHeader); one that announces none
 	// is taken to read unannouncedWire.
-	wireVersion     = 6 // 5 had no bye for a kick; 4 no interest corrections' voided commands nor actions' views; 3 no lockstep MaxDelay
-	minWireVersion  = 5
+	wireVersion    = 6 // 5 had no bye for a kick; 4 no interest corrections' voided commands nor actions' views; 3 no lockstep MaxDelay
+	minWireVersion = 5
 	// minReadWire is the oldest version this client reads: 5 differs
 	// from 6 only in a bye reason a version-5 server never sends.
-	minReadWire = 5
+	minReadWire     = 5
 	unannouncedWire = 4
 	maxByeText      = 200
 	maxWireUvint    = 1 << 30
