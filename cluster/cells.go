@@ -15,6 +15,7 @@ import (
 	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/internal/errstack"
+	"github.com/tongbu/tongbu/internal/seal"
 )
 
 // CellMap is one map cut into cells: a grid of Cols x Rows rectangles of
@@ -149,6 +150,7 @@ type cellRunner struct {
 	standby map[interest.ID]*standby  // this cell's players near a border, with a place held next door
 	held    map[interest.ID]heldPlace // standby places held here, by the entity they are for
 	buf     []byte
+	out     []byte // a border message with its kind
 	states  []byte
 	down    map[int]bool              // neighbours not in the directory (not up yet, or dead)
 	bands   map[int][]interest.Region // by neighbour: my regions within one of its cell
@@ -273,7 +275,7 @@ func (n *Node) serveCell(m CellMap, i int, cfg engine.WorldConfig) (*engine.Worl
 			}
 		}
 	})
-	if c.sub, err = n.nc.Subscribe(n.opts.Prefix+".cell."+m.Map+"."+strconv.Itoa(i)+".*", c.onBorder); err != nil {
+	if c.sub, err = n.c.Subscribe(n.opts.Prefix+".cell."+m.Map+"."+strconv.Itoa(i)+".*", c.onBorder); err != nil {
 		ew.Close()
 		return nil, fmt.Errorf("cluster: subscribe to cell %s: %w", name, err)
 	}
@@ -288,14 +290,28 @@ func (n *Node) serveCell(m CellMap, i int, cfg engine.WorldConfig) (*engine.Worl
 }
 
 // onBorder takes a neighbour's border message, to apply on the world's
-// worker before its next tick.
-func (c *cellRunner) onBorder(msg *nats.Msg) {
+// worker before its next tick. It must come from a node, and from the
+// node that serves the neighbour's cell when the directory lists it.
+func (c *cellRunner) onBorder(msg *seal.Msg) {
 	from, err := strconv.Atoi(msg.Subject[strings.LastIndexByte(msg.Subject, '.')+1:])
 	ew := c.ew.Load()
-	if err != nil || ew == nil {
+	if err != nil || ew == nil || len(msg.Data) == 0 {
 		return
 	}
-	data, states := msg.Data, msg.Header.Get(cellHeader) == cellStates
+	if msg.From.Role != seal.RoleNode {
+		c.n.c.Refuse(msg, "a border message from a "+msg.From.Role.String())
+		return
+	}
+	if w, ok := c.n.dir.LocateWorld(CellName(c.m.Map, from)); ok && w.Node != msg.From.ID {
+		c.n.c.Refuse(msg, fmt.Sprintf("a border message of cell %d, which node %s serves, from node %s", from, w.Node, msg.From.ID))
+		return
+	}
+	kind, data := msg.Data[0], msg.Data[1:]
+	if kind != cellBorder && kind != cellStates {
+		c.n.opts.Logger.Debug("cluster: border message of an unknown kind dropped", "cell", c.i, "from", from, "kind", kind)
+		return
+	}
+	states := kind == cellStates
 	ew.Do(func(w *interest.World) {
 		b := c.borders[from]
 		if b == nil {
@@ -324,11 +340,12 @@ func (c *cellRunner) onBorder(msg *nats.Msg) {
 	})
 }
 
-// The header that marks the game's states of the entities handed over,
-// sent on the border subject after the border message, in order.
+// The first byte of a message on a border subject: a border message, or
+// the game's states of the entities it handed over, sent after it (in
+// order: NATS keeps one publisher's messages on a subject in order).
 const (
-	cellHeader = "Tongbu-Cell"
-	cellStates = "states"
+	cellBorder = 0
+	cellStates = 1
 )
 
 // maxStatesMsg bounds one states message: more go in the next.
@@ -337,14 +354,13 @@ const maxStatesMsg = 256 << 10
 // sendStates sends the game's state of each entity handed over this
 // frame (CellMap.Handover) on subj.
 func (c *cellRunner) sendStates(w *interest.World, subj string, handed []interest.ID) {
-	out := c.states[:0]
+	out := append(c.states[:0], cellStates)
 	flush := func() {
-		if len(out) > 0 {
-			m := &nats.Msg{Subject: subj, Data: out, Header: nats.Header{cellHeader: {cellStates}}}
-			if c.n.nc.PublishMsg(m) == nil { // it copies out
+		if len(out) > 1 {
+			if c.n.c.Publish(subj, out) == nil { // it copies out
 				c.sent.Add(int64(len(out)))
 			}
-			out = out[:0]
+			out = out[:1]
 		}
 	}
 	for _, id := range handed {
@@ -477,8 +493,9 @@ func (c *cellRunner) afterTick(w *interest.World, now time.Time) {
 		}
 		msg, handed := b.Write(c.buf[:0])
 		c.buf = msg[:0]
+		c.out = append(append(c.out[:0], cellBorder), msg...)
 		subj := c.n.opts.subjCell(c.m.Map, j, c.i)
-		if err := c.n.nc.Publish(subj, msg); err == nil {
+		if err := c.n.c.Publish(subj, c.out); err == nil {
 			c.sent.Add(int64(len(msg)))
 		}
 		if c.m.Handover != nil && len(handed) > 0 {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/tongbu/tongbu/internal/errstack"
+	"github.com/tongbu/tongbu/internal/seal"
 )
 
 // CreateRoom asks the cluster on nc for a room: the request goes to the
@@ -39,7 +40,11 @@ func createRoom(ctx context.Context, nc *nats.Conn, req RoomRequest, opts *Optio
 	if err != nil {
 		return Placement{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	return place(ctx, nc, &o, o.subjCreate(), "room", req.Room, data, "no node in the create queue")
+	c, err := clientConn(nc, &o)
+	if err != nil {
+		return Placement{}, err
+	}
+	return place(ctx, c, &o, o.subjCreate(), "room", req.Room, data, "no node in the create queue")
 }
 
 // CreateRoomOn asks node for a room, as CreateRoom does but on that node
@@ -63,7 +68,11 @@ func CreateRoomOn(ctx context.Context, nc *nats.Conn, node string, req RoomReque
 	if err != nil {
 		return Placement{}, errstack.With(fmt.Errorf("%w: %v", ErrInvalid, err))
 	}
-	p, err := place(ctx, nc, &o, o.subjCreateOn(node), "room", req.Room, data, "node "+node+" is not there")
+	c, err := clientConn(nc, &o)
+	if err != nil {
+		return Placement{}, errstack.With(err)
+	}
+	p, err := place(ctx, c, &o, o.subjCreateOn(node), "room", req.Room, data, "node "+node+" is not there")
 	return p, errstack.With(err)
 }
 
@@ -77,12 +86,13 @@ func randomRoom() string {
 // place sends a create request (data, for the room or world name) to a
 // create queue: a node that answers "full", or not within the request
 // timeout (it may have died), sends it to another, at most o.Attempts
-// times; NATS's "no responders" means no node is in the queue.
-func place(ctx context.Context, nc *nats.Conn, o *Options, subject, what, name string, data []byte, none string) (Placement, error) {
+// times; NATS's "no responders" means no node is in the queue. Only a
+// node's reply is taken, and only one that names that node.
+func place(ctx context.Context, c *seal.Conn, o *Options, subject, what, name string, data []byte, none string) (Placement, error) {
 	var last error
 	for range o.Attempts {
 		actx, cancel := context.WithTimeout(ctx, o.RequestTimeout)
-		msg, err := nc.RequestWithContext(actx, subject, data)
+		msg, err := c.Request(actx, subject, data, anyNode)
 		cancel()
 		switch {
 		case errors.Is(err, nats.ErrNoResponders):
@@ -104,6 +114,8 @@ func place(ctx context.Context, nc *nats.Conn, o *Options, subject, what, name s
 			return Placement{}, fmt.Errorf("%w: %s %q: %s", ErrRefused, what, name, rep.Error)
 		case rep.Room != name:
 			return Placement{}, fmt.Errorf("%w: asked for %s %q, placed %q", ErrInvalid, what, name, rep.Room)
+		case rep.Node != msg.From.ID:
+			return Placement{}, fmt.Errorf("%w: node %s placed %s %q on node %s", ErrInvalid, msg.From.ID, what, name, rep.Node)
 		}
 		return rep.Placement, nil
 	}

@@ -3,6 +3,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -15,11 +16,33 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/tongbu/tongbu/internal/errstack"
+	"github.com/tongbu/tongbu/internal/seal"
 )
 
-// Options tune a node, a directory and CreateRoom. The zero value (or nil)
-// is the default; every process of a cluster must use the same Prefix.
+// Options tune a node, a directory and CreateRoom. Secret is required;
+// the rest has defaults. Every process of a cluster uses the same Prefix
+// and Secret.
 type Options struct {
+	// Secret is the cluster's secret, at least 16 bytes, the same in
+	// every process of the cluster (nodes, lobbies, matchmakers) and never
+	// given to a player. Every message a process sends on NATS is sealed
+	// with keys derived from it for its sender: authenticated, encrypted
+	// (a ticket inside is never in the clear on a subject), bound to its
+	// subject and fresh; a message that does not open, is older than
+	// MaxSkew, is a replay, or comes from a sender that may not send it
+	// (a heartbeat for another node) is dropped (Node.Dropped, and the
+	// metrics). It is not the ticket secret, though tongbu serve uses
+	// that when given no other.
+	Secret []byte
+	// AcceptSecrets are secrets whose messages are taken too, while the
+	// cluster rotates its secret: give every process the new one here
+	// beside the old Secret, then make the new one Secret and the old
+	// one AcceptSecrets everywhere, then drop it.
+	AcceptSecrets [][]byte
+	// MaxSkew is how far a message's send time may be from this
+	// process's clock (default 1 min): it bounds how long a message can be
+	// replayed to a process that never saw it. Keep clocks in sync (NTP).
+	MaxSkew time.Duration
 	// Prefix starts every subject of the cluster (default "tongbu.cluster"),
 	// so that several clusters can share one NATS.
 	Prefix string
@@ -101,7 +124,8 @@ const createQueue = "create"
 // places rooms (a lobby) can Watch. Its methods are safe for concurrent
 // use.
 type Directory struct {
-	nc   *nats.Conn
+	c    *seal.Conn
+	own  bool // c is the directory's (Watch), not its node's
 	opts Options
 	sub  *nats.Subscription
 
@@ -123,19 +147,35 @@ func Watch(nc *nats.Conn, opts *Options) (*Directory, error) {
 
 func watch(nc *nats.Conn, opts *Options) (*Directory, error) {
 	o := opts.withDefaults()
-	d := &Directory{nc: nc, opts: o, st: newState(o.Misses, o.MaxNodes, o.MaxLost),
+	c, err := o.conn(nc, seal.RoleDirectory, randomID("d"))
+	if err != nil {
+		return nil, err
+	}
+	d, err := watchOn(c, &o)
+	if err != nil {
+		c.Close()
+		return nil, err
+	}
+	d.own = true
+	return d, nil
+}
+
+// watchOn follows the cluster over c (a node's own connection, or the
+// directory's).
+func watchOn(c *seal.Conn, o *Options) (*Directory, error) {
+	d := &Directory{c: c, opts: *o, st: newState(o.Misses, o.MaxNodes, o.MaxLost),
 		stop: make(chan struct{}), done: make(chan struct{})}
-	sub, err := nc.Subscribe(o.subjEvents(), d.onEvent)
+	sub, err := c.Subscribe(o.subjEvents(), d.onEvent)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: subscribe %s: %w", o.subjEvents(), err)
 	}
-	if err := nc.Flush(); err != nil {
+	if err := c.NC().Flush(); err != nil {
 		sub.Unsubscribe()
 		return nil, fmt.Errorf("cluster: subscribe %s: %w", o.subjEvents(), err)
 	}
 	d.sub = sub
 	// Ask every node for a heartbeat now, rather than within an interval.
-	if err := nc.Publish(o.subjProbe(), nil); err != nil {
+	if err := c.Publish(o.subjProbe(), nil); err != nil {
 		sub.Unsubscribe()
 		return nil, fmt.Errorf("cluster: probe: %w", err)
 	}
@@ -177,13 +217,22 @@ func (d *Directory) report(l Loss) {
 
 // onEvent handles a heartbeat, room event or leave. One subscription takes
 // all three, so that a node's messages arrive in the order it sent them.
-func (d *Directory) onEvent(m *nats.Msg) {
+// Each must come from the node it names, that instance of it: a node
+// speaks for itself only.
+func (d *Directory) onEvent(m *seal.Msg) {
 	now := time.Now()
 	var err error
+	self := func(id string, instance uint64) bool {
+		if m.From.Role == seal.RoleNode && m.From.ID == id && m.From.Instance == instance {
+			return true
+		}
+		d.c.Refuse(m, fmt.Sprintf("a node event naming node %s instance %x, from %v", id, instance, m.From))
+		return false
+	}
 	switch m.Subject {
 	case d.opts.subjHeartbeat():
 		var h *heartbeat
-		if h, err = decode[heartbeat](m.Data); err == nil {
+		if h, err = decode[heartbeat](m.Data); err == nil && self(h.ID, h.Instance) {
 			d.mu.Lock()
 			fetch, loss := d.st.heartbeat(h, now)
 			if fetch {
@@ -196,7 +245,7 @@ func (d *Directory) onEvent(m *nats.Msg) {
 		}
 	case d.opts.subjRoom():
 		var e *roomEvent
-		if e, err = decode[roomEvent](m.Data); err == nil {
+		if e, err = decode[roomEvent](m.Data); err == nil && self(e.ID, e.Instance) {
 			d.mu.Lock()
 			if d.st.event(e) {
 				d.startFetch(e.ID)
@@ -205,7 +254,7 @@ func (d *Directory) onEvent(m *nats.Msg) {
 		}
 	case d.opts.subjLeave():
 		var l *leave
-		if l, err = decode[leave](m.Data); err == nil {
+		if l, err = decode[leave](m.Data); err == nil && self(l.ID, l.Instance) {
 			d.mu.Lock()
 			left := d.st.leave(l)
 			d.mu.Unlock()
@@ -239,9 +288,13 @@ func (d *Directory) startFetch(id string) {
 // fetch asks node id for its room list.
 func (d *Directory) fetch(id string) {
 	var l *roomList
-	msg, err := d.nc.Request(d.opts.subjList(id), nil, d.opts.RequestTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), d.opts.RequestTimeout)
+	msg, err := d.c.Request(ctx, d.opts.subjList(id), nil, fromNode(id))
+	cancel()
 	if err == nil {
-		l, err = decode[roomList](msg.Data)
+		if l, err = decode[roomList](msg.Data); err == nil && l.Instance != msg.From.Instance {
+			err = fmt.Errorf("%w: room list of instance %x from instance %x", ErrInvalid, l.Instance, msg.From.Instance)
+		}
 	}
 	if err != nil {
 		d.opts.Logger.Debug("cluster: room list", "node", id, "err", err)
@@ -376,5 +429,8 @@ func (d *Directory) Close() error {
 	close(d.stop)
 	<-d.done
 	d.fetches.Wait() // at most RequestTimeout
+	if d.own {
+		d.c.Close()
+	}
 	return nil
 }

@@ -22,8 +22,13 @@ func Example() {
 	// runs this example against a real one.
 	url := nats.DefaultURL
 
-	// A game server process: an engine.Server that joins the cluster.
+	// The cluster's secret seals every message on NATS: every process of
+	// the cluster holds it (nodes, lobbies), players never do. The ticket
+	// secret is the one the engine signs tickets with.
+	opts := &cluster.Options{Secret: []byte("the-cluster-key-of-every-node-and-lobby")}
 	secret := []byte("shared-by-every-process-of-the-cluster")
+
+	// A game server process: an engine.Server that joins the cluster.
 	srv, err := engine.NewServer(engine.Config{Secret: secret, NoWebRTC: true})
 	if err != nil {
 		panic(err)
@@ -46,7 +51,7 @@ func Example() {
 		}
 		return tickets, nil
 	}
-	node, err := cluster.Join(nc, cluster.NodeInfo{ID: "eu-1", URL: "https://eu-1.game.example", Capacity: 100}, host, nil)
+	node, err := cluster.Join(nc, cluster.NodeInfo{ID: "eu-1", URL: "https://eu-1.game.example", Capacity: 100}, host, opts)
 	if err != nil {
 		panic(err)
 	}
@@ -58,7 +63,7 @@ func Example() {
 		panic(err)
 	}
 	defer lobby.Close()
-	p, err := cluster.CreateRoom(context.Background(), lobby, cluster.RoomRequest{Room: "match-1", Players: []string{"alice", "bob"}}, nil)
+	p, err := cluster.CreateRoom(context.Background(), lobby, cluster.RoomRequest{Room: "match-1", Players: []string{"alice", "bob"}}, opts)
 	if err != nil {
 		panic(err)
 	}

@@ -3,9 +3,6 @@
 package cluster
 
 import (
-	"crypto/rand"
-	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -14,6 +11,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/tongbu/tongbu/internal/errstack"
+	"github.com/tongbu/tongbu/internal/seal"
 )
 
 // A Host creates the rooms the cluster places on its node. It returns the
@@ -28,6 +26,7 @@ type Host func(req RoomRequest) (tickets map[string]string, err error)
 // and follows the other nodes with its Directory.
 type Node struct {
 	nc        *nats.Conn
+	c         *seal.Conn // sealed as this node
 	info      NodeInfo
 	host      Host
 	opts      Options
@@ -36,6 +35,7 @@ type Node struct {
 	listSub   *nats.Subscription
 	probeSub  *nats.Subscription
 	directSub *nats.Subscription // P.create.<id>: requests for this node
+	kickSub   *nats.Subscription // P.kick.<id>
 	stop      chan struct{}
 	done      chan struct{}
 	hostMu    sync.Mutex // held while host runs
@@ -47,6 +47,7 @@ type Node struct {
 	full   bool               // the host said ErrFull: out of the queue until a room closes
 	left   bool
 	ws     worldState // worldnode.go
+	kick   func(player, reason string) int
 }
 
 // Join makes this process the node info of the cluster on nc: from now on
@@ -65,44 +66,51 @@ func join(nc *nats.Conn, info NodeInfo, host Host, opts *Options) (*Node, error)
 		return nil, fmt.Errorf("%w: nil Host", ErrInvalid)
 	}
 	o := opts.withDefaults()
-	var b [8]byte
-	rand.Read(b[:])
-	n := &Node{nc: nc, info: info, host: host, opts: o, instance: binary.LittleEndian.Uint64(b[:]),
-		rooms: map[string]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
-	dir, err := Watch(nc, opts)
+	c, err := o.conn(nc, seal.RoleNode, info.ID)
 	if err != nil {
 		return nil, err
 	}
-	n.dir = dir
-	if n.listSub, err = nc.Subscribe(o.subjList(info.ID), n.onList); err != nil {
-		dir.Close()
-		return nil, fmt.Errorf("cluster: subscribe %s: %w", o.subjList(info.ID), err)
+	// The node's heartbeats carry its sealing instance, so that a
+	// directory can tell that a heartbeat comes from the process it
+	// names.
+	n := &Node{nc: nc, c: c, info: info, host: host, opts: o, instance: c.Peer().Instance,
+		rooms: map[string]struct{}{}, stop: make(chan struct{}), done: make(chan struct{})}
+	dir, err := watchOn(c, &o)
+	if err != nil {
+		c.Close()
+		return nil, err
 	}
-	if n.probeSub, err = nc.Subscribe(o.subjProbe(), func(*nats.Msg) { n.heartbeat() }); err != nil {
-		n.listSub.Unsubscribe()
+	n.dir = dir
+	fail := func(err error) (*Node, error) {
+		for _, sub := range []*nats.Subscription{n.listSub, n.probeSub, n.directSub, n.kickSub, n.create} {
+			if sub != nil {
+				sub.Unsubscribe()
+			}
+		}
 		dir.Close()
-		return nil, fmt.Errorf("cluster: subscribe %s: %w", o.subjProbe(), err)
+		c.Close()
+		return nil, fmt.Errorf("cluster: join: %w", err)
+	}
+	if n.listSub, err = c.Subscribe(o.subjList(info.ID), n.onList); err != nil {
+		return fail(err)
+	}
+	if n.probeSub, err = c.Subscribe(o.subjProbe(), func(*seal.Msg) { n.heartbeat() }); err != nil {
+		return fail(err)
+	}
+	if n.kickSub, err = c.Subscribe(o.subjKick(info.ID), n.onKick); err != nil {
+		return fail(err)
 	}
 	n.mu.Lock()
 	err = n.member(true)
 	n.mu.Unlock()
 	if err == nil {
-		n.directSub, err = nc.Subscribe(o.subjCreateOn(info.ID), n.onCreate)
+		n.directSub, err = c.Subscribe(o.subjCreateOn(info.ID), n.onCreate)
 	}
 	if err == nil {
 		err = nc.Flush()
 	}
 	if err != nil {
-		n.listSub.Unsubscribe()
-		n.probeSub.Unsubscribe()
-		if n.directSub != nil {
-			n.directSub.Unsubscribe()
-		}
-		if n.create != nil {
-			n.create.Unsubscribe()
-		}
-		dir.Close()
-		return nil, fmt.Errorf("cluster: join: %w", err)
+		return fail(err)
 	}
 	go n.run()
 	return n, nil
@@ -179,17 +187,9 @@ func (n *Node) heartbeatLocked() {
 		Players: n.info.Players, Worlds: n.worldLoads(), Region: n.info.Region, Builds: n.info.Builds})
 }
 
-// publish sends v as JSON on subject; n.mu is held, so that a node's
-// messages leave in the order of its generations.
-func (n *Node) publish(subject string, v any) {
-	b, err := json.Marshal(v)
-	if err == nil {
-		err = n.nc.Publish(subject, b)
-	}
-	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		n.opts.Logger.Warn("cluster: publish", "subject", subject, "err", err)
-	}
-}
+// publish seals v as JSON and sends it on subject; n.mu is held, so that
+// a node's messages leave in the order of its generations.
+func (n *Node) publish(subject string, v any) { publishJSON(n.c, &n.opts, subject, v) }
 
 // member joins (in) or leaves the create queue; n.mu is held. A node
 // leaves it while full, so that NATS sends requests only to nodes with
@@ -198,7 +198,7 @@ func (n *Node) member(in bool) error {
 	in = in && !n.left && !n.full && len(n.rooms) < n.info.Capacity
 	switch {
 	case in && n.create == nil:
-		sub, err := n.nc.QueueSubscribe(n.opts.subjCreate(), createQueue, n.onCreate)
+		sub, err := n.c.QueueSubscribe(n.opts.subjCreate(), createQueue, n.onCreate)
 		if err != nil {
 			return err
 		}
@@ -212,7 +212,7 @@ func (n *Node) member(in bool) error {
 }
 
 // onList answers a directory's request for the room list.
-func (n *Node) onList(m *nats.Msg) {
+func (n *Node) onList(m *seal.Msg) {
 	n.mu.Lock()
 	l := roomList{ID: n.info.ID, Instance: n.instance, Gen: n.gen, Rooms: make([]string, 0, len(n.rooms))}
 	for r := range n.rooms {
@@ -223,19 +223,15 @@ func (n *Node) onList(m *nats.Msg) {
 	n.respond(m, l)
 }
 
-func (n *Node) respond(m *nats.Msg, v any) {
-	b, err := json.Marshal(v)
-	if err == nil {
-		err = m.Respond(b)
-	}
-	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		n.opts.Logger.Debug("cluster: respond", "subject", m.Subject, "err", err)
-	}
-}
+func (n *Node) respond(m *seal.Msg, v any) { respondJSON(m, &n.opts, v) }
 
 // onCreate takes a room request from the create queue, or one sent to
-// this node.
-func (n *Node) onCreate(m *nats.Msg) {
+// this node: from a node, a lobby or a matchmaker.
+func (n *Node) onCreate(m *seal.Msg) {
+	if !placer(m) {
+		n.c.Refuse(m, "a room request from a "+m.From.Role.String())
+		return
+	}
 	req, err := decode[RoomRequest](m.Data)
 	if err != nil {
 		n.respond(m, createReply{Error: err.Error()})
@@ -324,10 +320,12 @@ func (n *Node) Leave() error {
 	n.listSub.Unsubscribe()
 	n.probeSub.Unsubscribe()
 	n.directSub.Unsubscribe()
+	n.kickSub.Unsubscribe()
 	n.dir.Close()
 	if ferr := n.nc.Flush(); err == nil && !errors.Is(ferr, nats.ErrConnectionClosed) {
 		err = ferr
 	}
+	n.c.Close()
 	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
 		return errstack.Wrapf(err, "cluster: leave")
 	}

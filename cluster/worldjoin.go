@@ -15,6 +15,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/internal/errstack"
+	"github.com/tongbu/tongbu/internal/seal"
 )
 
 // ErrNoWorld: the world or map a join or transfer names is on no live
@@ -42,7 +43,16 @@ func createWorld(ctx context.Context, nc *nats.Conn, req WorldRequest, opts *Opt
 	if err != nil {
 		return Placement{}, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	return place(ctx, nc, &o, o.subjWorldCreate(), "world", req.World, data, fmt.Sprintf("no node has room for %d players", req.Cap))
+	c, err := clientConn(nc, &o)
+	if err != nil {
+		return Placement{}, err
+	}
+	return createWorldOn(ctx, c, &o, req.World, req.Cap, data)
+}
+
+// createWorldOn sends a world request over c.
+func createWorldOn(ctx context.Context, c *seal.Conn, o *Options, world string, cap int, data []byte) (Placement, error) {
+	return place(ctx, c, o, o.subjWorldCreate(), "world", world, data, fmt.Sprintf("no node has room for %d players", cap))
 }
 
 // JoinRequest asks the cluster for a place in a world for one player:
@@ -80,7 +90,12 @@ type JoinRequest struct {
 // expires. dir is the caller's view of the cluster (Watch, or a node's
 // Directory).
 func JoinWorld(ctx context.Context, nc *nats.Conn, dir *Directory, req JoinRequest, opts *Options) (Placement, error) {
-	j := &joiner{nc: nc, dir: dir, o: opts.withDefaults()}
+	j := &joiner{dir: dir, o: opts.withDefaults()}
+	c, err := clientConn(nc, &j.o)
+	if err != nil {
+		return Placement{}, errstack.With(err)
+	}
+	j.c = c
 	rep, node, err := j.place(ctx, &req, "", 0)
 	if err != nil {
 		return Placement{}, errstack.With(err)
@@ -91,7 +106,7 @@ func JoinWorld(ctx context.Context, nc *nats.Conn, dir *Directory, req JoinReque
 // joiner books places in the cluster's worlds: for JoinWorld, and for the
 // transfers of a node (self, whose own worlds it books without NATS).
 type joiner struct {
-	nc   *nats.Conn
+	c    *seal.Conn
 	dir  *Directory
 	o    Options
 	self *Node
@@ -147,7 +162,12 @@ func (j *joiner) place(ctx context.Context, req *JoinRequest, from string, trans
 		}
 		nl := req.NewLine
 		nl.World = Line(req.Map, next)
-		p, err := createWorld(ctx, j.nc, nl, &j.o)
+		var p Placement
+		err := nl.validate()
+		if err == nil {
+			data, _ := json.Marshal(nl)
+			p, err = createWorldOn(ctx, j.c, &j.o, nl.World, nl.Cap, data)
+		}
 		switch {
 		case err == nil:
 			op.World = p.Room
@@ -209,7 +229,7 @@ func (j *joiner) request(ctx context.Context, node string, op *worldOp) (*worldR
 	}
 	actx, cancel := context.WithTimeout(ctx, j.o.RequestTimeout)
 	defer cancel()
-	msg, err := j.nc.RequestWithContext(actx, j.o.subjWorld(node), data)
+	msg, err := j.c.Request(actx, j.o.subjWorld(node), data, fromNode(node))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %s on node %s: %w", op.Op, node, err)
 	}
@@ -224,7 +244,7 @@ func (j *joiner) request(ctx context.Context, node string, op *worldOp) (*worldR
 //
 //	w.Transfer(player, node.Destination(cluster.JoinRequest{Map: "cave"}), state, done)
 func (n *Node) Destination(req JoinRequest) engine.Destination {
-	return &worldDest{j: &joiner{nc: n.nc, dir: n.dir, o: n.opts, self: n}, req: req}
+	return &worldDest{j: &joiner{c: n.c, dir: n.dir, o: n.opts, self: n}, req: req}
 }
 
 // expiryMargin allows for the clocks of two nodes.

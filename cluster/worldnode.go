@@ -11,6 +11,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/internal/errstack"
+	"github.com/tongbu/tongbu/internal/seal"
 )
 
 // A WorldMaker makes the configuration of a world the cluster places on
@@ -65,7 +66,7 @@ func (n *Node) serveWorlds(srv *engine.Server, make WorldMaker) error {
 	}
 	n.ws = worldState{srv: srv, make: make, worlds: map[string]*hosted{}, arrivals: map[uint64]func(){}}
 	var err error
-	if n.ws.ops, err = n.nc.Subscribe(n.opts.subjWorld(n.info.ID), n.onWorldOp); err != nil {
+	if n.ws.ops, err = n.c.Subscribe(n.opts.subjWorld(n.info.ID), n.onWorldOp); err != nil {
 		n.ws.srv = nil
 		return fmt.Errorf("cluster: subscribe %s: %w", n.opts.subjWorld(n.info.ID), err)
 	}
@@ -100,7 +101,7 @@ func (n *Node) worldMember(in bool) error {
 	in = in && !n.left && n.ws.srv != nil && n.ws.used < n.info.Players
 	switch {
 	case in && n.ws.create == nil:
-		sub, err := n.nc.QueueSubscribe(n.opts.subjWorldCreate(), worldQueue, n.onWorldCreate)
+		sub, err := n.c.QueueSubscribe(n.opts.subjWorldCreate(), worldQueue, n.onWorldCreate)
 		if err != nil {
 			return err
 		}
@@ -149,8 +150,13 @@ func (n *Node) worldLoads() []worldLoad {
 	return loads
 }
 
-// onWorldCreate takes a world request from the world create queue.
-func (n *Node) onWorldCreate(m *nats.Msg) {
+// onWorldCreate takes a world request from the world create queue: from
+// a node, a lobby or a matchmaker.
+func (n *Node) onWorldCreate(m *seal.Msg) {
+	if !placer(m) {
+		n.c.Refuse(m, "a world request from a "+m.From.Role.String())
+		return
+	}
 	req, err := decode[WorldRequest](m.Data)
 	if err != nil {
 		n.respond(m, createReply{Error: err.Error()})
@@ -224,13 +230,26 @@ func (n *Node) onWorldCreate(m *nats.Msg) {
 }
 
 // onWorldOp answers a book or settle for a world of this node, and takes
-// the word that a player transferred from here has arrived.
-func (n *Node) onWorldOp(m *nats.Msg) {
+// the word that a player transferred from here has arrived. A booking
+// that names the node of a transfer's source comes from that node, and
+// so does the word of an arrival from the destination's; a lobby may
+// book and settle.
+func (n *Node) onWorldOp(m *seal.Msg) {
+	if !placer(m) {
+		n.c.Refuse(m, "a world operation from a "+m.From.Role.String())
+		return
+	}
 	op, err := decode[worldOp](m.Data)
 	if err != nil {
-		if m.Reply != "" {
-			n.respond(m, worldReply{Error: err.Error()})
-		}
+		n.respond(m, worldReply{Error: err.Error()})
+		return
+	}
+	switch {
+	case op.Op == "book" && op.From != "" && (m.From.Role != seal.RoleNode || m.From.ID != op.From):
+		n.c.Refuse(m, fmt.Sprintf("a booking for a transfer from node %s, sent by %v", op.From, m.From))
+		return
+	case op.Op == "arrived" && m.From.Role != seal.RoleNode:
+		n.c.Refuse(m, "an arrival from a "+m.From.Role.String())
 		return
 	}
 	switch op.Op {

@@ -5,17 +5,36 @@ package matchmaker
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/tongbu/tongbu/cluster"
+	"github.com/tongbu/tongbu/internal/seal"
 )
 
-// Options tune a Service and a Queue. The zero value (or nil) is the
-// default; every process must use the same Prefix.
+// Options tune a Service and a Queue. Secret is required (or the
+// Cluster options' Secret); the rest has defaults. Every process must use
+// the same Prefix and Secret.
 type Options struct {
+	// Secret is the cluster's secret (cluster.Options.Secret): every
+	// message between Services and queues is sealed with keys derived
+	// from it for its sender (authenticated, encrypted: the room tickets
+	// of an Assignment are never in the clear on a subject; fresh), and a
+	// message that does not open, is stale or replayed, or comes from a
+	// sender that may not send it (a heartbeat naming another Service, a
+	// claim from a Service that does not hold the ticket) is dropped.
+	// Empty: Cluster.Secret.
+	Secret []byte
+	// AcceptSecrets are secrets whose messages are taken too, during a
+	// rotation (cluster.Options.AcceptSecrets); empty: Cluster's.
+	AcceptSecrets [][]byte
+	// MaxSkew is how far a message's time may be from this clock
+	// (default 1 min; cluster.Options.MaxSkew).
+	MaxSkew time.Duration
 	// Prefix starts every subject (default "tongbu.mm"), so that several
 	// matchmaking services can share one NATS.
 	Prefix string
@@ -94,7 +113,75 @@ func (o *Options) withDefaults() Options {
 	if c.Logger == nil {
 		c.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	// One secret for the cluster and its matchmaking: whichever is given
+	// serves both.
+	if c.Cluster != nil {
+		cl := *c.Cluster
+		if len(c.Secret) == 0 {
+			c.Secret, c.AcceptSecrets = cl.Secret, cl.AcceptSecrets
+		}
+		if c.MaxSkew == 0 {
+			c.MaxSkew = cl.MaxSkew
+		}
+		if len(cl.Secret) == 0 {
+			cl.Secret, cl.AcceptSecrets = c.Secret, c.AcceptSecrets
+		}
+		c.Cluster = &cl
+	} else if len(c.Secret) > 0 {
+		c.Cluster = &cluster.Options{Secret: c.Secret, AcceptSecrets: c.AcceptSecrets, MaxSkew: c.MaxSkew, Logger: c.Logger}
+	}
 	return c
+}
+
+// conn returns a sealed connection on nc that speaks as role id.
+func (o *Options) conn(nc *nats.Conn, role seal.Role, id string) (*seal.Conn, error) {
+	if len(o.Secret) == 0 {
+		return nil, fmt.Errorf("%w: Options.Secret: the cluster's secret is required (at least %d bytes, the same in every process)", ErrTicket, seal.MinSecret)
+	}
+	k, err := seal.NewKeys(o.Secret, o.AcceptSecrets...)
+	if err != nil {
+		return nil, fmt.Errorf("%w: Options.Secret: %v", ErrTicket, err)
+	}
+	return seal.NewConn(nc, k, role, id, seal.Config{MaxSkew: o.MaxSkew, Logger: o.Logger, Name: "matchmaker"})
+}
+
+// publishJSON seals v as JSON and publishes it on subject.
+func publishJSON(c *seal.Conn, log *slog.Logger, subject string, v any) {
+	b, err := json.Marshal(v)
+	if err == nil {
+		err = c.Publish(subject, b)
+	}
+	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
+		log.Warn("matchmaker: publish", "subject", subject, "err", err)
+	}
+}
+
+// respond seals v as JSON as the reply to m.
+func respond(m *seal.Msg, v any) {
+	if b, err := json.Marshal(v); err == nil {
+		m.Respond(b)
+	}
+}
+
+// operator reports whether m's sender may set the build switches: a
+// lobby or tool (SetSwitches), a node or a Service.
+func operator(m *seal.Msg) bool {
+	switch m.From.Role {
+	case seal.RoleClient, seal.RoleNode, seal.RoleService:
+		return true
+	}
+	return false
+}
+
+// serviceSpeaks reports whether m comes from the Service instance it
+// names: a Service speaks for itself only.
+func serviceSpeaks(m *seal.Msg, id string, instance uint64) bool {
+	return m.From.Role == seal.RoleService && m.From.ID == id && m.From.Instance == instance
+}
+
+// queueSpeaks reports whether m comes from the queue it names.
+func queueSpeaks(m *seal.Msg, id string) bool {
+	return m.From.Role == seal.RoleQueue && m.From.ID == id
 }
 
 // The subjects of SPEC.md §12, under the prefix.

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nats-io/nats.go"
 	"github.com/tongbu/tongbu/internal/errstack"
+	"github.com/tongbu/tongbu/internal/seal"
 )
 
 // Queue puts tickets in line for a match, from the process that holds the
@@ -27,6 +28,7 @@ import (
 // each ticket to one match only. Its methods are safe for concurrent use.
 type Queue struct {
 	nc   *nats.Conn
+	c    *seal.Conn // sealed as this queue
 	opts Options
 	id   string
 	subs []*nats.Subscription
@@ -96,12 +98,17 @@ func newQueue(nc *nats.Conn, opts *Options) (*Queue, error) {
 	rand.Read(b[:])
 	q := &Queue{nc: nc, opts: o, id: "q" + hex.EncodeToString(b[:]), tickets: map[string]*Wait{},
 		services: map[string]*peer{}, switches: map[[2]string]bool{}, claims: map[*Wait]struct{}{}, owners: map[[2]string]string{}, stop: make(chan struct{}), done: make(chan struct{})}
-	for subj, fn := range map[string]nats.MsgHandler{
+	c, err := o.conn(nc, seal.RoleQueue, q.id)
+	if err != nil {
+		return nil, err
+	}
+	q.c = c
+	for subj, fn := range map[string]func(*seal.Msg){
 		o.subjQueue(q.id): q.onMsg,
 		o.subjHeartbeat(): q.onHeartbeat,
 		o.subjSwitch():    q.onSwitch,
 	} {
-		sub, err := nc.Subscribe(subj, fn)
+		sub, err := c.Subscribe(subj, fn)
 		if err != nil {
 			q.unsubscribe()
 			return nil, fmt.Errorf("matchmaker: subscribe %s: %w", subj, err)
@@ -112,7 +119,7 @@ func newQueue(nc *nats.Conn, opts *Options) (*Queue, error) {
 		q.unsubscribe()
 		return nil, fmt.Errorf("matchmaker: subscribe: %w", err)
 	}
-	nc.Publish(o.subjProbe(), nil) // every Service heartbeats at once
+	c.Publish(o.subjProbe(), nil) // every Service heartbeats at once
 	go q.run()
 	return q, nil
 }
@@ -121,6 +128,7 @@ func (q *Queue) unsubscribe() {
 	for _, s := range q.subs {
 		s.Unsubscribe()
 	}
+	q.c.Close()
 }
 
 // Submit puts t in line and returns its Wait. The queue names the ticket
@@ -283,21 +291,19 @@ func (q *Queue) Close() error {
 	return nil
 }
 
-func (q *Queue) publish(subject string, v any) {
-	b, err := json.Marshal(v)
-	if err == nil {
-		err = q.nc.Publish(subject, b)
-	}
-	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		q.opts.Logger.Warn("matchmaker: publish", "subject", subject, "err", err)
-	}
-}
+func (q *Queue) publish(subject string, v any) { publishJSON(q.c, q.opts.Logger, subject, v) }
 
-// onHeartbeat follows the Services.
-func (q *Queue) onHeartbeat(msg *nats.Msg) {
+// onHeartbeat follows the Services: each speaks for itself only, so
+// that no one else can make a Service seem alive (and win pools by
+// rendezvous hashing) or seem to leave.
+func (q *Queue) onHeartbeat(msg *seal.Msg) {
 	h, err := decode[heartbeat](msg.Data)
 	if err != nil {
 		q.opts.Logger.Debug("matchmaker: heartbeat dropped", "err", err)
+		return
+	}
+	if !serviceSpeaks(msg, h.ID, h.Instance) {
+		q.c.Refuse(msg, fmt.Sprintf("a heartbeat of Service %s from %v", h.ID, msg.From))
 		return
 	}
 	q.mu.Lock()
@@ -323,7 +329,11 @@ func (q *Queue) onHeartbeat(msg *nats.Msg) {
 	q.setSwitches(h.Switches, h.SwitchesAt)
 }
 
-func (q *Queue) onSwitch(msg *nats.Msg) {
+func (q *Queue) onSwitch(msg *seal.Msg) {
+	if !operator(msg) {
+		q.c.Refuse(msg, "build switches from a "+msg.From.Role.String())
+		return
+	}
 	sw, err := decode[switchMsg](msg.Data)
 	if err != nil {
 		return
@@ -489,9 +499,14 @@ func (q *Queue) sendBatch(s string, ws []*Wait) {
 	var rep *submitReply
 	b, err := json.Marshal(req)
 	if err == nil {
-		var msg *nats.Msg
-		if msg, err = q.nc.Request(q.opts.subjSubmit(s), b, q.opts.RequestTimeout); err == nil {
-			rep, err = decode[submitReply](msg.Data)
+		var msg *seal.Msg
+		ctx, cancel := context.WithTimeout(context.Background(), q.opts.RequestTimeout)
+		msg, err = q.c.Request(ctx, q.opts.subjSubmit(s), b, func(m *seal.Msg) bool { return m.From.Role == seal.RoleService && m.From.ID == s })
+		cancel()
+		if err == nil {
+			if rep, err = decode[submitReply](msg.Data); err == nil && rep.Instance != msg.From.Instance {
+				err = fmt.Errorf("%w: Service %s instance %x answered for instance %x", ErrTicket, s, msg.From.Instance, rep.Instance)
+			}
 		}
 	}
 	q.mu.Lock()
@@ -520,12 +535,16 @@ func (q *Queue) sendBatch(s string, ws []*Wait) {
 }
 
 // onMsg answers a Service: claims, assignments, releases, timeouts and
-// seat requests.
-func (q *Queue) onMsg(msg *nats.Msg) {
+// seat requests, each from the Service instance it names.
+func (q *Queue) onMsg(msg *seal.Msg) {
 	m, err := decode[queueMsg](msg.Data)
 	if err != nil {
 		q.opts.Logger.Debug("matchmaker: queue message dropped", "err", err)
 		respond(msg, queueReply{Error: err.Error()})
+		return
+	}
+	if !serviceSpeaks(msg, m.Service, m.Instance) {
+		q.c.Refuse(msg, fmt.Sprintf("a %s naming Service %s instance %x, from %v", m.Op, m.Service, m.Instance, msg.From))
 		return
 	}
 	var rep queueReply
@@ -607,9 +626,14 @@ func SetSwitches(nc *nats.Conn, switches [][2]string, opts *Options) error {
 	if err := checkSwitches(switches); err != nil {
 		return errstack.With(err)
 	}
+	c, err := o.conn(nc, seal.RoleClient, "switches-"+strconv.FormatInt(time.Now().UnixNano(), 36))
+	if err != nil {
+		return errstack.With(err)
+	}
+	defer c.Close()
 	b, err := json.Marshal(switchMsg{Switches: switches, At: time.Now().UnixNano()})
 	if err == nil {
-		err = nc.Publish(o.subjSwitch(), b)
+		err = c.Publish(o.subjSwitch(), b)
 	}
 	if err == nil {
 		err = nc.Flush()

@@ -5,7 +5,6 @@ package matchmaker
 import (
 	"context"
 	"crypto/rand"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -17,6 +16,7 @@ import (
 	"github.com/nats-io/nats.go"
 	"github.com/tongbu/tongbu/cluster"
 	"github.com/tongbu/tongbu/internal/errstack"
+	"github.com/tongbu/tongbu/internal/seal"
 )
 
 // Service is one matchmaker process on NATS. Several may run (in tongbu
@@ -29,6 +29,7 @@ import (
 // hands every ticket its Assignment.
 type Service struct {
 	nc       *nats.Conn
+	c        *seal.Conn // sealed as this Service
 	opts     Options
 	cfg      Config
 	instance uint64
@@ -74,7 +75,13 @@ func serve(nc *nats.Conn, cfg Config, opts *Options) (*Service, error) {
 	if err := checkServiceID(o.ID); err != nil {
 		return nil, err
 	}
-	s := &Service{nc: nc, opts: o, instance: binary.LittleEndian.Uint64(b[:]), queueOf: map[string]string{},
+	c, err := o.conn(nc, seal.RoleService, o.ID)
+	if err != nil {
+		return nil, err
+	}
+	// The heartbeats carry the sealing instance, so that a queue can tell
+	// that a heartbeat comes from the Service instance it names.
+	s := &Service{nc: nc, c: c, opts: o, instance: c.Peer().Instance, queueOf: map[string]string{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	// Match ids are room names: unique across Services and restarts.
 	cfg.Name = o.ID + "-" + hex.EncodeToString(b[4:])
@@ -85,17 +92,18 @@ func serve(nc *nats.Conn, cfg Config, opts *Options) (*Service, error) {
 	s.m, s.cfg = m, m.cfg
 	if o.Place == nil {
 		if s.dir, err = cluster.Watch(nc, o.Cluster); err != nil {
+			c.Close()
 			return nil, err
 		}
 	}
-	for subj, fn := range map[string]nats.MsgHandler{
+	for subj, fn := range map[string]func(*seal.Msg){
 		o.subjSubmit(o.ID): s.onSubmit,
 		o.subjCancel(o.ID): s.onCancel,
 		o.subjSwitch():     s.onSwitch,
-		o.subjProbe():      func(*nats.Msg) { s.heartbeat(false) },
+		o.subjProbe():      func(*seal.Msg) { s.heartbeat(false) },
 		o.subjHeartbeat():  s.onHeartbeat,
 	} {
-		sub, err := nc.Subscribe(subj, fn)
+		sub, err := c.Subscribe(subj, fn)
 		if err != nil {
 			s.unsubscribe()
 			return nil, fmt.Errorf("matchmaker: subscribe %s: %w", subj, err)
@@ -118,6 +126,7 @@ func (s *Service) unsubscribe() {
 	if s.dir != nil {
 		s.dir.Close()
 	}
+	s.c.Close()
 }
 
 // ID returns the Service's id.
@@ -179,28 +188,18 @@ func (s *Service) heartbeat(leaving bool) {
 	s.publish(s.opts.subjHeartbeat(), h)
 }
 
-func (s *Service) publish(subject string, v any) {
-	b, err := json.Marshal(v)
-	if err == nil {
-		err = s.nc.Publish(subject, b)
-	}
-	if err != nil && !errors.Is(err, nats.ErrConnectionClosed) {
-		s.opts.Logger.Warn("matchmaker: publish", "subject", subject, "err", err)
-	}
-}
+func (s *Service) publish(subject string, v any) { publishJSON(s.c, s.opts.Logger, subject, v) }
 
-func respond(m *nats.Msg, v any) {
-	if b, err := json.Marshal(v); err == nil {
-		m.Respond(b)
-	}
-}
-
-// onSubmit takes a queue's tickets.
-func (s *Service) onSubmit(msg *nats.Msg) {
+// onSubmit takes a queue's tickets: from that queue.
+func (s *Service) onSubmit(msg *seal.Msg) {
 	req, err := decode[submitMsg](msg.Data)
 	if err != nil {
 		s.opts.Logger.Debug("matchmaker: submit dropped", "err", err)
 		respond(msg, submitReply{Instance: s.instance, Refused: map[string]string{"": err.Error()}})
+		return
+	}
+	if !queueSpeaks(msg, req.Queue) {
+		s.c.Refuse(msg, fmt.Sprintf("a submit for queue %s from %v", req.Queue, msg.From))
 		return
 	}
 	rep := submitReply{Instance: s.instance}
@@ -224,11 +223,15 @@ func (s *Service) onSubmit(msg *nats.Msg) {
 	respond(msg, rep)
 }
 
-// onCancel forgets a queue's tickets.
-func (s *Service) onCancel(msg *nats.Msg) {
+// onCancel forgets a queue's tickets: at that queue's word.
+func (s *Service) onCancel(msg *seal.Msg) {
 	req, err := decode[cancelMsg](msg.Data)
 	if err != nil {
 		s.opts.Logger.Debug("matchmaker: cancel dropped", "err", err)
+		return
+	}
+	if !queueSpeaks(msg, req.Queue) {
+		s.c.Refuse(msg, fmt.Sprintf("a cancel for queue %s from %v", req.Queue, msg.From))
 		return
 	}
 	s.mu.Lock()
@@ -242,7 +245,11 @@ func (s *Service) onCancel(msg *nats.Msg) {
 }
 
 // onSwitch takes the operator's switches, if newer than what it has.
-func (s *Service) onSwitch(msg *nats.Msg) {
+func (s *Service) onSwitch(msg *seal.Msg) {
+	if !operator(msg) {
+		s.c.Refuse(msg, "build switches from a "+msg.From.Role.String())
+		return
+	}
 	sw, err := decode[switchMsg](msg.Data)
 	if err != nil {
 		s.opts.Logger.Debug("matchmaker: switch dropped", "err", err)
@@ -254,9 +261,13 @@ func (s *Service) onSwitch(msg *nats.Msg) {
 
 // onHeartbeat takes another Service's switches if newer: a Service that
 // started after the operator set them learns them so.
-func (s *Service) onHeartbeat(msg *nats.Msg) {
+func (s *Service) onHeartbeat(msg *seal.Msg) {
 	h, err := decode[heartbeat](msg.Data)
 	if err != nil || h.Instance == s.instance {
+		return
+	}
+	if !serviceSpeaks(msg, h.ID, h.Instance) {
+		s.c.Refuse(msg, fmt.Sprintf("a heartbeat of Service %s from %v", h.ID, msg.From))
 		return
 	}
 	s.setSwitches(h.Switches, h.SwitchesAt)
@@ -573,7 +584,9 @@ func (s *Service) request(q string, qm *queueMsg) (*queueReply, error) {
 	if err != nil {
 		return nil, err
 	}
-	msg, err := s.nc.Request(s.opts.subjQueue(q), b, s.opts.RequestTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.RequestTimeout)
+	defer cancel()
+	msg, err := s.c.Request(ctx, s.opts.subjQueue(q), b, func(m *seal.Msg) bool { return queueSpeaks(m, q) })
 	if err != nil {
 		return nil, err
 	}

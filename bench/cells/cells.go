@@ -260,7 +260,7 @@ func newCellsRun(p cellsParams) (*cellsRun, error) {
 		ns.Shutdown()
 		return nil, errors.New("cells: NATS server not ready")
 	}
-	r := &cellsRun{p: p, ns: ns, opts: &cluster.Options{Heartbeat: 50 * time.Millisecond, Misses: 10}}
+	r := &cellsRun{p: p, ns: ns, opts: &cluster.Options{Heartbeat: 50 * time.Millisecond, Misses: 10, Secret: []byte("the cells bench's cluster secret")}}
 	if r.lobby, err = nats.Connect(ns.ClientURL()); err != nil {
 		r.close()
 		return nil, err

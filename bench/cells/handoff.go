@@ -64,7 +64,7 @@ func runHandoff(p handoffParams, noStandby bool) (handoffFigures, error) {
 	if !ns.ReadyForConnections(10 * time.Second) {
 		return f, errors.New("handoff: NATS server not ready")
 	}
-	opts := &cluster.Options{Heartbeat: 50 * time.Millisecond, Misses: 10}
+	opts := &cluster.Options{Heartbeat: 50 * time.Millisecond, Misses: 10, Secret: []byte("the cells bench's cluster secret")}
 	m := handoffMap(noStandby)
 	way := udpimpair.Link{Delay: p.rtt / 2}
 	secret := []byte("the cells bench's cluster secret")

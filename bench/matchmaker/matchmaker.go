@@ -162,7 +162,7 @@ func startNodes(url string) (*nodeSet, error) {
 			}
 			builds := []string{liveBuild, newBuild}
 			n, err := cluster.Join(nc, cluster.NodeInfo{ID: id, URL: "https://" + id + ".bench", Capacity: cluster.MaxCapacity, Region: r, Builds: builds}, host,
-				&cluster.Options{Heartbeat: 250 * time.Millisecond, Prefix: "bench.cluster"})
+				&cluster.Options{Heartbeat: 250 * time.Millisecond, Prefix: "bench.cluster", Secret: benchSecret})
 			if err != nil {
 				return nil, err
 			}
@@ -293,7 +293,7 @@ func Worker(args []string) error {
 	defer nc.Close()
 	svc, err := matchmaker.Serve(nc, matchmaker.Config{FirstCome: *firstCome, Timeout: 60 * time.Second,
 		Modes: []matchmaker.Mode{{Name: mode, Teams: 2, TeamSize: 5}}},
-		&matchmaker.Options{ID: *id, Prefix: *prefix, Heartbeat: 250 * time.Millisecond, Cluster: &cluster.Options{Prefix: "bench.cluster", Heartbeat: 250 * time.Millisecond}})
+		&matchmaker.Options{ID: *id, Prefix: *prefix, Heartbeat: 250 * time.Millisecond, Cluster: &cluster.Options{Prefix: "bench.cluster", Heartbeat: 250 * time.Millisecond, Secret: benchSecret}})
 	if err != nil {
 		return err
 	}
@@ -311,6 +311,10 @@ func Worker(args []string) error {
 	return svc.Close()
 }
 
+// benchSecret seals the bench cluster's messages: every process of it
+// (nodes, matchmakers, lobbies) holds it.
+var benchSecret = []byte("the matchmaker bench's cluster secret")
+
 // runOnce runs one rate through one kind of matching.
 func runOnce(url string, cfg runConfig) (result, error) {
 	var workers []*worker
@@ -321,7 +325,7 @@ func runOnce(url string, cfg runConfig) (result, error) {
 		}
 		workers = append(workers, w)
 	}
-	opts := &matchmaker.Options{Prefix: cfg.prefix, Misses: 4, RequestTimeout: 3 * time.Second, Unavailable: 20 * time.Second}
+	opts := &matchmaker.Options{Prefix: cfg.prefix, Misses: 4, RequestTimeout: 3 * time.Second, Unavailable: 20 * time.Second, Secret: benchSecret}
 	var queues []*matchmaker.Queue
 	for range 2 { // two lobbies
 		nc, err := nats.Connect(url)

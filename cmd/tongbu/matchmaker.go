@@ -15,7 +15,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/nats-io/nats.go"
 	"github.com/tongbu/tongbu/cluster"
 	"github.com/tongbu/tongbu/matchmaker"
 )
@@ -109,8 +108,10 @@ func matchmakerCommand(args []string, stdout, stderr io.Writer) int {
 	config := fs.String("config", "", "the modes to match (JSON; required)")
 	id := fs.String("id", "", "this matchmaker's id (default: the config's, else random)")
 	clusterPrefix := fs.String("cluster-prefix", "", "the cluster's subject prefix (default tongbu.cluster)")
+	af := newNATSAuthFlags(fs)
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "usage: tongbu matchmaker -nats url -config file [-id id]")
+		fmt.Fprintln(stderr, "usage: tongbu matchmaker -nats url -config file [-id id] [-nats-creds file] [-cluster-secret-file file]")
+		fmt.Fprintln(stderr, "The cluster's secret (which seals every message on NATS) is -cluster-secret-file's, else $TONGBU_CLUSTER_SECRET, else $TONGBU_SECRET.")
 		fs.PrintDefaults()
 		fmt.Fprint(stderr, matchmakerConfigFormat)
 	}
@@ -141,10 +142,18 @@ func matchmakerCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tongbu matchmaker:", err)
 		return 2
 	}
-	opts.Cluster = &cluster.Options{Prefix: *clusterPrefix, Logger: log}
-	nc, err := nats.Connect(*natsURL, nats.Name("tongbu matchmaker"), nats.MaxReconnects(-1))
+	var auth natsAuth
+	af.apply(&auth)
+	secret, err := auth.secret([]byte(os.Getenv("TONGBU_SECRET")))
 	if err != nil {
-		fmt.Fprintln(stderr, "tongbu matchmaker: NATS:", err)
+		fmt.Fprintln(stderr, "tongbu matchmaker:", err)
+		return 2
+	}
+	opts.Secret = secret
+	opts.Cluster = &cluster.Options{Prefix: *clusterPrefix, Logger: log, Secret: secret}
+	nc, err := auth.connect(*natsURL, "tongbu matchmaker", log)
+	if err != nil {
+		fmt.Fprintln(stderr, "tongbu matchmaker:", err)
 		return 1
 	}
 	defer nc.Close()

@@ -107,7 +107,11 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
                                        this node simulating wild#0 (another node's config
                                        serves [1]); players walk across with no loading
     "builds": ["1.4.2", "1.4.3"],      the game builds served: a client of another is refused (default: any)
-    "cluster": {"nats": "nats://host:4222", "node": "eu-1",
+    "cluster": {"nats": "tls://nats.internal:4222", "node": "eu-1",
+                "nats_creds": "/etc/tongbu/node.creds",  or "nats_nkey": seed file, or "nats_user" with
+                                       $TONGBU_NATS_PASSWORD; "nats_ca", "nats_cert", "nats_key": TLS
+                "secret_file": "/etc/tongbu/cluster.key",  seals every cluster message (default
+                                       $TONGBU_CLUSTER_SECRET, else the ticket secret)
                 "public_url": "https://eu-1.game.example", "capacity": 100,
                 "players": 5000,       world players the cluster may place here
                 "region": "eu-west",   where the node runs: matches are placed near their players
@@ -360,7 +364,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		if cfg.ACME.on() {
 			acmeHost = cfg.ACME.Domains[0]
 		}
-		cl, err := joinCluster(srv, ws, &cfg.Cluster, cfg.Builds, ln.Addr(), tlsCfg != nil, acmeHost, log)
+		cl, err := joinCluster(srv, ws, &cfg.Cluster, secret, cfg.Builds, ln.Addr(), tlsCfg != nil, acmeHost, log)
 		if err != nil {
 			ln.Close()
 			srv.Shutdown(context.Background())

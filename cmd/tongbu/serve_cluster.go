@@ -32,6 +32,9 @@ type clusterConfig struct {
 	Heartbeat string `json:"heartbeat"`  // heartbeat interval (Go duration), default 1s
 	Prefix    string `json:"prefix"`     // subject prefix, default tongbu.cluster
 	Region    string `json:"region"`     // where the node runs, for matches placed near their players
+	// How the node proves itself to NATS, and the cluster's secret
+	// (natsauth.go).
+	natsAuth
 }
 
 // clusterStatusPath serves the node's directory as JSON: the nodes, their
@@ -45,6 +48,7 @@ const defaultTicketTTL = 10 * time.Minute
 type clusterFlagSet struct {
 	nats, node, url, heartbeat, region *string
 	capacity, players                  *int
+	auth                               *natsAuthFlags
 }
 
 func clusterFlags(fs *flag.FlagSet) *clusterFlagSet {
@@ -56,6 +60,7 @@ func clusterFlags(fs *flag.FlagSet) *clusterFlagSet {
 		players:   fs.Int("players", 0, "world players the cluster may place here, summed over the worlds' caps (default 5000)"),
 		heartbeat: fs.String("heartbeat", "", "cluster heartbeat interval (default 1s)"),
 		region:    fs.String("region", "", "the region the node runs in (matches are placed near their players)"),
+		auth:      newNATSAuthFlags(fs),
 	}
 }
 
@@ -66,6 +71,7 @@ func (f *clusterFlagSet) apply(c *clusterConfig) error {
 	c.PublicURL = firstNonEmpty(*f.url, c.PublicURL)
 	c.Heartbeat = firstNonEmpty(*f.heartbeat, c.Heartbeat)
 	c.Region = firstNonEmpty(*f.region, c.Region)
+	f.auth.apply(&c.natsAuth)
 	if *f.capacity > 0 {
 		c.Capacity = *f.capacity
 	}
@@ -111,7 +117,9 @@ func (c *clusterNode) serveMatchmaker(mc *matchmakerConfig, log *slog.Logger) er
 // joinCluster connects to NATS and joins the cluster as the node serving
 // on addr (over https when secure, with a certificate for acmeHost when
 // not empty): rooms placed here are created on srv with tickets it signs.
-func joinCluster(srv *engine.Server, ws *worlds, c *clusterConfig, builds []string, addr net.Addr, secure bool, acmeHost string, log *slog.Logger) (*clusterNode, error) {
+// The cluster's messages are sealed with the cluster's secret (the
+// ticket secret when none is given).
+func joinCluster(srv *engine.Server, ws *worlds, c *clusterConfig, ticketSecret []byte, builds []string, addr net.Addr, secure bool, acmeHost string, log *slog.Logger) (*clusterNode, error) {
 	info := cluster.NodeInfo{ID: c.Node, URL: c.PublicURL, Capacity: c.Capacity, Players: c.Players, Region: c.Region, Builds: builds}
 	_, port, err := net.SplitHostPort(addr.String())
 	if err != nil {
@@ -124,21 +132,25 @@ func joinCluster(srv *engine.Server, ws *worlds, c *clusterConfig, builds []stri
 		h, _ := os.Hostname()
 		info.ID = sanitizeID(h + "-" + port)
 	}
-	opts := &cluster.Options{Prefix: c.Prefix, Logger: log}
+	secret, err := c.secret(ticketSecret)
+	if err != nil {
+		return nil, err
+	}
+	opts := &cluster.Options{Prefix: c.Prefix, Logger: log, Secret: secret}
 	if c.Heartbeat != "" {
 		opts.Heartbeat, _ = time.ParseDuration(c.Heartbeat)
 	}
-	nc, err := nats.Connect(c.NATS, nats.Name("tongbu serve "+info.ID), nats.MaxReconnects(-1),
-		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("cluster: NATS disconnected", "err", err) }),
-		nats.ReconnectHandler(func(*nats.Conn) { log.Info("cluster: NATS reconnected") }))
+	nc, err := c.connect(c.NATS, "tongbu serve "+info.ID, log)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: NATS %s: %w", c.NATS, err)
+		return nil, fmt.Errorf("cluster: %w", err)
 	}
 	node, err := cluster.Join(nc, info, roomHost(srv), opts)
 	if err != nil {
 		nc.Close()
 		return nil, err
 	}
+	srv.AddMetrics(node.WriteMetrics)
+	node.OnKick(srv.Kick) // cluster.Kick reaches this process's connections
 	if err := node.ServeWorlds(srv, ws.make); err != nil {
 		node.Leave()
 		nc.Close()

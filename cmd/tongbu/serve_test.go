@@ -5,6 +5,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"flag"
 	"os"
 	"path/filepath"
 	"slices"
@@ -131,9 +132,7 @@ func TestServeConfigSamples(t *testing.T) {
 					t.Fatalf("%s: %q not created", f, name)
 				}
 			}
-			var cf clusterFlagSet
-			empty, zero := "", 0
-			cf.nats, cf.node, cf.url, cf.heartbeat, cf.region, cf.capacity, cf.players = &empty, &empty, &empty, &empty, &empty, &zero, &zero
+			cf := clusterFlags(flag.NewFlagSet("x", flag.ContinueOnError))
 			if err := cf.apply(&cfg.Cluster); err != nil {
 				t.Fatal(err)
 			}

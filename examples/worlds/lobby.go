@@ -33,6 +33,7 @@ type lobbyConfig struct {
 	HTTP   string // where the page is served, such as ":8080"
 	Assets string // the directory of the page's files (worlds.wasm): "" serves no page
 	Bots   int    // bot players, walking between the cells and through the portals
+	Secret []byte // the cluster's secret, which seals its messages on NATS: the nodes' too
 	Log    *slog.Logger
 }
 
@@ -58,6 +59,9 @@ type lobby struct {
 	bots   map[string]*botState
 }
 
+// opts are the lobby's cluster options: the cluster's secret.
+func (l *lobby) opts() *cluster.Options { return &cluster.Options{Secret: l.cfg.Secret} }
+
 // startLobby starts the lobby and returns once its page is served.
 func startLobby(cfg lobbyConfig) (*lobby, error) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -74,7 +78,7 @@ func (l *lobby) start() error {
 	if l.nc, err = nats.Connect(l.cfg.NATS, nats.Name("worlds-lobby")); err != nil {
 		return fmt.Errorf("lobby: NATS: %w", err)
 	}
-	if l.dir, err = cluster.Watch(l.nc, nil); err != nil {
+	if l.dir, err = cluster.Watch(l.nc, l.opts()); err != nil {
 		return err
 	}
 	if l.pub, err = replica.NewPublisher(natsbus.New(l.nc), replica.PublisherConfig{Name: lobbyReplica, Logger: l.cfg.Log}); err != nil {
@@ -130,7 +134,7 @@ func (l *lobby) openTown() {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(l.ctx, 5*time.Second)
-		p, err := cluster.CreateWorld(ctx, l.nc, cluster.WorldRequest{World: name, Cap: game.TownCap}, nil)
+		p, err := cluster.CreateWorld(ctx, l.nc, cluster.WorldRequest{World: name, Cap: game.TownCap}, l.opts())
 		cancel()
 		if err == nil {
 			l.cfg.Log.Info("lobby: town line opened", "world", name, "node", p.Node)
@@ -173,7 +177,7 @@ func (l *lobby) join(ctx context.Context, player string) (cluster.Placement, err
 		case <-time.After(100 * time.Millisecond):
 		}
 	}
-	return cluster.JoinWorld(ctx, l.nc, l.dir, cluster.JoinRequest{World: first, Player: player}, nil)
+	return cluster.JoinWorld(ctx, l.nc, l.dir, cluster.JoinRequest{World: first, Player: player}, l.opts())
 }
 
 // handler serves the page, tickets and the cluster's directory.

@@ -113,8 +113,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		n.Close()
 		return 0
 	case "lobby":
+		secret := []byte(os.Getenv("TONGBU_SECRET"))
+		if len(secret) < 16 {
+			return fail(fmt.Errorf("lobby: set TONGBU_SECRET to the cluster's secret, 16 bytes or more"))
+		}
 		l, err := lobbyProcess(ctx, lobbyConfig{NATS: firstOf(*natsURL, "nats://127.0.0.1:4222"), HTTP: firstOf(*httpAddr, "localhost:8080"),
-			Bots: *bots, Log: log}, *assets, *noWeb, stdout)
+			Bots: *bots, Secret: secret, Log: log}, *assets, *noWeb, stdout)
 		if err != nil {
 			return fail(err)
 		}
@@ -163,7 +167,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 			c.Wait()
 		}
 	}()
-	l, err := lobbyProcess(ctx, lobbyConfig{NATS: url, HTTP: firstOf(*httpAddr, "localhost:8080"), Bots: *bots, Log: log}, *assets, *noWeb, stdout)
+	l, err := lobbyProcess(ctx, lobbyConfig{NATS: url, HTTP: firstOf(*httpAddr, "localhost:8080"), Bots: *bots,
+		Secret: []byte(hex.EncodeToString(secret)), Log: log}, *assets, *noWeb, stdout)
 	if err != nil {
 		return fail(err)
 	}

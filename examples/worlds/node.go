@@ -30,7 +30,7 @@ type nodeConfig struct {
 	UDP     string    // the WebRTC UDP address, such as "127.0.0.1:0"
 	Cells   []int     // the field's cells this node simulates
 	Start   time.Time // the field's frame 0, the same in every process
-	Secret  []byte    // signs tickets; the same in every process
+	Secret  []byte    // signs tickets and seals the cluster's messages; the same in every process
 	Origins []string  // the pages allowed to connect (the lobby's)
 	Players int       // the players this node's worlds may hold together
 	Log     *slog.Logger
@@ -109,7 +109,7 @@ func (n *node) start(ctx context.Context) error {
 	noRooms := func(cluster.RoomRequest) (map[string]string, error) {
 		return nil, errors.New("this example's nodes hold worlds only")
 	}
-	n.cn, err = cluster.Join(n.nc, cluster.NodeInfo{ID: cfg.ID, URL: n.url, Capacity: 1, Players: cfg.Players}, noRooms, nil)
+	n.cn, err = cluster.Join(n.nc, cluster.NodeInfo{ID: cfg.ID, URL: n.url, Capacity: 1, Players: cfg.Players}, noRooms, &cluster.Options{Secret: cfg.Secret})
 	if err != nil {
 		return err
 	}

@@ -44,7 +44,7 @@ func startExample(t *testing.T, bots int, assets string) *example {
 		t.Cleanup((*n).Close)
 	}
 	var err error
-	if e.lobby, err = startLobby(lobbyConfig{NATS: ns.ClientURL(), HTTP: "127.0.0.1:0", Bots: bots, Assets: assets, Log: log}); err != nil {
+	if e.lobby, err = startLobby(lobbyConfig{NATS: ns.ClientURL(), HTTP: "127.0.0.1:0", Bots: bots, Assets: assets, Secret: secret, Log: log}); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(e.lobby.Close)

@@ -20,7 +20,10 @@ import (
 
 // fast declares a node dead after half a second without heartbeats:
 // quick, and still far from what a loaded test machine delays them.
-var fast = &cluster.Options{Heartbeat: 25 * time.Millisecond, Misses: 20, RequestTimeout: time.Second}
+var fast = &cluster.Options{Heartbeat: 25 * time.Millisecond, Misses: 20, RequestTimeout: time.Second, Secret: clusterSecret}
+
+// clusterSecret seals the test cluster's messages.
+var clusterSecret = []byte("interop-cluster-secret-0123456789")
 
 // waitFor polls cond until it holds; the bound only turns a hang into a
 // failure.
@@ -250,10 +253,19 @@ func TestRefusals(t *testing.T) {
 			t.Fatalf("request %+v: %v", req, err)
 		}
 	}
-	// A hostile message on the create subject is answered with an error.
-	msg, err := lobby.Request("tongbu.cluster.create", []byte(`{"room":`), time.Second)
-	if err != nil || len(msg.Data) == 0 {
-		t.Fatalf("garbage request: %v", err)
+	// A message on the create subject that the cluster's secret did not
+	// seal is dropped unanswered, and counted.
+	forged := n.node.Dropped()["forged"]
+	for _, b := range []string{`{"room":`, `{"room":"free","players":["mallory"]}`} {
+		if msg, err := lobby.Request("tongbu.cluster.create", []byte(b), 300*time.Millisecond); err == nil {
+			t.Fatalf("an unsealed request %s answered: %q", b, msg.Data)
+		}
+	}
+	if got := n.node.Dropped()["forged"] - forged; got != 2 {
+		t.Fatalf("%d forged requests counted, want 2", got)
+	}
+	if _, ok := n.node.Directory().Locate("free"); ok || slices.Contains(n.node.Rooms(), "free") {
+		t.Fatal("an unsealed request made a room")
 	}
 	for _, info := range []cluster.NodeInfo{
 		{ID: "a.b", URL: "http://x", Capacity: 1},
@@ -347,7 +359,7 @@ func TestRegionsAndBuilds(t *testing.T) {
 	// Build 1.5 only on us1 and the node that serves any build: their
 	// eight places fill, none on eu1.
 	for i := range 8 {
-		p, err := cluster.CreateRoom(ctx, lobby, cluster.RoomRequest{Room: fmt.Sprint("b15-", i), Builds: []string{"1.5"}}, &cluster.Options{Attempts: 20, RequestTimeout: time.Second})
+		p, err := cluster.CreateRoom(ctx, lobby, cluster.RoomRequest{Room: fmt.Sprint("b15-", i), Builds: []string{"1.5"}}, &cluster.Options{Attempts: 20, RequestTimeout: time.Second, Secret: clusterSecret})
 		if err != nil {
 			t.Fatalf("room %d of build 1.5: %v", i, err)
 		}

@@ -29,6 +29,9 @@ func Example() {
 
 	// A game server process: an engine.Server that joins the cluster.
 	secret := []byte("shared-by-every-process-of-the-cluster")
+	// The cluster's secret seals its messages on NATS; every process of
+	// the cluster holds it, players never do.
+	opts := &cluster.Options{Secret: []byte("the-cluster-key-of-every-node-and-lobby")}
 	srv, err := engine.NewServer(engine.Config{Secret: secret, NoWebRTC: true})
 	if err != nil {
 		panic(err)
@@ -51,7 +54,7 @@ func Example() {
 		}
 		return tickets, nil
 	}
-	node, err := cluster.Join(nc, cluster.NodeInfo{ID: "eu-1", URL: "https://eu-1.game.example", Capacity: 100}, host, nil)
+	node, err := cluster.Join(nc, cluster.NodeInfo{ID: "eu-1", URL: "https://eu-1.game.example", Capacity: 100}, host, opts)
 	if err != nil {
 		panic(err)
 	}
@@ -63,7 +66,7 @@ func Example() {
 		panic(err)
 	}
 	defer lobby.Close()
-	p, err := cluster.CreateRoom(context.Background(), lobby, cluster.RoomRequest{Room: "match-1", Players: []string{"alice", "bob"}}, nil)
+	p, err := cluster.CreateRoom(context.Background(), lobby, cluster.RoomRequest{Room: "match-1", Players: []string{"alice", "bob"}}, opts)
 	if err != nil {
 		panic(err)
 	}
@@ -86,6 +89,9 @@ func ExampleJoinWorld() {
 	}
 	defer ns.Shutdown()
 	secret := []byte("shared-by-every-process-of-the-cluster")
+	// The cluster's secret seals its messages on NATS; every process of
+	// the cluster holds it, players never do.
+	opts := &cluster.Options{Secret: []byte("the-cluster-key-of-every-node-and-lobby")}
 	srv, err := engine.NewServer(engine.Config{Secret: secret, NoWebRTC: true})
 	if err != nil {
 		panic(err)
@@ -97,7 +103,7 @@ func ExampleJoinWorld() {
 	}
 	defer nc.Close()
 	noRooms := func(cluster.RoomRequest) (map[string]string, error) { return nil, cluster.ErrFull }
-	node, err := cluster.Join(nc, cluster.NodeInfo{ID: "eu-1", URL: "https://eu-1.game.example", Capacity: 1, Players: 2000}, noRooms, nil)
+	node, err := cluster.Join(nc, cluster.NodeInfo{ID: "eu-1", URL: "https://eu-1.game.example", Capacity: 1, Players: 2000}, noRooms, opts)
 	if err != nil {
 		panic(err)
 	}
@@ -112,7 +118,7 @@ func ExampleJoinWorld() {
 		panic(err)
 	}
 	defer lobby.Close()
-	dir, err := cluster.Watch(lobby, nil)
+	dir, err := cluster.Watch(lobby, opts)
 	if err != nil {
 		panic(err)
 	}
@@ -122,7 +128,7 @@ func ExampleJoinWorld() {
 	}
 	p, err := cluster.JoinWorld(context.Background(), lobby, dir, cluster.JoinRequest{
 		Map: "town", Player: "alice", NewLine: cluster.WorldRequest{Cap: 500},
-	}, nil)
+	}, opts)
 	if err != nil {
 		panic(err)
 	}
@@ -146,6 +152,9 @@ func ExampleNode_ServeCell() {
 	ctx, stop := context.WithTimeout(context.Background(), time.Minute)
 	defer stop()
 	secret := []byte("shared-by-every-process-of-the-cluster")
+	// The cluster's secret seals its messages on NATS; every process of
+	// the cluster holds it, players never do.
+	opts := &cluster.Options{Secret: []byte("the-cluster-key-of-every-node-and-lobby")}
 	gold := map[interest.ID]int{} // the game's own state of its players, per cell in a real game
 	var mu sync.Mutex
 	m := cluster.CellMap{Map: "wild", Cols: 2, Rows: 1, Interest: interest.Config{Width: 8, Height: 4}, Start: time.Now(),
@@ -172,7 +181,7 @@ func ExampleNode_ServeCell() {
 		}
 		defer nc.Close()
 		noRooms := func(cluster.RoomRequest) (map[string]string, error) { return nil, cluster.ErrFull }
-		node, err := cluster.Join(nc, cluster.NodeInfo{ID: id, URL: web.URL, Capacity: 1, Players: 100}, noRooms, nil)
+		node, err := cluster.Join(nc, cluster.NodeInfo{ID: id, URL: web.URL, Capacity: 1, Players: 100}, noRooms, opts)
 		if err != nil {
 			panic(err)
 		}
@@ -205,7 +214,7 @@ func ExampleNode_ServeCell() {
 		panic(err)
 	}
 	defer lobby.Close()
-	p, err := cluster.JoinWorld(ctx, lobby, dir, cluster.JoinRequest{World: cluster.CellName("wild", 0), Player: "alice"}, nil)
+	p, err := cluster.JoinWorld(ctx, lobby, dir, cluster.JoinRequest{World: cluster.CellName("wild", 0), Player: "alice"}, opts)
 	if err != nil {
 		panic(err)
 	}

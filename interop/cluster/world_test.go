@@ -15,6 +15,7 @@ import (
 	"github.com/tongbu/tongbu/cluster"
 	"github.com/tongbu/tongbu/engine"
 	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/internal/seal"
 	"github.com/tongbu/tongbu/interop/natstest"
 	"github.com/tongbu/tongbu/transport"
 	"github.com/tongbu/tongbu/transport/memnet"
@@ -379,10 +380,19 @@ func TestDuplicateWorldClosed(t *testing.T) {
 	if _, err := cluster.CreateWorld(t.Context(), b.nc, cluster.WorldRequest{World: "x", Cap: 5}, fast); err != nil {
 		t.Fatal(err)
 	}
-	// Node "a" says it holds x too (its heartbeat, as a node would send it).
-	hb := []byte(`{"id":"a","instance":1,"url":"http://a.test:8080","capacity":1,"rooms":0,"gen":0,"interval_ms":25,"players":10,"worlds":[{"name":"x","players":3,"cap":5}]}`)
+	// Node "a" says it holds x too: its heartbeat, sealed as node a seals
+	// it (a process of the cluster, with the cluster's secret).
+	keys, err := seal.NewKeys(clusterSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := keys.NewSender(seal.RoleNode, "a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb := []byte(fmt.Sprintf(`{"id":"a","instance":%d,"url":"http://a.test:8080","capacity":1,"rooms":0,"gen":0,"interval_ms":25,"players":10,"worlds":[{"name":"x","players":3,"cap":5}]}`, a.Peer().Instance))
 	waitFor(t, "b to close its empty copy of x", func() bool {
-		b.nc.Publish("tongbu.cluster.ev.hb", hb)
+		b.nc.Publish("tongbu.cluster.ev.hb", a.Seal("tongbu.cluster.ev.hb", hb, time.Now()))
 		_, ok := b.srv.World("x")
 		return !ok
 	})

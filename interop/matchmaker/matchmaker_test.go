@@ -18,6 +18,7 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/tongbu/tongbu/cluster"
+	"github.com/tongbu/tongbu/internal/seal"
 	"github.com/tongbu/tongbu/interop/natstest"
 	"github.com/tongbu/tongbu/matchmaker"
 )
@@ -26,8 +27,11 @@ import (
 func fast() *matchmaker.Options {
 	return &matchmaker.Options{Heartbeat: 50 * time.Millisecond, Misses: 10, Interval: 50 * time.Millisecond,
 		RequestTimeout: 2 * time.Second, ClaimTimeout: 3 * time.Second,
-		Cluster: &cluster.Options{Heartbeat: 50 * time.Millisecond, Misses: 10}}
+		Cluster: &cluster.Options{Heartbeat: 50 * time.Millisecond, Misses: 10, Secret: clusterSecret}}
 }
+
+// clusterSecret seals the messages of the test's cluster and matchmaking.
+var clusterSecret = []byte("interop-matchmaker-secret-0123456789")
 
 var modes = []matchmaker.Mode{
 	{Name: "duel", Teams: 2, TeamSize: 1},
@@ -305,9 +309,11 @@ func TestBackfillCancelAndTimeout(t *testing.T) {
 func TestClaimsGrantEachTicketOnce(t *testing.T) {
 	s := natstest.Server(t)
 	node(t, s, "eu-1", "eu")
-	nc := natstest.Conn(t, s)
-	// The fake Service: it holds whatever is sent to it.
-	sub, err := nc.Subscribe("tongbu.mm.submit.fake", func(m *nats.Msg) { m.Respond([]byte(`{"instance": 7}`)) })
+	// The fake Service, sealed as a Service of the cluster: it holds
+	// whatever is sent to it.
+	c := speaker(t, s, "fake")
+	inst := c.Peer().Instance
+	sub, err := c.Subscribe("tongbu.mm.submit.fake", func(m *seal.Msg) { m.Respond(fmt.Appendf(nil, `{"instance": %d}`, inst)) })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -315,7 +321,7 @@ func TestClaimsGrantEachTicketOnce(t *testing.T) {
 	beat := make(chan struct{})
 	go func() {
 		for {
-			nc.Publish("tongbu.mm.hb", []byte(`{"id": "fake", "instance": 7, "interval_ms": 50}`))
+			c.Publish("tongbu.mm.hb", fmt.Appendf(nil, `{"id": "fake", "instance": %d, "interval_ms": 50}`, inst))
 			select {
 			case <-beat:
 				return
@@ -343,7 +349,9 @@ func TestClaimsGrantEachTicketOnce(t *testing.T) {
 	waitFor("the fake Service to hold both", func() bool { return a.Service() == "fake" && b.Service() == "fake" })
 	ask := func(op string) map[string][]string {
 		t.Helper()
-		msg, err := nc.Request("tongbu.mm.q."+queueID(a), []byte(op), time.Second)
+		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
+		defer cancel()
+		msg, err := c.Request(ctx, "tongbu.mm.q."+queueID(a), []byte(op), nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -352,7 +360,7 @@ func TestClaimsGrantEachTicketOnce(t *testing.T) {
 		return rep
 	}
 	claim := func(match string) string {
-		return fmt.Sprintf(`{"op": "claim", "service": "fake", "instance": 7, "claims": [{"match": %q, "tickets": [%q, %q]}]}`, match, a.ID(), b.ID())
+		return fmt.Sprintf(`{"op": "claim", "service": "fake", "instance": %d, "claims": [{"match": %q, "tickets": [%q, %q]}]}`, inst, match, a.ID(), b.ID())
 	}
 	if rep := ask(claim("m1")); !slices.Equal(rep["granted"], []string{"m1"}) {
 		t.Fatalf("first claim: %v", rep)
@@ -368,10 +376,26 @@ func TestClaimsGrantEachTicketOnce(t *testing.T) {
 	if !strings.HasPrefix(as[0].Match, "real-") || as[0].Match != as[1].Match {
 		t.Fatalf("assignments %+v", as)
 	}
-	late := fmt.Sprintf(`{"op": "assign", "service": "fake", "instance": 7, "assign": [{"ticket": %q, "match": "m1", "room": "m1"}]}`, a.ID())
+	late := fmt.Sprintf(`{"op": "assign", "service": "fake", "instance": %d, "assign": [{"ticket": %q, "match": "m1", "room": "m1"}]}`, inst, a.ID())
 	if rep := ask(late); !slices.Equal(rep["refused"], []string{a.ID()}) {
 		t.Fatalf("the dead Service's late assignment: %v", rep)
 	}
+}
+
+// speaker speaks the matchmaking protocol by hand, sealed as the
+// cluster's Service id would seal it.
+func speaker(t *testing.T, s *server.Server, id string) *seal.Conn {
+	t.Helper()
+	keys, err := seal.NewKeys(clusterSecret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := seal.NewConn(natstest.Conn(t, s), keys, seal.RoleService, id, seal.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.Close)
+	return c
 }
 
 // queueID is the queue's id, the start of its tickets' ids.
@@ -385,15 +409,16 @@ func queueID(w *matchmaker.Wait) string {
 // its place in line.
 func TestForgottenTicketSentAgain(t *testing.T) {
 	s := natstest.Server(t)
-	nc := natstest.Conn(t, s)
+	c := speaker(t, s, "forgetful")
+	inst := c.Peer().Instance
 	got := make(chan matchmaker.Ticket, 10)
-	sub, err := nc.Subscribe("tongbu.mm.submit.forgetful", func(m *nats.Msg) {
+	sub, err := c.Subscribe("tongbu.mm.submit.forgetful", func(m *seal.Msg) {
 		var req struct{ Tickets []matchmaker.Ticket }
 		json.Unmarshal(m.Data, &req)
 		for _, tk := range req.Tickets {
 			got <- tk
 		}
-		m.Respond([]byte(`{"instance": 3}`)) // held, says it, and forgets
+		m.Respond(fmt.Appendf(nil, `{"instance": %d}`, inst)) // held, says it, and forgets
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -403,7 +428,7 @@ func TestForgottenTicketSentAgain(t *testing.T) {
 	defer close(stop)
 	go func() {
 		for {
-			nc.Publish("tongbu.mm.hb", []byte(`{"id": "forgetful", "instance": 3, "interval_ms": 50}`))
+			c.Publish("tongbu.mm.hb", fmt.Appendf(nil, `{"id": "forgetful", "instance": %d, "interval_ms": 50}`, inst))
 			select {
 			case <-stop:
 				return

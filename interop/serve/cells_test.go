@@ -37,7 +37,7 @@ func TestCellsAcrossProcesses(t *testing.T) {
 		procs = append(procs, startServeWith(t, worldsSecret, id, "-config", cfg, "-nats", ns.ClientURL(), "-node", id, "-players", "1000", "-heartbeat", "50ms"))
 	}
 	lobby := natstest.Conn(t, ns)
-	d, err := cluster.Watch(lobby, &cluster.Options{Heartbeat: 50 * time.Millisecond})
+	d, err := cluster.Watch(lobby, &cluster.Options{Heartbeat: 50 * time.Millisecond, Secret: []byte(worldsSecret)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func TestCellsAcrossProcesses(t *testing.T) {
 		_, w1 := d.LocateWorld("wild#1")
 		return w0 && w1
 	})
-	p, err := cluster.JoinWorld(t.Context(), lobby, d, cluster.JoinRequest{World: "wild#0", Player: "ann"}, nil)
+	p, err := cluster.JoinWorld(t.Context(), lobby, d, cluster.JoinRequest{World: "wild#0", Player: "ann"}, &cluster.Options{Secret: []byte(worldsSecret)})
 	if err != nil {
 		t.Fatal(err)
 	}

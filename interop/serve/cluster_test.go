@@ -206,7 +206,7 @@ func TestClusterProcesses(t *testing.T) {
 	// The test is the lobby: it places rooms and follows the cluster.
 	lobby := natstest.Conn(t, ns)
 	losses := make(chan cluster.Loss, 10)
-	opts := &cluster.Options{Heartbeat: 50 * time.Millisecond, Misses: 10, RequestTimeout: 5 * time.Second,
+	opts := &cluster.Options{Heartbeat: 50 * time.Millisecond, Misses: 10, RequestTimeout: 5 * time.Second, Secret: []byte(secret),
 		OnLoss: func(l cluster.Loss) { losses <- l }}
 	dir, err := cluster.Watch(lobby, opts)
 	if err != nil {

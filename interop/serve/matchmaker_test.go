@@ -20,10 +20,12 @@ import (
 )
 
 // startMatchmaker starts `tongbu matchmaker` with config file cfg as
-// Service id and waits for it to say it is matching.
-func startMatchmaker(t *testing.T, natsURL, cfg, id string) *serveProc {
+// Service id of the cluster whose secret is secret, and waits for it to
+// say it is matching.
+func startMatchmaker(t *testing.T, natsURL, secret, cfg, id string) *serveProc {
 	t.Helper()
 	cmd := exec.Command(tongbuBinary(t), "matchmaker", "-nats", natsURL, "-config", cfg, "-id", id)
+	cmd.Env = append(os.Environ(), "TONGBU_CLUSTER_SECRET="+secret)
 	return startProc(t, cmd, "matchmaker "+id, func(line string) (string, bool) {
 		return "", strings.HasPrefix(line, "tongbu matchmaker: "+id+" matching")
 	})
@@ -53,9 +55,9 @@ func TestMatchmakerProcesses(t *testing.T) {
 	}
 	mms := map[string]*serveProc{}
 	for _, id := range []string{"mm-1", "mm-2", "mm-3"} {
-		mms[id] = startMatchmaker(t, ns.ClientURL(), cfg, id)
+		mms[id] = startMatchmaker(t, ns.ClientURL(), secret, cfg, id)
 	}
-	q, err := matchmaker.NewQueue(natstest.Conn(t, ns), &matchmaker.Options{Misses: 5, RequestTimeout: 2 * time.Second})
+	q, err := matchmaker.NewQueue(natstest.Conn(t, ns), &matchmaker.Options{Misses: 5, RequestTimeout: 2 * time.Second, Secret: []byte(secret)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -150,8 +152,9 @@ func TestServeRunsAMatchmaker(t *testing.T) {
 		"matchmaker": {"id": "beside", "heartbeat": "100ms", "modes": [{"name": "duel", "teams": 2, "team_size": 1, "room": {"players": 2}}]}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	node := startServeWith(t, "a-cluster-secret-of-16-bytes-or-more", "eu", "-config", cfg, "-nats", ns.ClientURL(), "-node", "eu-1", "-heartbeat", "100ms")
-	q, err := matchmaker.NewQueue(natstest.Conn(t, ns), nil)
+	const secret = "a-cluster-secret-of-16-bytes-or-more"
+	node := startServeWith(t, secret, "eu", "-config", cfg, "-nats", ns.ClientURL(), "-node", "eu-1", "-heartbeat", "100ms")
+	q, err := matchmaker.NewQueue(natstest.Conn(t, ns), &matchmaker.Options{Secret: []byte(secret)})
 	if err != nil {
 		t.Fatal(err)
 	}

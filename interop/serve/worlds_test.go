@@ -48,7 +48,7 @@ func worldCluster(t *testing.T, n int) (*nats.Conn, *cluster.Directory, map[stri
 		procs[p.url] = p
 	}
 	lobby := natstest.Conn(t, ns)
-	dir, err := cluster.Watch(lobby, &cluster.Options{Heartbeat: 50 * time.Millisecond})
+	dir, err := cluster.Watch(lobby, &cluster.Options{Heartbeat: 50 * time.Millisecond, Secret: []byte(worldsSecret)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ type walker struct {
 
 func newWalker(t *testing.T, lobby *nats.Conn, dir *cluster.Directory, player string, hook func(url string)) *walker {
 	t.Helper()
-	p, err := cluster.JoinWorld(t.Context(), lobby, dir, cluster.JoinRequest{World: "field", Player: player}, nil)
+	p, err := cluster.JoinWorld(t.Context(), lobby, dir, cluster.JoinRequest{World: "field", Player: player}, &cluster.Options{Secret: []byte(worldsSecret)})
 	if err != nil {
 		t.Fatal(err)
 	}
