@@ -87,3 +87,55 @@ func FuzzWorldMessages(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDirectoryMessages: the node events a directory reads from NATS
+// (heartbeats, room events, room lists, leaves), and the answers a lobby
+// reads (placements, kicks), are checked or refused; what a directory
+// takes keeps it within its bounds (nodes tracked, rooms a node holds).
+func FuzzDirectoryMessages(f *testing.F) {
+	f.Add([]byte(`{"id":"a","instance":1,"url":"http://a.test","capacity":2,"rooms":1,"gen":3,"interval_ms":100,"players":10,"worlds":[{"name":"w","players":1,"cap":5}]}`))
+	f.Add([]byte(`{"id":"a","instance":1,"gen":4,"op":"open","room":"r9"}`))
+	f.Add([]byte(`{"id":"a","instance":1,"gen":4,"rooms":["r1","r2","r3"]}`))
+	f.Add([]byte(`{"room":"r","node":"a","url":"http://a.test","tickets":{"p":"t"}}`))
+	f.Add([]byte(`{"player":"ann","reason":"afk"}`))
+	f.Add([]byte(`{"kicked":-3}`))
+	s := newState(3, 4, 16)
+	now := t0
+	f.Fuzz(func(t *testing.T, b []byte) {
+		now = now.Add(10 * time.Millisecond)
+		if h, err := decode[heartbeat](b); err == nil {
+			s.heartbeat(h, now)
+		}
+		if e, err := decode[roomEvent](b); err == nil {
+			s.event(e)
+		}
+		if l, err := decode[roomList](b); err == nil {
+			s.listed(l.ID, l)
+		}
+		if l, err := decode[leave](b); err == nil {
+			s.leave(l)
+		}
+		if r, err := decode[createReply](b); err == nil && r.Error == "" && !r.Full && (checkURL(r.URL) != nil || len(r.Tickets) > MaxPlayers) {
+			t.Fatalf("placement %+v accepted", r)
+		}
+		if k, err := decode[kickMsg](b); err == nil && (checkRoom(k.Player) != nil || len(k.Reason) > maxReason) {
+			t.Fatalf("kick %+v accepted", k)
+		}
+		if r, err := decode[kickReply](b); err == nil && r.Kicked < 0 {
+			t.Fatalf("kick reply %+v accepted", r)
+		}
+		decode[RoomRequest](b)
+		s.expire(now)
+		if len(s.nodes) > 4 {
+			t.Fatalf("%d nodes tracked, bound 4", len(s.nodes))
+		}
+		for id, n := range s.nodes {
+			if len(n.rooms) > n.hb.Capacity {
+				t.Fatalf("node %s holds %d rooms of capacity %d", id, len(n.rooms), n.hb.Capacity)
+			}
+		}
+		if len(s.lost) > 16 {
+			t.Fatalf("%d lost rooms remembered, bound 16", len(s.lost))
+		}
+	})
+}

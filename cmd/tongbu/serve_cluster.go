@@ -165,13 +165,9 @@ func joinCluster(srv *engine.Server, ws *worlds, c *clusterConfig, ticketSecret 
 // is a room entry of the config file (players, hz, fill, late).
 func roomHost(srv *engine.Server) cluster.Host {
 	return func(req cluster.RoomRequest) (map[string]string, error) {
-		var rc roomConfig
-		if len(req.Config) > 0 {
-			dec := json.NewDecoder(bytes.NewReader(req.Config))
-			dec.DisallowUnknownFields()
-			if err := dec.Decode(&rc); err != nil {
-				return nil, fmt.Errorf("room config: %v", err)
-			}
+		rc, err := decodeRoomConfig(req.Config)
+		if err != nil {
+			return nil, err
 		}
 		rc.Name = req.Room
 		lc, err := rc.lockstep()
@@ -201,6 +197,22 @@ func roomHost(srv *engine.Server) cluster.Host {
 		}
 		return tickets, nil
 	}
+}
+
+// decodeRoomConfig reads the configuration a cluster's room request
+// carries (over NATS): a room entry of the config file, unknown keys
+// refused; none is the defaults.
+func decodeRoomConfig(b []byte) (roomConfig, error) {
+	var rc roomConfig
+	if len(b) == 0 {
+		return rc, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&rc); err != nil {
+		return rc, fmt.Errorf("room config: %v", err)
+	}
+	return rc, nil
 }
 
 // handler serves the cluster status beside next.

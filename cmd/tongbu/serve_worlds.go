@@ -123,13 +123,9 @@ func (ws *worlds) engineConfig(wc *worldConfig) engine.WorldConfig {
 		return id, err
 	}
 	cfg.Arrive = func(w *interest.World, player string, state []byte) (interest.ID, error) {
-		var st *portalState
-		if len(state) > 0 { // a player booked in by a game server has none
-			st = new(portalState)
-			if err := json.Unmarshal(state, st); err != nil {
-				ws.log.Info("arrival with a state that is not a portal's", "player", player, "err", err)
-				st = nil
-			}
+		st, err := readPortalState(state)
+		if err != nil {
+			ws.log.Info("arrival with a state that is not a portal's", "player", player, "err", err)
 		}
 		id, err := spawn(w, player, st)
 		if err == nil {
@@ -165,6 +161,22 @@ func (ws *worlds) engineConfig(wc *worldConfig) engine.WorldConfig {
 		}
 	}
 	return cfg
+}
+
+// readPortalState reads the state a transfer carries here (from another
+// node, over NATS): a portal's, or nil for none (a player booked in by a
+// game server); what is not a portal's state is refused.
+func readPortalState(b []byte) (*portalState, error) {
+	if len(b) == 0 {
+		return nil, nil
+	}
+	st := new(portalState)
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(st); err != nil {
+		return nil, fmt.Errorf("portal state: %v", err)
+	}
+	return st, nil
 }
 
 // spawn places a player: at the portal's arrival point with its life and
@@ -226,13 +238,9 @@ func lineRequest(mc *worldConfig) cluster.WorldRequest {
 // make is the cluster's world maker: the request's config is a world
 // entry of the config file.
 func (ws *worlds) make(req cluster.WorldRequest) (engine.WorldConfig, error) {
-	var wc worldConfig
-	if len(req.Config) > 0 {
-		dec := json.NewDecoder(bytes.NewReader(req.Config))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&wc); err != nil {
-			return engine.WorldConfig{}, fmt.Errorf("world config: %v", err)
-		}
+	wc, err := decodeWorldConfig(req.Config)
+	if err != nil {
+		return engine.WorldConfig{}, err
 	}
 	wc.Name = req.World
 	if err := wc.check(true); err != nil {
@@ -241,6 +249,22 @@ func (ws *worlds) make(req cluster.WorldRequest) (engine.WorldConfig, error) {
 	cfg := ws.engineConfig(&wc)
 	cfg.MaxPlayers = req.Cap
 	return cfg, nil
+}
+
+// decodeWorldConfig reads the configuration a cluster's world request
+// carries (over NATS): a world entry of the config file, unknown keys
+// refused; none is the defaults.
+func decodeWorldConfig(b []byte) (worldConfig, error) {
+	var wc worldConfig
+	if len(b) == 0 {
+		return wc, nil
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&wc); err != nil {
+		return wc, fmt.Errorf("world config: %v", err)
+	}
+	return wc, nil
 }
 
 // placeFromConfig places the config's worlds, and the first lines of its

@@ -18,8 +18,10 @@ import (
 )
 
 // packages are the library's packages that read bytes from the network
-// (or from files another process wrote).
-var packages = []string{"transport", "transport/memnet", "transport/internal/lean", "transport/internal/sctp", "transport/internal/record", "engine", "lockstep", "lockstep/replay", "interest", "replica", "cluster", "codec"}
+// (or from files another process wrote), NATS included: the cluster's,
+// the matchmaker's, the replica bus's, the sealing of their messages,
+// and the server binary's own readers of what the cluster carries.
+var packages = []string{"transport", "transport/memnet", "transport/internal/lean", "transport/internal/sctp", "transport/internal/record", "engine", "lockstep", "lockstep/replay", "interest", "replica", "cluster", "codec", "matchmaker", "natsbus", "internal/seal", "cmd/tongbu"}
 
 // decoderName picks the functions that take bytes in: a function or
 // method with a []byte parameter whose name says it reads, parses or
@@ -32,6 +34,7 @@ var allowed = map[string]string{
 	"cluster.Directory.ServeHTTP":             "reads nothing of the request: it writes the directory's status",
 	"transport/internal/lean.hsConn.ReadFrom": "hands pion/dtls the handshake datagrams Peer.datagram queued (FuzzLeanDatagram reaches that); pion/dtls fuzzes its own parsers",
 	"lockstep/replay.countReader.Read":        "counts the bytes of a file on their way to the replay Reader (FuzzReplayReader); it decodes nothing",
+	"cmd/tongbu.portSpec.UnmarshalJSON":       "reads the operator's config file (a port or host:port), not the network",
 }
 
 // TestDecodersFuzzed fails for a decoder of network input that no fuzz
