@@ -22,9 +22,9 @@ import (
 // startMatchmaker starts `tongbu matchmaker` with config file cfg as
 // Service id of the cluster whose secret is secret, and waits for it to
 // say it is matching.
-func startMatchmaker(t *testing.T, natsURL, secret, cfg, id string) *serveProc {
+func startMatchmaker(t *testing.T, natsURL, secret, cfg, id string, args ...string) *serveProc {
 	t.Helper()
-	cmd := exec.Command(tongbuBinary(t), "matchmaker", "-nats", natsURL, "-config", cfg, "-id", id)
+	cmd := exec.Command(tongbuBinary(t), append([]string{"matchmaker", "-nats", natsURL, "-config", cfg, "-id", id}, args...)...)
 	cmd.Env = append(os.Environ(), "TONGBU_CLUSTER_SECRET="+secret)
 	return startProc(t, cmd, "matchmaker "+id, func(line string) (string, bool) {
 		return "", strings.HasPrefix(line, "tongbu matchmaker: "+id+" matching")
