@@ -11,10 +11,10 @@
 //
 // A receiver refuses a message it cannot open (a forgery, or a secret it
 // does not hold), one sent more than MaxSkew from its own clock (stale),
-// and one whose sender's sequence number it has seen on the same
-// subscription (a replay: NATS delivers one publisher's messages to a
-// subscription in order, so a window of the last 64 numbers a sender
-// suffices). The format is SPEC.md §11.3's; the design DESIGN.md's.
+// and one whose sender's sequence number is not past the newest it took
+// from that sender on the same subscription (a replay: NATS delivers one
+// publisher's messages to a subscription in order, so the numbers only
+// grow). The format is SPEC.md §11.3's; the design DESIGN.md's.
 //
 // Keys takes several secrets, so that a cluster can rotate its secret:
 // the first seals, every one opens (see Keys).
@@ -101,7 +101,6 @@ const (
 	// instance, sequence, time.
 	preLen   = 1 + keyIDLen + 1 + 1 + 1
 	fixedLen = preLen + 8 + 8 + 8
-	window   = 64 // sequence numbers a sender a subscription remembers
 )
 
 // Why a message is refused; Open's errors match one with errors.Is.
@@ -111,9 +110,8 @@ var (
 	// authentication (altered, sealed with another secret or for another
 	// subject, or a reply to another request).
 	ErrForged = errors.New("seal: forged or not sealed with the cluster's secret")
-	// ErrReplayed: a message the receiver has taken already from the same
-	// sender, or one so far behind the sender's newest that it cannot
-	// tell.
+	// ErrReplayed: a message not after the newest the receiver took from
+	// the same sender: one it took already, or an older one it missed.
 	ErrReplayed = errors.New("seal: replayed")
 	// ErrStale: the message's time is further than MaxSkew from the
 	// receiver's clock (an old message replayed, or a clock that is off).
@@ -409,11 +407,14 @@ type Opener struct {
 	swept   time.Time
 }
 
-// seqWindow is what an Opener remembers of one sender instance: its
-// newest sequence number and which of the window before it were taken.
+// seqWindow is what an Opener remembers of one sender instance: the
+// newest sequence number it took. NATS delivers one publisher's messages
+// to a subscription in the order they were published, and a Sender
+// numbers them in that order, so a subscription takes a sender's
+// messages in increasing numbers only: anything else is a replay (or a
+// message this subscription missed being sent again, which is one too).
 type seqWindow struct {
 	max  uint64
-	bits uint64 // bit i: max-i was taken
 	seen time.Time
 }
 
@@ -455,7 +456,7 @@ func (o *Opener) Open(dst []byte, subject string, msg []byte, now time.Time) (Pe
 	w := o.windows[k]
 	if w == nil {
 		o.sweep(now)
-		w = &seqWindow{max: h.seq, bits: 1, seen: now}
+		w = &seqWindow{max: h.seq, seen: now}
 		o.windows[k] = w
 		return h.peer, out, nil
 	}
@@ -466,24 +467,12 @@ func (o *Opener) Open(dst []byte, subject string, msg []byte, now time.Time) (Pe
 	return h.peer, out, nil
 }
 
-// take marks seq taken, and reports false when it was, or is too old to
-// tell.
+// take takes seq, and reports false for one not after the newest.
 func (w *seqWindow) take(seq uint64) bool {
-	if seq > w.max {
-		if d := seq - w.max; d >= window {
-			w.bits = 0
-		} else {
-			w.bits <<= d
-		}
-		w.bits |= 1
-		w.max = seq
-		return true
-	}
-	d := w.max - seq
-	if d >= window || w.bits&(1<<d) != 0 {
+	if seq <= w.max {
 		return false
 	}
-	w.bits |= 1 << d
+	w.max = seq
 	return true
 }
 
