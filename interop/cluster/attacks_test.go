@@ -241,7 +241,7 @@ func TestAttackForgedHeartbeat(t *testing.T) {
 	}
 	fromOther := insider(t, seal.RoleNode, other.id) // the other node's key, speaking for another
 	for range 40 {                                   // a second of them, at the interval the victims use
-		mallory.Publish("tongbu.cluster.ev.hb", hb("0", 1))       // a node that sorts first holds x, says the forger
+		mallory.Publish("tongbu.cluster.ev.hb", hb("0", 1))        // a node that sorts first holds x, says the forger
 		mallory.Publish("tongbu.cluster.ev.hb", hb(holder.id, 99)) // the holder restarted, says the forger
 		mallory.Publish("tongbu.cluster.ev.hb", fromOther.Seal("tongbu.cluster.ev.hb", hb("0", fromOther.Peer().Instance), time.Now()))
 		time.Sleep(25 * time.Millisecond)
