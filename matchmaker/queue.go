@@ -257,6 +257,10 @@ func (q *Queue) Services() []string {
 	return out
 }
 
+// Dropped counts the NATS messages the queue dropped, by reason
+// (Service.Dropped).
+func (q *Queue) Dropped() map[string]uint64 { return q.c.Stats().Dropped() }
+
 // Len returns the tickets in line.
 func (q *Queue) Len() int {
 	q.mu.Lock()

@@ -129,6 +129,14 @@ func (s *Service) unsubscribe() {
 	s.c.Close()
 }
 
+// Dropped counts the NATS messages the Service dropped, by reason:
+// "forged", "stale", "replayed", "refused" (cluster.Node.Dropped says
+// what each is).
+func (s *Service) Dropped() map[string]uint64 { return s.c.Stats().Dropped() }
+
+// Opened counts the NATS messages the Service took.
+func (s *Service) Opened() uint64 { return s.c.Stats().Opened.Load() }
+
 // ID returns the Service's id.
 func (s *Service) ID() string { return s.opts.ID }
 

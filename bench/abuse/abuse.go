@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"slices"
 	"strconv"
@@ -25,7 +26,7 @@ import (
 
 func init() {
 	harness.Register("abuse",
-		"issue 34's attacks on the data path and the signaling, one at a time, beside an honest 10-player room over WebRTC: its frame gaps and joins against the same room with no attack",
+		"issue 34's attacks on the data path and the signaling, and issue 57's on the cluster and its credentials, one at a time, beside an honest 10-player room over WebRTC (and, for the cluster's, honest matches): its frame gaps, joins and matches against the same with no attack",
 		benchAbuse)
 }
 
@@ -34,44 +35,70 @@ func benchAbuse(args []string, out io.Writer) error {
 	seconds := fs.Float64("seconds", 20, "how long each attack runs")
 	quiet := fs.Float64("quiet", 10, "how long the room plays before each attack (the baseline)")
 	players := fs.Int("players", 10, "honest players in the room")
-	only := fs.String("attacks", strings.Join(hostile.Attacks, ","), "the attacks to run")
+	all := append(slices.Clone(hostile.Attacks), ClusterAttacks...)
+	only := fs.String("attacks", strings.Join(all, ","), "the attacks to run")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *seconds <= 0 || *quiet <= 0 || *players < 2 {
 		return errors.New("want -seconds > 0, -quiet > 0, -players >= 2")
 	}
-	attacks := strings.Split(*only, ",")
-	for _, a := range attacks {
-		if !slices.Contains(hostile.Attacks, a) {
-			return fmt.Errorf("unknown attack %q (%s)", a, strings.Join(hostile.Attacks, ", "))
+	var attacks, clusterOnes []string
+	for _, a := range strings.Split(*only, ",") {
+		switch {
+		case slices.Contains(hostile.Attacks, a):
+			attacks = append(attacks, a)
+		case slices.Contains(ClusterAttacks, a):
+			clusterOnes = append(clusterOnes, a)
+		default:
+			return fmt.Errorf("unknown attack %q (%s)", a, strings.Join(all, ", "))
 		}
 	}
 	if slices.Contains(attacks, hostile.SpoofedRebind) && os.Geteuid() != 0 {
 		return errors.New("spoofed_rebind forges source addresses through a raw socket: run as root, or leave it out with -attacks")
 	}
-	fmt.Fprintf(out, "abuse: a %d-player room at 30 Hz over WebRTC plays %.0fs quiet, then %.0fs under each attack, on a server of its own; an honest spectator joins every 500 ms throughout\n\n",
-		*players, *quiet, *seconds)
-	fmt.Fprintf(out, "%-16s %10s %10s %12s %8s %10s %8s %6s %10s %10s %9s\n", "attack", "gap p99", "gap max", "quiet max", "dropped", "join p99", "refused", "held", "pkt p99.9", "worst pkt", "rss MiB")
 	var lines []string
+	if len(attacks) > 0 {
+		fmt.Fprintf(out, "abuse: a %d-player room at 30 Hz over WebRTC plays %.0fs quiet, then %.0fs under each attack, on a server of its own; an honest spectator joins every 500 ms throughout\n\n",
+			*players, *quiet, *seconds)
+		fmt.Fprintf(out, "%-16s %10s %10s %12s %8s %10s %8s %6s %10s %10s %9s %9s\n", "attack", "gap p99", "gap max", "quiet max", "dropped", "join p99", "refused", "held", "pkt p99.9", "worst pkt", "rss MiB", "acme lost")
+	}
+	defer func() {
+		fmt.Fprintln(out)
+		for _, l := range lines {
+			fmt.Fprintln(out, l)
+		}
+	}()
 	for _, a := range attacks {
 		r, err := run(a, *players, dur(*quiet), dur(*seconds))
 		if err != nil {
 			return fmt.Errorf("%s: %w", a, err)
 		}
-		fmt.Fprintf(out, "%-16s %8.1fms %8.1fms %10.1fms %8d %8.1fms %8d %6d %7.0fus %8.0fus %+9.1f   (%s; server took %d datagrams)\n",
+		fmt.Fprintf(out, "%-16s %8.1fms %8.1fms %10.1fms %8d %8.1fms %8d %6d %7.0fus %8.0fus %+9.1f %5d/%-3d   (%s; server took %d datagrams)\n",
 			a, ms(r.attacked.p99), ms(r.attacked.max), ms(r.quiet.max), r.attacked.drops, ms(r.joins.p99), r.joins.refused,
-			r.held, float64(r.p999)/1e3, float64(r.worst)/1e3, r.rssDelta, r.sent, r.datagrams)
+			r.held, float64(r.p999)/1e3, float64(r.worst)/1e3, r.rssDelta, r.acme.unanswered, r.acme.asked, r.sent, r.datagrams)
 		lines = append(lines, harness.Result("abuse", "attack", a,
 			"honest_gap_p99_ms", ms(r.attacked.p99), "honest_gap_max_ms", ms(r.attacked.max),
 			"baseline_honest_gap_max_ms", ms(r.quiet.max), "honest_dropped", r.attacked.drops,
 			"honest_join_p99_ms", ms(r.joins.p99), "honest_join_refused", r.joins.refused, "baseline_honest_join_p99_ms", ms(r.quietJoins.p99),
+			"honest_acme_unanswered", r.acme.unanswered, "baseline_honest_acme_unanswered", r.quietACME.unanswered,
 			"held_chunks_max", r.held, "worst_packet_us", float64(r.worst)/1e3, "packet_p999_us", float64(r.p999)/1e3,
 			"rss_mib_delta", r.rssDelta))
 	}
-	fmt.Fprintln(out)
-	for _, l := range lines {
-		fmt.Fprintln(out, l)
+	if len(clusterOnes) > 0 {
+		fmt.Fprintf(out, "\nabuse, the cluster: two nodes, a matchmaker and a lobby on a NATS server with no permissions; a %d-player room at 30 Hz over WebRTC "+
+			"on the first node plays %.0fs quiet, then %.0fs under each attack, while the lobby matches two players every 500 ms and both join their room; "+
+			"the attacker holds no cluster secret\n\n", *players, *quiet, *seconds)
+		fmt.Fprintf(out, "%-22s %10s %10s %12s %8s %10s %10s %10s %10s %8s %8s %9s %9s\n", "attack", "gap p99", "gap max", "quiet max", "dropped",
+			"matches", "quiet", "match p99", "quiet p99", "forged", "dropped", "rewind", "quiet rw")
+		say := func(format string, a ...any) { fmt.Fprintf(out, format, a...) }
+		for _, a := range clusterOnes {
+			r, err := runCluster(a, *players, dur(*quiet), dur(*seconds))
+			if err != nil {
+				return fmt.Errorf("%s: %w", a, err)
+			}
+			lines = append(lines, clusterReport(say, a, r))
+		}
 	}
 	return nil
 }
@@ -102,6 +129,7 @@ func rssMiB() float64 {
 type result struct {
 	quiet, attacked   gaps
 	quietJoins, joins joins
+	quietACME, acme   asked // the ACME listener's honest answers
 	held              int
 	worst             time.Duration // the longest one datagram took, the quiet included
 	p999              time.Duration // the bucket bound of the 99.9th percentile, the attack only
@@ -127,7 +155,7 @@ type joins struct {
 func run(attack string, players int, quiet, seconds time.Duration) (result, error) {
 	var r result
 	nets := transport.ClientNetworks{BoundLoopback: true}
-	srv, err := engine.NewServer(engine.Config{Secret: secretFor(attack), UDPAddr: "127.0.0.1:0", IncludeLoopback: true, ClientNetworks: nets})
+	srv, err := engine.NewServer(engine.Config{Secret: secretFor(attack), UDPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", IncludeLoopback: true, ClientNetworks: nets})
 	if err != nil {
 		return r, err
 	}
@@ -136,6 +164,16 @@ func run(attack string, players int, quiet, seconds time.Duration) (result, erro
 		return r, err
 	}
 	defer stop()
+	// The ACME http-01 challenges' listener, bounded as tongbu serve
+	// bounds it (transport.NewListener); an honest client asks it
+	// something every 500 ms.
+	acme, stopACME, err := harness.ServeFacingHandler(acmeChallenges(), transport.ListenerConfig{Networks: nets})
+	if err != nil {
+		return r, err
+	}
+	defer stopACME()
+	asker := startAsking(acme)
+	defer asker.end()
 	if _, err := srv.CreateRoom("honest", lockstep.Config{Players: players, Hz: 30}); err != nil {
 		return r, err
 	}
@@ -147,13 +185,18 @@ func run(attack string, players int, quiet, seconds time.Duration) (result, erro
 		return r, err
 	}
 	defer room.end()
-	j := startJoins(srv, url)
+	network := ""
+	if attack == hostile.IdleTCP {
+		network = "tcp" // the honest joins come over ICE-TCP, beside the attacker's connections
+	}
+	j := startJoins(srv, url, network)
 	defer j.end()
 	time.Sleep(time.Second) // the room settles
 	room.window()
 	j.window()
+	asker.window()
 	time.Sleep(quiet)
-	r.quiet, r.quietJoins = room.window(), j.window()
+	r.quiet, r.quietJoins, r.quietACME = room.window(), j.window(), asker.window()
 
 	var tickets strings.Builder
 	for i := range hostile.Tickets(attack) {
@@ -162,7 +205,7 @@ func run(attack string, players int, quiet, seconds time.Duration) (result, erro
 	}
 	rss0 := rssMiB()
 	dp0 := srv.DataPath()
-	child, err := bots.StartChild([]string{"abuse", "-attack", attack, "-url", url}, tickets.String())
+	child, err := bots.StartChild([]string{"abuse", "-attack", attack, "-url", url, "-tcp", srv.TCPAddr().String(), "-acme", acme}, tickets.String())
 	if err != nil {
 		return r, err
 	}
@@ -171,8 +214,9 @@ func run(attack string, players int, quiet, seconds time.Duration) (result, erro
 	}
 	room.window()
 	j.window()
+	asker.window()
 	time.Sleep(seconds)
-	r.attacked, r.joins = room.window(), j.window()
+	r.attacked, r.joins, r.acme = room.window(), j.window(), asker.window()
 	line, err := child.Stop("stop\n")
 	if err != nil {
 		return r, err
@@ -311,7 +355,7 @@ type joiner struct {
 	refused int
 }
 
-func startJoins(srv *engine.Server, url string) *joiner {
+func startJoins(srv *engine.Server, url, network string) *joiner {
 	j := &joiner{stop: make(chan struct{}), done: make(chan struct{})}
 	go func() {
 		defer close(j.done)
@@ -326,7 +370,7 @@ func startJoins(srv *engine.Server, url string) *joiner {
 			tk, _ := srv.Ticket("late"+strconv.Itoa(n), "honest", engine.RoleSpectator, time.Minute)
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			began := time.Now()
-			c, err := engine.Dial(ctx, url, tk, &engine.ClientConfig{IncludeLoopback: true})
+			c, err := engine.Dial(ctx, url, tk, &engine.ClientConfig{IncludeLoopback: true, Network: network})
 			took := time.Since(began)
 			cancel()
 			j.mu.Lock()
@@ -355,4 +399,62 @@ func (j *joiner) window() joins {
 func (j *joiner) end() {
 	close(j.stop)
 	<-j.done
+}
+
+// acmeChallenges stands for the http-01 challenges' handler: it answers
+// 404 for a token it does not hold, as autocert's does.
+func acmeChallenges() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.NotFound(w, r) })
+}
+
+// asker asks the ACME listener for a challenge every 500 ms, as the
+// authority does, and counts the requests not answered within 5 s.
+type asker struct {
+	stop       chan struct{}
+	done       chan struct{}
+	mu         sync.Mutex
+	asked      int
+	unanswered int
+}
+
+type asked struct{ asked, unanswered int }
+
+func startAsking(url string) *asker {
+	a := &asker{stop: make(chan struct{}), done: make(chan struct{})}
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	go func() {
+		defer close(a.done)
+		tick := time.NewTicker(500 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-a.stop:
+				return
+			case <-tick.C:
+			}
+			resp, err := client.Get(url + "/.well-known/acme-challenge/token")
+			a.mu.Lock()
+			a.asked++
+			if err != nil {
+				a.unanswered++
+			} else {
+				resp.Body.Close()
+			}
+			a.mu.Unlock()
+		}
+	}()
+	return a
+}
+
+func (a *asker) window() asked {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	w := asked{a.asked, a.unanswered}
+	a.asked, a.unanswered = 0, 0
+	return w
+}
+
+func (a *asker) end() {
+	close(a.stop)
+	<-a.done
 }

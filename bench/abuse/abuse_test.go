@@ -61,3 +61,46 @@ func TestBenchAbuse(t *testing.T) {
 		t.Fatalf("%d RESULT lines for %s", n, attacks)
 	}
 }
+
+// TestBenchAbuseCluster runs two of the cluster's attacks briefly: a
+// RESULT line for each with every figure, no honest player dropped, every
+// honest match made and joined, nothing forged accepted, and the forger's
+// messages dropped.
+func TestBenchAbuseCluster(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a NATS server and WebRTC connections")
+	}
+	attacks := []string{ForgedHeartbeat, MovedCredential}
+	var out, errOut bytes.Buffer
+	code := harness.Command([]string{"abuse", "-seconds", "2", "-quiet", "1", "-players", "2", "-attacks", strings.Join(attacks, ",")}, &out, &errOut)
+	if code != 0 {
+		t.Fatalf("exit %d\n%s\n%s", code, out.String(), errOut.String())
+	}
+	t.Log(out.String())
+	n := 0
+	for _, line := range strings.Split(out.String(), "\n") {
+		if !strings.HasPrefix(line, "RESULT ") {
+			continue
+		}
+		n++
+		kv := map[string]string{}
+		for _, f := range strings.Fields(line)[1:] {
+			k, v, _ := strings.Cut(f, "=")
+			kv[k] = v
+		}
+		for _, k := range []string{"honest_gap_max_ms", "baseline_honest_gap_max_ms", "honest_matches", "baseline_honest_matches", "honest_match_p99_ms", "nats_dropped"} {
+			if _, err := strconv.ParseFloat(kv[k], 64); err != nil {
+				t.Errorf("%s: %s=%q", kv["attack"], k, kv[k])
+			}
+		}
+		if kv["honest_dropped"] != "0" || kv["forged_accepted"] != "0" || kv["honest_match_failures"] != "0" || kv["honest_matches"] == "0" {
+			t.Errorf("%s: %s dropped, %s forged accepted, %s of %s matches failed", kv["attack"], kv["honest_dropped"], kv["forged_accepted"], kv["honest_match_failures"], kv["honest_matches"])
+		}
+		if kv["attack"] == ForgedHeartbeat && kv["nats_dropped"] == "0" {
+			t.Errorf("the forged heartbeats were not dropped by the cluster: nats_dropped=0")
+		}
+	}
+	if n != len(attacks) {
+		t.Fatalf("%d RESULT lines for %v", n, attacks)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -94,6 +95,7 @@ func (f *clusterFlagSet) apply(c *clusterConfig) error {
 
 // clusterNode is this process's membership of the cluster.
 type clusterNode struct {
+	srv  *engine.Server
 	nc   *nats.Conn
 	node *cluster.Node
 	opts *cluster.Options
@@ -110,6 +112,10 @@ func (c *clusterNode) serveMatchmaker(mc *matchmakerConfig, log *slog.Logger) er
 	if c.mm, err = matchmaker.Serve(c.nc, cfg, opts); err != nil {
 		return err
 	}
+	mm := c.mm
+	c.srv.AddMetrics(func(w io.Writer) {
+		cluster.WriteSealMetrics(w, "tongbu_matchmaker", "Matchmaking", mm.Opened(), mm.Dropped())
+	})
 	log.Info("matchmaker: serving beside the node", "id", c.mm.ID(), "modes", len(cfg.Modes))
 	return nil
 }
@@ -158,7 +164,7 @@ func joinCluster(srv *engine.Server, ws *worlds, c *clusterConfig, ticketSecret 
 	}
 	ws.node.Store(node)
 	log.Info("cluster: joined", "node", info.ID, "url", info.URL, "capacity", info.Capacity, "players", info.Players, "region", info.Region, "builds", info.Builds)
-	return &clusterNode{nc: nc, node: node, opts: opts}, nil
+	return &clusterNode{srv: srv, nc: nc, node: node, opts: opts}, nil
 }
 
 // roomHost creates the rooms the cluster places here: the request's config

@@ -54,3 +54,17 @@ func ServeFacing(srv *engine.Server, lc transport.ListenerConfig) (string, func(
 	go func() { srv.Serve(ctx); close(served) }()
 	return "http://" + ln.Addr().String(), func() { cancel(); <-served; hs.Close() }, nil
 }
+
+// ServeFacingHandler serves h on a loopback port behind
+// transport.NewListener's bounds, as a server facing the internet would
+// serve a listener of its own (tongbu serve's ACME challenges), and
+// returns its base URL and a stop function.
+func ServeFacingHandler(h http.Handler, lc transport.ListenerConfig) (string, func(), error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	hs := engine.HTTPServer("", h)
+	go hs.Serve(transport.NewListener(ln, lc))
+	return "http://" + ln.Addr().String(), func() { hs.Close() }, nil
+}

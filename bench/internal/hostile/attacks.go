@@ -34,10 +34,17 @@ const (
 	// addresses, 32 each, each reopened a second after the server closes
 	// it.
 	IdleKeepAlives = "idle_keepalives"
+	// IdleTCP (issue 57): 300 connections to the ICE-TCP port from one
+	// address that never send a check, each reopened as soon as the
+	// server closes it (a reconnect loop).
+	IdleTCP = "idle_tcp"
+	// IdleACME (issue 57): idle_keepalives against the ACME http-01
+	// challenges' listener instead of signaling's.
+	IdleACME = "idle_acme"
 )
 
 // Attacks lists them in the order bench abuse runs them.
-var Attacks = []string{HeldFragments, SpoofedRebind, OneTicket, IdleKeepAlives}
+var Attacks = []string{HeldFragments, SpoofedRebind, OneTicket, IdleKeepAlives, IdleTCP, IdleACME}
 
 // Tickets returns how many tickets an attack takes on stdin, and whether
 // they are players of the attackers' own room (true) or one ticket of
@@ -61,6 +68,8 @@ func Run(args []string, in io.Reader, out io.Writer) error {
 	attack := fs.String("attack", "", "the attack: "+strings.Join(Attacks, ", "))
 	url := fs.String("url", "", "the server's base URL")
 	victim := fs.String("victim", "127.0.0.1", "the honest players' IPv4 address (spoofed_rebind sweeps its ports)")
+	tcp := fs.String("tcp", "", "the server's ICE-TCP address (idle_tcp)")
+	acme := fs.String("acme", "", "the base URL of the server's ACME http-01 listener (idle_acme)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,6 +95,10 @@ func Run(args []string, in io.Reader, out io.Writer) error {
 		oneTicket(ctx, &wg, *url, tickets[0], &sent)
 	case IdleKeepAlives:
 		idleKeepAlives(ctx, &wg, *url, &sent)
+	case IdleTCP:
+		idleTCP(ctx, &wg, *tcp, &sent)
+	case IdleACME:
+		idleKeepAlives(ctx, &wg, *acme, &sent)
 	default:
 		err = fmt.Errorf("abuse: unknown attack %q (%s)", *attack, strings.Join(Attacks, ", "))
 	}
@@ -288,6 +301,37 @@ func idleKeepAlives(ctx context.Context, wg *sync.WaitGroup, url string, sent *a
 					open--
 					pause(ctx, time.Second) // hold it again: a hold, not a flood
 				}
+			}
+		}()
+	}
+}
+
+// idleTCP holds 300 silent connections to the ICE-TCP port at addr from
+// one address, each redialed at once when the server closes it; sent
+// counts connections opened.
+func idleTCP(ctx context.Context, wg *sync.WaitGroup, addr string, sent *atomic.Int64) {
+	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: attackerAddr(5)}, Timeout: time.Second}
+	for range 300 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for ctx.Err() == nil {
+				c, err := d.DialContext(ctx, "tcp", addr)
+				if err != nil {
+					pause(ctx, 10*time.Millisecond)
+					continue
+				}
+				sent.Add(1)
+				done := make(chan struct{})
+				go func() {
+					io.Copy(io.Discard, c) // until the server closes it
+					close(done)
+				}()
+				select {
+				case <-ctx.Done():
+				case <-done:
+				}
+				c.Close()
 			}
 		}()
 	}
