@@ -58,6 +58,19 @@
 // its ghosts, keep what walks into its rectangle, and hand it back when a
 // node serves the cell again.
 //
+// Trust: anyone who reaches the NATS server may publish on it, so no
+// message is taken for being there. Every process of the cluster holds
+// its secret (Options.Secret; players never do), and every message is
+// sealed with keys derived from it for its sender: authenticated,
+// encrypted (a ticket inside is never in the clear on a subject), bound
+// to its subject and fresh. A message that does not open, is stale or
+// replayed, or comes from a sender that may not send it (a heartbeat
+// for another node, a border message from a node that does not serve
+// the cell) is dropped, counted (Node.Dropped) and logged at a bounded
+// rate. Keep the NATS server private as well, each process with a user
+// of its role (examples/serve/nats.conf; natsbus.Auth). Kick ends a
+// player's connections on every node (Node.OnKick).
+//
 // The subjects and message formats are in SPEC.md §11.
 //
 // Errors match the package's sentinels (ErrNoCapacity, ErrRefused, ...)

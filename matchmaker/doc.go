@@ -45,6 +45,12 @@
 // OpenSkill would be a dependency the module proxy this project builds
 // from does not serve.
 //
+// Every message between Services and queues is sealed with the cluster's
+// secret (Options.Secret, the same as cluster.Options.Secret), so that
+// nothing on NATS can read an Assignment's room tickets, speak as a
+// Service to win a pool, or claim a ticket for a match (package cluster
+// says how).
+//
 // The subjects and messages are in SPEC.md §12. Errors match the package's
 // sentinels with errors.Is.
 package matchmaker

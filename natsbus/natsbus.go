@@ -7,6 +7,11 @@
 // subject, to the subscribers present when the message reaches the NATS
 // server. The replica protocol's versions and resync requests make up for
 // what is lost.
+//
+// Auth gives a process's NATS credentials (a .creds file, an nkey seed,
+// a user and password, a token; TLS) as nats.Options, for Dial or
+// nats.Connect: a cluster's NATS server admits only the cluster's own
+// processes (examples/serve/nats.conf).
 package natsbus
 
 import (
