@@ -38,3 +38,15 @@ func Example() {
 	}
 	fmt.Println(<-got) // delta 42
 }
+
+// ExampleAuth connects a process to its cluster's NATS server as the user
+// of its role, over TLS, as examples/serve/nats.conf admits it.
+func ExampleAuth() {
+	opts, err := natsbus.Auth{User: "lobby", Password: "from-a-secret-store"}.Options()
+	if err != nil {
+		panic(err)
+	}
+	// Then: bus, err := natsbus.Dial("tls://nats.internal:4222", opts...)
+	fmt.Println(len(opts), "options")
+	// Output: 1 options
+}
