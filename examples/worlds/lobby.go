@@ -81,7 +81,11 @@ func (l *lobby) start() error {
 	if l.dir, err = cluster.Watch(l.nc, l.opts()); err != nil {
 		return err
 	}
-	if l.pub, err = replica.NewPublisher(natsbus.New(l.nc), replica.PublisherConfig{Name: lobbyReplica, Logger: l.cfg.Log}); err != nil {
+	bus, err := natsbus.NewSealed(l.nc, l.cfg.Secret) // the guilds travel sealed, as the cluster's messages do
+	if err != nil {
+		return err
+	}
+	if l.pub, err = replica.NewPublisher(bus, replica.PublisherConfig{Name: lobbyReplica, Logger: l.cfg.Log}); err != nil {
 		return err
 	}
 	if l.guilds, err = replica.NewSource[game.Guild](l.pub, "guilds"); err != nil {

@@ -91,7 +91,11 @@ func (n *node) start(ctx context.Context) error {
 		return fmt.Errorf("node %s: NATS: %w", cfg.ID, err)
 	}
 	// The guilds, as the lobby publishes them (seed 004's replica).
-	n.sub, err = replica.NewSubscriber(natsbus.New(n.nc), replica.SubscriberConfig{Publisher: lobbyReplica, ID: cfg.ID, Logger: cfg.Log})
+	bus, err := natsbus.NewSealed(n.nc, cfg.Secret)
+	if err != nil {
+		return err
+	}
+	n.sub, err = replica.NewSubscriber(bus, replica.SubscriberConfig{Publisher: lobbyReplica, ID: cfg.ID, Logger: cfg.Log})
 	if err != nil {
 		return err
 	}

@@ -88,8 +88,8 @@ var rules = map[string]rule{
 	// binary wires those to it.
 	"engine": {denyLocal: append([]string{"wasm", "cluster", "natsbus"}, programs...), denyExternal: heavy},
 	// natsbus: a message bus over nats.go (and what it pulls in), nothing
-	// of the library.
-	"natsbus": {allowLocal: []string{"natsbus"}, denyExternal: heavy},
+	// of the library but the sealing of its messages.
+	"natsbus": {allowLocal: []string{"natsbus", "internal/seal"}, denyExternal: heavy},
 	// cluster: placement of rooms across server processes, over NATS; it
 	// may use the engine and natsbus, not the browser glue.
 	"cluster": {denyLocal: append([]string{"wasm", "replica"}, programs...), denyExternal: heavy},
@@ -136,10 +136,11 @@ var rules = map[string]rule{
 		exceptImport: []string{"internal/sched", "internal/hugepage", "internal/netns"},
 		denyExternal: append([]string{natsServer}, heavy...),
 	},
-	// the cells bench places worlds on cluster nodes: it runs a NATS
-	// server in its process, as the interop tests do; the bench command
-	// links it with every scenario.
+	// the cells bench places worlds on cluster nodes, and the abuse bench
+	// attacks a cluster: each runs a NATS server in its process, as the
+	// interop tests do; the bench command links it with every scenario.
 	"bench/cells":      benchWithNATS,
+	"bench/abuse":      benchWithNATS,
 	"bench/matchmaker": benchWithNATS,
 	"bench/cmd":        benchWithNATS,
 	"interop":          {},

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/tongbu/tongbu/interop/natstest"
 	"github.com/tongbu/tongbu/natsbus"
 )
@@ -147,5 +148,66 @@ func TestErrors(t *testing.T) {
 	}
 	if _, err := natsbus.Dial("nats://127.0.0.1:1"); err == nil {
 		t.Fatal("dial to a closed port succeeded")
+	}
+}
+
+// TestSealedBus: buses sealed with one secret carry messages between
+// them; a message published by a plain NATS client, by a bus of another
+// secret, or sent again, reaches no subscriber, and is counted.
+func TestSealedBus(t *testing.T) {
+	s := natstest.Server(t)
+	secret := []byte("the replica's cluster secret, 32b")
+	pub, err := natsbus.NewSealed(natstest.Conn(t, s), secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sub, err := natsbus.NewSealed(natstest.Conn(t, s), secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := natsbus.NewSealed(natstest.Conn(t, s), []byte("another cluster's secret, 32 byt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := make(chan []byte, 8)
+	cancel, err := sub.Subscribe("replica.lobby.data", func(m []byte) { got <- bytes.Clone(m) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cancel()
+	raw := natstest.Conn(t, s)
+	snooped := make(chan []byte, 1)
+	snoop, _ := raw.Subscribe("replica.lobby.data", func(m *nats.Msg) {
+		select {
+		case snooped <- bytes.Clone(m.Data):
+		default:
+		}
+	})
+	raw.Flush()
+	if err := pub.Publish("replica.lobby.data", []byte("guild 7: 12 members")); err != nil {
+		t.Fatal(err)
+	}
+	if m := recv(t, got); string(m) != "guild 7: 12 members" {
+		t.Fatalf("got %q", m)
+	}
+	captured := recv(t, snooped)
+	snoop.Unsubscribe()
+	if bytes.Contains(captured, []byte("guild 7")) {
+		t.Fatal("the message travels in the clear")
+	}
+	raw.Publish("replica.lobby.data", []byte("guild 7: 0 members"))
+	raw.Publish("replica.lobby.data", captured) // a replay
+	other.Publish("replica.lobby.data", []byte("guild 7: mallory's"))
+	raw.Flush()
+	select {
+	case m := <-got:
+		t.Fatalf("a forged message was delivered: %q", m)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if d := sub.Dropped(); d["forged"] != 2 || d["replayed"] != 1 {
+		t.Fatalf("dropped %v, want 2 forged and 1 replayed", d)
+	}
+	if _, err := natsbus.NewSealed(natstest.Conn(t, s), []byte("short")); err == nil {
+		t.Fatal("a 5-byte secret accepted")
 	}
 }
