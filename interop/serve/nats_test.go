@@ -4,6 +4,8 @@ package serve_test
 
 import (
 	"context"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -208,6 +210,27 @@ func TestServeNATSPermissions(t *testing.T) {
 			t.Errorf("no permission violation for %s", want.what)
 		}
 	}
+	// A lobby user that publishes what the cluster's secret did not seal
+	// (a room request it may send, but forged) gets nothing, and the node
+	// counts it on its /metrics.
+	if _, err := lobby.Request("tongbu.cluster.create", []byte(`{"room":"forged","players":["mallory"]}`), 300*time.Millisecond); err == nil {
+		t.Fatal("an unsealed room request was answered")
+	}
+	waitUntil(t, "the node to count the forged request", func() bool {
+		resp, err := http.Get(node.url + "/metrics")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, `tongbu_cluster_messages_dropped_total{reason="forged"} `); ok && v != "0" {
+				return true
+			}
+		}
+		return false
+	})
+
 	// The sample gives each process every subject it uses: neither was
 	// refused one.
 	for _, p := range []*serveProc{node, mm} {
