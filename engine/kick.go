@@ -56,13 +56,7 @@ func (p *peer) kick(reason string) {
 // dropAwayPlayer lets go of player's entity if the world holds it for a
 // resume (its path was lost); on the worker.
 func (w *World) dropAwayPlayer(player string) {
-	a, ok := w.away[player]
-	if !ok {
-		return
+	if a, ok := w.away[player]; ok {
+		w.letGo(player, a)
 	}
-	delete(w.away, player)
-	w.resMu.Lock()
-	delete(w.present, player)
-	w.resMu.Unlock()
-	w.unplace(player, a.id)
 }

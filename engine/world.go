@@ -320,15 +320,20 @@ func (w *World) hold(wp *worldPeer) bool {
 // worker, once a second.
 func (w *World) dropAway(now time.Time) {
 	for player, a := range w.away {
-		if now.Before(a.until) {
-			continue
+		if !now.Before(a.until) {
+			w.letGo(player, a)
 		}
-		delete(w.away, player)
-		w.resMu.Lock()
-		delete(w.present, player)
-		w.resMu.Unlock()
-		w.unplace(player, a.id)
 	}
+}
+
+// letGo lets go of player's entity, held for it while it was away; on the
+// worker.
+func (w *World) letGo(player string, a away) {
+	delete(w.away, player)
+	w.resMu.Lock()
+	delete(w.present, player)
+	w.resMu.Unlock()
+	w.unplace(player, a.id)
 }
 
 // refuse turns a joining connection away.

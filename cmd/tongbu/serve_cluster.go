@@ -208,17 +208,21 @@ func roomHost(srv *engine.Server) cluster.Host {
 // decodeRoomConfig reads the configuration a cluster's room request
 // carries (over NATS): a room entry of the config file, unknown keys
 // refused; none is the defaults.
-func decodeRoomConfig(b []byte) (roomConfig, error) {
-	var rc roomConfig
+func decodeRoomConfig(b []byte) (roomConfig, error) { return decodeStrict[roomConfig](b, "room config") }
+
+// decodeStrict reads JSON from another process of the cluster into a T,
+// refusing unknown keys; none is T's zero value.
+func decodeStrict[T any](b []byte, what string) (T, error) {
+	var v T
 	if len(b) == 0 {
-		return rc, nil
+		return v, nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
-	if err := dec.Decode(&rc); err != nil {
-		return rc, fmt.Errorf("room config: %v", err)
+	if err := dec.Decode(&v); err != nil {
+		return v, fmt.Errorf("%s: %v", what, err)
 	}
-	return rc, nil
+	return v, nil
 }
 
 // handler serves the cluster status beside next.

@@ -3,7 +3,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -170,13 +169,11 @@ func readPortalState(b []byte) (*portalState, error) {
 	if len(b) == 0 {
 		return nil, nil
 	}
-	st := new(portalState)
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(st); err != nil {
-		return nil, fmt.Errorf("portal state: %v", err)
+	st, err := decodeStrict[portalState](b, "portal state")
+	if err != nil {
+		return nil, err
 	}
-	return st, nil
+	return &st, nil
 }
 
 // spawn places a player: at the portal's arrival point with its life and
@@ -254,18 +251,7 @@ func (ws *worlds) make(req cluster.WorldRequest) (engine.WorldConfig, error) {
 // decodeWorldConfig reads the configuration a cluster's world request
 // carries (over NATS): a world entry of the config file, unknown keys
 // refused; none is the defaults.
-func decodeWorldConfig(b []byte) (worldConfig, error) {
-	var wc worldConfig
-	if len(b) == 0 {
-		return wc, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&wc); err != nil {
-		return wc, fmt.Errorf("world config: %v", err)
-	}
-	return wc, nil
-}
+func decodeWorldConfig(b []byte) (worldConfig, error) { return decodeStrict[worldConfig](b, "world config") }
 
 // placeFromConfig places the config's worlds, and the first lines of its
 // maps, on the cluster: whichever node takes each. A name another process
