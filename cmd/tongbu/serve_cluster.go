@@ -208,7 +208,9 @@ func roomHost(srv *engine.Server) cluster.Host {
 // decodeRoomConfig reads the configuration a cluster's room request
 // carries (over NATS): a room entry of the config file, unknown keys
 // refused; none is the defaults.
-func decodeRoomConfig(b []byte) (roomConfig, error) { return decodeStrict[roomConfig](b, "room config") }
+func decodeRoomConfig(b []byte) (roomConfig, error) {
+	return decodeStrict[roomConfig](b, "room config")
+}
 
 // decodeStrict reads JSON from another process of the cluster into a T,
 // refusing unknown keys; none is T's zero value.

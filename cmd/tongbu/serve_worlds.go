@@ -251,7 +251,9 @@ func (ws *worlds) make(req cluster.WorldRequest) (engine.WorldConfig, error) {
 // decodeWorldConfig reads the configuration a cluster's world request
 // carries (over NATS): a world entry of the config file, unknown keys
 // refused; none is the defaults.
-func decodeWorldConfig(b []byte) (worldConfig, error) { return decodeStrict[worldConfig](b, "world config") }
+func decodeWorldConfig(b []byte) (worldConfig, error) {
+	return decodeStrict[worldConfig](b, "world config")
+}
 
 // placeFromConfig places the config's worlds, and the first lines of its
 // maps, on the cluster: whichever node takes each. A name another process
