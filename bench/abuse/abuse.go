@@ -165,9 +165,9 @@ func run(attack string, players int, quiet, seconds time.Duration) (result, erro
 	}
 	defer stop()
 	// The ACME http-01 challenges' listener, bounded as tongbu serve
-	// bounds it (transport.NewListener); an honest client asks it
-	// something every 500 ms.
-	acme, stopACME, err := harness.ServeFacingHandler(acmeChallenges(), transport.ListenerConfig{Networks: nets})
+	// bounds it (transport.NewListener, 8 connections a client network
+	// and 256 in all); an honest client asks it something every 500 ms.
+	acme, stopACME, err := harness.ServeFacingHandler(acmeChallenges(), transport.ListenerConfig{Networks: nets, PerNetwork: 8, MaxConns: 256})
 	if err != nil {
 		return r, err
 	}

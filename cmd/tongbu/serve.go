@@ -429,7 +429,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	ctx, stopACME := context.WithCancel(context.Background())
 	defer stopACME()
-	challenges, err := serveACMEHTTP(ctx, cfg.ACME.HTTP, acmeHTTP, lc)
+	challenges, err := serveACMEHTTP(ctx, cfg.ACME.HTTP, acmeHTTP, acmeListener(lc))
 	if err != nil {
 		ln.Close()
 		leave()
@@ -446,6 +446,15 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintf(stdout, "tongbu serve: %s://%s (%s); metrics at %s\n", scheme, ln.Addr(), paths, metricsAt)
 	return runServerWith(srv, handler, transport.NewListener(ln, lc), tlsCfg, stderr, leave)
+}
+
+// acmeListener bounds the ACME http-01 listener more tightly than
+// signaling's: it answers the authority's few validation requests and
+// redirects a browser that came over http, so a client network may hold
+// 8 connections and all of them 256.
+func acmeListener(lc transport.ListenerConfig) transport.ListenerConfig {
+	lc.PerNetwork, lc.MaxConns = 8, 256
+	return lc
 }
 
 // listenBounded listens on addr behind transport.NewListener's bounds.

@@ -48,7 +48,7 @@ func TestServeListenersBounded(t *testing.T) {
 		{"signaling (HTTPS)", m[1], 32, ""},
 		{"ICE-TCP", m[2], 16, ""},
 		{"metrics", m[3], 32, "/metrics"},
-		{"ACME http-01", acmeAddr, 32, "/.well-known/acme-challenge/nothing"},
+		{"ACME http-01", acmeAddr, 8, "/.well-known/acme-challenge/nothing"},
 	} {
 		t.Run(l.name, func(t *testing.T) {
 			held, conns := idleFrom(t, "127.0.0.2", l.addr, l.share+8)
