@@ -155,7 +155,11 @@ type joins struct {
 func run(attack string, players int, quiet, seconds time.Duration) (result, error) {
 	var r result
 	nets := transport.ClientNetworks{BoundLoopback: true}
-	srv, err := engine.NewServer(engine.Config{Secret: secretFor(attack), UDPAddr: "127.0.0.1:0", TCPAddr: "127.0.0.1:0", IncludeLoopback: true, ClientNetworks: nets})
+	tcp := ""
+	if attack == hostile.IdleTCP {
+		tcp = "127.0.0.1:0" // the ICE-TCP port it attacks, where the honest joins come too
+	}
+	srv, err := engine.NewServer(engine.Config{Secret: secretFor(attack), UDPAddr: "127.0.0.1:0", TCPAddr: tcp, IncludeLoopback: true, ClientNetworks: nets})
 	if err != nil {
 		return r, err
 	}
@@ -205,7 +209,11 @@ func run(attack string, players int, quiet, seconds time.Duration) (result, erro
 	}
 	rss0 := rssMiB()
 	dp0 := srv.DataPath()
-	child, err := bots.StartChild([]string{"abuse", "-attack", attack, "-url", url, "-tcp", srv.TCPAddr().String(), "-acme", acme}, tickets.String())
+	args := []string{"abuse", "-attack", attack, "-url", url, "-acme", acme}
+	if a := srv.TCPAddr(); a != nil {
+		args = append(args, "-tcp", a.String())
+	}
+	child, err := bots.StartChild(args, tickets.String())
 	if err != nil {
 		return r, err
 	}
