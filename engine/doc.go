@@ -19,7 +19,7 @@
 // Start: or when all its players have, or at once). A refused Dial says
 // why: its error matches ErrTicketExpired (sign a new ticket),
 // ErrTicketReplayed, ErrTicketInvalid (a wrong secret or server),
-// ErrNotFound (no such room or world), ErrRole, ErrFull or
+// ErrNotFound (no such room or world), ErrRole, ErrFull, ErrKicked or
 // ErrServerClosed.
 //
 // A Client joins with Dial (WebRTC) or NewClient (any transport.Conn: an
@@ -38,6 +38,15 @@
 // (WorldConfig.Arrive receives it), the client follows by itself over a
 // new connection (ClientConfig.OnMove tells the game), and the old world
 // lets the player go only once the new one has it.
+//
+// A joined client is given resume credentials, tickets the server signs
+// for its place, with which it comes back by itself when its path is
+// lost. They admit only while the server vouches for them: while the
+// connection lives and for Config.ResumeWindow after its path was lost,
+// never past Config.MaxSession after the ticket the session began with,
+// and not in a world the player has left (the resume follows it to where
+// it went). Server.Kick ends a player's connections and refuses its
+// credentials and the tickets issued before the kick (ErrKicked).
 //
 // The Server is native only; the Client also builds for js/wasm, where
 // package wasm starts it in a page.
