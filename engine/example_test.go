@@ -4,6 +4,7 @@ package engine_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http/httptest"
 	"time"
@@ -207,4 +208,43 @@ func ExampleClientConfig_onConnection() {
 		}
 		ls.Advance(now)
 	}
+}
+
+// ExampleServer_Kick ends a player's access: its connection is told why
+// and closed, and the resume credentials it was given, like any ticket
+// issued before the kick, are refused from then on.
+func ExampleServer_Kick() {
+	srv, err := engine.NewServer(engine.Config{Secret: secret, NoWebRTC: true})
+	if err != nil {
+		panic(err)
+	}
+	defer srv.Shutdown(context.Background())
+	if _, err := srv.CreateWorld("field", engine.WorldConfig{}); err != nil {
+		panic(err)
+	}
+	client, server := memnet.New(1).Pipe(memnet.LinkConfig{}, memnet.LinkConfig{})
+	ticket, _ := srv.Ticket("mallory", "field", engine.RolePlayer, time.Minute)
+	spare, _ := srv.Ticket("mallory", "field", engine.RolePlayer, time.Minute)
+	if err := srv.Attach(server, ticket); err != nil {
+		panic(err)
+	}
+	c, err := engine.NewClient(context.Background(), client)
+	if err != nil {
+		panic(err)
+	}
+	defer c.Close()
+	fmt.Println("connections ended:", srv.Kick("mallory", "speed hack"))
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if err = c.Update(time.Now()); err != nil {
+			break
+		}
+	}
+	fmt.Println(err)
+	again, server2 := memnet.New(2).Pipe(memnet.LinkConfig{}, memnet.LinkConfig{})
+	defer again.Close()
+	fmt.Println(errors.Is(srv.Attach(server2, spare), engine.ErrKicked))
+	// Output:
+	// connections ended: 1
+	// engine: closed by server: kicked: speed hack
+	// true
 }
