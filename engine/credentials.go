@@ -72,8 +72,8 @@ func (c *credentials) issue(s *Server, p *peer, n int, now time.Time) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.sweep(now)
-	if k, ok := c.kicked[t.Player]; ok && !t.Session.After(k) {
-		return nil
+	if at, ok := c.kicked[t.Player]; ok && !t.Session.After(at) {
+		return nil // kicked since its session began
 	}
 	e := c.m[k]
 	if e == nil || e.peer != p {
