@@ -574,7 +574,6 @@ func (b *clusterBench) setup(attack string) (func(ctx context.Context), error) {
 			})
 		}, nil
 	case ForgedRoomRequests:
-		rooms := func() int { return len(a.node.Rooms()) + len(bn.node.Rooms()) }
 		return func(ctx context.Context) {
 			var mine atomic.Int64
 			every(ctx, 50*time.Millisecond, func() {
@@ -592,7 +591,6 @@ func (b *clusterBench) setup(attack string) (func(ctx context.Context), error) {
 					}
 				}
 			}
-			_ = rooms
 		}, nil
 	case MovedCredential:
 		return b.movedCredential()
@@ -777,11 +775,9 @@ func sniffing(last **sniffer) *engine.ClientConfig {
 func (b *clusterBench) movedCredential() (func(ctx context.Context), error) {
 	ws := map[string]*engine.World{}
 	for _, n := range b.nodes {
-		p, err := cluster.CreateWorld(context.Background(), b.lobby, cluster.WorldRequest{World: "w-" + n.id, Cap: 10}, b.opts)
-		if err != nil {
+		if _, err := cluster.CreateWorld(context.Background(), b.lobby, cluster.WorldRequest{World: "w-" + n.id, Cap: 10}, b.opts); err != nil {
 			return nil, err
 		}
-		_ = p
 	}
 	for deadline := time.Now().Add(5 * time.Second); len(ws) < 2; time.Sleep(10 * time.Millisecond) {
 		for _, n := range b.nodes {
