@@ -372,7 +372,7 @@ func (c *aeads) put(h *header, a cipher.AEAD) {
 
 // open authenticates and decrypts msg, received on subject, into dst.
 // It checks neither freshness nor replay.
-func open(keys *Keys, cache *aeads, dst []byte, subject string, msg []byte) (header, []byte, error) {
+func open(keys *Keys, cache *aeads, aad *[]byte, dst []byte, subject string, msg []byte) (header, []byte, error) {
 	h, err := parse(msg)
 	if err != nil {
 		return h, nil, err
@@ -381,11 +381,10 @@ func open(keys *Keys, cache *aeads, dst []byte, subject string, msg []byte) (hea
 	if err != nil {
 		return h, nil, err
 	}
-	aad := make([]byte, 0, len(subject)+1+h.n)
-	aad = append(append(append(aad, subject...), 0), msg[:h.n]...)
+	*aad = append(append(append((*aad)[:0], subject...), 0), msg[:h.n]...)
 	var nonce [12]byte
 	binary.LittleEndian.PutUint64(nonce[4:], h.seq)
-	out, err := a.Open(dst, nonce[:], msg[h.n:], aad)
+	out, err := a.Open(dst, nonce[:], msg[h.n:], *aad)
 	if err != nil {
 		return h, nil, fmt.Errorf("%w: %s on %s fails authentication", ErrForged, h.peer, subject)
 	}
@@ -405,6 +404,7 @@ type Opener struct {
 	mu      sync.Mutex
 	windows map[aeadKey]*seqWindow
 	swept   time.Time
+	aad     []byte // scratch for the additional data, reused
 }
 
 // seqWindow is what an Opener remembers of one sender instance: the
@@ -440,7 +440,9 @@ func newOpener(keys *Keys, cache *aeads, maxSkew time.Duration) *Opener {
 // its sender and its payload appended to dst. Errors match ErrForged,
 // ErrStale or ErrReplayed; a refused message leaves nothing behind.
 func (o *Opener) Open(dst []byte, subject string, msg []byte, now time.Time) (Peer, []byte, error) {
-	h, out, err := open(o.keys, o.cache, dst, subject, msg)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	h, out, err := open(o.keys, o.cache, &o.aad, dst, subject, msg)
 	if err != nil {
 		return h.peer, nil, err
 	}
@@ -450,8 +452,6 @@ func (o *Opener) Open(dst []byte, subject string, msg []byte, now time.Time) (Pe
 	if d := now.Sub(h.at); d > o.maxSkew || -d > o.maxSkew {
 		return h.peer, nil, fmt.Errorf("%w: %s's message on %s is %v from this clock", ErrStale, h.peer, subject, d.Round(time.Millisecond))
 	}
-	o.mu.Lock()
-	defer o.mu.Unlock()
 	k := aeadKey{h.key, h.peer}
 	w := o.windows[k]
 	if w == nil {
@@ -514,7 +514,9 @@ func (o *Opener) Senders() int {
 // sender and payload appended to dst. Replies need no window: each
 // answers one request, which takes one.
 func (o *Opener) OpenReply(dst []byte, subject string, req, msg []byte, now time.Time) (Peer, []byte, error) {
-	h, out, err := open(o.keys, o.cache, dst, subject, msg)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	h, out, err := open(o.keys, o.cache, &o.aad, dst, subject, msg)
 	if err != nil {
 		return h.peer, nil, err
 	}
