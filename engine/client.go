@@ -160,6 +160,13 @@ type Client struct {
 	resuming    chan resumed // the resume under way; nil if none
 	resumeStop  func()       // cancels it
 	lostAt      time.Time    // when the connection was lost
+
+	// Following a match to its standby (failover.go).
+	standby  string       // where the room said its match goes on
+	fo       *failover    // the notice that came before the welcome, if any
+	heardAt  time.Time    // when the last mode message arrived
+	failing  chan resumed // the try of the standby under way; nil if none
+	failStop func()       // cancels it
 }
 
 // moveDial is the outcome of the dial a move makes.
@@ -315,6 +322,12 @@ func NewClient(ctx context.Context, conn transport.Conn) (*Client, error) {
 				return nil, errstack.With(err)
 			}
 			return nil, errstack.With(bye)
+		case engineType(m.Data) == typeFailover:
+			if fo, err := readFailover(m.Data); err == nil {
+				c.fo = fo
+			} else {
+				c.malformed++
+			}
 		case engineType(m.Data) != typeWelcome:
 			// A type this client does not know (SPEC.md §9.4), or one that
 			// means nothing before the welcome: ignored.
@@ -344,6 +357,9 @@ func NewClient(ctx context.Context, conn transport.Conn) (*Client, error) {
 	}
 	if err != nil {
 		return nil, errstack.Wrapf(err, "engine")
+	}
+	if c.fo != nil && w.mode == Lockstep {
+		c.standby = c.fo.standby
 	}
 	return c, nil
 }
@@ -428,11 +444,19 @@ func (c *Client) Receive(now time.Time) error {
 			return nil // the game goes on drawing what it has
 		}
 	}
+	if c.failing != nil {
+		select {
+		case d := <-c.failing:
+			c.failedOver(d)
+		default:
+		}
+	}
 	for _, m := range c.early {
 		c.deliver(now, m)
 	}
 	c.early = nil
 	var closed error
+	heard := false
 	for {
 		m, ok := c.conn.TryReceive()
 		if !ok {
@@ -462,6 +486,12 @@ func (c *Client) Receive(now time.Time) error {
 				} else {
 					c.keepCredentials(creds)
 				}
+			case typeFailover:
+				if fo, err := readFailover(m.Data); err != nil {
+					c.malformed++
+				} else {
+					c.takeFailover(fo)
+				}
 			case typeWelcome:
 				c.malformed++ // one welcome a connection
 			default:
@@ -469,9 +499,17 @@ func (c *Client) Receive(now time.Time) error {
 			}
 			continue
 		}
+		heard = true
 		c.deliver(now, m.Data)
 	}
+	if heard && c.ls != nil && c.ls.Have() > 0 {
+		c.heardAt = now
+		if c.failing != nil {
+			c.dropFailover() // the room is alive after all
+		}
+	}
 	if closed == nil {
+		c.suspect(now)
 		select {
 		case <-c.conn.Done():
 			closed = &ClosedError{Reason: "connection lost"}
@@ -569,7 +607,7 @@ func (c *Client) moved(d moveDial) {
 	}
 	old, from, oldIs := c.conn, c.welcome.target, c.is
 	cfg := c.cfg
-	*c = *d.c
+	c.takeOver(d.c)
 	if d.seamless && oldIs != nil && c.is != nil {
 		c.is.Inherit(oldIs) // the next cell of the same map: what the client sees stays
 	}
@@ -641,6 +679,9 @@ func (c *Client) Close() error {
 	}
 	if c.resuming != nil {
 		c.dropResume()
+	}
+	if c.failing != nil {
+		c.dropFailover()
 	}
 	return c.conn.Close()
 }

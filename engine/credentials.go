@@ -229,6 +229,39 @@ func (c *credentials) sweep(now time.Time) {
 	}
 }
 
+// vouched returns the session and the nonces of the credentials the
+// table vouches for, of player in target: what a standby adopts.
+func (c *credentials) vouched(player, target string) (time.Time, [resumeCreds]uint64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.m[credKey{player, target}]; e != nil && e.moved == nil {
+		return e.session, e.valid
+	}
+	return time.Time{}, [resumeCreds]uint64{}
+}
+
+// adopt vouches, until until, for the credentials another server gave
+// player for target (a room this server continues): as after a lost
+// path there. A credential this table vouches for already is kept.
+func (c *credentials) adopt(player, target string, session time.Time, valid [resumeCreds]uint64, until time.Time) {
+	if valid == ([resumeCreds]uint64{}) {
+		return
+	}
+	k := credKey{player, target}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.kicked[player].After(session) {
+		return
+	}
+	if c.m == nil {
+		c.m = map[credKey]*credEntry{}
+	}
+	if e := c.m[k]; e != nil && (e.peer != nil || e.moved != nil) {
+		return
+	}
+	c.m[k] = &credEntry{session: session, valid: valid, until: until}
+}
+
 // held returns the entries the table holds, for tests.
 func (c *credentials) held() int {
 	c.mu.Lock()

@@ -241,7 +241,7 @@ func (c *Client) resumed(d resumed) {
 		}
 		return
 	}
-	*c = *d.c
+	c.takeOver(d.c)
 	c.url, c.cfg = d.c.url, cfg
 	if cfg.OnConnection != nil {
 		cfg.OnConnection(ConnectionEvent{State: Resumed, Away: away, Attempts: d.attempts})

@@ -32,6 +32,9 @@ func (s *Server) sendResume(p *peer, n int) {
 		return
 	}
 	p.conn.SendReliable(appendResume(nil, creds))
+	if r, ok := s.Room(p.ticket.Target); ok && p.ticket.Role == RolePlayer {
+		r.seatChanged(p.ticket.Player) // the standby vouches for them too
+	}
 }
 
 // refreshResumes sends the credentials that are due, and queues each of

@@ -38,10 +38,15 @@ type Room struct {
 	pstats  []lockstep.PlayerStats
 	due     time.Time
 
-	waiting   bool      // owned by the worker: frame 0 waits for players (Config.Start)
-	qualityAt time.Time // owned by the worker
-	seats     seatWatch // owned by the worker
-	emptyAt   time.Time // owned by the worker: since when no one is connected
+	feed    RoomFeed // the standby's (standby.go)
+	standby string   // the standby's URL, told to clients
+
+	mayCut    func() bool   // owned by the worker: RoomFeed.MayCut
+	restore   *restoreState // owned by the worker: a restored room's gathering; nil for a room that cut its match from the start
+	waiting   bool          // owned by the worker: frame 0 waits for players (Config.Start)
+	qualityAt time.Time     // owned by the worker
+	seats     seatWatch     // owned by the worker
+	emptyAt   time.Time     // owned by the worker: since when no one is connected
 	desynced  atomic.Bool
 }
 
@@ -205,7 +210,16 @@ func (r *Room) attach(p *peer) error {
 		r.players[t.Player] = slot
 	}
 	arrived := len(r.players)
+	standby := r.standby
 	r.mu.Unlock()
+	restored := r.restoredFrom()
+	if standby != "" || restored >= 0 {
+		// Before the welcome: a client that kept its lockstep state reads
+		// it as it takes the new connection (SPEC.md §9.6).
+		if err := p.conn.SendReliable(appendFailover(nil, &failover{standby: standby, carry: restored})); err != nil {
+			return err
+		}
+	}
 	if err := p.conn.SendReliable(appendWelcome(nil, &welcome{
 		version: p.wire, mode: Lockstep, target: r.name, role: t.Role, slot: slot, lockstep: r.cfg,
 	})); err != nil {
@@ -217,7 +231,20 @@ func (r *Room) attach(p *peer) error {
 	}
 	r.s.offerResume(p)
 	at := time.Now()
+	if restored >= 0 {
+		p.onEngine = func(msg []byte) {
+			if engineType(msg) == typeFailover {
+				r.host.Deliver(roomPacket{Slot: slot, Msg: msg, At: time.Now()})
+			} else {
+				r.s.metrics.drop("engine", "unexpected")
+			}
+		}
+	}
 	r.Do(func(room *lockstep.Room) {
+		if r.restore != nil {
+			r.arrived(slot, p, time.Now()) // its carry says where it stands
+			return
+		}
 		r.arrive(arrived, at)
 		if seen || room.NextFrame() > 0 {
 			room.Join(slot, time.Now()) // a fresh client: stream it the match so far
@@ -289,6 +316,10 @@ type roomLoop struct{ r *Room }
 // Take delivers the packets to the room.
 func (l roomLoop) Take(in []roomPacket) {
 	for _, p := range in {
+		if isEngine(p.Msg) { // a client's carry, in a restored room
+			l.r.takeCarry(p.Slot, p.Msg, p.At)
+			continue
+		}
 		l.r.room.Deliver(p.Slot, p.Msg, p.At)
 	}
 }
@@ -307,6 +338,12 @@ func (l roomLoop) Tick(now time.Time) time.Time {
 			r.close(true)
 		}
 		return now.Add(r.cfg.Period())
+	}
+	if r.restore != nil && !r.gather(now) || r.mayCut != nil && !r.mayCut() {
+		// Held: the players of a restored room are coming back, or the
+		// standby may be taking the room over. The frames owed are cut
+		// at once when it goes on.
+		return now.Add(holdPoll)
 	}
 	r.mu.Lock()
 	due := r.due
@@ -368,6 +405,19 @@ func (l roomLoop) Tick(now time.Time) time.Time {
 		}
 	}
 	return next
+}
+
+// holdPoll is how often a held room looks again.
+const holdPoll = 5 * time.Millisecond
+
+// restoredFrom returns, for a restored room, the frames it took from its
+// standby's log (the carry its clients are asked for); -1 for a room
+// that cut its match from the start.
+func (r *Room) restoredFrom() int {
+	if r.restore == nil {
+		return -1
+	}
+	return r.restore.from // set before the room is registered, never changed
 }
 
 // idle reports whether the room has had no one connected for the server's

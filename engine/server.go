@@ -4,6 +4,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -423,6 +424,11 @@ func (s *Server) check(token string, now time.Time) (Ticket, error) {
 		return t, fmt.Errorf("%w: expires in %v, over the server's %v", ErrTicketInvalid, t.Expires.Sub(now).Round(time.Second), s.cfg.MaxTicketTTL)
 	}
 	if err := s.creds.check(s, t, now); err != nil {
+		if errors.Is(err, ErrTicketInvalid) && t.credential && !s.holds(t.Target) {
+			// A credential for a room not here (yet): a client following
+			// its match to a standby that has not taken it over.
+			return t, fmt.Errorf("%w %q", ErrNotFound, t.Target)
+		}
 		return t, err
 	}
 	if t.Session.IsZero() { // a version-1 ticket: the session begins now (as a ticket writes it)
@@ -447,6 +453,15 @@ func (s *Server) check(token string, now time.Time) (Ticket, error) {
 		return t, fmt.Errorf("%w: %d connections", ErrFull, s.cfg.MaxConns)
 	}
 	return t, nil
+}
+
+// holds reports whether a room or world of that name is on the server.
+func (s *Server) holds(name string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, isRoom := s.rooms[name]
+	_, isWorld := s.worlds[name]
+	return isRoom || isWorld
 }
 
 // Attach joins conn, a connection made by other means than the server's

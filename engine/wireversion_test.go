@@ -134,7 +134,7 @@ func TestUnknownEngineTypes(t *testing.T) {
 	s.SendReliable(unknown(7, 1, 2, 3))
 	s.SendReliable(appendWelcome(nil, &welcome{mode: Lockstep, target: "r", slot: 1, lockstep: lockstep.Config{Players: 2}.WithDefaults()}))
 	s.SendReliable(unknown(7))
-	s.SendReliable(unknown(6, 0xff))
+	s.SendReliable(unknown(7, 0xff))
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	cl, err := NewClient(ctx, c)

@@ -55,6 +55,8 @@ type Client struct {
 	up  []upInput // Packet's list of the inputs it sends, reused
 	sub []Frame   // logic frames of relay frames handed out, not yet due (Substeps)
 
+	held [CarryFrames]Frame // the newest frames received in order, by number % CarryFrames (Carry)
+
 	clientLife
 }
 
@@ -351,7 +353,9 @@ func (c *Client) drain() {
 		if len(c.queue) == 0 {
 			c.queued = c.have
 		}
-		c.push(c.resolve(g))
+		g = c.resolve(g)
+		c.push(g)
+		c.held[c.have%CarryFrames] = g
 		c.have++
 	}
 }

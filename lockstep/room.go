@@ -47,6 +47,9 @@ type Room struct {
 	now    time.Time // the last tick
 	events []Event   // raised since the engine last took them (Events)
 	rec    Recorder  // the match's recording, or nil (Record)
+
+	tap      func(EncodedFrame) // the standby's tap, or nil (Tap)
+	restored int                // frames taken from the room this one continues (RestoreRoom)
 }
 
 // NewRoom returns a room whose frame 0 is cut at start. cfg is validated
@@ -358,7 +361,7 @@ func (r *Room) cut() {
 			k++
 		}
 		if k == 0 {
-			f.Slots[i].MadeUp, f.Slots[i].Gone = true, p.away
+			f.Slots[i].MadeUp, f.Slots[i].Gone = true, p.away && !p.restoring
 			p.madeUp++
 			r.stats.MadeUp++
 			continue
@@ -382,6 +385,10 @@ func (r *Room) cut() {
 	r.log.add(f)
 	r.next++
 	r.stats.Frames++
+	if r.tap != nil {
+		cf := r.log.hot(n)
+		r.tap(EncodedFrame{Number: n, Full: cf.full, FullBits: cf.fullBits})
+	}
 	if r.rec != nil {
 		cf := r.log.hot(n)
 		r.log.ensureRel(cf) // the recording takes the relative body at once
@@ -626,6 +633,7 @@ type peerState struct {
 	live                 bool // playing live (false while catching up)
 	noticed              bool // notices holds some
 	retransWait          bool // retransAt holds some
+	restoring            bool // away in a restored room, not yet back: made up as late, not gone
 
 	pending []pendingInput // by frame, then arrival; frames next .. next+MaxAhead
 	inputs  uint64         // inputs placed in frames

@@ -57,6 +57,7 @@ func (r *Room) Leave(slot int) error {
 	}
 	p := &r.players[slot]
 	if p.away {
+		p.restoring = false // a restored room's player that is not coming back: gone
 		return nil
 	}
 	p.away, p.live, p.stream = true, false, stream{}

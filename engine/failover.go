@@ -1,0 +1,158 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/tongbu/tongbu/lockstep"
+)
+
+// FailoverSilence is how long a lockstep client in a match hears no frame
+// from its room (at least four of the room's frame periods) before it
+// suspects the room's server and tries the standby the room named
+// (SPEC.md §9.6): the match goes on there if the server died, and the
+// client stays where it is if the server was only slow.
+const FailoverSilence = time.Second
+
+// failoverBackoff bounds the wait between two tries of the standby,
+// which may still be taking the room over.
+const failoverBackoff = 250 * time.Millisecond
+
+// failoverSilence is FailoverSilence for the room's rate.
+func (c *Client) failoverSilence() time.Duration {
+	return max(FailoverSilence, 4*c.welcome.lockstep.Period())
+}
+
+// suspect starts trying the standby when the room has been silent too
+// long; the connection stays open meanwhile, and frames arriving on it
+// again call the try off.
+func (c *Client) suspect(now time.Time) {
+	if c.ls == nil || c.standby == "" || c.cfg == nil || c.heardAt.IsZero() || c.failing != nil ||
+		c.moving != nil || c.resuming != nil || len(c.credentials) == 0 || now.Sub(c.heardAt) < c.failoverSilence() {
+		return
+	}
+	timeout := c.cfg.ResumeTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	url, cfg := c.standby, c.cfg
+	creds := slices.Clone(c.credentials)
+	slices.Reverse(creds)
+	ch := make(chan resumed, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	c.failing, c.failStop, c.lostAt = ch, cancel, now
+	if cfg.Logger != nil {
+		cfg.Logger.Info("engine: room silent; trying its standby", "target", c.welcome.target, "standby", url, "silent", now.Sub(c.heardAt))
+	}
+	go func() {
+		defer cancel()
+		ch <- dialFailover(ctx, url, creds, cfg)
+	}()
+}
+
+// dialFailover dials the standby at url with each credential in turn
+// until one gets a welcome: a standby that does not hold the room yet
+// (not found) is tried again, after a short wait, until ctx is done.
+func dialFailover(ctx context.Context, url string, creds []string, cfg *ClientConfig) resumed {
+	var r resumed
+	for {
+		r.attempts++
+		hctx, hcancel := context.WithTimeout(ctx, resumeDial)
+		conn, err := dialConn(hctx, url, creds[0], cfg)
+		hcancel()
+		if err == nil {
+			var nc *Client
+			if nc, err = NewClient(ctx, conn); err == nil {
+				nc.url, nc.cfg = url, cfg
+				r.c, r.err = nc, nil
+				return r
+			}
+			conn.Close()
+		}
+		r.err = err
+		switch {
+		case errors.Is(err, ErrTicketReplayed), errors.Is(err, ErrTicketExpired), errors.Is(err, ErrTicketInvalid):
+			if creds = creds[1:]; len(creds) == 0 {
+				return r
+			}
+			continue
+		case errors.Is(err, ErrRole), errors.Is(err, ErrWireVersion), errors.Is(err, ErrBuild), errors.Is(err, ErrKicked):
+			return r
+		}
+		select {
+		case <-ctx.Done():
+			return r
+		case <-time.After(failoverBackoff):
+		}
+	}
+}
+
+// failedOver takes the outcome of a try of the standby: the client
+// becomes the standby's, or stays on its connection (the server was
+// slow, not dead: frames came again, or the standby never took over).
+func (c *Client) failedOver(d resumed) {
+	c.failing, c.failStop = nil, nil
+	if d.err != nil {
+		if c.cfg.Logger != nil {
+			c.cfg.Logger.Info("engine: standby did not take the room", "target", c.welcome.target, "err", d.err)
+		}
+		c.heardAt = time.Now() // suspected again after another silence
+		return
+	}
+	old, cfg, away := c.conn, c.cfg, time.Since(c.lostAt)
+	c.takeOver(d.c)
+	c.url, c.cfg = d.c.url, cfg
+	old.Close()
+	if cfg.Logger != nil {
+		cfg.Logger.Info("engine: the match goes on on the standby", "target", c.welcome.target, "url", c.url, "after", away)
+	}
+	if cfg.OnConnection != nil {
+		cfg.OnConnection(ConnectionEvent{State: Resumed, Away: away, Attempts: d.attempts})
+	}
+}
+
+// dropFailover calls off a try of the standby (frames came again, or
+// Close); a connection it made all the same is closed.
+func (c *Client) dropFailover() {
+	ch := c.failing
+	c.failStop()
+	c.failing, c.failStop = nil, nil
+	go func() {
+		if d := <-ch; d.c != nil {
+			d.c.Close()
+		}
+	}()
+}
+
+// takeOver makes the client nc's, a new connection of the same player:
+// a room that continues the match this client was playing (its failover
+// notice asks for a carry) keeps the client's lockstep state, which
+// carries back the frames the room may lack (SPEC.md §9.6); any other
+// connection brings its own.
+func (c *Client) takeOver(nc *Client) {
+	old, target := c.ls, c.welcome.target
+	*c = *nc
+	fo := nc.fo
+	if fo == nil || fo.carry < 0 || old == nil || c.ls == nil || c.welcome.role != RolePlayer || c.welcome.target != target ||
+		old.Slot() != c.ls.Slot() || old.Config().Players != c.ls.Config().Players || old.Config().Hz != c.ls.Config().Hz {
+		return
+	}
+	old.Reconnected()
+	c.ls, c.mode = old, old
+	c.conn.SendReliable(appendCarry(nil, &carry{have: old.Have(), acked: old.Acked(), frames: old.Carry(fo.carry)}))
+}
+
+// takeFailover takes a room's failover notice on the connection.
+func (c *Client) takeFailover(fo *failover) {
+	c.standby = fo.standby
+	if !fo.resync || c.welcome.mode != Lockstep || c.welcome.role != RolePlayer {
+		return
+	}
+	// The frames this client holds are not the match's: a fresh client,
+	// which the room streams the match from frame 0 (Step.CatchingUp).
+	if ls, err := lockstep.NewClient(c.welcome.lockstep, c.welcome.slot); err == nil {
+		c.ls, c.mode = ls, ls
+	}
+}
