@@ -47,6 +47,7 @@ type Node struct {
 	full   bool               // the host said ErrFull: out of the queue until a room closes
 	left   bool
 	ws     worldState // worldnode.go
+	sb     *standbys  // standby.go; nil until ServeStandbys
 	kick   func(player, reason string) int
 }
 
@@ -295,7 +296,11 @@ func (n *Node) onCreate(m *seal.Msg) {
 	if err := n.member(true); err != nil {
 		n.opts.Logger.Warn("cluster: leave the create queue", "err", err)
 	}
+	sb := n.sb
 	n.mu.Unlock()
+	if sb != nil {
+		sb.created(req.Room, req.Config) // a standby on another node
+	}
 	n.opts.Logger.Info("cluster: room placed here", "room", req.Room, "players", len(req.Players))
 	n.respond(m, createReply{Placement: Placement{Room: req.Room, Node: n.info.ID, URL: n.info.URL, Tickets: tickets}})
 }
@@ -314,7 +319,11 @@ func (n *Node) Leave() error {
 	err := n.member(false)
 	n.leaveWorlds()
 	n.publish(n.opts.subjLeave(), leave{ID: n.info.ID, Instance: n.instance})
+	sb := n.sb
 	n.mu.Unlock()
+	if sb != nil {
+		sb.close()
+	}
 	close(n.stop)
 	<-n.done
 	n.listSub.Unsubscribe()

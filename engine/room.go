@@ -116,8 +116,11 @@ func (r *Room) close(idle bool) {
 		return
 	}
 	r.closed = true
-	onClose := r.onClose
+	onClose, fed := r.onClose, r.feed.Closed
 	r.mu.Unlock()
+	if fed != nil {
+		defer fed()
+	}
 	if onClose != nil {
 		defer onClose(idle)
 	}

@@ -36,6 +36,9 @@ type RoomFeed struct {
 	// frames back (they are cut, all at once, when it says true again).
 	// A cluster holds a room whose standby may be taking it over.
 	MayCut func() bool
+	// Closed, when set, is called once the room is closed (after
+	// OnClose's function): the standby may forget it.
+	Closed func()
 }
 
 // SeatRecord is one player's seat in a room, as a standby needs it to
@@ -375,4 +378,27 @@ func (r *Room) rejoin(slot int, c *carry, now time.Time) {
 func (r *Room) frameBody(n int) ([]byte, int) {
 	body, bits, _ := r.room.FullBody(n)
 	return body, bits
+}
+
+// MoveTo tells every player connected to the room to go on at url, the
+// server that continues its match (RestoreRoom; a drain hands rooms over
+// this way): each is given a ticket there, opens its new connection while
+// this one lasts, and switches, keeping its lockstep state. It returns
+// how many were told.
+func (r *Room) MoveTo(url string) int {
+	n := 0
+	for i := range r.slots {
+		p := r.slots[i].Load()
+		if p == nil {
+			continue
+		}
+		tk, err := r.s.Ticket(p.ticket.Player, r.name, RolePlayer, forwardTTL)
+		if err != nil {
+			continue
+		}
+		if p.conn.SendReliable(appendMove(nil, &move{world: r.name, url: url, ticket: tk})) == nil {
+			n++
+		}
+	}
+	return n
 }

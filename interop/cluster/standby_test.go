@@ -1,0 +1,229 @@
+//go:build !js
+
+package cluster_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/tongbu/tongbu/cluster"
+	"github.com/tongbu/tongbu/engine"
+	"github.com/tongbu/tongbu/lockstep"
+)
+
+// duelConfig is the rooms' configuration in these tests.
+var duelConfig = lockstep.Config{Players: 2, Hz: 20}
+
+// addRoomNode starts node id, which takes rooms and stands by for the
+// rooms of others.
+func (c *worldCluster) addRoomNode(id string) *worldNode {
+	t := c.t
+	t.Helper()
+	nc, err := nats.Connect(c.nats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := engine.NewServer(engine.Config{Secret: secret, NoWebRTC: true, Workers: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := &worldNode{id: id, url: "http://" + id + ".test:8080", nc: nc, srv: srv}
+	host := func(req cluster.RoomRequest) (map[string]string, error) {
+		if _, err := srv.CreateRoom(req.Room, duelConfig); err != nil {
+			return nil, err
+		}
+		tickets := map[string]string{}
+		for _, p := range req.Players {
+			tickets[p], _ = srv.Ticket(p, req.Room, engine.RolePlayer, time.Minute)
+		}
+		return tickets, nil
+	}
+	if n.node, err = cluster.Join(nc, cluster.NodeInfo{ID: id, URL: n.url, Capacity: 10}, host, fast); err != nil {
+		t.Fatal(err)
+	}
+	err = n.node.ServeStandbys(srv, func(room string, _ json.RawMessage, st engine.RoomState) (*engine.Room, error) {
+		return srv.RestoreRoom(room, duelConfig, st)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.mu.Lock()
+	c.nodes[n.url] = n
+	c.mu.Unlock()
+	t.Cleanup(func() { c.kill(n) })
+	return n
+}
+
+// duelist plays a lockstep client: an input with every frame it runs,
+// and every frame it ran kept.
+type duelist struct {
+	c      *engine.Client
+	frames []lockstep.Frame
+	gap    time.Duration // the longest time between two new frames
+	last   time.Time
+}
+
+func (d *duelist) play(now time.Time) error {
+	if err := d.c.Update(now); err != nil {
+		return err
+	}
+	st := d.c.Lockstep().Advance(now)
+	for _, f := range st.Frames {
+		d.frames = append(d.frames, f)
+		d.c.Lockstep().Input(now, []byte{byte(d.c.Slot()), byte(f.Number)})
+	}
+	if len(st.Frames) > 0 && !st.CatchingUp {
+		if !d.last.IsZero() {
+			d.gap = max(d.gap, now.Sub(d.last))
+		}
+		d.last = now
+	}
+	return nil
+}
+
+// startDuel places a duel on the cluster and plays its two clients until
+// they ran frames and the room has its standby; it returns the players
+// and the node holding the room.
+func startDuel(t *testing.T, c *worldCluster, nodes ...*worldNode) ([]*duelist, *worldNode) {
+	t.Helper()
+	waitFor(t, "every node seeing the others", func() bool { return len(alive(nodes[0].node.Directory())) == len(nodes) })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pl, err := cluster.CreateRoom(ctx, nodes[0].nc, cluster.RoomRequest{Room: "duel", Players: []string{"ann", "bob"}}, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var primary *worldNode
+	for _, n := range nodes {
+		if n.id == pl.Node {
+			primary = n
+		}
+	}
+	ds := []*duelist{}
+	for _, p := range []string{"ann", "bob"} {
+		cl, err := engine.Dial(ctx, pl.URL, pl.Tickets[p], c.client(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { cl.Close() })
+		ds = append(ds, &duelist{c: cl})
+	}
+	playDuel(t, "the match under way, with a standby", ds, func() bool {
+		return len(ds[0].frames) > 30 && len(ds[1].frames) > 30 && primary.node.Standbys().Rooms == 1
+	})
+	return ds, primary
+}
+
+// playDuel plays the duelists until cond holds (15 s at most).
+func playDuel(t *testing.T, what string, ds []*duelist, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		for i, d := range ds {
+			if err := d.play(time.Now()); err != nil {
+				t.Fatalf("%s: player %d: %v", what, i, err)
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s after 15 s", what)
+		}
+	}
+}
+
+// sameMatch checks that every duelist ran one gapless sequence of frames
+// and that they ran the same frames.
+func sameMatch(t *testing.T, ds []*duelist) {
+	t.Helper()
+	for i, d := range ds {
+		for n, f := range d.frames {
+			if f.Number != n {
+				t.Fatalf("player %d ran frame %d as its %dth", i, f.Number, n)
+			}
+		}
+	}
+	for n := range min(len(ds[0].frames), len(ds[1].frames)) {
+		if a, b := fmt.Sprint(ds[0].frames[n]), fmt.Sprint(ds[1].frames[n]); a != b {
+			t.Fatalf("frame %d: %s, the other player %s", n, a, b)
+		}
+	}
+}
+
+// TestStandbyTakesOverACrashedNode: the node holding a match loses its
+// NATS connection and falls silent (as a crashed process does to the
+// cluster and to its players); the standby node takes the room over, the
+// clients follow it there by themselves, and every frame of the match is
+// the same for both players, with no gap and none cut twice.
+func TestStandbyTakesOverACrashedNode(t *testing.T) {
+	c := newWorldCluster(t)
+	a, b := c.addRoomNode("a"), c.addRoomNode("b")
+	ds, primary := startDuel(t, c, a, b)
+	standby := a
+	if primary == a {
+		standby = b
+	}
+	// The crash: the node leaves NATS at once (its room's lease is gone,
+	// so it cuts no more), and its players hear nothing from it.
+	primary.nc.Close()
+	c.mu.Lock()
+	primary.dead = true
+	c.mu.Unlock()
+	crashedAt, ran := time.Now(), len(ds[0].frames)
+	playDuel(t, "the match going on on the standby", ds, func() bool {
+		return len(ds[0].frames) > ran+40 && len(ds[1].frames) > ran+40
+	})
+	t.Logf("the match went on after %v; longest stall %v / %v", time.Since(crashedAt).Round(time.Millisecond), ds[0].gap, ds[1].gap)
+	sameMatch(t, ds)
+	if st := standby.node.Standbys(); st.TakenOver != 1 {
+		t.Fatalf("standby stats %+v, want one room taken over", st)
+	}
+	if got, ok := standby.node.Directory().Locate("duel"); !ok || got.ID != standby.id {
+		t.Errorf("the directory places the duel on %+v", got)
+	}
+	for i, d := range ds {
+		if d.gap > 3*time.Second {
+			t.Errorf("player %d went %v without a frame", i, d.gap)
+		}
+	}
+}
+
+// TestDrainHandsTheMatchOver: a node drained for a deploy hands its match
+// to the standby while the players play: the clients move over their
+// open connections, and the match goes on with a stall of a few frames.
+func TestDrainHandsTheMatchOver(t *testing.T) {
+	c := newWorldCluster(t)
+	a, b := c.addRoomNode("a"), c.addRoomNode("b")
+	ds, primary := startDuel(t, c, a, b)
+	standby := a
+	if primary == a {
+		standby = b
+	}
+	for _, d := range ds {
+		d.gap = 0
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	handed, err := primary.node.Drain(ctx)
+	if err != nil || handed != 1 {
+		t.Fatalf("drain handed %d rooms over: %v", handed, err)
+	}
+	ran := len(ds[0].frames)
+	playDuel(t, "the match going on on the standby", ds, func() bool {
+		return len(ds[0].frames) > ran+40 && len(ds[1].frames) > ran+40
+	})
+	t.Logf("longest stall %v / %v", ds[0].gap, ds[1].gap)
+	sameMatch(t, ds)
+	if st := standby.node.Standbys(); st.TakenOver != 1 {
+		t.Fatalf("standby stats %+v", st)
+	}
+	if st := primary.node.Standbys(); st.HandedOff != 1 {
+		t.Fatalf("primary stats %+v", st)
+	}
+	for i, d := range ds {
+		if d.gap > time.Second {
+			t.Errorf("player %d went %v without a frame", i, d.gap)
+		}
+	}
+}
