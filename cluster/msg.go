@@ -61,6 +61,8 @@ type heartbeat struct {
 	// Region and Builds are NodeInfo's.
 	Region string   `json:"region,omitempty"`
 	Builds []string `json:"builds,omitempty"`
+	// Draining: the node is being drained (Node.Drain).
+	Draining bool `json:"draining,omitempty"`
 }
 
 // worldLoad is one world of a heartbeat.

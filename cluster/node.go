@@ -40,15 +40,16 @@ type Node struct {
 	done      chan struct{}
 	hostMu    sync.Mutex // held while host runs
 
-	mu     sync.Mutex
-	rooms  map[string]struct{}
-	gen    uint64
-	create *nats.Subscription // nil while full
-	full   bool               // the host said ErrFull: out of the queue until a room closes
-	left   bool
-	ws     worldState // worldnode.go
-	sb     *standbys  // standby.go; nil until ServeStandbys
-	kick   func(player, reason string) int
+	mu       sync.Mutex
+	rooms    map[string]struct{}
+	gen      uint64
+	create   *nats.Subscription // nil while full
+	full     bool               // the host said ErrFull: out of the queue until a room closes
+	left     bool
+	draining bool       // Drain was called
+	ws       worldState // worldnode.go
+	sb       *standbys  // standby.go; nil until ServeStandbys
+	kick     func(player, reason string) int
 }
 
 // Join makes this process the node info of the cluster on nc: from now on
@@ -184,8 +185,10 @@ func (n *Node) heartbeatLocked() {
 		return
 	}
 	n.publish(n.opts.subjHeartbeat(), heartbeat{ID: n.info.ID, Instance: n.instance, URL: n.info.URL,
-		Capacity: n.info.Capacity, Rooms: len(n.rooms), Gen: n.gen, IntervalMS: n.opts.Heartbeat.Milliseconds(),
-		Players: n.info.Players, Worlds: n.worldLoads(), Region: n.info.Region, Builds: n.info.Builds})
+		// Rooms taken over from a dead node may hold it past its
+		// capacity for a while: it says full, as it is.
+		Capacity: n.info.Capacity, Rooms: min(len(n.rooms), n.info.Capacity), Gen: n.gen, IntervalMS: n.opts.Heartbeat.Milliseconds(),
+		Players: n.info.Players, Worlds: n.worldLoads(), Region: n.info.Region, Builds: n.info.Builds, Draining: n.draining})
 }
 
 // publish seals v as JSON and sends it on subject; n.mu is held, so that

@@ -262,7 +262,7 @@ func (s *standbys) resendAll(o *outRoom) {
 func (s *standbys) pick(name string, o *outRoom) {
 	var same, any []NodeStatus
 	for _, st := range s.n.dir.Nodes() {
-		if st.ID == s.n.info.ID || !st.Alive || st.ID == o.standby {
+		if st.ID == s.n.info.ID || !st.Alive || st.Draining || st.ID == o.standby {
 			continue
 		}
 		any = append(any, st)
@@ -581,6 +581,12 @@ func (s *standbys) control(m *seal.Msg, data []byte) {
 		respondJSON(m, &s.n.opts, rep)
 	case "taken":
 		s.taken(c.Room, m.From.ID, c.URL)
+	case "resign": // the standby is draining: another is named
+		s.mu.Lock()
+		if o := s.out[c.Room]; o != nil && o.standby == m.From.ID && !o.taken {
+			s.pick(c.Room, o)
+		}
+		s.mu.Unlock()
 	case "ask":
 		s.mu.Lock()
 		o := s.out[c.Room]
@@ -699,6 +705,9 @@ func (s *standbys) restoreHere(name, from string, config json.RawMessage, st eng
 	}
 	n.gen++
 	n.publish(n.opts.subjRoom(), roomEvent{ID: n.info.ID, Instance: n.instance, Gen: n.gen, Op: "open", Room: name})
+	if err := n.member(true); err != nil { // out of the create queue if the room filled the node
+		n.opts.Logger.Warn("cluster: the create queue", "err", err)
+	}
 	n.mu.Unlock()
 	s.mu.Lock()
 	s.took++
@@ -809,6 +818,23 @@ func (s *standbys) handOver(ctx context.Context, name string) error {
 	return nil
 }
 
+// resign tells every primary this node stands by for to name another
+// standby: this node is draining.
+func (s *standbys) resign() {
+	s.mu.Lock()
+	rooms := map[string][]string{}
+	for name, in := range s.in {
+		rooms[in.primary] = append(rooms[in.primary], name)
+		delete(s.in, name)
+	}
+	s.mu.Unlock()
+	for primary, names := range rooms {
+		for _, name := range names {
+			publishJSON(s.n.c, &s.n.opts, s.n.opts.subjControl(primary), standbyControl{Op: "resign", Room: name})
+		}
+	}
+}
+
 // close stops the node's part in standbys.
 func (s *standbys) close() {
 	close(s.stop)
@@ -827,9 +853,10 @@ func (s *standbys) close() {
 // deadline). The node stays in the cluster until Leave.
 func (n *Node) Drain(ctx context.Context) (int, error) {
 	n.mu.Lock()
-	n.full = true // out of the create queue for good
+	n.full, n.draining = true, true // out of the create queue for good, and named standby no more
 	err := n.member(false)
 	sb := n.sb
+	n.heartbeatLocked()
 	n.mu.Unlock()
 	if err != nil {
 		return 0, err
@@ -837,6 +864,7 @@ func (n *Node) Drain(ctx context.Context) (int, error) {
 	if sb == nil {
 		return 0, nil
 	}
+	sb.resign()
 	return sb.drain(ctx), ctx.Err()
 }
 

@@ -10,14 +10,17 @@ import (
 
 // NodeStatus is what the directory knows of a node.
 type NodeStatus struct {
-	ID       string    `json:"id"`
-	URL      string    `json:"url"`
-	Capacity int       `json:"capacity"`
-	Rooms    int       `json:"rooms"`             // as its last heartbeat said
-	Players  int       `json:"players,omitempty"` // its room for world players
-	Region   string    `json:"region,omitempty"`
-	Builds   []string  `json:"builds,omitempty"` // empty: any
-	Alive    bool      `json:"alive"`            // heartbeats arrive; false once declared lost
+	ID       string   `json:"id"`
+	URL      string   `json:"url"`
+	Capacity int      `json:"capacity"`
+	Rooms    int      `json:"rooms"`             // as its last heartbeat said
+	Players  int      `json:"players,omitempty"` // its room for world players
+	Region   string   `json:"region,omitempty"`
+	Builds   []string `json:"builds,omitempty"` // empty: any
+	Alive    bool     `json:"alive"`            // heartbeats arrive; false once declared lost
+	// Draining: the node is being drained (Node.Drain): it takes no new
+	// rooms and stands by for none.
+	Draining bool      `json:"draining,omitempty"`
 	LastSeen time.Time `json:"last_seen"`
 }
 
@@ -230,7 +233,7 @@ func (s *state) evictDead() bool {
 
 func (s *state) status(n *nodeState) NodeStatus {
 	return NodeStatus{ID: n.hb.ID, URL: n.hb.URL, Capacity: n.hb.Capacity, Rooms: n.hb.Rooms, Players: n.hb.Players,
-		Region: n.hb.Region, Builds: n.hb.Builds, Alive: n.alive, LastSeen: n.last}
+		Region: n.hb.Region, Builds: n.hb.Builds, Alive: n.alive, Draining: n.hb.Draining, LastSeen: n.last}
 }
 
 // locate returns the live node that holds room.

@@ -156,3 +156,8 @@ func (c *Client) takeFailover(fo *failover) {
 		c.ls, c.mode = ls, ls
 	}
 }
+
+// Standby returns the URL of the server where the room said its match
+// goes on if its server falls silent (SPEC.md §9.6); empty when it named
+// none.
+func (c *Client) Standby() string { return c.standby }

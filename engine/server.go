@@ -154,6 +154,7 @@ type Server struct {
 	worlds   map[string]*World
 	peers    map[*peer]struct{}
 	closing  bool
+	draining bool // Drain: no new rooms
 	shutdown chan struct{}
 	served   chan struct{}
 }
@@ -363,7 +364,7 @@ func (s *Server) register(name string, r *Room, w *World) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
-	case s.closing:
+	case s.closing || s.draining:
 		return ErrServerClosed
 	case s.rooms[name] != nil || s.worlds[name] != nil:
 		return fmt.Errorf("%w: %q", ErrExists, name)

@@ -4,6 +4,7 @@ package engine
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"sync/atomic"
 	"time"
@@ -401,4 +402,37 @@ func (r *Room) MoveTo(url string) int {
 		}
 	}
 	return n
+}
+
+// Drain prepares the server to stop without ending a match: from now on
+// it creates no room (CreateRoom and RestoreRoom refuse with
+// ErrServerClosed), while its rooms play on and their players may still
+// come back to them; it returns once no room has a player connected
+// (every match ended, or was handed to another server: cluster's
+// Node.Drain does that first), or when ctx is done, with ctx's error.
+// Shutdown then closes what is left. This is what a deploy's SIGTERM
+// does (tongbu serve, with -drain-timeout), as Agones's graceful
+// termination lets a match end before its server goes.
+func (s *Server) Drain(ctx context.Context) error {
+	s.mu.Lock()
+	s.draining = true
+	s.mu.Unlock()
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		s.mu.Lock()
+		playing := 0
+		for _, r := range s.rooms {
+			playing += r.Connected()
+		}
+		s.mu.Unlock()
+		if playing == 0 {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errstack.With(ctx.Err())
+		case <-t.C:
+		}
+	}
 }

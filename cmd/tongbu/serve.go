@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"crypto/subtle"
 	"crypto/tls"
 	"encoding/json"
 	"errors"
@@ -252,6 +253,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 	origins := fs.String("origins", "", "comma-separated browser origins allowed besides the server's own (https://game.example; *: any)")
 	tf := newTLSFlags(fs)
 	roomIdle := fs.Duration("room-idle", 10*time.Minute, "start a fresh match in a room empty this long, freeing the old one's memory (0: never)")
+	drainFor := fs.Duration("drain-timeout", 30*time.Second, "on SIGTERM (or POST /drain on -metrics-addr), hand every room to its standby node and wait for the matches without one to end, this long at most, before exiting (0: exit at once)")
 	cf := clusterFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: tongbu serve [flags]\n\nServes lockstep rooms and interest worlds, tickets signed with $TONGBU_SECRET.\n\n")
@@ -353,12 +355,13 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tongbu serve:", err)
 		return 2
 	}
+	drainReq := make(chan struct{}, 1)
 	ln, err := net.Listen("tcp", cfg.HTTP)
 	if err != nil {
 		fmt.Fprintln(stderr, "tongbu serve:", err)
 		return 1
 	}
-	handler, leave := srv.Handler(), func() {}
+	handler, leave := srv.Handler(), func() { drainServer(srv, *drainFor, log) }
 	if cfg.Cluster.NATS != "" {
 		acmeHost := ""
 		if cfg.ACME.on() {
@@ -399,6 +402,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 				return 2
 			}
 		}
+		cl.drainTimeout = *drainFor
 		handler, leave = cl.handler(handler), cl.leave
 		fmt.Fprintf(stdout, "tongbu serve: cluster node %s at %s (NATS %s); status at %s\n", cl.node.Info().ID, cl.node.Info().URL, cfg.Cluster.NATS, clusterStatusPath)
 	}
@@ -418,6 +422,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		}
 		mux := http.NewServeMux()
 		mux.Handle(engine.MetricsPath, srv.MetricsHandler())
+		mux.Handle(drainPath, drainHandler(os.Getenv("TONGBU_METRICS_TOKEN"), drainReq))
 		ms := engine.HTTPServer("", mux)
 		go ms.Serve(mln)
 		defer ms.Close()
@@ -445,7 +450,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		paths += fmt.Sprintf(", TCP %s", a)
 	}
 	fmt.Fprintf(stdout, "tongbu serve: %s://%s (%s); metrics at %s\n", scheme, ln.Addr(), paths, metricsAt)
-	return runServerWith(srv, handler, transport.NewListener(ln, lc), tlsCfg, stderr, leave)
+	return runServerWith(srv, handler, transport.NewListener(ln, lc), tlsCfg, stderr, leave, drainReq)
 }
 
 // acmeListener bounds the ACME http-01 listener more tightly than
@@ -486,16 +491,59 @@ func (c *serveConfig) clientNetworks() (transport.ClientNetworks, error) {
 	return n, nil
 }
 
+// drainPath is the admin call that drains the node (on -metrics-addr):
+// POST, with the metrics token as a bearer token when one is set.
+const drainPath = "/drain"
+
+// drainHandler answers POST /drain: the process drains and exits, as on
+// SIGTERM.
+func drainHandler(token string, drain chan<- struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			w.Header().Set("Allow", http.MethodPost)
+			http.Error(w, "POST to drain the node", http.StatusMethodNotAllowed)
+			return
+		}
+		if token != "" && subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), []byte("Bearer "+token)) != 1 {
+			http.Error(w, "a bearer token is required", http.StatusUnauthorized)
+			return
+		}
+		select {
+		case drain <- struct{}{}:
+		default: // a drain is under way
+		}
+		w.WriteHeader(http.StatusAccepted)
+		fmt.Fprintln(w, "draining: the rooms go to their standbys, then the process exits")
+	})
+}
+
+// drainServer waits, up to d, for the server's matches to end (a
+// process outside a cluster, or rooms without a standby), as a deploy's
+// graceful termination does.
+func drainServer(srv *engine.Server, d time.Duration, log *slog.Logger) {
+	if d <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	defer cancel()
+	if err := srv.Drain(ctx); err != nil {
+		log.Info("drain: matches still playing at the deadline", "after", d)
+	}
+}
+
 // runServerWith serves h on ln (a transport.NewListener), over TLS when
 // tlsCfg is not nil, until SIGINT or SIGTERM; then it calls leave (if not
 // nil) before it shuts srv down gracefully.
-func runServerWith(srv *engine.Server, h http.Handler, ln net.Listener, tlsCfg *tls.Config, stderr io.Writer, leave func()) int {
+func runServerWith(srv *engine.Server, h http.Handler, ln net.Listener, tlsCfg *tls.Config, stderr io.Writer, leave func(), drain <-chan struct{}) int {
 	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {
-		<-sig.Done()
+		select {
+		case <-sig.Done():
+		case <-drain:
+		}
 		if leave != nil {
 			leave()
 		}

@@ -4,6 +4,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -100,6 +101,8 @@ type clusterNode struct {
 	node *cluster.Node
 	opts *cluster.Options
 	mm   *matchmaker.Service // nil: no matchmaker here
+
+	drainTimeout time.Duration // -drain-timeout
 }
 
 // serveMatchmaker starts a matchmaking Service of c beside the node.
@@ -155,6 +158,13 @@ func joinCluster(srv *engine.Server, ws *worlds, c *clusterConfig, ticketSecret 
 		nc.Close()
 		return nil, err
 	}
+	// Every room placed here gets a standby on another node, which goes
+	// on with its match if this process dies or drains (SIGTERM).
+	if err := node.ServeStandbys(srv, restoreHost(srv)); err != nil {
+		node.Leave()
+		nc.Close()
+		return nil, err
+	}
 	srv.AddMetrics(node.WriteMetrics)
 	node.OnKick(srv.Kick) // cluster.Kick reaches this process's connections
 	if err := node.ServeWorlds(srv, ws.make); err != nil {
@@ -205,6 +215,23 @@ func roomHost(srv *engine.Server) cluster.Host {
 	}
 }
 
+// restoreHost continues here a room another node held (its standby was
+// this node): the room's config as its request carried it.
+func restoreHost(srv *engine.Server) cluster.Restore {
+	return func(room string, config json.RawMessage, st engine.RoomState) (*engine.Room, error) {
+		rc, err := decodeRoomConfig(config)
+		if err != nil {
+			return nil, err
+		}
+		rc.Name = room
+		lc, err := rc.lockstep()
+		if err != nil {
+			return nil, err
+		}
+		return srv.RestoreRoom(room, lc, st)
+	}
+}
+
 // decodeRoomConfig reads the configuration a cluster's room request
 // carries (over NATS): a room entry of the config file, unknown keys
 // refused; none is the defaults.
@@ -240,6 +267,15 @@ func (c *clusterNode) handler(next http.Handler) http.Handler {
 func (c *clusterNode) leave() {
 	if c.mm != nil {
 		c.mm.Close()
+	}
+	// A deploy: hand every room with a standby over to it while its
+	// players play, then wait for the matches without one to end.
+	if c.drainTimeout > 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), c.drainTimeout)
+		handed, err := c.node.Drain(ctx)
+		c.srv.Drain(ctx) // the handed rooms' clients leave as they switch
+		cancel()
+		slog.Default().Info("cluster: drained", "rooms_handed_over", handed, "err", err)
 	}
 	c.node.Leave()
 	c.nc.Close()
