@@ -337,4 +337,3 @@ func alive(d *cluster.Directory) []string {
 
 // standbyOf returns the standby URL a client was told.
 func standbyOf(c *engine.Client) string { return c.Standby() }
-
