@@ -3,10 +3,13 @@
 package cluster
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
+	"github.com/tongbu/tongbu/codec"
 	"github.com/tongbu/tongbu/interest"
+	"github.com/tongbu/tongbu/lockstep"
 )
 
 // FuzzReadHandover: a transfer's state that is not a cell's handover is
@@ -136,6 +139,68 @@ func FuzzDirectoryMessages(f *testing.F) {
 		}
 		if len(s.lost) > 16 {
 			t.Fatalf("%d lost rooms remembered, bound 16", len(s.lost))
+		}
+	})
+}
+
+// FuzzStandbyBatch: a stream batch from a primary (SPEC.md §11.4) is
+// read frame by frame or refused; what it hands over is what a batch of
+// those frames says.
+func FuzzStandbyBatch(f *testing.F) {
+	w := codec.NewWriter(nil)
+	appendBatchRoom(w, "duel", time.Unix(5, 0), []lockstep.EncodedFrame{{Number: 3, Full: []byte{0x01}, FullBits: 1}, {Number: 4, Full: []byte{0xff, 0x03}, FullBits: 10}})
+	f.Add(batchMessage(1, w))
+	f.Add([]byte{streamBatch, 0x05, 0xff})
+	f.Add([]byte{streamControl, '{'})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		type got struct {
+			name  string
+			start int64
+			fr    lockstep.EncodedFrame
+		}
+		var frames []got
+		if readBatch(b, func(name string, start int64, fr lockstep.EncodedFrame) {
+			frames = append(frames, got{name, start, fr})
+		}) != nil {
+			return
+		}
+		for _, g := range frames {
+			if checkRoom(g.name) != nil || g.fr.FullBits > len(g.fr.Full)*8 || g.fr.FullBits > maxBodyBits {
+				t.Fatalf("read %+v", g)
+			}
+		}
+		// Written again frame by frame, it reads the same.
+		again := codec.NewWriter(nil)
+		for _, g := range frames {
+			appendBatchRoom(again, g.name, time.Unix(0, g.start), []lockstep.EncodedFrame{g.fr})
+		}
+		var second []got
+		if err := readBatch(batchMessage(len(frames), again), func(name string, start int64, fr lockstep.EncodedFrame) {
+			second = append(second, got{name, start, fr})
+		}); err != nil || fmt.Sprint(second) != fmt.Sprint(frames) {
+			t.Fatalf("%x: %v, then %v (%v)", b, frames, second, err)
+		}
+	})
+}
+
+// FuzzStandbyControl: a standby control message decodes into one that
+// validates, or is refused.
+func FuzzStandbyControl(f *testing.F) {
+	f.Add([]byte(`{"op":"room","room":"duel","seats":[{"player":"ann","slot":1,"resume":[1,2]}]}`))
+	f.Add([]byte(`{"op":"handover","room":"duel","next":99}`))
+	f.Add([]byte(`{"op":"room","room":"","seats":[{"slot":-1}]}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := decode[standbyControl](b)
+		if err != nil {
+			return
+		}
+		if checkRoom(c.Room) != nil || len(c.Seats) > lockstep.MaxPlayers {
+			t.Fatalf("accepted %+v", c)
+		}
+		for _, s := range c.Seats {
+			if s.Slot < 0 || s.Slot >= lockstep.MaxPlayers || s.Player == "" {
+				t.Fatalf("accepted seat %+v", s)
+			}
 		}
 	})
 }

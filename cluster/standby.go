@@ -47,6 +47,10 @@ const (
 	// dropAfter is how long a primary waits for a standby that does not
 	// acknowledge before it gives it up and names another.
 	dropAfter = 2 * time.Second
+	// carryBound bounds the frames a room taken over takes from its
+	// clients past the standby's log: what the primary can cut in
+	// streamEvery and leaseTTL at 60 Hz, with two to spare.
+	carryBound = int((streamEvery+leaseTTL)*60/time.Second) + 2
 	// maxStandbyRooms bounds the rooms one node stands by for, so that
 	// a flood of room announcements cannot eat its memory.
 	maxStandbyRooms = 4 * MaxCapacity
@@ -383,14 +387,7 @@ func (s *standbys) flush() {
 			batches[o.standby] = w
 		}
 		counts[o.standby]++
-		w.WriteString(name, MaxRoomLen)
-		w.WriteVarint(o.start.UnixNano())
-		w.WriteUvarint(uint64(o.frames[0].Number))
-		w.WriteUvarint(uint64(len(o.frames)))
-		for _, f := range o.frames {
-			w.WriteUvarint(uint64(f.FullBits))
-			w.WriteBitString(f.Full, f.FullBits)
-		}
+		appendBatchRoom(w, name, o.start, o.frames)
 		o.frames = o.frames[:0]
 	}
 	// An empty batch to every standby with a room here: the heartbeat.
@@ -407,11 +404,7 @@ func (s *standbys) flush() {
 		s.publishControl(c.to, c.m)
 	}
 	for to, w := range batches {
-		head := codec.NewWriter(nil)
-		head.WriteBits(streamBatch, 8)
-		head.WriteUvarint(uint64(counts[to]))
-		head.WriteBitString(w.Bytes(), w.Len())
-		s.n.c.Publish(s.n.opts.subjStream(to), head.Bytes())
+		s.n.c.Publish(s.n.opts.subjStream(to), batchMessage(counts[to], w))
 	}
 }
 
@@ -480,23 +473,81 @@ func (s *standbys) onStream(m *seal.Msg) {
 		s.control(m, m.Data[1:])
 		return
 	}
-	r := codec.NewReader(m.Data)
-	r.ReadBits(8)
-	rooms := int(min(r.ReadUvarint(), maxStandbyRooms))
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.heard[from] = time.Now()
+	err := readBatch(m.Data, func(name string, start int64, f lockstep.EncodedFrame) {
+		in := s.in[name]
+		if in == nil || in.primary != from || len(in.state.Frames) >= maxStandbyFrames {
+			return
+		}
+		if f.Number == 0 { // the whole log again
+			in.state.Frames = in.state.Frames[:0]
+		}
+		if f.Number != len(in.state.Frames) {
+			in.gap = true // asked for again with the next acknowledgement
+			return
+		}
+		in.state.Start = time.Unix(0, start)
+		in.state.Frames = append(in.state.Frames, f)
+	})
+	if err != nil {
+		s.n.opts.Logger.Debug("cluster: standby stream dropped", "from", from, "err", err)
+	}
+}
+
+// appendBatchRoom writes one room's new frames to a stream batch
+// (SPEC.md §11.4): its name, its schedule's start, the first frame's
+// number, the count, and each frame's full body as a bit count and the
+// bits.
+func appendBatchRoom(w *codec.Writer, name string, start time.Time, frames []lockstep.EncodedFrame) {
+	w.WriteString(name, MaxRoomLen)
+	w.WriteVarint(start.UnixNano())
+	w.WriteUvarint(uint64(frames[0].Number))
+	w.WriteUvarint(uint64(len(frames)))
+	for _, f := range frames {
+		w.WriteUvarint(uint64(f.FullBits))
+		w.WriteBitString(f.Full, f.FullBits)
+	}
+}
+
+// batchMessage returns the stream message of a batch of rooms rooms
+// written by appendBatchRoom to w.
+func batchMessage(rooms int, w *codec.Writer) []byte {
+	head := codec.NewWriter(nil)
+	head.WriteBits(streamBatch, 8)
+	head.WriteUvarint(uint64(rooms))
+	head.WriteBitString(w.Bytes(), w.Len())
+	return head.Bytes()
+}
+
+// maxBodyBits bounds a frame body in a batch.
+const maxBodyBits = 1 << 20
+
+// readBatch reads a stream batch, handing each frame to f with its
+// room's name and start; it stops at the first thing that is no batch.
+func readBatch(msg []byte, f func(name string, start int64, fr lockstep.EncodedFrame)) error {
+	r := codec.NewReader(msg)
+	if r.ReadBits(8) != streamBatch {
+		return fmt.Errorf("%w: not a stream batch", ErrInvalid)
+	}
+	rooms := int(min(r.ReadUvarint(), maxStandbyRooms))
 	for range rooms {
 		name := r.ReadString(MaxRoomLen)
 		start := r.ReadVarint()
-		first := int(min(r.ReadUvarint(), maxStandbyFrames))
-		n := int(min(r.ReadUvarint(), maxStandbyFrames))
+		first, n := r.ReadUvarint(), r.ReadUvarint()
+		switch {
+		case r.Err() != nil:
+		case checkRoom(name) != nil:
+			r.Fail(fmt.Errorf("room name %q", name))
+		case first > maxStandbyFrames || n > maxStandbyFrames-first:
+			r.Fail(fmt.Errorf("frames %d to %d of a room", first, first+n))
+		}
 		if r.Err() != nil {
 			break
 		}
-		in := s.in[name]
-		for range n {
-			bits := int(min(r.ReadUvarint(), 1<<20))
+		for i := range int(n) {
+			bits := int(min(r.ReadUvarint(), maxBodyBits))
 			if r.Err() != nil || bits > r.Remaining() {
 				r.Fail(errors.New("a frame body past the batch's end"))
 				break
@@ -505,26 +556,13 @@ func (s *standbys) onStream(m *seal.Msg) {
 			for j := 0; j < bits; j += 8 {
 				body[j/8] = byte(r.ReadBits(min(8, bits-j)))
 			}
-			if in == nil || in.primary != from || len(in.state.Frames) >= maxStandbyFrames {
-				first++
-				continue
-			}
-			if first == 0 { // the whole log again
-				in.state.Frames = in.state.Frames[:0]
-			}
-			if first != len(in.state.Frames) {
-				in.gap = true // asked for again with the next acknowledgement
-				first++
-				continue
-			}
-			in.state.Start = time.Unix(0, start)
-			in.state.Frames = append(in.state.Frames, lockstep.EncodedFrame{Number: first, Full: body, FullBits: bits})
-			first++
+			f(name, start, lockstep.EncodedFrame{Number: int(first) + i, Full: body, FullBits: bits})
 		}
 	}
 	if err := r.Err(); err != nil {
-		s.n.opts.Logger.Debug("cluster: standby stream dropped", "from", from, "err", err)
+		return fmt.Errorf("%w: stream batch: %v", ErrInvalid, err)
 	}
+	return nil
 }
 
 // onControl takes a primary's word of a room (its config and seats, its
@@ -674,6 +712,10 @@ func (s *standbys) takeOver(name, from string, next int) error {
 			}
 			config := in.config
 			s.mu.Unlock()
+			// The primary cut under a lease, streaming every streamEvery:
+			// it cannot have cut more frames past this log than fit in
+			// that time, which bounds what its clients may carry back.
+			st.Carry = carryBound
 			if next >= 0 && len(st.Frames) < next {
 				return fmt.Errorf("%w: room %q: %d frames of %d here", ErrInvalid, name, len(st.Frames), next)
 			}

@@ -228,3 +228,35 @@ func TestFailoverCarry(t *testing.T) {
 		t.Errorf("the standby dropped %v", stats.Dropped)
 	}
 }
+
+// TestAgreed: a restored room takes, past its log, the frames its
+// clients' carries agree on: each frame while every carry that holds it
+// holds it alike, none from the first they disagree on.
+func TestAgreed(t *testing.T) {
+	fr := func(n int, b byte) lockstep.EncodedFrame {
+		return lockstep.EncodedFrame{Number: n, Full: []byte{b}, FullBits: 8}
+	}
+	carryOf := func(frames ...lockstep.EncodedFrame) *carry {
+		c := &carry{frames: frames}
+		if len(frames) > 0 {
+			c.have = frames[len(frames)-1].Number + 1
+		}
+		return c
+	}
+	for _, tc := range []struct {
+		name    string
+		carries map[int]*carry
+		want    int
+	}{
+		{"none", map[int]*carry{0: {}, 1: {}}, 0},
+		{"one client holds more", map[int]*carry{0: carryOf(fr(10, 1), fr(11, 2)), 1: carryOf(fr(10, 1))}, 2},
+		{"all alike", map[int]*carry{0: carryOf(fr(10, 1), fr(11, 2)), 1: carryOf(fr(10, 1), fr(11, 2))}, 2},
+		{"disagree on the second", map[int]*carry{0: carryOf(fr(10, 1), fr(11, 2)), 1: carryOf(fr(10, 1), fr(11, 3))}, 1},
+		{"disagree on the first", map[int]*carry{0: carryOf(fr(10, 1)), 1: carryOf(fr(10, 9), fr(11, 2))}, 0},
+		{"a gap", map[int]*carry{0: carryOf(fr(11, 1))}, 0},
+	} {
+		if got := agreed(tc.carries, 10); len(got) != tc.want {
+			t.Errorf("%s: %d frames agreed, want %d", tc.name, len(got), tc.want)
+		}
+	}
+}

@@ -59,6 +59,11 @@ type RoomState struct {
 	Start  time.Time
 	Frames []lockstep.EncodedFrame
 	Seats  []SeatRecord
+	// Carry bounds the frames past Frames the room takes from its
+	// returning clients: those the original room may have cut that the
+	// standby had not got (a cluster knows the bound from how far its
+	// standby may lag). 0: a second's worth of frames.
+	Carry int
 }
 
 // Feed sends the room's frames (those cut so far at once, then each as
@@ -194,7 +199,11 @@ func (s *Server) restoreRoom(name string, cfg lockstep.Config, st RoomState) (*R
 	}
 	r.room = room
 	now := time.Now()
-	r.restore = &restoreState{from: room.NextFrame(), until: now.Add(GatherWait), got: map[int]*carry{}, await: map[int]time.Time{}, peers: map[int]*peer{}}
+	bound := st.Carry
+	if bound <= 0 {
+		bound = cfg.Hz
+	}
+	r.restore = &restoreState{from: room.NextFrame(), maxCarry: bound, until: now.Add(GatherWait), got: map[int]*carry{}, await: map[int]time.Time{}, peers: map[int]*peer{}}
 	r.host = sched.NewHost[roomPacket](roomLoop{r})
 	if err := s.register(name, r, nil); err != nil {
 		return nil, err
@@ -213,6 +222,7 @@ func (s *Server) restoreRoom(name string, cfg lockstep.Config, st RoomState) (*R
 // owned by the worker.
 type restoreState struct {
 	from     int               // the frames the room took from its standby's log
+	maxCarry int               // RoomState.Carry
 	until    time.Time         // when gathering ends at the latest
 	first    time.Time         // when the first carry came
 	got      map[int]*carry    // carries received, not yet taken, by slot
@@ -289,6 +299,12 @@ func (r *Room) gather(now time.Time) bool {
 	}
 	rs.gathered = true
 	ext := agreed(rs.got, rs.from)
+	if len(ext) > rs.maxCarry {
+		// Further than the original room can have cut past the standby's
+		// log: a client's forgery, or a standby far behind. Never more.
+		r.s.log.Warn("carried frames past the bound dropped", "room", r.name, "carried", len(ext), "bound", rs.maxCarry)
+		ext = ext[:rs.maxCarry]
+	}
 	if len(ext) > 0 {
 		if err := r.room.Extend(ext); err != nil {
 			r.s.log.Warn("carried frames refused", "room", r.name, "err", err)
