@@ -8,7 +8,9 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -38,8 +40,8 @@ import (
 const (
 	streamEvery = 50 * time.Millisecond
 	ackEvery    = 100 * time.Millisecond
-	leaseTTL    = 300 * time.Millisecond
-	silentAfter = 250 * time.Millisecond
+	leaseTTL    = 250 * time.Millisecond
+	silentAfter = 200 * time.Millisecond
 	// takeAfter is the silence after which a standby asks the primary
 	// and takes the room over if it does not answer: the lease it gave
 	// last, at silentAfter, has run out by then.
@@ -73,11 +75,12 @@ type standbys struct {
 	restore Restore
 
 	mu      sync.Mutex
-	out     map[string]*outRoom    // this node's rooms, by name
-	leases  map[string]time.Time   // standby node -> its last acknowledgement
-	in      map[string]*inRoom     // the rooms this node stands by for
-	heard   map[string]time.Time   // primary node -> its last stream batch
-	takenBy map[string]takenRecord // rooms this node took over: where they came from
+	out     map[string]*outRoom      // this node's rooms, by name
+	leases  map[string]time.Time     // standby node -> its last acknowledgement
+	until   map[string]*atomic.Int64 // standby node -> when its lease runs out (unix ns), read by the rooms' workers
+	in      map[string]*inRoom       // the rooms this node stands by for
+	heard   map[string]time.Time     // primary node -> its last stream batch
+	takenBy map[string]takenRecord   // rooms this node took over: where they came from
 	subs    []*nats.Subscription
 	stop    chan struct{}
 	done    chan struct{}
@@ -100,7 +103,15 @@ type outRoom struct {
 	resend  bool // a new standby: its whole log is to be sent again
 	handing bool // a drain is handing it over: it cuts no more
 	taken   bool // another node took it over
+
+	// What the room's worker reads before every cut, without s.mu.
+	held  atomic.Bool                  // handing || taken
+	lease atomic.Pointer[atomic.Int64] // the standby's lease (unix ns it runs to); nil: no standby
 }
+
+// hold sets what the room's worker reads of handing and taken; s.mu is
+// held.
+func (o *outRoom) hold() { o.held.Store(o.handing || o.taken) }
 
 // inRoom is a room this node stands by for.
 type inRoom struct {
@@ -109,7 +120,8 @@ type inRoom struct {
 	config   json.RawMessage
 	state    engine.RoomState
 	seats    map[string]engine.SeatRecord
-	gap      bool // frames came that do not follow the log
+	gap      bool         // frames came that do not follow the log
+	prepared *engine.Room // held here for a hand-over (prepare), until go or cancel
 }
 
 type takenRecord struct{ from string }
@@ -117,7 +129,7 @@ type takenRecord struct{ from string }
 // Stream wire (SPEC.md §11.4): a batch from a primary to its standby.
 // control messages are JSON.
 type standbyControl struct {
-	Op     string              `json:"op"` // "room", "drop", "handover", "taken", "ask"
+	Op     string              `json:"op"` // "room", "drop", "prepare", "parked", "cancel", "handover", "taken", "ask", "resign"
 	Room   string              `json:"room"`
 	Config json.RawMessage     `json:"config,omitempty"`
 	Seats  []engine.SeatRecord `json:"seats,omitempty"`
@@ -126,8 +138,9 @@ type standbyControl struct {
 }
 
 type standbyReply struct {
-	OK    bool   `json:"ok"`
-	Error string `json:"error,omitempty"`
+	OK     bool   `json:"ok"`
+	Error  string `json:"error,omitempty"`
+	Parked int    `json:"parked,omitempty"` // "parked": the connections parked at the prepared room
 }
 
 // standbyAck is a standby's acknowledgement: the rooms whose log it
@@ -188,7 +201,7 @@ func (n *Node) ServeStandbys(srv *engine.Server, restore Restore) error {
 	if srv == nil || restore == nil {
 		return fmt.Errorf("%w: ServeStandbys needs the server and a Restore", ErrInvalid)
 	}
-	s := &standbys{n: n, srv: srv, restore: restore, out: map[string]*outRoom{}, leases: map[string]time.Time{},
+	s := &standbys{n: n, srv: srv, restore: restore, out: map[string]*outRoom{}, leases: map[string]time.Time{}, until: map[string]*atomic.Int64{},
 		in: map[string]*inRoom{}, heard: map[string]time.Time{}, takenBy: map[string]takenRecord{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	for _, sub := range []struct {
@@ -279,27 +292,36 @@ func (s *standbys) pick(name string, o *outRoom) {
 	}
 	if len(any) == 0 {
 		o.standby, o.url = "", ""
+		o.lease.Store(nil)
 		o.room.SetStandby("")
 		return
 	}
 	st := any[rand.IntN(len(any))]
+	o.lease.Store(s.leaseOf(st.ID))
 	o.standby, o.url, o.since, o.dirty, o.resend = st.ID, st.URL, time.Now(), true, true
 	o.room.SetStandby(st.URL)
 	s.n.opts.Logger.Info("cluster: standby named", "room", name, "standby", st.ID)
 }
 
 // mayCut is a room's lease: it cuts while its standby acknowledged
-// within leaseTTL, or while it has none.
+// within leaseTTL, or while it has none. It runs on the room's worker
+// before every cut, and takes no lock.
 func (s *standbys) mayCut(o *outRoom) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if o.handing || o.taken {
+	if o.held.Load() {
 		return false
 	}
-	if o.standby == "" {
-		return true
+	l := o.lease.Load()
+	return l == nil || time.Now().UnixNano() < l.Load()
+}
+
+// leaseOf returns the lease cell of standby node id; s.mu is held.
+func (s *standbys) leaseOf(id string) *atomic.Int64 {
+	l := s.until[id]
+	if l == nil {
+		l = new(atomic.Int64)
+		s.until[id] = l
 	}
-	return time.Since(s.leases[o.standby]) < leaseTTL
+	return l
 }
 
 // closed forgets a room the node closed, and tells its standby.
@@ -453,7 +475,9 @@ func (s *standbys) onAck(m *seal.Msg) {
 		return
 	}
 	s.mu.Lock()
-	s.leases[m.From.ID] = time.Now()
+	now := time.Now()
+	s.leases[m.From.ID] = now
+	s.leaseOf(m.From.ID).Store(now.Add(leaseTTL).UnixNano())
 	for _, name := range a.Resend {
 		if o := s.out[name]; o != nil && o.standby == m.From.ID {
 			o.resend = true
@@ -473,6 +497,11 @@ func (s *standbys) onStream(m *seal.Msg) {
 		s.control(m, m.Data[1:])
 		return
 	}
+	type appendTo struct {
+		room *engine.Room
+		f    lockstep.EncodedFrame
+	}
+	var appended []appendTo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.heard[from] = time.Now()
@@ -490,7 +519,13 @@ func (s *standbys) onStream(m *seal.Msg) {
 		}
 		in.state.Start = time.Unix(0, start)
 		in.state.Frames = append(in.state.Frames, f)
+		if in.prepared != nil {
+			appended = append(appended, appendTo{in.prepared, f})
+		}
 	})
+	for _, a := range appended { // queued in order, under s.mu: Append does not wait
+		a.room.Append([]lockstep.EncodedFrame{a.f})
+	}
 	if err != nil {
 		s.n.opts.Logger.Debug("cluster: standby stream dropped", "from", from, "err", err)
 	}
@@ -610,6 +645,33 @@ func (s *standbys) control(m *seal.Msg, data []byte) {
 			delete(s.in, c.Room)
 		}
 		s.mu.Unlock()
+	case "prepare":
+		err := s.prepare(c.Room, m.From.ID)
+		rep := standbyReply{OK: err == nil}
+		if err != nil {
+			rep.Error = err.Error()
+		}
+		respondJSON(m, &s.n.opts, rep)
+	case "parked":
+		s.mu.Lock()
+		in := s.in[c.Room]
+		s.mu.Unlock()
+		rep := standbyReply{}
+		if in != nil && in.primary == m.From.ID && in.prepared != nil {
+			rep.OK, rep.Parked = true, in.prepared.Parked()
+		}
+		respondJSON(m, &s.n.opts, rep)
+	case "cancel":
+		s.mu.Lock()
+		in := s.in[c.Room]
+		var room *engine.Room
+		if in != nil && in.primary == m.From.ID && in.prepared != nil {
+			room, in.prepared = in.prepared, nil
+		}
+		s.mu.Unlock()
+		if room != nil {
+			room.Close() // its parked clients stay where they are
+		}
 	case "handover":
 		err := s.takeOver(c.Room, m.From.ID, c.Next)
 		rep := standbyReply{OK: err == nil}
@@ -706,6 +768,17 @@ func (s *standbys) takeOver(name, from string, next int) error {
 		}
 		if next < 0 || len(in.state.Frames) >= next || time.Now().After(deadline) {
 			delete(s.in, name)
+			if room := in.prepared; room != nil { // held here already: let it go
+				s.mu.Unlock()
+				if have := room.Frames(); next >= 0 && have < next {
+					room.Close()
+					return fmt.Errorf("%w: room %q: %d frames of %d here", ErrInvalid, name, have, next)
+				}
+				if err := room.Release(); err != nil {
+					return err
+				}
+				return s.adoptHere(name, from, in.config, room, len(in.state.Frames), len(in.seats), next < 0)
+			}
 			st := in.state
 			for _, rec := range in.seats {
 				st.Seats = append(st.Seats, rec)
@@ -719,7 +792,7 @@ func (s *standbys) takeOver(name, from string, next int) error {
 			if next >= 0 && len(st.Frames) < next {
 				return fmt.Errorf("%w: room %q: %d frames of %d here", ErrInvalid, name, len(st.Frames), next)
 			}
-			return s.restoreHere(name, from, config, st)
+			return s.restoreHere(name, from, config, st, next < 0)
 		}
 		s.mu.Unlock()
 		time.Sleep(5 * time.Millisecond)
@@ -727,7 +800,7 @@ func (s *standbys) takeOver(name, from string, next int) error {
 }
 
 // restoreHere restores a room and makes it this node's.
-func (s *standbys) restoreHere(name, from string, config json.RawMessage, st engine.RoomState) error {
+func (s *standbys) restoreHere(name, from string, config json.RawMessage, st engine.RoomState, crashed bool) error {
 	n := s.n
 	n.mu.Lock()
 	if _, dup := n.rooms[name]; dup || n.left {
@@ -739,12 +812,34 @@ func (s *standbys) restoreHere(name, from string, config json.RawMessage, st eng
 	n.hostMu.Lock()
 	room, err := s.restore(name, config, st)
 	n.hostMu.Unlock()
-	n.mu.Lock()
 	if err != nil {
+		n.mu.Lock()
 		delete(n.rooms, name)
 		n.mu.Unlock()
 		return err
 	}
+	return s.adopted(name, from, config, room, len(st.Frames), len(st.Seats), crashed)
+}
+
+// adoptHere makes a room restored ahead (prepare) this node's.
+func (s *standbys) adoptHere(name, from string, config json.RawMessage, room *engine.Room, frames, seats int, crashed bool) error {
+	n := s.n
+	n.mu.Lock()
+	if _, dup := n.rooms[name]; dup || n.left {
+		n.mu.Unlock()
+		room.Close()
+		return fmt.Errorf("%w: room %q is here already, or the node left", ErrInvalid, name)
+	}
+	n.rooms[name] = struct{}{}
+	n.mu.Unlock()
+	return s.adopted(name, from, config, room, frames, seats, crashed)
+}
+
+// adopted tells the cluster that room, taken over from node from, is
+// this node's now, and gives it a standby of its own.
+func (s *standbys) adopted(name, from string, config json.RawMessage, room *engine.Room, frames, seats int, crashed bool) error {
+	n := s.n
+	n.mu.Lock()
 	n.gen++
 	n.publish(n.opts.subjRoom(), roomEvent{ID: n.info.ID, Instance: n.instance, Gen: n.gen, Op: "open", Room: name})
 	if err := n.member(true); err != nil { // out of the create queue if the room filled the node
@@ -755,11 +850,53 @@ func (s *standbys) restoreHere(name, from string, config json.RawMessage, st eng
 	s.took++
 	s.takenBy[name] = takenRecord{from: from}
 	s.mu.Unlock()
-	n.opts.Logger.Warn("cluster: room taken over", "room", name, "from", from, "frames", len(st.Frames), "players", len(st.Seats))
-	// The old primary, if it lives, moves its clients here.
-	publishJSON(n.c, &n.opts, n.opts.subjControl(from), standbyControl{Op: "taken", Room: name, URL: n.info.URL})
+	n.opts.Logger.Warn("cluster: room taken over", "room", name, "from", from, "frames", frames, "players", seats, "crash", crashed)
+	if crashed { // the old primary, if it lives after all, moves its clients here
+		publishJSON(n.c, &n.opts, n.opts.subjControl(from), standbyControl{Op: "taken", Room: name, URL: n.info.URL})
+	}
 	s.created(name, config) // and the room gets a standby of its own
 	_ = room
+	return nil
+}
+
+// prepare restores, held, a room this node stands by for, ahead of its
+// hand-over: the clients connect to it and wait, and the frames the
+// primary cuts meanwhile follow into it.
+func (s *standbys) prepare(name, from string) error {
+	s.mu.Lock()
+	in := s.in[name]
+	if in == nil || in.primary != from {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: not standing by for room %q of node %s", ErrInvalid, name, from)
+	}
+	if in.prepared != nil {
+		s.mu.Unlock()
+		return nil
+	}
+	st := in.state
+	st.Frames = slices.Clone(st.Frames)
+	for _, rec := range in.seats {
+		st.Seats = append(st.Seats, rec)
+	}
+	st.Hold, st.Carry = true, carryBound
+	config := in.config
+	s.mu.Unlock()
+	s.n.hostMu.Lock()
+	room, err := s.restore(name, config, st)
+	s.n.hostMu.Unlock()
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if in2 := s.in[name]; in2 != in {
+		room.Close()
+		return fmt.Errorf("%w: room %q: the stand-by ended meanwhile", ErrInvalid, name)
+	}
+	in.prepared = room
+	if missing := in.state.Frames[len(st.Frames):]; len(missing) > 0 { // come while it was made
+		room.Append(slices.Clone(missing))
+	}
 	return nil
 }
 
@@ -774,8 +911,9 @@ func (s *standbys) taken(name, by, url string) {
 		return
 	}
 	o.taken = true
+	o.hold()
 	s.mu.Unlock()
-	moved := o.room.MoveTo(url)
+	moved := o.room.MoveTo(url, false)
 	s.n.opts.Logger.Warn("cluster: room continues on its standby", "room", name, "standby", by, "clients_moved", moved)
 	go func() {
 		time.Sleep(5 * time.Second) // the clients open their new connections meanwhile
@@ -791,29 +929,50 @@ func (s *standbys) drain(ctx context.Context) int {
 	var names []string
 	for name, o := range s.out {
 		if o.standby != "" && !o.taken {
-			o.handing = true
 			names = append(names, name)
 		}
 	}
 	s.mu.Unlock()
-	handed := 0
+	// A few rooms at a time, each held only for its own hand-over: a
+	// room waits for no other's.
+	var handed atomic.Int64
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range min(handOverAtOnce, len(names)) {
+		wg.Go(func() {
+			for name := range work {
+				s.mu.Lock()
+				o := s.out[name]
+				if o == nil || o.taken {
+					s.mu.Unlock()
+					continue
+				}
+				s.mu.Unlock()
+				if err := s.handOver(ctx, name); err != nil {
+					s.n.opts.Logger.Warn("cluster: hand-over failed", "room", name, "err", err)
+					s.mu.Lock()
+					o.handing = false // it plays on here until it ends
+					o.hold()
+					s.mu.Unlock()
+					continue
+				}
+				handed.Add(1)
+			}
+		})
+	}
 	for _, name := range names {
 		if ctx.Err() != nil {
 			break
 		}
-		if err := s.handOver(ctx, name); err != nil {
-			s.n.opts.Logger.Warn("cluster: hand-over failed", "room", name, "err", err)
-			s.mu.Lock()
-			if o := s.out[name]; o != nil {
-				o.handing = false // it plays on here until it ends
-			}
-			s.mu.Unlock()
-			continue
-		}
-		handed++
+		work <- name
 	}
-	return handed
+	close(work)
+	wg.Wait()
+	return int(handed.Load())
 }
+
+// handOverAtOnce bounds the rooms a drain hands over at once.
+const handOverAtOnce = 8
 
 // handOver hands one room to its standby: the room has stopped cutting;
 // its last frames go out, the standby restores it, and the clients are
@@ -825,6 +984,27 @@ func (s *standbys) handOver(ctx context.Context, name string) error {
 	if o == nil {
 		return fmt.Errorf("%w: room %q", ErrInvalid, name)
 	}
+	s.mu.Lock()
+	to, url := o.standby, o.url
+	s.mu.Unlock()
+	// The standby makes the room ready, held; the clients connect to it
+	// and wait there, while the match goes on here.
+	if _, err := s.askStandby(ctx, to, standbyControl{Op: "prepare", Room: name}); err != nil {
+		return err
+	}
+	want := o.room.MoveTo(url, true)
+	for end := time.Now().Add(parkWait); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		rep, err := s.askStandby(ctx, to, standbyControl{Op: "parked", Room: name})
+		if err != nil || rep.Parked >= want {
+			break
+		}
+	}
+	// Then it cuts no more here, its last frames go out, and the standby
+	// lets the room go on: each client switches at its welcome.
+	s.mu.Lock()
+	o.handing = true
+	o.hold()
+	s.mu.Unlock()
 	cut := make(chan int, 1)
 	o.room.Do(func(l *lockstep.Room) { cut <- l.NextFrame() }) // after the tick in progress: no more cuts
 	var next int
@@ -834,30 +1014,42 @@ func (s *standbys) handOver(ctx context.Context, name string) error {
 		return ctx.Err()
 	}
 	s.flush()
+	if _, err := s.askStandby(ctx, to, standbyControl{Op: "handover", Room: name, Next: next}); err != nil {
+		publishJSON(s.n.c, &s.n.opts, s.n.opts.subjControl(to), standbyControl{Op: "cancel", Room: name})
+		return err
+	}
 	s.mu.Lock()
-	to, url := o.standby, o.url
+	o.taken = true
+	o.hold()
+	s.handed++
 	s.mu.Unlock()
-	b, _ := json.Marshal(standbyControl{Op: "handover", Room: name, Next: next})
+	s.n.opts.Logger.Info("cluster: room handed over", "room", name, "standby", to, "frames", next, "clients", want)
+	return nil
+}
+
+// parkWait bounds how long a hand-over waits for the clients to connect
+// to the standby before it switches them (those not there yet follow
+// with a handshake).
+const parkWait = 3 * time.Second
+
+// askStandby sends a control request to node to and returns its reply,
+// an error if it refused.
+func (s *standbys) askStandby(ctx context.Context, to string, c standbyControl) (*standbyReply, error) {
+	b, _ := json.Marshal(c)
 	rctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	msg, err := s.n.c.Request(rctx, s.n.opts.subjControl(to), b, fromNode(to))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rep, err := decode[standbyReply](msg.Data)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !rep.OK {
-		return fmt.Errorf("%w: standby %s: %s", ErrRefused, to, rep.Error)
+		return rep, fmt.Errorf("%w: standby %s: %s %s", ErrRefused, to, c.Op, rep.Error)
 	}
-	s.mu.Lock()
-	o.taken = true
-	s.handed++
-	s.mu.Unlock()
-	moved := o.room.MoveTo(url)
-	s.n.opts.Logger.Info("cluster: room handed over", "room", name, "standby", to, "frames", next, "clients_moved", moved)
-	return nil
+	return rep, nil
 }
 
 // resign tells every primary this node stands by for to name another
@@ -865,11 +1057,18 @@ func (s *standbys) handOver(ctx context.Context, name string) error {
 func (s *standbys) resign() {
 	s.mu.Lock()
 	rooms := map[string][]string{}
+	var held []*engine.Room
 	for name, in := range s.in {
 		rooms[in.primary] = append(rooms[in.primary], name)
+		if in.prepared != nil {
+			held = append(held, in.prepared)
+		}
 		delete(s.in, name)
 	}
 	s.mu.Unlock()
+	for _, r := range held {
+		r.Close()
+	}
 	for primary, names := range rooms {
 		for _, name := range names {
 			publishJSON(s.n.c, &s.n.opts, s.n.opts.subjControl(primary), standbyControl{Op: "resign", Room: name})

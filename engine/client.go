@@ -540,6 +540,12 @@ func (c *Client) Receive(now time.Time) error {
 // once and waits, parked, for the welcome that comes at the crossing; a
 // move told while a standby waits replaces it.
 func (c *Client) follow(mv *move) {
+	if c.failing != nil {
+		if mv.world == c.welcome.target && (mv.url == c.standby || mv.url == "") {
+			return // the room hands itself to its standby: the client is on its way there
+		}
+		c.dropFailover()
+	}
 	switch {
 	case c.moving != nil && c.standbyMove:
 		c.dropMove() // the server gave the standby up, or the player moves elsewhere

@@ -13,12 +13,19 @@ import (
 // from its room (at least four of the room's frame periods) before it
 // suspects the room's server and tries the standby the room named
 // (SPEC.md §9.6): the match goes on there if the server died, and the
-// client stays where it is if the server was only slow.
-const FailoverSilence = time.Second
+// client stays where it is if the server was only slow. A room that
+// cuts 15 frames a second and sends each several times is never that
+// quiet while it lives.
+const FailoverSilence = 700 * time.Millisecond
 
-// failoverBackoff bounds the wait between two tries of the standby,
-// which may still be taking the room over.
-const failoverBackoff = 250 * time.Millisecond
+// failoverBackoff is the wait between two tries of the standby, which
+// may still be taking the room over: failoverQuick of them, then waits
+// that double up to failoverMaxBackoff.
+const (
+	failoverBackoff    = 100 * time.Millisecond
+	failoverMaxBackoff = time.Second
+	failoverQuick      = 10 // tries at failoverBackoff before the waits double
+)
 
 // failoverSilence is FailoverSilence for the room's rate.
 func (c *Client) failoverSilence() time.Duration {
@@ -57,6 +64,7 @@ func (c *Client) suspect(now time.Time) {
 // (not found) is tried again, after a short wait, until ctx is done.
 func dialFailover(ctx context.Context, url string, creds []string, cfg *ClientConfig) resumed {
 	var r resumed
+	wait := failoverBackoff
 	for {
 		r.attempts++
 		hctx, hcancel := context.WithTimeout(ctx, resumeDial)
@@ -84,7 +92,10 @@ func dialFailover(ctx context.Context, url string, creds []string, cfg *ClientCo
 		select {
 		case <-ctx.Done():
 			return r
-		case <-time.After(failoverBackoff):
+		case <-time.After(wait):
+		}
+		if r.attempts >= failoverQuick { // the standby takes a room over within a second of its server's death
+			wait = min(2*wait, failoverMaxBackoff)
 		}
 	}
 }

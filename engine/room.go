@@ -38,8 +38,9 @@ type Room struct {
 	pstats  []lockstep.PlayerStats
 	due     time.Time
 
-	feed    RoomFeed // the standby's (standby.go)
-	standby string   // the standby's URL, told to clients
+	feed    RoomFeed     // the standby's (standby.go)
+	standby string       // the standby's URL, told to clients
+	parking []parkedPeer // a held room's connections, until Release; nil when not held
 
 	mayCut    func() bool   // owned by the worker: RoomFeed.MayCut
 	restore   *restoreState // owned by the worker: a restored room's gathering; nil for a room that cut its match from the start
@@ -140,6 +141,11 @@ func (r *Room) close(idle bool) {
 	for _, p := range r.spect {
 		p.bye(byeClosed, r.name)
 	}
+	for _, pp := range r.parking {
+		pp.p.bye(byeClosed, r.name)
+		defer r.s.release(pp.p)
+	}
+	r.parking = nil
 	r.mu.Unlock()
 	r.s.forget(r.name)
 }
@@ -213,6 +219,27 @@ func (r *Room) attach(p *peer) error {
 		r.players[t.Player] = slot
 	}
 	arrived := len(r.players)
+	if r.parking != nil { // a held room (RoomState.Hold): welcomed at Release
+		r.parking = append(r.parking, parkedPeer{p, slot, seen, arrived})
+		r.mu.Unlock()
+		return nil
+	}
+	r.mu.Unlock()
+	return r.seat(p, slot, seen, arrived)
+}
+
+// parkedPeer is a connection a held room took, to be seated at Release.
+type parkedPeer struct {
+	p       *peer
+	slot    int
+	seen    bool
+	arrived int
+}
+
+// seat welcomes a player's connection in its slot and starts reading it.
+func (r *Room) seat(p *peer, slot int, seen bool, arrived int) error {
+	t := p.ticket
+	r.mu.Lock()
 	standby := r.standby
 	r.mu.Unlock()
 	restored := r.restoredFrom()

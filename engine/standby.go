@@ -64,6 +64,11 @@ type RoomState struct {
 	// standby had not got (a cluster knows the bound from how far its
 	// standby may lag). 0: a second's worth of frames.
 	Carry int
+	// Hold restores the room held, for a hand-over made in advance: it
+	// cuts nothing, takes more frames with Append, and parks the
+	// connections that come (their clients wait, connected, for the
+	// welcome) until Release.
+	Hold bool
 }
 
 // Feed sends the room's frames (those cut so far at once, then each as
@@ -171,7 +176,7 @@ const GatherWait = 1500 * time.Millisecond
 // gatherAfterFirst is how long a restored room waits for the others once
 // a first client is back: clients notice the silence within moments of
 // each other.
-const gatherAfterFirst = 400 * time.Millisecond
+const gatherAfterFirst = 300 * time.Millisecond
 
 // carryWait is how long a client in a restored room has to send its
 // carry before it is taken as a fresh client.
@@ -204,6 +209,10 @@ func (s *Server) restoreRoom(name string, cfg lockstep.Config, st RoomState) (*R
 		bound = cfg.Hz
 	}
 	r.restore = &restoreState{from: room.NextFrame(), maxCarry: bound, until: now.Add(GatherWait), got: map[int]*carry{}, await: map[int]time.Time{}, peers: map[int]*peer{}}
+	r.restore.held = st.Hold
+	if st.Hold {
+		r.parking = []parkedPeer{}
+	}
 	r.host = sched.NewHost[roomPacket](roomLoop{r})
 	if err := s.register(name, r, nil); err != nil {
 		return nil, err
@@ -229,6 +238,7 @@ type restoreState struct {
 	await    map[int]time.Time // slots attached, not yet carried: until when their carry is awaited
 	peers    map[int]*peer     // the connections attached, by slot
 	gathered bool              // the room took its frames and cuts on
+	held     bool              // RoomState.Hold, until Release
 	resyncs  int               // clients told to start over
 	carried  int               // frames taken from the clients
 }
@@ -277,6 +287,9 @@ func (r *Room) takeCarry(slot int, msg []byte, now time.Time) {
 // player carried (or the waits ran out), and takes late clients.
 func (r *Room) gather(now time.Time) bool {
 	rs := r.restore
+	if rs.held {
+		return false
+	}
 	for slot, until := range rs.await {
 		if now.After(until) { // no carry: a client that kept nothing
 			delete(rs.await, slot)
@@ -397,12 +410,89 @@ func (r *Room) frameBody(n int) ([]byte, int) {
 	return body, bits
 }
 
+// Append queues more frames of the match for a held room's log
+// (RoomState.Hold): the frames its standby got since the room was
+// restored, in order. It does not wait for the room (a caller may hold
+// a lock the rooms' workers take); a frame the room refuses (out of
+// order, not a frame, a room not held) is logged and dropped, and the
+// room's Release then finds its log short of the hand-over's frames.
+func (r *Room) Append(frames []lockstep.EncodedFrame) {
+	r.host.Do(func() {
+		if r.restore == nil || !r.restore.held {
+			r.s.log.Warn("frames for a room not held dropped", "room", r.name, "frames", len(frames))
+			return
+		}
+		if err := r.room.Extend(frames); err != nil {
+			r.s.log.Warn("frames for a held room refused", "room", r.name, "err", err)
+		}
+		r.restore.from = r.room.NextFrame()
+	})
+}
+
+// Frames returns how many frames the room's log holds (read on its
+// worker).
+func (r *Room) Frames() int {
+	n := make(chan int, 1)
+	if !r.host.Do(func() { n <- r.room.NextFrame() }) {
+		return 0
+	}
+	return <-n
+}
+
+// Parked returns how many connections a held room parked.
+func (r *Room) Parked() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.parking)
+}
+
+// Release lets a held room go on: its parked connections are welcomed
+// (each client switches to it at once, and carries what it holds), and
+// it gathers its players and cuts from its log's end as RestoreRoom
+// says. It refuses, with ErrClosed, a room that is not held.
+func (r *Room) Release() error {
+	done := make(chan error, 1)
+	if !r.host.Do(func() {
+		rs := r.restore
+		if rs == nil || !rs.held {
+			done <- fmt.Errorf("%w: room %q is not held", ErrClosed, r.name)
+			return
+		}
+		rs.held, rs.until = false, time.Now().Add(GatherWait)
+		done <- nil
+	}) {
+		return errstack.With(fmt.Errorf("%w: room %q", ErrClosed, r.name))
+	}
+	if err := <-done; err != nil {
+		return errstack.With(err)
+	}
+	r.mu.Lock()
+	parked := r.parking
+	r.parking = nil
+	r.mu.Unlock()
+	for _, pp := range parked {
+		select {
+		case <-pp.p.conn.Done():
+			r.s.release(pp.p)
+			continue
+		default:
+		}
+		if err := r.seat(pp.p, pp.slot, pp.seen, pp.arrived); err != nil {
+			pp.p.bye(byeFor(err), err.Error())
+			r.s.release(pp.p)
+		}
+	}
+	return nil
+}
+
 // MoveTo tells every player connected to the room to go on at url, the
 // server that continues its match (RestoreRoom; a drain hands rooms over
 // this way): each is given a ticket there, opens its new connection while
-// this one lasts, and switches, keeping its lockstep state. It returns
-// how many were told.
-func (r *Room) MoveTo(url string) int {
+// this one lasts, and switches, keeping its lockstep state. With standby,
+// the clients connect and wait, parked, for the room there to be
+// released (RoomState.Hold): the switch then costs no handshake. It
+// returns how many were told.
+func (r *Room) MoveTo(url string, standby bool) int {
 	n := 0
 	for i := range r.slots {
 		p := r.slots[i].Load()
@@ -413,7 +503,7 @@ func (r *Room) MoveTo(url string) int {
 		if err != nil {
 			continue
 		}
-		if p.conn.SendReliable(appendMove(nil, &move{world: r.name, url: url, ticket: tk})) == nil {
+		if p.conn.SendReliable(appendMove(nil, &move{world: r.name, url: url, ticket: tk, standby: standby})) == nil {
 			n++
 		}
 	}

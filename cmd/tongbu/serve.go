@@ -116,6 +116,7 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
                 "public_url": "https://eu-1.game.example", "capacity": 100,
                 "players": 5000,       world players the cluster may place here
                 "region": "eu-west",   where the node runs: matches are placed near their players
+                "no_standby": false,   true: rooms here get no standby node (they end with this one)
                 "heartbeat": "1s", "prefix": "tongbu.cluster"},
     "matchmaker": {"modes": [{"name": "5v5", "teams": 2, "team_size": 5,
                               "room": {"players": 10, "hz": 30}}]}

@@ -34,6 +34,10 @@ type clusterConfig struct {
 	Heartbeat string `json:"heartbeat"`  // heartbeat interval (Go duration), default 1s
 	Prefix    string `json:"prefix"`     // subject prefix, default tongbu.cluster
 	Region    string `json:"region"`     // where the node runs, for matches placed near their players
+	// NoStandby: the rooms placed here get no standby on another node
+	// (they end with the node, as a match does on a single server), and
+	// the node stands by for no other's.
+	NoStandby bool `json:"no_standby"`
 	// How the node proves itself to NATS, and the cluster's secret
 	// (natsauth.go).
 	natsAuth
@@ -50,6 +54,7 @@ const defaultTicketTTL = 10 * time.Minute
 type clusterFlagSet struct {
 	nats, node, url, heartbeat, region *string
 	capacity, players                  *int
+	standby                            *bool
 	auth                               *natsAuthFlags
 }
 
@@ -62,6 +67,7 @@ func clusterFlags(fs *flag.FlagSet) *clusterFlagSet {
 		players:   fs.Int("players", 0, "world players the cluster may place here, summed over the worlds' caps (default 5000)"),
 		heartbeat: fs.String("heartbeat", "", "cluster heartbeat interval (default 1s)"),
 		region:    fs.String("region", "", "the region the node runs in (matches are placed near their players)"),
+		standby:   fs.Bool("standby", true, "give every room placed here a standby on another node, which goes on with its match if this process dies or drains (and stand by for the others' rooms)"),
 		auth:      newNATSAuthFlags(fs),
 	}
 }
@@ -74,6 +80,9 @@ func (f *clusterFlagSet) apply(c *clusterConfig) error {
 	c.Heartbeat = firstNonEmpty(*f.heartbeat, c.Heartbeat)
 	c.Region = firstNonEmpty(*f.region, c.Region)
 	f.auth.apply(&c.natsAuth)
+	if !*f.standby {
+		c.NoStandby = true
+	}
 	if *f.capacity > 0 {
 		c.Capacity = *f.capacity
 	}
@@ -160,10 +169,12 @@ func joinCluster(srv *engine.Server, ws *worlds, c *clusterConfig, ticketSecret 
 	}
 	// Every room placed here gets a standby on another node, which goes
 	// on with its match if this process dies or drains (SIGTERM).
-	if err := node.ServeStandbys(srv, restoreHost(srv)); err != nil {
-		node.Leave()
-		nc.Close()
-		return nil, err
+	if !c.NoStandby {
+		if err := node.ServeStandbys(srv, restoreHost(srv)); err != nil {
+			node.Leave()
+			nc.Close()
+			return nil, err
+		}
 	}
 	srv.AddMetrics(node.WriteMetrics)
 	node.OnKick(srv.Kick) // cluster.Kick reaches this process's connections

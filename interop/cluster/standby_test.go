@@ -205,11 +205,28 @@ func TestDrainHandsTheMatchOver(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	handed, err := primary.node.Drain(ctx)
-	if err != nil || handed != 1 {
-		t.Fatalf("drain handed %d rooms over: %v", handed, err)
-	}
 	ran := len(ds[0].frames)
+	type drained struct {
+		handed int
+		err    error
+	}
+	done := make(chan drained, 1)
+	go func() { // the players play while their node drains
+		n, err := primary.node.Drain(ctx)
+		done <- drained{n, err}
+	}()
+	var d *drained
+	playDuel(t, "the drain", ds, func() bool {
+		select {
+		case r := <-done:
+			d = &r
+		default:
+		}
+		return d != nil
+	})
+	if d.err != nil || d.handed != 1 {
+		t.Fatalf("drain handed %d rooms over: %v", d.handed, d.err)
+	}
 	playDuel(t, "the match going on on the standby", ds, func() bool {
 		return len(ds[0].frames) > ran+40 && len(ds[1].frames) > ran+40
 	})

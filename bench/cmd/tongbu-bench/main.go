@@ -23,6 +23,7 @@ import (
 	_ "github.com/tongbu/tongbu/bench/cells"
 	_ "github.com/tongbu/tongbu/bench/churn"
 	_ "github.com/tongbu/tongbu/bench/codec"
+	_ "github.com/tongbu/tongbu/bench/failover"
 	_ "github.com/tongbu/tongbu/bench/feel"
 	"github.com/tongbu/tongbu/bench/internal/bots"
 	"github.com/tongbu/tongbu/bench/internal/harness"
