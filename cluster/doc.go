@@ -34,6 +34,18 @@
 // the others. A node that Leaves on purpose has its rooms closed, not
 // lost.
 //
+// Standbys: a node that calls ServeStandbys gives every room it creates a
+// standby on another node, which holds the room's frames, config and
+// seats as the room cuts them, and continues the match if the node dies
+// (its clients notice the silence within a second and resume there by
+// themselves, with the credentials the first node gave them) or drains
+// (Drain: the clients connect to the standby ahead and switch in one round
+// trip). A room cuts only under a lease from its standby, which takes the
+// room over only once that lease has run out, so two nodes never cut one
+// match (DESIGN.md, "Rooms that outlive a node"). A lost node's rooms that
+// had a standby are reported lost by the directory and come back, on the
+// standby, moments later.
+//
 // Worlds: a node that calls ServeWorlds takes worlds up to NodeInfo.Players
 // players (the sum of their caps), placed as rooms are (CreateWorld); its
 // heartbeats carry each world's players, bookings and cap, so a directory

@@ -179,8 +179,11 @@ const GatherWait = 1500 * time.Millisecond
 const gatherAfterFirst = 300 * time.Millisecond
 
 // carryWait is how long a client in a restored room has to send its
-// carry before it is taken as a fresh client.
-const carryWait = time.Second
+// carry before it is taken as a fresh client: long, since a client that
+// follows a match here carries as soon as it takes the connection (one
+// that does not know carries never follows a match by itself), and one
+// taken as fresh too early would run the match again from frame 0.
+const carryWait = 5 * time.Second
 
 func (s *Server) restoreRoom(name string, cfg lockstep.Config, st RoomState) (*Room, error) {
 	if len(name) == 0 || len(name) > MaxNameLen {
