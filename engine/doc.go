@@ -48,6 +48,18 @@
 // it went). Server.Kick ends a player's connections and refuses its
 // credentials and the tickets issued before the kick (ErrKicked).
 //
+// A lockstep match can outlive its server (package cluster does this for
+// every room on a cluster). Room.Feed hands another server, the standby,
+// each frame the room cuts and its players' seats; Room.SetStandby tells
+// the clients where it is. If the room's server dies, the standby
+// continues the match with Server.RestoreRoom, on the original schedule:
+// every client notices the silence within FailoverSilence, resumes there
+// by itself with the first server's credentials, keeps its lockstep
+// state, and carries back the frames the standby lacked, so no frame is
+// lost or cut twice. A deploy hands a room over on purpose
+// (RoomState.Hold, Room.MoveTo, Room.Release) with a stall of a frame or
+// two; Server.Drain waits for the matches that have no standby to end.
+//
 // The Server is native only; the Client also builds for js/wasm, where
 // package wasm starts it in a page.
 //

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http/httptest"
+	"sync"
 	"time"
 
 	"github.com/tongbu/tongbu/engine"
@@ -247,4 +248,48 @@ func ExampleServer_Kick() {
 	// connections ended: 1
 	// engine: closed by server: kicked: speed hack
 	// true
+}
+
+// A room's standby continues its match on another server (here, in the
+// same process): the first server's room feeds its frames and seats to
+// the standby's copy, and when the first server stops, the second
+// restores the room from that copy, on the original schedule.
+func ExampleServer_RestoreRoom() {
+	first, _ := engine.NewServer(engine.Config{Secret: secret, NoWebRTC: true})
+	second, _ := engine.NewServer(engine.Config{Secret: secret, NoWebRTC: true}) // the same secret: the players' credentials admit there
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go first.Serve(ctx)
+	go second.Serve(ctx)
+
+	cfg := lockstep.Config{Players: 2, Hz: 30, Start: lockstep.StartAtOnce}
+	room, _ := first.CreateRoom("duel", cfg)
+	var mu sync.Mutex
+	var copyOf engine.RoomState // what a standby keeps (package cluster streams it over NATS)
+	room.Feed(engine.RoomFeed{
+		Frame: func(start time.Time, f lockstep.EncodedFrame) {
+			mu.Lock()
+			defer mu.Unlock()
+			f.Full = append([]byte(nil), f.Full...) // the room's bytes are valid only during the call
+			copyOf.Start, copyOf.Frames = start, append(copyOf.Frames, f)
+		},
+		Seat: func(s engine.SeatRecord) {
+			mu.Lock()
+			defer mu.Unlock()
+			copyOf.Seats = append(copyOf.Seats, s)
+		},
+	})
+	time.Sleep(200 * time.Millisecond) // the match goes on a moment
+	first.Shutdown(context.Background())
+
+	mu.Lock()
+	st := copyOf
+	mu.Unlock()
+	restored, err := second.RestoreRoom("duel", cfg, st)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("continued:", restored.Name(), len(st.Frames) > 0)
+	// Output: continued: duel true
 }

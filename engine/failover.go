@@ -127,14 +127,8 @@ func (c *Client) failedOver(d resumed) {
 // dropFailover calls off a try of the standby (frames came again, or
 // Close); a connection it made all the same is closed.
 func (c *Client) dropFailover() {
-	ch := c.failing
-	c.failStop()
+	discardDial(c.failing, c.failStop)
 	c.failing, c.failStop = nil, nil
-	go func() {
-		if d := <-ch; d.c != nil {
-			d.c.Close()
-		}
-	}()
 }
 
 // takeOver makes the client nc's, a new connection of the same player:

@@ -251,9 +251,14 @@ func (c *Client) resumed(d resumed) {
 // dropResume cancels the resume under way (Close); a connection it made
 // all the same is closed.
 func (c *Client) dropResume() {
-	ch := c.resuming
-	c.resumeStop()
+	discardDial(c.resuming, c.resumeStop)
 	c.resuming, c.resumeStop = nil, nil
+}
+
+// discardDial cancels a dial under way (stop) and closes the connection
+// it made all the same, when its outcome comes on ch.
+func discardDial(ch chan resumed, stop func()) {
+	stop()
 	go func() {
 		if d := <-ch; d.c != nil {
 			d.c.Close()
