@@ -215,6 +215,11 @@ func (s *standbys) watch(now time.Time) {
 	}
 }
 
+// askWait bounds the question to a silent primary. Short: by then it
+// has been silent past its lease, so a take-over is safe even if it only
+// answers late (it finds its rooms taken and moves its clients).
+const askWait = 100 * time.Millisecond
+
 // primaryHolds asks a silent primary whether it still holds room with
 // this node as its standby. It reports false when the primary does not
 // answer (it is gone from NATS, or frozen past its lease): its rooms are
@@ -222,7 +227,7 @@ func (s *standbys) watch(now time.Time) {
 // holds the room with this node, this node stands by for it no more.
 func (s *standbys) primaryHolds(id, room string) bool {
 	b, _ := json.Marshal(standbyControl{Op: "ask", Room: room})
-	ctx, cancel := context.WithTimeout(context.Background(), leaseTTL)
+	ctx, cancel := context.WithTimeout(context.Background(), askWait)
 	defer cancel()
 	msg, err := s.n.c.Request(ctx, s.n.opts.subjControl(id), b, fromNode(id))
 	if err != nil {

@@ -136,10 +136,12 @@ var rules = map[string]rule{
 		exceptImport: []string{"internal/sched", "internal/hugepage", "internal/netns"},
 		denyExternal: append([]string{natsServer}, heavy...),
 	},
-	// the cells bench places worlds on cluster nodes, and the abuse bench
-	// attacks a cluster: each runs a NATS server in its process, as the
-	// interop tests do; the bench command links it with every scenario.
+	// the cells bench places worlds on cluster nodes, the abuse bench
+	// attacks a cluster, and the failover bench kills a cluster's nodes:
+	// each runs a NATS server in its process, as the interop tests do;
+	// the bench command links it with every scenario.
 	"bench/cells":      benchWithNATS,
+	"bench/failover":   benchWithNATS,
 	"bench/abuse":      benchWithNATS,
 	"bench/matchmaker": benchWithNATS,
 	"bench/cmd":        benchWithNATS,
