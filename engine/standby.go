@@ -451,8 +451,10 @@ func (r *Room) Parked() int {
 
 // Release lets a held room go on: its parked connections are welcomed
 // (each client switches to it at once, and carries what it holds), and
-// it gathers its players and cuts from its log's end as RestoreRoom
-// says. It refuses, with ErrClosed, a room that is not held.
+// it cuts from its log's end as RestoreRoom says, gathering its players
+// for two frame periods at most: its log is whole, so a player whose
+// carry comes later only misses the frames' inputs it would have sent
+// meanwhile. It refuses, with ErrClosed, a room that is not held.
 func (r *Room) Release() error {
 	done := make(chan error, 1)
 	if !r.host.Do(func() {
@@ -461,7 +463,10 @@ func (r *Room) Release() error {
 			done <- fmt.Errorf("%w: room %q is not held", ErrClosed, r.name)
 			return
 		}
-		rs.held, rs.until = false, time.Now().Add(GatherWait)
+		// Its log is whole (the room it continues stopped first): it
+		// waits two frames for its players' carries, not for the slowest
+		// of them; one whose carry comes later is taken back then.
+		rs.held, rs.until = false, time.Now().Add(2*r.cfg.Period())
 		done <- nil
 	}) {
 		return errstack.With(fmt.Errorf("%w: room %q", ErrClosed, r.name))
