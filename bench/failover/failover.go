@@ -97,13 +97,14 @@ func run(args []string, out io.Writer) error {
 	row("players dropped", base.dropped, sb.dropped)
 	row("stall p50 ms", ms(base.stallP50), ms(sb.stallP50))
 	row("stall p99 ms", ms(base.stallP99), ms(sb.stallP99))
+	row("bots' turn p99/max ms", fmt.Sprintf("%d/%d", ms(base.turnP99), ms(base.turnMax)), fmt.Sprintf("%d/%d", ms(sb.turnP99), ms(sb.turnMax)))
 	row("cpu us/player-frame", fmt.Sprintf("%.2f", base.cpuPerPF), fmt.Sprintf("%.2f", sb.cpuPerPF))
 	row("nats B/room/s", fmt.Sprintf("%.0f", base.natsPerRoom), fmt.Sprintf("%.0f", sb.natsPerRoom))
 	row("frame B/room/s", fmt.Sprintf("%.0f", base.frameBytes), fmt.Sprintf("%.0f", sb.frameBytes))
 	standbyBytes := sb.natsPerRoom - base.natsPerRoom
 	fmt.Fprintln(out, harness.Result("failover", "mode", o.mode, "rooms", o.rooms, "players", o.players,
 		"matches", sb.matches, "matches_survived", sb.survived, "frames_lost", sb.lost, "frames_conflicting", sb.conflicting,
-		"desyncs", sb.desyncs, "stall_p50_ms", ms(sb.stallP50), "stall_p99_ms", ms(sb.stallP99), "players_dropped", sb.dropped,
+		"desyncs", sb.desyncs, "stall_p50_ms", ms(sb.stallP50), "stall_p99_ms", ms(sb.stallP99), "bots_turn_max_ms", ms(sb.turnMax), "players_dropped", sb.dropped,
 		"baseline_matches", base.matches, "baseline_matches_survived", base.survived,
 		"standby_cpu_ratio", fmt.Sprintf("%.3f", sb.cpuPerPF/base.cpuPerPF),
 		"nats_bytes_per_room_s", fmt.Sprintf("%.0f", standbyBytes),
@@ -119,9 +120,10 @@ type outcome struct {
 	matches, survived, dropped int
 	lost, conflicting, desyncs int
 	stallP50, stallP99         time.Duration
-	cpuPerPF                   float64 // server CPU us a player-frame, steady
-	natsPerRoom                float64 // NATS bytes in, a room a second, steady
-	frameBytes                 float64 // the rooms' frame bodies, bytes a room a second
+	turnP99, turnMax           time.Duration // the bots' loops: time between two turns, after the event
+	cpuPerPF                   float64       // server CPU us a player-frame, steady
+	natsPerRoom                float64       // NATS bytes in, a room a second, steady
+	frameBytes                 float64       // the rooms' frame bodies, bytes a room a second
 }
 
 // node is one tongbu serve process.
@@ -337,8 +339,11 @@ func trial(o options, standby bool, out io.Writer) (outcome, error) {
 	var mu sync.Mutex
 	stop := make(chan struct{})
 	var loops sync.WaitGroup
+	var turns []time.Duration // after the event: how long between two turns of a loop (the stall's floor)
+	measuring := false
 	for k := range 2 {
 		loops.Go(func() {
+			var last time.Time
 			for {
 				select {
 				case <-stop:
@@ -347,6 +352,10 @@ func trial(o options, standby bool, out io.Writer) (outcome, error) {
 				}
 				mu.Lock()
 				now := time.Now()
+				if measuring && !last.IsZero() {
+					turns = append(turns, now.Sub(last))
+				}
+				last = now
 				for i := k; i < len(bots); i += 2 {
 					bots[i].play(now)
 				}
@@ -422,6 +431,7 @@ func trial(o options, standby bool, out io.Writer) (outcome, error) {
 	for i, b := range bots {
 		before[i], b.gap = len(b.sums), 0
 	}
+	measuring = true
 	mu.Unlock()
 	sig := syscall.SIGKILL
 	if o.mode == "drain" {
@@ -495,6 +505,10 @@ func trial(o options, standby bool, out io.Writer) (outcome, error) {
 		if conflict {
 			res.desyncs++
 		}
+	}
+	if len(turns) > 0 {
+		slices.Sort(turns)
+		res.turnP99, res.turnMax = turns[int(math.Ceil(0.99*float64(len(turns))))-1], turns[len(turns)-1]
 	}
 	if res.survived > 0 {
 		slices.Sort(stalls)
