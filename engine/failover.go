@@ -67,17 +67,10 @@ func dialFailover(ctx context.Context, url string, creds []string, cfg *ClientCo
 	wait := failoverBackoff
 	for {
 		r.attempts++
-		hctx, hcancel := context.WithTimeout(ctx, resumeDial)
-		conn, err := dialConn(hctx, url, creds[0], cfg)
-		hcancel()
+		nc, err := dialWelcome(ctx, url, creds[0], cfg)
 		if err == nil {
-			var nc *Client
-			if nc, err = NewClient(ctx, conn); err == nil {
-				nc.url, nc.cfg = url, cfg
-				r.c, r.err = nc, nil
-				return r
-			}
-			conn.Close()
+			r.c, r.err = nc, nil
+			return r
 		}
 		r.err = err
 		switch {

@@ -176,6 +176,24 @@ func (c *Client) resume(now time.Time, lost error) bool {
 	return true
 }
 
+// dialWelcome dials url with cred (one try, bounded by resumeDial) and
+// waits for the server's welcome: the new connection's client.
+func dialWelcome(ctx context.Context, url, cred string, cfg *ClientConfig) (*Client, error) {
+	hctx, hcancel := context.WithTimeout(ctx, resumeDial)
+	conn, err := dialConn(hctx, url, cred, cfg)
+	hcancel()
+	if err != nil {
+		return nil, err
+	}
+	nc, err := NewClient(ctx, conn)
+	if err != nil {
+		conn.Close()
+		return nil, err
+	}
+	nc.url, nc.cfg = url, cfg
+	return nc, nil
+}
+
 // dialResume dials url with each credential in turn until one gets a
 // welcome, waiting longer between tries, until ctx is done. A credential
 // the server refuses for good (spent, expired) is dropped; one refused
@@ -185,17 +203,10 @@ func dialResume(ctx context.Context, url string, creds []string, cfg *ClientConf
 	wait := resumeBackoff
 	for {
 		r.attempts++
-		hctx, hcancel := context.WithTimeout(ctx, resumeDial)
-		conn, err := dialConn(hctx, url, creds[0], cfg)
-		hcancel()
+		nc, err := dialWelcome(ctx, url, creds[0], cfg)
 		if err == nil {
-			var nc *Client
-			if nc, err = NewClient(ctx, conn); err == nil {
-				nc.url, nc.cfg = url, cfg
-				r.c, r.err = nc, nil // what failed before this dial is not the outcome
-				return r
-			}
-			conn.Close()
+			r.c, r.err = nc, nil // what failed before this dial is not the outcome
+			return r
 		}
 		r.err = err
 		if to, ticket, ok := followMove(err, url); ok && r.follows < maxFollows {
