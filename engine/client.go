@@ -90,6 +90,10 @@ type ConnectionEvent struct {
 	Away time.Duration
 	// Attempts counts the dials made to resume (Resumed, Lost).
 	Attempts int
+	// RestoredFrame, when not 0 (Resumed), says the player's world came
+	// back from its checkpoint on another server after its own died: the
+	// world went back to this frame, and what happened since is lost.
+	RestoredFrame int
 }
 
 // ConnectionState is what happened to a connection.
@@ -358,7 +362,7 @@ func NewClient(ctx context.Context, conn transport.Conn) (*Client, error) {
 	if err != nil {
 		return nil, errstack.Wrapf(err, "engine")
 	}
-	if c.fo != nil && w.mode == Lockstep {
+	if c.fo != nil {
 		c.standby = c.fo.standby
 	}
 	return c, nil
@@ -502,7 +506,7 @@ func (c *Client) Receive(now time.Time) error {
 		heard = true
 		c.deliver(now, m.Data)
 	}
-	if heard && c.ls != nil && c.ls.Have() > 0 {
+	if heard && (c.ls != nil && c.ls.Have() > 0 || c.is != nil) {
 		c.heardAt = now
 		if c.failing != nil {
 			c.dropFailover() // the room is alive after all

@@ -9,13 +9,14 @@ import (
 	"github.com/tongbu/tongbu/lockstep"
 )
 
-// FailoverSilence is how long a lockstep client in a match hears no frame
-// from its room (at least four of the room's frame periods) before it
-// suspects the room's server and tries the standby the room named
-// (SPEC.md §9.6): the match goes on there if the server died, and the
-// client stays where it is if the server was only slow. A room that
-// cuts 15 frames a second and sends each several times is never that
-// quiet while it lives.
+// FailoverSilence is how long a client hears nothing from its room or
+// world (at least four of its frame periods) before it suspects the
+// server and tries the standby the room or world named (SPEC.md §9.6):
+// the match or world goes on there if the server died, and the client
+// stays where it is if the server was only slow. A room that cuts 15
+// frames a second and sends each several times, and a world that sends
+// every client a packet every frame, are never that quiet while they
+// live.
 const FailoverSilence = 700 * time.Millisecond
 
 // failoverBackoff is the wait between two tries of the standby, which
@@ -29,6 +30,9 @@ const (
 
 // failoverSilence is FailoverSilence for the room's rate.
 func (c *Client) failoverSilence() time.Duration {
+	if c.is != nil {
+		return max(FailoverSilence, 4*c.welcome.interest.Period())
+	}
 	return max(FailoverSilence, 4*c.welcome.lockstep.Period())
 }
 
@@ -36,7 +40,7 @@ func (c *Client) failoverSilence() time.Duration {
 // long; the connection stays open meanwhile, and frames arriving on it
 // again call the try off.
 func (c *Client) suspect(now time.Time) {
-	if c.ls == nil || c.standby == "" || c.cfg == nil || c.heardAt.IsZero() || c.failing != nil ||
+	if (c.ls == nil && c.is == nil) || c.standby == "" || c.cfg == nil || c.heardAt.IsZero() || c.failing != nil ||
 		c.moving != nil || c.resuming != nil || len(c.credentials) == 0 || now.Sub(c.heardAt) < c.failoverSilence() {
 		return
 	}
@@ -51,7 +55,7 @@ func (c *Client) suspect(now time.Time) {
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	c.failing, c.failStop, c.lostAt = ch, cancel, now
 	if cfg.Logger != nil {
-		cfg.Logger.Info("engine: room silent; trying its standby", "target", c.welcome.target, "standby", url, "silent", now.Sub(c.heardAt))
+		cfg.Logger.Info("engine: room or world silent; trying its standby", "target", c.welcome.target, "standby", url, "silent", now.Sub(c.heardAt))
 	}
 	go func() {
 		defer cancel()
@@ -113,8 +117,17 @@ func (c *Client) failedOver(d resumed) {
 		cfg.Logger.Info("engine: the match goes on on the standby", "target", c.welcome.target, "url", c.url, "after", away)
 	}
 	if cfg.OnConnection != nil {
-		cfg.OnConnection(ConnectionEvent{State: Resumed, Away: away, Attempts: d.attempts})
+		cfg.OnConnection(ConnectionEvent{State: Resumed, Away: away, Attempts: d.attempts, RestoredFrame: c.restoredFrame()})
 	}
+}
+
+// restoredFrame is the frame the connection's world went back to, told
+// before its welcome (a world restored from its checkpoint); 0: none.
+func (c *Client) restoredFrame() int {
+	if c.fo == nil {
+		return 0
+	}
+	return c.fo.restored
 }
 
 // dropFailover calls off a try of the standby (frames came again, or
@@ -145,6 +158,9 @@ func (c *Client) takeOver(nc *Client) {
 // takeFailover takes a room's failover notice on the connection.
 func (c *Client) takeFailover(fo *failover) {
 	c.standby = fo.standby
+	if c.is != nil {
+		return // worlds name a standby; their clients start over in a restored one
+	}
 	if !fo.resync || c.welcome.mode != Lockstep || c.welcome.role != RolePlayer {
 		return
 	}

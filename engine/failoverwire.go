@@ -24,6 +24,10 @@ type failover struct {
 	standby string // the standby's base URL: resume there if this server falls silent; empty: none
 	carry   int    // the room continues a match from its frame carry: send what you hold from it; -1: no ask
 	resync  bool   // the frames the client holds are not the match's: start over as a fresh client
+	// restored (worlds): the world came back from its checkpoint after
+	// its server died, at this frame (> 0); 0: it did not. Old clients
+	// read no further than resync.
+	restored int
 }
 
 func appendFailover(dst []byte, m *failover) []byte {
@@ -37,6 +41,9 @@ func appendFailover(dst []byte, m *failover) []byte {
 		w.WriteUvarint(uint64(m.carry))
 	}
 	w.WriteBool(m.resync)
+	if m.restored > 0 {
+		w.WriteUvarint(uint64(m.restored))
+	}
 	return w.Bytes()
 }
 
@@ -50,6 +57,9 @@ func readFailover(msg []byte) (*failover, error) {
 		m.carry = int(min(r.ReadUvarint(), maxWireUvint))
 	}
 	m.resync = r.ReadBool()
+	if r.Err() == nil && r.Remaining() >= 8 {
+		m.restored = int(min(r.ReadUvarint(), maxWireUvint))
+	}
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("%w: failover notice: %v", ErrMalformed, err)
 	}

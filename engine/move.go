@@ -195,6 +195,7 @@ func (w *World) Admit(id uint64) error {
 	}
 	if p := w.parked[id]; p != nil {
 		delete(w.parked, id)
+		w.nParked.Store(int32(len(w.parked)))
 		w.join(p)
 	}
 	return nil
@@ -205,6 +206,7 @@ func (w *World) Admit(id uint64) error {
 func (w *World) unpark(id uint64, reason int, text string) {
 	if p := w.parked[id]; p != nil {
 		delete(w.parked, id)
+		w.nParked.Store(int32(len(w.parked)))
 		p.bye(reason, text)
 		w.s.release(p)
 	}

@@ -156,13 +156,16 @@ func (c *Client) resume(now time.Time, lost error) bool {
 	if timeout == 0 {
 		timeout = 30 * time.Second
 	}
-	url, cfg := c.url, c.cfg
+	url, cfg, standby := c.url, c.cfg, c.standby
 	creds := slices.Clone(c.credentials)
 	slices.Reverse(creds) // newest first
 	ch := make(chan resumed, 1)
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	c.resuming, c.resumeStop, c.lostAt = ch, cancel, now
 	c.conn.Close()
+	if c.failing != nil {
+		c.dropFailover() // the resume below tries the standby too
+	}
 	if cfg.Logger != nil {
 		cfg.Logger.Info("engine: connection lost; resuming", "target", c.welcome.target, "err", lost)
 	}
@@ -171,9 +174,35 @@ func (c *Client) resume(now time.Time, lost error) bool {
 	}
 	go func() {
 		defer cancel()
-		ch <- dialResume(ctx, url, creds, cfg)
+		if standby == "" || standby == url {
+			ch <- dialResume(ctx, url, creds, cfg)
+			return
+		}
+		ch <- dialEither(ctx, cancel, url, standby, creds, cfg)
 	}()
 	return true
+}
+
+// dialEither resumes at url and, at once, at the standby the room or
+// world named (where it goes on if its server died): the first welcome
+// wins, and a connection the other makes all the same is closed.
+func dialEither(ctx context.Context, cancel func(), url, standby string, creds []string, cfg *ClientConfig) resumed {
+	both := make(chan resumed, 2)
+	go func() { both <- dialResume(ctx, url, creds, cfg) }()
+	go func() { both <- dialFailover(ctx, standby, creds, cfg) }()
+	first := <-both
+	if first.err != nil {
+		second := <-both
+		second.attempts += first.attempts
+		return second
+	}
+	cancel()
+	go func() {
+		if d := <-both; d.c != nil {
+			d.c.Close()
+		}
+	}()
+	return first
 }
 
 // dialWelcome dials url with cred (one try, bounded by resumeDial) and
@@ -255,7 +284,7 @@ func (c *Client) resumed(d resumed) {
 	c.takeOver(d.c)
 	c.url, c.cfg = d.c.url, cfg
 	if cfg.OnConnection != nil {
-		cfg.OnConnection(ConnectionEvent{State: Resumed, Away: away, Attempts: d.attempts})
+		cfg.OnConnection(ConnectionEvent{State: Resumed, Away: away, Attempts: d.attempts, RestoredFrame: c.restoredFrame()})
 	}
 }
 

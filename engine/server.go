@@ -16,7 +16,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/internal/errstack"
 	"github.com/tongbu/tongbu/internal/sched"
 	"github.com/tongbu/tongbu/lockstep"
@@ -333,29 +332,14 @@ func roomPhase(k uint64, period time.Duration) time.Duration {
 
 // CreateWorld creates an interest world named name.
 func (s *Server) CreateWorld(name string, cfg WorldConfig) (*World, error) {
-	if len(name) == 0 || len(name) > MaxNameLen {
-		return nil, errstack.Wrapf(ErrConfig, "world name %q: want 1 to %d bytes", name, MaxNameLen)
-	}
-	if cfg.MaxPlayers < 0 {
-		return nil, errstack.Wrapf(ErrConfig, "world %q: MaxPlayers %d", name, cfg.MaxPlayers)
-	}
-	w := &World{s: s, name: name, cfg: cfg, peers: map[interest.ID]*worldPeer{}, players: map[string]*worldPeer{},
-		moving: map[string]*transfer{}, res: map[uint64]*reservation{}, present: map[string]*worldPeer{}, parked: map[uint64]*peer{},
-		away: map[string]away{}}
-	start := cfg.Start
-	if start.IsZero() {
-		start = time.Now()
-	}
-	world, err := interest.NewWorld(cfg.Interest, start, worldSender{w})
+	w, err := s.newWorld(name, cfg, cfg.Start)
 	if err != nil {
-		return nil, errstack.With(err)
+		return nil, err
 	}
-	w.world = world
-	w.host = sched.NewHost[worldPacket](worldLoop{w})
 	if err := s.register(name, nil, w); err != nil {
 		return nil, errstack.With(err)
 	}
-	s.sched.Add(w.host, world.NextFrame())
+	s.sched.Add(w.host, w.world.NextFrame())
 	s.log.Info("world created", "world", name)
 	return w, nil
 }
@@ -447,6 +431,8 @@ func (s *Server) check(token string, now time.Time) (Ticket, error) {
 		return t, fmt.Errorf("%w %q", ErrNotFound, t.Target)
 	case isWorld && t.Role != RolePlayer: // only lockstep rooms have spectators
 		return t, fmt.Errorf("%w: world %q takes players only", ErrRole, t.Target)
+	case isWorld && s.worlds[t.Target].held.Load() && !s.worlds[t.Target].holdsStandby(t.Nonce):
+		return t, s.worlds[t.Target].errHeld()
 	case s.used.used(t):
 		return t, fmt.Errorf("%w: player %q, target %q", ErrTicketReplayed, t.Player, t.Target)
 	case len(s.peers)+s.handshakes() >= s.cfg.MaxConns:

@@ -50,6 +50,17 @@ type WorldConfig struct {
 	// have no connection here: server-side bots that run their own client
 	// halves. It is called on the world's worker.
 	Sender interest.Sender
+	// Checkpoint, when set, returns the game's own state of the world
+	// (NPCs' brains, players' inventories: what the interest.World does
+	// not hold), at most MaxGameState bytes the game encodes, for
+	// World.Checkpoint. It runs on the world's worker, between two ticks;
+	// entity IDs are kept across a restore, so state may be keyed by them.
+	Checkpoint func(w *interest.World) []byte
+	// Restore, when set, gives the game back its state from a checkpoint
+	// (Server.RestoreWorld, World.Release), on the world's worker, once
+	// its entities are back and before it ticks. An error fails the
+	// restore.
+	Restore func(w *interest.World, state []byte) error
 }
 
 // World is an interest world hosted by a Server. Its interest.World is
@@ -59,6 +70,15 @@ type World struct {
 	name  string
 	cfg   WorldConfig
 	world *interest.World
+	start time.Time
+
+	// Worlds that outlive their server (worldstore.go).
+	held           atomic.Bool     // PrepareWorld: it does not tick until Release
+	feed           WorldFeed       // owned by the worker
+	standby        string          // owned by the worker: SetStandby's URL
+	restored       int             // the frame a crash restore went back to; -1: none
+	fromCheckpoint map[string]bool // the players told it yet, owned by the worker
+	snapBuf        []byte
 
 	host *sched.Host[worldPacket]
 
@@ -81,6 +101,7 @@ type World struct {
 	players map[string]*worldPeer
 	batch   []interest.Uplink // the inbox's packets from current peers
 	parked  map[uint64]*peer  // standby connections waiting for Admit, by booking
+	nParked atomic.Int32      // len(parked), read off the worker
 	away    map[string]away   // players whose connection was lost, by player id
 	frames  int
 }
@@ -170,7 +191,13 @@ func (w *World) join(p *peer) {
 	w.resMu.Lock()
 	r := w.res[p.ticket.Nonce]
 	booked := r != nil && r.player == player // placed by its booking (a transfer)
+	standby := booked && r.hold
+	back := booked && string(r.state) == rejoinMagic // to its entity here (a world that moved)
 	w.resMu.Unlock()
+	if w.held.Load() && !standby {
+		w.refuse(p, w.errHeld())
+		return
+	}
 	if old := w.players[player]; old != nil {
 		if booked {
 			w.leave(old)
@@ -185,9 +212,14 @@ func (w *World) join(p *peer) {
 		}
 		old.bye(byeReplaced, "")
 	}
-	if a, ok := w.away[player]; ok { // back from a lost connection: to its entity
+	if a, ok := w.away[player]; ok && (!standby || back) { // back from a lost connection: to its entity
 		delete(w.away, player)
-		if !booked && w.rejoin(p, a.id) {
+		switch {
+		case back:
+			if w.rejoinBooked(p, a.id) {
+				return
+			}
+		case !booked && w.rejoin(p, a.id, nil):
 			return
 		}
 		w.resMu.Lock()
@@ -204,6 +236,7 @@ func (w *World) join(p *peer) {
 	if err == nil && r != nil && r.hold {
 		w.resMu.Unlock()
 		w.parked[p.ticket.Nonce] = p // a standby: welcomed at Admit
+		w.nParked.Store(int32(len(w.parked)))
 		return
 	}
 	var id interest.ID
@@ -216,6 +249,9 @@ func (w *World) join(p *peer) {
 		}
 	}
 	if err == nil {
+		if fo := w.failoverFor(player); fo != nil && p.wire >= failoverWire {
+			p.conn.SendReliable(appendFailover(nil, fo))
+		}
 		err = p.conn.SendReliable(appendWelcome(nil, &welcome{
 			version: p.wire, mode: Interest, target: w.name, role: RolePlayer, self: id, interest: w.world.Config(),
 		}))
@@ -281,12 +317,15 @@ type away struct {
 // rejoin attaches p, a player back from a lost connection, to its
 // entity id, and reports false when the entity is gone (the game
 // despawned it): the player is then placed afresh.
-func (w *World) rejoin(p *peer, id interest.ID) bool {
+func (w *World) rejoin(p *peer, id interest.ID, r *reservation) bool {
 	if _, ok := w.world.Logic(id); !ok {
 		return false
 	}
 	if err := w.world.Join(id); err != nil {
 		return false
+	}
+	if fo := w.failoverFor(p.ticket.Player); fo != nil && p.wire >= failoverWire {
+		p.conn.SendReliable(appendFailover(nil, fo)) // before the welcome: the client reads it as it takes the connection
 	}
 	err := p.conn.SendReliable(appendWelcome(nil, &welcome{
 		version: p.wire, mode: Interest, target: w.name, role: RolePlayer, self: id, interest: w.world.Config(),
@@ -297,9 +336,28 @@ func (w *World) rejoin(p *peer, id interest.ID) bool {
 		w.s.release(p)
 		return true
 	}
-	w.s.metrics.resumed()
-	w.attachPeer(p, id, nil)
+	if r == nil {
+		w.s.metrics.resumed()
+	}
+	w.attachPeer(p, id, r)
 	return true
+}
+
+// rejoinBooked attaches p, which came with a booking to take its entity
+// id back (RejoinState: the world moved here whole), to it, taking the
+// booking; it reports false when the booking or the entity is gone: the
+// player is placed afresh.
+func (w *World) rejoinBooked(p *peer, id interest.ID) bool {
+	w.resMu.Lock()
+	r, err := w.arrival(p)
+	if err != nil || r == nil {
+		w.resMu.Unlock()
+		return false
+	}
+	r.status = reserveArrived
+	w.pending--
+	w.resMu.Unlock()
+	return w.rejoin(p, id, r)
 }
 
 // hold keeps the entity of wp, whose connection was lost, for the
@@ -406,6 +464,9 @@ type worldLoop struct{ w *World }
 // Take hands the world the packets of its current players, in one batch.
 func (l worldLoop) Take(in []worldPacket) {
 	w := l.w
+	if !w.ticking() {
+		return // standing still: the clients send their moves again where it goes on
+	}
 	batch := w.batch[:0]
 	for _, pk := range in {
 		if w.frozen(pk.from.ticket.Player) {
@@ -433,6 +494,11 @@ func (l worldLoop) Stop() {
 // Tick runs the game's tick and the world's frame.
 func (l worldLoop) Tick(now time.Time) time.Time {
 	w := l.w
+	if !w.ticking() {
+		// Held for a move, or without its lease: the world stands still,
+		// its worker still doing what is queued for it.
+		return now.Add(w.world.Config().Period())
+	}
 	start := time.Now()
 	if w.cfg.Tick != nil {
 		w.cfg.Tick(w.world, now)
@@ -456,6 +522,12 @@ func (l worldLoop) Tick(now time.Time) time.Time {
 	w.mu.Unlock()
 	w.s.metrics.worldDelta(&prev, &st)
 	return w.world.NextFrame()
+}
+
+// ticking reports whether the world runs its frames: not while it is
+// held (PrepareWorld) or its feed's lease says no. On the worker.
+func (w *World) ticking() bool {
+	return !w.held.Load() && (w.feed.MayTick == nil || w.feed.MayTick())
 }
 
 // worldSender reaches a world's players through their connections, and
