@@ -62,6 +62,16 @@ type Options struct {
 	// MaxLost bounds the lost rooms a directory remembers (default 10,000);
 	// the oldest are forgotten first.
 	MaxLost int
+	// CheckpointEvery is how often each world of a node that serves
+	// standbys (Node.ServeStandbys) writes its checkpoint to the cluster's
+	// JetStream bucket (default DefaultCheckpointEvery; negative: never,
+	// and a world whose node dies is lost). A player whose world's node
+	// dies loses at most this, and the second the cluster takes to notice.
+	CheckpointEvery time.Duration
+	// CheckpointReplicas is how many NATS servers keep each checkpoint
+	// (default 1; 3 on a NATS cluster of three, so that one server's
+	// death loses none).
+	CheckpointReplicas int
 	// OnLoss is called, from the directory's goroutine, for every node
 	// declared dead with the rooms it held. It must not block.
 	OnLoss func(Loss)

@@ -3,6 +3,7 @@
 package cluster
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -83,6 +84,14 @@ type standbys struct {
 	done   chan struct{}
 	took   uint64 // rooms taken over
 	handed uint64 // rooms handed over by a drain
+
+	// Worlds (worldheir.go, worldmove.go).
+	outw    map[string]*outWorld // this node's worlds, by name
+	inw     map[string]*inWorld  // the worlds this node is the heir of
+	store   *worldStore          // the checkpoint bucket; nil without JetStream
+	tookW   uint64               // worlds taken over
+	movedW  uint64               // worlds moved away by a drain
+	movedIn uint64               // worlds moved here
 }
 
 // outRoom is one of this node's rooms, as its standby is fed.
@@ -133,8 +142,17 @@ func (n *Node) ServeStandbys(srv *engine.Server, restore Restore) error {
 		return fmt.Errorf("%w: ServeStandbys needs the server and a Restore", ErrInvalid)
 	}
 	s := &standbys{n: n, srv: srv, restore: restore, out: map[string]*outRoom{}, leases: map[string]time.Time{}, until: map[string]*atomic.Int64{},
-		in: map[string]*inRoom{}, heard: map[string]time.Time{},
+		in: map[string]*inRoom{}, heard: map[string]time.Time{}, outw: map[string]*outWorld{}, inw: map[string]*inWorld{},
 		stop: make(chan struct{}), done: make(chan struct{})}
+	if n.opts.CheckpointEvery >= 0 {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		st, err := openStore(ctx, n.nc, n.c, &n.opts)
+		cancel()
+		if err != nil {
+			n.opts.Logger.Warn("cluster: no checkpoints of worlds (they need JetStream): a world whose node dies is lost", "err", err)
+		}
+		s.store = st
+	}
 	for _, sub := range []struct {
 		subject string
 		f       func(*seal.Msg)
@@ -150,8 +168,20 @@ func (n *Node) ServeStandbys(srv *engine.Server, restore Restore) error {
 	}
 	n.mu.Lock()
 	n.sb = s
+	var worlds []*hosted
+	var reqs []WorldRequest
+	for name, h := range n.ws.worlds {
+		if h.w != nil && !h.held {
+			worlds = append(worlds, h)
+			reqs = append(reqs, WorldRequest{World: name, Cap: h.cap, Config: h.config})
+		}
+	}
 	n.mu.Unlock()
+	for i, h := range worlds { // placed before: they get heirs too
+		s.createdWorld(reqs[i], h.w, 0)
+	}
 	go s.run()
+	go s.checkpoints()
 	return nil
 }
 
@@ -343,11 +373,21 @@ func (s *standbys) flush() {
 		appendBatchRoom(w, name, o.start, o.frames)
 		o.frames = o.frames[:0]
 	}
-	// An empty batch to every standby with a room here: the heartbeat.
+	// An empty batch to every standby with a room here, and every heir
+	// of a world: the heartbeat.
 	for _, o := range s.out {
 		if o.standby != "" && batches[o.standby] == nil {
 			batches[o.standby] = codec.NewWriter(nil)
 		}
+	}
+	wctls, heirs := s.flushWorlds(now)
+	for _, h := range heirs {
+		if batches[h] == nil {
+			batches[h] = codec.NewWriter(nil)
+		}
+	}
+	for _, c := range wctls {
+		ctls = append(ctls, ctl{c.to, c.m})
 	}
 	s.mu.Unlock()
 	for _, o := range resend {
@@ -432,6 +472,14 @@ type StandbyStats struct {
 	StandsBy  int    // rooms of other nodes this node stands by for
 	TakenOver uint64 // rooms this node took over from a silent node
 	HandedOff uint64 // rooms this node handed over by a drain
+
+	Worlds          int    // this node's worlds with an heir
+	Heirs           int    // worlds of other nodes this node is the heir of
+	WorldsTakenOver uint64 // worlds this node brought back from a silent node's checkpoints
+	WorldsMovedAway uint64 // worlds this node moved to their heirs by a drain
+	WorldsMovedIn   uint64 // worlds moved here by another node's drain
+	Checkpoints     int64  // checkpoints this node wrote
+	CheckpointBytes int64  // their bytes, sealed
 }
 
 // Standbys returns the node's standby counters.
@@ -444,11 +492,20 @@ func (n *Node) Standbys() StandbyStats {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := StandbyStats{StandsBy: len(s.in), TakenOver: s.took, HandedOff: s.handed}
+	st := StandbyStats{StandsBy: len(s.in), TakenOver: s.took, HandedOff: s.handed,
+		Heirs: len(s.inw), WorldsTakenOver: s.tookW, WorldsMovedAway: s.movedW, WorldsMovedIn: s.movedIn}
 	for _, o := range s.out {
 		if o.standby != "" && !o.taken {
 			st.Rooms++
 		}
+	}
+	for _, o := range s.outw {
+		if o.heir != "" && !o.taken {
+			st.Worlds++
+		}
+	}
+	if s.store != nil {
+		st.Checkpoints, st.CheckpointBytes = s.store.writes.Load(), s.store.bytes.Load()
 	}
 	return st
 }

@@ -166,5 +166,7 @@ func (n *Node) Drain(ctx context.Context) (int, error) {
 		return 0, nil
 	}
 	sb.resign()
-	return sb.drain(ctx), ctx.Err()
+	rooms := sb.drain(ctx)
+	worlds := sb.moveWorlds(ctx)
+	return rooms + worlds, ctx.Err()
 }

@@ -101,6 +101,9 @@ func (s *standbys) control(m *seal.Msg, data []byte) {
 		s.n.opts.Logger.Debug("cluster: standby control dropped", "from", m.From.ID, "err", err)
 		return
 	}
+	if s.onHeirControl(m.From.ID, m.From.Instance, c) || s.heirMoveControl(m.From.ID, c, func(rep standbyReply) { respondJSON(m, &s.n.opts, rep) }) {
+		return
+	}
 	switch c.Op {
 	case "room":
 		s.mu.Lock()
@@ -165,16 +168,23 @@ func (s *standbys) control(m *seal.Msg, data []byte) {
 		respondJSON(m, &s.n.opts, rep)
 	case "taken":
 		s.taken(c.Room, m.From.ID, c.URL)
+		s.worldTaken(c.Room, m.From.ID)
 	case "resign": // the standby is draining: another is named
 		s.mu.Lock()
 		if o := s.out[c.Room]; o != nil && o.standby == m.From.ID && !o.taken {
 			s.pick(c.Room, o)
+		}
+		if o := s.outw[c.Room]; o != nil && o.heir == m.From.ID && !o.taken {
+			s.pickHeir(o)
 		}
 		s.mu.Unlock()
 	case "ask":
 		s.mu.Lock()
 		o := s.out[c.Room]
 		held := o != nil && o.standby == m.From.ID && !o.taken
+		if ow := s.outw[c.Room]; ow != nil && ow.heir == m.From.ID && !ow.taken {
+			held = true
+		}
 		s.mu.Unlock()
 		rep := standbyReply{OK: held}
 		respondJSON(m, &s.n.opts, rep)
@@ -191,26 +201,40 @@ func (s *standbys) watch(now time.Time) {
 			silent[id] = nil
 		}
 	}
+	worlds := map[string][]string{}
 	for name, in := range s.in {
 		if rooms, ok := silent[in.primary]; ok {
 			silent[in.primary] = append(rooms, name)
 		}
 	}
+	for name, in := range s.inw {
+		if _, ok := silent[in.primary]; ok && in.prepared == nil {
+			worlds[in.primary] = append(worlds[in.primary], name)
+		}
+	}
 	for id, rooms := range silent {
-		if len(rooms) == 0 {
+		if len(rooms) == 0 && len(worlds[id]) == 0 {
 			delete(s.heard, id)
 			delete(silent, id)
 		}
 	}
 	s.mu.Unlock()
 	for id, rooms := range silent {
-		if s.primaryHolds(id, rooms[0]) {
+		ask := append(slices.Clone(rooms), worlds[id]...)[0]
+		if s.primaryHolds(id, ask) {
 			continue
 		}
 		for _, name := range rooms {
 			if err := s.takeOver(name, id, -1); err != nil {
 				s.n.opts.Logger.Warn("cluster: take-over failed", "room", name, "from", id, "err", err)
 			}
+		}
+		for _, name := range worlds[id] {
+			go func() {
+				if err := s.takeOverWorld(name, id); err != nil {
+					s.n.opts.Logger.Warn("cluster: world take-over failed", "world", name, "from", id, "err", err)
+				}
+			}()
 		}
 	}
 }
@@ -239,6 +263,7 @@ func (s *standbys) primaryHolds(id, room string) bool {
 	s.heard[id] = time.Now() // alive: its stream comes again
 	if err != nil || !rep.OK {
 		delete(s.in, room)
+		delete(s.inw, room)
 	}
 	return true
 }
@@ -399,6 +424,12 @@ func (s *standbys) resign() {
 			held = append(held, in.prepared)
 		}
 		delete(s.in, name)
+	}
+	for name, in := range s.inw {
+		if in.prepared == nil {
+			rooms[in.primary] = append(rooms[in.primary], name)
+			delete(s.inw, name)
+		}
 	}
 	s.mu.Unlock()
 	for _, r := range held {

@@ -20,12 +20,20 @@ import (
 // announcement, its end, a take-over told) or as a request (the steps of
 // a hand-over, a question to a silent primary).
 type standbyControl struct {
-	Op     string              `json:"op"` // "room", "drop", "prepare", "parked", "cancel", "handover", "taken", "ask", "resign"
+	// Rooms: "room", "drop", "prepare", "parked", "cancel", "handover",
+	// "taken", "ask", "resign"; worlds (worldheir.go, worldmove.go):
+	// "world", "wdrop", "wprepare", "wparked", "wcancel", "whandover", and
+	// "taken", "ask", "resign" as for rooms. Room names the room or world.
+	Op     string              `json:"op"`
 	Room   string              `json:"room"`
 	Config json.RawMessage     `json:"config,omitempty"`
 	Seats  []engine.SeatRecord `json:"seats,omitempty"`
 	Next   int                 `json:"next,omitempty"` // handover: the frames cut
 	URL    string              `json:"url,omitempty"`
+	Cap    int                 `json:"cap,omitempty"`        // world, wprepare: the world's cap
+	Start  int64               `json:"start_ns,omitempty"`   // wprepare: the world's frame 0
+	Rev    uint64              `json:"rev,omitempty,string"` // whandover: the revision of the record handed over
+	Point  []byte              `json:"checkpoint,omitempty"` // whandover without a bucket: the checkpoint itself
 }
 
 type standbyReply struct {
@@ -45,7 +53,7 @@ func (c *standbyControl) validate() error {
 	if err := checkRoom(c.Room); err != nil {
 		return err
 	}
-	if len(c.Config) > maxConfig || len(c.Seats) > lockstep.MaxPlayers || len(c.URL) > maxURLLen {
+	if len(c.Config) > maxConfig || len(c.Seats) > lockstep.MaxPlayers || len(c.URL) > maxURLLen || c.Cap < 0 || c.Cap > MaxWorldPlayers {
 		return fmt.Errorf("%w: standby message of %d config bytes, %d seats", ErrInvalid, len(c.Config), len(c.Seats))
 	}
 	for _, rec := range c.Seats {

@@ -80,7 +80,8 @@ type JoinRequest struct {
 	// engine.BookingTTL).
 	TicketTTL time.Duration
 
-	standby bool // a cell's standby place (engine.World.Hold)
+	standby bool   // a cell's standby place (engine.World.Hold)
+	node    string // book on this node, whatever the directory says (a world moving there)
 }
 
 // JoinWorld books a place for req.Player in a world of the cluster, and
@@ -123,6 +124,11 @@ func (j *joiner) place(ctx context.Context, req *JoinRequest, from string, trans
 		return worldReply{}, "", fmt.Errorf("%w: state of %d bytes, at most %d", ErrInvalid, len(req.State), MaxState)
 	}
 	op := worldOp{Op: "book", Player: req.Player, State: req.State, TTLMS: req.TicketTTL.Milliseconds(), From: from, Transfer: transfer, Standby: req.standby}
+	if req.World != "" && req.node != "" {
+		op.World = req.World
+		rep, err := j.bookOn(ctx, req.node, &op)
+		return rep, req.node, err
+	}
 	if req.World != "" {
 		w, ok := j.dir.LocateWorld(req.World)
 		if !ok {

@@ -3,6 +3,7 @@
 package cluster
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -24,8 +25,10 @@ type WorldMaker func(req WorldRequest) (engine.WorldConfig, error)
 
 // hosted is a world the cluster placed on this node.
 type hosted struct {
-	w   *engine.World // nil while being created
-	cap int
+	w      *engine.World // nil while being created
+	cap    int
+	held   bool            // a world moving here, not yet released: in no heartbeat
+	config json.RawMessage // its request's, for its heir
 }
 
 // worldState is a node's part in placing worlds; under Node.mu.
@@ -138,6 +141,9 @@ func (n *Node) worldLoads() []worldLoad {
 			})
 			continue
 		}
+		if h.held {
+			continue
+		}
 		players, booked := h.w.Load()
 		loads = append(loads, worldLoad{Name: name, Players: players, Booked: booked, Cap: h.cap})
 	}
@@ -219,12 +225,16 @@ func (n *Node) onWorldCreate(m *seal.Msg) {
 		n.respond(m, createReply{Error: err.Error(), Full: full})
 		return
 	}
-	h.w = w
+	h.w, h.config = w, req.Config
 	if err := n.worldMember(true); err != nil {
 		n.opts.Logger.Warn("cluster: world create queue", "err", err)
 	}
 	n.heartbeatLocked() // the directories learn of the world now
+	sb := n.sb
 	n.mu.Unlock()
+	if sb != nil {
+		sb.createdWorld(*req, w, 0) // an heir, and checkpoints
+	}
 	n.opts.Logger.Info("cluster: world placed here", "world", req.World, "cap", req.Cap)
 	n.respond(m, createReply{Placement: Placement{Room: req.World, Node: n.info.ID, URL: n.info.URL}})
 }

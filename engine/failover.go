@@ -11,7 +11,8 @@ import (
 
 // FailoverSilence is how long a client hears nothing from its room or
 // world (at least four of its frame periods) before it suspects the
-// server and tries the standby the room or world named (SPEC.md §9.6):
+// server and tries the standby the room or world named (SPEC.md §9.6;
+// a world's clients wait four frames past its keepalive of eight):
 // the match or world goes on there if the server died, and the client
 // stays where it is if the server was only slow. A room that cuts 15
 // frames a second and sends each several times, and a world that sends
@@ -31,7 +32,9 @@ const (
 // failoverSilence is FailoverSilence for the room's rate.
 func (c *Client) failoverSilence() time.Duration {
 	if c.is != nil {
-		return max(FailoverSilence, 4*c.welcome.interest.Period())
+		// A world sends a client with nothing new a packet every 8
+		// frames (its keepalive): four frames past that.
+		return max(FailoverSilence, 12*c.welcome.interest.Period())
 	}
 	return max(FailoverSilence, 4*c.welcome.lockstep.Period())
 }

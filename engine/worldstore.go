@@ -415,3 +415,10 @@ func (w *World) holdsStandby(nonce uint64) bool {
 	r := w.res[nonce]
 	return r != nil && r.hold && r.status == reservePending
 }
+
+// Start returns the instant of the world's frame 0.
+func (w *World) Start() time.Time { return w.start }
+
+// Parked returns how many standby connections wait in the world for
+// their Admit (or, held, for Release).
+func (w *World) Parked() int { return int(w.nParked.Load()) }

@@ -14,7 +14,7 @@ import (
 	"github.com/nats-io/nats.go"
 )
 
-// Server starts a NATS server (core NATS, no JetStream) on a random
+// Server starts a NATS server (core NATS, no JetStream; see JetStream) on a random
 // loopback port, shut down when tb ends, and returns it.
 func Server(tb testing.TB) *server.Server {
 	tb.Helper()
@@ -53,4 +53,25 @@ func Conn(tb testing.TB, s *server.Server, opts ...nats.Option) *nats.Conn {
 	}
 	tb.Cleanup(nc.Close)
 	return nc
+}
+
+// JetStream starts a NATS server with JetStream (its store in a
+// temporary directory of tb) on a random loopback port, shut down when
+// tb ends: what the cluster's world checkpoints need.
+func JetStream(tb testing.TB) *server.Server {
+	tb.Helper()
+	s, err := server.NewServer(&server.Options{Host: "127.0.0.1", Port: -1, NoLog: true, NoSigs: true, JetStream: true, StoreDir: tb.TempDir()})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	go s.Start()
+	if !s.ReadyForConnections(10 * time.Second) {
+		s.Shutdown()
+		tb.Fatal("natstest: NATS server not ready in 10 s")
+	}
+	tb.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
 }

@@ -1,0 +1,288 @@
+//go:build !js
+
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tongbu/tongbu/engine"
+)
+
+// Moving a world to its heir on purpose, while its players play: a
+// drain (SPEC.md §11.5). The heir holds the world (engine.PrepareWorld);
+// every player's client connects there ahead and waits (a standby place,
+// as at a cell's border); then the world stops here, its checkpoint is
+// written with the heir as its owner, and the heir loads it and lets
+// every waiting client in at once: each switches to its open connection
+// in one round trip, keeps its entity and what it knows. A player who had
+// no place waiting follows with a transfer.
+
+// moveWorlds moves each world of the node that has an heir to it, a few
+// at a time, and reports how many moved.
+func (s *standbys) moveWorlds(ctx context.Context) int {
+	s.mu.Lock()
+	var names []string
+	for name, o := range s.outw {
+		if o.heir != "" && !o.taken && !o.w.Closed() {
+			names = append(names, name)
+		}
+	}
+	s.mu.Unlock()
+	var moved atomic.Int64
+	work := make(chan string)
+	var wg sync.WaitGroup
+	for range min(handOverAtOnce, len(names)) {
+		wg.Go(func() {
+			for name := range work {
+				if err := s.moveWorld(ctx, name); err != nil {
+					s.n.opts.Logger.Warn("cluster: world move failed; it plays on here", "world", name, "err", err)
+					continue
+				}
+				moved.Add(1)
+			}
+		})
+	}
+	for _, name := range names {
+		if ctx.Err() != nil {
+			break
+		}
+		work <- name
+	}
+	close(work)
+	wg.Wait()
+	return int(moved.Load())
+}
+
+// moveWorld moves one world to its heir.
+func (s *standbys) moveWorld(ctx context.Context, name string) error {
+	s.mu.Lock()
+	o := s.outw[name]
+	if o == nil || o.taken || o.heir == "" {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: world %q has no heir", ErrInvalid, name)
+	}
+	to := o.heir
+	s.mu.Unlock()
+	w := o.w
+	begun := time.Now()
+	if _, err := s.askStandby(ctx, to, standbyControl{Op: "wprepare", Room: name, Cap: o.req.Cap, Config: o.req.Config, Start: w.Start().UnixNano()}); err != nil {
+		return err
+	}
+	cancel := func() {
+		publishJSON(s.n.c, &s.n.opts, s.n.opts.subjControl(to), standbyControl{Op: "wcancel", Room: name})
+	}
+	// Every player's client connects to the heir and waits there.
+	dest := seamless{s.n.Destination(JoinRequest{World: name, TicketTTL: engine.StandbyTTL, standby: true, node: to})}
+	var mu sync.Mutex
+	waiting := map[string]func(){}
+	ended := map[string]error{}
+	for _, player := range w.Players() {
+		stop, err := w.Standby(player, dest, engine.RejoinState(), func(err error) {
+			mu.Lock()
+			ended[player] = err
+			mu.Unlock()
+		})
+		if err == nil {
+			mu.Lock()
+			waiting[player] = stop
+			mu.Unlock()
+		}
+	}
+	mu.Lock()
+	want := len(waiting)
+	mu.Unlock()
+	for end := time.Now().Add(parkWait); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		rep, err := s.askStandby(ctx, to, standbyControl{Op: "wparked", Room: name})
+		if err != nil || rep.Parked >= want {
+			break
+		}
+	}
+	// It stops here; its checkpoint goes to the heir as its owner.
+	s.mu.Lock()
+	o.handing = true
+	o.hold()
+	last := o.rev
+	s.mu.Unlock()
+	undo := func(err error) error {
+		s.mu.Lock()
+		o.handing = false
+		o.hold()
+		s.mu.Unlock()
+		mu.Lock()
+		for _, stop := range waiting {
+			stop()
+		}
+		mu.Unlock()
+		cancel()
+		return err
+	}
+	cp, err := w.Checkpoint(ctx)
+	if err != nil {
+		return undo(err)
+	}
+	hand := standbyControl{Op: "whandover", Room: name}
+	if s.store != nil {
+		rev, err := s.store.put(ctx, name, storedWorld{owner: to, cp: cp}, last)
+		if err != nil {
+			return undo(err)
+		}
+		hand.Rev = rev
+	} else {
+		hand.Point = cp
+	}
+	if _, err := s.askStandby(ctx, to, hand); err != nil {
+		if s.store != nil { // the record names the heir: take it back
+			if rev, perr := s.store.put(ctx, name, storedWorld{owner: s.n.info.ID, cp: cp}, hand.Rev); perr == nil {
+				s.mu.Lock()
+				o.rev = rev
+				s.mu.Unlock()
+			} else {
+				s.n.opts.Logger.Warn("cluster: a world's record after a failed move", "world", name, "err", perr)
+			}
+		}
+		return undo(err)
+	}
+	s.mu.Lock()
+	o.taken = true
+	o.hold()
+	s.movedW++
+	s.mu.Unlock()
+	s.n.gone(name, w)
+	s.n.opts.Logger.Info("cluster: world moved", "world", name, "to", to, "parked", want, "took", time.Since(begun).Round(time.Millisecond))
+	go s.letGo(w, dest.Destination.(*worldDest), &mu, waiting, ended)
+	return nil
+}
+
+// letGo ends a world that moved away: its players who had no place
+// waiting at the heir (they came as it moved, or their place was given
+// up) follow with a transfer, and it closes once they all have gone, or
+// after a while.
+func (s *standbys) letGo(w *engine.World, dest *worldDest, mu *sync.Mutex, waiting map[string]func(), ended map[string]error) {
+	sent := map[string]bool{}
+	for end := time.Now().Add(movedLinger); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+		players := w.Players()
+		if len(players) == 0 {
+			break
+		}
+		for _, p := range players {
+			mu.Lock()
+			_, had := waiting[p]
+			err, over := ended[p]
+			mu.Unlock()
+			if sent[p] || had && (!over || err == nil) {
+				continue // its client is let in at the heir, or has been
+			}
+			sent[p] = true
+			d := &worldDest{j: dest.j, req: dest.req}
+			d.req.standby, d.req.TicketTTL = false, 0
+			w.Transfer(p, seamless{d}, engine.RejoinState(), nil)
+		}
+	}
+	w.Close()
+	s.n.opts.Logger.Info("cluster: world closed here after its move", "world", w.Name())
+}
+
+// movedLinger bounds how long a world that moved away waits for its last
+// players to follow.
+const movedLinger = 15 * time.Second
+
+// heirMoveControl takes the heir's part of a world's move. It reports
+// whether c was one.
+func (s *standbys) heirMoveControl(from string, c *standbyControl, reply func(standbyReply)) bool {
+	switch c.Op {
+	case "wprepare":
+		reply(worldControlReply(s.prepareWorld(c.Room, from, time.Unix(0, c.Start)), 0))
+	case "wparked":
+		s.mu.Lock()
+		in := s.inw[c.Room]
+		s.mu.Unlock()
+		if in == nil || in.primary != from || in.prepared == nil {
+			reply(worldControlReply(fmt.Errorf("%w: no world %q held here", ErrInvalid, c.Room), 0))
+			return true
+		}
+		reply(worldControlReply(nil, in.prepared.Parked()))
+	case "wcancel":
+		s.mu.Lock()
+		in := s.inw[c.Room]
+		var w *engine.World
+		if in != nil && in.primary == from {
+			w, in.prepared = in.prepared, nil
+		}
+		s.mu.Unlock()
+		if w != nil {
+			s.n.dropHeld(c.Room, w)
+		}
+	case "whandover":
+		reply(worldControlReply(s.releaseWorld(c.Room, from, c.Rev, c.Point), 0))
+	default:
+		return false
+	}
+	return true
+}
+
+// prepareWorld holds here a world of node from, ahead of its move.
+func (s *standbys) prepareWorld(name, from string, start time.Time) error {
+	s.mu.Lock()
+	in := s.inw[name]
+	if in == nil || in.primary != from {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: not the heir of world %q of node %s", ErrInvalid, name, from)
+	}
+	if in.prepared != nil {
+		s.mu.Unlock()
+		return nil
+	}
+	req := in.req
+	s.mu.Unlock()
+	w, err := s.n.restoreWorld(req, true, func(cfg engine.WorldConfig) (*engine.World, error) { return s.srv.PrepareWorld(name, cfg, start) })
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.inw[name] != in {
+		go s.n.dropHeld(name, w)
+		return fmt.Errorf("%w: world %q: the inheritance ended meanwhile", ErrInvalid, name)
+	}
+	in.prepared = w
+	return nil
+}
+
+// releaseWorld lets the world held here go on from the checkpoint its
+// old node handed over (in the record of revision rev, or inline).
+func (s *standbys) releaseWorld(name, from string, rev uint64, cp []byte) error {
+	s.mu.Lock()
+	in := s.inw[name]
+	if in == nil || in.primary != from || in.prepared == nil {
+		s.mu.Unlock()
+		return fmt.Errorf("%w: no world %q of node %s held here", ErrInvalid, name, from)
+	}
+	w := in.prepared
+	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if s.store != nil {
+		rec, got, err := s.store.get(ctx, name)
+		if err != nil {
+			return err
+		}
+		if got != rev || rec.owner != s.n.info.ID {
+			return fmt.Errorf("%w: world %q's record is of revision %d, owner %s", ErrRefused, name, got, rec.owner)
+		}
+		cp = rec.cp
+	}
+	if err := w.Release(ctx, cp); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	delete(s.inw, name)
+	s.movedIn++
+	s.mu.Unlock()
+	s.n.unhold(name)
+	s.createdWorld(in.req, w, rev)
+	return nil
+}
