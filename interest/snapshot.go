@@ -6,7 +6,7 @@ import (
 	"github.com/tongbu/tongbu/codec"
 )
 
-// A world's snapshot (SPEC.md §10.4) is what a world that moves to
+// A world's snapshot (SPEC.md §9.7) is what a world that moves to
 // another process, or comes back from a checkpoint after a crash, starts
 // from: its frame, the entity IDs it gave out and freed, and every entity
 // it owns (a cell's ghosts are its neighbours' and come back with their
