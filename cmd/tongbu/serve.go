@@ -116,6 +116,7 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
                 "players": 5000,       world players the cluster may place here
                 "region": "eu-west",   where the node runs: matches are placed near their players
                 "no_standby": false,   true: rooms here get no standby node (they end with this one)
+                "checkpoint_every": "2s", "checkpoint_replicas": 1,  worlds' checkpoints in JetStream
                 "heartbeat": "1s", "prefix": "tongbu.cluster"},
     "matchmaker": {"modes": [{"name": "5v5", "teams": 2, "team_size": 5,
                               "room": {"players": 10, "hz": 30}}]}

@@ -38,6 +38,12 @@ type clusterConfig struct {
 	// (they end with the node, as a match does on a single server), and
 	// the node stands by for no other's.
 	NoStandby bool `json:"no_standby"`
+	// CheckpointEvery (Go duration, default 2s; "-1s": none) and
+	// CheckpointReplicas (default 1; 3 on a NATS cluster of three): the
+	// worlds' checkpoints in the NATS server's JetStream, from which a
+	// crashed node's worlds come back on their heirs.
+	CheckpointEvery    string `json:"checkpoint_every"`
+	CheckpointReplicas int    `json:"checkpoint_replicas"`
 	// How the node proves itself to NATS, and the cluster's secret
 	// (natsauth.go).
 	natsAuth
@@ -158,6 +164,14 @@ func joinCluster(srv *engine.Server, ws *worlds, c *clusterConfig, ticketSecret 
 	if c.Heartbeat != "" {
 		opts.Heartbeat, _ = time.ParseDuration(c.Heartbeat)
 	}
+	if c.CheckpointEvery != "" {
+		d, err := time.ParseDuration(c.CheckpointEvery)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: checkpoint_every: %w", err)
+		}
+		opts.CheckpointEvery = d
+	}
+	opts.CheckpointReplicas = c.CheckpointReplicas
 	nc, err := c.connect(c.NATS, "tongbu serve "+info.ID, log)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
