@@ -145,7 +145,7 @@ func (n *Node) ServeStandbys(srv *engine.Server, restore Restore) error {
 		in: map[string]*inRoom{}, heard: map[string]time.Time{}, outw: map[string]*outWorld{}, inw: map[string]*inWorld{},
 		stop: make(chan struct{}), done: make(chan struct{})}
 	if n.opts.CheckpointEvery >= 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		st, err := openStore(ctx, n.nc, n.c, &n.opts)
 		cancel()
 		if err != nil {

@@ -76,12 +76,15 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 		publishJSON(s.n.c, &s.n.opts, s.n.opts.subjControl(to), standbyControl{Op: "wcancel", Room: name})
 	}
 	// Every player's client connects to the heir and waits there.
-	dest := seamless{s.n.Destination(JoinRequest{World: name, TicketTTL: engine.StandbyTTL, standby: true, node: to})}
+	// One destination a player: a booking keeps its node and transfer in it.
+	destFor := func() seamless {
+		return seamless{s.n.Destination(JoinRequest{World: name, TicketTTL: engine.StandbyTTL, standby: true, node: to})}
+	}
 	var mu sync.Mutex
 	waiting := map[string]func(){}
 	ended := map[string]error{}
 	for _, player := range w.Players() {
-		stop, err := w.Standby(player, dest, engine.RejoinState(), func(err error) {
+		stop, err := w.Standby(player, destFor(), engine.RejoinState(), func(err error) {
 			mu.Lock()
 			ended[player] = err
 			mu.Unlock()
@@ -153,7 +156,7 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 	s.mu.Unlock()
 	s.n.gone(name, w)
 	s.n.opts.Logger.Info("cluster: world moved", "world", name, "to", to, "parked", want, "took", time.Since(begun).Round(time.Millisecond))
-	go s.letGo(w, dest.Destination.(*worldDest), &mu, waiting, ended)
+	go s.letGo(w, destFor().Destination.(*worldDest), &mu, waiting, ended)
 	return nil
 }
 

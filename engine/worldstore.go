@@ -225,8 +225,9 @@ func (s *Server) RestoreWorld(cfg WorldConfig, checkpoint []byte) (*World, error
 	if err := s.register(c.world, nil, w); err != nil {
 		return nil, errstack.With(err)
 	}
+	frame := w.world.Frame() // read before its worker runs
 	s.sched.Add(w.host, time.Now())
-	s.log.Info("world restored", "world", c.world, "frame", w.world.Frame(), "players", len(c.players), "taken", c.taken)
+	s.log.Info("world restored", "world", c.world, "frame", frame, "players", len(c.players), "taken", c.taken)
 	return w, nil
 }
 
