@@ -189,12 +189,16 @@ func FuzzStandbyControl(f *testing.F) {
 	f.Add([]byte(`{"op":"room","room":"duel","seats":[{"player":"ann","slot":1,"resume":[1,2]}]}`))
 	f.Add([]byte(`{"op":"handover","room":"duel","next":99}`))
 	f.Add([]byte(`{"op":"room","room":"","seats":[{"slot":-1}]}`))
+	f.Add([]byte(`{"op":"world","room":"keep","cap":10,"config":{"hz":16}}`))
+	f.Add([]byte(`{"op":"wprepare","room":"keep","cap":10,"start_ns":1}`))
+	f.Add([]byte(`{"op":"whandover","room":"keep","rev":"7","checkpoint":"dG9uZ2J1"}`))
+	f.Add([]byte(`{"op":"world","room":"keep","cap":-1}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, err := decode[standbyControl](b)
 		if err != nil {
 			return
 		}
-		if checkRoom(c.Room) != nil || len(c.Seats) > lockstep.MaxPlayers {
+		if checkRoom(c.Room) != nil || len(c.Seats) > lockstep.MaxPlayers || c.Cap < 0 || c.Cap > MaxWorldPlayers {
 			t.Fatalf("accepted %+v", c)
 		}
 		for _, s := range c.Seats {

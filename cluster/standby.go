@@ -238,9 +238,27 @@ func (s *standbys) resendAll(o *outRoom) {
 // pick names a standby for room o: another live node, of this node's
 // region when one is; s.mu is held.
 func (s *standbys) pick(name string, o *outRoom) {
+	st, ok := s.candidate(o.standby, 0)
+	if !ok {
+		o.standby, o.url = "", ""
+		o.lease.Store(nil)
+		o.room.SetStandby("")
+		return
+	}
+	o.lease.Store(s.leaseOf(st.ID))
+	o.standby, o.url, o.since, o.dirty, o.resend = st.ID, st.URL, time.Now(), true, true
+	o.room.SetStandby(st.URL)
+	s.n.opts.Logger.Info("cluster: standby named", "room", name, "standby", st.ID)
+}
+
+// candidate picks, at random, a node to stand by for a room or a world
+// of this node: another live node that is not draining and has room for
+// players world players (0: any), not the one named before (but), of
+// this node's region when one is.
+func (s *standbys) candidate(but string, players int) (NodeStatus, bool) {
 	var same, any []NodeStatus
 	for _, st := range s.n.dir.Nodes() {
-		if st.ID == s.n.info.ID || !st.Alive || st.Draining || st.ID == o.standby {
+		if st.ID == s.n.info.ID || !st.Alive || st.Draining || st.ID == but || st.Players < players {
 			continue
 		}
 		any = append(any, st)
@@ -252,16 +270,9 @@ func (s *standbys) pick(name string, o *outRoom) {
 		any = same
 	}
 	if len(any) == 0 {
-		o.standby, o.url = "", ""
-		o.lease.Store(nil)
-		o.room.SetStandby("")
-		return
+		return NodeStatus{}, false
 	}
-	st := any[rand.IntN(len(any))]
-	o.lease.Store(s.leaseOf(st.ID))
-	o.standby, o.url, o.since, o.dirty, o.resend = st.ID, st.URL, time.Now(), true, true
-	o.room.SetStandby(st.URL)
-	s.n.opts.Logger.Info("cluster: standby named", "room", name, "standby", st.ID)
+	return any[rand.IntN(len(any))], true
 }
 
 // mayCut is a room's lease: it cuts while its standby acknowledged

@@ -26,27 +26,36 @@ func (s *standbys) drain(ctx context.Context) int {
 		}
 	}
 	s.mu.Unlock()
-	// A few rooms at a time, each held only for its own hand-over: a
-	// room waits for no other's.
+	return s.handOverAll(ctx, names, "room", func(ctx context.Context, name string) error {
+		s.mu.Lock()
+		o := s.out[name]
+		s.mu.Unlock()
+		if o == nil || o.taken {
+			return nil
+		}
+		err := s.handOver(ctx, name)
+		if err != nil {
+			s.mu.Lock()
+			o.handing = false // it plays on here until it ends
+			o.hold()
+			s.mu.Unlock()
+		}
+		return err
+	})
+}
+
+// handOverAll runs hand, a room's or a world's hand-over, for each of
+// names, a few at a time, each held only for its own (it waits for no
+// other's), and reports how many succeeded; a failure is logged.
+func (s *standbys) handOverAll(ctx context.Context, names []string, what string, hand func(context.Context, string) error) int {
 	var handed atomic.Int64
 	work := make(chan string)
 	var wg sync.WaitGroup
 	for range min(handOverAtOnce, len(names)) {
 		wg.Go(func() {
 			for name := range work {
-				s.mu.Lock()
-				o := s.out[name]
-				if o == nil || o.taken {
-					s.mu.Unlock()
-					continue
-				}
-				s.mu.Unlock()
-				if err := s.handOver(ctx, name); err != nil {
-					s.n.opts.Logger.Warn("cluster: hand-over failed", "room", name, "err", err)
-					s.mu.Lock()
-					o.handing = false // it plays on here until it ends
-					o.hold()
-					s.mu.Unlock()
+				if err := hand(ctx, name); err != nil {
+					s.n.opts.Logger.Warn("cluster: hand-over failed; it plays on here", what, name, "err", err)
 					continue
 				}
 				handed.Add(1)

@@ -4,10 +4,8 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"sync/atomic"
 	"time"
 
@@ -67,7 +65,9 @@ const maxHeirWorlds = 4 * MaxCapacity
 // its checkpoints; rev is its record's revision when this node took it
 // over (0: a new world).
 func (s *standbys) createdWorld(req WorldRequest, w *engine.World, rev uint64) {
-	o := &outWorld{w: w, req: req, rev: rev}
+	// writing: the first record is being written (one write at a time:
+	// two in one revision would refuse each other).
+	o := &outWorld{w: w, req: req, rev: rev, writing: true}
 	s.mu.Lock()
 	s.outw[req.World] = o
 	s.pickHeir(o)
@@ -80,27 +80,14 @@ func (s *standbys) createdWorld(req WorldRequest, w *engine.World, rev uint64) {
 // worlds and is not draining, of this node's region when one is; s.mu is
 // held.
 func (s *standbys) pickHeir(o *outWorld) {
-	var same, any []NodeStatus
-	for _, st := range s.n.dir.Nodes() {
-		if st.ID == s.n.info.ID || !st.Alive || st.Draining || st.Players < o.req.Cap || st.ID == o.heir {
-			continue
-		}
-		any = append(any, st)
-		if st.Region == s.n.info.Region {
-			same = append(same, st)
-		}
-	}
-	if len(same) > 0 {
-		any = same
-	}
 	o.since = time.Now()
-	if len(any) == 0 {
+	st, ok := s.candidate(o.heir, o.req.Cap)
+	if !ok {
 		o.heir, o.url = "", ""
 		o.lease.Store(nil)
 		o.w.SetStandby("")
 		return
 	}
-	st := any[rand.IntN(len(any))]
 	o.lease.Store(s.leaseOf(st.ID))
 	o.heir, o.url, o.dirty = st.ID, st.URL, true
 	o.w.SetStandby(st.URL)
@@ -219,6 +206,13 @@ func (s *standbys) checkpoint(o *outWorld) {
 		return
 	}
 	rev, err := s.store.put(ctx, o.req.World, storedWorld{owner: s.n.info.ID, cp: cp}, last)
+	if errors.Is(err, errTakenElsewhere) {
+		// Written since by whom? This node's own earlier record (a write
+		// it did not hear back from) is no take-over: write over it.
+		if rec, got, gerr := s.store.get(ctx, o.req.World); gerr == nil && rec.owner == s.n.info.ID {
+			rev, err = s.store.put(ctx, o.req.World, storedWorld{owner: s.n.info.ID, cp: cp}, got)
+		}
+	}
 	switch {
 	case errors.Is(err, errTakenElsewhere):
 		s.n.opts.Logger.Warn("cluster: the world's record was taken by another node; it goes on there", "world", o.req.World)
@@ -383,12 +377,6 @@ func worldControlReply(err error, parked int) standbyReply {
 		rep.Error = err.Error()
 	}
 	return rep
-}
-
-// marshalControl is a control message's JSON.
-func marshalControl(c standbyControl) []byte {
-	b, _ := json.Marshal(c)
-	return b
 }
 
 // unhold lists a world released here (a move) in the heartbeats.

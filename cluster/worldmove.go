@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/tongbu/tongbu/engine"
@@ -32,29 +31,7 @@ func (s *standbys) moveWorlds(ctx context.Context) int {
 		}
 	}
 	s.mu.Unlock()
-	var moved atomic.Int64
-	work := make(chan string)
-	var wg sync.WaitGroup
-	for range min(handOverAtOnce, len(names)) {
-		wg.Go(func() {
-			for name := range work {
-				if err := s.moveWorld(ctx, name); err != nil {
-					s.n.opts.Logger.Warn("cluster: world move failed; it plays on here", "world", name, "err", err)
-					continue
-				}
-				moved.Add(1)
-			}
-		})
-	}
-	for _, name := range names {
-		if ctx.Err() != nil {
-			break
-		}
-		work <- name
-	}
-	close(work)
-	wg.Wait()
-	return int(moved.Load())
+	return s.handOverAll(ctx, names, "world", s.moveWorld)
 }
 
 // moveWorld moves one world to its heir.

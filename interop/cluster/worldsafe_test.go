@@ -272,14 +272,7 @@ func TestWorldMovesOnDrain(t *testing.T) {
 	if got, ok := heir.node.Directory().LocateWorld("keep"); !ok || got.Node != heir.id {
 		t.Errorf("the directory places the world on %+v", got)
 	}
-	g := games[heir.id]
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for i, id := range self {
-		if g.restored != 1 || g.gold[id] != 100+i {
-			t.Errorf("the heir's game: restored %d, gold of player %d %d", g.restored, i, g.gold[id])
-		}
-	}
+	games[heir.id].check(t, self)
 }
 
 // TestWorldComesBackAfterCrash: the node holding a world falls silent (it
@@ -328,16 +321,21 @@ func TestWorldComesBackAfterCrash(t *testing.T) {
 	if got, ok := heir.node.Directory().LocateWorld("keep"); !ok || got.Node != heir.id {
 		t.Errorf("the directory places the world on %+v", got)
 	}
-	g := games[heir.id]
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	for i, id := range self {
-		if g.restored != 1 || g.gold[id] != 100+i {
-			t.Errorf("the heir's game: restored %d, gold of player %d %d", g.restored, i, g.gold[id])
-		}
-	}
+	games[heir.id].check(t, self)
 }
 
 type tlog struct{ t *testing.T }
 
 func (l tlog) Write(b []byte) (int, error) { l.t.Log(strings.TrimSpace(string(b))); return len(b), nil }
+
+// check that the game was restored once, with each player's gold.
+func (g *gameState) check(t *testing.T, players []interest.ID) {
+	t.Helper()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for i, id := range players {
+		if g.restored != 1 || g.gold[id] != 100+i {
+			t.Errorf("the heir's game: restored %d, gold of player %d %d", g.restored, i, g.gold[id])
+		}
+	}
+}
