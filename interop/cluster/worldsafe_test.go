@@ -206,7 +206,7 @@ func startSafeWorld(t *testing.T, opts *cluster.Options) (c *worldCluster, ws []
 // world's frames go on, and the game's state goes with it.
 func TestWorldMovesOnDrain(t *testing.T) {
 	opts := *fast
-	opts.Logger = slog.New(slog.NewTextHandler(tlog{t}, &slog.HandlerOptions{Level: slog.LevelInfo}))
+	opts.Logger = slog.New(slog.NewTextHandler(newTlog(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	_, ws, primary, heir, games := startSafeWorld(t, &opts)
 	known := make([][]interest.ID, len(ws))
 	self := make([]interest.ID, len(ws))
@@ -324,9 +324,28 @@ func TestWorldComesBackAfterCrash(t *testing.T) {
 	games[heir.id].check(t, self)
 }
 
-type tlog struct{ t *testing.T }
+// tlog writes a node's log to the test's, and drops what comes after the
+// test ends (a node's goroutines may still log while they stop).
+type tlog struct {
+	t    *testing.T
+	mu   sync.Mutex
+	done bool
+}
 
-func (l tlog) Write(b []byte) (int, error) { l.t.Log(strings.TrimSpace(string(b))); return len(b), nil }
+func newTlog(t *testing.T) *tlog {
+	l := &tlog{t: t}
+	t.Cleanup(func() { l.mu.Lock(); l.done = true; l.mu.Unlock() })
+	return l
+}
+
+func (l *tlog) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if !l.done {
+		l.t.Log(strings.TrimSpace(string(b)))
+	}
+	return len(b), nil
+}
 
 // check that the game was restored once, with each player's gold.
 func (g *gameState) check(t *testing.T, players []interest.ID) {
