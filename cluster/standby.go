@@ -86,12 +86,12 @@ type standbys struct {
 	handed uint64 // rooms handed over by a drain
 
 	// Worlds (worldheir.go, worldmove.go).
-	outw    map[string]*outWorld // this node's worlds, by name
-	inw     map[string]*inWorld  // the worlds this node is the heir of
-	store   *worldStore          // the checkpoint bucket; nil without JetStream
-	tookW   uint64               // worlds taken over
-	movedW  uint64               // worlds moved away by a drain
-	movedIn uint64               // worlds moved here
+	outw    map[string]*outWorld       // this node's worlds, by name
+	inw     map[string]*inWorld        // the worlds this node is the heir of
+	store   atomic.Pointer[worldStore] // the checkpoint bucket, once open (bucket)
+	tookW   uint64                     // worlds taken over
+	movedW  uint64                     // worlds moved away by a drain
+	movedIn uint64                     // worlds moved here
 }
 
 // outRoom is one of this node's rooms, as its standby is fed.
@@ -144,15 +144,6 @@ func (n *Node) ServeStandbys(srv *engine.Server, restore Restore) error {
 	s := &standbys{n: n, srv: srv, restore: restore, out: map[string]*outRoom{}, leases: map[string]time.Time{}, until: map[string]*atomic.Int64{},
 		in: map[string]*inRoom{}, heard: map[string]time.Time{}, outw: map[string]*outWorld{}, inw: map[string]*inWorld{},
 		stop: make(chan struct{}), done: make(chan struct{})}
-	if n.opts.CheckpointEvery >= 0 {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		st, err := openStore(ctx, n.nc, n.c, &n.opts)
-		cancel()
-		if err != nil {
-			n.opts.Logger.Warn("cluster: no checkpoints of worlds (they need JetStream): a world whose node dies is lost", "err", err)
-		}
-		s.store = st
-	}
 	for _, sub := range []struct {
 		subject string
 		f       func(*seal.Msg)
@@ -181,9 +172,54 @@ func (n *Node) ServeStandbys(srv *engine.Server, restore Restore) error {
 		s.createdWorld(reqs[i], h.w, 0)
 	}
 	go s.run()
+	if n.opts.CheckpointEvery >= 0 {
+		go s.openStore()
+	}
 	go s.checkpoints()
 	return nil
 }
+
+// openStore opens the checkpoint bucket, trying again while it cannot:
+// the first nodes of a NATS cluster race to create it (the losers'
+// requests may go unanswered), and a NATS server may have no JetStream
+// yet. The node stands by and moves worlds meanwhile, and its worlds'
+// checkpoints are written once it opens.
+func (s *standbys) openStore() {
+	wait := storeRetry
+	for warned := false; ; {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		st, err := openStore(ctx, s.n.nc, s.n.c, &s.n.opts)
+		cancel()
+		if err == nil {
+			s.store.Store(st)
+			if warned {
+				s.n.opts.Logger.Info("cluster: the worlds' checkpoint bucket is open")
+			}
+			return
+		}
+		if !warned && wait >= storeWarn {
+			s.n.opts.Logger.Warn("cluster: no checkpoints of worlds yet (they need JetStream): a world whose node dies now is lost", "err", err)
+			warned = true
+		}
+		select {
+		case <-s.stop:
+			return
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, storeMaxRetry)
+	}
+}
+
+// The waits between two tries to open the checkpoint bucket: the first,
+// the longest, and the wait past which a failure is logged.
+const (
+	storeRetry    = 250 * time.Millisecond
+	storeMaxRetry = 10 * time.Second
+	storeWarn     = 2 * time.Second
+)
+
+// bucket is the checkpoint bucket; nil until it opens.
+func (s *standbys) bucket() *worldStore { return s.store.Load() }
 
 // created starts feeding a room the node just created (or took over)
 // to a standby.
@@ -443,6 +479,18 @@ func (s *standbys) onAck(m *seal.Msg) {
 			o.resend = true
 		}
 	}
+	for _, o := range s.outw {
+		// An heir that restarted under the same ID knows nothing of its
+		// worlds, and may listen elsewhere: another is named.
+		switch {
+		case o.heir != m.From.ID || o.heirIn == m.From.Instance || o.taken || o.handing:
+		case o.heirIn == 0:
+			o.heirIn = m.From.Instance
+		default:
+			s.n.opts.Logger.Info("cluster: heir restarted; naming another", "world", o.req.World, "heir", o.heir)
+			s.pickHeir(o)
+		}
+	}
 	s.mu.Unlock()
 }
 
@@ -515,8 +563,8 @@ func (n *Node) Standbys() StandbyStats {
 			st.Worlds++
 		}
 	}
-	if s.store != nil {
-		st.Checkpoints, st.CheckpointBytes = s.store.writes.Load(), s.store.bytes.Load()
+	if b := s.bucket(); b != nil {
+		st.Checkpoints, st.CheckpointBytes = b.writes.Load(), b.bytes.Load()
 	}
 	return st
 }

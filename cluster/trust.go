@@ -154,12 +154,34 @@ func (n *Node) Dropped() map[string]uint64 { return n.c.Stats().Dropped() }
 // says how they are counted); a node's directory counts with its node.
 func (d *Directory) Dropped() map[string]uint64 { return d.c.Stats().Dropped() }
 
-// WriteMetrics writes the node's counters of NATS messages in the
-// Prometheus text format, for a server's /metrics (engine.Server.AddMetrics):
-// tongbu_cluster_messages_total (opened) and
-// tongbu_cluster_messages_dropped_total by reason.
+// WriteMetrics writes the node's counters in the Prometheus text format,
+// for a server's /metrics (engine.Server.AddMetrics): its NATS messages
+// (tongbu_cluster_messages_total, opened, and
+// tongbu_cluster_messages_dropped_total by reason), and its standbys,
+// heirs and checkpoints (Standbys) as tongbu_cluster_standby_rooms,
+// tongbu_cluster_heir_worlds, tongbu_cluster_checkpoints_total and the
+// like.
 func (n *Node) WriteMetrics(w io.Writer) {
 	WriteSealMetrics(w, "tongbu_cluster", "Cluster", n.c.Stats().Opened.Load(), n.Dropped())
+	st := n.Standbys()
+	for _, m := range []struct {
+		name, kind, help string
+		v                any
+	}{
+		{"standby_rooms", "gauge", "This node's rooms with a standby on another node.", st.Rooms},
+		{"standing_by", "gauge", "Rooms of other nodes this node stands by for.", st.StandsBy},
+		{"rooms_taken_over_total", "counter", "Rooms this node took over from a silent node.", st.TakenOver},
+		{"rooms_handed_off_total", "counter", "Rooms this node handed to their standbys in a drain.", st.HandedOff},
+		{"heir_worlds", "gauge", "This node's worlds with an heir on another node.", st.Worlds},
+		{"heir_of", "gauge", "Worlds of other nodes this node is the heir of.", st.Heirs},
+		{"worlds_taken_over_total", "counter", "Worlds this node brought back from a silent node's checkpoints.", st.WorldsTakenOver},
+		{"worlds_moved_away_total", "counter", "Worlds this node moved to their heirs in a drain.", st.WorldsMovedAway},
+		{"worlds_moved_in_total", "counter", "Worlds moved here by another node's drain.", st.WorldsMovedIn},
+		{"checkpoints_total", "counter", "World checkpoints this node wrote to the bucket.", st.Checkpoints},
+		{"checkpoint_bytes_total", "counter", "Bytes of those checkpoints, sealed.", st.CheckpointBytes},
+	} {
+		fmt.Fprintf(w, "# HELP tongbu_cluster_%s %s\n# TYPE tongbu_cluster_%s %s\ntongbu_cluster_%s %v\n", m.name, m.help, m.name, m.kind, m.name, m.v)
+	}
 }
 
 // WriteSealMetrics writes counters of sealed NATS messages under the

@@ -36,6 +36,7 @@ type outWorld struct {
 	w       *engine.World
 	req     WorldRequest
 	heir    string // "" while none
+	heirIn  uint64 // the heir's instance, from its acknowledgements: a new one is told again
 	url     string
 	since   time.Time
 	dirty   bool // the heir has not been told of it
@@ -83,13 +84,13 @@ func (s *standbys) pickHeir(o *outWorld) {
 	o.since = time.Now()
 	st, ok := s.candidate(o.heir, o.req.Cap)
 	if !ok {
-		o.heir, o.url = "", ""
+		o.heir, o.url, o.heirIn = "", "", 0
 		o.lease.Store(nil)
 		o.w.SetStandby("")
 		return
 	}
 	o.lease.Store(s.leaseOf(st.ID))
-	o.heir, o.url, o.dirty = st.ID, st.URL, true
+	o.heir, o.url, o.dirty, o.heirIn = st.ID, st.URL, true, 0
 	o.w.SetStandby(st.URL)
 	s.n.opts.Logger.Info("cluster: heir named", "world", o.req.World, "heir", st.ID)
 }
@@ -113,8 +114,8 @@ func (s *standbys) flushWorlds(now time.Time) (ctls []heirCtl, heirs []string) {
 			if o.heir != "" && !o.taken {
 				ctls = append(ctls, heirCtl{o.heir, standbyControl{Op: "wdrop", Room: name}})
 			}
-			if s.store != nil && !o.taken && !o.handing {
-				go s.store.drop(name, o.rev)
+			if s.bucket() != nil && !o.taken && !o.handing {
+				go s.bucket().drop(name, o.rev)
 			}
 			continue
 		}
@@ -152,7 +153,7 @@ func (s *standbys) checkpoints() {
 	if every == 0 {
 		every = DefaultCheckpointEvery
 	}
-	if every < 0 || s.store == nil {
+	if every < 0 {
 		return
 	}
 	t := time.NewTicker(every)
@@ -162,6 +163,9 @@ func (s *standbys) checkpoints() {
 		case <-s.stop:
 			return
 		case <-t.C:
+			if s.bucket() == nil {
+				continue // not open yet (openStore)
+			}
 			s.mu.Lock()
 			var due []*outWorld
 			for _, o := range s.outw {
@@ -187,7 +191,7 @@ func (s *standbys) checkpoint(o *outWorld) {
 		o.writing = false
 		s.mu.Unlock()
 	}()
-	if s.store == nil {
+	if s.bucket() == nil {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -205,12 +209,12 @@ func (s *standbys) checkpoint(o *outWorld) {
 	if skip {
 		return
 	}
-	rev, err := s.store.put(ctx, o.req.World, storedWorld{owner: s.n.info.ID, cp: cp}, last)
+	rev, err := s.bucket().put(ctx, o.req.World, storedWorld{owner: s.n.info.ID, cp: cp}, last)
 	if errors.Is(err, errTakenElsewhere) {
 		// Written since by whom? This node's own earlier record (a write
 		// it did not hear back from) is no take-over: write over it.
-		if rec, got, gerr := s.store.get(ctx, o.req.World); gerr == nil && rec.owner == s.n.info.ID {
-			rev, err = s.store.put(ctx, o.req.World, storedWorld{owner: s.n.info.ID, cp: cp}, got)
+		if rec, got, gerr := s.bucket().get(ctx, o.req.World); gerr == nil && rec.owner == s.n.info.ID {
+			rev, err = s.bucket().put(ctx, o.req.World, storedWorld{owner: s.n.info.ID, cp: cp}, got)
 		}
 	}
 	switch {
@@ -295,12 +299,12 @@ func (s *standbys) takeOverWorld(name, from string) error {
 	}
 	delete(s.inw, name)
 	s.mu.Unlock()
-	if s.store == nil {
+	if s.bucket() == nil {
 		return fmt.Errorf("%w: world %q: no checkpoint bucket (JetStream)", ErrClosed, name)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	rec, rev, err := s.store.get(ctx, name)
+	rec, rev, err := s.bucket().get(ctx, name)
 	if err != nil {
 		return err
 	}
@@ -311,7 +315,7 @@ func (s *standbys) takeOverWorld(name, from string) error {
 	if err != nil || info.World != name {
 		return fmt.Errorf("%w: world %q: its checkpoint: %v", ErrInvalid, name, err)
 	}
-	rev, err = s.store.put(ctx, name, storedWorld{owner: s.n.info.ID, cp: rec.cp}, rev)
+	rev, err = s.bucket().put(ctx, name, storedWorld{owner: s.n.info.ID, cp: rec.cp}, rev)
 	if err != nil {
 		return err // another node took it meanwhile
 	}
@@ -342,7 +346,7 @@ func (n *Node) restoreWorld(req WorldRequest, held bool, make func(engine.WorldC
 		n.mu.Unlock()
 		return nil, fmt.Errorf("%w: world %q is here already", ErrInvalid, req.World)
 	}
-	h := &hosted{cap: req.Cap, held: held, config: req.Config}
+	h := &hosted{cap: req.Cap, held: held, adopted: true, config: req.Config}
 	n.ws.worlds[req.World] = h
 	n.ws.used += req.Cap
 	maker := n.ws.make

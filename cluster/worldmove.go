@@ -105,8 +105,8 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 		return undo(err)
 	}
 	hand := standbyControl{Op: "whandover", Room: name}
-	if s.store != nil {
-		rev, err := s.store.put(ctx, name, storedWorld{owner: to, cp: cp}, last)
+	if s.bucket() != nil {
+		rev, err := s.bucket().put(ctx, name, storedWorld{owner: to, cp: cp}, last)
 		if err != nil {
 			return undo(err)
 		}
@@ -115,8 +115,8 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 		hand.Point = cp
 	}
 	if _, err := s.askStandby(ctx, to, hand); err != nil {
-		if s.store != nil { // the record names the heir: take it back
-			if rev, perr := s.store.put(ctx, name, storedWorld{owner: s.n.info.ID, cp: cp}, hand.Rev); perr == nil {
+		if s.bucket() != nil { // the record names the heir: take it back
+			if rev, perr := s.bucket().put(ctx, name, storedWorld{owner: s.n.info.ID, cp: cp}, hand.Rev); perr == nil {
 				s.mu.Lock()
 				o.rev = rev
 				s.mu.Unlock()
@@ -245,8 +245,8 @@ func (s *standbys) releaseWorld(name, from string, rev uint64, cp []byte) error 
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if s.store != nil {
-		rec, got, err := s.store.get(ctx, name)
+	if s.bucket() != nil {
+		rec, got, err := s.bucket().get(ctx, name)
 		if err != nil {
 			return err
 		}

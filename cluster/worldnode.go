@@ -25,10 +25,13 @@ type WorldMaker func(req WorldRequest) (engine.WorldConfig, error)
 
 // hosted is a world the cluster placed on this node.
 type hosted struct {
-	w      *engine.World // nil while being created
-	cap    int
-	held   bool            // a world moving here, not yet released: in no heartbeat
-	config json.RawMessage // its request's, for its heir
+	w    *engine.World // nil while being created
+	cap  int
+	held bool // a world moving here, not yet released: in no heartbeat
+	// adopted: moved here or brought back from a checkpoint, not created
+	// by a request; another node's record of it lingers a while.
+	adopted bool
+	config  json.RawMessage // its request's, for its heir
 }
 
 // worldState is a node's part in placing worlds; under Node.mu.
@@ -362,7 +365,7 @@ func (n *Node) dedupeWorlds() {
 	n.mu.Lock()
 	mine := make(map[string]*engine.World, len(n.ws.worlds))
 	for name, h := range n.ws.worlds {
-		if h.w != nil {
+		if h.w != nil && !h.held && !h.adopted {
 			mine[name] = h.w
 		}
 	}

@@ -52,11 +52,19 @@ func openStore(ctx context.Context, nc *nats.Conn, c *seal.Conn, o *Options) (*w
 	if err != nil {
 		return nil, err
 	}
+	replicas := max(o.CheckpointReplicas, 1)
+	if kv, err := js.KeyValue(ctx, o.bucket()); err == nil { // made by another node
+		if st, err := kv.Status(ctx); err == nil {
+			if bs, ok := st.(*jetstream.KeyValueBucketStatus); ok && bs.StreamInfo().Config.Replicas == replicas {
+				return &worldStore{kv: kv, c: c}, nil
+			}
+		}
+	}
 	kv, err := js.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{
 		Bucket:      o.bucket(),
 		Description: "tongbu: the checkpoints of the cluster's worlds",
 		History:     1,
-		Replicas:    max(o.CheckpointReplicas, 1),
+		Replicas:    replicas,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("cluster: checkpoint bucket %s: %w", o.bucket(), err)

@@ -445,7 +445,6 @@ func (c *Client) Receive(now time.Time) error {
 				return c.closed
 			}
 		default:
-			return nil // the game goes on drawing what it has
 		}
 	}
 	if c.failing != nil {
@@ -454,6 +453,9 @@ func (c *Client) Receive(now time.Time) error {
 			c.failedOver(d)
 		default:
 		}
+	}
+	if c.resuming != nil {
+		return nil // the game goes on drawing what it has
 	}
 	for _, m := range c.early {
 		c.deliver(now, m)

@@ -112,6 +112,9 @@ func (c *Client) failedOver(d resumed) {
 		c.heardAt = time.Now() // suspected again after another silence
 		return
 	}
+	if c.resuming != nil {
+		c.dropResume() // the standby answered first
+	}
 	old, cfg, away := c.conn, c.cfg, time.Since(c.lostAt)
 	c.takeOver(d.c)
 	c.url, c.cfg = d.c.url, cfg

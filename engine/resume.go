@@ -164,7 +164,11 @@ func (c *Client) resume(now time.Time, lost error) bool {
 	c.resuming, c.resumeStop, c.lostAt = ch, cancel, now
 	c.conn.Close()
 	if c.failing != nil {
-		c.dropFailover() // the resume below tries the standby too
+		// A try of the standby is under way (the room or world went
+		// silent first): it goes on, and may already hold the seat the
+		// credentials name; the resume tries only the server, and the
+		// first of the two to connect takes the client.
+		standby = ""
 	}
 	if cfg.Logger != nil {
 		cfg.Logger.Info("engine: connection lost; resuming", "target", c.welcome.target, "err", lost)
@@ -271,6 +275,9 @@ func dialResume(ctx context.Context, url string, creds []string, cfg *ClientConf
 func (c *Client) resumed(d resumed) {
 	c.resuming, c.resumeStop = nil, nil
 	cfg, away := c.cfg, time.Since(c.lostAt)
+	if d.err != nil && c.failing != nil {
+		return // the try of the standby has the last word
+	}
 	if d.err != nil {
 		c.closed = &ClosedError{Reason: "connection lost", Detail: "resuming failed: " + d.err.Error(), err: d.err}
 		if cfg.Logger != nil {
@@ -280,6 +287,9 @@ func (c *Client) resumed(d resumed) {
 			cfg.OnConnection(ConnectionEvent{State: Lost, Err: c.closed, Away: away, Attempts: d.attempts})
 		}
 		return
+	}
+	if c.failing != nil {
+		c.dropFailover() // the server answered first
 	}
 	c.takeOver(d.c)
 	c.url, c.cfg = d.c.url, cfg

@@ -265,7 +265,8 @@ func decodeRoomConfig(b []byte) (roomConfig, error) {
 }
 
 // decodeStrict reads JSON from another process of the cluster into a T,
-// refusing unknown keys; none is T's zero value.
+// refusing unknown keys and anything after the value; none is T's zero
+// value.
 func decodeStrict[T any](b []byte, what string) (T, error) {
 	var v T
 	if len(b) == 0 {
@@ -275,6 +276,10 @@ func decodeStrict[T any](b []byte, what string) (T, error) {
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil {
 		return v, fmt.Errorf("%s: %v", what, err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		var zero T
+		return zero, fmt.Errorf("%s: data after the JSON value", what)
 	}
 	return v, nil
 }

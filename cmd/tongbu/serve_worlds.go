@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -137,6 +138,32 @@ func (ws *worlds) engineConfig(wc *worldConfig) engine.WorldConfig {
 		delete(inPortal, player)
 		w.Despawn(id)
 	}
+	// The world's players and who stands in a portal go with the world
+	// when it moves to another node or comes back from a checkpoint.
+	cfg.Checkpoint = func(*interest.World) []byte {
+		b, _ := json.Marshal(servedState{Players: players, InPortal: inPortal})
+		return b
+	}
+	cfg.Restore = func(w *interest.World, b []byte) error {
+		st, err := decodeStrict[servedState](b, "world state")
+		if err != nil {
+			return err
+		}
+		for player, id := range st.Players {
+			if k, ok := w.Kind(id); !ok || k != interest.Player {
+				return fmt.Errorf("world state: player %q has entity %d, which is not a player of the world", player, id)
+			}
+		}
+		clear(players)
+		clear(inPortal)
+		maps.Copy(players, st.Players)
+		for player := range st.InPortal {
+			if _, ok := players[player]; ok {
+				inPortal[player] = true
+			}
+		}
+		return nil
+	}
 	if len(wc.Portals) > 0 {
 		portals := wc.Portals
 		name := wc.Name
@@ -160,6 +187,13 @@ func (ws *worlds) engineConfig(wc *worldConfig) engine.WorldConfig {
 		}
 	}
 	return cfg
+}
+
+// servedState is a served world's own state in its checkpoints: its
+// players' entities, and those standing in a portal.
+type servedState struct {
+	Players  map[string]interest.ID `json:"players"`
+	InPortal map[string]bool        `json:"in_portal,omitempty"`
 }
 
 // readPortalState reads the state a transfer carries here (from another

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"strings"
@@ -116,5 +117,44 @@ func TestWorldConfigChecks(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Fatalf("%s: %v, want %q", tc.json, err, tc.want)
 		}
+	}
+}
+
+// TestServedState carries a served world's players through its
+// checkpoint (a move or a crash of its node), and refuses a state that
+// does not fit the world it is restored into.
+func TestServedState(t *testing.T) {
+	wc := &worldConfig{Name: "field", Width: 4, Height: 4, RegionSize: 1024,
+		Portals: []portalConfig{{X: 3000, Y: 3000, W: 100, H: 100, To: "cave"}}}
+	ws := &worlds{log: slog.New(slog.NewTextHandler(io.Discard, nil)), maps: map[string]*worldConfig{}}
+	w, err := interest.NewWorld(wc.interest(), time.Now(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := ws.engineConfig(wc)
+	ann, err := cfg.Join(w, "ann")
+	if err != nil {
+		t.Fatal(err)
+	}
+	wolf, _ := w.Spawn(interest.NPC, interest.Logic{Life: 1}, interest.Display{Name: "wolf"})
+	cp := cfg.Checkpoint(w)
+	again := ws.engineConfig(wc) // a new node's hooks
+	if err := again.Restore(w, cp); err != nil {
+		t.Fatalf("restore %s: %v", cp, err)
+	}
+	if got := again.Checkpoint(w); string(got) != string(cp) {
+		t.Fatalf("restored %s, checkpointed %s", got, cp)
+	}
+	for _, bad := range []string{
+		`null x`, `[]`, `{"players": {"ann": 1}} {}`, `{"players": {"ann": "x"}}`, `{"players": {}, "more": 1}`,
+		fmt.Sprintf(`{"players": {"bob": %d}}`, ann+100), // no such entity
+		fmt.Sprintf(`{"players": {"bob": %d}}`, wolf),    // not a player
+	} {
+		if err := again.Restore(w, []byte(bad)); err == nil {
+			t.Errorf("restored %q", bad)
+		}
+	}
+	if got := again.Checkpoint(w); string(got) != string(cp) {
+		t.Fatalf("a refused restore changed the state: %s", got)
 	}
 }

@@ -208,6 +208,16 @@ func TestWorldMovesOnDrain(t *testing.T) {
 	opts := *fast
 	opts.Logger = slog.New(slog.NewTextHandler(newTlog(t), &slog.HandlerOptions{Level: slog.LevelInfo}))
 	_, ws, primary, heir, games := startSafeWorld(t, &opts)
+	for _, m := range []struct {
+		n    *worldNode
+		want string
+	}{{primary, "tongbu_cluster_heir_worlds 1\n"}, {heir, "tongbu_cluster_heir_of 1\n"}, {primary, "tongbu_cluster_checkpoints_total "}} {
+		var b strings.Builder
+		m.n.node.WriteMetrics(&b)
+		if !strings.Contains(b.String(), m.want) || m.n == primary && strings.Contains(b.String(), "tongbu_cluster_checkpoints_total 0\n") {
+			t.Errorf("%s's metrics lack %q:\n%s", m.n.id, m.want, b.String())
+		}
+	}
 	known := make([][]interest.ID, len(ws))
 	self := make([]interest.ID, len(ws))
 	for i, w := range ws {
