@@ -146,7 +146,42 @@ type Directory struct {
 	done   chan struct{}
 
 	fetches sync.WaitGroup // room-list requests under way
+
+	openMu  sync.Mutex
+	opening map[string]*lineOpening // by map: the joins of this process opening its lines
 }
+
+// lineOpening serializes the joins of one process that open a new line
+// of a map (so that two players arriving at once do not open the same
+// line on two nodes), and remembers the line opened last until the
+// directory lists it.
+type lineOpening struct {
+	mu   sync.Mutex // held while a join opens a line
+	last Placement  // the line opened last
+	line int        // its number
+	at   time.Time
+}
+
+// openingOf returns map m's lineOpening.
+func (d *Directory) openingOf(m string) *lineOpening {
+	d.openMu.Lock()
+	defer d.openMu.Unlock()
+	if d.opening == nil {
+		d.opening = map[string]*lineOpening{}
+	}
+	o := d.opening[m]
+	if o == nil {
+		if len(d.opening) >= maxOpening {
+			clear(d.opening) // forget old maps' last lines: they are listed by now
+		}
+		o = &lineOpening{}
+		d.opening[m] = o
+	}
+	return o
+}
+
+// maxOpening bounds the maps whose line openings a directory remembers.
+const maxOpening = 1024
 
 // Watch follows the cluster whose nodes publish on nc with opts.Prefix.
 // Close stops it; nc stays open.

@@ -134,6 +134,12 @@ func (s *standbys) handOver(ctx context.Context, name string) error {
 // with a handshake).
 const parkWait = 3 * time.Second
 
+// A world's move waits parkPerPlayer longer a player, maxParkWait at most.
+const (
+	parkPerPlayer = 20 * time.Millisecond
+	maxParkWait   = 15 * time.Second
+)
+
 // askStandby sends a control request to node to and returns its reply,
 // an error if it refused.
 func (s *standbys) askStandby(ctx context.Context, to string, c standbyControl) (*standbyReply, error) {

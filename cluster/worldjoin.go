@@ -162,35 +162,65 @@ func (j *joiner) place(ctx context.Context, req *JoinRequest, from string, trans
 		if req.NewLine.Cap == 0 {
 			return worldReply{}, "", fmt.Errorf("%w: every line of map %q is full: %v", ErrNoCapacity, req.Map, last)
 		}
-		next := 1
-		for _, w := range lines {
-			next = max(next, w.Line+1)
-		}
-		nl := req.NewLine
-		nl.World = Line(req.Map, next)
-		var p Placement
-		err := nl.validate()
+		rep, node, err := j.openLine(ctx, req, &op, lines)
 		if err == nil {
-			data, _ := json.Marshal(nl)
-			p, err = createWorldOn(ctx, j.c, &j.o, nl.World, nl.Cap, data)
+			return rep, node, nil
 		}
-		switch {
-		case err == nil:
-			op.World = p.Room
-			rep, err := j.bookOn(ctx, p.Node, &op)
-			if err == nil {
-				return rep, p.Node, nil
-			}
-			last = err
-		case errors.Is(err, ErrRefused): // opened by another join meanwhile: look again
-			last = err
-			j.waitFor(ctx, nl.World)
-		default:
+		if !errors.Is(err, ErrRefused) && !errors.Is(err, ErrFull) {
 			return worldReply{}, "", err
 		}
+		last = err
 	}
 	return worldReply{}, "", fmt.Errorf("%w: map %q: %v", ErrNoCapacity, req.Map, last)
 }
+
+// openLine books op on a new line of req.Map, every one of lines being
+// full: the line another join of this process opened a moment ago, which
+// the directory may not list yet, else one it opens. The joins of this
+// process open one line of a map at a time.
+func (j *joiner) openLine(ctx context.Context, req *JoinRequest, op *worldOp, lines []WorldStatus) (worldReply, string, error) {
+	lo := j.dir.openingOf(req.Map)
+	lo.mu.Lock()
+	defer lo.mu.Unlock()
+	next := 1
+	listed := false
+	for _, w := range lines {
+		next = max(next, w.Line+1)
+		listed = listed || w.World == lo.last.Room
+	}
+	if lo.last.Room != "" && time.Since(lo.at) < lineFresh && !listed {
+		op.World = lo.last.Room
+		if rep, err := j.bookOn(ctx, lo.last.Node, op); err == nil {
+			return rep, lo.last.Node, nil
+		}
+		next = max(next, lo.line+1)
+	}
+	nl := req.NewLine
+	nl.World = Line(req.Map, next)
+	if err := nl.validate(); err != nil {
+		return worldReply{}, "", err
+	}
+	data, _ := json.Marshal(nl)
+	p, err := createWorldOn(ctx, j.c, &j.o, nl.World, nl.Cap, data)
+	if errors.Is(err, ErrRefused) { // opened by another process meanwhile: look again
+		j.waitFor(ctx, nl.World)
+	}
+	if err != nil {
+		return worldReply{}, "", err
+	}
+	lo.last, lo.line, lo.at = p, next, time.Now()
+	op.World = p.Room
+	rep, err := j.bookOn(ctx, p.Node, op)
+	if err != nil {
+		return worldReply{}, "", fmt.Errorf("%w: %v", ErrFull, err)
+	}
+	return rep, p.Node, nil
+}
+
+// lineFresh is how long a join remembers the line it opened, for the
+// next joins of its process, before the directory lists it (a few
+// heartbeats).
+const lineFresh = 10 * time.Second
 
 // waitFor waits, a few heartbeats at most, for the directory to list
 // world.

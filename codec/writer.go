@@ -240,6 +240,12 @@ func (w *Writer) WriteString(s string, maxLen int) {
 		s = s[:maxLen]
 	}
 	w.writeBits(uint64(len(s)), uint(bits.Len(uint(maxLen))))
+	for len(s) >= 8 { // eight bytes at a time, laid out as one by one
+		v := uint64(s[0]) | uint64(s[1])<<8 | uint64(s[2])<<16 | uint64(s[3])<<24 |
+			uint64(s[4])<<32 | uint64(s[5])<<40 | uint64(s[6])<<48 | uint64(s[7])<<56
+		w.writeBits(v, 64)
+		s = s[8:]
+	}
 	for i := 0; i < len(s); i++ {
 		w.writeBits(uint64(s[i]), 8)
 	}

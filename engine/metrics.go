@@ -33,6 +33,7 @@ type metrics struct {
 	frames           uint64
 	cutLate          histogram       // how late rooms cut, seconds
 	tick             histogram       // how long worlds' ticks took, seconds
+	checkpoint       histogram       // how long worlds' checkpoints took on their workers, seconds
 	closed           transport.Stats // summed over closed connections
 	interest         map[string]uint64
 	events           map[string]uint64
@@ -80,7 +81,8 @@ func (h *histogram) write(b *strings.Builder, name string) {
 
 func newMetrics() *metrics {
 	return &metrics{refusals: map[string]uint64{}, drops: map[[2]string]uint64{}, interest: map[string]uint64{}, events: map[string]uint64{},
-		cutLate: newHistogram(cutLateBuckets), tick: newHistogram(worldTickBuckets)}
+		cutLate: newHistogram(cutLateBuckets), tick: newHistogram(worldTickBuckets),
+		checkpoint: newHistogram(worldTickBuckets)}
 }
 
 func (m *metrics) refused(reason string) {
@@ -157,6 +159,14 @@ func (m *metrics) worldTick(d time.Duration) {
 	m.mu.Unlock()
 }
 
+// worldCheckpoint records how long a world's checkpoint took on its
+// worker: the snapshot, the game's Checkpoint hook and the encoding.
+func (m *metrics) worldCheckpoint(d time.Duration) {
+	m.mu.Lock()
+	m.checkpoint.observe(max(d.Seconds(), 0))
+	m.mu.Unlock()
+}
+
 func (m *metrics) closedConn(st transport.Stats) {
 	m.mu.Lock()
 	m.closed.SentBytes += st.SentBytes
@@ -228,8 +238,12 @@ func (s *Server) writeMetrics(out io.Writer) {
 	for _, r := range s.rooms {
 		rooms = append(rooms, r)
 	}
-	nWorlds := len(s.worlds)
+	worlds := make([]*World, 0, len(s.worlds))
+	for _, w := range s.worlds {
+		worlds = append(worlds, w)
+	}
 	s.mu.Unlock()
+	sort.Slice(worlds, func(i, j int) bool { return worlds[i].name < worlds[j].name })
 	sort.Slice(rooms, func(i, j int) bool { return rooms[i].name < rooms[j].name })
 
 	var b strings.Builder
@@ -241,7 +255,11 @@ func (s *Server) writeMetrics(out io.Writer) {
 	metric("tongbu_rooms", "gauge", "Lockstep rooms.")
 	fmt.Fprintf(&b, "tongbu_rooms %d\n", len(rooms))
 	metric("tongbu_worlds", "gauge", "Interest worlds.")
-	fmt.Fprintf(&b, "tongbu_worlds %d\n", nWorlds)
+	fmt.Fprintf(&b, "tongbu_worlds %d\n", len(worlds))
+	metric("tongbu_world_entities", "gauge", "Entities (players and NPCs) of each interest world, as of its last frame.")
+	for _, w := range worlds {
+		fmt.Fprintf(&b, "tongbu_world_entities{world=%s} %d\n", label(w.name), w.Stats().Entities)
+	}
 
 	traffic := s.metrics.trafficWith(live)
 	m := s.metrics
@@ -264,6 +282,8 @@ func (s *Server) writeMetrics(out io.Writer) {
 	m.cutLate.write(&b, "tongbu_cut_late_seconds")
 	metric("tongbu_world_tick_seconds", "histogram", "How long interest worlds' ticks took: the game's Tick hook and the world's frame.")
 	m.tick.write(&b, "tongbu_world_tick_seconds")
+	metric("tongbu_world_checkpoint_seconds", "histogram", "How long interest worlds' checkpoints (World.Checkpoint) took on their workers, between two ticks.")
+	m.checkpoint.write(&b, "tongbu_world_checkpoint_seconds")
 	metric("tongbu_sent_bytes_total", "counter", "Bytes sent to clients, both channels.")
 	fmt.Fprintf(&b, "tongbu_sent_bytes_total %d\n", traffic.SentBytes)
 	metric("tongbu_received_bytes_total", "counter", "Bytes received from clients.")

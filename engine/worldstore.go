@@ -70,7 +70,8 @@ type checkpointPlayer struct {
 }
 
 func appendCheckpoint(dst []byte, c *checkpointRec) []byte {
-	w := codec.NewWriter(nil)
+	// Sized ahead: the snapshot and the game's state are most of it.
+	w := codec.NewWriter(make([]byte, 0, len(c.snap)+len(c.game)+len(c.players)*(MaxNameLen+32)+64))
 	w.WriteUvarint(1) // version
 	w.WriteString(c.world, MaxNameLen)
 	w.WriteVarint(c.start.UnixNano())
@@ -157,7 +158,9 @@ func (w *World) Checkpoint(ctx context.Context) ([]byte, error) {
 	}
 	ch := make(chan out, 1)
 	if !w.host.Do(func() {
+		start := time.Now()
 		b, err := w.checkpoint(nil)
+		w.s.metrics.worldCheckpoint(time.Since(start))
 		ch <- out{b, err}
 	}) {
 		return nil, errstack.Wrapf(ErrClosed, "world %q", w.name)

@@ -122,6 +122,12 @@ func TestWorldRestoredAfterCrash(t *testing.T) {
 	if err != nil || info.World != "w" || info.Players != 3 {
 		t.Fatalf("checkpoint %+v, %v", info, err)
 	}
+	var m strings.Builder
+	a.writeMetrics(&m)
+	if !strings.Contains(m.String(), "tongbu_world_checkpoint_seconds_count 1\n") ||
+		!strings.Contains(m.String(), fmt.Sprintf("tongbu_world_entities{world=\"w\"} %d\n", w.Stats().Entities)) || w.Stats().Entities < 3 {
+		t.Errorf("the checkpoint was not timed:\n%s", m.String())
+	}
 	self := make([]interest.ID, len(ps))
 	for i, p := range ps {
 		self[i] = p.c.Entity()

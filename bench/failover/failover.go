@@ -4,7 +4,9 @@
 // clients on three tongbu serve processes sharing a NATS server, one
 // node killed (-mode kill) or drained (-mode drain) mid-match, run
 // without standbys (the baseline: every match on the node is lost) and
-// with them, one after the other in one run.
+// with them, one after the other in one run. With -worlds, the same for
+// worlds (worlds.go): one node drained, then one killed, with and
+// without heirs and checkpoints.
 package failover
 
 import (
@@ -45,6 +47,11 @@ type options struct {
 	steady, after  time.Duration
 	binary         string
 	verbose        bool
+	// The worlds scenario (worlds.go).
+	worlds          bool
+	worldPlayers    int
+	npcsPer         float64
+	checkpointEvery time.Duration
 }
 
 const secret = "the failover bench's cluster secret"
@@ -60,6 +67,10 @@ func run(args []string, out io.Writer) error {
 	fs.DurationVar(&o.after, "after", 8*time.Second, "how long the matches play after the node goes")
 	fs.BoolVar(&o.verbose, "v", false, "pass the nodes' logs through")
 	fs.StringVar(&o.binary, "tongbu", "", "the tongbu binary (default: built from the repository with go build)")
+	fs.BoolVar(&o.worlds, "worlds", false, "the worlds scenario instead: a unique world and a map's lines with NPCs, one node drained then one killed, on a NATS cluster of three")
+	fs.IntVar(&o.worldPlayers, "world-players", 60, "-worlds: the bots, a third of them in the town's lines")
+	fs.Float64Var(&o.npcsPer, "npcs", 4.5, "-worlds: NPCs a player (the seed world's density)")
+	fs.DurationVar(&o.checkpointEvery, "checkpoint-every", cluster.DefaultCheckpointEvery, "-worlds: how often each world writes its checkpoint")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -78,6 +89,10 @@ func run(args []string, out io.Writer) error {
 		if err := build.Run(); err != nil {
 			return fmt.Errorf("building tongbu: %v", err)
 		}
+	}
+	if o.worlds {
+		fmt.Fprintf(out, "failover: worlds, %d players, %.1f NPCs a player, checkpoints every %v, 3 nodes on 3 NATS servers\n", o.worldPlayers, o.npcsPer, o.checkpointEvery)
+		return runWorlds(o, out)
 	}
 	fmt.Fprintf(out, "failover: %d rooms of %d players at %d Hz on 3 nodes, mode %s\n", o.rooms, o.players, o.hz, o.mode)
 	base, err := trial(o, false, out)
@@ -142,6 +157,12 @@ func startNode(o options, natsURL, id string, standby bool) (*node, error) {
 	cmd := exec.Command(o.binary, "serve", "-http", "127.0.0.1:0", "-udp", "0", "-loopback", "-hugepages=false",
 		"-nats", natsURL, "-node", id, "-capacity", "1000", "-heartbeat", "200ms", "-drain-timeout", drain,
 		"-standby="+strconv.FormatBool(standby))
+	return startCmd(o, cmd, id)
+}
+
+// startCmd starts cmd, a tongbu serve process, and waits for the URL it
+// prints.
+func startCmd(o options, cmd *exec.Cmd, id string) (*node, error) {
 	cmd.Env = append(os.Environ(), "TONGBU_SECRET="+secret)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

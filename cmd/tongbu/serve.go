@@ -95,6 +95,7 @@ The -config file (JSON; unknown keys are refused; samples in examples/serve):
                                        when all have, or when the room is made
     "worlds": [{"name": "field", "region_size": 1024, "width": 64, "height": 64, "hz": 16,
                 "cap": 0,              players at most (0: no cap)
+                "npcs": 0,             NPCs wandering the world (spawned once: they move with it)
                 "portals": [{"x": 0, "y": 0, "w": 2048, "h": 2048, "to": "cave", "at": [4096, 4096]}]}],
                                        a player who walks into the rectangle goes to world "to"
                                        (or to a line of map "map"), arriving at "at"

@@ -58,23 +58,25 @@ const clusterStatusPath = "/cluster"
 const defaultTicketTTL = 10 * time.Minute
 
 type clusterFlagSet struct {
-	nats, node, url, heartbeat, region *string
-	capacity, players                  *int
-	standby                            *bool
-	auth                               *natsAuthFlags
+	nats, node, url, heartbeat, region, checkpointEvery *string
+	capacity, players, checkpointReplicas               *int
+	standby                                             *bool
+	auth                                                *natsAuthFlags
 }
 
 func clusterFlags(fs *flag.FlagSet) *clusterFlagSet {
 	return &clusterFlagSet{
-		nats:      fs.String("nats", "", "NATS URL: join the serve processes that share it (rooms placed where there is capacity)"),
-		node:      fs.String("node", "", "cluster node id (default: host name and HTTP port)"),
-		url:       fs.String("public-url", "", "the URL clients dial for rooms placed here (default http(s)://<-http address>, or https://<first -acme-domains name>)"),
-		capacity:  fs.Int("capacity", 0, "rooms the cluster may place here (default 100)"),
-		players:   fs.Int("players", 0, "world players the cluster may place here, summed over the worlds' caps (default 5000)"),
-		heartbeat: fs.String("heartbeat", "", "cluster heartbeat interval (default 1s)"),
-		region:    fs.String("region", "", "the region the node runs in (matches are placed near their players)"),
-		standby:   fs.Bool("standby", true, "give every room placed here a standby on another node, which goes on with its match if this process dies or drains (and stand by for the others' rooms)"),
-		auth:      newNATSAuthFlags(fs),
+		nats:               fs.String("nats", "", "NATS URL: join the serve processes that share it (rooms placed where there is capacity)"),
+		node:               fs.String("node", "", "cluster node id (default: host name and HTTP port)"),
+		url:                fs.String("public-url", "", "the URL clients dial for rooms placed here (default http(s)://<-http address>, or https://<first -acme-domains name>)"),
+		capacity:           fs.Int("capacity", 0, "rooms the cluster may place here (default 100)"),
+		players:            fs.Int("players", 0, "world players the cluster may place here, summed over the worlds' caps (default 5000)"),
+		heartbeat:          fs.String("heartbeat", "", "cluster heartbeat interval (default 1s)"),
+		region:             fs.String("region", "", "the region the node runs in (matches are placed near their players)"),
+		standby:            fs.Bool("standby", true, "give every room placed here a standby on another node, which goes on with its match if this process dies or drains (and stand by for the others' rooms)"),
+		checkpointEvery:    fs.String("checkpoint-every", "", "how often each world placed here writes its checkpoint to the NATS server's JetStream (default 2s; -1s: never)"),
+		checkpointReplicas: fs.Int("checkpoint-replicas", 0, "replicas of the checkpoint bucket (default 1; 3 on a NATS cluster of three)"),
+		auth:               newNATSAuthFlags(fs),
 	}
 }
 
@@ -85,6 +87,10 @@ func (f *clusterFlagSet) apply(c *clusterConfig) error {
 	c.PublicURL = firstNonEmpty(*f.url, c.PublicURL)
 	c.Heartbeat = firstNonEmpty(*f.heartbeat, c.Heartbeat)
 	c.Region = firstNonEmpty(*f.region, c.Region)
+	c.CheckpointEvery = firstNonEmpty(*f.checkpointEvery, c.CheckpointEvery)
+	if *f.checkpointReplicas > 0 {
+		c.CheckpointReplicas = *f.checkpointReplicas
+	}
 	f.auth.apply(&c.natsAuth)
 	if !*f.standby {
 		c.NoStandby = true
@@ -100,6 +106,9 @@ func (f *clusterFlagSet) apply(c *clusterConfig) error {
 	}
 	if c.Players == 0 {
 		c.Players = 5000
+	}
+	if c.CheckpointReplicas < 0 || c.CheckpointReplicas > 5 {
+		return fmt.Errorf("cluster checkpoint replicas %d: 1 to 5 (JetStream's bound)", c.CheckpointReplicas)
 	}
 	if c.Heartbeat != "" {
 		if _, err := time.ParseDuration(c.Heartbeat); err != nil {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"math/rand/v2"
 	"slices"
 	"sync/atomic"
 	"time"
@@ -33,7 +34,14 @@ type worldConfig struct {
 	// map's lines fill to it. Default 0: no cap, or 1000 for a map.
 	Cap     int            `json:"cap,omitempty"`
 	Portals []portalConfig `json:"portals,omitempty"`
+	// NPCs wander the world: spawned at random places on its first frame
+	// (not again when it moves to another node or comes back from a
+	// checkpoint), each walking to a point near it now and then.
+	NPCs int `json:"npcs,omitempty"`
 }
+
+// maxNPCs bounds a world's wandering NPCs.
+const maxNPCs = 100_000
 
 // portalConfig is a rectangle of a world that sends the players who walk
 // into it to another world or map, arriving at At.
@@ -80,8 +88,8 @@ func (w *worldConfig) check(inCluster bool) error {
 	if err := ic.WithDefaults().Validate(); err != nil {
 		return fmt.Errorf("world %q: %v", name, err)
 	}
-	if w.Cap < 0 || w.Lines < 0 {
-		return fmt.Errorf("world %q: cap %d, lines %d", name, w.Cap, w.Lines)
+	if w.Cap < 0 || w.Lines < 0 || w.NPCs < 0 || w.NPCs > maxNPCs {
+		return fmt.Errorf("world %q: cap %d, lines %d, npcs %d (at most %d)", name, w.Cap, w.Lines, w.NPCs, maxNPCs)
 	}
 	for _, p := range w.Portals {
 		switch {
@@ -140,8 +148,9 @@ func (ws *worlds) engineConfig(wc *worldConfig) engine.WorldConfig {
 	}
 	// The world's players and who stands in a portal go with the world
 	// when it moves to another node or comes back from a checkpoint.
+	npcs := &wanderers{n: wc.NPCs, rng: rand.New(rand.NewPCG(uint64(len(wc.Name)), 59))}
 	cfg.Checkpoint = func(*interest.World) []byte {
-		b, _ := json.Marshal(servedState{Players: players, InPortal: inPortal})
+		b, _ := json.Marshal(servedState{Players: players, InPortal: inPortal, NPCs: npcs.ids, Spawned: npcs.spawned})
 		return b
 	}
 	cfg.Restore = func(w *interest.World, b []byte) error {
@@ -154,6 +163,15 @@ func (ws *worlds) engineConfig(wc *worldConfig) engine.WorldConfig {
 				return fmt.Errorf("world state: player %q has entity %d, which is not a player of the world", player, id)
 			}
 		}
+		if len(st.NPCs) > maxNPCs {
+			return fmt.Errorf("world state: %d NPCs, at most %d", len(st.NPCs), maxNPCs)
+		}
+		for _, id := range st.NPCs {
+			if k, ok := w.Kind(id); !ok || k != interest.NPC {
+				return fmt.Errorf("world state: entity %d is not an NPC of the world", id)
+			}
+		}
+		npcs.ids, npcs.spawned, npcs.next = slices.Clone(st.NPCs), st.Spawned, 0
 		clear(players)
 		clear(inPortal)
 		maps.Copy(players, st.Players)
@@ -164,10 +182,10 @@ func (ws *worlds) engineConfig(wc *worldConfig) engine.WorldConfig {
 		}
 		return nil
 	}
-	if len(wc.Portals) > 0 {
-		portals := wc.Portals
-		name := wc.Name
+	portals, name := wc.Portals, wc.Name
+	if len(portals) > 0 || wc.NPCs > 0 {
 		cfg.Tick = func(w *interest.World, _ time.Time) {
+			npcs.tick(w)
 			for player, id := range players {
 				lg, ok := w.Logic(id)
 				if !ok {
@@ -190,10 +208,60 @@ func (ws *worlds) engineConfig(wc *worldConfig) engine.WorldConfig {
 }
 
 // servedState is a served world's own state in its checkpoints: its
-// players' entities, and those standing in a portal.
+// players' entities, those standing in a portal, and its NPCs.
 type servedState struct {
 	Players  map[string]interest.ID `json:"players"`
 	InPortal map[string]bool        `json:"in_portal,omitempty"`
+	NPCs     []interest.ID          `json:"npcs,omitempty"`
+	Spawned  bool                   `json:"spawned,omitempty"` // the NPCs were spawned once
+}
+
+// wanderers are a world's wandering NPCs; owned by its worker.
+type wanderers struct {
+	n       int
+	spawned bool
+	ids     []interest.ID
+	next    int // the next to walk somewhere
+	rng     *rand.Rand
+}
+
+// npcWalk is how far an NPC walks at most, and its speed.
+const (
+	npcWalk  = 600
+	npcSpeed = 30
+)
+
+// tick spawns the NPCs on the world's first frame, and sends one in
+// every 32 somewhere near it.
+func (n *wanderers) tick(w *interest.World) {
+	c := w.Config()
+	size := interest.Vec{X: int32(c.Width * c.RegionSize), Y: int32(c.Height * c.RegionSize)}
+	if !n.spawned {
+		n.spawned = true
+		for i := range n.n {
+			p := interest.Vec{X: n.rng.Int32N(size.X), Y: n.rng.Int32N(size.Y)}
+			id, err := w.Spawn(interest.NPC, interest.Logic{Pos: p, Dest: p, Life: 100}, interest.Display{Name: fmt.Sprintf("npc-%d", i)})
+			if err != nil {
+				break // the world is full of entities
+			}
+			n.ids = append(n.ids, id)
+		}
+	}
+	for range len(n.ids)/32 + 1 {
+		if len(n.ids) == 0 {
+			return
+		}
+		n.next %= len(n.ids)
+		id := n.ids[n.next]
+		n.next++
+		lg, ok := w.Logic(id)
+		if !ok {
+			continue
+		}
+		d := interest.Vec{X: lg.Pos.X + n.rng.Int32N(2*npcWalk) - npcWalk, Y: lg.Pos.Y + n.rng.Int32N(2*npcWalk) - npcWalk}
+		d.X, d.Y = min(max(d.X, 0), size.X-1), min(max(d.Y, 0), size.Y-1)
+		w.Move(id, d, npcSpeed)
+	}
 }
 
 // readPortalState reads the state a transfer carries here (from another

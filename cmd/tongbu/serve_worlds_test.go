@@ -124,7 +124,7 @@ func TestWorldConfigChecks(t *testing.T) {
 // checkpoint (a move or a crash of its node), and refuses a state that
 // does not fit the world it is restored into.
 func TestServedState(t *testing.T) {
-	wc := &worldConfig{Name: "field", Width: 4, Height: 4, RegionSize: 1024,
+	wc := &worldConfig{Name: "field", Width: 4, Height: 4, RegionSize: 1024, NPCs: 40,
 		Portals: []portalConfig{{X: 3000, Y: 3000, W: 100, H: 100, To: "cave"}}}
 	ws := &worlds{log: slog.New(slog.NewTextHandler(io.Discard, nil)), maps: map[string]*worldConfig{}}
 	w, err := interest.NewWorld(wc.interest(), time.Now(), nil)
@@ -136,7 +136,11 @@ func TestServedState(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wolf, _ := w.Spawn(interest.NPC, interest.Logic{Life: 1}, interest.Display{Name: "wolf"})
+	cfg.Tick(w, time.Now()) // the NPCs come on the first frame
+	if n := w.Stats().Entities; n != 41 {
+		t.Fatalf("%d entities after the first frame; want ann and 40 NPCs", n)
+	}
+	wolf := ann + 1
 	cp := cfg.Checkpoint(w)
 	again := ws.engineConfig(wc) // a new node's hooks
 	if err := again.Restore(w, cp); err != nil {
@@ -145,10 +149,28 @@ func TestServedState(t *testing.T) {
 	if got := again.Checkpoint(w); string(got) != string(cp) {
 		t.Fatalf("restored %s, checkpointed %s", got, cp)
 	}
+	for range 40 { // they wander, and none is spawned again
+		again.Tick(w, time.Now())
+		w.Tick(w.NextFrame())
+	}
+	if n := w.Stats().Entities; n != 41 {
+		t.Fatalf("%d entities after the restore; want the same 41", n)
+	}
+	moved := 0
+	for id := wolf; id < wolf+40; id++ {
+		if lg, _ := w.Logic(id); lg.Dest != lg.Pos {
+			moved++
+		}
+	}
+	if moved == 0 {
+		t.Error("no NPC walks")
+	}
+	cp = again.Checkpoint(w)
 	for _, bad := range []string{
 		`null x`, `[]`, `{"players": {"ann": 1}} {}`, `{"players": {"ann": "x"}}`, `{"players": {}, "more": 1}`,
-		fmt.Sprintf(`{"players": {"bob": %d}}`, ann+100), // no such entity
-		fmt.Sprintf(`{"players": {"bob": %d}}`, wolf),    // not a player
+		fmt.Sprintf(`{"players": {"bob": %d}}`, ann+100),  // no such entity
+		fmt.Sprintf(`{"players": {"bob": %d}}`, wolf),     // not a player
+		fmt.Sprintf(`{"players": {}, "npcs": [%d]}`, ann), // not an NPC
 	} {
 		if err := again.Restore(w, []byte(bad)); err == nil {
 			t.Errorf("restored %q", bad)

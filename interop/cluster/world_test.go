@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -261,6 +262,59 @@ func TestWorldLines(t *testing.T) {
 	p, err = cluster.JoinWorld(ctx, lnc, dir, r, fast)
 	if err != nil || p.Node != "a" {
 		t.Fatalf("after b died: %+v, %v", p, err)
+	}
+}
+
+// TestWorldLinesAtOnce joins players to a full map all at once, as a
+// portal does when a crowd walks in: the joins of one process open each
+// new line once, on one node, and fill it before the next.
+func TestWorldLinesAtOnce(t *testing.T) {
+	wc := newWorldCluster(t)
+	lnc, err := nats.Connect(wc.nats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lnc.Close()
+	dir, err := cluster.Watch(lnc, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dir.Close()
+	a, b := wc.add("a", 20), wc.add("b", 20)
+	waitFor(t, "two nodes", func() bool { return slices.Equal(alive(dir), []string{"a", "b"}) })
+	var wg sync.WaitGroup
+	errs := make(chan error, 6)
+	for i := range 6 {
+		wg.Go(func() {
+			_, err := cluster.JoinWorld(t.Context(), lnc, dir, cluster.JoinRequest{Map: "rush", Player: fmt.Sprint("p", i), NewLine: cluster.WorldRequest{Cap: 2}}, fast)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := map[string]int{}
+	for _, n := range []*worldNode{a, b} {
+		for _, w := range n.node.Worlds() {
+			held[w]++
+		}
+	}
+	want := map[string]int{"rush~1": 1, "rush~2": 1, "rush~3": 1}
+	if !maps.Equal(held, want) {
+		t.Fatalf("lines held %v, want each of three once", held)
+	}
+	for w := range want {
+		n := a
+		if slices.Contains(b.node.Worlds(), w) {
+			n = b
+		}
+		if got := load(n, w); got != 2 {
+			t.Errorf("%s holds %d players, want 2", w, got)
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/tongbu/tongbu/interop/natstest"
 )
 
@@ -262,10 +263,22 @@ func checkCompose(t *testing.T, root string) {
 	if err := yaml.Unmarshal([]byte(mustRead(t, filepath.Join(root, "compose.yaml"))), &cf); err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := cf.Services["nats"]; !ok {
-		t.Fatal("compose.yaml has no nats service")
+	// A NATS cluster of three, with JetStream for the worlds' checkpoints.
+	natsServices := []string{"nats-1", "nats-2", "nats-3"}
+	var natsURLs []string
+	for _, name := range natsServices {
+		svc, ok := cf.Services[name]
+		if !ok || !strings.HasPrefix(svc.Image, "nats:") {
+			t.Fatalf("compose.yaml has no NATS service %s (image %q)", name, svc.Image)
+		}
+		cmd := strings.Join(svc.Command, " ")
+		if !strings.Contains(cmd, "-js") || flagValue(svc.Command, "--name") != name ||
+			flagValue(svc.Command, "-routes") != "nats://nats-1:6222,nats://nats-2:6222,nats://nats-3:6222" {
+			t.Errorf("%s: command %q: want JetStream, its name, and routes to all three", name, cmd)
+		}
+		natsURLs = append(natsURLs, "nats://"+name+":4222")
 	}
-	ns := natstest.Server(t)
+	ns := natstest.Cluster(t, 3)
 	const secret = "a-compose-secret-of-16-bytes"
 	vars := map[string]string{"TONGBU_SECRET": secret}
 	var nodes []string
@@ -291,8 +304,11 @@ func checkCompose(t *testing.T, root string) {
 		if !slices.ContainsFunc(svc.Ports, func(p string) bool { return strings.HasSuffix(p, ":"+httpPort+"/tcp") }) {
 			t.Errorf("%s: -http port %s is not published (ports %v)", name, httpPort, svc.Ports)
 		}
-		if nats := flagValue(args, "-nats"); !strings.HasPrefix(nats, "nats://nats:") || !slices.Contains(svc.DependsOn, "nats") {
-			t.Errorf("%s: -nats %s, depends_on %v: want the nats service", name, nats, svc.DependsOn)
+		if nats := flagValue(args, "-nats"); nats != strings.Join(natsURLs, ",") || !slices.Equal(svc.DependsOn, natsServices) {
+			t.Errorf("%s: -nats %s, depends_on %v: want the three NATS servers", name, nats, svc.DependsOn)
+		}
+		if flagValue(args, "-checkpoint-replicas") != "3" {
+			t.Errorf("%s: -checkpoint-replicas %q: want 3, one a NATS server", name, flagValue(args, "-checkpoint-replicas"))
 		}
 		// Run the command on this machine: loopback ports, the test's NATS.
 		for i := 1; i < len(args); i++ {
@@ -302,7 +318,7 @@ func checkCompose(t *testing.T, root string) {
 			case "-udp":
 				args[i] = "0"
 			case "-nats":
-				args[i] = ns.ClientURL()
+				args[i] = natstest.URLs(ns)
 			}
 		}
 		procs[name] = startServeWith(t, secret, name, append(args, "-heartbeat", "50ms")...)
@@ -322,4 +338,18 @@ func checkCompose(t *testing.T, root string) {
 			return slices.Equal(ids, nodes)
 		})
 	}
+	// The nodes made the checkpoint bucket, replicated on the three.
+	js, err := jetstream.New(natstest.Conn(t, ns[0]))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the checkpoint bucket", func() bool {
+		kv, err := js.KeyValue(t.Context(), "tongbu_cluster_worlds")
+		if err != nil {
+			return false
+		}
+		st, err := kv.Status(t.Context())
+		bs, ok := st.(*jetstream.KeyValueBucketStatus)
+		return err == nil && ok && bs.StreamInfo().Config.Replicas == 3
+	})
 }
