@@ -257,6 +257,13 @@ func (s *standbys) releaseWorld(name, from string, rev uint64, cp []byte) error 
 	defer cancel()
 	if s.bucket() != nil {
 		rec, got, err := s.bucket().get(ctx, name)
+		// A replica of the bucket may answer before it has the record the
+		// old node just wrote (reads go to any replica): it is asked
+		// again until it has caught up.
+		for err == nil && got < rev && ctx.Err() == nil {
+			time.Sleep(20 * time.Millisecond)
+			rec, got, err = s.bucket().get(ctx, name)
+		}
 		if err != nil {
 			return err
 		}

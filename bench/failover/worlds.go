@@ -497,6 +497,9 @@ func worldsTrial(o options, safe bool, out io.Writer) (worldsOutcome, error) {
 	// what they know.
 	before := func(watch bool) {
 		look(func(b *roamer) {
+			if me, ok := b.c.Interest().Self(); ok {
+				b.c.Interest().Move(me.Pos, 60) // it stops where it is
+			}
 			b.still, b.gap, b.evs, b.moves, b.back = true, 0, nil, nil, time.Time{}
 			b.watching, b.prevKnown, b.moveKnown, b.checked, b.lostKnown, b.lostIDs = watch, nil, nil, false, 0, nil
 		})
