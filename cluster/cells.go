@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -152,11 +153,53 @@ type cellRunner struct {
 	buf     []byte
 	out     []byte // a border message with its kind
 	states  []byte
-	down    map[int]bool              // neighbours not in the directory (not up yet, or dead)
+	down    map[int]int               // by neighbour: the checks in a row that found it in no heartbeat
 	bands   map[int][]interest.Region // by neighbour: my regions within one of its cell
+	peers   map[int]*cellPeer         // by neighbour: what this cell took from it last
 	frame   int
 	sent    atomic.Int64 // border bytes published
+
+	// epoch names this cell's run of frames: it stays as the cell moves
+	// to another node, and is new when the cell is made afresh or comes
+	// back from a crash, so that its neighbours know to drop what they
+	// mirror of it.
+	epoch    uint64
+	restored bool // made from a crashed node's checkpoint: a new epoch on its restore
+	// noStandby: the cell is moving away: its players book no places
+	// next door (they are parked at its heir). Owned by the worker.
+	noStandby bool
+
+	// While holding (a cell waiting for its state, or one moving away),
+	// its neighbours' messages wait in queue (at most maxQueue).
+	mu      sync.Mutex
+	holding bool
+	queue   []borderMsg
 }
+
+// cellPeer is what a cell knows of a neighbour's messages; owned by the
+// world's worker.
+type cellPeer struct {
+	epoch    uint64
+	last     int    // the frame of the last border message taken
+	from     string // the node it came from; "" until one came
+	instance uint64
+}
+
+// borderMsg is a neighbour's message, decoded as far as its envelope.
+type borderMsg struct {
+	from     int // the neighbour
+	states   bool
+	framed   bool // it carries an epoch and a frame (cellBorderAt, cellStatesAt)
+	epoch    uint64
+	frame    int
+	data     []byte
+	node     string
+	instance uint64
+}
+
+// maxQueue bounds the messages a holding cell keeps: a move takes a
+// few frames, and each neighbour sends one or two a frame.
+const maxQueue = 4096
 
 // heldPlace is a standby place this cell holds for a neighbour's player.
 type heldPlace struct {
@@ -218,8 +261,40 @@ func (n *Node) serveCell(m CellMap, i int, cfg engine.WorldConfig) (*engine.Worl
 	if srv == nil {
 		return nil, fmt.Errorf("%w: ServeCell before ServeWorlds", ErrInvalid)
 	}
+	name := CellName(m.Map, i)
+	c, wc := n.newCell(m, i, cfg, false)
+	c.holding = false // a new cell: its neighbours' messages apply at once
+	ew, err := srv.CreateWorld(name, wc)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.attach(ew); err != nil {
+		ew.Close()
+		return nil, err
+	}
+	capacity := max(cfg.MaxPlayers, 1)
+	n.mu.Lock()
+	_, movable := n.ws.cellHosts[m.Map]
+	n.ws.worlds[name] = &hosted{w: ew, cap: capacity, cell: movable}
+	n.ws.used += capacity
+	n.ws.cells = append(n.ws.cells, c)
+	n.heartbeatLocked()
+	sb := n.sb
+	n.mu.Unlock()
+	if sb != nil && movable {
+		sb.createdWorld(WorldRequest{World: name, Cap: capacity}, ew, 0) // an heir among the map's hosts, and checkpoints
+	}
+	n.opts.Logger.Info("cluster: cell served here", "map", m.Map, "cell", i, "rect", fmt.Sprint(m.Rect(i)))
+	return ew, nil
+}
+
+// newCell makes cell i's runner and its world's configuration from the
+// game's cfg. The runner holds its neighbours' messages until the world
+// has its state (restored: it came back from a crash, under a new epoch).
+func (n *Node) newCell(m CellMap, i int, cfg engine.WorldConfig, restored bool) (*cellRunner, engine.WorldConfig) {
 	c := &cellRunner{n: n, m: m, i: i, borders: map[int]*interest.Border{}, waiting: map[interest.ID]time.Time{},
-		standby: map[interest.ID]*standby{}, held: map[interest.ID]heldPlace{}, down: map[int]bool{}, bands: map[int][]interest.Region{}}
+		standby: map[interest.ID]*standby{}, held: map[interest.ID]heldPlace{}, down: map[int]int{}, bands: map[int][]interest.Region{},
+		peers: map[int]*cellPeer{}, epoch: newEpoch(), holding: true, restored: restored}
 	ic := m.Interest
 	ic.IDStride, ic.IDOffset = m.Cells(), i
 	game := cfg
@@ -256,13 +331,35 @@ func (n *Node) serveCell(m CellMap, i int, cfg engine.WorldConfig) (*engine.Worl
 		}
 		c.afterTick(w, now)
 	}
-	name := CellName(m.Map, i)
-	ew, err := srv.CreateWorld(name, cfg)
-	if err != nil {
-		return nil, err
+	// The cell's own part of its checkpoints: its epoch and the frame of
+	// each neighbour's message it took last, before the game's.
+	cfg.Checkpoint = func(w *interest.World) []byte {
+		var st []byte
+		if game.Checkpoint != nil {
+			st = game.Checkpoint(w)
+		}
+		return c.appendState(st)
 	}
-	c.ew.Store(ew)
+	cfg.Restore = func(w *interest.World, b []byte) error {
+		st, err := c.loadState(b)
+		if err == nil && game.Restore != nil {
+			err = game.Restore(w, st)
+		}
+		if err == nil {
+			c.unhold(w) // what waited meanwhile, after the game has its state
+		}
+		return err
+	}
+	return c, cfg
+}
+
+// attach joins the cell's world, just made, to its neighbours: its
+// borders, and the subject their messages come on.
+func (c *cellRunner) attach(ew *engine.World) error {
+	m, i := c.m, c.i
+	done := make(chan struct{})
 	ew.Do(func(w *interest.World) {
+		defer close(done)
 		for j := range m.Cells() {
 			if b, err := w.NewBorder(m.Rect(i), m.Rect(j)); err == nil && j != i {
 				c.borders[j] = b
@@ -275,23 +372,24 @@ func (n *Node) serveCell(m CellMap, i int, cfg engine.WorldConfig) (*engine.Worl
 			}
 		}
 	})
-	if c.sub, err = n.c.Subscribe(n.opts.Prefix+".cell."+m.Map+"."+strconv.Itoa(i)+".*", c.onBorder); err != nil {
-		ew.Close()
-		return nil, fmt.Errorf("cluster: subscribe to cell %s: %w", name, err)
+	<-done
+	for j := range c.borders {
+		if _, up := c.n.dir.LocateWorld(CellName(m.Map, j)); !up {
+			c.down[j] = downAfter // not up yet: nothing is handed to it until it is
+		}
 	}
-	n.mu.Lock()
-	n.ws.worlds[name] = &hosted{w: ew, cap: max(cfg.MaxPlayers, 1)}
-	n.ws.used += max(cfg.MaxPlayers, 1)
-	n.ws.cells = append(n.ws.cells, c)
-	n.heartbeatLocked()
-	n.mu.Unlock()
-	n.opts.Logger.Info("cluster: cell served here", "map", m.Map, "cell", i, "rect", fmt.Sprint(m.Rect(i)))
-	return ew, nil
+	c.ew.Store(ew)
+	var err error
+	if c.sub, err = c.n.c.Subscribe(c.n.opts.Prefix+".cell."+m.Map+"."+strconv.Itoa(i)+".*", c.onBorder); err != nil {
+		return fmt.Errorf("cluster: subscribe to cell %s: %w", CellName(m.Map, i), err)
+	}
+	return nil
 }
 
 // onBorder takes a neighbour's border message, to apply on the world's
-// worker before its next tick. It must come from a node, and from the
-// node that serves the neighbour's cell when the directory lists it.
+// worker before its next tick. It must come from a node, and from a node
+// that serves the neighbour's cell when the directory lists it (two do
+// for a moment while the cell moves).
 func (c *cellRunner) onBorder(msg *seal.Msg) {
 	from, err := strconv.Atoi(msg.Subject[strings.LastIndexByte(msg.Subject, '.')+1:])
 	ew := c.ew.Load()
@@ -302,51 +400,149 @@ func (c *cellRunner) onBorder(msg *seal.Msg) {
 		c.n.c.Refuse(msg, "a border message from a "+msg.From.Role.String())
 		return
 	}
-	if w, ok := c.n.dir.LocateWorld(CellName(c.m.Map, from)); ok && w.Node != msg.From.ID {
-		c.n.c.Refuse(msg, fmt.Sprintf("a border message of cell %d, which node %s serves, from node %s", from, w.Node, msg.From.ID))
+	if on, listed := c.n.dir.worldOn(CellName(c.m.Map, from), msg.From.ID); listed && !on {
+		c.n.c.Refuse(msg, fmt.Sprintf("a border message of cell %d, which node %s does not serve", from, msg.From.ID))
 		return
 	}
-	kind, data := msg.Data[0], msg.Data[1:]
-	if kind != cellBorder && kind != cellStates {
-		c.n.opts.Logger.Debug("cluster: border message of an unknown kind dropped", "cell", c.i, "from", from, "kind", kind)
+	m, err := readBorderMsg(msg.Data)
+	if err != nil {
+		c.n.opts.Logger.Debug("cluster: border message dropped", "cell", c.i, "from", from, "err", err)
 		return
 	}
-	states := kind == cellStates
-	ew.Do(func(w *interest.World) {
-		b := c.borders[from]
-		if b == nil {
-			return
+	m.from, m.node, m.instance = from, msg.From.ID, msg.From.Instance
+	c.mu.Lock()
+	if c.holding {
+		if len(c.queue) < maxQueue {
+			c.queue = append(c.queue, m)
 		}
-		if states {
-			c.takeStates(w, from, data)
-			return
+		c.mu.Unlock()
+		return
+	}
+	c.mu.Unlock()
+	ew.Do(func(w *interest.World) { c.take(w, ew, m) })
+}
+
+// readBorderMsg reads a border message's envelope: its kind, and for the
+// framed kinds the sender's epoch and frame.
+func readBorderMsg(b []byte) (borderMsg, error) {
+	var m borderMsg
+	kind, b := b[0], b[1:]
+	switch kind {
+	case cellBorder, cellStates:
+		m.states = kind == cellStates
+	case cellBorderAt, cellStatesAt:
+		m.states, m.framed = kind == cellStatesAt, true
+		if len(b) < 8 {
+			return m, fmt.Errorf("%w: border message: epoch", ErrInvalid)
 		}
-		adopted, err := b.Apply(data)
-		if err != nil {
-			c.n.opts.Logger.Debug("cluster: border message dropped", "cell", c.i, "from", from, "err", err)
-			return
+		m.epoch, b = binary.LittleEndian.Uint64(b), b[8:]
+		f, n := binary.Uvarint(b)
+		if n <= 0 || f > 1<<40 {
+			return m, fmt.Errorf("%w: border message: frame", ErrInvalid)
 		}
-		deadline := time.Now().Add(orphanAfter)
-		for _, id := range adopted {
-			if k, _ := w.Kind(id); k != interest.Player {
-				continue
+		m.frame, b = int(f), b[n:]
+	default:
+		return m, fmt.Errorf("%w: border message of kind %d", ErrInvalid, kind)
+	}
+	m.data = b
+	return m, nil
+}
+
+// take applies a neighbour's message; on the worker. A framed message
+// older than what this cell took (its checkpoint has it, or it came
+// twice) is dropped. A neighbour under a new epoch (it came back from a
+// crash, or was made afresh) has its ghosts dropped and mirrored anew; a
+// neighbour that moved to another node is told everything again, and
+// this cell's players waiting at its old node give their places up (they
+// book again at the new one).
+func (c *cellRunner) take(w *interest.World, ew *engine.World, m borderMsg) {
+	b := c.borders[m.from]
+	if b == nil {
+		return
+	}
+	if m.framed {
+		p := c.peers[m.from]
+		switch {
+		case p == nil:
+			p = &cellPeer{epoch: m.epoch, last: -1}
+			c.peers[m.from] = p
+			b.Refresh()
+		case p.epoch != m.epoch:
+			b.Drop()
+			b.Refresh()
+			p.epoch, p.last = m.epoch, -1
+			c.restandby(m.from)
+		case p.from != "" && (p.from != m.node || p.instance != m.instance):
+			b.Refresh()
+			c.restandby(m.from)
+		}
+		p.from, p.instance = m.node, m.instance
+		if m.states {
+			if m.frame != p.last {
+				return // its border message was not taken here
 			}
-			c.waiting[id] = deadline // its client is on its way
-			if h, ok := c.held[id]; ok {
-				delete(c.held, id)
-				ew.Admit(h.booking) // its client is here already: welcome it
+		} else {
+			if m.frame <= p.last {
+				return
 			}
+			p.last = m.frame
 		}
-	})
+	}
+	if m.states {
+		c.takeStates(w, m.from, m.data)
+		return
+	}
+	adopted, err := b.Apply(m.data)
+	if err != nil {
+		c.n.opts.Logger.Debug("cluster: border message dropped", "cell", c.i, "from", m.from, "err", err)
+		return
+	}
+	deadline := time.Now().Add(orphanAfter)
+	for _, id := range adopted {
+		if k, _ := w.Kind(id); k != interest.Player {
+			continue
+		}
+		c.waiting[id] = deadline // its client is on its way
+		if h, ok := c.held[id]; ok {
+			delete(c.held, id)
+			ew.Admit(h.booking) // its client is here already: welcome it
+		}
+	}
+}
+
+// restandby gives up the places this cell's players hold at neighbour j,
+// which moved: they book again there next frame.
+func (c *cellRunner) restandby(j int) {
+	for _, st := range c.standby {
+		if st.to == j && !st.stopped && st.handedAt.IsZero() {
+			st.stop(nil)
+		}
+	}
 }
 
 // The first byte of a message on a border subject: a border message, or
 // the game's states of the entities it handed over, sent after it (in
 // order: NATS keeps one publisher's messages on a subject in order).
+// The framed kinds carry the sender's epoch (8 bytes, little-endian)
+// and frame (a uvarint) before their message; nodes send those, and take
+// the unframed kinds of older nodes.
 const (
-	cellBorder = 0
-	cellStates = 1
+	cellBorder   = 0
+	cellStates   = 1
+	cellBorderAt = 2
+	cellStatesAt = 3
 )
+
+// envelope appends a framed message's kind, the cell's epoch and frame.
+func (c *cellRunner) envelope(dst []byte, kind byte, frame int) []byte {
+	dst = append(dst, kind)
+	dst = binary.LittleEndian.AppendUint64(dst, c.epoch)
+	return binary.AppendUvarint(dst, uint64(frame))
+}
+
+// downAfter is how many checks in a row (a second apart) must find a
+// neighbour in no heartbeat before it counts as down.
+const downAfter = 2
 
 // maxStatesMsg bounds one states message: more go in the next.
 const maxStatesMsg = 256 << 10
@@ -354,13 +550,14 @@ const maxStatesMsg = 256 << 10
 // sendStates sends the game's state of each entity handed over this
 // frame (CellMap.Handover) on subj.
 func (c *cellRunner) sendStates(w *interest.World, subj string, handed []interest.ID) {
-	out := append(c.states[:0], cellStates)
+	out := c.envelope(c.states[:0], cellStatesAt, w.Frame())
+	head := len(out)
 	flush := func() {
-		if len(out) > 1 {
+		if len(out) > head {
 			if c.n.c.Publish(subj, out) == nil { // it copies out
 				c.sent.Add(int64(len(out)))
 			}
-			out = out[:1]
+			out = out[:head]
 		}
 	}
 	for _, id := range handed {
@@ -471,29 +668,36 @@ func (c *cellRunner) afterTick(w *interest.World, now time.Time) {
 	c.frame++
 	checkNeighbours := c.frame%w.Config().Hz == 1 // from the first frame on, once a second
 	if checkNeighbours {
+		// A neighbour in no heartbeat twice in a row is down (once may be
+		// the instant of its move to another node).
 		for j, b := range c.borders {
 			_, up := c.n.dir.LocateWorld(CellName(c.m.Map, j))
 			switch {
-			case !up && !c.down[j]:
+			case !up && c.down[j] == downAfter-1:
 				b.Drop() // its process is gone, and its entities with it
-			case up && c.down[j]:
+			case up && c.down[j] >= downAfter:
 				b.Reclaim() // back: it takes what walked into its cell meanwhile
 			}
-			c.down[j] = !up
+			if up {
+				c.down[j] = 0
+			} else {
+				c.down[j] = min(c.down[j]+1, downAfter)
+			}
 		}
 	}
-	if !c.m.NoStandby {
+	if !c.m.NoStandby && !c.noStandby {
 		c.standbys(w, ew, now)
 	}
 	for j, b := range c.borders {
-		if c.down[j] {
+		if c.down[j] >= downAfter {
 			// No one to mirror to or hand over to: the entities that walk
 			// into its rectangle stay here until it is back.
 			continue
 		}
 		msg, handed := b.Write(c.buf[:0])
 		c.buf = msg[:0]
-		c.out = append(append(c.out[:0], cellBorder), msg...)
+		c.out = c.envelope(c.out[:0], cellBorderAt, w.Frame())
+		c.out = append(c.out, msg...)
 		subj := c.n.opts.subjCell(c.m.Map, j, c.i)
 		if err := c.n.c.Publish(subj, c.out); err == nil {
 			c.sent.Add(int64(len(msg)))
@@ -571,7 +775,7 @@ func (c *cellRunner) standbys(w *interest.World, ew *engine.World, now time.Time
 		}
 	}
 	for j = range c.borders {
-		if c.down[j] {
+		if c.down[j] >= downAfter {
 			continue
 		}
 		for _, g := range c.bands[j] {

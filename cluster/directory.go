@@ -434,6 +434,18 @@ func (d *Directory) LocateWorld(name string) (WorldStatus, bool) {
 	return out[0], true
 }
 
+// worldOn reports whether live node id lists world name, and whether
+// any does (a moving cell is listed by two for a moment).
+func (d *Directory) worldOn(name, id string) (on, listed bool) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, w := range d.st.worlds(func(w WorldStatus) bool { return w.World == name }) {
+		listed = true
+		on = on || w.Node == id
+	}
+	return on, listed
+}
+
 // alive reports whether node id is alive as far as the directory knows.
 func (d *Directory) alive(id string) bool {
 	d.mu.Lock()

@@ -66,9 +66,13 @@
 // crosses is handed over with the game's state of it (CellMap.Handover
 // and Adopt), and a player's client follows over a connection it opened
 // while the player stood near the border, so that the crossing costs no
-// handshake. A cell whose node dies is reported lost; its neighbours drop
-// its ghosts, keep what walks into its rectangle, and hand it back when a
-// node serves the cell again.
+// handshake. Nodes that host a map's cells (HostCells) give each cell of
+// it an heir among them: a drained node's cell moves whole to its heir
+// with its players playing on, and a dead node's comes back there from
+// its checkpoint, its neighbours following it by themselves. A cell with
+// no host left whose node dies is reported lost; its neighbours drop its
+// ghosts, keep what walks into its rectangle, and hand it back when a node
+// serves the cell again.
 //
 // Trust: anyone who reaches the NATS server may publish on it, so no
 // message is taken for being there. Every process of the cluster holds

@@ -63,6 +63,8 @@ type heartbeat struct {
 	Builds []string `json:"builds,omitempty"`
 	// Draining: the node is being drained (Node.Drain).
 	Draining bool `json:"draining,omitempty"`
+	// CellMaps are the maps the node may hold any cell of (HostCells).
+	CellMaps []string `json:"cell_maps,omitempty"`
 }
 
 // worldLoad is one world of a heartbeat.
@@ -297,6 +299,14 @@ func (h *heartbeat) validate() error {
 	}
 	if err := checkBuilds(h.Builds); err != nil {
 		return err
+	}
+	if len(h.CellMaps) > maxCellMaps {
+		return fmt.Errorf("%w: heartbeat of %s: %d cell maps, at most %d", ErrInvalid, h.ID, len(h.CellMaps), maxCellMaps)
+	}
+	for _, m := range h.CellMaps {
+		if err := checkID(m); err != nil {
+			return fmt.Errorf("%w: heartbeat of %s: cell map: %v", ErrInvalid, h.ID, err)
+		}
 	}
 	for _, w := range h.Worlds {
 		if err := checkRoom(w.Name); err != nil {

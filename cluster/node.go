@@ -188,7 +188,8 @@ func (n *Node) heartbeatLocked() {
 		// Rooms taken over from a dead node may hold it past its
 		// capacity for a while: it says full, as it is.
 		Capacity: n.info.Capacity, Rooms: min(len(n.rooms), n.info.Capacity), Gen: n.gen, IntervalMS: n.opts.Heartbeat.Milliseconds(),
-		Players: n.info.Players, Worlds: n.worldLoads(), Region: n.info.Region, Builds: n.info.Builds, Draining: n.draining})
+		Players: n.info.Players, Worlds: n.worldLoads(), Region: n.info.Region, Builds: n.info.Builds, Draining: n.draining,
+		CellMaps: n.cellMapsLocked()})
 }
 
 // publish seals v as JSON and sends it on subject; n.mu is held, so that

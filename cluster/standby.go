@@ -99,6 +99,7 @@ type outRoom struct {
 	room    *engine.Room
 	config  json.RawMessage
 	standby string // the standby node; "" while none
+	was     priors // the standbys named before it
 	url     string // its URL
 	since   time.Time
 	start   time.Time
@@ -113,6 +114,29 @@ type outRoom struct {
 	// What the room's worker reads before every cut, without s.mu.
 	held  atomic.Bool                  // handing || taken
 	lease atomic.Pointer[atomic.Int64] // the standby's lease (unix ns it runs to); nil: no standby
+}
+
+// priors are the nodes that stood by for a room or a world before the
+// present one, the newest few.
+type priors [4]string
+
+// add notes id ("" is none) as a node that stood by.
+func (p *priors) add(id string) {
+	if id == "" || p.has(id) {
+		return
+	}
+	copy(p[1:], p[:len(p)-1])
+	p[0] = id
+}
+
+// has reports whether id stood by before.
+func (p *priors) has(id string) bool {
+	for _, x := range p {
+		if x != "" && x == id {
+			return true
+		}
+	}
+	return false
 }
 
 // hold sets what the room's worker reads of handing and taken; s.mu is
@@ -162,6 +186,9 @@ func (n *Node) ServeStandbys(srv *engine.Server, restore Restore) error {
 	var worlds []*hosted
 	var reqs []WorldRequest
 	for name, h := range n.ws.worlds {
+		if _, _, cell := splitCell(name); cell && !h.cell {
+			continue // a cell of a map no node hosts: it cannot move
+		}
 		if h.w != nil && !h.held {
 			worlds = append(worlds, h)
 			reqs = append(reqs, WorldRequest{World: name, Cap: h.cap, Config: h.config})
@@ -274,6 +301,7 @@ func (s *standbys) resendAll(o *outRoom) {
 // pick names a standby for room o: another live node, of this node's
 // region when one is; s.mu is held.
 func (s *standbys) pick(name string, o *outRoom) {
+	o.was.add(o.standby)
 	st, ok := s.candidate(o.standby, 0)
 	if !ok {
 		o.standby, o.url = "", ""
@@ -292,9 +320,18 @@ func (s *standbys) pick(name string, o *outRoom) {
 // players world players (0: any), not the one named before (but), of
 // this node's region when one is.
 func (s *standbys) candidate(but string, players int) (NodeStatus, bool) {
+	return s.candidateOf(but, players, "")
+}
+
+// candidateOf is candidate, among the hosts of cell map cells when it is
+// not "".
+func (s *standbys) candidateOf(but string, players int, cells string) (NodeStatus, bool) {
 	var same, any []NodeStatus
 	for _, st := range s.n.dir.Nodes() {
 		if st.ID == s.n.info.ID || !st.Alive || st.Draining || st.ID == but || st.Players < players {
+			continue
+		}
+		if cells != "" && !hostsCells(st, cells) {
 			continue
 		}
 		any = append(any, st)
@@ -496,11 +533,14 @@ func (s *standbys) onAck(m *seal.Msg) {
 
 // taken: the standby of one of this node's rooms took it over (this
 // node was slow, or handed it over): the clients still here move there,
-// and the room here closes.
+// and the room here closes. A standby named before the present one
+// counts: a node that wakes from a pause names a new standby for a room
+// its old one silent, and may do so before it reads the old one's word
+// that it took the room over while this node slept.
 func (s *standbys) taken(name, by, url string) {
 	s.mu.Lock()
 	o := s.out[name]
-	if o == nil || o.standby != by {
+	if o == nil || o.taken || (o.standby != by && !o.was.has(by)) {
 		s.mu.Unlock()
 		return
 	}

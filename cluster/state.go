@@ -22,6 +22,9 @@ type NodeStatus struct {
 	// rooms and stands by for none.
 	Draining bool      `json:"draining,omitempty"`
 	LastSeen time.Time `json:"last_seen"`
+	// CellMaps are the maps the node may hold any cell of
+	// (Node.HostCells): a cell of one moves there.
+	CellMaps []string `json:"cell_maps,omitempty"`
 }
 
 // Loss reports a node declared dead and the rooms it held: they are gone,
@@ -233,7 +236,8 @@ func (s *state) evictDead() bool {
 
 func (s *state) status(n *nodeState) NodeStatus {
 	return NodeStatus{ID: n.hb.ID, URL: n.hb.URL, Capacity: n.hb.Capacity, Rooms: n.hb.Rooms, Players: n.hb.Players,
-		Region: n.hb.Region, Builds: n.hb.Builds, Alive: n.alive, Draining: n.hb.Draining, LastSeen: n.last}
+		Region: n.hb.Region, Builds: n.hb.Builds, Alive: n.alive, Draining: n.hb.Draining, LastSeen: n.last,
+		CellMaps: n.hb.CellMaps}
 }
 
 // locate returns the live node that holds room.

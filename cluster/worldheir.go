@@ -36,6 +36,7 @@ type outWorld struct {
 	w       *engine.World
 	req     WorldRequest
 	heir    string // "" while none
+	was     priors // the heirs named before it
 	heirIn  uint64 // the heir's instance, from its acknowledgements: a new one is told again
 	url     string
 	since   time.Time
@@ -81,8 +82,10 @@ func (s *standbys) createdWorld(req WorldRequest, w *engine.World, rev uint64) {
 // worlds and is not draining, of this node's region when one is; s.mu is
 // held.
 func (s *standbys) pickHeir(o *outWorld) {
+	o.was.add(o.heir)
 	o.since = time.Now()
-	st, ok := s.candidate(o.heir, o.req.Cap)
+	cells, _, _ := splitCell(o.req.World) // a cell's heir hosts its map
+	st, ok := s.candidateOf(o.heir, o.req.Cap, cells)
 	if !ok {
 		o.heir, o.url, o.heirIn = "", "", 0
 		o.lease.Store(nil)
@@ -239,7 +242,7 @@ func (s *standbys) checkpoint(o *outWorld) {
 func (s *standbys) worldTaken(name, by string) {
 	s.mu.Lock()
 	o := s.outw[name]
-	if o == nil || o.taken || (by != "" && o.heir != by) {
+	if o == nil || o.taken || (by != "" && o.heir != by && !o.was.has(by)) {
 		s.mu.Unlock()
 		return
 	}
@@ -262,6 +265,9 @@ func (s *standbys) onHeirControl(from string, instance uint64, c *standbyControl
 		req := WorldRequest{World: c.Room, Cap: c.Cap, Config: c.Config}
 		if req.validate() != nil {
 			return true
+		}
+		if m, _, cell := splitCell(req.World); cell && !s.n.hostsMap(m) {
+			return true // the primary names hosts of the map only: a stale word
 		}
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -352,11 +358,17 @@ func (n *Node) restoreWorld(req WorldRequest, held bool, make func(engine.WorldC
 	maker := n.ws.make
 	n.mu.Unlock()
 	n.hostMu.Lock()
-	cfg, err := maker(req)
 	var w *engine.World
-	if err == nil {
-		cfg.MaxPlayers = req.Cap
-		w, err = make(cfg)
+	var cell *cellRunner
+	var err error
+	if _, _, ok := splitCell(req.World); ok {
+		w, cell, err = n.makeCell(req, held, make)
+	} else {
+		var cfg engine.WorldConfig
+		if cfg, err = maker(req); err == nil {
+			cfg.MaxPlayers = req.Cap
+			w, err = make(cfg)
+		}
 	}
 	n.hostMu.Unlock()
 	n.mu.Lock()
@@ -367,6 +379,10 @@ func (n *Node) restoreWorld(req WorldRequest, held bool, make func(engine.WorldC
 		return nil, err
 	}
 	h.w = w
+	if cell != nil {
+		h.cell = true
+		n.ws.cells = append(n.ws.cells, cell)
+	}
 	if err := n.worldMember(true); err != nil {
 		n.opts.Logger.Warn("cluster: world create queue", "err", err)
 	}

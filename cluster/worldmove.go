@@ -57,10 +57,17 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 	destFor := func() seamless {
 		return seamless{s.n.Destination(JoinRequest{World: name, TicketTTL: engine.StandbyTTL, standby: true, node: to})}
 	}
+	// A cell's players near a border give up their places next door
+	// first: one standby at a time.
+	cell := s.n.cellOf(name)
+	if cell != nil {
+		cell.dropStandbys()
+	}
 	var mu sync.Mutex
 	waiting := map[string]func(){}
 	ended := map[string]error{}
-	for _, player := range w.Players() {
+	tries := map[string]int{}
+	park := func(player string) {
 		stop, err := w.Standby(player, destFor(), engine.RejoinState(), func(err error) {
 			mu.Lock()
 			ended[player] = err
@@ -69,7 +76,28 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 		if err == nil {
 			mu.Lock()
 			waiting[player] = stop
+			tries[player]++
 			mu.Unlock()
+		}
+	}
+	for _, player := range w.Players() {
+		park(player)
+	}
+	// parkAgain tries again, a few times, for the players whose place at
+	// the heir could not be booked yet (a standby next door was still
+	// being given up).
+	parkAgain := func() {
+		mu.Lock()
+		var again []string
+		for player, err := range ended {
+			if err != nil && tries[player] < maxParkTries {
+				delete(ended, player)
+				again = append(again, player)
+			}
+		}
+		mu.Unlock()
+		for _, player := range again {
+			park(player)
 		}
 	}
 	mu.Lock()
@@ -87,6 +115,7 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 		if parked = rep.Parked; parked >= want {
 			break
 		}
+		parkAgain()
 	}
 	if parked < want {
 		s.n.opts.Logger.Warn("cluster: moving a world before all its players are at its heir", "world", name, "parked", parked, "players", want)
@@ -97,11 +126,17 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 	o.hold()
 	last := o.rev
 	s.mu.Unlock()
+	if cell != nil {
+		cell.hold() // its neighbours' messages from now on are the heir's to take
+	}
 	undo := func(err error) error {
 		s.mu.Lock()
 		o.handing = false
 		o.hold()
 		s.mu.Unlock()
+		if cell != nil {
+			cell.thaw()
+		}
 		mu.Lock()
 		for _, stop := range waiting {
 			stop()
@@ -175,6 +210,9 @@ func (s *standbys) letGo(w *engine.World, dest *worldDest, mu *sync.Mutex, waiti
 	w.Close()
 	s.n.opts.Logger.Info("cluster: world closed here after its move", "world", w.Name())
 }
+
+// maxParkTries bounds the bookings at the heir one player is tried for.
+const maxParkTries = 10
 
 // movedLinger bounds how long a world that moved away waits for its last
 // players to follow.
@@ -272,6 +310,13 @@ func (s *standbys) releaseWorld(name, from string, rev uint64, cp []byte) error 
 		}
 		cp = rec.cp
 	}
+	// A cell is listed here before its first frame, so that its
+	// neighbours take its border messages from here (they come after
+	// the heartbeat, on the same connection).
+	_, _, cell := splitCell(name)
+	if cell {
+		s.n.unhold(name)
+	}
 	if err := w.Release(ctx, cp); err != nil {
 		return err
 	}
@@ -279,7 +324,9 @@ func (s *standbys) releaseWorld(name, from string, rev uint64, cp []byte) error 
 	delete(s.inw, name)
 	s.movedIn++
 	s.mu.Unlock()
-	s.n.unhold(name)
+	if !cell {
+		s.n.unhold(name)
+	}
 	s.createdWorld(in.req, w, rev)
 	return nil
 }

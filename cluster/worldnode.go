@@ -32,6 +32,7 @@ type hosted struct {
 	// by a request; another node's record of it lingers a while.
 	adopted bool
 	config  json.RawMessage // its request's, for its heir
+	cell    bool            // a cell of a map this node hosts (HostCells)
 }
 
 // worldState is a node's part in placing worlds; under Node.mu.
@@ -44,6 +45,8 @@ type worldState struct {
 	ops      *nats.Subscription // <prefix>.world.<id>
 	arrivals map[uint64]func()  // transfers out of this node's worlds, by id
 	cells    []*cellRunner      // cells.go
+	// cellHosts are the maps this node may hold any cell of (HostCells).
+	cellHosts map[string]cellHost
 }
 
 // ServeWorlds makes the node take worlds, up to NodeInfo.Players players

@@ -44,8 +44,14 @@ func (c *Client) failoverSilence() time.Duration {
 // again call the try off.
 func (c *Client) suspect(now time.Time) {
 	if (c.ls == nil && c.is == nil) || c.standby == "" || c.cfg == nil || c.heardAt.IsZero() || c.failing != nil ||
-		c.moving != nil || c.resuming != nil || len(c.credentials) == 0 || now.Sub(c.heardAt) < c.failoverSilence() {
+		c.moving != nil && !c.standbyMove || c.resuming != nil || len(c.credentials) == 0 || now.Sub(c.heardAt) < c.failoverSilence() {
 		return
+	}
+	if c.moving != nil {
+		// A place waiting next door (a cell's neighbour) was booked by
+		// the world that fell silent: given up, the world's standby
+		// books its own.
+		c.dropMove()
 	}
 	timeout := c.cfg.ResumeTimeout
 	if timeout <= 0 {

@@ -459,6 +459,12 @@ func (b *Border) sweepOrphans() {
 // wrote no message for) the entities that walked into its cell.
 func (b *Border) Reclaim() { b.all = true }
 
+// Refresh makes the next Write tell the neighbour every entity of this
+// world in its band again, as if it had been told none: call it when the
+// neighbour's cell moved to another process, which mirrors nothing of
+// this world yet.
+func (b *Border) Refresh() { clear(b.sent) }
+
 // Drop removes every ghost this border mirrors: the neighbour's process
 // is gone, and its entities with it.
 func (b *Border) Drop() {

@@ -576,7 +576,7 @@ func worldsTrial(o options, safe bool, out io.Writer) (worldsOutcome, error) {
 			stalls = append(stalls, b.gap)
 		}
 		if o.verbose && b.lostKnown > 0 {
-			fmt.Fprintf(out, "    %s in %s (moved %v) lost %v\n", b.name, b.world, moving[b.world], b.lostIDs)
+			fmt.Fprintf(out, "    %s (self %d) in %s (moved %v) at %v lost %v\n", b.name, b.self, b.world, moving[b.world], b.movedAt.Format("15:04:05.000"), b.lostIDs)
 		}
 		switch {
 		case !b.checked:

@@ -349,6 +349,10 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "tongbu serve:", err)
 		return 1
 	}
+	// SIGTERM from here on drains: a deploy may stop a node that is still
+	// joining its cluster, whose players and rooms are on their way.
+	sig, stopSig := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSig()
 	if *huge {
 		defer keepHugePages(log)()
 	}
@@ -376,7 +380,8 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "tongbu serve:", err)
 			return 1
 		}
-		if err := serveCells(cl.node, cfg.Cells, log); err != nil {
+		startCells, err := serveCells(cl.node, cfg.Cells, log)
+		if err != nil {
 			cl.leave()
 			ln.Close()
 			srv.Shutdown(context.Background())
@@ -389,6 +394,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 				hb = time.Second
 			}
 			time.Sleep(2 * hb)
+			startCells()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
 			if err := placeFromConfig(ctx, cl, &cfg, log); err != nil {
@@ -452,7 +458,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		paths += fmt.Sprintf(", TCP %s", a)
 	}
 	fmt.Fprintf(stdout, "tongbu serve: %s://%s (%s); metrics at %s\n", scheme, ln.Addr(), paths, metricsAt)
-	return runServerWith(srv, handler, transport.NewListener(ln, lc), tlsCfg, stderr, leave, drainReq)
+	return runServerWith(sig, srv, handler, transport.NewListener(ln, lc), tlsCfg, stderr, leave, drainReq)
 }
 
 // acmeListener bounds the ACME http-01 listener more tightly than
@@ -494,11 +500,10 @@ func (c *serveConfig) clientNetworks() (transport.ClientNetworks, error) {
 }
 
 // runServerWith serves h on ln (a transport.NewListener), over TLS when
-// tlsCfg is not nil, until SIGINT or SIGTERM; then it calls leave (if not
-// nil) before it shuts srv down gracefully.
-func runServerWith(srv *engine.Server, h http.Handler, ln net.Listener, tlsCfg *tls.Config, stderr io.Writer, leave func(), drain <-chan struct{}) int {
-	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
+// tlsCfg is not nil, until sig is done (SIGINT or SIGTERM) or drain is
+// asked; then it calls leave (if not nil) before it shuts srv down
+// gracefully.
+func runServerWith(sig context.Context, srv *engine.Server, h http.Handler, ln net.Listener, tlsCfg *tls.Config, stderr io.Writer, leave func(), drain <-chan struct{}) int {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

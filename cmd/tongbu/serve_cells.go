@@ -13,8 +13,9 @@ import (
 )
 
 // cellsConfig is a map of the config file cut into cells (cluster only):
-// every node that serves part of it has the same entry, but for Serve,
-// the cells it simulates. Cell i is the world "<map>#<i>"; a game books a
+// every node that may hold part of it has the same entry, but for Serve,
+// the cells it simulates from the start (none: it only takes cells that
+// move here when their node drains or dies). Cell i is the world "<map>#<i>"; a game books a
 // player into one as into any world (cluster.JoinWorld), and the player
 // walks from cell to cell with no loading screen.
 type cellsConfig struct {
@@ -72,29 +73,57 @@ func (c *cellsConfig) cellMap(inCluster bool) (cluster.CellMap, error) {
 	return m, nil
 }
 
-// serveCells makes node simulate the cells the config's entries name.
-func serveCells(node *cluster.Node, cells []cellsConfig, log *slog.Logger) error {
+// serveCells makes node a host of every map the config's entries name
+// (a cell of it may move here, from a node drained or dead) and returns
+// what starts the cells each entry serves: called once the node has
+// heard the others' heartbeats, it leaves out a cell that lives on
+// another node already (it moved there, or came back there, while this
+// process was away).
+func serveCells(node *cluster.Node, cells []cellsConfig, log *slog.Logger) (func(), error) {
+	type served struct {
+		m   cluster.CellMap
+		i   int
+		cfg engine.WorldConfig
+	}
+	var todo []served
 	for k := range cells {
 		c := &cells[k]
 		m, err := c.cellMap(true)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		cp := c.Cap
 		if cp == 0 {
 			cp = defaultLineCap
 		}
-		for _, i := range c.Serve {
+		cell := func(i int) (engine.WorldConfig, error) {
 			rect, size := m.Rect(i), m.Interest.WithDefaults().RegionSize
 			centre := interest.Vec{X: int32((rect.X0 + rect.X1) * size / 2), Y: int32((rect.Y0 + rect.Y1) * size / 2)}
 			join := func(w *interest.World, player string) (interest.ID, error) {
 				return spawn(w, player, &portalState{X: centre.X, Y: centre.Y})
 			}
-			if _, err := node.ServeCell(m, i, engine.WorldConfig{Join: join, MaxPlayers: cp}); err != nil {
-				return fmt.Errorf("cells %q: cell %d: %w", c.Map, i, err)
-			}
-			log.Info("cluster: cell served", "world", cluster.CellName(c.Map, i))
+			return engine.WorldConfig{Join: join, MaxPlayers: cp}, nil
+		}
+		if err := node.HostCells(m, cell); err != nil {
+			return nil, fmt.Errorf("cells %q: %w", c.Map, err)
+		}
+		for _, i := range c.Serve {
+			cfg, _ := cell(i)
+			todo = append(todo, served{m, i, cfg})
 		}
 	}
-	return nil
+	return func() {
+		for _, s := range todo {
+			name := cluster.CellName(s.m.Map, s.i)
+			if w, ok := node.Directory().LocateWorld(name); ok {
+				log.Info("cluster: cell lives on another node; this node hosts it", "world", name, "node", w.Node)
+				continue
+			}
+			if _, err := node.ServeCell(s.m, s.i, s.cfg); err != nil {
+				log.Error("cluster: cell", "world", name, "err", err)
+				continue
+			}
+			log.Info("cluster: cell served", "world", name)
+		}
+	}, nil
 }

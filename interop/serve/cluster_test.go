@@ -134,7 +134,10 @@ func startProc(t *testing.T, cmd *exec.Cmd, id string, ready func(line string) (
 	}
 	t.Cleanup(func() {
 		cmd.Process.Kill()
-		<-p.exited
+		select {
+		case <-p.exited:
+		case <-time.After(10 * time.Second): // a test that failed on its exit took it
+		}
 		if t.Failed() {
 			t.Logf("%s stderr:\n%s", id, p.stderr.String())
 		}

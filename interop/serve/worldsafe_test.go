@@ -22,13 +22,17 @@ import (
 )
 
 // safeWorldsConfig is worldsConfig with checkpoints every half second,
-// three replicas of each in the NATS cluster's bucket.
-const safeWorldsConfig = `{
+// three replicas of each in the NATS cluster's bucket, and a map of two
+// cells that every node hosts, serving the cells serve lists at first.
+func safeWorldsConfig(serve string) string {
+	return `{
   "worlds": [{"name": "field", "width": 8, "height": 8, "region_size": 1024, "cap": 1000,
               "portals": [{"x": 5000, "y": 3900, "w": 300, "h": 400, "map": "town", "at": [300, 400]}]}],
   "maps": [{"map": "town", "lines": 1, "cap": 2, "width": 4, "height": 4, "region_size": 1024}],
+  "cells": [{"map": "wild", "cols": 2, "rows": 1, "width": 8, "height": 4, "region_size": 1024, "serve": [` + serve + `]}],
   "cluster": {"checkpoint_every": "500ms", "checkpoint_replicas": 3}
 }`
+}
 
 // roamer is a player wandering in its world, played by a crowd.
 type roamer struct {
@@ -154,30 +158,36 @@ func (cr *crowd) known() map[string][]interest.ID {
 	return k
 }
 
-// TestWorldsOutliveProcesses runs a unique world (the field) and a map's
-// line (town~1) on three `tongbu serve` processes over a NATS cluster of
-// three, with players wandering in both: (a) the field's process is
-// drained (SIGTERM) and the field moves whole to its heir while they
-// play; (b) the town's process is killed (SIGKILL) and the line comes
-// back from its checkpoint on its heir, its players resuming there;
-// (c) a NATS server dies and nothing moves, then the field's process is
-// killed and the field comes back from checkpoints the two NATS servers
-// left still hold; (d) every process is restarted in turn.
+// TestWorldsOutliveProcesses runs a unique world (the field), a map's
+// line (town~1) and the two cells of a map (wild#0, wild#1, first on
+// processes a and b) on three `tongbu serve` processes over a NATS
+// cluster of three, with players wandering in each: (a) the field's
+// process is drained (SIGTERM) and its worlds move whole to their heirs
+// while they play; (b) the town's process is killed (SIGKILL) and its
+// worlds come back from their checkpoints on their heirs, their players
+// resuming there; (c) a NATS server dies and nothing moves, then the
+// field's process is killed and its worlds come back from checkpoints
+// the two NATS servers left still hold; (d) every process is restarted
+// in turn, with the config it started with.
 func TestWorldsOutliveProcesses(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts three NATS servers and three processes, then more")
 	}
 	ns := natstest.Cluster(t, 3)
 	urls := natstest.URLs(ns)
-	cfg := filepath.Join(t.TempDir(), "worlds.json")
-	if err := os.WriteFile(cfg, []byte(safeWorldsConfig), 0o644); err != nil {
-		t.Fatal(err)
+	dirs := t.TempDir()
+	cfgs := map[string]string{}
+	for id, serve := range map[string]string{"a": "0", "b": "1", "c": ""} {
+		cfgs[id] = filepath.Join(dirs, id+".json")
+		if err := os.WriteFile(cfgs[id], []byte(safeWorldsConfig(serve)), 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	procs := map[string]*serveProc{}
 	byURL := map[string]string{}
 	var pmu sync.Mutex
 	start := func(id string) {
-		p := startServeWith(t, worldsSecret, id, "-config", cfg, "-nats", urls, "-node", id,
+		p := startServeWith(t, worldsSecret, id, "-config", cfgs[id], "-nats", urls, "-node", id,
 			"-players", "5000", "-heartbeat", "100ms", "-drain-timeout", "10s")
 		pmu.Lock()
 		procs[id], byURL[p.url] = p, id
@@ -206,13 +216,29 @@ func TestWorldsOutliveProcesses(t *testing.T) {
 		defer pmu.Unlock()
 		return byURL[st.URL]
 	}
-	waitUntil(t, "the field and the town's first line", func() bool { return where("field") != "" && where("town~1") != "" })
+	worlds := []string{"field", "town~1", "wild#0", "wild#1"}
+	waitUntil(t, "the field, the town's first line and the cells", func() bool {
+		for _, w := range worlds {
+			if where(w) == "" {
+				return false
+			}
+		}
+		return true
+	})
+	// Which worlds are on node id now.
+	on := func(id string) map[string]bool {
+		m := map[string]bool{}
+		for _, w := range worlds {
+			m[w] = where(w) == id
+		}
+		return m
+	}
 
 	// Two players walk to the town through the portal, two stay in the
 	// field.
 	cr := &crowd{rng: rand.New(rand.NewPCG(59, 5)), stop: make(chan struct{}), done: make(chan struct{})}
 	for _, name := range []string{"ann", "bob", "cy", "dan"} {
-		r := newRoamer(t, lobby, dir, name)
+		r := newRoamer(t, lobby, dir, name, "field")
 		if name == "ann" || name == "bob" {
 			r.wander = [4]int32{5100, 4000, 5200, 4100} // the portal
 			for end := time.Now().Add(20 * time.Second); r.c.Target() == "field"; time.Sleep(10 * time.Millisecond) {
@@ -228,6 +254,10 @@ func TestWorldsOutliveProcesses(t *testing.T) {
 		}
 		cr.roamers = append(cr.roamers, r)
 	}
+	// Eve and fay wander in the west and the east cell.
+	eve, fay := newRoamer(t, lobby, dir, "eve", "wild#0"), newRoamer(t, lobby, dir, "fay", "wild#1")
+	eve.wander, fay.wander = [4]int32{1500, 1500, 2600, 2600}, [4]int32{5600, 1500, 6700, 2600}
+	cr.roamers = append(cr.roamers, eve, fay)
 	go cr.run()
 	defer func() { close(cr.stop); <-cr.done }()
 	heirs := func(what string) {
@@ -248,7 +278,7 @@ func TestWorldsOutliveProcesses(t *testing.T) {
 	heirs("at start")
 	cr.playOn(t, "at start", time.Second)
 	together := cr.known()
-	for i := 0; i < len(cr.roamers); i += 2 { // ann and bob, cy and dan
+	for i := 0; i < 4; i += 2 { // ann and bob, cy and dan
 		a, b := cr.roamers[i], cr.roamers[i+1]
 		if !slices.Contains(together[a.name], b.self) {
 			t.Fatalf("%s knows %v: it should see %s (%d)", a.name, together[a.name], b.name, b.self)
@@ -276,7 +306,7 @@ func TestWorldsOutliveProcesses(t *testing.T) {
 	// (a) The field's process is drained: the field moves whole, its
 	// players keep their entities and what they see.
 	drained := where("field")
-	movers := map[string]bool{"field": true, "town~1": where("town~1") == drained}
+	movers := on(drained)
 	cr.reset()
 	procs[drained].cmd.Process.Signal(syscall.SIGTERM)
 	stopped(drained, nil)
@@ -314,6 +344,7 @@ func TestWorldsOutliveProcesses(t *testing.T) {
 	// (b) The town's process is killed: the line comes back from its
 	// checkpoint on its heir, and its players resume there.
 	crashed := where("town~1")
+	lost := on(crashed)
 	seen := map[string]int{}
 	cr.look(func(rs []*roamer) {
 		for _, r := range rs {
@@ -327,7 +358,7 @@ func TestWorldsOutliveProcesses(t *testing.T) {
 		back := true
 		cr.look(func(rs []*roamer) {
 			for _, r := range rs {
-				if r.world == "town~1" {
+				if lost[r.world] {
 					back = back && len(r.events) > 0 && r.events[len(r.events)-1].State == engine.Resumed && time.Since(r.last) < 200*time.Millisecond
 				}
 			}
@@ -338,7 +369,7 @@ func TestWorldsOutliveProcesses(t *testing.T) {
 	t.Logf("(b) killed %s: town~1 is on %s, longest gap %v", crashed, where("town~1"), gap.Round(time.Millisecond))
 	cr.look(func(rs []*roamer) {
 		for _, r := range rs {
-			if r.world != "town~1" {
+			if !lost[r.world] {
 				continue
 			}
 			ev := r.events[len(r.events)-1]
@@ -359,7 +390,10 @@ func TestWorldsOutliveProcesses(t *testing.T) {
 
 	// (c) A NATS server dies: the nodes on it reconnect to the others,
 	// and no world moves.
-	before := map[string]string{"field": where("field"), "town~1": where("town~1")}
+	before := map[string]string{}
+	for _, w := range worlds {
+		before[w] = where(w)
+	}
 	cr.reset()
 	ns[0].Shutdown()
 	gap = cr.playOn(t, "after a NATS server died", 3*time.Second)
@@ -382,6 +416,7 @@ func TestWorldsOutliveProcesses(t *testing.T) {
 	// The field's checkpoints live on in the two NATS servers left.
 	heirs("two NATS servers")
 	crashed = where("field")
+	lost = on(crashed)
 	cr.reset()
 	procs[crashed].cmd.Process.Signal(syscall.SIGKILL)
 	stopped(crashed, errKilled)
@@ -389,7 +424,7 @@ func TestWorldsOutliveProcesses(t *testing.T) {
 		back := true
 		cr.look(func(rs []*roamer) {
 			for _, r := range rs {
-				if r.world == "field" {
+				if lost[r.world] {
 					back = back && len(r.events) > 0 && r.events[len(r.events)-1].RestoredFrame > 0 && time.Since(r.last) < 200*time.Millisecond
 				}
 			}
@@ -441,13 +476,13 @@ func TestWorldsOutliveProcesses(t *testing.T) {
 }
 
 // newRoamer joins player to the field and dials it over real WebRTC.
-func newRoamer(t *testing.T, lobby *nats.Conn, dir *cluster.Directory, player string) *roamer {
+func newRoamer(t *testing.T, lobby *nats.Conn, dir *cluster.Directory, player, world string) *roamer {
 	t.Helper()
-	p, err := cluster.JoinWorld(t.Context(), lobby, dir, cluster.JoinRequest{World: "field", Player: player}, &cluster.Options{Secret: []byte(worldsSecret)})
+	p, err := cluster.JoinWorld(t.Context(), lobby, dir, cluster.JoinRequest{World: world, Player: player}, &cluster.Options{Secret: []byte(worldsSecret)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &roamer{name: player, world: "field", wander: [4]int32{3000, 3000, 4500, 4500}}
+	r := &roamer{name: player, world: world, wander: [4]int32{3000, 3000, 4500, 4500}}
 	// Both run inside Update: under the crowd's lock once it plays.
 	cfg := &engine.ClientConfig{
 		IncludeLoopback: true,
