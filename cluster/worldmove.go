@@ -5,6 +5,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -20,13 +21,14 @@ import (
 // in one round trip, keeps its entity and what it knows. A player who had
 // no place waiting follows with a transfer.
 
-// moveWorlds moves each world of the node that has an heir to it, a few
+// moveWorlds moves each world of the node to its heir (one is named now
+// for a world that has none: a node may have joined a moment ago), a few
 // at a time, and reports how many moved.
 func (s *standbys) moveWorlds(ctx context.Context) int {
 	s.mu.Lock()
 	var names []string
 	for name, o := range s.outw {
-		if o.heir != "" && !o.taken && !o.w.Closed() {
+		if !o.taken && !o.w.Closed() {
 			names = append(names, name)
 		}
 	}
@@ -38,6 +40,17 @@ func (s *standbys) moveWorlds(ctx context.Context) int {
 func (s *standbys) moveWorld(ctx context.Context, name string) error {
 	s.mu.Lock()
 	o := s.outw[name]
+	if o != nil && !o.taken && o.heir == "" {
+		if s.pickHeir(o); o.heir != "" {
+			// Told now, ahead of the prepare (on another subject of the
+			// same connection: in order).
+			o.dirty = false
+			ctl := standbyControl{Op: "world", Room: name, Cap: o.req.Cap, Config: o.req.Config}
+			s.mu.Unlock()
+			s.publishControl(o.heir, ctl)
+			s.mu.Lock()
+		}
+	}
 	if o == nil || o.taken || o.heir == "" {
 		s.mu.Unlock()
 		return fmt.Errorf("%w: world %q has no heir", ErrInvalid, name)
@@ -46,8 +59,18 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 	s.mu.Unlock()
 	w := o.w
 	begun := time.Now()
-	if _, err := s.askStandby(ctx, to, standbyControl{Op: "wprepare", Room: name, Cap: o.req.Cap, Config: o.req.Config, Start: w.Start().UnixNano()}); err != nil {
-		return err
+	// An heir named a moment ago may take the prepare before its word of
+	// the world: asked again, a few times.
+	prepare := standbyControl{Op: "wprepare", Room: name, Cap: o.req.Cap, Config: o.req.Config, Start: w.Start().UnixNano()}
+	for try := 0; ; try++ {
+		_, err := s.askStandby(ctx, to, prepare)
+		if err == nil {
+			break
+		}
+		if try == 4 || !strings.Contains(err.Error(), "not the heir") {
+			return err
+		}
+		time.Sleep(50 * time.Millisecond)
 	}
 	cancel := func() {
 		publishJSON(s.n.c, &s.n.opts, s.n.opts.subjControl(to), standbyControl{Op: "wcancel", Room: name})

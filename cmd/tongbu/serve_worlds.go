@@ -123,10 +123,12 @@ func (ws *worlds) engineConfig(wc *worldConfig) engine.WorldConfig {
 	// by the world's worker, as the hooks run there.
 	players := map[string]interest.ID{}
 	inPortal := map[string]bool{}
+	gen := 0 // counts the changes to both, for the checkpoints' cache
 	cfg.Join = func(w *interest.World, player string) (interest.ID, error) {
 		id, err := spawn(w, player, nil)
 		if err == nil {
 			players[player] = id
+			gen++
 		}
 		return id, err
 	}
@@ -138,20 +140,33 @@ func (ws *worlds) engineConfig(wc *worldConfig) engine.WorldConfig {
 		id, err := spawn(w, player, st)
 		if err == nil {
 			players[player] = id
+			gen++
 		}
 		return id, err
 	}
 	cfg.Leave = func(w *interest.World, player string, id interest.ID) {
 		delete(players, player)
 		delete(inPortal, player)
+		gen++
 		w.Despawn(id)
 	}
 	// The world's players and who stands in a portal go with the world
 	// when it moves to another node or comes back from a checkpoint.
+	// It is encoded again only when it changed (a world's checkpoint runs
+	// on its worker, between two ticks).
 	npcs := &wanderers{n: wc.NPCs, rng: rand.New(rand.NewPCG(uint64(len(wc.Name)), 59))}
+	var cached []byte
+	cachedAt := [3]int{-1}
 	cfg.Checkpoint = func(*interest.World) []byte {
-		b, _ := json.Marshal(servedState{Players: players, InPortal: inPortal, NPCs: npcs.ids, Spawned: npcs.spawned})
-		return b
+		at := [3]int{gen, len(npcs.ids), 0}
+		if npcs.spawned {
+			at[2] = 1
+		}
+		if at != cachedAt {
+			cached, _ = json.Marshal(servedState{Players: players, InPortal: inPortal, NPCs: npcs.ids, Spawned: npcs.spawned})
+			cachedAt = at
+		}
+		return cached
 	}
 	cfg.Restore = func(w *interest.World, b []byte) error {
 		st, err := decodeStrict[servedState](b, "world state")
@@ -180,6 +195,7 @@ func (ws *worlds) engineConfig(wc *worldConfig) engine.WorldConfig {
 				inPortal[player] = true
 			}
 		}
+		gen++
 		return nil
 	}
 	portals, name := wc.Portals, wc.Name
@@ -193,10 +209,13 @@ func (ws *worlds) engineConfig(wc *worldConfig) engine.WorldConfig {
 				}
 				i := slices.IndexFunc(portals, func(p portalConfig) bool { return p.contains(lg.Pos) })
 				switch {
-				case i < 0:
+				case i < 0 && inPortal[player]:
 					delete(inPortal, player)
+					gen++
+				case i < 0:
 				case !inPortal[player]:
 					inPortal[player] = true
+					gen++
 					if ew, ok := ws.srv.World(name); ok {
 						ws.enter(ew, player, portals[i], lg)
 					}

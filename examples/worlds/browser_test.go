@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net/url"
 	"os"
 	"os/exec"
@@ -15,6 +16,7 @@ import (
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
+	"github.com/tongbu/tongbu/cluster"
 	"github.com/tongbu/tongbu/interop/browser"
 )
 
@@ -94,4 +96,56 @@ func TestWorldsInBrowser(t *testing.T) {
 		t.Fatalf("the page says it is on %q, want node b's %s", where, host(e.b.url))
 	}
 	t.Logf("the page: %s", where)
+
+	// A rolling restart while the page plays: each node in turn is
+	// drained (its cells and town lines move to the other node, with
+	// their players), stopped, and started again with its config; the
+	// page follows its cell to the other node each time, with no reload.
+	for _, which := range []**node{&e.b, &e.a} {
+		old := *which
+		other := e.a
+		if old == e.a {
+			other = e.b
+		}
+		var frame int
+		chromedp.Run(bctx, chromedp.Evaluate(`tongbuMMO.frame`, &frame))
+		old.drain()
+		old.Close()
+		cond := fmt.Sprintf(`tongbuMMO.ready && tongbuMMO.where.startsWith("field#1") && tongbuMMO.where.includes(%q) && tongbuMMO.frame > %d`,
+			host(other.url), frame+32)
+		if err := chromedp.Run(bctx, chromedp.Poll(cond, &ok, chromedp.WithPollingTimeout(30*time.Second))); err != nil {
+			var st map[string]any
+			chromedp.Run(bctx, chromedp.Evaluate(`tongbuMMO`, &st))
+			t.Fatalf("the page did not follow its cell from node %s to node %s: %v (page: %v)", old.cfg.ID, other.cfg.ID, err, st)
+		}
+		chromedp.Run(bctx, chromedp.Evaluate(`tongbuMMO.where`, &where))
+		t.Logf("node %s drained: the page is on %s", old.cfg.ID, where)
+		n, err := startNode(old.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(n.Close)
+		*which = n
+		waitFor(t, "node "+old.cfg.ID+" back", func() bool { return len(e.lobby.dir.Nodes()) >= 2 && nodeAlive(e.lobby.dir, old.cfg.ID) })
+	}
+}
+
+// waitFor waits up to 15 s for cond.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(15 * time.Second); !cond(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("still waiting for %s after 15 s", what)
+		}
+	}
+}
+
+// nodeAlive reports whether the directory has node id alive, not draining.
+func nodeAlive(d *cluster.Directory, id string) bool {
+	for _, n := range d.Nodes() {
+		if n.ID == id && n.Alive && !n.Draining {
+			return true
+		}
+	}
+	return false
 }

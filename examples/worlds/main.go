@@ -110,6 +110,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 		}
 		fmt.Fprintf(stdout, "worlds: node %s at %s, cells %v\n", *id, n.url, cs)
 		<-ctx.Done()
+		n.drain() // its worlds go on on the other nodes
 		n.Close()
 		return 0
 	case "lobby":

@@ -5,11 +5,13 @@ package main
 import (
 	"context"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"net"
+	"sync"
 	"time"
 
 	"github.com/nats-io/nats.go"
@@ -48,6 +50,7 @@ type node struct {
 	members *replica.Mirror[game.Member, *game.Member]
 	stop    context.CancelFunc
 	done    chan struct{}
+	closing sync.Once
 }
 
 // npcsPerCell is the NPCs each field cell spawns; they wander, and cross.
@@ -120,15 +123,44 @@ func (n *node) start(ctx context.Context) error {
 	if err := n.cn.ServeWorlds(n.srv, n.makeTown); err != nil {
 		return err
 	}
+	// Its worlds outlive it: a town line or a field cell moves to another
+	// node when this one is stopped (Close drains it), and comes back on
+	// another from its checkpoint if it dies (with JetStream on NATS).
+	if err := n.cn.ServeStandbys(n.srv, func(string, json.RawMessage, engine.RoomState) (*engine.Room, error) {
+		return nil, errors.New("this example's nodes hold worlds only")
+	}); err != nil {
+		return err
+	}
 	fm := fieldMap(cfg.Start)
-	for _, i := range cfg.Cells {
+	cell := func(i int) (engine.WorldConfig, error) {
 		p := n.place(cluster.CellName(game.Field, i), game.Field, fm.Rect(i), npcsPerCell)
 		wc := p.config()
 		wc.MaxPlayers = 200
-		if _, err := n.cn.ServeCell(fm, i, wc); err != nil {
-			return err
-		}
+		return wc, nil
 	}
+	if err := n.cn.HostCells(fm, cell); err != nil {
+		return err
+	}
+	// Its cells, once it has heard the others (a cell that moved to
+	// another node while this process was away stays there).
+	go func() {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(2 * time.Second):
+		}
+		for _, i := range cfg.Cells {
+			name := cluster.CellName(game.Field, i)
+			if w, ok := n.cn.Directory().LocateWorld(name); ok {
+				cfg.Log.Info("cell lives on another node", "world", name, "node", w.Node)
+				continue
+			}
+			wc, _ := cell(i)
+			if _, err := n.cn.ServeCell(fm, i, wc); err != nil {
+				cfg.Log.Error("cell", "world", name, "err", err)
+			}
+		}
+	}()
 	cfg.Log.Info("node up", "node", cfg.ID, "url", n.url, "cells", fmt.Sprint(cfg.Cells))
 	return nil
 }
@@ -144,8 +176,20 @@ func (n *node) makeTown(req cluster.WorldRequest) (engine.WorldConfig, error) {
 	return p.config(), nil
 }
 
-// Close stops the process's worlds and leaves the cluster.
-func (n *node) Close() {
+// drain moves the process's worlds to other nodes while their players
+// play on, as a deploy does before it stops a process.
+func (n *node) drain() {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	moved, err := n.cn.Drain(ctx)
+	n.cfg.Log.Info("node drained", "node", n.cfg.ID, "worlds_moved", moved, "err", err)
+}
+
+// Close stops the process's worlds and leaves the cluster; again, it
+// does nothing.
+func (n *node) Close() { n.closing.Do(n.close) }
+
+func (n *node) close() {
 	if n.cn != nil {
 		n.cn.Leave()
 	}
@@ -207,7 +251,34 @@ func (p *place) config() engine.WorldConfig {
 			w.Despawn(id)
 		},
 		Tick: p.tick,
+		// What the place keeps goes with its world's checkpoints, so that a
+		// world that moved or came back spawns no NPCs again.
+		Checkpoint: func(*interest.World) []byte {
+			b, _ := json.Marshal(placeState{Spawned: p.npcs == 0, Named: p.named})
+			return b
+		},
+		Restore: func(w *interest.World, b []byte) error {
+			var st placeState
+			if err := json.Unmarshal(b, &st); err != nil {
+				return err
+			}
+			if st.Spawned {
+				p.npcs = 0
+			}
+			for id, name := range st.Named {
+				if k, ok := w.Kind(id); ok && k == interest.Player {
+					p.named[id] = name
+				}
+			}
+			return nil
+		},
 	}
+}
+
+// placeState is a place's part of its world's checkpoints.
+type placeState struct {
+	Spawned bool                   `json:"spawned"`
+	Named   map[interest.ID]string `json:"named,omitempty"`
 }
 
 func (p *place) interest() interest.Config {
