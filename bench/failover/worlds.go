@@ -29,8 +29,10 @@ import (
 	"github.com/tongbu/tongbu/interest"
 )
 
-// The worlds scenario (-worlds): a unique world (the field) and a map's
-// lines (the town), NPCs wandering both, on three tongbu serve processes
+// The worlds scenario (-worlds): a unique world (the field), a map's
+// lines (the town), NPCs wandering both, and a map of two cells (wild#0
+// on n1 and wild#1 on n2 at first, bots near their border seeing across
+// it; every node hosts the map), on three tongbu serve processes
 // over a NATS cluster of three; bots walk and cast. The node holding the
 // field is drained (its worlds move whole to their heirs while the bots
 // play), then the node holding the most players is killed (its worlds
@@ -40,8 +42,9 @@ import (
 // worldsHz is the served worlds' frame rate (tongbu serve's default).
 const worldsHz = 16
 
-// worldsConfig is the serve config of the scenario.
-func worldsConfig(o options, safe bool) string {
+// worldsConfig is the serve config of the scenario for a node that
+// serves the cells serve lists.
+func worldsConfig(o options, safe bool, serve string) string {
 	every := o.checkpointEvery.String()
 	if !safe {
 		every = "-1s"
@@ -52,8 +55,9 @@ func worldsConfig(o options, safe bool) string {
   "worlds": [{"name": "field", "width": 16, "height": 16, "region_size": 1024, "cap": 1000, "npcs": %d,
               "portals": [{"x": 12000, "y": 8000, "w": 400, "h": 400, "map": "town", "at": [2048, 2048]}]}],
   "maps": [{"map": "town", "lines": 1, "cap": %d, "width": 4, "height": 4, "region_size": 1024, "npcs": %d}],
+  "cells": [{"map": "wild", "cols": 2, "rows": 1, "width": 8, "height": 4, "region_size": 1024, "cap": 1000, "serve": [%s]}],
   "cluster": {"checkpoint_every": %q, "checkpoint_replicas": 3}
-}`, npcs, townCap, int(o.npcsPer*float64(townCap)), every)
+}`, npcs, townCap, int(o.npcsPer*float64(townCap)), serve, every)
 }
 
 // roamer is one bot in a world over real WebRTC.
@@ -290,14 +294,17 @@ func worldsTrial(o options, safe bool, out io.Writer) (worldsOutcome, error) {
 		return res, err
 	}
 	defer os.RemoveAll(dir0)
-	cfgPath := filepath.Join(dir0, "worlds.json")
-	if err := os.WriteFile(cfgPath, []byte(worldsConfig(o, safe)), 0o644); err != nil {
-		return res, err
+	cfgPaths := map[string]string{}
+	for id, serve := range map[string]string{"n1": "0", "n2": "1", "n3": ""} {
+		cfgPaths[id] = filepath.Join(dir0, id+".json")
+		if err := os.WriteFile(cfgPaths[id], []byte(worldsConfig(o, safe, serve)), 0o644); err != nil {
+			return res, err
+		}
 	}
 	var nmu sync.Mutex
 	nodes := map[string]*node{}
 	start := func(id string) error {
-		cmd := exec.Command(o.binary, "serve", "-http", "127.0.0.1:0", "-udp", "0", "-loopback", "-hugepages=false", "-config", cfgPath,
+		cmd := exec.Command(o.binary, "serve", "-http", "127.0.0.1:0", "-udp", "0", "-loopback", "-hugepages=false", "-config", cfgPaths[id],
 			"-nats", natsURLs, "-node", id, "-players", "5000", "-heartbeat", "200ms", "-drain-timeout", "20s", "-standby="+strconv.FormatBool(safe))
 		n, err := startCmd(o, cmd, id)
 		if err != nil {
@@ -314,10 +321,11 @@ func worldsTrial(o options, safe bool, out io.Writer) (worldsOutcome, error) {
 			<-n.exited
 		}
 	}()
-	for _, id := range []string{"n1", "n2", "n3"} {
-		if err := start(id); err != nil {
-			return res, err
-		}
+	// n1 first: the field and the town's first line are placed on it,
+	// beside the west cell, so that its drain moves a unique world, a
+	// map's line and a cell at once.
+	if err := start("n1"); err != nil {
+		return res, err
 	}
 	lobby, err := nats.Connect(natsURLs, nats.MaxReconnects(-1))
 	if err != nil {
@@ -344,11 +352,20 @@ func worldsTrial(o options, safe bool, out io.Writer) (worldsOutcome, error) {
 		}
 		return ""
 	}
-	if err := until(20*time.Second, func() bool { return nodeOf("field") != "" && nodeOf("town~1") != "" }); err != nil {
-		return res, fmt.Errorf("the field and the town placed: %w", err)
+	if err := until(20*time.Second, func() bool { return nodeOf("field") != "" && nodeOf("town~1") != "" && nodeOf("wild#0") != "" }); err != nil {
+		return res, fmt.Errorf("the field, the town and the west cell placed: %w", err)
+	}
+	for _, id := range []string{"n2", "n3"} {
+		if err := start(id); err != nil {
+			return res, err
+		}
+	}
+	if err := until(20*time.Second, func() bool { return nodeOf("wild#1") != "" && len(dir.Nodes()) == 3 }); err != nil {
+		return res, fmt.Errorf("the east cell placed: %w", err)
 	}
 
-	// The bots: a third go to the town through the portal.
+	// The bots: of every six, three in the field, one goes to the town
+	// through the portal, one to each cell, by the border.
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var mu sync.Mutex // the bots, played by two loops
@@ -368,10 +385,15 @@ func worldsTrial(o options, safe bool, out io.Writer) (worldsOutcome, error) {
 			name := fmt.Sprintf("bot-%d", i)
 			b := &roamer{name: name, world: "field", rng: rand.New(rand.NewPCG(uint64(i), 59)),
 				home: [4]int32{4000, 4000, 11000, 11000}}
-			if i%3 == 2 {
+			switch i % 6 {
+			case 2:
 				b.home = [4]int32{12100, 8100, 12300, 8300} // the portal
+			case 4:
+				b.world, b.home = "wild#0", [4]int32{2800, 1200, 3900, 2800}
+			case 5:
+				b.world, b.home = "wild#1", [4]int32{4200, 1200, 5300, 2800}
 			}
-			p, err := cluster.JoinWorld(ctx, lobby, dir, cluster.JoinRequest{World: "field", Player: name}, copts)
+			p, err := cluster.JoinWorld(ctx, lobby, dir, cluster.JoinRequest{World: b.world, Player: name}, copts)
 			if err == nil {
 				b.c, err = engine.Dial(ctx, p.URL, p.Tickets[name], &engine.ClientConfig{IncludeLoopback: true,
 					OnMove:       func(m engine.Move) { b.moves = append(b.moves, m) },
@@ -429,7 +451,7 @@ func worldsTrial(o options, safe bool, out io.Writer) (worldsOutcome, error) {
 	if err := until(60*time.Second, func() bool {
 		in := 0
 		look(func(b *roamer) {
-			if b.c.Target() != "field" || b.home[0] != 12100 {
+			if b.c.Target() != "field" || b.home[0] != 12100 { // a portal bot through
 				in++
 			}
 		})
@@ -438,7 +460,7 @@ func worldsTrial(o options, safe bool, out io.Writer) (worldsOutcome, error) {
 		return res, fmt.Errorf("the bots walking to the town: %w", err)
 	}
 	look(func(b *roamer) {
-		if b.c.Target() != "field" {
+		if b.home[0] == 12100 {
 			b.world, b.self, b.home, b.moves = b.c.Target(), b.c.Entity(), [4]int32{500, 500, 3500, 3500}, nil
 		}
 	})
@@ -527,7 +549,7 @@ func worldsTrial(o options, safe bool, out io.Writer) (worldsOutcome, error) {
 	res.drained = nodeOf("field")
 	worldsOn := func(id string) map[string]bool {
 		on := map[string]bool{}
-		for _, w := range []string{"field", "town~1", "town~2", "town~3"} {
+		for _, w := range []string{"field", "town~1", "town~2", "town~3", "wild#0", "wild#1"} {
 			if nodeOf(w) == id {
 				on[w] = true
 			}
