@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tongbu/tongbu/interop/natstest"
 )
@@ -31,15 +32,27 @@ func TestServeSamples(t *testing.T) {
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			p := startServeWith(t, "0123456789abcdef0123", tt.file, append([]string{"-config", filepath.Join(dir, tt.file)}, tt.args...)...)
-			resp, err := http.Get(p.url + "/metrics")
-			if err != nil {
-				t.Fatal(err)
-			}
-			body, _ := io.ReadAll(resp.Body)
-			resp.Body.Close()
-			for _, w := range tt.wants {
-				if !strings.Contains(string(body), w+"\n") {
-					t.Fatalf("/metrics lacks %q:\n%s", w, body)
+			// A node serves its config's cells once it has heard the
+			// others (two heartbeats): asked until then.
+			var body []byte
+			for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+				resp, err := http.Get(p.url + "/metrics")
+				if err != nil {
+					t.Fatal(err)
+				}
+				body, _ = io.ReadAll(resp.Body)
+				resp.Body.Close()
+				missing := ""
+				for _, w := range tt.wants {
+					if !strings.Contains(string(body), w+"\n") {
+						missing = w
+					}
+				}
+				if missing == "" {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("/metrics lacks %q after 10 s:\n%s", missing, body)
 				}
 			}
 		})
