@@ -105,30 +105,6 @@ func (c *worldCluster) addCellNode(id string, opts *cluster.Options, start time.
 	return n, g
 }
 
-// joinNamed places the players in world on the cluster.
-func joinNamed(t *testing.T, c *worldCluster, n *worldNode, world string, players ...string) []*walker {
-	t.Helper()
-	var ws []*walker
-	for _, player := range players {
-		p, err := cluster.JoinWorld(t.Context(), n.nc, n.node.Directory(), cluster.JoinRequest{World: world, Player: player}, fast)
-		if err != nil {
-			t.Fatal(err)
-		}
-		wk := &walker{}
-		cfg := c.client(nil)
-		cfg.OnConnection = func(e engine.ConnectionEvent) { wk.events = append(wk.events, e) }
-		cfg.OnMove = func(m engine.Move) { wk.moves = append(wk.moves, m) }
-		cl, err := engine.Dial(t.Context(), p.URL, p.Tickets[player], cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { cl.Close() })
-		wk.c = cl
-		ws = append(ws, wk)
-	}
-	return ws
-}
-
 // cellOn returns the node the directory of n places cell i of wild on.
 func cellOn(n *worldNode, i int) string {
 	w, _ := n.node.Directory().LocateWorld(cluster.CellName("wild", i))
@@ -175,8 +151,8 @@ func TestCellMovesOnDrain(t *testing.T) {
 		id, _ := w.Spawn(interest.NPC, interest.Logic{Pos: interest.Vec{X: 4300, Y: 2300}, Life: 100}, interest.Display{Name: "wolf"})
 		return id
 	})
-	west := joinNamed(t, c, a, cluster.CellName("wild", 0), "w0", "w1")
-	east := joinNamed(t, c, b, cluster.CellName("wild", 1), "e0")
+	west := joinNamed(t, c, a.nc, a.node.Directory(), cluster.CellName("wild", 0), "w0", "w1")
+	east := joinNamed(t, c, b.nc, b.node.Directory(), cluster.CellName("wild", 1), "e0")
 	all := append(slices.Clone(west), east...)
 	knows := func(w *walker, ids ...interest.ID) bool {
 		for _, id := range ids {

@@ -131,12 +131,21 @@ func (w *walker) play(now time.Time) error {
 	return nil
 }
 
-// joinWalkers places n players in world on the cluster.
+// joinWalkers places n players, p0 to p<n-1>, in world on the cluster.
 func joinWalkers(t *testing.T, c *worldCluster, nc *nats.Conn, dir *cluster.Directory, world string, n int) []*walker {
 	t.Helper()
-	var ws []*walker
+	var players []string
 	for i := range n {
-		player := fmt.Sprint("p", i)
+		players = append(players, fmt.Sprint("p", i))
+	}
+	return joinNamed(t, c, nc, dir, world, players...)
+}
+
+// joinNamed places the players in world on the cluster.
+func joinNamed(t *testing.T, c *worldCluster, nc *nats.Conn, dir *cluster.Directory, world string, players ...string) []*walker {
+	t.Helper()
+	var ws []*walker
+	for _, player := range players {
 		p, err := cluster.JoinWorld(t.Context(), nc, dir, cluster.JoinRequest{World: world, Player: player}, fast)
 		if err != nil {
 			t.Fatal(err)
