@@ -4,6 +4,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -147,6 +148,18 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 	s.mu.Lock()
 	o.handing = true
 	o.hold()
+	s.mu.Unlock()
+	// A checkpoint written meanwhile changes the record's revision: the
+	// hand-over writes after it, in the revision it left.
+	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+		s.mu.Lock()
+		writing := o.writing
+		s.mu.Unlock()
+		if !writing {
+			break
+		}
+	}
+	s.mu.Lock()
 	last := o.rev
 	s.mu.Unlock()
 	if cell != nil {
@@ -175,6 +188,13 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 	hand := standbyControl{Op: "whandover", Room: name}
 	if s.bucket() != nil {
 		rev, err := s.bucket().put(ctx, name, storedWorld{owner: to, cp: cp}, last)
+		if errors.Is(err, errTakenElsewhere) {
+			// This node's own record, from a write it did not hear back
+			// from, is no take-over: the hand-over writes over it.
+			if rec, got, gerr := s.bucket().get(ctx, name); gerr == nil && rec.owner == s.n.info.ID {
+				rev, err = s.bucket().put(ctx, name, storedWorld{owner: to, cp: cp}, got)
+			}
+		}
 		if err != nil {
 			return undo(err)
 		}
