@@ -144,24 +144,22 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 	if parked < want {
 		s.n.opts.Logger.Warn("cluster: moving a world before all its players are at its heir", "world", name, "parked", parked, "players", want)
 	}
-	// It stops here; its checkpoint goes to the heir as its owner.
-	s.mu.Lock()
-	o.handing = true
-	o.hold()
-	s.mu.Unlock()
-	// A checkpoint written meanwhile changes the record's revision: the
-	// hand-over writes after it, in the revision it left.
-	for end := time.Now().Add(5 * time.Second); time.Now().Before(end); time.Sleep(5 * time.Millisecond) {
+	// It stops here; its checkpoint goes to the heir as its owner. A
+	// checkpoint in flight would change the record's revision under the
+	// hand-over: the world stops once it is written, playing on till then.
+	var last uint64
+	for end := time.Now().Add(5 * time.Second); ; time.Sleep(2 * time.Millisecond) {
 		s.mu.Lock()
-		writing := o.writing
-		s.mu.Unlock()
-		if !writing {
+		if !o.writing || time.Now().After(end) {
+			o.handing = true
+			o.hold()
+			last = o.rev
+			s.mu.Unlock()
 			break
 		}
+		s.mu.Unlock()
 	}
-	s.mu.Lock()
-	last := o.rev
-	s.mu.Unlock()
+	stopped := time.Now()
 	if cell != nil {
 		cell.hold() // its neighbours' messages from now on are the heir's to take
 	}
@@ -199,8 +197,9 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 			return undo(err)
 		}
 		hand.Rev = rev
-	} else {
-		hand.Point = cp
+	}
+	if s.bucket() == nil || len(cp) <= inlineCheckpoint {
+		hand.Point = cp // the heir need not read it back from a replica
 	}
 	if _, err := s.askStandby(ctx, to, hand); err != nil {
 		if s.bucket() != nil { // the record names the heir: take it back
@@ -220,7 +219,7 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 	s.movedW++
 	s.mu.Unlock()
 	s.n.gone(name, w)
-	s.n.opts.Logger.Info("cluster: world moved", "world", name, "to", to, "parked", want, "took", time.Since(begun).Round(time.Millisecond))
+	s.n.opts.Logger.Info("cluster: world moved", "world", name, "to", to, "parked", want, "took", time.Since(begun).Round(time.Millisecond), "paused", time.Since(stopped).Round(time.Millisecond))
 	go s.letGo(w, destFor().Destination.(*worldDest), &mu, waiting, ended)
 	return nil
 }
@@ -253,6 +252,11 @@ func (s *standbys) letGo(w *engine.World, dest *worldDest, mu *sync.Mutex, waiti
 	w.Close()
 	s.n.opts.Logger.Info("cluster: world closed here after its move", "world", w.Name())
 }
+
+// inlineCheckpoint bounds the checkpoint a hand-over carries itself
+// (its JSON must fit in a NATS message, 1 MiB by default); a larger one
+// the heir reads from the record the old node wrote.
+const inlineCheckpoint = 256 << 10
 
 // maxParkTries bounds the bookings at the heir one player is tried for.
 const maxParkTries = 10
@@ -324,7 +328,10 @@ func (s *standbys) prepareWorld(name, from string, start time.Time) error {
 }
 
 // releaseWorld lets the world held here go on from the checkpoint its
-// old node handed over (in the record of revision rev, or inline).
+// old node handed over: inline, or in the record of revision rev. With
+// a bucket, rev is the revision of the record the old node wrote naming
+// this node its owner (its compare-and-set succeeded): this node's
+// checkpoints write after it.
 func (s *standbys) releaseWorld(name, from string, rev uint64, cp []byte) error {
 	s.mu.Lock()
 	in := s.inw[name]
@@ -336,7 +343,7 @@ func (s *standbys) releaseWorld(name, from string, rev uint64, cp []byte) error 
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if s.bucket() != nil {
+	if s.bucket() != nil && cp == nil {
 		rec, got, err := s.bucket().get(ctx, name)
 		// A replica of the bucket may answer before it has the record the
 		// old node just wrote (reads go to any replica): it is asked
