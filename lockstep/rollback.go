@@ -299,6 +299,12 @@ func (r *Rollback) Update(now time.Time, input []byte) RollbackTick {
 	}
 	r.confBuf = r.conf[:0]
 	if st.CatchingUp {
+		if r.present > r.settled && r.present-r.settled < len(r.ring) {
+			// It predicted on the newest frames before the room's catch-up
+			// began: back to the state before the first guess.
+			r.tick.Requests = append(r.tick.Requests, Request{Kind: RequestLoad, State: &r.ring[r.settled%len(r.ring)].state})
+			r.present = r.settled
+		}
 		// Run what the room has; predict nothing until live.
 		for len(r.conf) > 0 {
 			r.runConfirmed()

@@ -281,6 +281,24 @@ func TestRollbackRejoin(t *testing.T) {
 	}
 }
 
+// TestRollbackRejoinOnLossyDownlink: a rejoining player whose newest
+// frames arrive before the room's catch-up stream (30% downlink loss
+// delays the reliable stream) has predicted a few frames from frame 0
+// when the stream begins: the session rolls them back before it runs
+// the room's frames, and its hashes agree with the room's. (Before, it
+// ran the log on top of its guesses: these seeds desynced.)
+func TestRollbackRejoinOnLossyDownlink(t *testing.T) {
+	up := memnet.LinkConfig{Latency: 40 * time.Millisecond, Jitter: 35 * time.Millisecond, Loss: 0.05}
+	down := memnet.LinkConfig{Latency: 50 * time.Millisecond, Jitter: 10 * time.Millisecond, Loss: 0.3}
+	for _, seed := range []uint64{16, 18, 22, 24, 29} {
+		rj := &locksteptest.Outage{Slot: 1, From: 8 * time.Second, For: 3 * time.Second}
+		r := rollbackMatch(t, locksteptest.RollbackOptions{Up: up, Down: down, Seed: seed, Duration: 15 * time.Second, Rejoin: rj})
+		if r.Desyncs != 0 || r.Differed != 0 || r.Compared < 20 {
+			t.Errorf("seed %d: %d desyncs; %d confirmed hashes compared, %d differed", seed, r.Desyncs, r.Compared, r.Differed)
+		}
+	}
+}
+
 // TestRollbackPredictor: a game's own predictor is asked for the other
 // players' slots; a poor one (the stick always centred) costs rollbacks,
 // never a desync.
