@@ -183,6 +183,7 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 	if err != nil {
 		return undo(err)
 	}
+	encoded := time.Now()
 	hand := standbyControl{Op: "whandover", Room: name}
 	if s.bucket() != nil {
 		rev, err := s.bucket().put(ctx, name, storedWorld{owner: to, cp: cp}, last)
@@ -201,6 +202,7 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 	if s.bucket() == nil || len(cp) <= inlineCheckpoint {
 		hand.Point = cp // the heir need not read it back from a replica
 	}
+	stored := time.Now()
 	if _, err := s.askStandby(ctx, to, hand); err != nil {
 		if s.bucket() != nil { // the record names the heir: take it back
 			if rev, perr := s.bucket().put(ctx, name, storedWorld{owner: s.n.info.ID, cp: cp}, hand.Rev); perr == nil {
@@ -219,7 +221,8 @@ func (s *standbys) moveWorld(ctx context.Context, name string) error {
 	s.movedW++
 	s.mu.Unlock()
 	s.n.gone(name, w)
-	s.n.opts.Logger.Info("cluster: world moved", "world", name, "to", to, "parked", want, "took", time.Since(begun).Round(time.Millisecond), "paused", time.Since(stopped).Round(time.Millisecond))
+	s.n.opts.Logger.Info("cluster: world moved", "world", name, "to", to, "parked", want, "took", time.Since(begun).Round(time.Millisecond), "paused", time.Since(stopped).Round(time.Millisecond),
+		"checkpoint", encoded.Sub(stopped).Round(time.Millisecond), "store", stored.Sub(encoded).Round(time.Millisecond), "heir", time.Since(stored).Round(time.Millisecond))
 	go s.letGo(w, destFor().Destination.(*worldDest), &mu, waiting, ended)
 	return nil
 }

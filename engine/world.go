@@ -496,8 +496,9 @@ func (l worldLoop) Tick(now time.Time) time.Time {
 	w := l.w
 	if !w.ticking() {
 		// Held for a move, or without its lease: the world stands still,
-		// its worker still doing what is queued for it.
-		return now.Add(w.world.Config().Period())
+		// its worker still doing what is queued for it, soon (a move's
+		// hand-over and release wait on it, and every player with them).
+		return now.Add(min(holdPoll, w.world.Config().Period()))
 	}
 	start := time.Now()
 	if w.cfg.Tick != nil {
