@@ -36,6 +36,7 @@ type Room struct {
 	closed  bool
 	stats   lockstep.RoomStats
 	pstats  []lockstep.PlayerStats
+	absent  []bool // strict rooms: slots marked gone until their player joins (markAbsent); the worker's
 	due     time.Time
 
 	feed    RoomFeed     // the standby's (standby.go)
@@ -196,6 +197,9 @@ func (r *Room) Quality() lockstep.Quality {
 // who first joins a match already under way.
 func (r *Room) attach(p *peer) error {
 	t := p.ticket
+	if err := r.wireFor(p.wire); err != nil {
+		return err
+	}
 	r.mu.Lock()
 	if r.closed {
 		r.mu.Unlock()
@@ -276,7 +280,8 @@ func (r *Room) seat(p *peer, slot int, seen bool, arrived int) error {
 			return
 		}
 		r.arrive(arrived, at)
-		if seen || room.NextFrame() > 0 {
+		if r.absent[slot] || seen || room.NextFrame() > 0 {
+			r.absent[slot] = false
 			room.Join(slot, time.Now()) // a fresh client: stream it the match so far
 		}
 	})
@@ -298,7 +303,32 @@ func (r *Room) arrive(arrived int, now time.Time) {
 	}
 	r.waiting = false
 	r.room.StartAt(now)
+	r.markAbsent()
 	r.s.log.Info("room started", "room", r.name, "players", arrived)
+}
+
+// wireFor returns ErrWireVersion when a client that reads wire version
+// wire cannot play in the room: a strict room needs strictWire.
+func (r *Room) wireFor(wire int) error {
+	if r.cfg.Strict && wire < strictWire {
+		return fmt.Errorf("%w: room %q is strict lockstep, which clients read from wire version %d; the client reads %d: update the client", ErrWireVersion, r.name, strictWire, wire)
+	}
+	return nil
+}
+
+// markAbsent, in a strict room that starts, marks the players not there
+// gone until they join, so that the room does not wait for them; on the
+// worker.
+func (r *Room) markAbsent() {
+	if !r.cfg.Strict {
+		return
+	}
+	for i := range r.slots {
+		if r.slots[i].Load() == nil {
+			r.absent[i] = true
+			r.room.Leave(i)
+		}
+	}
 }
 
 // addSpectator runs on the worker: the room takes the spectator, which is

@@ -303,12 +303,15 @@ func (s *Server) CreateRoom(name string, cfg lockstep.Config) (*Room, error) {
 		return nil, errstack.With(err)
 	}
 	r := &Room{s: s, name: name, cfg: cfg, players: map[string]int{}, spect: map[int]*peer{}, waiting: cfg.Start != lockstep.StartAtOnce,
-		slots: make([]atomic.Pointer[peer], cfg.Players), pstats: make([]lockstep.PlayerStats, cfg.Players)}
+		slots: make([]atomic.Pointer[peer], cfg.Players), pstats: make([]lockstep.PlayerStats, cfg.Players), absent: make([]bool, cfg.Players)}
 	room, err := lockstep.NewRoom(cfg, time.Now().Add(-roomPhase(s.made.Add(1)-1, cfg.Period())), roomSender{r})
 	if err != nil {
 		return nil, errstack.With(err)
 	}
 	r.room = room
+	if !r.waiting {
+		r.markAbsent() // it starts now, with no one there
+	}
 	r.host = sched.NewHost[roomPacket](roomLoop{r})
 	if err := s.register(name, r, nil); err != nil {
 		return nil, errstack.With(err)

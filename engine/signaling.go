@@ -42,11 +42,26 @@ func (s *Server) authorize(r *http.Request) (any, error) {
 		return nil, signalingRefusal(err)
 	}
 	t, err := s.check(token, time.Now())
+	if err == nil {
+		err = s.wireFor(t.Target, wire)
+	}
 	if err != nil {
 		s.refusedWith(refuseReason(err), err)
 		return nil, signalingRefusal(err)
 	}
 	return admission{t, wire}, nil
+}
+
+// wireFor returns ErrWireVersion when target needs a newer wire than the
+// client reads: a strict room (lockstep.Config.Strict) needs strictWire.
+func (s *Server) wireFor(target string, wire int) error {
+	s.mu.Lock()
+	r := s.rooms[target]
+	s.mu.Unlock()
+	if r != nil {
+		return r.wireFor(wire)
+	}
+	return nil
 }
 
 // admission is what authorize lets through: the ticket, and the wire

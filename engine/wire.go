@@ -31,11 +31,15 @@ const (
 	// writes every version from minWireVersion, to a client that
 	// announces it reads no newer (WireHeader); one that announces none
 	// is taken to read unannouncedWire.
-	wireVersion    = 6 // 5 had no bye for a kick; 4 no interest corrections' voided commands nor actions' views; 3 no lockstep MaxDelay
+	wireVersion    = 7 // 6 had no strict lockstep; 5 no bye for a kick; 4 no interest corrections' voided commands nor actions' views; 3 no lockstep MaxDelay
 	minWireVersion = 5
 	// minReadWire is the oldest version this client reads: 5 differs
-	// from 6 only in a bye reason a version-5 server never sends.
-	minReadWire     = 5
+	// from 6 only in a bye reason a version-5 server never sends, and 6
+	// from 7 in a lockstep configuration without strict rooms.
+	minReadWire = 5
+	// strictWire is the first version whose lockstep rooms may be strict
+	// (lockstep.Config.Strict): a strict room refuses an older client.
+	strictWire      = 7
 	unannouncedWire = 4
 	maxByeText      = 200
 	maxWireUvint    = 1 << 30
@@ -177,7 +181,11 @@ func appendWelcome(dst []byte, m *welcome) []byte {
 	w.WriteString(m.target, MaxNameLen)
 	if m.mode == Lockstep {
 		w.WriteUvarint(uint64(m.slot))
-		lockstep.WriteConfig(w, m.lockstep)
+		if v >= strictWire {
+			lockstep.WriteConfig(w, m.lockstep)
+		} else if err := lockstep.WriteConfigVersion(w, m.lockstep, 3); err != nil {
+			w.Fail(err) // never: Room.attach refuses such a client first
+		}
 	} else {
 		w.WriteUvarint(uint64(m.self))
 		interest.WriteClientConfig(w, m.interest)
@@ -205,7 +213,11 @@ func readWelcome(msg []byte) (*welcome, error) {
 		if m.slot > maxWireUvint {
 			r.Fail(fmt.Errorf("%w: slot %d", ErrMalformed, m.slot))
 		}
-		m.lockstep, err = lockstep.ReadConfig(r)
+		if v >= strictWire {
+			m.lockstep, err = lockstep.ReadConfig(r)
+		} else {
+			m.lockstep, err = lockstep.ReadConfigVersion(r, 3)
+		}
 	} else {
 		self := r.ReadUvarint()
 		m.interest, err = interest.ReadClientConfig(r)

@@ -50,11 +50,12 @@ func TestWireVersion(t *testing.T) {
 		served   bool
 		says     string
 	}{
-		{"", false, "announces no wire version (so reads version 4), the server writes versions 5 to 6"}, // before announcing was the rule: version 4
+		{"", false, "announces no wire version (so reads version 4), the server writes versions 5 to 7"}, // before announcing was the rule: version 4
 		{"5", true, ""},
 		{"6", true, ""},
-		{"9", true, ""}, // a newer client reads version 6 too
-		{"4", false, "the client reads wire versions up to 4, the server writes versions 5 to 6"},
+		{"7", true, ""},
+		{"9", true, ""}, // a newer client reads version 7 too
+		{"4", false, "the client reads wire versions up to 4, the server writes versions 5 to 7"},
 		{"0", false, "not a version number"},
 		{"four", false, "not a version number"},
 	} {
@@ -86,8 +87,8 @@ func TestWireVersion(t *testing.T) {
 	// Dial of a client that reads version 4: ErrWireVersion, naming both.
 	tk, _ := s.Ticket("bob", "duo", RolePlayer, time.Minute)
 	_, err = Dial(ctx, web.URL, tk, &ClientConfig{HTTPClient: &http.Client{Transport: rewriteWire{"4"}}})
-	if !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "up to 4") || !strings.Contains(err.Error(), "versions 5 to 6") {
-		t.Fatalf("a client of version 4: %v, want ErrWireVersion naming versions 4, 5 and 6", err)
+	if !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "up to 4") || !strings.Contains(err.Error(), "versions 5 to 7") {
+		t.Fatalf("a client of version 4: %v, want ErrWireVersion naming versions 4, 5 and 7", err)
 	}
 	// A client of version 5 is written version 5, which this client
 	// reads too.
@@ -111,6 +112,24 @@ func TestWireVersion(t *testing.T) {
 	if !errors.As(cerr, &ce) || ce.Reason != "refused" || ce.Detail != "kicked: afk" {
 		t.Fatalf("a version-5 client kicked: %v", cerr)
 	}
+	// A strict room refuses a client of version 6 at signaling, and
+	// serves one of version 7.
+	if _, err := s.CreateRoom("turns", lockstep.Config{Players: 2, Hz: 30, Strict: true}); err != nil {
+		t.Fatal(err)
+	}
+	tk6, _ := s.Ticket("dee", "turns", RolePlayer, time.Minute)
+	if _, err = Dial(ctx, web.URL, tk6, &ClientConfig{HTTPClient: &http.Client{Transport: rewriteWire{"6"}}}); !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "strict") {
+		t.Fatalf("a client of version 6 in a strict room: %v, want ErrWireVersion", err)
+	}
+	tk7, _ := s.Ticket("dee", "turns", RolePlayer, time.Minute)
+	c7, err := Dial(ctx, web.URL, tk7, nil)
+	if err != nil {
+		t.Fatalf("a client of version 7 in a strict room: %v", err)
+	}
+	if cfg := c7.Lockstep().Config(); !cfg.Strict {
+		t.Fatalf("the strict room's client has %+v", cfg)
+	}
+	c7.Close()
 	// This client is served, and its welcome is the version it reads.
 	c, err := Dial(ctx, web.URL, tk, nil)
 	if err != nil {

@@ -79,7 +79,8 @@ func (p *player) reset(now, start time.Time, redundancy int) {
 // after it. Snapshots taken and failed are counted in stats.
 func (l *lifecycle) start(p *player, end int, sim *serverSim, stats *RoomStats) {
 	if end <= 0 {
-		return // nothing to catch up: the client starts live
+		p.live = true // nothing to catch up: the client starts live
+		return
 	}
 	p.live = false
 	p.stream = stream{active: true, next: 0, end: end}

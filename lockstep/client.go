@@ -57,6 +57,8 @@ type Client struct {
 
 	held [CarryFrames]Frame // the newest frames received in order, by number % CarryFrames (Carry)
 
+	strict clientStrict // Config.Strict
+
 	clientLife
 }
 
@@ -101,6 +103,7 @@ func newClient(cfg Config, slot int) *Client {
 func (c *Client) newJitterBuffer() *JitterBuffer {
 	jb := NewJitterBuffer(c.cfg.Hz)
 	jb.SetMaxDelay(c.cfg.MaxDelay)
+	jb.paused = c.strict.paused()
 	return jb
 }
 
@@ -121,15 +124,21 @@ func (c *Client) serverFrame(t time.Time) float64 {
 	if !c.clockSet {
 		return float64(c.have)
 	}
-	return (float64(t.UnixNano())/1e6 - c.minOffset) / cutMs(1, c.cfg.Hz)
+	return (float64(t.UnixNano())/1e6 - c.minOffset - c.strict.paused()) / cutMs(1, c.cfg.Hz)
 }
 
 // Input queues one input of the player and returns the frame it targets:
 // the frame the room will be cutting when the input arrives, as estimated
 // from the downlink's timing and the room's reports of how early the
-// player's inputs arrive.
+// player's inputs arrive. In a strict room it is no earlier than the
+// frame the client last promised the room it may still send for, and no
+// later than a few frames past the newest frame held.
 func (c *Client) Input(now time.Time, data []byte) (int, error) {
-	return c.inputFor(now, int(math.Ceil(c.serverFrame(now)+c.lead)), data)
+	target := int(math.Ceil(c.serverFrame(now) + c.lead))
+	if c.cfg.Strict {
+		target = c.strictBase(now)
+	}
+	return c.inputFor(now, target, data)
 }
 
 // inputFor queues one input aimed at target, or at a later frame when
@@ -146,6 +155,9 @@ func (c *Client) inputFor(now time.Time, target int, data []byte) (int, error) {
 	}
 	if target < c.lastTarget {
 		target = c.lastTarget // inputs keep their order
+	}
+	if target < c.strict.sealed {
+		target = c.strict.sealed // the room was told no input comes for earlier frames
 	}
 	if target == c.lastTarget && c.perTarget >= c.cfg.InputsPerFrame {
 		target++ // the room takes only so many inputs a frame
@@ -173,7 +185,7 @@ func (c *Client) inputFor(now time.Time, target int, data []byte) (int, error) {
 // until the next call.
 func (c *Client) Packet(now time.Time) []byte {
 	c.sent++
-	u := uplink{have: c.have, recv: c.recv, lossRun: c.maxRun, sent: c.sent}
+	u := uplink{have: c.have, recv: c.recv, lossRun: c.maxRun, sent: c.sent, sealed: c.seal(now)}
 	if c.seqSeen {
 		if hold := now.Sub(c.lastArrival); hold >= 0 && hold <= maxEchoHoldMs*time.Millisecond {
 			u.hasEcho, u.echoSeq, u.echoHold = true, c.lastSeq, int(hold/time.Millisecond)
@@ -232,6 +244,10 @@ func (c *Client) Deliver(now time.Time, msg []byte) error {
 		return err
 	}
 	d := &c.dl
+	if d.pausedMs > 0 {
+		c.strict.learnPause(d.pauseFrom, d.pausedMs)
+		c.jb.paused = c.strict.paused()
+	}
 	c.recv++
 	c.trackLoss(d.seq, now)
 	// Inputs the room has: forget them.
@@ -330,11 +346,12 @@ func (c *Client) frame(now time.Time, f Frame) {
 		c.drain()
 		return
 	}
-	c.jb.Arrive(f.Number, now)
+	paused := c.strict.pausedAt(f.Number)
+	c.jb.arrive(f.Number, now, paused)
 	c.received = append(c.received, f.Number)
-	// The server frame clock: cut n at minOffset + n*period, from the
-	// earliest arrival seen.
-	off := float64(now.UnixNano())/1e6 - cutMs(f.Number, c.cfg.Hz)
+	// The server frame clock: cut n at minOffset + n*period (and a strict
+	// room's waits), from the earliest arrival seen.
+	off := float64(now.UnixNano())/1e6 - cutMs(f.Number, c.cfg.Hz) - paused
 	if !c.clockSet || off < c.minOffset {
 		c.minOffset, c.clockSet = off, true
 	}
@@ -407,6 +424,11 @@ type Step struct {
 	// It comes once, while catching up, in a room that runs a simulation.
 	Snapshot      []byte
 	SnapshotFrame int
+	// WaitingFor, in a strict room (Config.Strict), are the slots the
+	// room is waiting for before it cuts the next frame, once it has
+	// waited long enough to say so: show "waiting for ...". Play is
+	// paused meanwhile. Nil when it waits for no one.
+	WaitingFor []int
 }
 
 // Advance is called on every render tick of the game: it returns the frames
@@ -421,7 +443,7 @@ func (c *Client) Advance(now time.Time) Step {
 		return s
 	}
 	_, to, alpha, st := c.jb.Advance(now)
-	s := Step{Alpha: alpha, State: st, Depth: c.jb.Depth(), Target: c.jb.Target()}
+	s := Step{Alpha: alpha, State: st, Depth: c.jb.Depth(), Target: c.jb.Target(), WaitingFor: c.WaitingFor()}
 	for len(c.queue) > 0 && c.queued < to {
 		s.Frames = append(s.Frames, c.queue[0])
 		c.queue = c.queue[1:]

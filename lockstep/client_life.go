@@ -264,6 +264,13 @@ func (c *Client) lifeMessage(now time.Time, msg []byte) error {
 			return err
 		}
 		return c.snapshotPart(now, d)
+	case lifeWait:
+		f, wait, err := decodeWait(r, c.players())
+		if err != nil {
+			return err
+		}
+		c.strict.waitOn, c.strict.waitAt = wait, f
+		return nil
 	}
 	return fmt.Errorf("%w: lifecycle message %d from the room", ErrMalformed, sub)
 }

@@ -26,6 +26,10 @@ const (
 	// DefaultMaxDelay is Config.MaxDelay's default.
 	DefaultMaxDelay = 300 * time.Millisecond
 	maxMaxDelay     = time.Minute
+	// DefaultStrictWait is how long a strict room waits for a player
+	// (Config.StrictWait).
+	DefaultStrictWait = 10 * time.Second
+	maxStrictWait     = 10 * time.Minute
 )
 
 // Fill says what the room puts in a frame for a player who sent no input
@@ -193,6 +197,22 @@ type Config struct {
 	// itself starts at the time it is given; StartAt moves that. Clients
 	// are not told: they see frames when they come.
 	Start Start
+
+	// Strict makes the room wait for every player: a frame is cut only
+	// when each live player's input for it is in (each client says,
+	// with every packet, the first frame it may still send an input
+	// for), so no input is ever made up for a player who is merely slow.
+	// While the room waits, its clock stops: clients are told whom they
+	// wait for (Step.WaitingFor) and their frames' schedule moves by the
+	// wait. A player waited for longer than StrictWait is given up on: its
+	// input is made up, as for a late player, until it is in time again.
+	// On a steady link it costs up to a frame of input delay. Spectators,
+	// players catching up and players who left are not waited for.
+	Strict bool
+	// StrictWait bounds how long a strict room waits for one player
+	// before it plays on without it (default 10 s): one player cannot
+	// hold a match for ever.
+	StrictWait time.Duration
 }
 
 // WithDefaults returns c with zero fields set to their defaults.
@@ -227,6 +247,9 @@ func (c Config) WithDefaults() Config {
 	if c.CatchUpBytes == 0 {
 		c.CatchUpBytes = 32 << 10
 	}
+	if c.StrictWait == 0 {
+		c.StrictWait = DefaultStrictWait
+	}
 	return c
 }
 
@@ -259,6 +282,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("%w: hash every %d frames, want 1 to %d or -1", ErrConfig, c.HashEvery, maxHashEvery)
 	case c.CatchUpBytes < catchUpChunkBytes+1024:
 		return fmt.Errorf("%w: catch-up bytes %d per tick, want at least %d", ErrConfig, c.CatchUpBytes, catchUpChunkBytes+1024)
+	case c.StrictWait < 10*time.Millisecond || c.StrictWait > maxStrictWait:
+		return fmt.Errorf("%w: strict wait %v, want 10 ms to %v", ErrConfig, c.StrictWait, maxStrictWait)
 	case c.Start > StartAtOnce:
 		return fmt.Errorf("%w: start policy %d", ErrConfig, c.Start)
 	case c.SimStepsPerTick < 0 || c.SimStepsPerTick > 1<<16:
@@ -277,12 +302,14 @@ type configKey struct {
 	maxDelay                                  time.Duration
 	substeps                                  int
 	dump, events, sim, auth, repeat           bool
+	strict                                    bool
+	strictWait                                time.Duration
 }
 
 // key returns c's comparable part (whether a simulation is set, not which).
 func (c Config) key() configKey {
 	return configKey{c.Players, c.Hz, c.Fill, c.Late, c.InputBytes, c.InputsPerFrame, c.Redundancy,
-		c.MaxAhead, c.HashEvery, c.CatchUpBytes, c.SimStepsPerTick, c.MaxDelay, c.Substeps, c.DumpOnDesync, c.VerifyEvents, c.Simulation != nil, c.Authoritative, c.SubstepRepeat}
+		c.MaxAhead, c.HashEvery, c.CatchUpBytes, c.SimStepsPerTick, c.MaxDelay, c.Substeps, c.DumpOnDesync, c.VerifyEvents, c.Simulation != nil, c.Authoritative, c.SubstepRepeat, c.Strict, c.StrictWait}
 }
 
 // Period returns the time between two frames.

@@ -14,12 +14,40 @@ const MaxHz = 120
 // (MaxAhead, CatchUpBytes).
 const maxConfigUvint = 1 << 30
 
+// ConfigVersion is the newest format of a room's configuration on the
+// wire (WriteConfig): 4 added strict lockstep.
+const ConfigVersion = 4
+
 // WriteConfig writes the part of a room's configuration that its clients
 // and its replays need: everything but the server's simulation and how
 // often the room steps it. The engine's welcome and a replay's header
 // both carry it (SPEC.md, "Room configuration"). c should have its
 // defaults applied.
 func WriteConfig(w *codec.Writer, c Config) {
+	writeConfig(w, c)
+	w.WriteBool(c.Strict)
+	if c.Strict {
+		w.WriteUvarint(uint64(c.StrictWait / time.Millisecond))
+	}
+}
+
+// WriteConfigVersion writes c in the format of an older version, for a
+// reader of that version: 3 has no strict lockstep, and a strict room's
+// configuration cannot be written in it.
+func WriteConfigVersion(w *codec.Writer, c Config, version int) error {
+	switch {
+	case version == ConfigVersion:
+		WriteConfig(w, c)
+	case version == 3 && !c.Strict:
+		writeConfig(w, c)
+	default:
+		return fmt.Errorf("%w: this room's configuration cannot be written in version %d", ErrConfig, version)
+	}
+	return nil
+}
+
+// writeConfig writes a configuration of version 3.
+func writeConfig(w *codec.Writer, c Config) {
 	w.WriteUint(uint64(c.Players-1), MaxPlayers-1)
 	w.WriteUint(uint64(c.Hz), MaxHz)
 	w.WriteUint(uint64(c.Fill), uint64(FillAbsent))
@@ -44,17 +72,18 @@ func WriteConfig(w *codec.Writer, c Config) {
 
 // ReadConfig reads a configuration WriteConfig wrote and checks it as
 // Validate does: a config that decodes is one a Room and a Client accept.
-func ReadConfig(r *codec.Reader) (Config, error) { return ReadConfigVersion(r, 3) }
+func ReadConfig(r *codec.Reader) (Config, error) { return ReadConfigVersion(r, ConfigVersion) }
 
 // ReadConfigVersion reads a configuration as replay files of the given
 // format version hold it in their header (SPEC.md section 7.5), and checks
-// it as ReadConfig does. Version 3 is the current one, WriteConfig's.
-// Version 2 ends before MaxDelay (read as DefaultMaxDelay, and no
-// substeps). Version 1 holds only the settings up to Redundancy, then
-// MaxAhead and HashEvery; the others take their defaults.
+// it as ReadConfig does. Version 4 is the current one, WriteConfig's.
+// Version 3 ends before Strict. Version 2 ends before MaxDelay (read as
+// DefaultMaxDelay, and no substeps). Version 1 holds only the settings up
+// to Redundancy, then MaxAhead and HashEvery; the others take their
+// defaults.
 func ReadConfigVersion(r *codec.Reader, version int) (Config, error) {
 	var c Config
-	if version < 1 || version > 3 {
+	if version < 1 || version > ConfigVersion {
 		return c, fmt.Errorf("%w: configuration of version %d", ErrConfig, version)
 	}
 	c.Players = int(r.ReadUint(MaxPlayers-1)) + 1
@@ -88,6 +117,15 @@ func ReadConfigVersion(r *codec.Reader, version int) (Config, error) {
 		c.SubstepRepeat = r.ReadBool()
 	} else {
 		c.Substeps = 1
+	}
+	c.StrictWait = DefaultStrictWait
+	if version >= 4 && r.ReadBool() {
+		c.Strict = true
+		ms := r.ReadUvarint()
+		if ms > uint64(maxStrictWait/time.Millisecond) {
+			return c, fmt.Errorf("%w: strict wait %d ms", ErrConfig, ms)
+		}
+		c.StrictWait = time.Duration(ms) * time.Millisecond
 	}
 	if err := r.Err(); err != nil {
 		return c, fmt.Errorf("%w: room configuration: %w", ErrConfig, err)

@@ -44,6 +44,19 @@
 // far a client runs ahead on guesses, and InputDelay trades a frame or two
 // of response for shallower rollbacks.
 //
+// # Strict rooms
+//
+// A room cuts on its own clock by default: a player whose input is late
+// has it made up (or moved to the next frame), so one slow player never
+// slows the others. A strict room (Config.Strict) instead cuts a frame
+// only when every live player's input for it is in: each client says,
+// with every packet, the first frame it may still send an input for, and
+// the room waits for the last of them, its clock stopped. After a short
+// wait the clients are told whom they wait for (Step.WaitingFor); after
+// Config.StrictWait the room plays on without that player until it is in
+// time again. Spectators, replays, reconnection, desync detection and the
+// prediction mode work in strict rooms as in others.
+//
 // A room can also run the game itself (Config.Simulation): its hash is
 // then the reference for desync detection, and a Snapshotter lets a
 // rejoining player catch up from a snapshot instead of the frame log.

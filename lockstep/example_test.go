@@ -192,3 +192,41 @@ type senderFunc func(slot int, msg []byte) error
 
 func (f senderFunc) SendUnreliable(slot int, msg []byte) error { return f(slot, msg) }
 func (f senderFunc) SendReliable(slot int, msg []byte) error   { return f(slot, msg) }
+
+// Example_strictRoom runs a strict two-player room: player 1's game stops
+// sending for a second (a stalled process), so the room cuts only the few
+// frames player 1 had already sealed and then waits, and player 0 is told
+// whom it waits for; when player 1 is back, play goes on where it
+// stopped: in 3 s, 2 s of frames and those few.
+func Example_strictRoom() {
+	cfg := lockstep.Config{Players: 2, Hz: 15, Strict: true}
+	start := time.Unix(0, 0)
+	now := start
+	var clients []*lockstep.Client
+	for slot := range cfg.Players {
+		c, _ := lockstep.NewClient(cfg, slot)
+		clients = append(clients, c)
+	}
+	room, _ := lockstep.NewRoom(cfg, start, wire{clients, &now})
+
+	told := false
+	for now = start; now.Before(start.Add(3 * time.Second)); now = now.Add(time.Second / 60) {
+		stalled := now.After(start.Add(time.Second)) && now.Before(start.Add(2*time.Second))
+		for slot, c := range clients {
+			if slot == 1 && stalled {
+				continue
+			}
+			room.Deliver(slot, c.Packet(now), now)
+		}
+		room.Tick(now)
+		st := clients[0].Advance(now)
+		if len(st.WaitingFor) > 0 && !told {
+			fmt.Println("waiting for player", st.WaitingFor[0])
+			told = true
+		}
+	}
+	fmt.Println("frames cut in 3 s:", room.NextFrame())
+	// Output:
+	// waiting for player 1
+	// frames cut in 3 s: 33
+}

@@ -48,9 +48,10 @@ func (r *Room) FullBody(n int) ([]byte, int, bool) {
 }
 
 // Start returns the moment of the room's frame 0 on its schedule: frame
-// n is due at Start plus n frame periods. A room that continues the match
+// n is due at Start plus n frame periods (in a strict room, the schedule
+// as its waits so far moved it). A room that continues the match
 // (RestoreRoom) takes it, so that every client's frame clock stays true.
-func (r *Room) Start() time.Time { return r.start }
+func (r *Room) Start() time.Time { return r.start.Add(r.strict.paused) }
 
 // RestoreRoom returns a room that continues a match another room cut
 // frames 0 .. len(frames)-1 of, on that room's schedule (start, its

@@ -16,6 +16,8 @@ func uplinkSeeds() [][]byte {
 		{},
 		{have: 40, mask: 0b1011, maskLen: 4, recv: 99, lossRun: 2},
 		{have: 7, firstSeq: 3, inputs: []upInput{{9, []byte("a")}, {9, []byte("a")}, {10, []byte("bb")}}},
+		{have: 7, firstSeq: 3, inputs: []upInput{{9, []byte("a")}}, sealed: 10}, // a strict room's
+		{have: 2, sealed: 4},
 	} {
 		w := codecWriter()
 		u.encode(w)
@@ -37,7 +39,18 @@ func downlinkSeeds() [][]byte {
 	}
 	w := codecWriter()
 	encodeNotices(w, []Notice{{Seq: 4, Target: 2, Applied: -1}, {Seq: 5, Target: 3, Applied: 4}})
-	return append(rec.unreliable, append([]byte(nil), w.Bytes()...))
+	out := append(rec.unreliable, append([]byte(nil), w.Bytes()...))
+	// A strict room's, after a wait: frames with a pause, and the wait.
+	rec = &recorder{}
+	room, _ = NewRoom(Config{Players: 3, Strict: true}, start, rec)
+	for n := range 6 {
+		room.Tick(start.Add(time.Duration(n) * 100 * time.Millisecond))
+	}
+	room.Leave(0)
+	room.Leave(1)
+	room.Leave(2)
+	room.Tick(start.Add(time.Second))
+	return append(append(out, rec.unreliable...), rec.reliable...)
 }
 
 func FuzzDecodeUplink(f *testing.F) {
@@ -89,10 +102,10 @@ func FuzzRoomDeliver(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, msg []byte, slot uint8) {
 		start := time.Unix(0, 0)
-		room, _ := NewRoom(Config{Players: 3}, start, &recorder{})
+		room, _ := NewRoom(Config{Players: 3, Strict: slot >= 128}, start, &recorder{})
 		for n := range 4 {
 			now := start.Add(time.Duration(n) * room.Config().Period())
-			room.Deliver(int(slot%4), msg, now)
+			room.Deliver(int(slot%128%4), msg, now)
 			room.Tick(now)
 		}
 		for n := range room.NextFrame() {

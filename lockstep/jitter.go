@@ -82,6 +82,9 @@ type JitterBuffer struct {
 	played     int // frames handed to the game
 	firstFrame int
 	maxHold    float64 // frames the buffer may hold beyond the playhead; 0: no bound
+	// A strict room's waits (ms): the newest known, and the one the first
+	// frame was cut with. The schedule of delays moves by them.
+	paused, paused0 float64
 }
 
 // sample is one frame's delay and when it arrived, in ms since the
@@ -116,13 +119,18 @@ func (j *JitterBuffer) startAt(n int) {
 
 // Arrive records that frame n arrived at t. Only a frame's first arrival
 // counts.
-func (j *JitterBuffer) Arrive(n int, t time.Time) {
+func (j *JitterBuffer) Arrive(n int, t time.Time) { j.arrive(n, t, 0) }
+
+// arrive records that frame n, cut paused ms behind the room's schedule
+// (a strict room's waits), arrived at t.
+func (j *JitterBuffer) arrive(n int, t time.Time, paused float64) {
 	if n < j.have || j.arrived[n] {
 		return
 	}
 	if !j.started { // the first arrival sets the zero of delays; play starts at frame 0
 		j.started, j.origin, j.firstFrame = true, t, n
 		j.last = t
+		j.paused0 = paused
 	}
 	j.arrived[n] = true
 	for j.arrived[j.have] {
@@ -131,7 +139,7 @@ func (j *JitterBuffer) Arrive(n int, t time.Time) {
 	}
 	// Delay of frame n relative to the first frame's: its arrival against
 	// its place in the room's schedule.
-	d := float64(t.Sub(j.origin))/float64(time.Millisecond) - float64(n-j.firstFrame)*j.period
+	d := float64(t.Sub(j.origin))/float64(time.Millisecond) - float64(n-j.firstFrame)*j.period - (paused - j.paused0)
 	if len(j.history) == 0 {
 		j.minDelay, j.meanDelay = d, d
 	}
@@ -258,7 +266,7 @@ func (j *JitterBuffer) Advance(t time.Time) (from, to int, alpha float64, state 
 	// Where the playhead should be: frame n becomes due (the playhead passes
 	// n-1) when it would arrive at the earliest delay seen plus the target
 	// depth.
-	ideal := (float64(t.Sub(j.origin))/float64(time.Millisecond)-j.minDelay-j.targetMs)/j.period + float64(j.firstFrame) - 1 + dueEpsilon
+	ideal := (float64(t.Sub(j.origin))/float64(time.Millisecond)-j.minDelay-j.targetMs-max(0, j.paused-j.paused0))/j.period + float64(j.firstFrame) - 1 + dueEpsilon
 	if j.maxHold > 0 { // never further behind the newest frame than the bound
 		ideal = max(ideal, float64(j.have-1)-j.maxHold)
 	}

@@ -16,6 +16,7 @@ const (
 	lifeDumpRequest = 4 // room to client: send a state dump for a frame
 	lifeSnapshot    = 5 // room to client: one part of a snapshot of the room's simulation
 	lifeEvents      = 6 // client to room: game events, and the frames they are complete for
+	lifeWait        = 7 // room to client: whom a strict room waits for (strict.go)
 	lifeBits        = 3
 )
 

@@ -91,8 +91,11 @@ func FuzzClientLifecycle(f *testing.F) {
 	for _, m := range rec.reliable {
 		f.Add(m)
 	}
+	w.Reset(nil)
+	encodeWait(&w, 40, 0b10)
+	f.Add(w.Bytes())
 	f.Fuzz(func(t *testing.T, msg []byte) {
-		c, _ := NewClient(Config{Players: 2}, 1)
+		c, _ := NewClient(Config{Players: 2, Strict: true}, 1)
 		c.Deliver(start, msg)
 		c.Advance(start.Add(time.Second))
 		room, _ := NewRoom(Config{Players: 2}, start, &recorder{})

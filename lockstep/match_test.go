@@ -49,6 +49,8 @@ type match struct {
 	snapAt   []int                                             // the frame a client restored a snapshot at (its first frame played)
 	onFrame  func(slot int, c *Client, f Frame, sim *chainSim) // after each frame a client runs
 	ids      []uint32                                          // the last input id of each client
+	waitSeen []map[int]bool                                    // the slots each client was told the room waits for (strict rooms)
+	targets  []float64                                         // each client's playout depth aimed for, at its last tick
 }
 
 func newMatch(t *testing.T, cfg Config, seed uint64, up, down memnet.LinkConfig) *match {
@@ -87,6 +89,8 @@ func (m *match) addClient(c *Client) {
 	m.caught = append(m.caught, 0)
 	m.snapAt = append(m.snapAt, 0)
 	m.ids = append(m.ids, 0)
+	m.waitSeen = append(m.waitSeen, map[int]bool{})
+	m.targets = append(m.targets, 0)
 }
 
 // input data: the slot and a per-slot counter, so every input is unique.
@@ -179,6 +183,10 @@ func (m *match) play(slot int, end time.Time, inputRate float64, done chan<- str
 		if st.State == Paused {
 			m.stalls[slot]++
 		}
+		for _, w := range st.WaitingFor {
+			m.waitSeen[slot][w] = true
+		}
+		m.targets[slot] = st.Target
 		if st.CatchingUp {
 			m.caught[slot] += len(st.Frames)
 		}

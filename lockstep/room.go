@@ -50,6 +50,8 @@ type Room struct {
 
 	tap      func(EncodedFrame) // the standby's tap, or nil (Tap)
 	restored int                // frames taken from the room this one continues (RestoreRoom)
+
+	strict strictRoom // Config.Strict
 }
 
 // NewRoom returns a room whose frame 0 is cut at start. cfg is validated
@@ -150,8 +152,14 @@ func (r *Room) StartAt(t time.Time) bool {
 	return true
 }
 
-// NextCut returns when the next frame is due.
-func (r *Room) NextCut() time.Time { return r.cfg.cutTime(r.start, r.next) }
+// NextCut returns when the next frame is due; a strict room that waits
+// for a player's input wants to be ticked again soon.
+func (r *Room) NextCut() time.Time {
+	if r.strict.waiting {
+		return r.now.Add(min(r.period/8, waitPollMax))
+	}
+	return r.start.Add(r.cutDue(r.next))
+}
 
 // Deliver handles one packet from the player in slot. A packet that does
 // not decode, or parts of it that break the rules, are dropped and counted;
@@ -212,6 +220,11 @@ func (r *Room) Deliver(slot int, msg []byte, now time.Time) error {
 			err = e
 		}
 	}
+	if r.cfg.Strict {
+		if e := r.seal(p, u.sealed); e != nil && err == nil {
+			err = e
+		}
+	}
 	return err
 }
 
@@ -243,7 +256,7 @@ func (r *Room) input(p *player, seq uint32, in upInput, at time.Duration) error 
 		r.stats.Dropped[DropSize]++
 		return fmt.Errorf("%w: input of %d bytes, room allows %d", ErrMalformed, len(in.data), r.cfg.InputBytes)
 	}
-	margin := (r.cfg.cutOffset(in.frame) - at) / time.Millisecond
+	margin := (r.cutDue(in.frame) - at) / time.Millisecond
 	p.margin, p.marginSeq, p.hasMargin = int32(max(-maxMarginMs, min(margin, maxMarginMs))), seq, true
 	target := in.frame
 	if target < r.next {
@@ -321,9 +334,16 @@ func (r *Room) Tick(now time.Time) {
 	cut := false
 	at := now.Sub(r.start)
 	for {
-		late := at - r.cfg.cutOffset(r.next)
+		due := r.cutDue(r.next)
+		late := at - due
 		if late < 0 {
 			break
+		}
+		if r.cfg.Strict && r.next > 0 {
+			if r.strictHold(due, at) {
+				break
+			}
+			late = at - r.cutDue(r.next) // the schedule moved by the wait
 		}
 		if r.next > 0 { // frame 0 is cut when the room is made, whatever its start
 			r.stats.MaxCutLate = max(r.stats.MaxCutLate, late)
@@ -333,17 +353,18 @@ func (r *Room) Tick(now time.Time) {
 	}
 	r.now = now
 	if !cut {
+		if r.strict.resent { // a strict room's wait
+			r.strict.resent = false
+			r.tickLife(now)
+		}
 		r.stepSim() // a simulation that fell behind catches up between cuts too
 		return
 	}
 	if r.auth != nil {
 		r.stepSim() // the views are what is sent
 	}
-	for slot := range r.players {
-		if p := &r.players[slot]; !p.away {
-			r.send(slot, p, r.sendable(slot)-1, at)
-		}
-	}
+	r.sendAll(r.next-1, at)
+	r.strict.sentAt = at
 	if r.auth == nil {
 		r.stepSim()
 	}
@@ -445,7 +466,7 @@ func (r *Room) send(slot int, p *player, newest int, at time.Duration) {
 	run := 0
 	for n := first; n <= newest; n++ {
 		body, bits := r.body(slot, n, run == 0)
-		if w.Len()+bits+16 > packetBits {
+		if w.Len()+bits+16+r.trailerBits() > packetBits {
 			break
 		}
 		w.WriteBitString(body, bits)
@@ -461,6 +482,9 @@ func (r *Room) send(slot int, p *player, newest int, at time.Duration) {
 		sentRetrans = r.retransmit(slot, p, first)
 	} else {
 		w.WriteUint(0, maxRetransmits)
+	}
+	if r.cfg.Strict {
+		writePause(w, r.strict.pauseFrom, r.strict.paused)
 	}
 	msg := w.Bytes()
 	patchUint(msg, countAt, uint64(run), maxRunFrames)
@@ -505,7 +529,7 @@ func (r *Room) retransmit(slot int, p *player, first int) int {
 	prevNum := -1
 	for _, n := range retrans {
 		body, bits := r.body(slot, n, true)
-		if w.Len()+bits+40 > packetBits {
+		if w.Len()+bits+40+r.trailerBits() > packetBits {
 			break
 		}
 		w.WriteUvarint(uint64(n - prevNum - 1))
@@ -649,6 +673,8 @@ type peerState struct {
 	loss      float64
 	lateDrops uint64 // inputs dropped as late
 	lateMoved uint64 // late inputs moved to the next frame
+	sealed    int    // strict rooms: the first frame the player may still send an input for
+	givenUp   bool   // strict rooms: waited for too long; not waited for until it seals ahead again
 	stream    stream
 	peerLife
 	echo [echoRing]echoEntry // downlink packets sent, by seq % echoRing

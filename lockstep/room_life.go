@@ -31,7 +31,8 @@ func (r *Room) Join(slot int, now time.Time) error {
 	r.Leave(slot)
 	p := &r.players[slot]
 	p.away = false
-	p.desynced = false // a fresh client, caught up from the room's log: judged anew
+	p.desynced = false             // a fresh client, caught up from the room's log: judged anew
+	p.sealed, p.givenUp = 0, false // it seals anew once live
 	p.q.reconnects++
 	p.reset(now, r.start, r.cfg.Redundancy)
 	r.startStream(p, r.sendable(slot))
@@ -98,7 +99,7 @@ func (r *Room) AddSpectator(delay time.Duration, now time.Time) (int, error) {
 		return 0, err
 	}
 	s.reset(now, r.start, r.cfg.Redundancy)
-	s.advanceVisible(r.next, &r.cfg, r.start, now)
+	s.advanceVisible(r.next, &r.cfg, r.start.Add(r.strict.paused), now)
 	r.startStream(s, s.visible)
 	return id, nil
 }
@@ -125,7 +126,7 @@ func (r *Room) RequestDump(id, frame int) error {
 // catch-up streams and pending hash comparisons.
 func (r *Room) tickLife(now time.Time) {
 	for id, s := range r.specs.all() {
-		s.advanceVisible(r.next, &r.cfg, r.start, now)
+		s.advanceVisible(r.next, &r.cfg, r.start.Add(r.strict.paused), now)
 		if s.visible > 0 {
 			r.send(id, s, s.visible-1, now.Sub(r.start))
 		}
@@ -320,6 +321,15 @@ const (
 	// wrong and the room cannot tell which. Raised at the first disputed
 	// frame, and again only after a frame on which the reporters agreed.
 	EventDispute
+	// EventWaiting: a strict room (Config.Strict) has waited long enough
+	// for the players in Players to seal Frame that they were told; their
+	// clients show it (Step.WaitingFor).
+	EventWaiting
+	// EventWaited: a strict room's wait ended and it cut Frame, After the
+	// time it was due; Players are those it gave up on after
+	// Config.StrictWait (their input is made up until they are in time
+	// again). Raised after an EventWaiting, or when someone was given up on.
+	EventWaited
 )
 
 func (k EventKind) String() string {
@@ -336,6 +346,10 @@ func (k EventKind) String() string {
 		return "verdict"
 	case EventDispute:
 		return "dispute"
+	case EventWaiting:
+		return "waiting"
+	case EventWaited:
+		return "waited"
 	}
 	return fmt.Sprintf("EventKind(%d)", uint8(k))
 }
@@ -344,12 +358,12 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind    EventKind
 	Frame   int
-	Players []int         // EventDesync, EventVerdict, EventDispute: the players named, ascending
+	Players []int         // EventDesync, EventVerdict, EventDispute, EventWaiting, EventWaited: the players named, ascending
 	Agreed  int           // EventDesync: how many players agreed on the reference hash
 	Hashes  []uint64      // EventDispute: each named player's hash
 	Slot    int           // EventDump, EventLive: the peer
 	Dump    []byte        // EventDump: the game's state dump
 	Agrees  bool          // EventDump: the peer agreed with the majority
-	After   time.Duration // EventLive: time from joining to live
+	After   time.Duration // EventLive: time from joining to live; EventWaited: how long the room waited
 	Behind  int           // EventSimBehind: frames behind the cut
 }

@@ -43,6 +43,11 @@ type RoomStats struct {
 	MaxCutLate  time.Duration    // the latest a frame was cut after its scheduled time
 	CatchUp     uint64           // catch-up bytes sent (snapshots included)
 
+	// Strict rooms (Config.Strict).
+	Waits   uint64        // waits long enough that the players were told (EventWaiting)
+	Waited  time.Duration // time spent waiting for players' inputs, in all
+	GivenUp uint64        // players given up on after Config.StrictWait
+
 	// Server-side simulation (Config.Simulation).
 	SimFrames        int    // frames the simulation ran
 	MaxSimLag        int    // the most frames it was behind the cut after a tick

@@ -69,7 +69,28 @@ func vectors(t *testing.T) []vector {
 	WriteConfig(w, Config{Players: 2, Hz: 60, Fill: FillRepeat, Late: LateNextFrame, InputBytes: 1, HashEvery: 30, MaxDelay: 200 * time.Millisecond, Substeps: 2}.WithDefaults())
 	add("config", "7 room configuration: 2 players, 60 Hz, repeat-last, late inputs to the next frame, 1-byte inputs, "+
 		"4 a frame, redundancy 3, max ahead 120, catch-up 32768 bytes, hash every 30, no dumps, events or authority, "+
-		"max delay 200 ms, 2 substeps, not repeated (not byte-aligned: the bits end mid-byte)", w.Bytes())
+		"max delay 200 ms, 2 substeps, not repeated, not strict", w.Bytes())
+
+	// Strict lockstep (7.6).
+	w = codecWriter()
+	WriteConfig(w, Config{Players: 2, Hz: 15, Strict: true, StrictWait: 5 * time.Second}.WithDefaults())
+	add("config-strict", "7 room configuration: 2 players, 15 Hz, the defaults, strict with a wait of 5000 ms", w.Bytes())
+	w = codecWriter()
+	u = uplink{have: 10, recv: 10, sent: 11, firstSeq: 3, inputs: []upInput{{12, []byte("go")}}, sealed: 13}
+	u.encode(w)
+	add("input-sealed", `7.6 input packet of a strict room: have 10, received 10, sent 11, input 3 "go" for frame 12, sealed up to frame 13`, w.Bytes())
+	w = codecWriter()
+	downlinkHeader(w, 20, 3, false, 0, 0)
+	w.WriteUvarint(40)
+	w.WriteUint(1, maxRunFrames)
+	encodeFrameBody(w, &Frame{Number: 40, Slots: make([]Slot, 2)}, nil) // made up: one bit
+	w.WriteUint(0, maxRetransmits)
+	writePause(w, 31, 2500*time.Millisecond)
+	add("frames-paused", "7.6 frames packet of a strict room of 2: sequence 20, inputs up to 3 arrived, frame 40 all made up; "+
+		"from frame 31 on the room cuts 2500 ms behind its schedule", w.Bytes())
+	w = codecWriter()
+	encodeWait(w, 40, 0b10)
+	add("wait", "7.6 lifecycle wait: before frame 40 the room waits for slot 1", w.Bytes())
 	return out
 }
 
@@ -115,7 +136,24 @@ func TestVectors(t *testing.T) {
 		t.Fatalf("notices: %+v %v", ns, err)
 	}
 	cfg, err := ReadConfig(codec.NewReader(vs["config"]))
-	if err != nil || cfg.Hz != 60 || cfg.MaxDelay != 200*time.Millisecond || cfg.Substeps != 2 {
+	if err != nil || cfg.Hz != 60 || cfg.MaxDelay != 200*time.Millisecond || cfg.Substeps != 2 || cfg.Strict {
 		t.Fatalf("config: %+v %v", cfg, err)
+	}
+	cfg, err = ReadConfig(codec.NewReader(vs["config-strict"]))
+	if err != nil || !cfg.Strict || cfg.StrictWait != 5*time.Second {
+		t.Fatalf("strict config: %+v %v", cfg, err)
+	}
+	if err := decodeUplink(vs["input-sealed"], &u); err != nil || u.sealed != 13 || len(u.inputs) != 1 || u.inputs[0].frame != 12 {
+		t.Fatalf("sealed input: %+v %v", u, err)
+	}
+	if err := decodeDownlink(vs["frames-paused"], 2, &d); err != nil || len(d.frames) != 1 || d.pauseFrom != 31 || d.pausedMs != 2500 {
+		t.Fatalf("paused frames: %+v %v", d, err)
+	}
+	sub, rd, err := lifeKind(vs["wait"])
+	if err != nil || sub != lifeWait {
+		t.Fatalf("wait: %d %v", sub, err)
+	}
+	if f, wait, err := decodeWait(rd, 2); err != nil || f != 40 || wait != 0b10 {
+		t.Fatalf("wait: frame %d slots %b: %v", f, wait, err)
 	}
 }

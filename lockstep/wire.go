@@ -2,6 +2,7 @@ package lockstep
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tongbu/tongbu/codec"
 )
@@ -54,6 +55,11 @@ type uplink struct {
 	firstSeq uint32 // sequence number of inputs[0]; inputs are consecutive
 	inputs   []upInput
 	scratch  []byte // decoded input bytes; inputs' data point into it
+
+	// sealed, in a strict room, is the first frame the client may still
+	// send an input for: every input for an earlier frame is in this
+	// packet or acknowledged. 0: none said.
+	sealed int
 }
 
 func (u *uplink) encode(w *codec.Writer) {
@@ -75,9 +81,18 @@ func (u *uplink) encode(w *codec.Writer) {
 		w.WriteBits(u.hash, 64)
 	}
 	w.WriteUint(uint64(len(u.inputs)), maxUplinkInputs)
-	if len(u.inputs) == 0 {
-		return
+	if len(u.inputs) > 0 {
+		u.encodeInputs(w)
 	}
+	// The seal goes last, after a 1 bit: a packet without one ends in
+	// its zero padding, which reads as "none".
+	if u.sealed > 0 {
+		w.WriteBool(true)
+		w.WriteUvarint(uint64(u.sealed))
+	}
+}
+
+func (u *uplink) encodeInputs(w *codec.Writer) {
 	w.WriteUvarint(uint64(u.firstSeq))
 	for i, in := range u.inputs {
 		if i == 0 {
@@ -128,9 +143,27 @@ func decodeUplink(msg []byte, u *uplink) error {
 	u.have = int(have)
 	u.inputs = u.inputs[:0]
 	u.scratch = u.scratch[:0]
-	if n == 0 {
-		return r.Done()
+	u.sealed = 0
+	if n > 0 {
+		if err := u.decodeInputs(r, n); err != nil {
+			return err
+		}
 	}
+	if r.Remaining() > 0 && r.ReadBool() {
+		s := r.ReadUvarint()
+		if err := r.Err(); err != nil || s == 0 || s > maxFrame {
+			return fmt.Errorf("%w: seal at frame %d: %v", ErrMalformed, s, err)
+		}
+		u.sealed = int(s)
+	}
+	if err := r.Done(); err != nil {
+		return fmt.Errorf("%w: %w", ErrMalformed, err)
+	}
+	return nil
+}
+
+// decodeInputs reads an uplink packet's n inputs.
+func (u *uplink) decodeInputs(r *codec.Reader, n int) error {
 	seq := r.ReadUvarint()
 	if seq == 0 || seq > 1<<32-1-maxUplinkInputs {
 		return fmt.Errorf("%w: input sequence %d", ErrMalformed, seq)
@@ -166,9 +199,6 @@ func decodeUplink(msg []byte, u *uplink) error {
 		}
 		u.inputs = append(u.inputs, upInput{frame: int(frame), data: data})
 	}
-	if err := r.Done(); err != nil {
-		return fmt.Errorf("%w: %w", ErrMalformed, err)
-	}
 	return nil
 }
 
@@ -190,6 +220,10 @@ type downlink struct {
 	marginSeq uint32 // which input: the margin is for input inputAck - marginSeq
 	frames    []Frame
 	arena     arena // where its frames' memory comes from
+	// A strict room's latest pause: frames from pauseFrom on are cut
+	// pausedMs (in all) behind the room's schedule. 0: none said.
+	pauseFrom int
+	pausedMs  int64
 }
 
 // downlinkHeader writes the part of a frames packet before the frames.
@@ -257,11 +291,34 @@ func decodeDownlink(msg []byte, players int, d *downlink) error {
 		}
 		d.frames = append(d.frames, f)
 	}
+	d.pauseFrom, d.pausedMs = 0, 0
+	if r.Remaining() > 0 && r.ReadBool() {
+		from, ms := r.ReadUvarint(), r.ReadUvarint()
+		if err := r.Err(); err != nil || from == 0 || from > maxFrame || ms == 0 || ms > maxPausedMs {
+			return fmt.Errorf("%w: a pause of %d ms from frame %d: %v", ErrMalformed, ms, from, err)
+		}
+		d.pauseFrom, d.pausedMs = int(from), int64(ms)
+	}
 	if err := r.Done(); err != nil {
 		return fmt.Errorf("%w: %w", ErrMalformed, err)
 	}
 	return nil
 }
+
+// writePause ends a strict room's frames packet with the room's latest
+// pause: frames from from on are cut pausedMs later than the room's
+// schedule. A room that never paused writes nothing (the padding reads
+// as no pause).
+func writePause(w *codec.Writer, from int, paused time.Duration) {
+	if ms := paused.Milliseconds(); ms > 0 && from > 0 {
+		w.WriteBool(true)
+		w.WriteUvarint(uint64(from))
+		w.WriteUvarint(uint64(min(ms, maxPausedMs)))
+	}
+}
+
+// maxPausedMs bounds a strict room's pauses in all on the wire (a year).
+const maxPausedMs = 365 * 24 * 3600 * 1000
 
 // Notice is the room's word on one input that arrived after its frame was
 // cut.

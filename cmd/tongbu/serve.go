@@ -200,6 +200,10 @@ type roomConfig struct {
 	Fill    string `json:"fill"`  // idle, repeat or absent
 	Late    string `json:"late"`  // drop or next
 	Start   string `json:"start"` // first, all or created
+	// Strict makes it wait for every player's input (lockstep.Config.Strict),
+	// for at most StrictWait (a duration such as "10s").
+	Strict     bool   `json:"strict"`
+	StrictWait string `json:"strict_wait"`
 }
 
 // lockstep returns the room's lockstep configuration.
@@ -229,6 +233,14 @@ func (r roomConfig) lockstep() (lockstep.Config, error) {
 		lc.Start = lockstep.StartAtOnce
 	default:
 		return lc, fmt.Errorf("room %q: start %q: want first, all or created", r.Name, r.Start)
+	}
+	lc.Strict = r.Strict
+	if r.StrictWait != "" {
+		d, err := time.ParseDuration(r.StrictWait)
+		if err != nil || !r.Strict {
+			return lc, fmt.Errorf("room %q: strict_wait %q: want a duration such as \"10s\", in a strict room", r.Name, r.StrictWait)
+		}
+		lc.StrictWait = d
 	}
 	return lc, nil
 }

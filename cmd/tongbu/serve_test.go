@@ -40,7 +40,8 @@ func TestServeConfig(t *testing.T) {
 	}
 	defer srv.Shutdown(t.Context())
 	var cfg serveConfig
-	if err := json.Unmarshal([]byte(`{"rooms":[{"name":"duel","players":2,"hz":30,"fill":"repeat","late":"next","start":"all"}],
+	if err := json.Unmarshal([]byte(`{"rooms":[{"name":"duel","players":2,"hz":30,"fill":"repeat","late":"next","start":"all"},
+		{"name":"turns","players":4,"strict":true,"strict_wait":"30s"}],
 		"worlds":[{"name":"field","width":8,"height":8}]}`), &cfg); err != nil {
 		t.Fatal(err)
 	}
@@ -50,6 +51,9 @@ func TestServeConfig(t *testing.T) {
 	r, ok := srv.Room("duel")
 	if !ok || r.Config().Players != 2 || r.Config().Hz != 30 || r.Config().Start != lockstep.StartAllPlayers {
 		t.Fatalf("room duel: %v %+v", ok, r)
+	}
+	if r, ok := srv.Room("turns"); !ok || !r.Config().Strict || r.Config().StrictWait != 30*time.Second {
+		t.Fatalf("room turns: %v %+v", ok, r)
 	}
 	if _, ok := srv.Room("room-2"); !ok {
 		t.Fatal("room-2 missing")
@@ -64,6 +68,10 @@ func TestServeConfig(t *testing.T) {
 	cfg.Rooms[0].Fill, cfg.Rooms[0].Start = "", "later"
 	if err := createFromConfig(srv, &worlds{srv: srv, maps: map[string]*worldConfig{}}, &cfg, 0); err == nil || !strings.Contains(err.Error(), "start") {
 		t.Fatalf("bad start: %v", err)
+	}
+	cfg.Rooms[0].Start, cfg.Rooms[0].StrictWait = "", "10s"
+	if err := createFromConfig(srv, &worlds{srv: srv, maps: map[string]*worldConfig{}}, &cfg, 0); err == nil || !strings.Contains(err.Error(), "strict_wait") {
+		t.Fatalf("a strict wait in a room that is not strict: %v", err)
 	}
 }
 

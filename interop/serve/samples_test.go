@@ -25,7 +25,7 @@ func TestServeSamples(t *testing.T) {
 		args  []string
 		wants []string // lines /metrics must hold
 	}{
-		{"relay.json", nil, []string{"tongbu_rooms 3", "tongbu_worlds 0"}},
+		{"relay.json", nil, []string{"tongbu_rooms 4", "tongbu_worlds 0"}},
 		{"world.json", nil, []string{"tongbu_rooms 0", "tongbu_worlds 2"}},
 		{"cluster.json", []string{"-nats", ns.ClientURL()}, []string{"tongbu_rooms 0"}},
 		{"cells-west.json", []string{"-nats", ns.ClientURL()}, []string{"tongbu_worlds 1"}}, // its cell, the other node's absent

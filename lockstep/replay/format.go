@@ -16,7 +16,7 @@ import (
 // length and the frame.
 const (
 	fileMagic     = "TBRP"
-	formatVersion = 3 // 1 held fewer of the room's settings; 2 had no max delay and no dump records (lockstep.ReadConfigVersion reads their settings)
+	formatVersion = 4 // 1 held fewer of the room's settings; 2 had no max delay and no dump records; 3 no strict rooms (lockstep.ReadConfigVersion reads their settings)
 
 	recHeader = 'H'
 	recBlock  = 'B'

@@ -16,7 +16,9 @@ import (
 func TestVersion2(t *testing.T) {
 	c := lockstep.Config{Players: 2, Hz: 30, MaxDelay: time.Second}.WithDefaults()
 	var cw codec.Writer
-	lockstep.WriteConfig(&cw, c)
+	if err := lockstep.WriteConfigVersion(&cw, c, 3); err != nil {
+		t.Fatal(err)
+	}
 	var hw codec.Writer
 	hw.WriteString("chain", maxGame)
 	hw.WriteBytes(nil, maxParams)
@@ -38,6 +40,39 @@ func TestVersion2(t *testing.T) {
 	want.MaxDelay = lockstep.DefaultMaxDelay
 	if h := rr.Header(); !sameConfig(h.Config, want) || h.Players[1] != "bob" {
 		t.Fatalf("header %+v", h)
+	}
+}
+
+// TestVersion3: a replay of version 3, whose configuration ends before
+// Strict, reads as a room that is not strict; a strict room cannot be
+// written in it.
+func TestVersion3(t *testing.T) {
+	c := lockstep.Config{Players: 2, Hz: 30}.WithDefaults()
+	var hw codec.Writer
+	hw.WriteString("chain", maxGame)
+	hw.WriteBytes(nil, maxParams)
+	hw.WriteVarint(time.Unix(100, 0).UnixNano())
+	if err := lockstep.WriteConfigVersion(&hw, c, 3); err != nil {
+		t.Fatal(err)
+	}
+	hw.WriteString("ann", maxName)
+	hw.WriteString("bob", maxName)
+	var ew codec.Writer
+	ew.WriteUvarint(0)
+	var rw Writer
+	file := append([]byte(fileMagic), 3)
+	file = rw.appendRecord(file, recHeader, hw.Bytes())
+	file = rw.appendRecord(file, recEnd, ew.Bytes())
+	rr, err := NewReader(bytes.NewReader(file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := rr.Header(); !sameConfig(h.Config, c) || h.Config.Strict || h.Players[1] != "bob" {
+		t.Fatalf("header %+v", h)
+	}
+	c.Strict = true
+	if err := lockstep.WriteConfigVersion(&hw, c, 3); err == nil {
+		t.Fatal("a strict room written in version 3")
 	}
 }
 
