@@ -264,13 +264,20 @@ func (c *Client) lifeMessage(now time.Time, msg []byte) error {
 			return err
 		}
 		return c.snapshotPart(now, d)
-	case lifeWait:
-		f, wait, err := decodeWait(r, c.players())
-		if err != nil {
-			return err
+	case lifeMore:
+		switch k := r.ReadUvarint(); {
+		case r.Err() != nil:
+			return fmt.Errorf("%w: lifecycle message: %w", ErrMalformed, r.Err())
+		case k == lifeWait:
+			f, wait, err := decodeWait(r, c.players())
+			if err != nil {
+				return err
+			}
+			c.strict.waitOn, c.strict.waitAt = wait, f
+			return nil
+		default:
+			return nil // a newer room's: ignored
 		}
-		c.strict.waitOn, c.strict.waitAt = wait, f
-		return nil
 	}
 	return fmt.Errorf("%w: lifecycle message %d from the room", ErrMalformed, sub)
 }

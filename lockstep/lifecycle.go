@@ -16,8 +16,14 @@ const (
 	lifeDumpRequest = 4 // room to client: send a state dump for a frame
 	lifeSnapshot    = 5 // room to client: one part of a snapshot of the room's simulation
 	lifeEvents      = 6 // client to room: game events, and the frames they are complete for
-	lifeWait        = 7 // room to client: whom a strict room waits for (strict.go)
+	lifeMore        = 7 // either way: a uvarint names the message (lifeWait, ...), the sub-kinds past these
 	lifeBits        = 3
+)
+
+// Lifecycle messages past the 3-bit sub-kinds: sub-kind lifeMore, then
+// this kind as a uvarint.
+const (
+	lifeWait = 0 // room to client: whom a strict room waits for (strict.go)
 )
 
 // Bounds of the lifecycle messages.

@@ -177,7 +177,8 @@ func slotList(set uint32) []int {
 // encodeWait writes a lifecycle message of whom a strict room waits for
 // before it cuts frame: a bit per slot, none when the wait is over.
 func encodeWait(w *codec.Writer, frame int, wait uint32) {
-	writeLife(w, lifeWait)
+	writeLife(w, lifeMore)
+	w.WriteUvarint(lifeWait)
 	w.WriteUvarint(uint64(frame))
 	w.WriteUvarint(uint64(wait))
 }

@@ -71,14 +71,14 @@ func vectors(t *testing.T) []vector {
 		"4 a frame, redundancy 3, max ahead 120, catch-up 32768 bytes, hash every 30, no dumps, events or authority, "+
 		"max delay 200 ms, 2 substeps, not repeated, not strict", w.Bytes())
 
-	// Strict lockstep (7.6).
+	// Strict lockstep (7.7).
 	w = codecWriter()
 	WriteConfig(w, Config{Players: 2, Hz: 15, Strict: true, StrictWait: 5 * time.Second}.WithDefaults())
 	add("config-strict", "7 room configuration: 2 players, 15 Hz, the defaults, strict with a wait of 5000 ms", w.Bytes())
 	w = codecWriter()
 	u = uplink{have: 10, recv: 10, sent: 11, firstSeq: 3, inputs: []upInput{{12, []byte("go")}}, sealed: 13}
 	u.encode(w)
-	add("input-sealed", `7.6 input packet of a strict room: have 10, received 10, sent 11, input 3 "go" for frame 12, sealed up to frame 13`, w.Bytes())
+	add("input-sealed", `7.1 input packet of a strict room (7.7): have 10, received 10, sent 11, input 3 "go" for frame 12, sealed up to frame 13`, w.Bytes())
 	w = codecWriter()
 	downlinkHeader(w, 20, 3, false, 0, 0)
 	w.WriteUvarint(40)
@@ -86,11 +86,11 @@ func vectors(t *testing.T) []vector {
 	encodeFrameBody(w, &Frame{Number: 40, Slots: make([]Slot, 2)}, nil) // made up: one bit
 	w.WriteUint(0, maxRetransmits)
 	writePause(w, 31, 2500*time.Millisecond)
-	add("frames-paused", "7.6 frames packet of a strict room of 2: sequence 20, inputs up to 3 arrived, frame 40 all made up; "+
+	add("frames-paused", "7.2 frames packet of a strict room (7.7) of 2: sequence 20, inputs up to 3 arrived, frame 40 all made up; "+
 		"from frame 31 on the room cuts 2500 ms behind its schedule", w.Bytes())
 	w = codecWriter()
 	encodeWait(w, 40, 0b10)
-	add("wait", "7.6 lifecycle wait: before frame 40 the room waits for slot 1", w.Bytes())
+	add("wait", "7.4 lifecycle message 7 of kind 0, a strict room's wait (7.7): before frame 40 the room waits for slot 1", w.Bytes())
 	return out
 }
 
@@ -150,7 +150,7 @@ func TestVectors(t *testing.T) {
 		t.Fatalf("paused frames: %+v %v", d, err)
 	}
 	sub, rd, err := lifeKind(vs["wait"])
-	if err != nil || sub != lifeWait {
+	if err != nil || sub != lifeMore || rd.ReadUvarint() != lifeWait {
 		t.Fatalf("wait: %d %v", sub, err)
 	}
 	if f, wait, err := decodeWait(rd, 2); err != nil || f != 40 || wait != 0b10 {
