@@ -308,10 +308,15 @@ func (r *Room) arrive(arrived int, now time.Time) {
 }
 
 // wireFor returns ErrWireVersion when a client that reads wire version
-// wire cannot play in the room: a strict room needs strictWire.
+// wire cannot play in the room: a strict room, and an authoritative one
+// (whose views come in parts), need strictWire.
 func (r *Room) wireFor(wire int) error {
-	if r.cfg.Strict && wire < strictWire {
+	switch {
+	case wire >= strictWire:
+	case r.cfg.Strict:
 		return fmt.Errorf("%w: room %q is strict lockstep, which clients read from wire version %d; the client reads %d: update the client", ErrWireVersion, r.name, strictWire, wire)
+	case r.cfg.Authoritative:
+		return fmt.Errorf("%w: room %q is authoritative, whose views clients read from wire version %d; the client reads %d: update the client", ErrWireVersion, r.name, strictWire, wire)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@
 package engine
 
 import (
+	"errors"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -94,4 +95,40 @@ func TestStrictRoom(t *testing.T) {
 			t.Fatalf("only %d frames played by both", same)
 		}
 	})
+}
+
+// nullAuthority is an authoritative room's game that changes nothing.
+type nullAuthority struct{}
+
+func (nullAuthority) Step(lockstep.Frame)                    {}
+func (nullAuthority) Hash() uint64                           { return 0 }
+func (nullAuthority) Changes() []lockstep.StateChange        { return nil }
+func (nullAuthority) Visible(player int, entity uint32) bool { return true }
+
+// TestRoomWire: strict and authoritative rooms refuse clients that read
+// wire versions before 7 (a strict room's configuration, a view in
+// parts); other rooms serve them.
+func TestRoomWire(t *testing.T) {
+	h := newHarness(t, Config{})
+	defer h.shutdown()
+	for _, tc := range []struct {
+		name string
+		cfg  lockstep.Config
+		old  bool // served to a client of version 6
+	}{
+		{"plain", lockstep.Config{Players: 2}, true},
+		{"strict", lockstep.Config{Players: 2, Strict: true}, false},
+		{"auth", lockstep.Config{Players: 2, Authoritative: true, Simulation: func() lockstep.Simulation { return nullAuthority{} }}, false},
+	} {
+		r, err := h.s.CreateRoom(tc.name, tc.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := r.wireFor(6); (err == nil) != tc.old || err != nil && !errors.Is(err, ErrWireVersion) {
+			t.Errorf("%s room, a client of version 6: %v", tc.name, err)
+		}
+		if err := r.wireFor(wireVersion); err != nil {
+			t.Errorf("%s room, a client of version %d: %v", tc.name, wireVersion, err)
+		}
+	}
 }

@@ -38,7 +38,8 @@ const (
 	// from 7 in a lockstep configuration without strict rooms.
 	minReadWire = 5
 	// strictWire is the first version whose lockstep rooms may be strict
-	// (lockstep.Config.Strict): a strict room refuses an older client.
+	// (lockstep.Config.Strict) and whose authoritative rooms' views come
+	// in parts: such a room refuses an older client.
 	strictWire      = 7
 	unannouncedWire = 4
 	maxByeText      = 200

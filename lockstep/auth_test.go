@@ -295,18 +295,27 @@ func TestAuthoritativeConfig(t *testing.T) {
 
 func FuzzDecodeViewBody(f *testing.F) {
 	var w codec.Writer
+	w.WriteBool(false) // whole
 	w.WriteUint(2, maxViewChanges)
 	w.WriteUvarint(7)
 	w.WriteBytes([]byte("pos"), MaxChangeBytes)
 	w.WriteUvarint(1 << 31)
 	w.WriteBytes(nil, MaxChangeBytes)
 	f.Add(w.Bytes())
+	w.Reset(nil)
+	w.WriteBool(true) // a head, two parts to come, not cut
+	w.WriteBool(false)
+	w.WriteUint(2, MaxViewParts)
+	w.WriteUint(1, maxViewChanges)
+	w.WriteUvarint(7)
+	w.WriteBytes([]byte("pos"), MaxChangeBytes)
+	f.Add(w.Bytes())
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fr, err := decodeViewBody(codec.NewReader(b), 3)
 		if err != nil {
 			return
 		}
-		if len(fr.Changes) > maxViewChanges || fr.Slots != nil {
+		if len(fr.Changes) > maxViewChanges || fr.Slots != nil || fr.more > MaxViewParts {
 			t.Fatalf("decoded out of bounds: %+v", fr)
 		}
 		for _, c := range fr.Changes {

@@ -23,6 +23,7 @@ type lifecycle struct {
 // looks like on the wire to a peer, and the reliable channel to it.
 type streamHost interface {
 	body(id, n int, full bool) ([]byte, int)
+	viewParts(id, n int) [][]byte
 	sendReliable(id int, p *player, msg []byte)
 }
 
@@ -139,6 +140,16 @@ func (l *lifecycle) streamTo(id int, p *player, budget int, host streamHost, sta
 		}
 		l.raw = w.Bytes()
 		last := n == p.stream.end
+		// The further parts of the chunk's views go first: the client
+		// holds them until each view's head comes.
+		for k := first; k < n; k++ {
+			for _, part := range host.viewParts(id, k) {
+				host.sendReliable(id, p, part)
+				stats.CatchUp += uint64(len(part))
+				p.q.catchUpBytes += uint64(len(part))
+				budget -= len(part)
+			}
+		}
 		w.Reset(l.comp[:0])
 		catchUpHeader(w, first, n-first, last)
 		l.comp = codec.Compress(w.Bytes(), l.raw)

@@ -58,6 +58,7 @@ type Client struct {
 	held [CarryFrames]Frame // the newest frames received in order, by number % CarryFrames (Carry)
 
 	strict clientStrict // Config.Strict
+	views  clientViews  // Config.Authoritative: views that come in parts
 
 	clientLife
 }
@@ -341,6 +342,17 @@ func (c *Client) frame(now time.Time, f Frame) {
 	if f.Number > c.have+4*maxRunFrames*MaxRedundancy {
 		return // absurdly far ahead: the room never sends such a frame (but while catching up)
 	}
+	if c.players() == authPlayers {
+		var whole bool
+		if f, whole = c.viewHead(f); !whole {
+			return // its view's parts are still to come
+		}
+	}
+	c.place(now, f)
+}
+
+// place takes a received frame, whole.
+func (c *Client) place(now time.Time, f Frame) {
 	if c.catching {
 		c.ahead[f.Number] = f
 		c.drain()

@@ -268,8 +268,10 @@ func (c *Client) lifeMessage(now time.Time, msg []byte) error {
 		switch k := r.ReadUvarint(); {
 		case r.Err() != nil:
 			return fmt.Errorf("%w: lifecycle message: %w", ErrMalformed, r.Err())
+		case k == lifeViewPart:
+			return c.viewPart(now, r)
 		case k == lifeWait:
-			f, wait, err := decodeWait(r, c.players())
+			f, wait, err := decodeWait(r, c.cfg.Players)
 			if err != nil {
 				return err
 			}

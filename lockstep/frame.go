@@ -3,6 +3,7 @@ package lockstep
 import (
 	"bytes"
 	"fmt"
+	"slices"
 
 	"github.com/tongbu/tongbu/codec"
 )
@@ -30,7 +31,18 @@ type Frame struct {
 	Slots  []Slot
 	// Changes, in an authoritative room (Config.Authoritative), are the
 	// state changes of the frame that the player may see; Slots is nil.
+	// A view too large for one packet comes in parts, and the frame is
+	// handed to the game once it holds them all.
 	Changes []StateChange
+	// ViewCut, in an authoritative room, says that Changes lacks some of
+	// the frame's changes: the view was over what the room sends
+	// (MaxViewBytes and MaxViewParts parts of ViewPartBytes) or over what
+	// the client holds while it waits for a view's parts
+	// (MaxViewHoldBytes). The game's state is then incomplete: a game
+	// resynchronises it (its own full state in a later frame), or ends.
+	ViewCut bool
+	// more is the further parts of the view still to come (decodeViewBody).
+	more int
 }
 
 // sameInputs reports whether two slots carry the same real inputs.
@@ -277,28 +289,39 @@ const (
 	frameBytesHint  = 64
 )
 
-// decodeViewBody reads one frame of an authoritative room: its changes.
+// decodeViewBody reads one frame of an authoritative room: the head of
+// its view, which says how many further parts follow.
 func decodeViewBody(r *codec.Reader, n int) (Frame, error) {
 	f := Frame{Number: n}
+	if r.ReadBool() { // split or cut
+		f.ViewCut = r.ReadBool()
+		f.more = int(r.ReadUint(MaxViewParts))
+	}
+	return f, readChanges(r, &f)
+}
+
+// readChanges reads a count and the changes into f.Changes.
+func readChanges(r *codec.Reader, f *Frame) error {
+	n := f.Number
 	k := int(r.ReadUint(maxViewChanges))
 	if err := r.Err(); err != nil {
-		return f, fmt.Errorf("%w: frame %d view: %w", ErrMalformed, n, err)
+		return fmt.Errorf("%w: frame %d view: %w", ErrMalformed, n, err)
 	}
 	if k > 0 {
 		// Room for what the packet can hold (a change takes a byte or
 		// more), not for what the count claims.
-		f.Changes = make([]StateChange, 0, min(k, 1+r.Remaining()/8))
+		f.Changes = slices.Grow(f.Changes, min(k, 1+r.Remaining()/8))
 	}
 	for i := range k {
 		e := r.ReadUvarint()
 		data := r.ReadBytes(nil, MaxChangeBytes)
 		if err := r.Err(); err != nil {
-			return f, fmt.Errorf("%w: frame %d change %d: %w", ErrMalformed, n, i, err)
+			return fmt.Errorf("%w: frame %d change %d: %w", ErrMalformed, n, i, err)
 		}
 		if e > maxEntity {
-			return f, fmt.Errorf("%w: frame %d change %d: entity %d", ErrMalformed, n, i, e)
+			return fmt.Errorf("%w: frame %d change %d: entity %d", ErrMalformed, n, i, e)
 		}
 		f.Changes = append(f.Changes, StateChange{Entity: uint32(e), Data: data})
 	}
-	return f, nil
+	return nil
 }

@@ -23,7 +23,8 @@ const (
 // Lifecycle messages past the 3-bit sub-kinds: sub-kind lifeMore, then
 // this kind as a uvarint.
 const (
-	lifeWait = 0 // room to client: whom a strict room waits for (strict.go)
+	lifeWait     = 0 // room to client: whom a strict room waits for (strict.go)
+	lifeViewPart = 1 // room to client: a further part of an authoritative room's view (auth.go)
 )
 
 // Bounds of the lifecycle messages.

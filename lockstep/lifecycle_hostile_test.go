@@ -94,10 +94,23 @@ func FuzzClientLifecycle(f *testing.F) {
 	w.Reset(nil)
 	encodeWait(&w, 40, 0b10)
 	f.Add(w.Bytes())
+	w.Reset(nil)
+	writeLife(&w, lifeMore)
+	w.WriteUvarint(lifeViewPart)
+	w.WriteUvarint(3)
+	w.WriteUint(1, MaxViewParts)
+	writeChanges(&w, []StateChange{{Entity: 5, Data: []byte("hp 10")}})
+	f.Add(w.Bytes())
 	f.Fuzz(func(t *testing.T, msg []byte) {
 		c, _ := NewClient(Config{Players: 2, Strict: true}, 1)
 		c.Deliver(start, msg)
 		c.Advance(start.Add(time.Second))
+		a, _ := NewClient(Config{Players: 2, Authoritative: true}, 1)
+		a.Deliver(start, msg)
+		a.Advance(start.Add(time.Second))
+		if a.views.bytes > MaxViewHoldBytes || a.views.bytes < 0 {
+			t.Fatalf("%d view bytes held", a.views.bytes)
+		}
 		room, _ := NewRoom(Config{Players: 2}, start, &recorder{})
 		room.Tick(start.Add(time.Second))
 		room.Deliver(0, msg, start.Add(time.Second))

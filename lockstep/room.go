@@ -430,7 +430,7 @@ func (r *Room) stepSim() {
 	for i := 0; i < steps && s.frame < r.next; i++ {
 		s.step(r.log.frameAt(s.frame), &r.cfg, r.ver, &r.mem)
 		if r.auth != nil {
-			r.stats.ViewOverflow += r.auth.encodeFrame(&r.mem)
+			r.encodeViews()
 		}
 		r.stats.SimFrames++
 	}
@@ -440,6 +440,34 @@ func (r *Room) stepSim() {
 		r.stats.SimBehind++
 		r.events = append(r.events, Event{Kind: EventSimBehind, Frame: s.frame, Behind: lag})
 	}
+}
+
+// encodeViews encodes every player's view of the frame the simulation
+// just ran, and sends each present player the further parts of its view
+// at once, on the reliable channel: the head follows in frames packets.
+func (r *Room) encodeViews() {
+	n := r.auth.frames(0)
+	cut, overflow := r.auth.encodeFrame(&r.mem, n)
+	r.stats.ViewOverflow += overflow
+	if cut != 0 {
+		r.events = append(r.events, Event{Kind: EventViewCut, Frame: n, Players: slotList(uint32(cut))})
+	}
+	for slot := range r.players {
+		if p := &r.players[slot]; !p.away {
+			for _, part := range r.auth.viewParts(slot, n) {
+				r.sendReliable(slot, p, part)
+			}
+		}
+	}
+}
+
+// viewParts returns the further parts of peer id's view of frame n, for a
+// catch-up stream: none outside an authoritative room.
+func (r *Room) viewParts(id, n int) [][]byte {
+	if r.auth == nil {
+		return nil
+	}
+	return r.auth.viewParts(id, n)
 }
 
 // send builds and sends one player's packet: the input acknowledgement,

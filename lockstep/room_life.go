@@ -321,6 +321,12 @@ const (
 	// wrong and the room cannot tell which. Raised at the first disputed
 	// frame, and again only after a frame on which the reporters agreed.
 	EventDispute
+	// EventViewCut: in an authoritative room, the views of Frame for the
+	// players in Players were over the bounds (MaxChangeBytes, and
+	// MaxViewBytes with MaxViewParts parts of ViewPartBytes): changes
+	// were left out (RoomStats.ViewOverflow), and the frame says so to
+	// those players (Frame.ViewCut).
+	EventViewCut
 	// EventWaiting: a strict room (Config.Strict) has waited long enough
 	// for the players in Players to seal Frame that they were told; their
 	// clients show it (Step.WaitingFor).
@@ -346,6 +352,8 @@ func (k EventKind) String() string {
 		return "verdict"
 	case EventDispute:
 		return "dispute"
+	case EventViewCut:
+		return "view_cut"
 	case EventWaiting:
 		return "waiting"
 	case EventWaited:
@@ -358,7 +366,7 @@ func (k EventKind) String() string {
 type Event struct {
 	Kind    EventKind
 	Frame   int
-	Players []int         // EventDesync, EventVerdict, EventDispute, EventWaiting, EventWaited: the players named, ascending
+	Players []int         // EventDesync, EventVerdict, EventDispute, EventViewCut, EventWaiting, EventWaited: the players named, ascending
 	Agreed  int           // EventDesync: how many players agreed on the reference hash
 	Hashes  []uint64      // EventDispute: each named player's hash
 	Slot    int           // EventDump, EventLive: the peer

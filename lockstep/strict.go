@@ -189,7 +189,7 @@ func decodeWait(r *codec.Reader, players int) (frame int, wait uint32, err error
 	if err := r.Done(); err != nil {
 		return 0, 0, fmt.Errorf("%w: wait: %w", ErrMalformed, err)
 	}
-	if f > maxFrame || m >= 1<<players {
+	if players < 1 || players > MaxPlayers || f > maxFrame || m >= 1<<players {
 		return 0, 0, fmt.Errorf("%w: waiting for slots %b before frame %d, of %d players", ErrMalformed, m, f, players)
 	}
 	return int(f), uint32(m), nil
