@@ -96,12 +96,14 @@ func TestBenchWorldWebRTC(t *testing.T) {
 	if kv["transport"] != "webrtc" || kv["players"] != "20" {
 		t.Errorf("RESULT %v", kv)
 	}
-	for _, k := range []string{"tick_p99_ms", "transport_ms_per_frame", "total_ms_per_frame", "bots_cores", "transport_cpu_us_per_msg", "floor_cpu_us_per_msg", "server_cores", "kernel_us_per_msg", "floor_kernel_us_per_msg"} {
+	for _, k := range []string{"tick_p99_ms", "transport_ms_per_frame", "total_ms_per_frame", "bots_cores", "transport_cpu_us_per_msg", "floor_cpu_us_per_msg", "server_cores"} {
 		if v, err := strconv.ParseFloat(kv[k], 64); err != nil || v <= 0 {
 			t.Errorf("%s=%q not measured: %v", k, kv[k], kv)
 		}
 	}
-	for _, k := range []string{"allocs_per_msg", "gc_cpu_fraction"} {
+	// The kernel's share is read in the clock ticks the kernel accounts
+	// system time in: a floor of a few hundred messages can read 0.
+	for _, k := range []string{"allocs_per_msg", "gc_cpu_fraction", "kernel_us_per_msg", "floor_kernel_us_per_msg"} {
 		if v, err := strconv.ParseFloat(kv[k], 64); err != nil || v < 0 {
 			t.Errorf("%s=%q: want a number >= 0: %v", k, kv[k], kv)
 		}
