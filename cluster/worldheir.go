@@ -78,6 +78,55 @@ func (s *standbys) createdWorld(req WorldRequest, w *engine.World, rev uint64) {
 	go s.checkpoint(o) // a record at once: a world is never without one for long
 }
 
+// claimWorld writes the first record of world w this node just created,
+// unless a live node's record is there: of two nodes asked to create one
+// name at once (processes of one config starting together), the second
+// learns it here, before any player books a place in its copy, and is
+// refused. A record of a node no longer live (the cluster started
+// again) is written over. It returns the record's revision (0 without a
+// bucket).
+func (s *standbys) claimWorld(w *engine.World, name string) (uint64, error) {
+	st := s.bucket()
+	// A node that just started opens the bucket meanwhile: the worlds of
+	// its config are asked for at once.
+	for end := time.Now().Add(claimWait); st == nil && time.Now().Before(end); st = s.bucket() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if st == nil {
+		return 0, nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	cp, err := w.Checkpoint(ctx)
+	if err != nil {
+		return 0, err
+	}
+	rec := storedWorld{owner: s.n.info.ID, cp: cp}
+	rev, err := st.create(ctx, name, rec)
+	if !errors.Is(err, errTakenElsewhere) {
+		return rev, err
+	}
+	old, got, err := st.get(ctx, name)
+	if errors.Is(err, errNoCheckpoint) {
+		return st.create(ctx, name, rec) // deleted meanwhile
+	}
+	if err != nil {
+		return 0, err
+	}
+	if old.owner != s.n.info.ID && s.n.dir.alive(old.owner) {
+		return 0, fmt.Errorf("%w: world %q is node %s's", ErrRefused, name, old.owner)
+	}
+	rev, err = st.put(ctx, name, rec, got)
+	if errors.Is(err, errTakenElsewhere) {
+		return 0, fmt.Errorf("%w: world %q was taken meanwhile", ErrRefused, name)
+	}
+	return rev, err
+}
+
+// claimWait bounds how long a world's creation waits for the checkpoint
+// bucket to open, to claim the world's record.
+const claimWait = 2 * time.Second
+
 // pickHeir names an heir for world o: another live node that serves
 // worlds and is not draining, of this node's region when one is; s.mu is
 // held.

@@ -214,6 +214,17 @@ func (n *Node) onWorldCreate(m *seal.Msg) {
 		w, err = srv.CreateWorld(req.World, cfg)
 	}
 	n.hostMu.Unlock()
+	var rev uint64
+	if err == nil {
+		n.mu.Lock()
+		sb := n.sb
+		n.mu.Unlock()
+		if sb != nil {
+			if rev, err = sb.claimWorld(w, req.World); err != nil {
+				w.Close() // another node's, or no record: not served here
+			}
+		}
+	}
 
 	n.mu.Lock()
 	if err == nil && n.left {
@@ -239,7 +250,7 @@ func (n *Node) onWorldCreate(m *seal.Msg) {
 	sb := n.sb
 	n.mu.Unlock()
 	if sb != nil {
-		sb.createdWorld(*req, w, 0) // an heir, and checkpoints
+		sb.createdWorld(*req, w, rev) // an heir, and checkpoints
 	}
 	n.opts.Logger.Info("cluster: world placed here", "world", req.World, "cap", req.Cap)
 	n.respond(m, createReply{Placement: Placement{Room: req.World, Node: n.info.ID, URL: n.info.URL}})

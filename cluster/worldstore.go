@@ -147,6 +147,24 @@ func (st *worldStore) put(ctx context.Context, world string, r storedWorld, last
 	return rev, nil
 }
 
+// create writes world's first record, and errTakenElsewhere when one is
+// there (a deleted one is not).
+func (st *worldStore) create(ctx context.Context, world string, r storedWorld) (uint64, error) {
+	key := storeKey(world)
+	val := st.c.SealStored(key, r.encode())
+	rev, err := st.kv.Create(ctx, key, val)
+	var apiErr *jetstream.APIError
+	if errors.Is(err, jetstream.ErrKeyExists) || errors.As(err, &apiErr) && apiErr.ErrorCode == jetstream.JSErrCodeStreamWrongLastSequence {
+		return 0, errTakenElsewhere
+	}
+	if err != nil {
+		return 0, err
+	}
+	st.writes.Add(1)
+	st.bytes.Add(int64(len(val)))
+	return rev, nil
+}
+
 // drop deletes world's record, written in revision last: a world that
 // closed on purpose does not come back.
 func (st *worldStore) drop(world string, last uint64) {

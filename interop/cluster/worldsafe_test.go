@@ -197,6 +197,7 @@ func startSafeWorld(t *testing.T, opts *cluster.Options) (c *worldCluster, ws []
 	}
 	waitFor(t, "the world in the directory", func() bool { _, ok := a.node.Directory().LocateWorld("keep"); return ok })
 	ws = joinWalkers(t, c, a.nc, a.node.Directory(), "keep", 3)
+	written := primary.node.Standbys().Checkpoints // the world's first record among them, before its players
 	playWalkers(t, "an heir and checkpoints", ws, func() bool {
 		st, hs := primary.node.Standbys(), heir.node.Standbys()
 		for _, w := range ws {
@@ -204,7 +205,7 @@ func startSafeWorld(t *testing.T, opts *cluster.Options) (c *worldCluster, ws []
 				return false
 			}
 		}
-		return st.Worlds == 1 && hs.Heirs == 1 && st.Checkpoints >= 2
+		return st.Worlds == 1 && hs.Heirs == 1 && st.Checkpoints >= written+2
 	})
 	return c, ws, primary, heir, games
 }
@@ -374,6 +375,45 @@ func (g *gameState) check(t *testing.T, players []interest.ID) {
 	for i, id := range players {
 		if g.restored != 1 || g.gold[id] != 100+i {
 			t.Errorf("the heir's game: restored %d, gold of player %d %d", g.restored, i, g.gold[id])
+		}
+	}
+}
+
+// TestSimultaneousCreatesOneWorld: many requests for one world at the
+// same instant, spread over two nodes (processes of one config starting
+// together), make it on one node only: the node that claims its record
+// in the checkpoint bucket first serves it, and the other refuses.
+func TestSimultaneousCreatesOneWorld(t *testing.T) {
+	c := safeCluster(t)
+	a, _ := c.addSafeNode("a", fast)
+	b, _ := c.addSafeNode("b", fast)
+	waitFor(t, "two nodes", func() bool { return len(alive(a.node.Directory())) == 2 && len(alive(b.node.Directory())) == 2 })
+	for round := range 5 {
+		name := fmt.Sprintf("town~%d", round+1)
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		made := map[string]int{}
+		for i := range 8 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				nc := a.nc
+				if i%2 == 1 {
+					nc = b.nc
+				}
+				p, err := cluster.CreateWorld(t.Context(), nc, cluster.WorldRequest{World: name, Cap: 5}, fast)
+				if err == nil {
+					mu.Lock()
+					made[p.Node]++
+					mu.Unlock()
+				}
+			}()
+		}
+		wg.Wait()
+		_, onA := a.srv.World(name)
+		_, onB := b.srv.World(name)
+		if onA == onB || len(made) != 1 {
+			t.Fatalf("%s: on a %v, on b %v; made on %v", name, onA, onB, made)
 		}
 	}
 }
