@@ -88,6 +88,12 @@ func JetStream(tb testing.TB) *server.Server {
 // servers.
 func Cluster(tb testing.TB, n int) []*server.Server {
 	tb.Helper()
+	// The stores first: cleanups run last first, so the servers stop
+	// before their directories are removed.
+	stores := make([]string, n)
+	for i := range stores {
+		stores[i] = tb.TempDir()
+	}
 	servers := make([]*server.Server, 0, n)
 	tb.Cleanup(func() {
 		for _, s := range servers {
@@ -111,7 +117,7 @@ func Cluster(tb testing.TB, n int) []*server.Server {
 	for i := range n {
 		s, err := server.NewServer(&server.Options{
 			ServerName: fmt.Sprintf("nats-%d", i+1), Host: "127.0.0.1", Port: -1, NoLog: os.Getenv("NATSTEST_LOG") == "", NoSigs: true,
-			JetStream: true, StoreDir: tb.TempDir(),
+			JetStream: true, StoreDir: stores[i],
 			Cluster: server.ClusterOpts{Name: "tongbu-test", Host: "127.0.0.1", Port: ports[i]},
 			Routes:  routes,
 		})
