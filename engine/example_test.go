@@ -293,3 +293,33 @@ func ExampleServer_RestoreRoom() {
 	fmt.Println("continued:", restored.Name(), len(st.Frames) > 0)
 	// Output: continued: duel true
 }
+
+// ExampleMeasureRegions measures a player's round trips to the regions
+// it could play in (here one node, on this machine), for its lobby to
+// put in its matchmaking ticket.
+func ExampleMeasureRegions() {
+	srv, err := engine.NewServer(engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true})
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	defer srv.Shutdown(context.Background())
+	web := httptest.NewServer(srv.Handler())
+	defer web.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	pings, err := engine.MeasureRegions(ctx, []engine.RegionNode{{Region: "local", URL: web.URL}}, nil)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	for _, p := range pings {
+		fmt.Printf("%s over %s: under 50 ms %v, loss %.0f%%\n", p.Region, p.Over, p.RTT < 50*time.Millisecond, 100*p.Loss)
+	}
+	rtts := engine.RegionRTTs(pings) // matchmaker.Ticket.RTT
+	fmt.Println(len(rtts), "region")
+	// Output:
+	// local over udp: under 50 ms true, loss 0%
+	// 1 region
+}

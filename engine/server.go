@@ -214,6 +214,7 @@ func NewServer(cfg Config) (*Server, error) {
 	}
 	s.sched = sched.NewScheduler(cfg.Workers)
 	s.mux.HandleFunc(HealthPath, s.health)
+	s.mux.HandleFunc(PingPath, s.ping)
 	if !cfg.SeparateMetrics {
 		s.mux.Handle(MetricsPath, s.MetricsHandler())
 	}

@@ -129,6 +129,7 @@ const (
 	ConnectPath = "/connect" // POST an SDP offer with a ticket; get the answer
 	HealthPath  = "/healthz" // 200 "ok" while serving, 503 while shutting down
 	MetricsPath = "/metrics" // Prometheus text format
+	PingPath    = "/ping"    // 204 at once, naming the UDP port that answers region pings (MeasureRegions)
 )
 
 // Mode is what a connection joined: a lockstep room or an interest world.

@@ -34,6 +34,7 @@ func Expose(name string) {
 	api.Set("status", js.FuncOf(func(js.Value, []js.Value) any { return s.status() }))
 	api.Set("stats", js.FuncOf(func(js.Value, []js.Value) any { return s.stats() }))
 	api.Set("input", js.FuncOf(s.input))
+	api.Set("measureRegions", js.FuncOf(measureRegions))
 	api.Set("close", js.FuncOf(func(js.Value, []js.Value) any {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -91,6 +92,58 @@ func (s *session) connect(_ js.Value, args []js.Value) any {
 			s.mu.Unlock()
 			resolve.Invoke(c.Mode().String())
 			s.run(c)
+		}()
+		return nil
+	}))
+}
+
+// measureRegions([{region, url}, ...][, {pings}]) returns a promise of
+// [{region, node, rttMs, jitterMs, loss, over, error}], one per region
+// (engine.MeasureRegions over HTTP: a page sends no raw UDP), for the
+// page to pass to its lobby as the player's round trips.
+func measureRegions(_ js.Value, args []js.Value) any {
+	if len(args) < 1 || args[0].Type() != js.TypeObject {
+		return rejected("measureRegions([{region, url}, ...][, {pings}])")
+	}
+	var nodes []engine.RegionNode
+	for i := range args[0].Length() {
+		n := args[0].Index(i)
+		if n.Type() != js.TypeObject || n.Get("region").Type() != js.TypeString || n.Get("url").Type() != js.TypeString {
+			return rejected("measureRegions: each node is {region, url}")
+		}
+		nodes = append(nodes, engine.RegionNode{Region: n.Get("region").String(), URL: n.Get("url").String()})
+	}
+	cfg := &engine.MeasureConfig{HTTPOnly: true}
+	if len(args) > 1 && args[1].Type() == js.TypeObject {
+		if v := args[1].Get("pings"); v.Type() == js.TypeNumber {
+			cfg.Pings = min(max(v.Int(), 1), 100)
+		}
+	}
+	return js.Global().Get("Promise").New(js.FuncOf(func(_ js.Value, pargs []js.Value) any {
+		resolve, reject := pargs[0], pargs[1]
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			pings, err := engine.MeasureRegions(ctx, nodes, cfg)
+			if err != nil {
+				reject.Invoke(err.Error())
+				return
+			}
+			out := js.Global().Get("Array").New()
+			for _, p := range pings {
+				o := js.Global().Get("Object").New()
+				o.Set("region", p.Region)
+				o.Set("node", p.Node)
+				o.Set("rttMs", float64(p.RTT)/float64(time.Millisecond))
+				o.Set("jitterMs", float64(p.Jitter)/float64(time.Millisecond))
+				o.Set("loss", p.Loss)
+				o.Set("over", p.Over)
+				if p.Err != nil {
+					o.Set("error", p.Err.Error())
+				}
+				out.Call("push", o)
+			}
+			resolve.Invoke(out)
 		}()
 		return nil
 	}))

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
 	"github.com/tongbu/tongbu/engine"
@@ -83,6 +84,20 @@ window.onTongbuReady = async () => {
 	if p := r.PlayerStats(0); p.Inputs == 0 {
 		t.Fatalf("the page's inputs never reached the room: %+v", p)
 	}
+	// The page measures its node's region over HTTP, and a node that is
+	// not there comes back with an error.
+	var regions []struct {
+		Region, Over, Error string
+		RttMs, Loss         float64
+	}
+	if err := chromedp.Run(bctx, chromedp.Evaluate(`tongbu.measureRegions([{region: "here", url: location.origin}, {region: "gone", url: "http://127.0.0.1:1"}], {pings: 5})`,
+		&regions, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })); err != nil {
+		t.Fatal(err)
+	}
+	if len(regions) != 2 || regions[0].Region != "here" || regions[0].Over != "http" || regions[0].RttMs <= 0 || regions[0].RttMs > 100 || regions[0].Error != "" || regions[1].Error == "" {
+		t.Fatalf("regions measured by the page: %+v", regions)
+	}
+	t.Logf("the page measured %+v", regions)
 	chromedp.Run(bctx, chromedp.Evaluate(`tongbu.close()`, nil))
 	for end := time.Now().Add(30 * time.Second); r.Connected() != 0; time.Sleep(200 * time.Millisecond) {
 		if time.Now().After(end) {

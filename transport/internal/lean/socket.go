@@ -33,6 +33,7 @@ type socket struct {
 
 	stunMsg stun.Message // the reader's
 	stunOut stun.Message
+	pings   pingLimit // a server's region pings (ping.go)
 }
 
 // newSocket serves udp: a server's socket, whose peers the server's
@@ -300,6 +301,8 @@ func (s *socket) take(now time.Time, b []byte, from netip.AddrPort, dst netip.Ad
 	switch {
 	case b[0] < 4:
 		s.stunPacket(b, ap, local)
+	case s.server && isPing(b):
+		s.pong(now, b, ap)
 	case b[0] >= 20 && b[0] <= 63:
 		p := local
 		if !s.shared {
