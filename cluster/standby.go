@@ -86,12 +86,14 @@ type standbys struct {
 	handed uint64 // rooms handed over by a drain
 
 	// Worlds (worldheir.go, worldmove.go).
-	outw    map[string]*outWorld       // this node's worlds, by name
-	inw     map[string]*inWorld        // the worlds this node is the heir of
-	store   atomic.Pointer[worldStore] // the checkpoint bucket, once open (bucket)
-	tookW   uint64                     // worlds taken over
-	movedW  uint64                     // worlds moved away by a drain
-	movedIn uint64                     // worlds moved here
+	outw  map[string]*outWorld       // this node's worlds, by name
+	inw   map[string]*inWorld        // the worlds this node is the heir of
+	store atomic.Pointer[worldStore] // the checkpoint bucket, once open (bucket)
+	// storeTried: the bucket's first opening is over, opened or not.
+	storeTried atomic.Bool
+	tookW      uint64 // worlds taken over
+	movedW     uint64 // worlds moved away by a drain
+	movedIn    uint64 // worlds moved here
 }
 
 // outRoom is one of this node's rooms, as its standby is fed.
@@ -219,11 +221,13 @@ func (s *standbys) openStore() {
 		cancel()
 		if err == nil {
 			s.store.Store(st)
+			s.storeTried.Store(true)
 			if warned {
 				s.n.opts.Logger.Info("cluster: the worlds' checkpoint bucket is open")
 			}
 			return
 		}
+		s.storeTried.Store(true) // a world's creation waits no more (claimWorld)
 		if !warned && wait >= storeWarn {
 			s.n.opts.Logger.Warn("cluster: no checkpoints of worlds yet (they need JetStream): a world whose node dies now is lost", "err", err)
 			warned = true

@@ -87,10 +87,11 @@ func (s *standbys) createdWorld(req WorldRequest, w *engine.World, rev uint64) {
 // bucket).
 func (s *standbys) claimWorld(w *engine.World, name string) (uint64, error) {
 	st := s.bucket()
-	// A node that just started opens the bucket meanwhile: the worlds of
-	// its config are asked for at once.
-	for end := time.Now().Add(claimWait); st == nil && time.Now().Before(end); st = s.bucket() {
-		time.Sleep(20 * time.Millisecond)
+	// A node that just started opens the bucket meanwhile (the worlds of
+	// its config are asked for at once): its first try is waited for, not
+	// the tries after a NATS without JetStream refused it.
+	for end := time.Now().Add(claimWait); st == nil && !s.storeTried.Load() && time.Now().Before(end); st = s.bucket() {
+		time.Sleep(10 * time.Millisecond)
 	}
 	if st == nil {
 		return 0, nil
@@ -124,8 +125,9 @@ func (s *standbys) claimWorld(w *engine.World, name string) (uint64, error) {
 }
 
 // claimWait bounds how long a world's creation waits for the checkpoint
-// bucket to open, to claim the world's record.
-const claimWait = 2 * time.Second
+// bucket's first opening, to claim the world's record: well within a
+// create request's time.
+const claimWait = 500 * time.Millisecond
 
 // pickHeir names an heir for world o: another live node that serves
 // worlds and is not draining, of this node's region when one is; s.mu is
