@@ -158,6 +158,10 @@ type RollbackTick struct {
 	// Alpha is how far the clock is into the next frame, 0 to 1, for
 	// drawing between states.
 	Alpha float64
+	// WaitingFor, in a strict room (Config.Strict), are the slots the room
+	// waits for before it cuts its next frame, once it has waited long
+	// enough to say so (Client.WaitingFor); nil when it waits for no one.
+	WaitingFor []int
 }
 
 // Rollback is the prediction mode of a lockstep client (the
@@ -347,6 +351,7 @@ func (r *Rollback) done(now time.Time, catching bool) RollbackTick {
 	r.lastNow = now
 	t := &r.tick
 	t.Present, t.Confirmed, t.Stalled, t.CatchingUp = r.present, r.settled, r.stalled, catching
+	t.WaitingFor = r.c.WaitingFor()
 	if !catching && r.started {
 		t.Alpha = max(0, min(1, r.clock-float64(r.present-1)))
 	}
