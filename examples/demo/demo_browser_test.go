@@ -306,6 +306,7 @@ func TestArenaInBrowser(t *testing.T) {
 	}
 	var match struct {
 		Room   string
+		RTTMs  int `json:"rtt_ms"`
 		Rating struct{ Mu float64 }
 		Others []struct {
 			Bot    bool
@@ -325,8 +326,13 @@ func TestArenaInBrowser(t *testing.T) {
 	if err := chromedp.Run(a, chromedp.Evaluate(`tongbuMatch`, &match)); err != nil {
 		t.Fatal(err)
 	}
-	if match.Room == room || match.Rating.Mu != 38 || len(match.Others) != arenaPlayers-1 {
-		t.Fatalf("the Play page's match: %+v", match)
+	if match.Room == room || match.Rating.Mu != 38 || len(match.Others) != arenaPlayers-1 || match.RTTMs < 1 || match.RTTMs > 1000 {
+		t.Fatalf("the Play page's match (with the round trip it measured): %+v", match)
+	}
+	var status string
+	chromedp.Run(a, chromedp.Evaluate(`document.getElementById("tongbu-status").textContent`, &status))
+	if !strings.HasPrefix(status, fmt.Sprintf("in a match with %d others", arenaPlayers-1)) {
+		t.Errorf("the Play page's status line during the match: %q", status)
 	}
 	for _, o := range match.Others {
 		if !o.Bot || o.Rating.Mu < 20 {

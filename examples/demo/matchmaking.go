@@ -35,7 +35,11 @@ type matchResult struct {
 	Room   string       `json:"room"`
 	Rating ratingJSON   `json:"rating"`
 	Others []ratedEntry `json:"others"` // the others of the match
+	RTTMs  int          `json:"rtt_ms"` // the round trip the page measured (engine.MeasureRegions), 0 if none
 }
+
+// demoRegion is the one region of the demo's matchmaking: this server.
+const demoRegion = "local"
 
 type ratingJSON struct {
 	Mu    float64 `json:"mu"`
@@ -65,6 +69,9 @@ func newLobby(d *demo) (*lobby, error) {
 		// A demo has few people: skill widens fast, and new players
 		// (whose Sigma is high) may meet bots whose rating is known.
 		Skill: 2, SkillWiden: 2, Uncertainty: 10,
+		// The page measures its round trip to this server (the only
+		// region); a slow link still plays, after a wait.
+		RTT: 250 * time.Millisecond, RTTWiden: 250 * time.Millisecond, MaxRTT: 2 * time.Second,
 	}}})
 	if err != nil {
 		return nil, err
@@ -104,7 +111,7 @@ func (l *lobby) pass(now time.Time) {
 	for id, p := range l.bots {
 		l.m.Add(matchmaker.Ticket{ID: id, Mode: playMode, Players: []matchmaker.Player{p}}, now)
 	}
-	matches, expired := l.m.Match(now, nil)
+	matches, expired := l.m.Match(now, []matchmaker.Site{{Node: "demo", Region: demoRegion, Free: 1 << 20}})
 	for _, t := range expired {
 		if c := l.wait[t.ID]; c != nil {
 			close(c)
@@ -177,7 +184,7 @@ func (l *lobby) start(mt matchmaker.Match) error {
 			continue
 		}
 		ar.seats++
-		res := matchResult{Ticket: tk, Player: p.ID, Game: "arena", Room: mt.ID, Rating: ratingJSON{p.Rating.Mu, p.Rating.Sigma}}
+		res := matchResult{Ticket: tk, Player: p.ID, Game: "arena", Room: mt.ID, Rating: ratingJSON{p.Rating.Mu, p.Rating.Sigma}, RTTMs: t.RTT[demoRegion]}
 		for _, e := range everyone {
 			if e.Name != p.ID {
 				res.Others = append(res.Others, e)
@@ -212,10 +219,19 @@ func (l *lobby) serveQueue(w http.ResponseWriter, r *http.Request) {
 		}
 		rating.Sigma = sigma
 	}
+	var rtts map[string]int
+	if s := q.Get("rtt"); s != "" {
+		ms, err := strconv.Atoi(s)
+		if err != nil || ms < 1 || ms > 10000 {
+			http.Error(w, "rtt: the round trip the page measured, in ms, 1 to 10000", http.StatusBadRequest)
+			return
+		}
+		rtts = map[string]int{demoRegion: ms}
+	}
 	player := fmt.Sprintf("guest-%d", l.d.guests.Add(1))
 	c := make(chan matchResult, 1)
 	l.mu.Lock()
-	err := l.m.Add(matchmaker.Ticket{ID: player, Mode: playMode, Players: []matchmaker.Player{{ID: player, Rating: rating}}}, time.Now())
+	err := l.m.Add(matchmaker.Ticket{ID: player, Mode: playMode, Players: []matchmaker.Player{{ID: player, Rating: rating}}, RTT: rtts}, time.Now())
 	if err == nil {
 		l.wait[player] = c
 	}

@@ -37,12 +37,15 @@ func TestPlayQueuesWithBotsNearTheRating(t *testing.T) {
 		}
 		return resp, res
 	}
-	for _, mu := range []float64{40, 10} {
-		resp, res := get("&mu=" + strconv.FormatFloat(mu, 'g', -1, 64) + "&sigma=2")
+	for i, mu := range []float64{40, 10} {
+		// The second page says the round trip it measured (the Play
+		// button's engine.MeasureRegions): 180 ms, within the mode's.
+		rtt := []string{"", "&rtt=180"}[i]
+		resp, res := get("&mu=" + strconv.FormatFloat(mu, 'g', -1, 64) + "&sigma=2" + rtt)
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("queue at %v: %s", mu, resp.Status)
 		}
-		if len(res.Others) != arenaPlayers-1 || res.Rating.Mu != mu {
+		if len(res.Others) != arenaPlayers-1 || res.Rating.Mu != mu || res.RTTMs != []int{0, 180}[i] {
 			t.Fatalf("match %+v", res)
 		}
 		for _, o := range res.Others {
@@ -54,7 +57,7 @@ func TestPlayQueuesWithBotsNearTheRating(t *testing.T) {
 			t.Fatalf("room %s not made, or no ticket: %+v", res.Room, res)
 		}
 	}
-	for _, bad := range []string{"&mu=NaN", "&mu=x", "&sigma=0", "&sigma=-1", "&mu=1e9"} {
+	for _, bad := range []string{"&mu=NaN", "&mu=x", "&sigma=0", "&sigma=-1", "&mu=1e9", "&rtt=0", "&rtt=x", "&rtt=99999"} {
 		if resp, _ := get(bad); resp.StatusCode != http.StatusBadRequest {
 			t.Errorf("%s: %s, want 400", bad, resp.Status)
 		}

@@ -33,6 +33,15 @@ func Join(game string) (*engine.Client, error) {
 				path += fmt.Sprintf("&mu=%g&sigma=%g", rating.Mu, rating.Sigma)
 			}
 		}
+		// The round trip to this server, as a game's lobby takes it for
+		// matchmaking across regions (the demo has one).
+		setStatus("measuring the round trip to the server…")
+		mctx, mcancel := context.WithTimeout(context.Background(), 10*time.Second)
+		pings, err := engine.MeasureRegions(mctx, []engine.RegionNode{{Region: "local", URL: origin}}, &engine.MeasureConfig{Pings: 5})
+		mcancel()
+		if ms := engine.RegionRTTs(pings)["local"]; err == nil && ms > 0 {
+			path += fmt.Sprintf("&rtt=%d", ms)
+		}
 		setStatus("finding a match near your rating…")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
@@ -56,6 +65,16 @@ func Join(game string) (*engine.Client, error) {
 	}
 	if queue {
 		js.Global().Set("tongbuMatch", js.Global().Get("JSON").Call("parse", string(raw)))
+		var m struct {
+			Others []struct{ Bot bool } `json:"others"`
+			RTTMs  int                  `json:"rtt_ms"`
+		}
+		json.Unmarshal(raw, &m)
+		status := fmt.Sprintf("in a match with %d others near your rating", len(m.Others))
+		if m.RTTMs > 0 {
+			status += fmt.Sprintf(", %d ms from the server", m.RTTMs)
+		}
+		setStatus(status)
 	}
 	c, err := engine.Dial(ctx, origin, t.Ticket, nil)
 	if err != nil {
