@@ -157,6 +157,7 @@ func ExampleNode_ServeCell() {
 	opts := &cluster.Options{Secret: []byte("the-cluster-key-of-every-node-and-lobby")}
 	gold := map[interest.ID]int{} // the game's own state of its players, per cell in a real game
 	var mu sync.Mutex
+	adopted := make(chan string, 1) // on the east cell's worker, as the client switches: printed after
 	m := cluster.CellMap{Map: "wild", Cols: 2, Rows: 1, Interest: interest.Config{Width: 8, Height: 4}, Start: time.Now(),
 		Handover: func(w *interest.World, id interest.ID) []byte {
 			mu.Lock()
@@ -164,7 +165,7 @@ func ExampleNode_ServeCell() {
 			return fmt.Appendf(nil, "gold=%d", gold[id])
 		},
 		Adopt: func(w *interest.World, id interest.ID, state []byte) {
-			fmt.Printf("the east cell adopts the player with %q\n", state)
+			adopted <- string(state)
 		}}
 	var nodes []*cluster.Node
 	for i, id := range []string{"west-node", "east-node"} {
@@ -218,15 +219,15 @@ func ExampleNode_ServeCell() {
 	if err != nil {
 		panic(err)
 	}
-	moved := false
+	moved := ""
 	c, err := engine.Dial(ctx, p.URL, p.Tickets["alice"], &engine.ClientConfig{IncludeLoopback: true,
-		OnMove: func(mv engine.Move) { fmt.Println("alice's client moved to", mv.To); moved = true }})
+		OnMove: func(mv engine.Move) { moved = mv.To }})
 	if err != nil {
 		panic(err)
 	}
 	defer c.Close()
 	walking := false
-	for !moved {
+	for moved == "" {
 		if err := c.Update(time.Now()); err != nil {
 			panic(err)
 		}
@@ -236,7 +237,9 @@ func ExampleNode_ServeCell() {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+	fmt.Printf("the east cell adopted the player with %q\n", <-adopted)
+	fmt.Println("alice's client moved to", moved)
 	// Output:
-	// the east cell adopts the player with "gold=12"
+	// the east cell adopted the player with "gold=12"
 	// alice's client moved to wild#1
 }

@@ -375,6 +375,10 @@ func TestClusterProcesses(t *testing.T) {
 	last := survivors[1]
 	held := len(status(t, last.url).Rooms[last.id])
 	p, err := cluster.CreateRoom(ctx, lobby, cluster.RoomRequest{}, opts)
+	if errors.Is(err, cluster.ErrNoCapacity) && held < 4 {
+		// A take-over its standbys were still finishing may have filled it.
+		held = max(held, len(status(t, last.url).Rooms[last.id]))
+	}
 	switch {
 	case held < 4 && (err != nil || p.Node != last.id):
 		t.Fatalf("with %s left holding %d of 4: %+v, %v", last.id, held, p, err)
