@@ -207,7 +207,10 @@ func (c *Client) Acked() uint32 {
 
 // Reconnected tells the client that its packets now come from another
 // connection (its match moved to another server, and the client kept its
-// state): the downlink's packet count starts anew there.
+// state): the downlink's packet count starts anew there, and so do a
+// strict room's pauses (the room that continues the match takes the
+// schedule as they moved it: Room.Start).
 func (c *Client) Reconnected() {
 	c.seqSeen, c.run, c.maxRun, c.runDecay = false, 0, 0, 0
+	c.rebasePauses()
 }

@@ -60,6 +60,21 @@ func (s *clientStrict) learnPause(from int, ms int64) {
 	s.pauses = append(s.pauses, p)
 }
 
+// rebasePauses folds the strict room's pauses so far into the client's
+// clock and jitter buffer, for a room that continues the match on the
+// schedule they moved (RestoreRoom takes Room.Start, which includes
+// them): that room's pauses count from zero.
+func (c *Client) rebasePauses() {
+	p := c.strict.paused()
+	if p == 0 {
+		return
+	}
+	c.minOffset += p
+	c.jb.paused0 -= p
+	c.jb.paused = 0
+	c.strict.pauses = c.strict.pauses[:0]
+}
+
 // strictBase is the earliest frame an input may target now in a strict
 // room: where the room's clock stands with the lead, but no more than a
 // few frames beyond the frames held, since the room's clock stops while

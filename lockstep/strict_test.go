@@ -2,6 +2,7 @@ package lockstep
 
 import (
 	"encoding/binary"
+	"math"
 	"slices"
 	"testing"
 	"testing/synctest"
@@ -193,5 +194,28 @@ func TestStrictSealBounds(t *testing.T) {
 	evs := room.Events()
 	if w := eventsOf(evs, EventWaited); len(w) != 1 || !slices.Equal(w[0].Players, []int{0, 1}) {
 		t.Fatalf("events %+v", evs)
+	}
+}
+
+// TestStrictPausesAcrossAFailover: a client that carries its state to a
+// room that continues the match (RestoreRoom, on Room.Start, which the
+// pauses moved) folds the pauses so far into its clock: the room's frame
+// it estimates is the same, and that room's own pauses count from zero.
+func TestStrictPausesAcrossAFailover(t *testing.T) {
+	cfg := Config{Players: 2, Hz: 15, Strict: true}
+	c, _ := NewClient(cfg, 0)
+	start := time.Unix(100, 0)
+	c.frame(start, Frame{Number: 0, Slots: make([]Slot, 2)})
+	c.strict.learnPause(10, 1500)
+	c.jb.paused = c.strict.paused()
+	now := start.Add(5 * time.Second)
+	before, target := c.serverFrame(now), c.jb.paused-c.jb.paused0
+	c.Reconnected()
+	if after := c.serverFrame(now); math.Abs(after-before) > 1e-9 || c.strict.paused() != 0 || c.jb.paused-c.jb.paused0 != target {
+		t.Fatalf("estimate %v then %v; pauses %v; buffer %v, was %v", before, after, c.strict.pauses, c.jb.paused-c.jb.paused0, target)
+	}
+	c.strict.learnPause(40, 200) // the continuing room's first wait
+	if got := c.strict.pausedAt(41); got != 200 {
+		t.Fatalf("the continuing room's pause read as %v", got)
 	}
 }
