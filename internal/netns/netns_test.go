@@ -109,8 +109,10 @@ func TestLoss(t *testing.T) {
 		time.Sleep(100 * time.Microsecond)
 	}
 	k := <-got
-	// Each echo crosses twice: 0.8 * 0.8 = 0.64 of them come back.
-	if share := float64(k) / sent; share < 0.58 || share > 0.70 {
+	// Each echo crosses twice: 0.8 * 0.8 = 0.64 of them come back (a
+	// standard deviation of 0.011 over 2,000). A loaded machine drops a
+	// few more in the sockets' buffers (CI once saw 0.56): never fewer.
+	if share := float64(k) / sent; share < 0.50 || share > 0.70 {
 		t.Errorf("%d of %d echoes came back (%.2f), want about 0.64", k, sent, share)
 	}
 }
