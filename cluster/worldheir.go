@@ -125,9 +125,11 @@ func (s *standbys) claimWorld(w *engine.World, name string) (uint64, error) {
 }
 
 // claimWait bounds how long a world's creation waits for the checkpoint
-// bucket's first opening, to claim the world's record: well within a
-// create request's time.
-const claimWait = 500 * time.Millisecond
+// bucket's first opening, to claim the world's record: within a create
+// request's time (Options.RequestTimeout, 2 s by default). A NATS cluster
+// of three makes the bucket's three replicas in about a second when its
+// nodes start together.
+const claimWait = 1500 * time.Millisecond
 
 // pickHeir names an heir for world o: another live node that serves
 // worlds and is not draining, of this node's region when one is; s.mu is
