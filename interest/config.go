@@ -22,7 +22,7 @@ const (
 	DefaultTolerance   = 32
 	DefaultMaxSpeed    = 64
 	DefaultTickBudget  = 160
-	DefaultDiscovery   = 64
+	DefaultDiscovery   = 512
 	DefaultMagicBits   = 8
 	DefaultMaxCustom   = 64
 	DefaultMaxAhead    = 2
@@ -84,10 +84,17 @@ type Config struct {
 	// TickBudget is the bytes a client may be sent per frame: broadcast
 	// commands first, then forced sync, discovery answers, state sync and
 	// repairs in the order of their accumulated priority. A burst (a
-	// region crossing) is spread over frames under it.
+	// region crossing) is spread over frames under it, but never past
+	// the 2 s in which a client must know its range: when the broadcasts
+	// of a crowd leave too little of the budget, a forced sync or a
+	// discovery answer takes what it needs to make its time, up to eight
+	// times the budget.
 	TickBudget int
-	// DiscoveryRate is how many discovery requests a client has answered
-	// per second; more are dropped and counted.
+	// DiscoveryRate is how many discovery and display requests a client
+	// has answered per second (a second's worth at once); more are
+	// dropped and counted. The default, 512, lets a player who runs into
+	// a fight of 300 ask for every one of them, logic and display data,
+	// within the 2 s.
 	DiscoveryRate int
 
 	// Policy sets the state-sync rates.
@@ -116,7 +123,7 @@ type Config struct {
 // RegionSize 1024 units, a map of 64 x 64 regions, Hz 16, MaxSpeed 64
 // units a frame, MaxMove 4 regions, Tolerance 32 units, MaxAhead 2
 // frames, ForcedSync 2 s less a frame, Lead half of ForcedSync, History
-// 10 s, MaxEntities 65,536, TickBudget 160, DiscoveryRate 64, MagicBits 8,
+// 10 s, MaxEntities 65,536, TickBudget 160, DiscoveryRate 512, MagicBits 8,
 // MaxCustom 64 and DefaultPolicy (the Default constants).
 func (c Config) WithDefaults() Config {
 	def := func(v *int, d int) {

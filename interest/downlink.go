@@ -56,7 +56,7 @@ type item struct {
 	echo  uint8 // which copy of an echoed send this is, 0 for the first
 	id    ID
 	reg   int32 // itemRegion: the region
-	enter int   // itemRegion: the frame the range took it in
+	enter int   // itemRegion: the frame the range took it in; a discovery answer: the frame asked
 	acc   float32
 	rest  []ID // itemRegion: entities still to send, once started
 }
@@ -67,7 +67,7 @@ func (o *observer) enqueue(it item) {
 			q := &o.queue[i]
 			if q.kind == it.kind && q.id == it.id {
 				if whyWeight[it.why] > whyWeight[q.why] {
-					q.why = it.why
+					q.why, q.enter = it.why, it.enter
 				}
 				return
 			}
@@ -256,6 +256,7 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 		}
 		return 0
 	})
+	budget = max(budget, o.needed(w))
 	center := w.regionAt(me.reg)
 	keep := o.queue[:0]
 	for _, it := range o.queue {
@@ -281,6 +282,45 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 		o.enqueue(it)
 	}
 	o.later = o.later[:0]
+}
+
+// Deadlines of the sends that make a client know what is in its range:
+// a region's forced sync is done within forcedFrames of the range
+// taking it in (the seed's 2 s), a discovery answer within answerFrames
+// of the request. Peak shaving spreads them under the byte budget, and
+// when what else the client is sent (a mass battle's broadcasts) leaves
+// too little of it, needed gives them what they need to make it, up to
+// maxNeeded times the budget (a client asking for everything cannot make
+// the world send it more than that).
+const (
+	answerFrames = 4
+	maxNeeded    = 8
+	// entryBits is what needed reckons an entity of a region list or a
+	// discovery answer takes, besides its ID: a little over a moving
+	// entity's relative logic.
+	entryBits = 80
+)
+
+// needed returns the bits this frame's packet must carry for the queued
+// forced syncs and discovery answers to make their deadlines: each one's
+// remaining size over the frames it has left.
+func (o *observer) needed(w *World) int {
+	need := 0
+	per := w.lay.idBits + entryBits
+	for i := range o.queue {
+		it := &o.queue[i]
+		var size, end int
+		switch {
+		case it.kind == itemRegion:
+			size, end = len(it.rest)*per, it.enter+w.forcedFrames
+		case it.why == whyDiscovery:
+			size, end = per, it.enter+answerFrames
+		default:
+			continue
+		}
+		need += size / max(1, end-w.frame)
+	}
+	return min(need, maxNeeded*8*w.cfg.TickBudget)
 }
 
 // maxSpare bounds the region lists' storage an observer keeps: a join (or

@@ -114,7 +114,7 @@ func (o *observer) deliver(w *World, e *entity, msg []byte) error {
 			failReq(reason, ID(raw))
 			continue
 		}
-		o.enqueue(item{kind: itemLogic, why: whyDiscovery, id: ID(raw)})
+		o.enqueue(item{kind: itemLogic, why: whyDiscovery, id: ID(raw), enter: w.frame})
 		w.stats.Discoveries++
 	}
 	if len(u.display) > 0 {
