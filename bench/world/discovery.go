@@ -10,6 +10,7 @@ type episode struct {
 	ids        []interest.ID
 	ours, base int // frames to know them all; -1 while not yet
 	gone       bool
+	end        int // battle: the frame the range let the region go, when gone
 }
 
 // heard is the baseline's report that a sampled player was sent an
