@@ -351,15 +351,7 @@ func (s *battleSim) serverFrame(now time.Time) time.Duration {
 // baselineFrame runs the baseline's part of frame f and returns its CPU
 // time.
 func (s *battleSim) baselineFrame(f int) time.Duration {
-	keep := s.pending[:0]
-	for _, c := range s.pending {
-		if c.due <= f {
-			s.base.command(c)
-		} else {
-			keep = append(keep, c)
-		}
-	}
-	s.pending = keep
+	s.pending = s.base.commandsDue(s.pending, f)
 	b0 := harness.ThreadCPU()
 	s.base.tick(f)
 	return harness.ThreadCPU() - b0

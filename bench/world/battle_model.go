@@ -259,14 +259,7 @@ func (s *battleSim) checkSent() {
 // heard is the baseline's report that a runner was sent an entity's
 // state sync this frame: its client knows it once the packet arrives.
 func (s *battleSim) heard(player, id interest.ID) {
-	p := s.byID[player]
-	due := s.frame + s.o.delay
-	if k := p.knows[id]; k != nil {
-		k.doom = 0
-		k.from = min(k.from, due)
-		return
-	}
-	p.knows[id] = &baseKnown{from: due}
+	learnAt(s.byID[player].knows, id, s.frame+s.o.delay)
 }
 
 // follow tracks the runners' ranges: a block region a range takes in

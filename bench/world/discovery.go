@@ -17,14 +17,18 @@ type episode struct {
 // entity's state sync this frame: its client knows it once the packet
 // arrives.
 func (s *worldSim) heard(player, id interest.ID) {
-	p := s.byPlayer[player]
-	due := s.frame + s.o.delay
-	if k := p.knows[id]; k != nil {
+	learnAt(s.byPlayer[player].knows, id, s.frame+s.o.delay)
+}
+
+// learnAt records in a baseline client's knowledge that it holds entity
+// id from frame due on (when the sync sent now arrives).
+func learnAt(knows map[interest.ID]*baseKnown, id interest.ID, due int) {
+	if k := knows[id]; k != nil {
 		k.doom = 0
 		k.from = min(k.from, due)
 		return
 	}
-	p.knows[id] = &baseKnown{from: due}
+	knows[id] = &baseKnown{from: due}
 }
 
 // follow tracks the sampled players' ranges: a region a range takes in

@@ -184,6 +184,20 @@ func (b *jx1) command(c jxCmd) {
 	b.pend = append(b.pend, c)
 }
 
+// commandsDue applies the commands of pending due by frame f and returns
+// the others, in pending's storage.
+func (b *jx1) commandsDue(pending []jxCmd, f int) []jxCmd {
+	keep := pending[:0]
+	for _, c := range pending {
+		if c.due <= f {
+			b.command(c)
+		} else {
+			keep = append(keep, c)
+		}
+	}
+	return keep
+}
+
 func (b *jx1) stop(id interest.ID) {
 	e := &b.ents[id]
 	if e.mover < 0 {

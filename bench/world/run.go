@@ -89,15 +89,7 @@ func (s *worldSim) serverFrame(f int, now time.Time, rc *runtimeCounters) server
 // baselineFrame runs the baseline's part of frame f and returns its CPU
 // time: the same commands, JX1's state sync.
 func (s *worldSim) baselineFrame(f int) time.Duration {
-	keep := s.pending[:0]
-	for _, c := range s.pending {
-		if c.due <= f {
-			s.base.command(c)
-		} else {
-			keep = append(keep, c)
-		}
-	}
-	s.pending = keep
+	s.pending = s.base.commandsDue(s.pending, f)
 	b0 := harness.ThreadCPU()
 	s.base.tick(f)
 	b1 := harness.ThreadCPU()
