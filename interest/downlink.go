@@ -231,9 +231,11 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 	if len(o.queue) == 0 {
 		return
 	}
+	need, per := 0, w.lay.idBits+entryBits
 	for i := range o.queue {
 		it := &o.queue[i]
 		it.acc += whyWeight[it.why]
+		need += it.needed(w, per)
 		// Start loading the lines emit reads: an entity's first and
 		// its absolute encoding's; a region list's first entities' first
 		// and relative encoding's.
@@ -256,7 +258,7 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 		}
 		return 0
 	})
-	budget = max(budget, o.needed(w))
+	budget = max(budget, min(need, maxNeeded*8*w.cfg.TickBudget))
 	center := w.regionAt(me.reg)
 	keep := o.queue[:0]
 	for _, it := range o.queue {
@@ -289,38 +291,33 @@ func (o *observer) drain(w *World, me *entity, budget int) {
 // taking it in (the seed's 2 s), a discovery answer within answerFrames
 // of the request. Peak shaving spreads them under the byte budget, and
 // when what else the client is sent (a mass battle's broadcasts) leaves
-// too little of it, needed gives them what they need to make it, up to
-// maxNeeded times the budget (a client asking for everything cannot make
-// the world send it more than that).
+// too little of it, the drain gives them what they need to make it
+// (item.needed), up to maxNeeded times the budget: a client asking for
+// everything cannot make the world send it more than that.
 const (
 	answerFrames = 4
 	maxNeeded    = 8
-	// entryBits is what needed reckons an entity of a region list or a
-	// discovery answer takes, besides its ID: a little over a moving
-	// entity's relative logic.
+	// entryBits is what item.needed reckons an entity of a region list
+	// or a discovery answer takes, besides its ID: a little over a
+	// moving entity's relative logic.
 	entryBits = 80
 )
 
-// needed returns the bits this frame's packet must carry for the queued
-// forced syncs and discovery answers to make their deadlines: each one's
-// remaining size over the frames it has left.
-func (o *observer) needed(w *World) int {
-	need := 0
-	per := w.lay.idBits + entryBits
-	for i := range o.queue {
-		it := &o.queue[i]
-		var size, end int
-		switch {
-		case it.kind == itemRegion:
-			size, end = len(it.rest)*per, it.enter+w.forcedFrames
-		case it.why == whyDiscovery:
-			size, end = per, it.enter+answerFrames
-		default:
-			continue
-		}
-		need += size / max(1, end-w.frame)
+// needed returns the bits this frame's packet must carry for the item
+// to make its deadline, if it has one (a forced sync, a discovery
+// answer): its remaining size, per bits an entity, over the frames it
+// has left. The drain sums them over the queue.
+func (it *item) needed(w *World, per int) int {
+	var size, end int
+	switch {
+	case it.kind == itemRegion:
+		size, end = len(it.rest)*per, it.enter+w.forcedFrames
+	case it.why == whyDiscovery:
+		size, end = per, it.enter+answerFrames
+	default:
+		return 0
 	}
-	return min(need, maxNeeded*8*w.cfg.TickBudget)
+	return size / max(1, end-w.frame)
 }
 
 // maxSpare bounds the region lists' storage an observer keeps: a join (or

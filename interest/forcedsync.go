@@ -40,7 +40,7 @@ func (o *observer) forced(w *World, me *entity) {
 		}
 		ri := w.regionIndex(r)
 		// A crowded region starts early by the frames its list takes at
-		// half the most a frame may carry for it (observer.needed), so
+		// half the most a frame may carry for it (item.needed), so
 		// that it is done by its time, not begun.
 		due -= len(w.regions[ri].ents) * (w.lay.idBits + entryBits) / (maxNeeded * 4 * w.cfg.TickBudget)
 		if w.frame >= due {
