@@ -9,7 +9,6 @@ import (
 	"runtime"
 	"time"
 
-	"github.com/tongbu/tongbu/bench/internal/bots"
 	"github.com/tongbu/tongbu/bench/internal/harness"
 	"github.com/tongbu/tongbu/interest"
 )
@@ -57,16 +56,10 @@ type battleOpts struct {
 	warmup, seconds        float64
 	delay                  int // one-way delay in frames (in memory)
 	seed                   uint64
-	rtt                    time.Duration // -transport webrtc: the emulated round trip
-	bots                   bots.Shape
 }
 
-// battleWebRTC runs the scenario over real WebRTC (battle_rtc.go; not in
-// js builds).
-var battleWebRTC func(o battleOpts, out io.Writer) error
-
-// benchBattle runs the scenario with its flags: in memory, or with
-// -transport webrtc over real WebRTC.
+// benchBattle runs the scenario with its flags, in memory: every client
+// in this process over an in-memory link.
 func benchBattle(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("battle", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "a shorter run of the same scenario (CI)")
@@ -77,36 +70,16 @@ func benchBattle(args []string, out io.Writer) error {
 	fs.Float64Var(&o.seconds, "seconds", 30, "seconds measured")
 	fs.Float64Var(&o.warmup, "warmup", 6, "seconds run before measuring")
 	fs.IntVar(&o.delay, "delay", 1, "in memory: one-way delay in frames (62.5 ms each at 16 Hz)")
-	fs.DurationVar(&o.rtt, "rtt", 50*time.Millisecond, "-transport webrtc: the round trip emulated between the bots and the server")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed")
-	o.bots.Flags(fs)
-	via := fs.String("transport", "mem", "mem: every client in this process over an in-memory link; webrtc: the players are bots in a second process over real WebRTC on loopback, through a relay that delays each way by half of -rtt")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
 	if *quick {
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		if !set["warmup"] {
-			o.warmup = 3
-		}
-		if !set["seconds"] {
-			o.seconds = 6
-		}
+		shorten(fs, &o.warmup, &o.seconds, 3, 6)
 	}
 	if o.players < 2 || o.runners < 0 || o.npcs < 0 || o.players+o.runners+o.npcs >= interest.DefaultMaxEntities ||
-		o.seconds < 1 || o.warmup < 0 || o.delay < 0 || o.rtt < 0 {
-		return errors.New("want 2 <= -players, 0 <= -runners, 0 <= -npcs, all < 65536, -seconds >= 1, -warmup, -delay, -rtt >= 0")
-	}
-	switch *via {
-	case "mem":
-	case "webrtc":
-		if battleWebRTC == nil {
-			return errors.New("-transport webrtc: not in this build (js)")
-		}
-		return battleWebRTC(o, out)
-	default:
-		return fmt.Errorf("-transport %q: want mem or webrtc", *via)
+		o.seconds < 1 || o.warmup < 0 || o.delay < 0 {
+		return errors.New("want 2 <= -players, 0 <= -runners, 0 <= -npcs, all < 65536, -seconds >= 1, -warmup, -delay >= 0")
 	}
 	s, err := newBattleSim(o)
 	if err != nil {

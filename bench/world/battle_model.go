@@ -278,43 +278,7 @@ func (s *battleSim) follow(open bool) {
 			s.openEpisodes(p, p.reg, reg)
 		}
 		p.reg = reg
-		for id, k := range p.knows {
-			if near(reg, s.base.region(id)) {
-				k.doom = 0
-			} else if k.doom++; k.doom > grace {
-				delete(p.knows, id)
-			}
-		}
-		keep := p.open[:0]
-		for _, e := range p.open {
-			if !near(reg, e.reg) {
-				e.gone, e.end = true, f
-				continue
-			}
-			ours, base := e.ours < 0, e.base < 0
-			for _, id := range e.ids {
-				if s.base.region(id) != e.reg {
-					continue // it left: no longer required
-				}
-				if _, ok := p.c.Entity(id); ours && !ok {
-					ours = false
-				}
-				if k := p.knows[id]; base && (k == nil || k.from > f) {
-					base = false
-				}
-			}
-			if ours {
-				e.ours = f - e.start
-			}
-			if base {
-				e.base = f - e.start
-			}
-			if e.ours < 0 || e.base < 0 {
-				keep = append(keep, e)
-			}
-		}
-		clear(p.open[len(keep):])
-		p.open = keep
+		p.open = trackRange(f, grace, reg, s.base, p.c, p.knows, p.open)
 	}
 }
 

@@ -10,7 +10,7 @@ type episode struct {
 	ids        []interest.ID
 	ours, base int // frames to know them all; -1 while not yet
 	gone       bool
-	end        int // battle: the frame the range let the region go, when gone
+	end        int // the frame the range let the region go, when gone
 }
 
 // heard is the baseline's report that a sampled player was sent an
@@ -54,48 +54,54 @@ func (s *worldSim) follow(open bool) {
 			s.openEpisodes(p, p.reg, reg)
 		}
 		p.reg = reg
-		for id, k := range p.knows {
-			if near(reg, s.base.region(id)) {
-				k.doom = 0
-			} else if k.doom++; k.doom > grace {
-				delete(p.knows, id)
-			}
-		}
-		keep := p.open[:0]
-		for _, e := range p.open {
-			if !near(reg, e.reg) {
-				e.gone = true
-				continue
-			}
-			ours, base := e.ours < 0, e.base < 0
-			for _, id := range e.ids {
-				if s.base.region(id) != e.reg {
-					continue // it left: no longer required
-				}
-				if ours {
-					if _, ok := p.c.Entity(id); !ok {
-						ours = false
-					}
-				}
-				if base {
-					if k := p.knows[id]; k == nil || k.from > f {
-						base = false
-					}
-				}
-			}
-			if ours {
-				e.ours = f - e.start
-			}
-			if base {
-				e.base = f - e.start
-			}
-			if e.ours < 0 || e.base < 0 {
-				keep = append(keep, e)
-			}
-		}
-		clear(p.open[len(keep):])
-		p.open = keep
+		p.open = trackRange(f, grace, reg, s.base, p.c, p.knows, p.open)
 	}
+}
+
+// trackRange does a followed player's part of a frame f, in region reg:
+// its baseline client forgets what was out of its range for more than
+// grace frames, and each open episode closes for each side whose client
+// knows every entity that was in the region then and still is, or is
+// gone when the range let the region go. It returns the episodes still
+// open, in open's storage.
+func trackRange(f, grace int, reg interest.Region, base *jx1, c *interest.Client, knows map[interest.ID]*baseKnown, open []*episode) []*episode {
+	for id, k := range knows {
+		if near(reg, base.region(id)) {
+			k.doom = 0
+		} else if k.doom++; k.doom > grace {
+			delete(knows, id)
+		}
+	}
+	keep := open[:0]
+	for _, e := range open {
+		if !near(reg, e.reg) {
+			e.gone, e.end = true, f
+			continue
+		}
+		ours, theirs := e.ours < 0, e.base < 0
+		for _, id := range e.ids {
+			if base.region(id) != e.reg {
+				continue // it left: no longer required
+			}
+			if _, ok := c.Entity(id); ours && !ok {
+				ours = false
+			}
+			if k := knows[id]; theirs && (k == nil || k.from > f) {
+				theirs = false
+			}
+		}
+		if ours {
+			e.ours = f - e.start
+		}
+		if theirs {
+			e.base = f - e.start
+		}
+		if e.ours < 0 || e.base < 0 {
+			keep = append(keep, e)
+		}
+	}
+	clear(open[len(keep):])
+	return keep
 }
 
 // near reports whether region b is in the 3x3 range around region a.

@@ -109,15 +109,8 @@ func benchWorld(args []string, out io.Writer) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	if *quick { // shorter, unless asked otherwise
-		set := map[string]bool{}
-		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
-		if !set["warmup"] {
-			o.warmup = 4
-		}
-		if !set["seconds"] {
-			o.seconds = 8
-		}
+	if *quick {
+		shorten(fs, &o.warmup, &o.seconds, 4, 8)
 	}
 	if o.players < 1 || o.npcs < 0 || o.players+o.npcs >= interest.DefaultMaxEntities || o.seconds < 1 || o.warmup < 0 || o.delay < 0 || o.sample < 1 {
 		return errors.New("want 1 <= -players, 0 <= -npcs, players+npcs < 65536, -seconds >= 1, -warmup >= 0, -delay >= 0, -sample >= 1")
@@ -155,6 +148,19 @@ func benchWorld(args []string, out io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// shorten sets a -quick run's warm-up and measured seconds, unless the
+// command line gave them.
+func shorten(fs *flag.FlagSet, warmup, seconds *float64, w, m float64) {
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["warmup"] {
+		*warmup = w
+	}
+	if !set["seconds"] {
+		*seconds = m
+	}
 }
 
 // printHeader prints what the in-memory run is: its population and
