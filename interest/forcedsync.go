@@ -38,13 +38,9 @@ func (o *observer) forced(w *World, me *entity) {
 				due, why = ahead, whyForcedAhead
 			}
 		}
-		ri := w.regionIndex(r)
-		// A crowded region starts early by the frames its list takes at
-		// half the most a frame may carry for it (item.needed), so
-		// that it is done by its time, not begun.
-		due -= len(w.regions[ri].ents) * (w.lay.idBits + entryBits) / (maxNeeded * 4 * w.cfg.TickBudget)
 		if w.frame >= due {
 			o.open[s] = false
+			ri := w.regionIndex(r)
 			it := item{kind: itemRegion, why: why, reg: ri, enter: o.enter[s], rest: o.spareList()}
 			for _, id := range w.regions[ri].ents {
 				if id != o.id && !w.discovered(id, it.enter) {

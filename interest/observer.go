@@ -129,6 +129,18 @@ func (o *observer) opened(w *World) {
 	}
 }
 
+// crowdLead is how many frames early region r's forced sync starts when
+// the range takes it in: the frames its list takes at half the most a
+// frame may carry for it (item.needed), so that a crowded region's is
+// done by its time, not begun. Read once, at the crossing.
+func (w *World) crowdLead(r Region) int {
+	if r.X < 0 || r.Y < 0 || r.X >= w.cfg.Width || r.Y >= w.cfg.Height {
+		return 0
+	}
+	n := len(w.regions[w.regionIndex(r)].ents)
+	return n * (w.lay.idBits + entryBits) / (maxNeeded * 4 * w.cfg.TickBudget)
+}
+
 // crossed updates the per-region enter frames when the observer's entity
 // moves from region from to region to: regions still in range keep their
 // frames; new ones are entered now and due for forced sync.
@@ -143,7 +155,7 @@ func (o *observer) crossed(w *World, from, to int32) {
 			enter[s], due[s], open[s] = o.enter[old], o.due[old], o.open[old]
 			continue
 		}
-		enter[s], due[s], open[s] = w.frame, w.frame+forced, true
+		enter[s], due[s], open[s] = w.frame, w.frame+forced-w.crowdLead(r), true
 	}
 	o.enter, o.due, o.open = enter, due, open
 	o.opened(w)
