@@ -88,8 +88,12 @@ func (c *Client) moved(d moveDial) {
 	old, from, oldIs := c.conn, c.welcome.target, c.is
 	cfg := c.cfg
 	c.takeOver(d.c)
-	if d.seamless && oldIs != nil && c.is != nil {
-		c.is.Inherit(oldIs) // the next cell of the same map: what the client sees stays
+	if d.seamless && oldIs != nil && c.is != nil { // the next cell of the same map: what the client sees stays
+		if c.welcome.version >= inheritWire {
+			c.is.Inherit(oldIs) // and its commands go on in their sequence
+		} else {
+			c.is.InheritMoves(oldIs)
+		}
 	}
 	c.url, c.cfg = d.url, cfg
 	old.Close()

@@ -19,7 +19,7 @@ func TestVectors(t *testing.T) {
 	w := &welcome{mode: Lockstep, target: "duel-1", role: RolePlayer, slot: 1,
 		lockstep: lockstep.Config{Players: 2, Hz: 60, Fill: lockstep.FillRepeat, Late: lockstep.LateNextFrame, InputBytes: 1, HashEvery: 30}.WithDefaults()}
 	msg := appendWelcome(nil, w)
-	about := `9.2 welcome (version 6): lockstep, a player, room "duel-1", slot 1, the room configuration of 7 ` +
+	about := `9.2 welcome (version 8): lockstep, a player, room "duel-1", slot 1, the room configuration of versions 7 and 8 ` +
 		"(2 players, 60 Hz, repeat-last, late inputs to the next frame, 1-byte inputs, hash every 30, the rest at their defaults)"
 	if err := vectorfile.Check(filepath.Join("testdata", "vectors"), "welcome", about, msg, *updateVectors); err != nil {
 		t.Fatal(err)

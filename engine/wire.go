@@ -31,16 +31,24 @@ const (
 	// writes every version from minWireVersion, to a client that
 	// announces it reads no newer (WireHeader); one that announces none
 	// is taken to read unannouncedWire.
-	wireVersion    = 7 // 6 had no strict lockstep; 5 no bye for a kick; 4 no interest corrections' voided commands nor actions' views; 3 no lockstep MaxDelay
+	wireVersion    = 8 // 7 had a cell's client number its commands afresh; 6 no strict lockstep; 5 no bye for a kick; 4 no interest corrections' voided commands nor actions' views; 3 no lockstep MaxDelay
 	minWireVersion = 5
 	// minReadWire is the oldest version this client reads: 5 differs
 	// from 6 only in a bye reason a version-5 server never sends, and 6
-	// from 7 in a lockstep configuration without strict rooms.
+	// from 7 in a lockstep configuration without strict rooms, and 7
+	// from 8 not at all (what changed is what a cell's client does).
 	minReadWire = 5
 	// strictWire is the first version whose lockstep rooms may be strict
 	// (lockstep.Config.Strict) and whose authoritative rooms' views come
 	// in parts: such a room refuses an older client.
-	strictWire      = 7
+	strictWire = 7
+	// inheritWire is the first version whose client, following its
+	// entity into the next cell of a map, goes on in the command sequence
+	// the old cell handed over (interest.Client.Inherit, and
+	// World.JoinInherited at the server): its commands in flight at the
+	// crossing are applied exactly once. An older client sends again only
+	// its moves, numbered afresh (Client.InheritMoves, World.Join).
+	inheritWire     = 8
 	unannouncedWire = 4
 	maxByeText      = 200
 	maxWireUvint    = 1 << 30

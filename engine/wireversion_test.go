@@ -50,12 +50,13 @@ func TestWireVersion(t *testing.T) {
 		served   bool
 		says     string
 	}{
-		{"", false, "announces no wire version (so reads version 4), the server writes versions 5 to 7"}, // before announcing was the rule: version 4
+		{"", false, "announces no wire version (so reads version 4), the server writes versions 5 to 8"}, // before announcing was the rule: version 4
 		{"5", true, ""},
 		{"6", true, ""},
 		{"7", true, ""},
-		{"9", true, ""}, // a newer client reads version 7 too
-		{"4", false, "the client reads wire versions up to 4, the server writes versions 5 to 7"},
+		{"8", true, ""},
+		{"9", true, ""}, // a newer client reads version 8 too
+		{"4", false, "the client reads wire versions up to 4, the server writes versions 5 to 8"},
 		{"0", false, "not a version number"},
 		{"four", false, "not a version number"},
 	} {
@@ -87,8 +88,8 @@ func TestWireVersion(t *testing.T) {
 	// Dial of a client that reads version 4: ErrWireVersion, naming both.
 	tk, _ := s.Ticket("bob", "duo", RolePlayer, time.Minute)
 	_, err = Dial(ctx, web.URL, tk, &ClientConfig{HTTPClient: &http.Client{Transport: rewriteWire{"4"}}})
-	if !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "up to 4") || !strings.Contains(err.Error(), "versions 5 to 7") {
-		t.Fatalf("a client of version 4: %v, want ErrWireVersion naming versions 4, 5 and 7", err)
+	if !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "up to 4") || !strings.Contains(err.Error(), "versions 5 to 8") {
+		t.Fatalf("a client of version 4: %v, want ErrWireVersion naming versions 4, 5 and 8", err)
 	}
 	// A client of version 5 is written version 5, which this client
 	// reads too.

@@ -244,7 +244,11 @@ func (w *World) join(p *peer) {
 		id, err = w.place(player, r)
 	}
 	if err == nil {
-		if err = w.world.Join(id); err != nil {
+		join := w.world.Join
+		if p.wire >= inheritWire {
+			join = w.world.JoinInherited // a client that followed its entity across a cell border goes on in its command sequence
+		}
+		if err = join(id); err != nil {
 			w.unplace(player, id)
 		}
 	}

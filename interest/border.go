@@ -50,7 +50,16 @@ type Border struct {
 	sent         map[ID]sentGhost
 	wr           codec.Writer
 	ops          []borderOp // Apply's, reused
+	cmds         []cmdState // Write's: the command state of each carried handover, for the trailer
 	all          bool       // the next Write hands over from all of theirs (Reclaim)
+	noTrailer    bool       // tests: Write as a cell that predates the trailer
+}
+
+// cmdState is a handed-over player's command state at its old cell: the
+// last command the cell applied (SPEC.md §8.4's trailer).
+type cmdState struct {
+	have bool
+	seq  uint16
 }
 
 // sentGhost is what the neighbour was last told of an entity.
@@ -132,6 +141,7 @@ func (b *Border) Write(dst []byte) ([]byte, []ID) {
 	b.wr.Reset(dst)
 	b.wr.WriteUvarint(uint64(w.frame))
 	var handed []ID
+	b.cmds = b.cmds[:0]
 	// Entities of mine that walked into the neighbour's cell.
 	for _, ri := range b.strays {
 		for _, id := range w.regions[ri].ents {
@@ -163,6 +173,7 @@ func (b *Border) Write(dst []byte) ([]byte, []ID) {
 		b.writeOp(borderHandover, e, true)
 		b.writeCarried(e.obs)
 		if e.obs != nil {
+			b.cmds = append(b.cmds, cmdState{have: e.obs.haveCmd, seq: e.obs.cmdSeq})
 			w.Leave(id)
 		}
 		w.ghost[id] = true
@@ -212,7 +223,21 @@ func (b *Border) Write(dst []byte) ([]byte, []ID) {
 		w.lay.writeID(&b.wr, id)
 		delete(b.sent, id)
 	}
-	b.wr.WriteBool(false) // the end
+	b.wr.WriteBool(false) // the end of the ops
+	// The trailer: the last command each carried player's old cell
+	// applied, so that its client's commands in flight at the crossing
+	// are applied once, here or there. A reader that predates it stops
+	// at the end of the ops.
+	b.wr.WriteBool(!b.noTrailer)
+	for _, c := range b.cmds {
+		if b.noTrailer {
+			break
+		}
+		b.wr.WriteBool(c.have)
+		if c.have {
+			b.wr.WriteBits(uint64(c.seq), 16)
+		}
+	}
 	b.sweepOrphans()
 	return b.wr.Bytes(), handed
 }
@@ -283,6 +308,18 @@ func (b *Border) Apply(msg []byte) (adopted []ID, err error) {
 		ops = append(ops, o)
 		if len(ops) > w.cfg.MaxEntities {
 			r.Fail(fmt.Errorf("%w: %d ops", ErrMalformed, len(ops)))
+		}
+	}
+	// The trailer, from a sender that writes it (a 0 bit, or none, from
+	// one that does not: its padding).
+	if r.Err() == nil && r.Remaining() > 0 && r.ReadBool() {
+		for i := range ops {
+			if c := ops[i].carry; c != nil && r.Err() == nil {
+				c.cmds = true
+				if c.haveCmd = r.ReadBool(); c.haveCmd {
+					c.cmdSeq = uint16(r.ReadBits(16))
+				}
+			}
 		}
 	}
 	b.ops = ops[:0]

@@ -124,7 +124,11 @@ func (h *cellsHarness) owner(p Vec) *cell { return h.cells[h.ownerIndex(p)] }
 // new client and connection, as a real client opens to the neighbour.
 func (h *cellsHarness) attach(p *tplayer, ci int) {
 	c := h.cells[ci]
-	if err := c.w.Join(p.id); err != nil {
+	join := c.w.Join
+	if h.inherit && p.c != nil {
+		join = c.w.JoinInherited
+	}
+	if err := join(p.id); err != nil {
 		h.t.Fatal(err)
 	}
 	cl, err := NewClient(c.w.Config(), p.id)
@@ -503,7 +507,7 @@ func (nopSender) SendReliable(ID, []byte) error   { return nil }
 
 // TestInheritGuards: a client inherits only from a client of the same map
 // and player; what it inherits it knows at once, its own entity and
-// unacknowledged commands included.
+// unacknowledged commands included (with InheritMoves, its moves alone).
 func TestInheritGuards(t *testing.T) {
 	cfg := testConfig()
 	old, _ := NewClient(cfg, 5)
@@ -527,8 +531,13 @@ func TestInheritGuards(t *testing.T) {
 		if _, ok := nc.Entity(9); ok != c.want {
 			t.Errorf("%s: knows the NPC: %v, want %v", c.name, ok, c.want)
 		}
-		if c.want && (nc.Frame() != 40 || !nc.haveMe || nc.me.Pos != old.me.Pos || len(nc.unacked) != 1 || nc.unacked[0].tag != cmdMove) {
-			t.Errorf("%s: frame %d, own entity %v at %v, %d commands: want the old clock, entity and move (not the jump)", c.name, nc.Frame(), nc.haveMe, nc.me.Pos, len(nc.unacked))
+		if c.want && (nc.Frame() != 40 || !nc.haveMe || nc.me.Pos != old.me.Pos || len(nc.unacked) != 2 || nc.firstCmd != old.firstCmd || nc.nextCmd != old.nextCmd) {
+			t.Errorf("%s: frame %d, own entity %v at %v, %d commands from %d: want the old clock, entity, move and jump in their sequence", c.name, nc.Frame(), nc.haveMe, nc.me.Pos, len(nc.unacked), nc.firstCmd)
+		}
+		mc, _ := NewClient(c.cfg, c.self)
+		mc.InheritMoves(old)
+		if c.want && (len(mc.unacked) != 1 || mc.unacked[0].tag != cmdMove || mc.firstCmd != 0) {
+			t.Errorf("%s: InheritMoves keeps %d commands from %d: want the move alone, numbered afresh", c.name, len(mc.unacked), mc.firstCmd)
 		}
 	}
 }
@@ -602,115 +611,6 @@ func (b *inbox) SendUnreliable(_ ID, msg []byte) error {
 	return nil
 }
 func (b *inbox) SendReliable(id ID, msg []byte) error { return b.SendUnreliable(id, msg) }
-
-// TestCommandsCrossBorder: a player's client sends a command the old cell
-// never applies (the entity was handed over as the command travelled);
-// once the client follows it to the new cell (Inherit), the command is
-// sent again and applied there, and a command the old cell did apply is
-// not applied twice.
-func TestCommandsCrossBorder(t *testing.T) {
-	start := time.Unix(0, 0)
-	var ws [2]*World
-	var outs [2]inbox
-	var bs [2]*Border
-	jumps := 0
-	for i := range 2 {
-		w, err := NewWorld(Config{Width: 8, Height: 4, MaxEntities: 1024, IDStride: 2, IDOffset: i}, start, &outs[i])
-		if err != nil {
-			t.Fatal(err)
-		}
-		w.OnAction(func(a Action) {
-			if a.Kind == ActionJump {
-				jumps++
-			}
-		})
-		ws[i] = w
-	}
-	bs[0], _ = ws[0].NewBorder(Rect{0, 0, 4, 4}, Rect{4, 0, 8, 4})
-	bs[1], _ = ws[1].NewBorder(Rect{4, 0, 8, 4}, Rect{0, 0, 4, 4})
-	at := Vec{X: 3800, Y: 2048}
-	id, _ := ws[0].Spawn(Player, Logic{Pos: at, Dest: at, Life: 100}, Display{Name: "ann"})
-	if err := ws[0].Join(id); err != nil {
-		t.Fatal(err)
-	}
-	cl, _ := NewClient(ws[0].Config(), id)
-	cell := 0 // where the client's packets go
-	now := start
-	// frame runs one frame of both cells, their border messages, and the
-	// client; it reports whether the west handed ann over.
-	frame := func() bool {
-		now = now.Add(ws[0].Config().Period())
-		for _, w := range ws {
-			w.Tick(now)
-		}
-		var handed []ID
-		for i, b := range bs {
-			msg, h := b.Write(nil)
-			if i == 0 {
-				handed = h
-			}
-			if _, err := bs[1-i].Apply(msg); err != nil {
-				t.Fatal(err)
-			}
-		}
-		for _, m := range outs[cell].msgs {
-			cl.Deliver(now, m)
-		}
-		outs[0].msgs, outs[1].msgs = nil, nil
-		cl.Advance(now)
-		if p := cl.Packet(now); p != nil {
-			ws[cell].Deliver(id, p)
-		}
-		return len(handed) > 0
-	}
-	for range 20 {
-		frame()
-	}
-	if _, ok := cl.Self(); !ok {
-		t.Fatal("the client does not know its entity")
-	}
-	if err := cl.Jump(); err != nil { // applied by the west
-		t.Fatal(err)
-	}
-	frame()
-	frame()
-	if jumps != 1 {
-		t.Fatalf("%d jumps, want the west's 1", jumps)
-	}
-	if err := cl.Move(Vec{X: 4300, Y: 2048}, 40); err != nil {
-		t.Fatal(err)
-	}
-	for !frame() {
-	}
-	// Handed over: the client, not knowing yet, turns north-east; its
-	// packet reaches the west, which no longer holds ann.
-	if err := cl.Move(Vec{X: 4600, Y: 2600}, 40); err != nil {
-		t.Fatal(err)
-	}
-	frame()
-	if lg, _ := ws[1].Logic(id); lg.Dest == (Vec{X: 4600, Y: 2600}) {
-		t.Fatal("the east applied a command sent to the west")
-	}
-	// The client follows ann to the east.
-	next, _ := NewClient(ws[1].Config(), id)
-	next.Inherit(cl)
-	cl, cell = next, 1
-	if err := ws[1].Join(id); err != nil {
-		t.Fatal(err)
-	}
-	for range 8 {
-		frame()
-	}
-	if lg, _ := ws[1].Logic(id); lg.Dest != (Vec{X: 4600, Y: 2600}) {
-		t.Fatalf("the east has ann heading for %v: the command sent at the crossing was lost", lg.Dest)
-	}
-	if jumps != 1 {
-		t.Fatalf("%d jumps: the east applied the west's command again", jumps)
-	}
-	if st := ws[1].Stats(); st.Corrections != 0 {
-		t.Fatalf("the east corrected ann %d times", st.Corrections)
-	}
-}
 
 // TestGhostBehindOwner: through every tick a ghost is where its owner had
 // the entity a frame before, also when the owner turns it, so that it

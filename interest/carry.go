@@ -17,6 +17,11 @@ type carried struct {
 	from     int   // the frame of hist[0]
 	hist     []Vec // positions at frames from, from+1, ...
 	at       Logic // the entity as handed over, for the frames after
+	// The last command the old cell applied (the border message's
+	// trailer; cmds is false from a sender that does not write it).
+	cmds    bool
+	haveCmd bool
+	cmdSeq  uint16
 }
 
 // carryFrames is how much of a player's history goes with it: commands
@@ -66,14 +71,25 @@ func (b *Border) readCarried(r *codec.Reader, frame int) *carried {
 
 // adopt makes a new observer go on from what its entity's old cell
 // carried; the frames between the crossing and now are filled from the
-// entity's path at the crossing.
-func (o *observer) adopt(w *World, c *carried) {
+// entity's path at the crossing. inherited: the client goes on in the
+// old cell's command sequence (World.JoinInherited).
+func (o *observer) adopt(w *World, c *carried, inherited bool) {
 	at := c.at
+	last := c.from + len(c.hist) - 1
+	switch {
+	case !inherited:
+	case c.cmds: // its commands go on in the old cell's sequence: each is applied once
+		o.haveCmd, o.cmdSeq, o.ackDue = c.haveCmd, c.cmdSeq, c.haveCmd
+	default:
+		// An old cell that does not say what it applied: the client's
+		// jumps, skills and custom commands stamped by the crossing may
+		// have been, and are dropped, as before the cells said it.
+		o.movesTo = last
+	}
 	o.lastCorr = min(c.lastCorr, w.frame)
 	if c.limit > 0 {
 		o.limits = append(o.limits[:0], speedLimit{frame: c.from, speed: c.limit, prev: c.limit})
 	}
-	last := c.from + len(c.hist) - 1
 	for f := max(c.from, w.frame-len(o.hist)+2); f <= w.frame; f++ {
 		if f <= last {
 			o.hist[f%len(o.hist)] = c.hist[f-c.from]

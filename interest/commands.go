@@ -317,7 +317,19 @@ func (w *World) SetTarget(player, target ID) error {
 // accepts its uplink through Deliver. A world hosted by engine.Server is
 // joined by the server (its WorldConfig.Join hook only spawns or finds
 // the entity); a game that drives a World itself calls Spawn, then Join.
-func (w *World) Join(id ID) error {
+func (w *World) Join(id ID) error { return w.join(id, false) }
+
+// JoinInherited joins as Join does the client that follows its entity
+// from the next cell of a map and inherited the client of the cell it
+// left (Client.Inherit). It goes on in the command sequence that cell
+// carried over with the entity: each command the client had in flight
+// at the crossing is applied once, by the one cell or the other. (A
+// client joined with Join numbers its commands afresh: it was made new,
+// or it took the old one's with Client.InheritMoves.) For an entity no
+// cell handed over, it is Join.
+func (w *World) JoinInherited(id ID) error { return w.join(id, true) }
+
+func (w *World) join(id ID, inherited bool) error {
 	e, err := w.owned(id)
 	if err != nil {
 		return err
@@ -328,7 +340,7 @@ func (w *World) Join(id ID) error {
 	o := newObserver(w, e)
 	if c := w.carried[id]; c != nil { // its client follows it from the next cell
 		delete(w.carried, id)
-		o.adopt(w, c)
+		o.adopt(w, c, inherited)
 	}
 	e.obs = o
 	w.obs = append(w.obs, o)

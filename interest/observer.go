@@ -38,8 +38,12 @@ type observer struct {
 	lastCorr int                       // frame of the last correction; older moves are void
 	voidFrom uint16                    // the first command the last correction voids, if stamped before lastCorr
 	listed   int32                     // the region whose list holds it (World.addObserver), or -1
-	enter    [9]int
-	due      [9]int
+	// movesTo is the frame of a crossing from a cell that did not say
+	// which commands it applied: the jumps, skills and custom commands
+	// stamped by then are dropped (adopt); -1 otherwise.
+	movesTo int
+	enter   [9]int
+	due     [9]int
 
 	told        [toldSize]toldRec // the entities lately sent to the client whole, a ring
 	toldAt      int
@@ -93,7 +97,7 @@ func (o *observer) setLimit(w *World, speed int32) {
 }
 
 func newObserver(w *World, e *entity) *observer {
-	o := &observer{id: e.id, hist: make([]Vec, w.lay.history+1), tokens: float64(w.cfg.DiscoveryRate), listed: -1}
+	o := &observer{id: e.id, hist: make([]Vec, w.lay.history+1), tokens: float64(w.cfg.DiscoveryRate), listed: -1, movesTo: -1}
 	for i := range o.hist {
 		o.hist[i] = e.lg.Pos
 	}

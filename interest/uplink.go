@@ -99,6 +99,9 @@ func (o *observer) deliver(w *World, e *entity, msg []byte) error {
 			continue // applied already; the client repeats until acknowledged
 		}
 		o.cmdSeq, o.haveCmd, o.ackDue = seq, true, true
+		if o.movesTo >= 0 && u.cmds[i].tag != cmdMove && u.cmds[i].frame <= o.movesTo {
+			continue // in flight at a crossing whose old cell may have applied it
+		}
 		if reason, err := o.command(w, e, &u.cmds[i]); err != nil {
 			fail(reason, err)
 		}

@@ -5,6 +5,7 @@ package cluster_test
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -139,10 +140,38 @@ func TestCellsAcrossNodes(t *testing.T) {
 
 	// Ann walks east across the border: her client switches to the
 	// connection that waited, with no new handshake, and keeps her entity.
+	// She jumps every frame on the way: the jumps in flight at the
+	// crossing are applied once, by the one cell or the other.
+	var jumps [2]atomic.Int32
+	for i, w := range []*engine.World{west, east} {
+		onWorker(w, func(iw *interest.World) bool {
+			iw.OnAction(func(a interest.Action) {
+				if a.Kind == interest.ActionJump {
+					jumps[i].Add(1)
+				}
+			})
+			return true
+		})
+	}
+	issued, jumpedAt := 0, -1
+	jump := func() {
+		if f := c.Interest().Frame(); f != jumpedAt && c.Interest().Jump() == nil {
+			issued, jumpedAt = issued+1, f
+		}
+	}
 	if err := c.Interest().Move(interest.Vec{X: 5000, Y: 2048}, 60); err != nil {
 		t.Fatal(err)
 	}
-	play(t, "ann's move to the east cell", func() bool { advance(); return len(moves) > 0 }, c)
+	play(t, "ann's move to the east cell", func() bool { advance(); jump(); return len(moves) > 0 }, c)
+	for range 8 { // and on, in the east
+		play(t, "a frame", func() bool { advance(); return c.Interest().Frame() != jumpedAt }, c)
+		jump()
+	}
+	play(t, "every jump applied", func() bool { advance(); return int(jumps[0].Load()+jumps[1].Load()) >= issued }, c)
+	play(t, "a few frames more", func() bool { advance(); return c.Interest().Frame() >= jumpedAt+8 }, c)
+	if w, e := jumps[0].Load(), jumps[1].Load(); int(w+e) != issued || w == 0 || e == 0 {
+		t.Fatalf("ann jumped %d times on her way; the west applied %d jumps, the east %d", issued, w, e)
+	}
 	if mv := <-moves; mv.To != cluster.CellName("wild", 1) || c.Entity() != me {
 		t.Fatalf("move %+v, entity %d (was %d)", mv, c.Entity(), me)
 	}
