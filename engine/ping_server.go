@@ -7,8 +7,6 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
-
-	"github.com/tongbu/tongbu/transport"
 )
 
 // ping answers GET /ping at once: a round trip over TCP for a client that
@@ -32,8 +30,8 @@ func (s *Server) ping(w http.ResponseWriter, r *http.Request) {
 // interface) ":port"; "" without WebRTC.
 func (s *Server) pingUDP() string {
 	u, ok := s.UDPAddr().(*net.UDPAddr)
-	if !ok || u == nil || s.cfg.Stack == transport.StackPion {
-		return "" // pion's stack answers no region ping
+	if !ok || u == nil {
+		return ""
 	}
 	port := uint16(u.Port)
 	for _, ip := range s.cfg.PublicIPs {

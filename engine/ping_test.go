@@ -4,10 +4,13 @@ package engine
 
 import (
 	"context"
+	"io"
 	"math"
 	"net"
+	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -95,5 +98,33 @@ func TestMeasureRegionsRefusals(t *testing.T) {
 	}
 	if rtts := RegionRTTs(pings); len(rtts) != 1 {
 		t.Fatalf("round trips %v", rtts)
+	}
+}
+
+// TestNetTestServed: the network test's page and script are served to
+// anyone, the script to pages of any origin (the browser test, in
+// interop/transport, runs them).
+func TestNetTestServed(t *testing.T) {
+	s, err := NewServer(Config{Secret: testSecret, NoWebRTC: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Shutdown(context.Background())
+	web := httptest.NewServer(s.Handler())
+	defer web.Close()
+	for _, tc := range []struct{ path, kind, has, origin string }{
+		{NetTestPath, "text/html", `<script src="nettest.js">`, ""},
+		{NetTestScript, "text/javascript", "tongbuNetTest", "*"},
+	} {
+		resp, err := http.Get(web.URL + tc.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.HasPrefix(resp.Header.Get("Content-Type"), tc.kind) ||
+			!strings.Contains(string(body), tc.has) || resp.Header.Get("Access-Control-Allow-Origin") != tc.origin {
+			t.Errorf("%s: %d %q origin %q, %d bytes", tc.path, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Access-Control-Allow-Origin"), len(body))
+		}
 	}
 }

@@ -215,6 +215,8 @@ func NewServer(cfg Config) (*Server, error) {
 	s.sched = sched.NewScheduler(cfg.Workers)
 	s.mux.HandleFunc(HealthPath, s.health)
 	s.mux.HandleFunc(PingPath, s.ping)
+	s.mux.HandleFunc(NetTestPath, netTest)
+	s.mux.HandleFunc(NetTestScript, netTest)
 	if !cfg.SeparateMetrics {
 		s.mux.Handle(MetricsPath, s.MetricsHandler())
 	}

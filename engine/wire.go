@@ -138,6 +138,13 @@ const (
 	HealthPath  = "/healthz" // 200 "ok" while serving, 503 while shutting down
 	MetricsPath = "/metrics" // Prometheus text format
 	PingPath    = "/ping"    // 204 at once, naming the UDP port that answers region pings (MeasureRegions)
+	// NetTestPath is the network test, a page a player opens to see the
+	// round trip, jitter and loss from the browser to this server, over
+	// UDP on the game's port and over TCP; NetTestScript is its script,
+	// which a game's own page may load from any origin and call
+	// (tongbuNetTest(serverURL)). SPEC.md §9.8.
+	NetTestPath   = "/nettest"
+	NetTestScript = "/nettest.js"
 )
 
 // Mode is what a connection joined: a lockstep room or an interest world.

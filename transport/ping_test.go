@@ -6,14 +6,25 @@ import (
 	"net"
 	"testing"
 	"time"
+
+	"github.com/pion/stun/v4"
 )
 
 // TestRegionPing: the server's UDP socket answers a region ping (SPEC.md
-// §6.5) with the same 16 bytes, "TBPR" first; a datagram of another size
-// or magic gets nothing; a flood is answered within the socket's rate
-// (4,096 a second), never more bytes than it sent.
+// §6.5) with the same 16 bytes, "TBPR" first, and a STUN binding request
+// without credentials (a browser's, to a STUN server) with the client's
+// address; a datagram of another size or magic gets nothing, nor does a
+// binding request with credentials it cannot check; a flood is answered
+// within the socket's rate (4,096 a second), never more bytes than it
+// sent. Both stacks.
 func TestRegionPing(t *testing.T) {
-	s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0"})
+	for _, stack := range []Stack{StackLean, StackPion} {
+		t.Run(stack.String(), func(t *testing.T) { testRegionPing(t, stack) })
+	}
+}
+
+func testRegionPing(t *testing.T, stack Stack) {
+	s, err := NewServer(ServerConfig{UDPAddr: "127.0.0.1:0", Stack: stack})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,7 +45,16 @@ func TestRegionPing(t *testing.T) {
 	if got, ok := read(2 * time.Second); !ok || string(got) != "TBPR0123456789ab" {
 		t.Fatalf("answer %q %v", got, ok)
 	}
-	for _, bad := range [][]byte{[]byte("TBPQ0123456789abc"), []byte("TBPQ0123"), []byte("TBPX0123456789ab"), []byte("TBPR0123456789ab")} {
+	bind := stun.MustBuild(stun.TransactionID, stun.BindingRequest)
+	c.Write(bind.Raw)
+	got, ok := read(2 * time.Second)
+	m := &stun.Message{Raw: got}
+	var xa stun.XORMappedAddress
+	if !ok || m.Decode() != nil || xa.GetFrom(m) != nil || m.TransactionID != bind.TransactionID || xa.Port != c.LocalAddr().(*net.UDPAddr).Port {
+		t.Fatalf("binding answer %x %v", got, ok)
+	}
+	checked := stun.MustBuild(stun.TransactionID, stun.BindingRequest, stun.NewUsername("nobody:here"), stun.NewShortTermIntegrity("x"), stun.Fingerprint)
+	for _, bad := range [][]byte{[]byte("TBPQ0123456789abc"), []byte("TBPQ0123"), []byte("TBPX0123456789ab"), []byte("TBPR0123456789ab"), checked.Raw} {
 		c.Write(bad)
 		if got, ok := read(100 * time.Millisecond); ok {
 			t.Fatalf("%q answered with %q", bad, got)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/pion/ice/v4"
 	"github.com/pion/webrtc/v4"
+
+	"github.com/tongbu/tongbu/transport/internal/probe"
 )
 
 // pionServer is the pion stack's side of a Server (ServerConfig.Stack =
@@ -50,7 +52,7 @@ func newPionServer(s *Server, udp net.PacketConn, tcp *net.TCPListener) (*pionSe
 		return nil, fmt.Errorf("transport: DTLS certificate: %w", err)
 	}
 	p := &pionServer{s: s, cert: *cert, udp: udp, conns: make(map[*rtcConn]struct{})}
-	p.mux = webrtc.NewICEUDPMux(nil, udp)
+	p.mux = webrtc.NewICEUDPMux(nil, &probeConn{PacketConn: udp})
 	var se webrtc.SettingEngine
 	// A server bound to a loopback address has nothing else to offer.
 	loopback := s.cfg.IncludeLoopback || isLoopbackAddr(udp.LocalAddr())
@@ -92,6 +94,35 @@ func newPionServer(s *Server, udp net.PacketConn, tcp *net.TCPListener) (*pionSe
 	}
 	p.api = newAPI(se)
 	return p, nil
+}
+
+// probeConn is the socket pion's UDP mux reads: it answers the probes of
+// clients measuring their path (package probe) before pion sees them,
+// within their rate, as the lean stack's socket does.
+type probeConn struct {
+	net.PacketConn
+	lim probe.Limit
+	buf [64]byte // the mux reads from one goroutine
+}
+
+func (c *probeConn) ReadFrom(p []byte) (int, net.Addr, error) {
+	for {
+		n, addr, err := c.PacketConn.ReadFrom(p)
+		if err != nil || n == 0 || p[0] >= 4 && p[0] != probe.PingMagic[0] {
+			return n, addr, err
+		}
+		ua, ok := addr.(*net.UDPAddr)
+		if !ok {
+			return n, addr, err
+		}
+		out, isProbe := probe.Answer(c.buf[:0], p[:n], ua.AddrPort())
+		if !isProbe {
+			return n, addr, err
+		}
+		if c.lim.Take(time.Now()) {
+			c.PacketConn.WriteTo(out, addr)
+		}
+	}
 }
 
 // publicMux is pion's UDP mux with only the listen addresses of the

@@ -12,6 +12,8 @@ import (
 
 	"github.com/pion/stun/v4"
 	"golang.org/x/net/ipv4"
+
+	"github.com/tongbu/tongbu/transport/internal/probe"
 )
 
 // socket is one UDP socket and its reader: the server's, one
@@ -33,7 +35,7 @@ type socket struct {
 
 	stunMsg stun.Message // the reader's
 	stunOut stun.Message
-	pings   pingLimit // a server's region pings (ping.go)
+	pings   probe.Limit // a server's answers to probes (ping.go)
 }
 
 // newSocket serves udp: a server's socket, whose peers the server's
@@ -299,10 +301,10 @@ func (s *socket) take(now time.Time, b []byte, from netip.AddrPort, dst netip.Ad
 		}
 	}
 	switch {
+	case s.server && (probe.IsPing(b) || b[0] < 4 && probe.IsAnonymousBinding(b)):
+		s.probe(now, b, ap)
 	case b[0] < 4:
 		s.stunPacket(b, ap, local)
-	case s.server && isPing(b):
-		s.pong(now, b, ap)
 	case b[0] >= 20 && b[0] <= 63:
 		p := local
 		if !s.shared {
