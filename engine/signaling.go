@@ -53,13 +53,17 @@ func (s *Server) authorize(r *http.Request) (any, error) {
 }
 
 // wireFor returns ErrWireVersion when target needs a newer wire than the
-// client reads: a strict room (lockstep.Config.Strict) needs strictWire.
+// client reads: a strict room (lockstep.Config.Strict) needs strictWire,
+// a world with field groups (interest.Config.Groups) groupsWire.
 func (s *Server) wireFor(target string, wire int) error {
 	s.mu.Lock()
-	r := s.rooms[target]
+	r, w := s.rooms[target], s.worlds[target]
 	s.mu.Unlock()
-	if r != nil {
+	switch {
+	case r != nil:
 		return r.wireFor(wire)
+	case w != nil && wire < groupsWire && len(w.world.Config().Groups) > 0:
+		return fmt.Errorf("%w: world %q has field groups, which clients read from wire version %d; the client reads %d: update the client", ErrWireVersion, target, groupsWire, wire)
 	}
 	return nil
 }

@@ -31,12 +31,13 @@ const (
 	// writes every version from minWireVersion, to a client that
 	// announces it reads no newer (WireHeader); one that announces none
 	// is taken to read unannouncedWire.
-	wireVersion    = 8 // 7 had a cell's client number its commands afresh; 6 no strict lockstep; 5 no bye for a kick; 4 no interest corrections' voided commands nor actions' views; 3 no lockstep MaxDelay
+	wireVersion    = 9 // 8 had no field groups; 7 had a cell's client number its commands afresh; 6 no strict lockstep; 5 no bye for a kick; 4 no interest corrections' voided commands nor actions' views; 3 no lockstep MaxDelay
 	minWireVersion = 5
 	// minReadWire is the oldest version this client reads: 5 differs
 	// from 6 only in a bye reason a version-5 server never sends, and 6
-	// from 7 in a lockstep configuration without strict rooms, and 7
-	// from 8 not at all (what changed is what a cell's client does).
+	// from 7 in a lockstep configuration without strict rooms, 7 from 8
+	// not at all (what changed is what a cell's client does), and 8 from
+	// 9 in a world's welcome without field groups.
 	minReadWire = 5
 	// strictWire is the first version whose lockstep rooms may be strict
 	// (lockstep.Config.Strict) and whose authoritative rooms' views come
@@ -48,7 +49,11 @@ const (
 	// World.JoinInherited at the server): its commands in flight at the
 	// crossing are applied exactly once. An older client sends again only
 	// its moves, numbered afresh (Client.InheritMoves, World.Join).
-	inheritWire     = 8
+	inheritWire = 8
+	// groupsWire is the first version whose world welcome carries the
+	// world's field groups (interest.Config.Groups), and whose clients
+	// read group records: a world with groups refuses an older client.
+	groupsWire      = 9
 	unannouncedWire = 4
 	maxByeText      = 200
 	maxWireUvint    = 1 << 30
@@ -206,6 +211,9 @@ func appendWelcome(dst []byte, m *welcome) []byte {
 	} else {
 		w.WriteUvarint(uint64(m.self))
 		interest.WriteClientConfig(w, m.interest)
+		if v >= groupsWire {
+			interest.WriteClientGroups(w, m.interest.Groups)
+		}
 	}
 	return w.Bytes()
 }
@@ -238,6 +246,9 @@ func readWelcome(msg []byte) (*welcome, error) {
 	} else {
 		self := r.ReadUvarint()
 		m.interest, err = interest.ReadClientConfig(r)
+		if err == nil && v >= groupsWire {
+			m.interest, err = interest.ReadClientGroups(r, m.interest)
+		}
 		m.self = interest.ID(self)
 		if err == nil && (self == 0 || self >= uint64(m.interest.MaxEntities)) {
 			err = fmt.Errorf("%w: entity %d out of range", ErrMalformed, self)

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tongbu/tongbu/interest"
 	"github.com/tongbu/tongbu/lockstep"
 	"github.com/tongbu/tongbu/transport"
 	"github.com/tongbu/tongbu/transport/memnet"
@@ -50,13 +51,14 @@ func TestWireVersion(t *testing.T) {
 		served   bool
 		says     string
 	}{
-		{"", false, "announces no wire version (so reads version 4), the server writes versions 5 to 8"}, // before announcing was the rule: version 4
+		{"", false, "announces no wire version (so reads version 4), the server writes versions 5 to 9"}, // before announcing was the rule: version 4
 		{"5", true, ""},
 		{"6", true, ""},
 		{"7", true, ""},
 		{"8", true, ""},
-		{"9", true, ""}, // a newer client reads version 8 too
-		{"4", false, "the client reads wire versions up to 4, the server writes versions 5 to 8"},
+		{"9", true, ""},
+		{"10", true, ""}, // a newer client reads version 9 too
+		{"4", false, "the client reads wire versions up to 4, the server writes versions 5 to 9"},
 		{"0", false, "not a version number"},
 		{"four", false, "not a version number"},
 	} {
@@ -88,8 +90,8 @@ func TestWireVersion(t *testing.T) {
 	// Dial of a client that reads version 4: ErrWireVersion, naming both.
 	tk, _ := s.Ticket("bob", "duo", RolePlayer, time.Minute)
 	_, err = Dial(ctx, web.URL, tk, &ClientConfig{HTTPClient: &http.Client{Transport: rewriteWire{"4"}}})
-	if !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "up to 4") || !strings.Contains(err.Error(), "versions 5 to 8") {
-		t.Fatalf("a client of version 4: %v, want ErrWireVersion naming versions 4, 5 and 8", err)
+	if !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "up to 4") || !strings.Contains(err.Error(), "versions 5 to 9") {
+		t.Fatalf("a client of version 4: %v, want ErrWireVersion naming versions 4, 5 and 9", err)
 	}
 	// A client of version 5 is written version 5, which this client
 	// reads too.
@@ -131,6 +133,50 @@ func TestWireVersion(t *testing.T) {
 		t.Fatalf("the strict room's client has %+v", cfg)
 	}
 	c7.Close()
+	// A world with field groups refuses a client of version 8; one of
+	// version 9 gets the groups in its welcome, and the values.
+	groups := interest.Config{Width: 8, Height: 8, Groups: []interest.Group{
+		{Name: "guild", Fields: []interest.Field{{Name: "id", Bits: 20}, {Name: "rank", Bits: 3}}},
+	}}
+	var npc interest.ID
+	gw, err := s.CreateWorld("guilds", WorldConfig{Interest: groups, Join: func(w *interest.World, player string) (interest.ID, error) {
+		if npc == 0 {
+			npc, _ = w.Spawn(interest.NPC, interest.Logic{Pos: interest.Vec{X: 600, Y: 500}, Life: 100}, interest.Display{Name: "wolf"})
+			if err := w.SetGroup(npc, 0, 4242, 5); err != nil {
+				return 0, err
+			}
+		}
+		return w.Spawn(interest.Player, interest.Logic{Pos: interest.Vec{X: 500, Y: 500}, Life: 100}, interest.Display{Name: player})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = gw
+	tk8, _ := s.Ticket("eve", "guilds", RolePlayer, time.Minute)
+	if _, err = Dial(ctx, web.URL, tk8, &ClientConfig{HTTPClient: &http.Client{Transport: rewriteWire{"8"}}}); !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "field groups") {
+		t.Fatalf("a client of version 8 in a world with field groups: %v, want ErrWireVersion", err)
+	}
+	tk9, _ := s.Ticket("eve", "guilds", RolePlayer, time.Minute)
+	c9, err := Dial(ctx, web.URL, tk9, nil)
+	if err != nil {
+		t.Fatalf("a client of version 9 in a world with field groups: %v", err)
+	}
+	if g := c9.Interest().Config().Groups; len(g) != 1 || g[0].Name != "guild" || g[0].Fields[1].Bits != 3 {
+		t.Fatalf("the client's groups %+v", g)
+	}
+	for end := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if err := c9.Update(time.Now()); err != nil {
+			t.Fatal(err)
+		}
+		c9.Interest().Advance(time.Now())
+		if v, ok := c9.Interest().Group(npc, 0); ok && v[0] == 4242 && v[1] == 5 {
+			break
+		}
+		if time.Now().After(end) {
+			t.Fatal("the client never heard the wolf's guild")
+		}
+	}
+	c9.Close()
 	// This client is served, and its welcome is the version it reads.
 	c, err := Dial(ctx, web.URL, tk, nil)
 	if err != nil {

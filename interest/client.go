@@ -63,6 +63,7 @@ type ClientStats struct {
 	LostPackets  int64 // downlink packets never received (gaps in sequence)
 	EventsMissed int64 // events dropped because the game did not drain them
 	Replays      int64 // moves sent again on top of a correction (Client reconciles)
+	GroupRecords int64 // field group values heard (Config.Groups)
 }
 
 type known struct {
@@ -152,6 +153,12 @@ type Client struct {
 	discover map[ID]ask
 	wantDisp map[ID]ask
 	events   []Event
+	// Field groups (Config.Groups): the values heard, by entity and
+	// group (an entity is in groups once its groups were fetched), the
+	// requests of Client.RequestGroup, and a display message's records.
+	groups  map[ID][][]int64
+	wantGrp map[gkey]ask
+	grecs   []groupRec
 
 	nextCmd  uint16
 	firstCmd uint16
@@ -191,6 +198,7 @@ func NewClient(cfg Config, self ID) (*Client, error) {
 		lay: newLayout(cfg), self: self,
 		ents: make(map[ID]*known), displays: make(map[ID]cachedDisplay),
 		discover: make(map[ID]ask), wantDisp: make(map[ID]ask),
+		groups: make(map[ID][][]int64), wantGrp: make(map[gkey]ask),
 	}
 	c.rd.init(c.lay.cfg)
 	return c, nil
@@ -198,6 +206,11 @@ func NewClient(cfg Config, self ID) (*Client, error) {
 
 // Frame returns the client's estimate of the world's frame.
 func (c *Client) Frame() int { return c.frame }
+
+// Config returns the world's configuration as the client holds it: the
+// part the world's clients get (an engine client's, from the welcome:
+// the map, the rates and bounds, the field groups), defaults elsewhere.
+func (c *Client) Config() Config { return c.lay.cfg }
 
 // ID returns the player's own entity's ID.
 func (c *Client) ID() ID { return c.self }
@@ -375,6 +388,7 @@ func (c *Client) forget(id ID) {
 	}
 	delete(c.ents, id)
 	delete(c.wantDisp, id)
+	delete(c.groups, id) // not pushed out of range: fetched again on its return
 	c.stats.Removed++
 }
 
@@ -661,7 +675,7 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 }
 
 func (c *Client) wantDisplay(now time.Time, id ID, ver uint8) {
-	if d, ok := c.displays[id]; ok && d.ver == ver {
+	if d, ok := c.displays[id]; ok && d.ver == ver && (len(c.lay.cfg.Groups) == 0 || c.groups[id] != nil) {
 		d.used = c.frame
 		c.displays[id] = d
 		return
@@ -684,6 +698,10 @@ func (c *Client) display(r *codec.Reader) error {
 	for i := 0; i < n && r.Err() == nil; i++ {
 		c.lay.readDisplay(r, &list[i], &c.names, &c.looks)
 	}
+	c.grecs = c.grecs[:0]
+	if len(c.lay.cfg.Groups) > 0 {
+		c.grecs = c.readGroupRecords(r, c.grecs)
+	}
 	if err := r.Done(); err != nil {
 		// What a message dropped would have added is not kept.
 		c.names.list, c.looks = c.names.list[:hadNames], c.looks[:hadLooks]
@@ -692,6 +710,9 @@ func (c *Client) display(r *codec.Reader) error {
 	for _, e := range list[:n] {
 		c.displays[e.id] = cachedDisplay{displayEntry: e, used: c.frame}
 		delete(c.wantDisp, e.id)
+	}
+	if len(c.lay.cfg.Groups) > 0 {
+		c.applyGroups(list[:n], c.grecs)
 	}
 	if limit := max(maxDisplays, 4*len(c.ents)); len(c.displays) > limit {
 		c.evictDisplays(limit * 3 / 4)
@@ -834,8 +855,12 @@ func (c *Client) Packet(now time.Time) []byte {
 			c.lastDisp = c.frame
 		}
 	}
-	ack := c.ackDue && (len(u.cmds) > 0 || len(u.discover) > 0 || len(u.display) > 0 || c.fastAcks > 0 || c.frame-c.lastAck >= ackEvery)
-	if !ack && len(u.cmds) == 0 && len(u.discover) == 0 && len(u.display) == 0 {
+	u.groups = u.groups[:0]
+	if len(c.wantGrp) > 0 {
+		u.groups = c.pickGroups(u.groups, now)
+	}
+	ack := c.ackDue && (len(u.cmds) > 0 || len(u.discover) > 0 || len(u.display) > 0 || len(u.groups) > 0 || c.fastAcks > 0 || c.frame-c.lastAck >= ackEvery)
+	if !ack && len(u.cmds) == 0 && len(u.discover) == 0 && len(u.display) == 0 && len(u.groups) == 0 {
 		return nil
 	}
 	u.hasAck = c.haveRecv

@@ -92,6 +92,7 @@ func (w *World) grow() {
 	w.where, w.lastBc, w.waiting, w.ghost = append(w.where, -1), append(w.lastBc, 0), append(w.waiting, false), append(w.ghost, false)
 	w.past = append(w.past, pathLog{})
 	w.lastCross = append(w.lastCross, noCross)
+	w.fields = append(w.fields, nil)
 }
 
 // spawnAt makes entity id, which has storage and is not alive, and
@@ -152,6 +153,7 @@ func (w *World) despawn(e *entity) {
 	e.alive = false
 	w.where[id] = -1
 	w.ghost[id] = false
+	w.fields[id] = nil
 }
 
 // Move sends an entity toward dest at speed units per frame, starting now,

@@ -117,6 +117,11 @@ type Config struct {
 	// entity keeps its ID in every cell it crosses into. Default 1 and 0:
 	// every ID. Server-only.
 	IDStride, IDOffset int
+
+	// Groups are the entity fields the game declares beyond Logic and
+	// Display, each sent at its own pace (Group): at most MaxGroups. The
+	// clients hold the same (the engine's welcome carries them).
+	Groups []Group
 }
 
 // WithDefaults returns c with every zero field set to its default:
@@ -201,6 +206,9 @@ func (c Config) Validate() error {
 		return bad("magic state of %d bits out of 0..32", c.MagicBits)
 	case c.MaxCustom < 0 || c.MaxCustom > 512:
 		return bad("custom payload %d out of 0..512", c.MaxCustom)
+	}
+	if err := validateGroups(&c); err != nil {
+		return err
 	}
 	return c.Policy.validate()
 }

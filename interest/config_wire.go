@@ -50,3 +50,47 @@ func ReadClientConfig(r *codec.Reader) (Config, error) {
 	c = c.WithDefaults() // the server-only fields, which the client does not use
 	return c, c.Validate()
 }
+
+// WriteClientGroups writes the world's field groups (Config.Groups), as
+// its clients need them to read the group records: after the client
+// configuration, for clients of wire versions that read them (SPEC.md
+// §9.2). What a group and each field are called goes too, for the game.
+func WriteClientGroups(w *codec.Writer, groups []Group) {
+	w.WriteUint(uint64(len(groups)), MaxGroups)
+	for _, g := range groups {
+		w.WriteString(g.Name, 32)
+		w.WriteBool(g.Request)
+		w.WriteUvarint(uint64(g.Every / time.Millisecond))
+		w.WriteUint(uint64(len(g.Fields)-1), MaxGroupFields-1)
+		for _, f := range g.Fields {
+			w.WriteString(f.Name, 32)
+			w.WriteUint(uint64(f.Bits-1), 63)
+			w.WriteBool(f.Signed)
+		}
+	}
+}
+
+// ReadClientGroups reads what WriteClientGroups wrote into c.Groups and
+// checks c again as Validate does.
+func ReadClientGroups(r *codec.Reader, c Config) (Config, error) {
+	n := int(r.ReadUint(MaxGroups))
+	var groups []Group
+	for i := 0; i < n && r.Err() == nil; i++ {
+		g := Group{Name: r.ReadString(32), Request: r.ReadBool()}
+		every := r.ReadUvarint()
+		if every > uint64(time.Hour/time.Millisecond) {
+			r.Fail(fmt.Errorf("%w: group every %d ms", ErrMalformed, every))
+		}
+		g.Every = time.Duration(every) * time.Millisecond
+		nf := int(r.ReadUint(MaxGroupFields-1)) + 1
+		for j := 0; j < nf && r.Err() == nil; j++ {
+			g.Fields = append(g.Fields, Field{Name: r.ReadString(32), Bits: int(r.ReadUint(63)) + 1, Signed: r.ReadBool()})
+		}
+		groups = append(groups, g)
+	}
+	if err := r.Err(); err != nil {
+		return c, fmt.Errorf("%w: field groups: %w", ErrConfig, err)
+	}
+	c.Groups = groups
+	return c, c.Validate()
+}

@@ -20,6 +20,11 @@
 //   - state sync of changed logic data at rates a declarative Policy sets
 //     (target or not, in combat or not, city or field);
 //   - display data, fetched by the client once per version;
+//   - the game's own fields (Config.Groups, World.SetGroup), in groups
+//     that share the entity's ID, each sent to the clients in range on
+//     change, at most once a period (the seed's 1 s, 10 s, 1 min sets),
+//     or on request (Client.RequestGroup); a client that learns an
+//     entity gets its groups with its display data (Client.Group);
 //   - repairs: packets are acknowledged, and what a lost one carried is
 //     resent as the entities' current logic (or a removal, if they have
 //     left the range); nothing stale is retransmitted. On a link that

@@ -42,8 +42,15 @@ type observer struct {
 	// which commands it applied: the jumps, skills and custom commands
 	// stamped by then are dropped (adopt); -1 otherwise.
 	movesTo int
-	enter   [9]int
-	due     [9]int
+	// The field group records due to the client this frame (pushGroups):
+	// gpush, the frame's pushed records (World.gpush) of entities in its
+	// range; groupOut, the groups it asked for. groupListed: the observer
+	// is in World.groupObs.
+	gpush       []int32
+	groupOut    []gkey
+	groupListed bool
+	enter       [9]int
+	due         [9]int
 
 	told        [toldSize]toldRec // the entities lately sent to the client whole, a ring
 	toldAt      int

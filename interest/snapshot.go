@@ -15,15 +15,23 @@ import (
 // clients (observers, their movement histories) is not in it: the
 // clients join the restored world afresh or as a seamless move.
 
-// snapshotVersion is the first field of a snapshot.
-const snapshotVersion = 1
+// snapshotVersion is the first field of a snapshot: 1, or 2 for a world
+// with field groups (Config.Groups), whose values follow the entities.
+const (
+	snapshotVersion       = 1
+	snapshotVersionGroups = 2
+)
 
 // AppendSnapshot appends the world's snapshot to dst. Call it between two
 // ticks, on the world's goroutine.
 func (w *World) AppendSnapshot(dst []byte) []byte {
 	wr := codec.NewWriter(dst)
 	c := &w.cfg
-	wr.WriteUvarint(snapshotVersion)
+	if len(c.Groups) > 0 {
+		wr.WriteUvarint(snapshotVersionGroups)
+	} else {
+		wr.WriteUvarint(snapshotVersion)
+	}
 	for _, v := range [...]int{c.Width, c.Height, c.RegionSize, c.MaxEntities, c.Hz, c.IDStride, c.IDOffset} {
 		wr.WriteUvarint(uint64(v))
 	}
@@ -66,6 +74,35 @@ func (w *World) AppendSnapshot(dst []byte) []byte {
 		wr.WriteString(d.Name, MaxName)
 		wr.WriteBits(uint64(d.Camp), 8)
 	}
+	// Version 2: the field groups (Config.Groups), their count, then the
+	// entities with any set, each with a bit mask of its groups set and
+	// their values.
+	if len(c.Groups) > 0 {
+		wr.WriteUvarint(uint64(len(c.Groups)))
+		var with []ID
+		for id := ID(1); int(id) < w.ids; id++ {
+			if e := w.ent(id); e.alive && !w.ghost[id] && w.fields[id] != nil {
+				with = append(with, id)
+			}
+		}
+		wr.WriteUvarint(uint64(len(with)))
+		for _, id := range with {
+			fs := w.fields[id]
+			var mask uint64
+			for g, v := range fs.vals {
+				if v != nil {
+					mask |= 1 << g
+				}
+			}
+			wr.WriteUvarint(uint64(id))
+			wr.WriteBits(mask, len(c.Groups))
+			for g, v := range fs.vals {
+				if v != nil {
+					w.lay.writeGroupValues(wr, g, v)
+				}
+			}
+		}
+	}
 	return wr.Bytes()
 }
 
@@ -73,7 +110,7 @@ func (w *World) AppendSnapshot(dst []byte) []byte {
 // loading it.
 func SnapshotFrame(b []byte) (int, error) {
 	r := codec.NewReader(b)
-	if v := r.ReadUvarint(); v != snapshotVersion {
+	if v := r.ReadUvarint(); v != snapshotVersion && v != snapshotVersionGroups {
 		return 0, fmt.Errorf("%w: snapshot version %d", ErrMalformed, v)
 	}
 	for range 7 {
@@ -111,6 +148,13 @@ func (w *World) RestoreSnapshot(b []byte) error {
 		w.spawnAt(se.id, se.kind, se.lg, se.d, false)
 		e.start = w.frame + se.ahead
 	}
+	for id, vals := range s.fields {
+		fs := &fieldSet{vals: vals, last: make([]int, len(vals)), due: make([]bool, len(vals))}
+		for g := range fs.last {
+			fs.last[g] = -1 << 30
+		}
+		w.fields[id] = fs
+	}
 	w.free, w.freeAt = s.free, 0
 	return nil
 }
@@ -128,13 +172,18 @@ type snapshot struct {
 	frame, ids int
 	free       []ID
 	ents       []snapEntity
+	fields     map[ID][][]int64 // the field groups set, by entity
 }
 
 // readSnapshot decodes and checks a snapshot against w's configuration.
 func (w *World) readSnapshot(b []byte) (*snapshot, error) {
 	r := codec.NewReader(b)
-	if v := r.ReadUvarint(); v != snapshotVersion {
-		return nil, fmt.Errorf("%w: snapshot version %d, want %d", ErrMalformed, v, snapshotVersion)
+	want := uint64(snapshotVersion)
+	if len(w.cfg.Groups) > 0 {
+		want = snapshotVersionGroups
+	}
+	if v := r.ReadUvarint(); v != want {
+		return nil, fmt.Errorf("%w: snapshot version %d, a world of %d field groups reads %d", ErrMalformed, v, len(w.cfg.Groups), want)
 	}
 	c := &w.cfg
 	for i, v := range [...]int{c.Width, c.Height, c.RegionSize, c.MaxEntities, c.Hz, c.IDStride, c.IDOffset} {
@@ -209,7 +258,46 @@ func (w *World) readSnapshot(b []byte) (*snapshot, error) {
 	if err := r.Err(); err != nil {
 		return nil, fmt.Errorf("%w: snapshot: %v", ErrMalformed, err)
 	}
+	if len(w.cfg.Groups) > 0 {
+		if err := w.readSnapshotGroups(r, s, seen); err != nil {
+			return nil, err
+		}
+	}
 	return s, nil
+}
+
+// readSnapshotGroups reads a snapshot's field groups into s.fields.
+func (w *World) readSnapshotGroups(r *codec.Reader, s *snapshot, alive map[ID]bool) error {
+	groups := w.cfg.Groups
+	if n := r.ReadUvarint(); r.Err() == nil && n != uint64(len(groups)) {
+		return fmt.Errorf("%w: the snapshot is of a world of %d field groups, this world's has %d", ErrConfig, n, len(groups))
+	}
+	n := r.ReadUvarint()
+	if n > uint64(len(s.ents)) {
+		return fmt.Errorf("%w: snapshot: field groups of %d entities, of %d", ErrMalformed, n, len(s.ents))
+	}
+	s.fields = make(map[ID][][]int64, n)
+	for range n {
+		id := ID(r.ReadUvarint())
+		mask := r.ReadBits(len(groups))
+		if r.Err() != nil {
+			break
+		}
+		if !alive[id] || s.fields[id] != nil || mask == 0 {
+			return fmt.Errorf("%w: snapshot: field groups of entity %d", ErrMalformed, id)
+		}
+		vals := make([][]int64, len(groups))
+		for g := range groups {
+			if mask&(1<<g) != 0 {
+				vals[g] = w.lay.readGroupValues(r, g, nil)
+			}
+		}
+		s.fields[id] = vals
+	}
+	if err := r.Err(); err != nil {
+		return fmt.Errorf("%w: snapshot: %v", ErrMalformed, err)
+	}
+	return nil
 }
 
 // readInt32 reads a varint, clamped to an int32 (a position off the map

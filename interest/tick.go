@@ -84,6 +84,9 @@ func (w *World) step() {
 		o.record(w) // here, not in a pass of its own: nothing before reads this frame's
 		o.send(w)
 	}
+	if len(w.cfg.Groups) > 0 {
+		w.pushGroups()
+	}
 	for _, ri := range w.touched {
 		reg := &w.regions[ri]
 		reg.bc.reset()

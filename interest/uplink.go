@@ -123,6 +123,14 @@ func (o *observer) deliver(w *World, e *entity, msg []byte) error {
 	if len(u.display) > 0 {
 		o.displays(w, u.display, failReq)
 	}
+	for _, k := range u.groups {
+		if reason := o.request(w, k.id); reason != 0 {
+			failReq(reason, k.id)
+			continue
+		}
+		o.wantGroups(w, k.id, k.g)
+		w.listGroups(o)
+	}
 	// The game hears the packet's actions once the world is done with
 	// the packet: its hook may despawn the sender or move it, which the
 	// packet's later commands must not run into.
@@ -213,11 +221,14 @@ func (o *observer) displays(w *World, ids []uint32, fail func(int, ID)) {
 		d := w.dispEnc(t.id)
 		w.lay.writeDisplay(&w.pw, t.id, t.dver, &o.looks, &o.names, d.lk.id, d.lk.shared, &d.d)
 	}
-	b := w.pw.Bytes()
-	w.pbuf = b[:0]
-	w.stats.ReliableOut += int64(len(b))
-	if err := w.out.SendReliable(o.id, b); err != nil {
-		w.stats.Dropped[DropSendFailed]++
+	if len(w.cfg.Groups) > 0 {
+		// A newcomer's groups come with its display data (Group).
+		for _, t := range list[:n] {
+			o.wantGroups(w, t.id, -1)
+		}
+		w.writeGroupRecords(o)
+	}
+	if !w.sendDisplay(o) {
 		o.looks.truncate(nLooks)
 		o.names.truncate(nNames)
 	}

@@ -514,8 +514,12 @@ type uplink struct {
 	cmds     []command
 	discover []uint32 // sorted IDs
 	display  []uint32 // sorted IDs
+	groups   []gkey   // field groups asked for (Client.RequestGroup); in a world with Config.Groups only
 	scratch  []byte
 }
+
+// maxUpGroups bounds the group requests of one uplink packet.
+const maxUpGroups = 16
 
 func (u *uplink) encode(l *layout, w *codec.Writer) {
 	w.WriteBits(kindUp, kindBits)
@@ -533,6 +537,13 @@ func (u *uplink) encode(l *layout, w *codec.Writer) {
 	}
 	w.WriteIDs(u.discover, maxUpDiscover)
 	w.WriteIDs(u.display, maxUpDisplay)
+	if len(l.cfg.Groups) > 0 {
+		w.WriteUint(uint64(len(u.groups)), maxUpGroups)
+		for _, k := range u.groups {
+			l.writeID(w, k.id)
+			w.WriteUint(uint64(k.g), uint64(len(l.cfg.Groups)-1))
+		}
+	}
 }
 
 // decode reads an uplink packet; ref is the world's frame, for unwrapping
@@ -558,6 +569,14 @@ func (u *uplink) decode(l *layout, b []byte, ref int) error {
 	}
 	u.discover = r.ReadIDs(u.discover[:0], maxUpDiscover)
 	u.display = r.ReadIDs(u.display[:0], maxUpDisplay)
+	u.groups = u.groups[:0]
+	if len(l.cfg.Groups) > 0 {
+		n := int(r.ReadUint(maxUpGroups))
+		for i := 0; i < n && r.Err() == nil; i++ {
+			id := l.readID(r)
+			u.groups = append(u.groups, gkey{id, int(r.ReadUint(uint64(len(l.cfg.Groups) - 1)))})
+		}
+	}
 	for _, id := range u.discover {
 		if id == 0 || int(id) >= l.cfg.MaxEntities {
 			r.Fail(fmt.Errorf("%w: entity id %d", ErrMalformed, id))

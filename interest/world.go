@@ -66,6 +66,8 @@ type Stats struct {
 	Deferred      int64 // queued sends put off to a later frame by the byte budget
 	Rewinds       int64 // actions whose view was before their stamp (lag compensation)
 	RewindLimited int64 // actions whose view Config.MaxRewind moved later
+	GroupChanges  int64 // field group changes sent (to every client in range: once each)
+	GroupBits     int64 // bits of group records written, in the display messages (ReliableOut)
 	Dropped       [numDrops]int64
 }
 
@@ -132,6 +134,15 @@ type World struct {
 	actions  []Action     // the packet's, for onAction after it
 	obs      []*observer
 	cross    []ID // entities that crossed a border this frame
+	// Field groups (Config.Groups): each entity's values, by ID (nil: none
+	// set), each group's Every in frames, the changes due by frame, and
+	// the observers with records to send this frame.
+	fields     []*fieldSet
+	groupEvery []int
+	groupDue   map[int][]gkey
+	groupSpare []gkey // a due bucket emptied, for the next one made
+	groupObs   []*observer
+	gpush      msgBuf // the frame's pushed group records, one an entity
 
 	w codec.Writer // entity encodings
 	// The packet being built, for one observer at a time: a packet is
@@ -171,6 +182,11 @@ func NewWorld(cfg Config, start time.Time, out Sender) (*World, error) {
 	w.where, w.lastBc, w.waiting, w.ghost = []int32{-1}, []int{0}, []bool{false}, []bool{false}
 	w.past = []pathLog{{}}
 	w.lastCross = [][2]crossRec{noCross}
+	w.fields = []*fieldSet{nil}
+	w.groupDue = map[int][]gkey{}
+	for _, g := range cfg.Groups {
+		w.groupEvery = append(w.groupEvery, max(1, cfg.frames(g.Every)))
+	}
 	return w, nil
 }
 

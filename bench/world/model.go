@@ -228,6 +228,9 @@ func (s *worldSim) npcLogic() {
 func (s *worldSim) setLife(id interest.ID, life int, combat bool) {
 	_ = s.w.Update(id, func(lg *interest.Logic) { lg.Life, lg.Combat = uint8(life), combat })
 	s.base.ents[id].life = uint8(life)
+	if s.groups != nil {
+		s.groupLife(id, life, combat)
+	}
 }
 
 // setState changes an entity's state (an NPC's 1: dead) in the world and

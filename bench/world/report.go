@@ -150,6 +150,10 @@ func (s *worldSim) report(out io.Writer, in reportIn) error {
 		d(st0.ReliableOut, st.ReliableOut), d(st0.Enters, st.Enters), d(st0.ForcedSyncs, st.ForcedSyncs),
 		d(st0.Discoveries, st.Discoveries), d(st0.StateSyncs, st.StateSyncs), d(st0.Repairs, st.Repairs))
 	fmt.Fprintf(out, "  without display data (which the baseline does not carry): %.0f B/s mean\n", mean(ours)-d(st0.ReliableOut, st.ReliableOut))
+	if len(s.cfg.Groups) > 0 {
+		fmt.Fprintf(out, "  of the display data, field group records %.0f B/s (%d groups; %.0f changes sent a second)\n",
+			d(st0.GroupBits, st.GroupBits)/8, len(s.cfg.Groups), float64(st.GroupChanges-st0.GroupChanges)/secs)
+	}
 	fmt.Fprintf(out, "  corrections %d, budget deferrals %d, uplink drops %v\n", st.Corrections-st0.Corrections, st.Deferred-st0.Deferred, drops(st0, st))
 	fmt.Fprintf(out, "baseline: the same commands byte-aligned (%s) plus %d-byte NPC_NORMAL_SYNC every 2 frames per region,\n",
 		jxLayouts, jxSyncSize)
@@ -168,6 +172,8 @@ func (s *worldSim) report(out io.Writer, in reportIn) error {
 		"baseline_discover_p99_ms", int64(ms(quantile(baseEp, .99))+0.5),
 		// Like for like with the baseline, which carries no display data.
 		"sync_bps_mean", int64(mean(ours)-d(st0.ReliableOut, st.ReliableOut)+0.5),
+		"groups", len(s.cfg.Groups),
+		"group_changes_per_s", int64(float64(st.GroupChanges-st0.GroupChanges)/secs+0.5),
 	))
 	return nil
 }

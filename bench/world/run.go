@@ -80,6 +80,9 @@ func (s *worldSim) serverFrame(f int, now time.Time, rc *runtimeCounters) server
 	s.batch = batch
 	c1, w1 := harness.ThreadCPU(), time.Now()
 	s.npcLogic()
+	if s.groups != nil {
+		s.groupLogic(f)
+	}
 	c2, w2 := harness.ThreadCPU(), time.Now()
 	s.w.Tick(now)
 	c3, w3, a1 := harness.ThreadCPU(), time.Now(), rc.allocated()

@@ -86,6 +86,7 @@ type worldSim struct {
 	episodes    []*episode
 	epEmpt      int
 	huge        hugepage.Advisor
+	groups      []groupState // -groups: by entity ID
 }
 
 // SendUnreliable and SendReliable are the world's Sender: the packet is
@@ -107,6 +108,9 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 		s.cities[i] = [2]interest.Region{{X: cx, Y: cy}, {X: cx + citySide - 1, Y: cy + citySide - 1}}
 	}
 	s.cfg = interest.Config{City: func(r interest.Region) bool { return s.cityOf(r) >= 0 }, ForcedSync: o.forced}
+	if o.groups {
+		s.cfg.Groups = seedGroups()
+	}
 	w, err := interest.NewWorld(s.cfg, s.start, s)
 	if err != nil {
 		return nil, err
@@ -124,6 +128,11 @@ func newWorldSim(o worldOpts) (*worldSim, error) {
 	}
 	if err := s.spawnPlayers(); err != nil {
 		return nil, err
+	}
+	if o.groups {
+		if err := s.initGroups(); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }

@@ -84,6 +84,7 @@ type worldOpts struct {
 	hugePages       bool       // advise the heap to use transparent huge pages
 	profile         string     // -transport webrtc: the server's CPU profile of the measured window
 	bots            bots.Shape // -transport webrtc: how the bots' process runs
+	groups          bool       // the seed's field sets (groups.go)
 }
 
 // benchWorld runs the scenario with its flags: in memory, or with
@@ -99,6 +100,7 @@ func benchWorld(args []string, out io.Writer) error {
 	fs.IntVar(&o.delay, "delay", 1, "one-way delay in frames (62.5 ms each at 16 Hz)")
 	fs.IntVar(&o.sample, "sample", 4, "follow every n-th player for discovery times")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed")
+	fs.BoolVar(&o.groups, "groups", false, "declare the seed's field sets (sent every 1 s, 10 s, 1 min) and change them as the model does (in memory)")
 	fs.DurationVar(&o.forced, "forced", 625*time.Millisecond, "the world's Config.ForcedSync (the engine's default is 2s)")
 	profile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file (webrtc: of the server over the measured window, and the bots' to this file.bots)")
 	o.bots.Flags(fs)
@@ -173,6 +175,9 @@ func (s *worldSim) printHeader(out io.Writer) {
 	fmt.Fprintf(out, "interest config: defaults but ForcedSync %v (engine default %v) and City as below\n", s.cfg.ForcedSync, interest.DefaultForcedSync)
 	for _, l := range worldModel {
 		fmt.Fprintln(out, "  "+l)
+	}
+	if o.groups {
+		fmt.Fprintln(out, groupsModel)
 	}
 	if !o.hugePages {
 		fmt.Fprintln(out, "heap: huge pages not asked for (-hugepages=false): the system's setting decides")

@@ -54,6 +54,31 @@ func TestBenchWorld(t *testing.T) {
 	}
 }
 
+// TestBenchWorldGroups: with -groups, the world declares the seed's three
+// field sets and sends their changes, which the clients pay for; without,
+// the same run sends none.
+func TestBenchWorldGroups(t *testing.T) {
+	args := []string{"world", "-quick", "-players", "320", "-npcs", "1440", "-warmup", "2", "-seconds", "4"}
+	plain := harness.LastResult(t, args...)
+	groups := harness.LastResult(t, append(args, "-groups")...)
+	num := func(kv map[string]string, k string) float64 {
+		v, err := strconv.ParseFloat(kv[k], 64)
+		if err != nil {
+			t.Fatalf("%s=%q: %v", k, kv[k], err)
+		}
+		return v
+	}
+	if num(plain, "groups") != 0 || num(plain, "group_changes_per_s") != 0 {
+		t.Errorf("without -groups: %v", plain)
+	}
+	if num(groups, "groups") != 3 || num(groups, "group_changes_per_s") <= 0 {
+		t.Errorf("with -groups: %v", groups)
+	}
+	if num(groups, "client_bps_mean") <= num(plain, "client_bps_mean") {
+		t.Errorf("the groups cost the clients nothing: %v bytes a second, %v without", groups["client_bps_mean"], plain["client_bps_mean"])
+	}
+}
+
 // checkTicks checks a -ticks file: a header, then n frames from first on,
 // each with its times and counters, the tick at least its uplinks' time
 // and every measured frame sending packets.
