@@ -49,10 +49,19 @@ type Border struct {
 	strays       []int32 // their regions where my entities arrive when they cross
 	sent         map[ID]sentGhost
 	wr           codec.Writer
-	ops          []borderOp // Apply's, reused
-	cmds         []cmdState // Write's: the command state of each carried handover, for the trailer
-	all          bool       // the next Write hands over from all of theirs (Reclaim)
-	noTrailer    bool       // tests: Write as a cell that predates the trailer
+	ops          []borderOp    // Apply's, reused
+	cmds         []cmdState    // Write's: the command state of each carried handover, for the trailer
+	gops         []groupOp     // Write's: the update and handover ops, for the groups trailer
+	gsent        map[ID]uint32 // the version of each entity's groups told (fieldSet.ver+1)
+	all          bool          // the next Write hands over from all of theirs (Reclaim)
+	noTrailer    bool          // tests: Write as a cell that predates the trailer
+}
+
+// groupOp is an update or handover op of a border message, whose
+// entity's field groups the groups trailer may carry.
+type groupOp struct {
+	id     ID
+	handed bool
 }
 
 // cmdState is a handed-over player's command state at its old cell: the
@@ -141,7 +150,7 @@ func (b *Border) Write(dst []byte) ([]byte, []ID) {
 	b.wr.Reset(dst)
 	b.wr.WriteUvarint(uint64(w.frame))
 	var handed []ID
-	b.cmds = b.cmds[:0]
+	b.cmds, b.gops = b.cmds[:0], b.gops[:0]
 	// Entities of mine that walked into the neighbour's cell.
 	for _, ri := range b.strays {
 		for _, id := range w.regions[ri].ents {
@@ -200,7 +209,8 @@ func (b *Border) Write(dst []byte) ([]byte, []ID) {
 			s, ok := b.sent[id]
 			display := !ok || s.dver != e.dver || w.frame-s.frame >= BorderRefresh
 			if ok && !display && s.kind == e.kind && s.lg.Dest == e.lg.Dest && s.lg.Speed == e.lg.Speed &&
-				StepN(s.lg.Pos, s.lg.Dest, s.lg.Speed, w.frame-s.frame) == e.lg.Pos && sameVitals(&s.lg, &e.lg) {
+				StepN(s.lg.Pos, s.lg.Dest, s.lg.Speed, w.frame-s.frame) == e.lg.Pos && sameVitals(&s.lg, &e.lg) &&
+				(len(w.cfg.Groups) == 0 || !b.groupsChanged(id)) {
 				s.seen = w.frame
 				b.sent[id] = s
 				continue
@@ -222,6 +232,7 @@ func (b *Border) Write(dst []byte) ([]byte, []ID) {
 		b.wr.WriteBits(uint64(op), 2)
 		w.lay.writeID(&b.wr, id)
 		delete(b.sent, id)
+		delete(b.gsent, id)
 	}
 	b.wr.WriteBool(false) // the end of the ops
 	// The trailer: the last command each carried player's old cell
@@ -238,6 +249,9 @@ func (b *Border) Write(dst []byte) ([]byte, []ID) {
 			b.wr.WriteBits(uint64(c.seq), 16)
 		}
 	}
+	if len(w.cfg.Groups) > 0 {
+		b.writeBorderGroups()
+	}
 	b.sweepOrphans()
 	return b.wr.Bytes(), handed
 }
@@ -248,6 +262,7 @@ func sameVitals(a, b *Logic) bool {
 
 // writeOp writes an update or handover of e.
 func (b *Border) writeOp(op int, e *entity, display bool) {
+	b.gops = append(b.gops, groupOp{e.id, op == borderHandover})
 	b.wr.WriteBool(true)
 	b.wr.WriteBits(uint64(op), 2)
 	b.w.lay.writeID(&b.wr, e.id)
@@ -270,7 +285,8 @@ type borderOp struct {
 	dver    uint8
 	display bool
 	d       Display
-	carry   *carried // a handover's player: its client's command state
+	carry   *carried  // a handover's player: its client's command state
+	groups  [][]int64 // the entity's field groups, when the message carries them
 }
 
 // Apply takes a message of the neighbour's Write: it spawns, moves and
@@ -321,6 +337,10 @@ func (b *Border) Apply(msg []byte) (adopted []ID, err error) {
 				}
 			}
 		}
+	}
+	// The groups trailer, in a world with field groups.
+	if len(w.cfg.Groups) > 0 && r.Err() == nil && r.Remaining() > 0 && r.ReadBool() {
+		b.readBorderGroups(r, ops)
 	}
 	b.ops = ops[:0]
 	if err := r.Err(); err != nil {
@@ -376,6 +396,9 @@ func (b *Border) apply(o *borderOp) (ID, bool) {
 		if own {
 			w.ghost[o.id] = false
 		}
+	}
+	if o.groups != nil {
+		w.mirrorGroups(o.id, o.groups)
 	}
 	if own {
 		w.unmirror(o.id)

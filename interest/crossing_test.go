@@ -21,11 +21,17 @@ type crossing struct {
 	now  time.Time
 }
 
-func newCrossing(t *testing.T) *crossing {
+func newCrossing(t *testing.T) *crossing { return newCrossingWith(t, func(*Config) {}) }
+
+// newCrossingWith is newCrossing with both cells' configuration changed
+// by mod.
+func newCrossingWith(t *testing.T, mod func(*Config)) *crossing {
 	t.Helper()
 	x := &crossing{t: t, now: time.Unix(0, 0)}
 	for i := range 2 {
-		w, err := NewWorld(Config{Width: 8, Height: 4, MaxEntities: 1024, IDStride: 2, IDOffset: i}, x.now, &x.outs[i])
+		cfg := Config{Width: 8, Height: 4, MaxEntities: 1024, IDStride: 2, IDOffset: i}
+		mod(&cfg)
+		w, err := NewWorld(cfg, x.now, &x.outs[i])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -75,9 +75,6 @@ func validateGroups(c *Config) error {
 	if len(c.Groups) > MaxGroups {
 		return bad("%d field groups, over %d", len(c.Groups), MaxGroups)
 	}
-	if c.IDStride > 1 {
-		return bad("field groups in a map cut into cells: a border message does not carry them yet")
-	}
 	for i, g := range c.Groups {
 		if len(g.Name) == 0 || len(g.Name) > 32 {
 			return bad("group %d: name %q of %d bytes, want 1 to 32", i, g.Name, len(g.Name))
@@ -113,6 +110,7 @@ type fieldSet struct {
 	newcomer     []byte
 	newcomerBits int
 	newcomerMask uint64
+	ver          uint32 // counts the changes, for the border messages (Border.gsent)
 }
 
 // gkey names one group of one entity.
@@ -125,8 +123,7 @@ type gkey struct {
 // vals, one a field in the group's order. Clients in range hear of it as
 // the group says; values equal to the last ones send nothing.
 func (w *World) SetGroup(id ID, g int, vals ...int64) error {
-	e, err := w.owned(id)
-	if err != nil {
+	if _, err := w.owned(id); err != nil {
 		return err
 	}
 	if g < 0 || g >= len(w.cfg.Groups) {
@@ -141,6 +138,15 @@ func (w *World) SetGroup(id ID, g int, vals ...int64) error {
 			return fmt.Errorf("%w: %d out of field %q of group %q (%d bits)", ErrConfig, v, gr.Fields[i].Name, gr.Name, gr.Fields[i].Bits)
 		}
 	}
+	w.setGroup(id, g, vals)
+	return nil
+}
+
+// setGroup sets entity id's group g to vals, checked, owned or a ghost
+// (a border message's), and schedules the change for the clients in
+// range.
+func (w *World) setGroup(id ID, g int, vals []int64) {
+	gr := &w.cfg.Groups[g]
 	fs := w.fields[id]
 	if fs == nil {
 		n := len(w.cfg.Groups)
@@ -151,12 +157,13 @@ func (w *World) SetGroup(id ID, g int, vals ...int64) error {
 		w.fields[id] = fs
 	}
 	if cur := fs.vals[g]; cur != nil && equalVals(cur, vals) {
-		return nil
+		return
 	}
 	fs.vals[g] = append(fs.vals[g][:0], vals...)
 	fs.newcomerBits = 0
+	fs.ver++
 	if gr.Request || fs.due[g] {
-		return nil
+		return
 	}
 	fs.due[g] = true
 	at := max(w.frame+1, fs.last[g]+w.groupEvery[g])
@@ -164,8 +171,7 @@ func (w *World) SetGroup(id ID, g int, vals ...int64) error {
 	if !ok && w.groupSpare != nil {
 		bucket, w.groupSpare = w.groupSpare, nil // last frame's, emptied
 	}
-	w.groupDue[at] = append(bucket, gkey{e.id, g})
-	return nil
+	w.groupDue[at] = append(bucket, gkey{id, g})
 }
 
 func equalVals(a, b []int64) bool {
@@ -405,6 +411,77 @@ func (o *observer) wantGroups(w *World, id ID, g int) {
 	for i, v := range w.fields[id].vals {
 		if v != nil && (i == g || g < 0 && !w.cfg.Groups[i].Request) {
 			o.groupOut = append(o.groupOut, gkey{id, i})
+		}
+	}
+}
+
+// writeBorderGroups writes the border message's groups trailer: for each
+// update and handover op, in order, 1 bit and, when set, every group the
+// entity has set (a bit mask, then their values), when they changed since
+// this border last sent them, or the entity is handed over.
+func (b *Border) writeBorderGroups() {
+	w := b.w
+	b.wr.WriteBool(true)
+	if b.gsent == nil {
+		b.gsent = map[ID]uint32{}
+	}
+	for _, op := range b.gops {
+		fs := w.fields[op.id]
+		send := fs != nil && (op.handed || b.gsent[op.id] != fs.ver+1)
+		b.wr.WriteBool(send)
+		if !send {
+			continue
+		}
+		var mask uint64
+		for g, v := range fs.vals {
+			if v != nil {
+				mask |= 1 << g
+			}
+		}
+		b.wr.WriteBits(mask, len(w.cfg.Groups))
+		for g, v := range fs.vals {
+			if v != nil {
+				w.lay.writeGroupValues(&b.wr, g, v)
+			}
+		}
+		if op.handed {
+			delete(b.gsent, op.id)
+		} else {
+			b.gsent[op.id] = fs.ver + 1
+		}
+	}
+}
+
+// readBorderGroups reads what writeBorderGroups wrote into the ops.
+func (b *Border) readBorderGroups(r *codec.Reader, ops []borderOp) {
+	ng := len(b.w.cfg.Groups)
+	for i := range ops {
+		o := &ops[i]
+		if o.op != borderUpdate && o.op != borderHandover || r.Err() != nil || !r.ReadBool() {
+			continue
+		}
+		mask := r.ReadBits(ng)
+		o.groups = make([][]int64, ng)
+		for g := range ng {
+			if mask&(1<<g) != 0 && r.Err() == nil {
+				o.groups[g] = b.w.lay.readGroupValues(r, g, nil)
+			}
+		}
+	}
+}
+
+// groupsChanged reports whether entity id's groups changed since b last
+// sent them to its neighbour.
+func (b *Border) groupsChanged(id ID) bool {
+	fs := b.w.fields[id]
+	return fs != nil && b.gsent[id] != fs.ver+1
+}
+
+// mirrorGroups takes the groups a border message carried for entity id.
+func (w *World) mirrorGroups(id ID, groups [][]int64) {
+	for g, v := range groups {
+		if v != nil {
+			w.setGroup(id, g, v)
 		}
 	}
 }

@@ -193,11 +193,6 @@ func TestFieldGroupsBounds(t *testing.T) {
 			t.Errorf("%s: %v, want ErrConfig", name, err)
 		}
 	}
-	cells := groupsConfig()
-	cells.IDStride = 2
-	if err := cells.WithDefaults().Validate(); !errors.Is(err, ErrConfig) {
-		t.Errorf("groups in cells: %v, want ErrConfig", err)
-	}
 	s.frames(8)
 	before := s.w.Stats().Dropped[DropOutOfRange]
 	if err := s.w.Deliver(s.me, uplinkBytes(t, s.w, &uplink{groups: []gkey{{s.far, 2}}})); err == nil {
@@ -393,4 +388,104 @@ func TestGroupVectors(t *testing.T) {
 			t.Fatalf("group %d read back %v, want %v", g, got, want)
 		}
 	}
+}
+
+// TestGroupsAcrossCells: in a map cut into cells, an entity's field
+// groups go with its border messages: a player's client in the west
+// learns the groups of an east wolf by the border (the west's ghost has
+// them) and hears their changes; the player's own groups go with it when
+// it crosses into the east, which sends them on from there.
+func TestGroupsAcrossCells(t *testing.T) {
+	x := newCrossingWith(t, func(c *Config) { c.Groups = groupsConfig().Groups })
+	if err := x.ws[0].SetGroup(x.id, 0, 5, 1); err != nil {
+		t.Fatal(err)
+	}
+	wolf, err := x.ws[1].Spawn(NPC, Logic{Pos: Vec{X: 4300, Y: 2048}, Life: 100}, Display{Name: "wolf"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := x.ws[1].SetGroup(wolf, 0, 77, 3); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		x.frame()
+	}
+	if got, _ := x.ws[0].Group(wolf, 0); !slices.Equal(got, []int64{77, 3}) {
+		t.Fatalf("the west's ghost of the wolf has groups %v", got)
+	}
+	if got, _ := x.cl.Group(wolf, 0); !slices.Equal(got, []int64{77, 3}) {
+		t.Fatalf("ann's client in the west has the east wolf's guild %v", got)
+	}
+	if err := x.ws[1].SetGroup(wolf, 0, 78, 3); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		x.frame()
+	}
+	if got, _ := x.cl.Group(wolf, 0); !slices.Equal(got, []int64{78, 3}) {
+		t.Fatalf("after the east changed it: %v", got)
+	}
+	if err := x.ws[0].SetGroup(wolf, 0, 1, 1); !errors.Is(err, ErrGhost) {
+		t.Fatalf("the west set a ghost's group: %v", err)
+	}
+	// Ann crosses into the east, her groups with her.
+	if err := x.cl.Move(Vec{X: 4500, Y: 2048}, 40); err != nil {
+		t.Fatal(err)
+	}
+	for !x.frame() {
+	}
+	x.follow(false)
+	for range 6 {
+		x.frame()
+	}
+	if got, _ := x.ws[1].Group(x.id, 0); !slices.Equal(got, []int64{5, 1}) {
+		t.Fatalf("the east has ann's groups %v", got)
+	}
+	if err := x.ws[1].SetGroup(x.id, 0, 6, 2); err != nil {
+		t.Fatal(err)
+	}
+	for range 4 {
+		x.frame()
+	}
+	if got, _ := x.ws[0].Group(x.id, 0); !slices.Equal(got, []int64{6, 2}) {
+		t.Fatalf("the west's ghost of ann has %v after the east changed it", got)
+	}
+}
+
+// FuzzBorderGroups feeds arbitrary border messages to a cell of a map
+// with field groups, seeded with ones that carry groups: no panic, and
+// the cell's own entity stays its own.
+func FuzzBorderGroups(f *testing.F) {
+	groups := groupsConfig().Groups
+	src, _ := NewWorld(Config{Width: 8, Height: 4, MaxEntities: 1024, IDStride: 2, Groups: groups}, time.Unix(0, 0), nopSender{})
+	wolf, _ := src.Spawn(NPC, Logic{Pos: Vec{3900, 1000}, Dest: Vec{4500, 1000}, Speed: 10, Life: 100}, Display{Name: "wolf"})
+	_ = src.SetGroup(wolf, 0, 77, 3)
+	_ = src.SetGroup(wolf, 1, 1, -1)
+	b, err := src.NewBorder(Rect{0, 0, 4, 4}, Rect{4, 0, 8, 4})
+	if err != nil {
+		f.Fatal(err)
+	}
+	msg, _ := b.Write(nil)
+	f.Add(msg)
+	for range 20 {
+		src.Tick(src.NextFrame())
+		msg, _ := b.Write(nil)
+		f.Add(msg)
+	}
+	f.Fuzz(func(t *testing.T, msg []byte) {
+		w, err := NewWorld(Config{Width: 8, Height: 4, MaxEntities: 1024, IDStride: 2, IDOffset: 1, Groups: groups}, time.Unix(0, 0), nopSender{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		mine, _ := w.Spawn(NPC, Logic{Pos: Vec{5000, 1000}, Life: 100}, Display{})
+		b, err := w.NewBorder(Rect{4, 0, 8, 4}, Rect{0, 0, 4, 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Apply(msg)
+		w.Tick(time.Unix(1, 0))
+		if w.Ghost(mine) {
+			t.Fatal("the world's own entity became a ghost")
+		}
+	})
 }
