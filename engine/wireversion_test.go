@@ -138,20 +138,21 @@ func TestWireVersion(t *testing.T) {
 	groups := interest.Config{Width: 8, Height: 8, Groups: []interest.Group{
 		{Name: "guild", Fields: []interest.Field{{Name: "id", Bits: 20}, {Name: "rank", Bits: 3}}},
 	}}
-	var npc interest.ID
 	gw, err := s.CreateWorld("guilds", WorldConfig{Interest: groups, Join: func(w *interest.World, player string) (interest.ID, error) {
-		if npc == 0 {
-			npc, _ = w.Spawn(interest.NPC, interest.Logic{Pos: interest.Vec{X: 600, Y: 500}, Life: 100}, interest.Display{Name: "wolf"})
-			if err := w.SetGroup(npc, 0, 4242, 5); err != nil {
-				return 0, err
-			}
-		}
 		return w.Spawn(interest.Player, interest.Logic{Pos: interest.Vec{X: 500, Y: 500}, Life: 100}, interest.Display{Name: player})
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = gw
+	spawned := make(chan interest.ID, 1)
+	gw.Do(func(w *interest.World) {
+		id, _ := w.Spawn(interest.NPC, interest.Logic{Pos: interest.Vec{X: 600, Y: 500}, Life: 100}, interest.Display{Name: "wolf"})
+		if err := w.SetGroup(id, 0, 4242, 5); err != nil {
+			t.Error(err)
+		}
+		spawned <- id
+	})
+	npc := <-spawned
 	tk8, _ := s.Ticket("eve", "guilds", RolePlayer, time.Minute)
 	if _, err = Dial(ctx, web.URL, tk8, &ClientConfig{HTTPClient: &http.Client{Transport: rewriteWire{"8"}}}); !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "field groups") {
 		t.Fatalf("a client of version 8 in a world with field groups: %v, want ErrWireVersion", err)
