@@ -3,8 +3,10 @@
 //
 // A Server hosts lockstep rooms (CreateRoom) and interest worlds
 // (CreateWorld) behind one HTTP handler (WebRTC signaling at ConnectPath,
-// HealthPath, MetricsPath in the Prometheus text format, and the game's
-// assets if given) and one UDP port. Each client presents a ticket: the
+// HealthPath, MetricsPath in the Prometheus text format, PingPath and
+// the network test page NetTestPath, which measure the path to the
+// server for MeasureRegions and for a player, and the game's assets if
+// given) and one UDP port. Each client presents a ticket: the
 // game server's one-use permission, signed with a secret the two share
 // (HMAC-SHA256 over player id, room or world, role and expiry). The ticket
 // routes the connection to its room or world; a bad, expired or replayed

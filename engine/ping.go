@@ -40,8 +40,9 @@ type RegionNode struct {
 // RegionPing is what MeasureRegions found of one region: the round trip
 // to its best node (the median of the pings answered), the jitter (the
 // mean difference between consecutive round trips), and the share of
-// pings lost. Over says how it measured: "udp" on the game's own port,
-// or "http" (a browser, or a path that drops UDP: round trips over TCP
+// pings lost. Over says how it measured: "udp" on the game's own port
+// (from a browser, by STUN probes), or "http" (a path that drops UDP, or
+// MeasureConfig.HTTPOnly: round trips over TCP
 // include its setup no more, but a lost ping costs a retransmission,
 // not a loss). Err is set when no node of the region answered.
 type RegionPing struct {
@@ -61,7 +62,7 @@ type MeasureConfig struct {
 	Interval   time.Duration // between two pings (default 20 ms)
 	Timeout    time.Duration // for the last answer (default 1 s)
 	HTTPClient *http.Client  // for GET /ping (default http.DefaultClient)
-	// HTTPOnly measures over HTTP alone, as a browser does.
+	// HTTPOnly measures over HTTP alone.
 	HTTPOnly bool
 }
 
@@ -71,7 +72,9 @@ type MeasureConfig struct {
 // client runs it before it asks its lobby for a match; the lobby passes
 // RegionRTTs(pings) as matchmaker.Ticket.RTT. Natively it pings the
 // node's UDP port, the path the game will use, and falls back to HTTP
-// when that port does not answer; in a browser (js/wasm) it uses HTTP.
+// when that port does not answer; in a browser (js/wasm), which sends no
+// raw UDP, it times STUN binding requests to that port, one
+// RTCPeerConnection each (the network test's probe, SPEC.md §9.8).
 // It returns an error only when ctx ends before any answer.
 func MeasureRegions(ctx context.Context, nodes []RegionNode, cfg *MeasureConfig) ([]RegionPing, error) {
 	c := MeasureConfig{}
@@ -147,12 +150,12 @@ func measureNode(ctx context.Context, n RegionNode, c *MeasureConfig) RegionPing
 	if n.UDP != "" {
 		udp = n.UDP
 	}
-	if !c.HTTPOnly && udp != "" && canUDP {
+	if !c.HTTPOnly && udp != "" {
 		if host, port, err := net.SplitHostPort(udp); err == nil {
 			if host == "" {
 				host = base.Hostname()
 			}
-			if rtts, sent, err := udpPings(ctx, net.JoinHostPort(host, port), c); err == nil && len(rtts) > 0 {
+			if rtts, sent, err := probeUDP(ctx, net.JoinHostPort(host, port), c); err == nil && len(rtts) > 0 {
 				r.Over, r.Sent = "udp", sent
 				r.RTT, r.Jitter, r.Loss = pingStats(rtts, sent)
 				return r
@@ -255,6 +258,30 @@ func udpPings(ctx context.Context, addr string, c *MeasureConfig) ([]time.Durati
 		}
 	}
 	return rtts, sent, nil
+}
+
+// stunRetransmit is how much later than the fastest a browser's STUN
+// probe may answer and still count: one later came after the browser's
+// retransmission (250 ms or more), its first request or answer lost.
+const stunRetransmit = 200 * time.Millisecond
+
+// stunRTTs takes the times of a browser's STUN probes (probeUDP in
+// js/wasm; negative: no answer) and returns the round trips of those that
+// answered in time, and how many were sent.
+func stunRTTs(times []time.Duration) ([]time.Duration, int) {
+	fastest := time.Duration(-1)
+	for _, t := range times {
+		if t >= 0 && (fastest < 0 || t < fastest) {
+			fastest = t
+		}
+	}
+	var rtts []time.Duration
+	for _, t := range times {
+		if t >= 0 && t < fastest+stunRetransmit {
+			rtts = append(rtts, max(t, time.Microsecond))
+		}
+	}
+	return rtts, len(times)
 }
 
 // pingStats returns the median round trip, the mean difference between

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -126,5 +127,37 @@ func TestNetTestServed(t *testing.T) {
 			!strings.Contains(string(body), tc.has) || resp.Header.Get("Access-Control-Allow-Origin") != tc.origin {
 			t.Errorf("%s: %d %q origin %q, %d bytes", tc.path, resp.StatusCode, resp.Header.Get("Content-Type"), resp.Header.Get("Access-Control-Allow-Origin"), len(body))
 		}
+	}
+}
+
+// TestStunRTTs: a browser's STUN probes count as answered when they came
+// within 200 ms of the fastest; one later waited for the browser's
+// retransmission (its first request or answer was lost), and one with no
+// answer is lost.
+func TestStunRTTs(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		var out []time.Duration
+		for _, x := range v {
+			out = append(out, time.Duration(x)*time.Millisecond)
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		times []time.Duration
+		rtts  []time.Duration
+	}{
+		{ms(41, 40, 43), ms(41, 40, 43)},
+		{ms(40, 300, 42, -1), ms(40, 42)},
+		{ms(-1, -1), nil},
+		{nil, nil},
+	} {
+		rtts, sent := stunRTTs(tc.times)
+		if sent != len(tc.times) || !slices.Equal(rtts, tc.rtts) {
+			t.Errorf("%v: %v of %d, want %v", tc.times, rtts, sent, tc.rtts)
+		}
+	}
+	rtt, _, loss := pingStats(stunRTTs(ms(40, 300, 42, -1)))
+	if rtt != 42*time.Millisecond || loss != 0.5 {
+		t.Errorf("stats %v %.2f", rtt, loss)
 	}
 }

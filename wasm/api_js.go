@@ -99,8 +99,9 @@ func (s *session) connect(_ js.Value, args []js.Value) any {
 
 // measureRegions([{region, url}, ...][, {pings}]) returns a promise of
 // [{region, node, rttMs, jitterMs, loss, over, error}], one per region
-// (engine.MeasureRegions over HTTP: a page sends no raw UDP), for the
-// page to pass to its lobby as the player's round trips.
+// (engine.MeasureRegions: over UDP on the game's port by STUN probes, or
+// over HTTP where that port does not answer), for the page to pass to
+// its lobby as the player's round trips.
 func measureRegions(_ js.Value, args []js.Value) any {
 	if len(args) < 1 || args[0].Type() != js.TypeObject {
 		return rejected("measureRegions([{region, url}, ...][, {pings}])")
@@ -113,7 +114,7 @@ func measureRegions(_ js.Value, args []js.Value) any {
 		}
 		nodes = append(nodes, engine.RegionNode{Region: n.Get("region").String(), URL: n.Get("url").String()})
 	}
-	cfg := &engine.MeasureConfig{HTTPOnly: true}
+	cfg := &engine.MeasureConfig{}
 	if len(args) > 1 && args[1].Type() == js.TypeObject {
 		if v := args[1].Get("pings"); v.Type() == js.TypeNumber {
 			cfg.Pings = min(max(v.Int(), 1), 100)

@@ -84,8 +84,9 @@ window.onTongbuReady = async () => {
 	if p := r.PlayerStats(0); p.Inputs == 0 {
 		t.Fatalf("the page's inputs never reached the room: %+v", p)
 	}
-	// The page measures its node's region over HTTP, and a node that is
-	// not there comes back with an error.
+	// The page measures its node's region over UDP on the game's port
+	// (STUN probes), and a node that is not there comes back with an
+	// error.
 	var regions []struct {
 		Region, Over, Error string
 		RttMs, Loss         float64
@@ -94,7 +95,7 @@ window.onTongbuReady = async () => {
 		&regions, func(p *runtime.EvaluateParams) *runtime.EvaluateParams { return p.WithAwaitPromise(true) })); err != nil {
 		t.Fatal(err)
 	}
-	if len(regions) != 2 || regions[0].Region != "here" || regions[0].Over != "http" || regions[0].RttMs <= 0 || regions[0].RttMs > 100 || regions[0].Error != "" || regions[1].Error == "" {
+	if len(regions) != 2 || regions[0].Region != "here" || regions[0].Over != "udp" || regions[0].RttMs <= 0 || regions[0].RttMs > 100 || regions[0].Error != "" || regions[1].Error == "" {
 		t.Fatalf("regions measured by the page: %+v", regions)
 	}
 	t.Logf("the page measured %+v", regions)
