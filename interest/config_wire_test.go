@@ -2,6 +2,7 @@ package interest
 
 import (
 	"errors"
+	"reflect"
 	"testing"
 	"time"
 
@@ -63,6 +64,31 @@ func FuzzReadClientConfig(f *testing.F) {
 		again, err := ReadClientConfig(codec.NewReader(w.Bytes()))
 		if err != nil || clientPart(again) != clientPart(c) {
 			t.Fatalf("round trip %v (%v), want %v", clientPart(again), err, clientPart(c))
+		}
+	})
+}
+
+// FuzzReadClientGroups: the field groups of a world's welcome, as any
+// bytes: what decodes validates and encodes back to the same groups.
+func FuzzReadClientGroups(f *testing.F) {
+	var w codec.Writer
+	WriteClientGroups(&w, groupsConfig().Groups)
+	f.Add(w.Bytes())
+	f.Add([]byte{0})
+	base := Config{}.WithDefaults()
+	f.Fuzz(func(t *testing.T, b []byte) {
+		c, err := ReadClientGroups(codec.NewReader(b), base)
+		if err != nil {
+			return
+		}
+		if err := c.Validate(); err != nil {
+			t.Fatalf("decoded groups that do not validate: %v", err)
+		}
+		var w codec.Writer
+		WriteClientGroups(&w, c.Groups)
+		again, err := ReadClientGroups(codec.NewReader(w.Bytes()), base)
+		if err != nil || !reflect.DeepEqual(again.Groups, c.Groups) {
+			t.Fatalf("round trip %+v (%v), want %+v", again.Groups, err, c.Groups)
 		}
 	})
 }

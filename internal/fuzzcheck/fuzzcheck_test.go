@@ -34,6 +34,7 @@ var allowed = map[string]string{
 	"cluster.Directory.ServeHTTP":             "reads nothing of the request: it writes the directory's status",
 	"transport/internal/lean.hsConn.ReadFrom": "hands pion/dtls the handshake datagrams Peer.datagram queued (FuzzLeanDatagram reaches that); pion/dtls fuzzes its own parsers",
 	"lockstep/replay.countReader.Read":        "counts the bytes of a file on their way to the replay Reader (FuzzReplayReader); it decodes nothing",
+	"transport.probeConn.ReadFrom":            "hands each datagram to probe.Answer (FuzzAnswer, in transport/internal/probe) and the rest to pion's mux; it decodes nothing itself",
 	"cmd/tongbu.portSpec.UnmarshalJSON":       "reads the operator's config file (a port or host:port), not the network",
 }
 
