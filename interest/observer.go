@@ -142,14 +142,20 @@ func (o *observer) opened(w *World) {
 
 // crowdLead is how many frames early region r's forced sync starts when
 // the range takes it in: the frames its list takes at half the most a
-// frame may carry for it (item.needed), so that a crowded region's is
-// done by its time, not begun. Read once, at the crossing.
+// frame may carry for it (item.needed), rounded up, so that a crowded
+// region's is done by its time, not begun, with room for the frames'
+// broadcasts and the other regions taken in at once. A region whose list
+// fits in a quarter of that starts on time. Read once, at the crossing.
 func (w *World) crowdLead(r Region) int {
 	if r.X < 0 || r.Y < 0 || r.X >= w.cfg.Width || r.Y >= w.cfg.Height {
 		return 0
 	}
-	n := len(w.regions[w.regionIndex(r)].ents)
-	return n * (w.lay.idBits + entryBits) / (maxNeeded * 4 * w.cfg.TickBudget)
+	bits := len(w.regions[w.regionIndex(r)].ents) * (w.lay.idBits + entryBits)
+	half := maxNeeded * 4 * w.cfg.TickBudget // bits: half of maxNeeded budgets
+	if bits <= half/4 {
+		return 0
+	}
+	return (bits + half - 1) / half
 }
 
 // crossed updates the per-region enter frames when the observer's entity

@@ -40,7 +40,7 @@ func init() {
 // block, run into it at 16 m/s, stay 3 s, run back out and wait 1-3 s,
 // again and again. Each region of the block that a runner's range takes
 // in is an episode: it ends when the runner's client knows every entity
-// that was in the region then and still is (new_entity_sync).
+// that was in the region then and has stayed there since (new_entity_sync).
 var battleModel = []string{
 	"map and NPCs as the world scenario's (64x64 regions of 16 m; NPCs uniform, 7 a region, wandering); the world's config as shipped",
 	"fight: the players in a 2x2-region block at the centre (all in each other's 3x3 range), two camps",

@@ -264,7 +264,7 @@ func (s *battleSim) heard(player, id interest.ID) {
 
 // follow tracks the runners' ranges: a block region a range takes in
 // opens an episode, closed for each side when its client knows every
-// entity that was there then and still is. It applies the baseline
+// entity that was there then and has stayed since. It applies the baseline
 // client's removal rule (out of range for half a second) too.
 func (s *battleSim) follow(open bool) {
 	f := s.frame

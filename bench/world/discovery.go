@@ -33,7 +33,7 @@ func learnAt(knows map[interest.ID]*baseKnown, id interest.ID, due int) {
 
 // follow tracks the sampled players' ranges: a region a range takes in
 // opens an episode (if anyone is there), closed for each side when its
-// client knows every entity that was there then and still is. It also
+// client knows every entity that was there then and has stayed since. It also
 // applies the baseline client's removal rule (the interest client's: out
 // of range for half a second).
 func (s *worldSim) follow(open bool) {
@@ -61,8 +61,8 @@ func (s *worldSim) follow(open bool) {
 // trackRange does a followed player's part of a frame f, in region reg:
 // its baseline client forgets what was out of its range for more than
 // grace frames, and each open episode closes for each side whose client
-// knows every entity that was in the region then and still is, or is
-// gone when the range let the region go. It returns the episodes still
+// knows every entity that was in the region then and has stayed there
+// since, or is gone when the range let the region go. It returns the episodes still
 // open, in open's storage.
 func trackRange(f, grace int, reg interest.Region, base *jx1, c *interest.Client, knows map[interest.ID]*baseKnown, open []*episode) []*episode {
 	for id, k := range knows {
@@ -79,10 +79,16 @@ func trackRange(f, grace int, reg interest.Region, base *jx1, c *interest.Client
 			continue
 		}
 		ours, theirs := e.ours < 0, e.base < 0
+		ids := e.ids[:0]
 		for _, id := range e.ids {
 			if base.region(id) != e.reg {
-				continue // it left: no longer required
+				// It left: no longer required, even if it comes back (it
+				// is then an entity new to the range on its own, which the
+				// episode of the region it came from, or its broadcast,
+				// covers).
+				continue
 			}
+			ids = append(ids, id)
 			if _, ok := c.Entity(id); ours && !ok {
 				ours = false
 			}
@@ -90,6 +96,7 @@ func trackRange(f, grace int, reg interest.Region, base *jx1, c *interest.Client
 				theirs = false
 			}
 		}
+		e.ids = ids
 		if ours {
 			e.ours = f - e.start
 		}
