@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -17,6 +18,20 @@ import (
 
 // duelConfig is the rooms' configuration in these tests.
 var duelConfig = lockstep.Config{Players: 2, Hz: 20}
+
+// roomConfig is a duel's configuration from its request's config:
+// duelConfig, strict when it says {"strict": true}.
+func roomConfig(raw json.RawMessage) lockstep.Config {
+	cfg := duelConfig
+	var o struct {
+		Strict     bool  `json:"strict"`
+		StrictWait int64 `json:"strict_wait_ms"`
+	}
+	if len(raw) > 0 && json.Unmarshal(raw, &o) == nil && o.Strict {
+		cfg.Strict, cfg.StrictWait = true, time.Duration(o.StrictWait)*time.Millisecond
+	}
+	return cfg
+}
 
 // addRoomNode starts node id, which takes rooms and stands by for the
 // rooms of others.
@@ -33,7 +48,7 @@ func (c *worldCluster) addRoomNode(id string) *worldNode {
 	}
 	n := &worldNode{id: id, url: "http://" + id + ".test:8080", nc: nc, srv: srv}
 	host := func(req cluster.RoomRequest) (map[string]string, error) {
-		if _, err := srv.CreateRoom(req.Room, duelConfig); err != nil {
+		if _, err := srv.CreateRoom(req.Room, roomConfig(req.Config)); err != nil {
 			return nil, err
 		}
 		tickets := map[string]string{}
@@ -45,8 +60,8 @@ func (c *worldCluster) addRoomNode(id string) *worldNode {
 	if n.node, err = cluster.Join(nc, cluster.NodeInfo{ID: id, URL: n.url, Capacity: 10}, host, fast); err != nil {
 		t.Fatal(err)
 	}
-	err = n.node.ServeStandbys(srv, func(room string, _ json.RawMessage, st engine.RoomState) (*engine.Room, error) {
-		return srv.RestoreRoom(room, duelConfig, st)
+	err = n.node.ServeStandbys(srv, func(room string, raw json.RawMessage, st engine.RoomState) (*engine.Room, error) {
+		return srv.RestoreRoom(room, roomConfig(raw), st)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -65,6 +80,12 @@ type duelist struct {
 	frames []lockstep.Frame
 	gap    time.Duration // the longest time between two new frames
 	last   time.Time
+	waited []int // the last slots its strict room said it waited for
+	// clock: it sends an input every frame period of its own, as a game
+	// does, rather than one for each frame it runs (a strict room stops
+	// sending frames while it waits).
+	clock     bool
+	nextInput time.Time
 }
 
 func (d *duelist) play(now time.Time) error {
@@ -72,9 +93,18 @@ func (d *duelist) play(now time.Time) error {
 		return err
 	}
 	st := d.c.Lockstep().Advance(now)
+	if len(st.WaitingFor) > 0 {
+		d.waited = st.WaitingFor
+	}
 	for _, f := range st.Frames {
 		d.frames = append(d.frames, f)
-		d.c.Lockstep().Input(now, []byte{byte(d.c.Slot()), byte(f.Number)})
+		if !d.clock {
+			d.c.Lockstep().Input(now, []byte{byte(d.c.Slot()), byte(f.Number)})
+		}
+	}
+	if d.clock && !now.Before(d.nextInput) {
+		d.c.Lockstep().Input(now, []byte{byte(d.c.Slot()), byte(len(d.frames))})
+		d.nextInput = now.Add(d.c.Lockstep().Config().Period())
 	}
 	if len(st.Frames) > 0 && !st.CatchingUp {
 		if !d.last.IsZero() {
@@ -90,10 +120,17 @@ func (d *duelist) play(now time.Time) error {
 // and the node holding the room.
 func startDuel(t *testing.T, c *worldCluster, nodes ...*worldNode) ([]*duelist, *worldNode) {
 	t.Helper()
+	return startDuelWith(t, c, nil, nodes...)
+}
+
+// startDuelWith is startDuel for a room of the given request config
+// (roomConfig).
+func startDuelWith(t *testing.T, c *worldCluster, config json.RawMessage, nodes ...*worldNode) ([]*duelist, *worldNode) {
+	t.Helper()
 	waitFor(t, "every node seeing the others", func() bool { return len(alive(nodes[0].node.Directory())) == len(nodes) })
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	pl, err := cluster.CreateRoom(ctx, nodes[0].nc, cluster.RoomRequest{Room: "duel", Players: []string{"ann", "bob"}}, fast)
+	pl, err := cluster.CreateRoom(ctx, nodes[0].nc, cluster.RoomRequest{Room: "duel", Players: []string{"ann", "bob"}, Config: config}, fast)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -243,4 +280,53 @@ func TestDrainHandsTheMatchOver(t *testing.T) {
 			t.Errorf("player %d went %v without a frame", i, d.gap)
 		}
 	}
+}
+
+// TestStrictRoomTakenOver: a strict duel (every frame waits for both
+// players' inputs) survives its node's crash as a free-running one does:
+// the standby takes it over, strict, and both players run one gapless
+// match. Then one player's client stops: the standby's room waits for
+// it, the other client is told whom it waits for (that player alone),
+// and after StrictWait the match plays on without it.
+func TestStrictRoomTakenOver(t *testing.T) {
+	c := newWorldCluster(t)
+	a, b := c.addRoomNode("a"), c.addRoomNode("b")
+	ds, primary := startDuelWith(t, c, json.RawMessage(`{"strict": true, "strict_wait_ms": 1500}`), a, b)
+	for _, d := range ds {
+		d.clock = true
+	}
+	standby := a
+	if primary == a {
+		standby = b
+	}
+	primary.nc.Close()
+	c.mu.Lock()
+	primary.dead = true
+	c.mu.Unlock()
+	ran := len(ds[0].frames)
+	playDuel(t, "the strict match going on on the standby", ds, func() bool {
+		return len(ds[0].frames) > ran+40 && len(ds[1].frames) > ran+40
+	})
+	sameMatch(t, ds)
+	if st := standby.node.Standbys(); st.TakenOver != 1 {
+		t.Fatalf("standby stats %+v, want one room taken over", st)
+	}
+	r, ok := standby.srv.Room("duel")
+	if !ok || !r.Config().Strict {
+		t.Fatalf("the standby's room %v is not strict", ok)
+	}
+	// Bob's client stops (a frozen tab: no packets at all): Ann's client
+	// hears that the room waits for him, and him alone, and after
+	// StrictWait the match goes on without him.
+	ds[0].waited = nil
+	stopped := len(ds[0].frames)
+	playDuel(t, "ann told the room waits for bob", ds[:1], func() bool { return ds[0].waited != nil })
+	if !slices.Equal(ds[0].waited, []int{1}) {
+		t.Fatalf("ann's client waits for %v, want bob's slot 1 alone", ds[0].waited)
+	}
+	if held := len(ds[0].frames) - stopped; held > 6 {
+		t.Fatalf("ann ran %d frames before the room waited", held)
+	}
+	playDuel(t, "the match going on without bob", ds[:1], func() bool { return len(ds[0].frames) > stopped+40 })
+	sameMatch(t, ds) // bob's frames end where he stopped
 }
