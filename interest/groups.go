@@ -331,21 +331,27 @@ func (w *World) writeRequested(o *observer, end int) {
 	out, ng := o.groupOut, len(w.cfg.Groups)
 	for i := 0; i < end; {
 		id := out[i].id
+		fs := w.fields[id]
 		var mask uint64
 		j := i
 		for ; j < end && out[j].id == id; j++ {
-			mask |= 1 << out[j].g
+			if out[j].g == newcomerKey {
+				mask |= w.newcomer(fs)
+			} else {
+				mask |= 1 << out[j].g
+			}
 		}
+		i = j
 		w.lay.writeID(&w.pw, id)
-		fs := w.fields[id]
 		if mask == w.newcomer(fs) {
 			w.pw.WriteBitString(fs.newcomer, fs.newcomerBits)
-			i = j
 			continue
 		}
 		w.pw.WriteBits(mask, ng)
-		for ; i < j; i++ {
-			w.lay.writeGroupValues(&w.pw, out[i].g, fs.vals[out[i].g])
+		for g := range ng {
+			if mask&(1<<g) != 0 {
+				w.lay.writeGroupValues(&w.pw, g, fs.vals[g])
+			}
 		}
 	}
 	o.groupOut = append(o.groupOut[:0], out[end:]...)
@@ -408,12 +414,20 @@ func (o *observer) wantGroups(w *World, id ID, g int) {
 	if int(id) >= len(w.fields) || w.fields[id] == nil {
 		return
 	}
-	for i, v := range w.fields[id].vals {
-		if v != nil && (i == g || g < 0 && !w.cfg.Groups[i].Request) {
-			o.groupOut = append(o.groupOut, gkey{id, i})
+	if g < 0 {
+		if w.newcomer(w.fields[id]) != 0 { // none when it has only groups sent on request
+			o.groupOut = append(o.groupOut, gkey{id, newcomerKey}) // its newcomer record (writeRequested)
 		}
+		return
+	}
+	if w.fields[id].vals[g] != nil {
+		o.groupOut = append(o.groupOut, gkey{id, g})
 	}
 }
+
+// newcomerKey, as a gkey's group, asks for the entity's newcomer record:
+// every group set that is not sent on request.
+const newcomerKey = -1
 
 // writeBorderGroups writes the border message's groups trailer: for each
 // update and handover op, in order, 1 bit and, when set, every group the

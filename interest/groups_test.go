@@ -179,6 +179,17 @@ func TestFieldGroupsBounds(t *testing.T) {
 			t.Errorf("%s: accepted", name)
 		}
 	}
+	// An entity with only a group sent on request has no newcomer record:
+	// its display answer carries no group record, which would be malformed.
+	only, _ := s.w.Spawn(NPC, Logic{Pos: Vec{1600, 1600}, Life: 100}, Display{Name: "hermit"})
+	s.set(only, 2, 7)
+	s.frames(8)
+	if _, ok := s.cl.Entity(only); !ok {
+		t.Fatal("the client does not know the hermit")
+	}
+	if _, ok := s.cl.Group(only, 2); ok {
+		t.Fatal("a group sent on request came with the display data")
+	}
 	for name, g := range map[string][]Group{
 		"no fields":   {{Name: "a"}},
 		"no name":     {{Fields: []Field{{Bits: 1}}}},
