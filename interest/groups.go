@@ -298,6 +298,30 @@ func (w *World) pushGroups() {
 	w.groupObs = w.groupObs[:0]
 }
 
+// skipGroups moves the group changes due in the n frames the world is
+// about to skip (World.Tick, far behind) to the frame after them, so that
+// none is lost.
+func (w *World) skipGroups(n int) {
+	to := w.frame + n + 1
+	move := func(f int) {
+		if b, ok := w.groupDue[f]; ok {
+			w.groupDue[to] = append(w.groupDue[to], b...)
+			delete(w.groupDue, f)
+		}
+	}
+	if len(w.groupDue) < n {
+		for f := range w.groupDue {
+			if f > w.frame && f < to {
+				move(f)
+			}
+		}
+		return
+	}
+	for f := w.frame + 1; f < to; f++ {
+		move(f)
+	}
+}
+
 // listGroups makes sure o's due records go in this frame's pushGroups.
 func (w *World) listGroups(o *observer) {
 	if !o.groupListed {

@@ -17,6 +17,7 @@ func (w *World) Tick(now time.Time) {
 		for _, o := range w.obs {
 			o.skip(w, skip)
 		}
+		w.skipGroups(skip)
 		w.frame += skip
 	}
 	for w.frame < due {

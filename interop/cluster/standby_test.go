@@ -188,6 +188,21 @@ func sameMatch(t *testing.T, ds []*duelist) {
 	}
 }
 
+// crash crashes primary, one of two nodes a and b, and returns the other:
+// the node leaves NATS at once (its room's lease is gone, so it cuts no
+// more), and its players hear nothing from it.
+func crash(c *worldCluster, primary, a, b *worldNode) (standby *worldNode) {
+	standby = a
+	if primary == a {
+		standby = b
+	}
+	primary.nc.Close()
+	c.mu.Lock()
+	primary.dead = true
+	c.mu.Unlock()
+	return standby
+}
+
 // TestStandbyTakesOverACrashedNode: the node holding a match loses its
 // NATS connection and falls silent (as a crashed process does to the
 // cluster and to its players); the standby node takes the room over, the
@@ -197,16 +212,7 @@ func TestStandbyTakesOverACrashedNode(t *testing.T) {
 	c := newWorldCluster(t)
 	a, b := c.addRoomNode("a"), c.addRoomNode("b")
 	ds, primary := startDuel(t, c, a, b)
-	standby := a
-	if primary == a {
-		standby = b
-	}
-	// The crash: the node leaves NATS at once (its room's lease is gone,
-	// so it cuts no more), and its players hear nothing from it.
-	primary.nc.Close()
-	c.mu.Lock()
-	primary.dead = true
-	c.mu.Unlock()
+	standby := crash(c, primary, a, b)
 	crashedAt, ran := time.Now(), len(ds[0].frames)
 	playDuel(t, "the match going on on the standby", ds, func() bool {
 		return len(ds[0].frames) > ran+40 && len(ds[1].frames) > ran+40
@@ -295,14 +301,7 @@ func TestStrictRoomTakenOver(t *testing.T) {
 	for _, d := range ds {
 		d.clock = true
 	}
-	standby := a
-	if primary == a {
-		standby = b
-	}
-	primary.nc.Close()
-	c.mu.Lock()
-	primary.dead = true
-	c.mu.Unlock()
+	standby := crash(c, primary, a, b)
 	ran := len(ds[0].frames)
 	playDuel(t, "the strict match going on on the standby", ds, func() bool {
 		return len(ds[0].frames) > ran+40 && len(ds[1].frames) > ran+40
