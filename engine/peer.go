@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/tongbu/tongbu/internal/tokens"
 	"github.com/tongbu/tongbu/transport"
 )
 
@@ -34,8 +35,7 @@ type peer struct {
 	// taken under rmu; rclosed, set as the connection closes, stops them.
 	rmu     sync.Mutex
 	rclosed bool
-	tokens  float64
-	last    time.Time
+	bucket  tokens.Bucket
 	deliver func(msg []byte, now time.Time)
 }
 
@@ -45,19 +45,7 @@ const (
 )
 
 // allow takes a token for one received message.
-func (p *peer) allow(now time.Time) bool {
-	if p.last.IsZero() {
-		p.tokens = peerBurst
-	} else {
-		p.tokens = min(peerBurst, p.tokens+now.Sub(p.last).Seconds()*peerRate)
-	}
-	p.last = now
-	if p.tokens < 1 {
-		return false
-	}
-	p.tokens--
-	return true
-}
+func (p *peer) allow(now time.Time) bool { return p.bucket.Take(now, peerRate, peerBurst) }
 
 // warm asks the CPU for what a send to the peer touches (transport.Warmer),
 // when its connection can.

@@ -9,6 +9,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/tongbu/tongbu/internal/tokens"
 )
 
 // Rate is a token bucket per network: each may open Rate things a
@@ -18,12 +20,7 @@ import (
 // connections under the same one).
 type Rate struct {
 	Rate    int
-	buckets map[netip.Prefix]*bucket
-}
-
-type bucket struct {
-	tokens float64
-	at     time.Time
+	buckets map[netip.Prefix]*tokens.Bucket
 }
 
 // Allow takes a token for one new thing from key at now, and reports
@@ -35,7 +32,7 @@ func (r *Rate) Allow(key netip.Prefix, now time.Time) bool {
 		return true
 	}
 	if r.buckets == nil {
-		r.buckets = map[netip.Prefix]*bucket{}
+		r.buckets = map[netip.Prefix]*tokens.Bucket{}
 	}
 	rate, burst := float64(r.Rate), float64(2*r.Rate)
 	n := 0
@@ -43,22 +40,16 @@ func (r *Rate) Allow(key netip.Prefix, now time.Time) bool {
 		if n++; n > 4 {
 			break
 		}
-		if k != key && now.Sub(b.at).Seconds()*rate+b.tokens >= burst {
+		if k != key && b.Full(now, rate, burst) {
 			delete(r.buckets, k)
 		}
 	}
 	b := r.buckets[key]
 	if b == nil {
-		b = &bucket{tokens: burst, at: now}
+		b = &tokens.Bucket{}
 		r.buckets[key] = b
 	}
-	b.tokens = min(burst, b.tokens+now.Sub(b.at).Seconds()*rate)
-	b.at = now
-	if b.tokens < 1 {
-		return false
-	}
-	b.tokens--
-	return true
+	return b.Take(now, rate, burst)
 }
 
 // Len returns the networks with a bucket.

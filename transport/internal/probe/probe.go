@@ -11,6 +11,8 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/tongbu/tongbu/internal/tokens"
 )
 
 // A region ping: a client sends PingSize bytes, PingMagic then any 12
@@ -33,22 +35,15 @@ const Rate = 4096
 
 // Limit is a socket's bucket of probe answers; the zero value is ready.
 type Limit struct {
-	mu     sync.Mutex
-	tokens float64
-	at     time.Time
+	mu sync.Mutex
+	b  tokens.Bucket
 }
 
 // Take reports whether a probe may be answered at now.
 func (l *Limit) Take(now time.Time) bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.tokens = min(Rate, l.tokens+now.Sub(l.at).Seconds()*Rate)
-	l.at = now
-	if l.tokens < 1 {
-		return false
-	}
-	l.tokens--
-	return true
+	return l.b.Take(now, Rate, Rate)
 }
 
 // IsPing reports whether b is a region ping.
