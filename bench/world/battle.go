@@ -9,6 +9,7 @@ import (
 	"runtime"
 	"time"
 
+	"github.com/tongbu/tongbu/bench/internal/bots"
 	"github.com/tongbu/tongbu/bench/internal/harness"
 	"github.com/tongbu/tongbu/interest"
 )
@@ -56,10 +57,19 @@ type battleOpts struct {
 	warmup, seconds        float64
 	delay                  int // one-way delay in frames (in memory)
 	seed                   uint64
+	oneWay                 time.Duration // -transport webrtc: the relay's delay each way
+	profile                string        // -transport webrtc: the server's CPU profile of the measured window
+	bots                   bots.Shape    // -transport webrtc: how the bots' process runs
 }
 
-// benchBattle runs the scenario with its flags, in memory: every client
-// in this process over an in-memory link.
+// battleWebRTC runs the scenario over real WebRTC after the in-memory run
+// (battle_rtc.go; not in js builds).
+var battleWebRTC func(o battleOpts, mem battleFigures, out io.Writer) error
+
+// benchBattle runs the scenario with its flags: in memory, every client
+// in this process over an in-memory link; with -transport webrtc, that
+// first (for the baseline, in the same invocation) and then the players
+// as bots in a second process over real WebRTC through a delaying relay.
 func benchBattle(args []string, out io.Writer) error {
 	fs := flag.NewFlagSet("battle", flag.ContinueOnError)
 	quick := fs.Bool("quick", false, "a shorter run of the same scenario (CI)")
@@ -71,8 +81,18 @@ func benchBattle(args []string, out io.Writer) error {
 	fs.Float64Var(&o.warmup, "warmup", 6, "seconds run before measuring")
 	fs.IntVar(&o.delay, "delay", 1, "in memory: one-way delay in frames (62.5 ms each at 16 Hz)")
 	fs.Uint64Var(&o.seed, "seed", 1, "random seed")
+	via := fs.String("transport", "mem", "mem: in memory; webrtc: the in-memory run, then the players as bots in a second process over real WebRTC (-one-way each way)")
+	fs.DurationVar(&o.oneWay, "one-way", 25*time.Millisecond, "webrtc: the relay's delay each way (25 ms: a 50 ms round trip)")
+	fs.StringVar(&o.profile, "cpuprofile", "", "webrtc: write the server's CPU profile of the measured window to this file (the bots' to it.bots)")
+	o.bots.Flags(fs)
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if *via != "mem" && *via != "webrtc" {
+		return fmt.Errorf("-transport %q: want mem or webrtc", *via)
+	}
+	if *via == "webrtc" && battleWebRTC == nil {
+		return errors.New("-transport webrtc: not in this build (js)")
 	}
 	if *quick {
 		shorten(fs, &o.warmup, &o.seconds, 3, 6)
@@ -90,7 +110,11 @@ func benchBattle(args []string, out io.Writer) error {
 	for _, l := range battleModel {
 		fmt.Fprintln(out, "  "+l)
 	}
-	return s.run(out)
+	mem, err := s.run(out)
+	if err != nil || *via == "mem" {
+		return err
+	}
+	return battleWebRTC(o, mem, out)
 }
 
 // Runner states.
@@ -189,9 +213,7 @@ func newBattleSim(o battleOpts) (*battleSim, error) {
 	}
 	s.w, s.cfg = w, w.Config()
 	s.period = s.cfg.Period()
-	rs := int32(s.cfg.RegionSize)
-	cx, cy := int32(s.cfg.Width/2-1), int32(s.cfg.Height/2-1)
-	s.lo, s.hi = interest.Vec{X: cx * rs, Y: cy * rs}, interest.Vec{X: (cx+2)*rs - 1, Y: (cy+2)*rs - 1}
+	s.lo, s.hi = bots.BattleBlock(s.cfg)
 	s.down, s.up = newLink(o.delay), newLink(max(o.delay, 1))
 	s.base = newJX1(s.cfg)
 	n := o.players + o.runners + o.npcs + 1
@@ -249,22 +271,7 @@ func (s *battleSim) randIn(lo, hi interest.Vec) interest.Vec {
 }
 
 // outside returns a point 3-4 regions outside the block, on any side.
-func (s *battleSim) outside() interest.Vec {
-	rs := int32(s.cfg.RegionSize)
-	d := 3*rs + s.rng.Int32N(rs)
-	p := s.randIn(interest.Vec{X: s.lo.X - d, Y: s.lo.Y - d}, interest.Vec{X: s.hi.X + d, Y: s.hi.Y + d})
-	switch s.rng.IntN(4) { // pushed out to one side
-	case 0:
-		p.X = s.lo.X - d
-	case 1:
-		p.X = s.hi.X + d
-	case 2:
-		p.Y = s.lo.Y - d
-	default:
-		p.Y = s.hi.Y + d
-	}
-	return p
-}
+func (s *battleSim) outside() interest.Vec { return bots.BattleOutside(s.rng, s.cfg, s.lo, s.hi) }
 
 // inBlock reports whether region r is one of the fight's.
 func (s *battleSim) inBlock(r interest.Region) bool {
@@ -273,7 +280,7 @@ func (s *battleSim) inBlock(r interest.Region) bool {
 }
 
 // run plays warm-up and measurement and prints the figures.
-func (s *battleSim) run(out io.Writer) error {
+func (s *battleSim) run(out io.Writer) (battleFigures, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	hz := s.cfg.Hz

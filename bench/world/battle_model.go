@@ -305,9 +305,18 @@ func (s *battleSim) openEpisodes(p *bplayer, from, to interest.Region) {
 	}
 }
 
+// battleFigures are the in-memory run's figures the WebRTC run prints
+// beside its own: the baseline's, and ours in memory.
+type battleFigures struct {
+	down, baseDown           float64       // fighters' bytes down a second, mean
+	cmd99, baseCmd99         time.Duration // command to every other client
+	newEntity, baseNewEntity time.Duration // runner knows a block region, p99
+	baseCensored             int           // baseline episodes never known
+}
+
 // report prints the measured window's figures beside the baseline's and
-// the RESULT line.
-func (s *battleSim) report(out io.Writer, tick, baseTick []time.Duration, st0 interest.Stats, wall time.Duration) error {
+// the RESULT line, and returns them.
+func (s *battleSim) report(out io.Writer, tick, baseTick []time.Duration, st0 interest.Stats, wall time.Duration) (battleFigures, error) {
 	secs := s.o.seconds
 	var down, base, up, runDown []int64
 	for _, p := range s.players {
@@ -399,5 +408,9 @@ func (s *battleSim) report(out io.Writer, tick, baseTick []time.Duration, st0 in
 		"baseline_new_entity_sync_p99_ms", int64(ms(quantile(baseEp, .99))+0.5),
 		"baseline_regions_never_known", baseCensored,
 	))
-	return nil
+	return battleFigures{
+		down: mean(down), baseDown: mean(base),
+		cmd99: quantile(s.latKnew, .99), baseCmd99: baseLat,
+		newEntity: quantile(ours, .99), baseNewEntity: quantile(baseEp, .99), baseCensored: baseCensored,
+	}, nil
 }

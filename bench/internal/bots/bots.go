@@ -45,6 +45,12 @@ func Run(args []string, out io.Writer) error {
 	if len(args) > 0 && args[0] == "world" {
 		return runWorldBots(args[1:], os.Stdin, out)
 	}
+	if len(args) > 0 && args[0] == "impair" {
+		return runImpair(args[1:], os.Stdin, out)
+	}
+	if len(args) > 0 && args[0] == "battle" {
+		return runBattleBots(args[1:], os.Stdin, out)
+	}
 	if len(args) > 0 && args[0] == "abuse" {
 		// The attackers' CPU stands for another machine's: when both want
 		// a core, the server runs first (as the relay's bots).

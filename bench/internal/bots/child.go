@@ -99,6 +99,13 @@ func (c *Child) WaitReady(limit time.Duration) error {
 	}
 }
 
+// Say writes line to the bots' stdin: a scenario's mark in its
+// window (the battle's MEASURE).
+func (c *Child) Say(line string) error {
+	_, err := io.WriteString(c.stdin, line+"\n")
+	return err
+}
+
 // Stop writes s (the scenario's closing lines) to the bots' stdin and
 // waits up to two minutes for their DONE line and their exit.
 func (c *Child) Stop(s string) (string, error) {

@@ -79,6 +79,13 @@ func pin(pid int, set unix.CPUSet) error {
 	return eachThread(pid, func(tid int) error { return unix.SchedSetaffinity(tid, &set) })
 }
 
+// pinTo puts process pid on CPU cpu.
+func pinTo(pid, cpu int) error {
+	var set unix.CPUSet
+	set.Set(cpu)
+	return pin(pid, set)
+}
+
 // pinApart puts this process on CPU server and process bots on CPU
 // bots (and on CPU server at SCHED_IDLE, with spill), and returns what
 // puts this one back on the CPUs it had (the bots' process exits after

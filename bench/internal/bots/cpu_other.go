@@ -15,6 +15,8 @@ func renice(n int) error {
 // twoCPUs: pinning is only wired up on Linux.
 func twoCPUs() (server, bots int, ok bool) { return 0, 0, false }
 
+func pinTo(pid, cpu int) error { return errors.New("pin: only on Linux") }
+
 func pinApart(server, bots, botsPid int, spill bool) (undo func(), err error) {
 	return nil, errors.New("pin: only on Linux")
 }

@@ -24,11 +24,16 @@ import (
 // a fresh loopback port, one worker, connections with RelayLimits, at
 // most maxConns of them (0: the engine's default), and a fresh random
 // secret.
-func NewServer(maxConns int) (*engine.Server, error) {
+func NewServer(maxConns int) (*engine.Server, error) { return NewServerBehind(maxConns, nil) }
+
+// NewServerBehind is NewServer advertising public instead of its own
+// address: the address of a relay in front of it (udpimpair), which
+// forwards to its UDP port.
+func NewServerBehind(maxConns int, public []string) (*engine.Server, error) {
 	secret := make([]byte, 32)
 	rand.Read(secret)
 	return engine.NewServer(engine.Config{Secret: secret, UDPAddr: "127.0.0.1:0", IncludeLoopback: true, Workers: 1,
-		Limits: RelayLimits, MaxConns: maxConns})
+		Limits: RelayLimits, MaxConns: maxConns, PublicIPs: public})
 }
 
 // Spec is the bots' process that Start launches and the players it
