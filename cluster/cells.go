@@ -3,7 +3,6 @@
 package cluster
 
 import (
-	"context"
 	"encoding/binary"
 	"fmt"
 	"strconv"
@@ -19,124 +18,10 @@ import (
 	"github.com/tongbu/tongbu/internal/seal"
 )
 
-// CellMap is one map cut into cells: a grid of Cols x Rows rectangles of
-// its regions, each simulated by its own world, on any node (ServeCell).
-// Every cell's world holds the whole map's grid and owns the entities in
-// its rectangle; the entities within one region of a neighbour's cell are
-// mirrored there as read-only ghosts (interest.Border), so that a player
-// near a border sees across it as if one world held the map; an entity
-// that crosses is handed to the neighbour with its state, and a player's
-// client follows it there (engine.World.Transfer).
-type CellMap struct {
-	// Map names the map, 1..MaxIDLen bytes of letters, digits, '-' and
-	// '_' (it is a NATS subject token). Cell i is the world CellName(Map, i).
-	Map string
-	// Cols and Rows cut the map's regions into cells, numbered row by row
-	// from the top left, as evenly as the grid allows; every cell holds at
-	// least one region.
-	Cols, Rows int
-	// Interest is the whole map's configuration; the cells share it but
-	// for the entity IDs (each gives out its own share).
-	Interest interest.Config
-	// Start is the instant of frame 0, shared by every cell so that their
-	// frame numbers agree (the cells of one colour of a checkerboard tick
-	// half a frame after it: what crosses a border is taken sooner).
-	Start time.Time
-	// Handover, when set, gives the game's own state of an entity this
-	// cell hands to a neighbour (a player's inventory, an NPC's brain:
-	// what interest.Logic and Display do not hold), at most MaxState bytes
-	// the game encodes. It runs on the old cell's worker in the frame the
-	// entity crosses; the bytes go over NATS with the border message, and
-	// the neighbour's Adopt receives them.
-	Handover func(w *interest.World, id interest.ID) []byte
-	// Adopt, when set, takes the game's state of an entity a neighbour
-	// handed to this cell, on its worker, just after the entity became
-	// this cell's (before its client, for a player, arrives).
-	Adopt func(w *interest.World, id interest.ID, state []byte)
-	// NoStandby makes a player's client connect to the next cell when its
-	// player crosses, rather than ahead of it: no second connection while
-	// a player stands near a border, at the cost of a handshake (a few
-	// round trips) at the crossing. By default a cell holds a standby
-	// place next door for every player within one region of a border
-	// (engine.World.Standby), and the crossing costs no handshake.
-	NoStandby bool
-}
-
-// CellName returns the name of the world that is cell i of map m.
-func CellName(m string, i int) string { return m + "#" + strconv.Itoa(i) }
-
-// Cells returns the number of cells.
-func (m CellMap) Cells() int { return m.Cols * m.Rows }
-
-// Rect returns cell i's rectangle of regions.
-func (m CellMap) Rect(i int) interest.Rect {
-	c := m.Interest.WithDefaults()
-	x, y := i%m.Cols, i/m.Cols
-	return interest.Rect{X0: x * c.Width / m.Cols, Y0: y * c.Height / m.Rows, X1: (x + 1) * c.Width / m.Cols, Y1: (y + 1) * c.Height / m.Rows}
-}
-
-// phase is how long after the map's frame instants cell i ticks: half a
-// frame for the cells of one colour of a checkerboard. A neighbour across
-// a side then runs half a frame after a cell, or before its next frame,
-// so that what one cell sends over a border (ghosts, a player handed
-// over) is taken within half a frame, where cells ticking together would
-// wait a whole one. Frame numbers stay the same on every cell.
-func (m CellMap) phase(i int) time.Duration {
-	if (i%m.Cols+i/m.Cols)%2 == 0 {
-		return 0
-	}
-	return m.Interest.WithDefaults().Period() / 2
-}
-
-// CellAt returns the cell that holds position p.
-func (m CellMap) CellAt(p interest.Vec) int {
-	c := m.Interest.WithDefaults()
-	g := interest.Region{X: int(p.X) / c.RegionSize, Y: int(p.Y) / c.RegionSize}
-	for i := range m.Cells() {
-		if m.Rect(i).Contains(g) {
-			return i
-		}
-	}
-	return -1
-}
-
-func (m CellMap) validate() error {
-	if err := checkID(m.Map); err != nil {
-		return fmt.Errorf("%w: cell map name: %v", ErrInvalid, err)
-	}
-	c := m.Interest.WithDefaults()
-	if err := c.Validate(); err != nil {
-		return fmt.Errorf("%w: cell map %s: %v", ErrInvalid, m.Map, err)
-	}
-	if m.Cols < 1 || m.Rows < 1 || m.Cols > c.Width || m.Rows > c.Height || m.Cells() >= c.MaxEntities {
-		return fmt.Errorf("%w: cell map %s: %dx%d cells of a %dx%d grid", ErrInvalid, m.Map, m.Cols, m.Rows, c.Width, c.Height)
-	}
-	if m.Start.IsZero() {
-		return fmt.Errorf("%w: cell map %s: no start instant", ErrInvalid, m.Map)
-	}
-	return nil
-}
-
 // subjCell is the subject of the border messages from cell from to cell
 // to of map m.
 func (o *Options) subjCell(m string, to, from int) string {
 	return o.Prefix + ".cell." + m + "." + strconv.Itoa(to) + "." + strconv.Itoa(from)
-}
-
-// handoverState is the state a cell's transfer of a crossing player
-// carries: the player's entity, which the neighbour owns by then.
-const handoverMagic = "tongbu-cell\x00"
-
-func handoverState(id interest.ID) []byte {
-	return binary.LittleEndian.AppendUint32([]byte(handoverMagic), uint32(id))
-}
-
-func readHandover(b []byte) (interest.ID, bool) {
-	rest, ok := strings.CutPrefix(string(b), handoverMagic)
-	if !ok || len(rest) != 4 {
-		return 0, false
-	}
-	return interest.ID(binary.LittleEndian.Uint32([]byte(rest))), true
 }
 
 // cellRunner is a cell this node simulates.
@@ -200,36 +85,6 @@ type borderMsg struct {
 // maxQueue bounds the messages a holding cell keeps: a move takes a
 // few frames, and each neighbour sends one or two a frame.
 const maxQueue = 4096
-
-// heldPlace is a standby place this cell holds for a neighbour's player.
-type heldPlace struct {
-	booking uint64
-	expires time.Time
-}
-
-// standby is a player near a border, whose client is connected to the
-// neighbour's cell and waits there (engine.World.Standby): the crossing
-// costs no handshake. Owned by the world's worker.
-type standby struct {
-	to       int       // the neighbour
-	cancel   func()    // gives the place up
-	lastIn   int       // the frame the player was last in the band
-	handedAt time.Time // when its entity was handed over; zero before
-	stopped  bool      // cancel was called
-	then     func()    // what to do once it has ended without a move
-}
-
-// Standby timing: a player out of the band for standbyLinger frames
-// gives its place up; a player handed over whose client has not switched
-// within standbyGrace is transferred the ordinary way.
-const (
-	standbyLinger = 16
-	standbyGrace  = 2 * time.Second
-)
-
-// orphanAfter is how long an adopted player's entity waits for its client
-// before the cell removes it.
-const orphanAfter = engine.BookingTTL + 10*time.Second
 
 // ServeCell makes this node simulate cell i of map m with the game's
 // hooks in cfg (Join places a player joining this cell afresh; Tick runs
@@ -628,35 +483,6 @@ func (c *cellRunner) takeStates(w *interest.World, from int, data []byte) {
 	}
 }
 
-// heldFor notes a standby place booked in world for the entity state
-// names (a cell's handover state); it is admitted when the entity
-// crosses, or at once if it has.
-func (n *Node) heldFor(world string, state []byte, bk uint64) {
-	id, ok := readHandover(state)
-	if !ok {
-		return
-	}
-	n.mu.Lock()
-	var c *cellRunner
-	for _, x := range n.ws.cells {
-		if CellName(x.m.Map, x.i) == world {
-			c = x
-		}
-	}
-	n.mu.Unlock()
-	if c == nil {
-		return
-	}
-	ew := c.ew.Load()
-	ew.Do(func(w *interest.World) {
-		if _, owned := w.Logic(id); owned && !w.Ghost(id) {
-			ew.Admit(bk) // it crossed before its place was booked
-			return
-		}
-		c.held[id] = heldPlace{bk, time.Now().Add(engine.StandbyTTL)}
-	})
-}
-
 // afterTick sends the border messages of the frame, hands the clients of
 // the players who crossed to their new cell, drops the ghosts of a
 // neighbour that died, and the players whose clients never came.
@@ -736,102 +562,6 @@ func (c *cellRunner) afterTick(w *interest.World, now time.Time) {
 			}
 		}
 	}
-}
-
-// transfer hands the client of player (entity id, handed to neighbour j
-// this frame) to j the ordinary way: it dials at the crossing.
-func (c *cellRunner) transfer(ew *engine.World, player string, id interest.ID, j int) {
-	to := CellName(c.m.Map, j)
-	dest := seamless{c.n.Destination(JoinRequest{World: to})}
-	err := ew.Transfer(player, dest, handoverState(id), func(err error) {
-		if err != nil {
-			c.n.opts.Logger.Info("cluster: a player could not follow its entity to the next cell", "player", player, "to", to, "err", err)
-		}
-	})
-	if err != nil {
-		c.n.opts.Logger.Info("cluster: cell handover", "player", player, "err", err)
-	}
-}
-
-// standbys books a standby place next door for every player of this cell
-// in a border's band (mirrored to the neighbour: it may cross at any
-// moment), gives up those of the players who left the band, and falls
-// back to an ordinary transfer for a player handed over whose client did
-// not switch in time.
-func (c *cellRunner) standbys(w *interest.World, ew *engine.World, now time.Time) {
-	var j int // the neighbour whose band is being looked at
-	visit := func(id interest.ID, k interest.Kind, _ *interest.Logic) {
-		if k != interest.Player || w.Ghost(id) {
-			return
-		}
-		if st := c.standby[id]; st != nil {
-			if st.to == j {
-				st.lastIn = c.frame
-			}
-			return
-		}
-		if player, ok := ew.Player(id); ok {
-			c.book(ew, player, id, j)
-		}
-	}
-	for j = range c.borders {
-		if c.down[j] >= downAfter {
-			continue
-		}
-		for _, g := range c.bands[j] {
-			w.Each(g, visit)
-		}
-	}
-	for id, st := range c.standby {
-		switch {
-		case st.stopped:
-		case !st.handedAt.IsZero() && now.Sub(st.handedAt) > standbyGrace:
-			player, _ := ew.Player(id)
-			to := st.to
-			st.stop(func() { c.transfer(ew, player, id, to) })
-		case st.handedAt.IsZero() && c.frame-st.lastIn > standbyLinger:
-			st.stop(nil) // it walked away from the border
-		}
-	}
-}
-
-// book holds player a standby place in neighbour j's cell.
-func (c *cellRunner) book(ew *engine.World, player string, id interest.ID, j int) {
-	st := &standby{to: j, lastIn: c.frame}
-	dest := seamless{c.n.Destination(JoinRequest{World: CellName(c.m.Map, j), TicketTTL: engine.StandbyTTL, standby: true})}
-	cancel, err := ew.Standby(player, dest, handoverState(id), func(err error) {
-		if ew.Closed() {
-			return // on the goroutine closing the cell, beside its worker: the cell's state is the worker's
-		}
-		if c.standby[id] == st {
-			delete(c.standby, id)
-		}
-		if err != nil && st.then != nil {
-			st.then()
-		}
-	})
-	if err != nil {
-		return
-	}
-	st.cancel = cancel
-	c.standby[id] = st
-}
-
-// stop gives the standby up, then runs then (if not nil) once it has
-// ended without a move.
-func (st *standby) stop(then func()) {
-	st.stopped, st.then = true, then
-	st.cancel()
-}
-
-// seamless books the next cell's place as a seamless move: the client
-// keeps what it knows.
-type seamless struct{ engine.Destination }
-
-func (s seamless) Book(ctx context.Context, player string, state []byte, arrived func()) (engine.Booking, error) {
-	b, err := s.Destination.Book(ctx, player, state, arrived)
-	b.Seamless = true
-	return b, err
 }
 
 // BorderBytes returns the bytes of border messages this node's cells have
