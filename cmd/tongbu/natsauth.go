@@ -3,11 +3,13 @@
 package main
 
 import (
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
 	"os"
 	"strings"
+	"time"
 
 	"github.com/nats-io/nats.go"
 	"github.com/tongbu/tongbu/natsbus"
@@ -67,8 +69,15 @@ func (a natsAuth) options() ([]nats.Option, error) {
 		Token: os.Getenv("TONGBU_NATS_TOKEN"), CA: a.CA, Cert: a.Cert, Key: a.Key}.Options()
 }
 
+// natsStartWait is how long a process started beside its NATS server
+// (a compose file, or the README's commands in one go) waits for it to
+// listen before it gives up.
+const natsStartWait = 30 * time.Second
+
 // connect connects to the NATS server at url as a says, reconnecting for
-// ever, the connection named name in the server's monitoring.
+// ever, the connection named name in the server's monitoring. A server
+// not listening yet is waited for, up to natsStartWait; one that refuses
+// the credentials is an error at once.
 func (a natsAuth) connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
 	opts, err := a.options()
 	if err != nil {
@@ -85,6 +94,13 @@ func (a natsAuth) connect(url, name string, log *slog.Logger) (*nats.Conn, error
 			log.Warn("NATS", "subject", subject, "err", err) // a permission refused, a slow consumer
 		}))
 	nc, err := nats.Connect(url, opts...)
+	for deadline, said := time.Now().Add(natsStartWait), false; errors.Is(err, nats.ErrNoServers) && time.Now().Before(deadline); said = true {
+		if !said {
+			log.Info("waiting for NATS to listen", "url", url, "err", err)
+		}
+		time.Sleep(250 * time.Millisecond)
+		nc, err = nats.Connect(url, opts...)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("NATS %s: %w", url, err)
 	}
