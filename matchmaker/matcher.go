@@ -13,24 +13,24 @@ import (
 // Config configures a Matcher (and a Service, which runs one).
 type Config struct {
 	// Modes are the game modes tickets may ask for.
-	Modes []Mode `json:"modes"`
+	Modes []Mode
 	// Timeout bounds a ticket's wait: past it the ticket is dropped and its
 	// player told (ErrTimeout). Default 5 minutes.
-	Timeout time.Duration `json:"timeout_ns,omitempty"`
+	Timeout time.Duration
 	// FirstCome matches tickets in the order they came, blind to skill and
 	// round trips (parties stay whole, builds apart, and the region is
 	// still the one that suits the players best): the baseline the bench
 	// measures against, or a choice for a game with too few players to be
 	// choosy.
-	FirstCome bool `json:"first_come,omitempty"`
+	FirstCome bool
 	// MaxScan bounds the tickets looked at to fill one match (default 512).
-	MaxScan int `json:"max_scan,omitempty"`
+	MaxScan int
 	// MaxTickets bounds the tickets held at once (default 1 << 20): past
 	// it a ticket is refused with ErrFull, so that no queue can fill the
 	// matchmaker's memory.
-	MaxTickets int `json:"max_tickets,omitempty"`
+	MaxTickets int
 	// Name starts the ids of the matches formed (default "m").
-	Name string `json:"name,omitempty"`
+	Name string
 }
 
 // Site is a place where a match may be played: a cluster node, with its

@@ -224,39 +224,46 @@ func (t *Ticket) validate() error {
 
 // Mode describes a game mode: the shape of its matches and how choosy its
 // matching is. Tolerances widen with a ticket's wait, from the first
-// figure by the widening each second, up to the cap.
+// figure by the widening each second, up to the cap. Its JSON is a
+// config file's mode ("rtt_ms": 80, MarshalJSON), the same in Go and in
+// tongbu serve's "matchmaker" object.
 type Mode struct {
 	// Name names the mode in tickets (1..MaxIDLen bytes).
-	Name string `json:"name"`
+	Name string
 	// Teams and TeamSize shape a match: 2 and 1 for a duel, 2 and 5 for
 	// 5v5, N and 1 for a free-for-all of N. A party plays on one team, so
 	// it has at most TeamSize players.
-	Teams    int `json:"teams"`
-	TeamSize int `json:"team_size"`
+	Teams    int
+	TeamSize int
 	// Skill is how far, in Mu, the players of a match may stand from the
 	// one who waited longest (default Beta: one game's spread of
 	// performance); SkillWiden is added each second it waits (default
 	// Beta/4), up to MaxSkill (default 6 Beta: a player far from every
 	// other still plays, after about 20 s).
-	Skill      float64 `json:"skill,omitempty"`
-	SkillWiden float64 `json:"skill_widen,omitempty"`
-	MaxSkill   float64 `json:"max_skill,omitempty"`
+	Skill      float64
+	SkillWiden float64
+	MaxSkill   float64
 	// Uncertainty is how far, in Sigma, the players of a match may stand
 	// from the one who waited longest (default Beta/2), widening by
 	// UncertaintyWiden a second (default Beta/8): new players, whose
 	// ratings say little yet, meet new players first, so that the
 	// surprises their true skill holds fall on few matches.
-	Uncertainty      float64 `json:"uncertainty,omitempty"`
-	UncertaintyWiden float64 `json:"uncertainty_widen,omitempty"`
+	Uncertainty      float64
+	UncertaintyWiden float64
 	// RTT is the longest round trip a player accepts to the match's
 	// region at first (default 80 ms); RTTWiden is added each second it
 	// waits (default 20 ms), up to MaxRTT (default 250 ms).
-	RTT      time.Duration `json:"rtt_ns,omitempty"`
-	RTTWiden time.Duration `json:"rtt_widen_ns,omitempty"`
-	MaxRTT   time.Duration `json:"max_rtt_ns,omitempty"`
-	// Room is the room configuration a match of this mode is created with
-	// (cluster.RoomRequest.Config).
-	Room json.RawMessage `json:"room,omitempty"`
+	RTT      time.Duration
+	RTTWiden time.Duration
+	MaxRTT   time.Duration
+	// Room is the configuration of the room a match of this mode is
+	// created with, passed to the node that places it as
+	// cluster.RoomRequest.Config and read by that node's Host: for a
+	// tongbu serve node, a room entry of its config file without the name
+	// (the match names the room), for example {"players": 10, "hz": 30};
+	// `tongbu serve -h` lists the keys. Empty: the
+	// Host's default room for the match's players.
+	Room json.RawMessage
 }
 
 // withDefaults returns m with its zero tolerances set.

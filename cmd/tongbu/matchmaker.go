@@ -23,26 +23,12 @@ import (
 // file `tongbu matchmaker -config` reads: the game modes to match
 // (package matchmaker).
 type matchmakerConfig struct {
-	ID        string       `json:"id"`         // the Service's id, default random
-	Prefix    string       `json:"prefix"`     // subject prefix, default tongbu.mm
-	Timeout   string       `json:"timeout"`    // a ticket's longest wait (Go duration), default 5m
-	FirstCome bool         `json:"first_come"` // match in arrival order, blind to skill and round trips
-	Heartbeat string       `json:"heartbeat"`  // default 1s
-	Modes     []modeConfig `json:"modes"`
-}
-
-// modeConfig is a mode of the config, its round trips in milliseconds.
-type modeConfig struct {
-	Name       string          `json:"name"`
-	Teams      int             `json:"teams"`
-	TeamSize   int             `json:"team_size"`
-	Skill      float64         `json:"skill"`
-	SkillWiden float64         `json:"skill_widen"`
-	MaxSkill   float64         `json:"max_skill"`
-	RTT        int             `json:"rtt_ms"`
-	RTTWiden   int             `json:"rtt_widen_ms"`
-	MaxRTT     int             `json:"max_rtt_ms"`
-	Room       json.RawMessage `json:"room"` // the rooms' config: a room entry of the serve config
+	ID        string            `json:"id"`         // the Service's id, default random
+	Prefix    string            `json:"prefix"`     // subject prefix, default tongbu.mm
+	Timeout   string            `json:"timeout"`    // a ticket's longest wait (Go duration), default 5m
+	FirstCome bool              `json:"first_come"` // match in arrival order, blind to skill and round trips
+	Heartbeat string            `json:"heartbeat"`  // default 1s
+	Modes     []matchmaker.Mode `json:"modes"`      // the package's own JSON: round trips in ms
 }
 
 const matchmakerConfigFormat = `
@@ -56,6 +42,7 @@ The -config file (JSON; unknown keys are refused; the same object as the
     "heartbeat": "1s",
     "modes": [{"name": "5v5", "teams": 2, "team_size": 5,
                "skill": 4.2, "skill_widen": 1, "max_skill": 25,   tolerance in rating Mu, widening a second
+               "uncertainty": 4.2, "uncertainty_widen": 1,                 and in Sigma
                "rtt_ms": 80, "rtt_widen_ms": 20, "max_rtt_ms": 250,
                "room": {"players": 10, "hz": 30}}]                 the rooms placed for it
   }
@@ -88,10 +75,7 @@ func (c *matchmakerConfig) config(log *slog.Logger) (matchmaker.Config, *matchma
 				return cfg, nil, fmt.Errorf("matchmaker mode %s: room: %v", m.Name, err)
 			}
 		}
-		ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
-		cfg.Modes = append(cfg.Modes, matchmaker.Mode{Name: m.Name, Teams: m.Teams, TeamSize: m.TeamSize,
-			Skill: m.Skill, SkillWiden: m.SkillWiden, MaxSkill: m.MaxSkill,
-			RTT: ms(m.RTT), RTTWiden: ms(m.RTTWiden), MaxRTT: ms(m.MaxRTT), Room: m.Room})
+		cfg.Modes = append(cfg.Modes, m)
 	}
 	if _, err := matchmaker.NewMatcher(cfg); err != nil {
 		return cfg, nil, err
