@@ -21,7 +21,8 @@ type WorldConfig struct {
 	// connection to it (World.Join): the hook does not call Join, which is
 	// for a game that drives an interest.World without a Server. It runs
 	// on the world's worker. Nil spawns a player entity at the map's
-	// centre with the player id as its name.
+	// centre (Width*RegionSize/2, Height*RegionSize/2 in world units),
+	// with life and mana 100 and the player id as its name.
 	Join func(w *interest.World, player string) (interest.ID, error)
 	// Arrive places a player who came through a transfer (World.Transfer,
 	// World.Reserve) with the state its old world gave it; it runs on the
