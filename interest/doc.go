@@ -22,7 +22,7 @@
 //   - display data, fetched by the client once per version;
 //   - the game's own fields (Config.Groups, World.SetGroup), in groups
 //     that share the entity's ID, each sent to the clients in range on
-//     change, at most once a period (the seed's 1 s, 10 s, 1 min sets),
+//     change, at most once a period (1 s for hit points, 10 s for gear, a minute for a title),
 //     or on request (Client.RequestGroup); a client that learns an
 //     entity gets its groups with its display data (Client.Group);
 //   - repairs: packets are acknowledged, and what a lost one carried is

@@ -349,7 +349,7 @@ func (w *World) requested(o *observer, room int) (n, end int) {
 }
 
 // writeRequested writes the group records of o.groupOut[:end], an
-// entity's groups together under its one ID (seed 000 §5.1.4), and takes
+// entity's groups together under its one ID (SPEC.md §8.5), and takes
 // them off o.groupOut.
 func (w *World) writeRequested(o *observer, end int) {
 	out, ng := o.groupOut, len(w.cfg.Groups)

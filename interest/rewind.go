@@ -2,7 +2,7 @@ package interest
 
 import "math"
 
-// Lag compensation (seed 000 §5.2.1 rewinds a player's moves to the frame
+// Lag compensation (the world rewinds a player's moves to the frame
 // the client stamped them with; this rewinds the world around an action
 // to the frame the player saw). The world keeps every entity's recent
 // paths (pathLog: the last pathSegs path changes, at most one a frame),

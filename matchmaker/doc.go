@@ -1,7 +1,7 @@
 // Package matchmaker puts players and parties in matches of close skill,
 // on servers near them, with players of their own game build: the service
-// in front of the relay's rooms (seed 003's room server "that puts players
-// of close strength together").
+// in front of the relay's rooms, the room server "that puts players of
+// close strength together".
 //
 // A Ticket asks for a match in a Mode (1v1, 5v5, a free-for-all of N; the
 // shape is Teams x TeamSize) for one player or a party (a party plays on

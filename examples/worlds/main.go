@@ -9,7 +9,7 @@
 // players each, placed on whichever node has room; a new line opens when
 // they are full), and the town's portal leads back. The lobby books each
 // player's first place, owns the guilds that every world process reads
-// over the replica (seed 004: a player's guild tag is in its name), and
+// over the replica (package replica: a player's guild tag is in its name), and
 // runs bots that cross the border and take the portals. The browser view
 // shows the world and the server the player is on.
 //

@@ -93,7 +93,7 @@ func (n *node) start(ctx context.Context) error {
 	if n.nc, err = nats.Connect(cfg.NATS, nats.Name("worlds-"+cfg.ID)); err != nil {
 		return fmt.Errorf("node %s: NATS: %w", cfg.ID, err)
 	}
-	// The guilds, as the lobby publishes them (seed 004's replica).
+	// The guilds, as the lobby publishes them (package replica).
 	bus, err := natsbus.NewSealed(n.nc, cfg.Secret)
 	if err != nil {
 		return err
@@ -310,7 +310,7 @@ func (p *place) spawn(w *interest.World, player string, at interest.Vec) (intere
 }
 
 // nameOf is a player's name with its guild's tag, which the world process
-// reads from the lobby's replica (seed 004).
+// reads from the lobby's replica (package replica).
 func (p *place) nameOf(player string) string {
 	var g game.Guild
 	m, ok := p.n.members.Get(game.PlayerID(player))

@@ -1,7 +1,8 @@
 package game
 
 // Guild is a guild as every world process reads it: shared game data that
-// the lobby owns and the replica (seed 004) carries to the nodes over NATS.
+// the lobby owns and the replica (package replica) carries to the nodes
+// over NATS.
 //
 //go:generate go run github.com/tongbu/tongbu/cmd/codecgen -type Guild,Member
 type Guild struct {
