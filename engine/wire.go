@@ -114,20 +114,40 @@ func checkBuild(builds []string, h string) error {
 // announced h (the WireHeader's value, "" for none), or ErrWireVersion
 // naming both sides' versions.
 func negotiateWire(h string) (int, error) {
-	v, err := unannouncedWire, error(nil)
+	v, ok := unannouncedWire, true
 	if h != "" {
-		v, err = strconv.Atoi(strings.TrimSpace(h))
+		v, ok = parseWire(h)
 	}
 	switch {
 	case h == "" && v < minWireVersion:
 		return 0, fmt.Errorf("%w: the client announces no wire version (so reads version %d), the server writes %s: update the client", ErrWireVersion, v, servedWire())
-	case err != nil || v < 1:
+	case !ok:
 		return 0, fmt.Errorf("%w: %s %q is not a version number (the server writes %s)", ErrWireVersion, WireHeader, h, servedWire())
 	case v < minWireVersion:
 		return 0, fmt.Errorf("%w: the client reads wire versions up to %d, the server writes %s: update the client", ErrWireVersion, v, servedWire())
 	}
 	return min(v, wireVersion), nil
 }
+
+// parseWire reads a WireHeader value: decimal digits, nothing else (no
+// sign), at least 1. A number past any version (more digits than an int
+// holds) reads as the largest: the client reads every version up to one
+// this server does not know of yet.
+func parseWire(h string) (int, bool) {
+	h = strings.TrimSpace(h)
+	if h == "" || strings.Trim(h, "0123456789") != "" {
+		return 0, false
+	}
+	if len(strings.TrimLeft(h, "0")) > 9 {
+		return maxWireHeader, true
+	}
+	v, err := strconv.Atoi(h)
+	return v, err == nil && v >= 1
+}
+
+// maxWireHeader is what parseWire reads a version of ten digits or more
+// as.
+const maxWireHeader = 1<<31 - 1
 
 // servedWire says which wire versions the server writes.
 func servedWire() string {

@@ -61,6 +61,12 @@ func TestWireVersion(t *testing.T) {
 		{"4", false, "the client reads wire versions up to 4, the server writes versions 5 to 9"},
 		{"0", false, "not a version number"},
 		{"four", false, "not a version number"},
+		{"+5", false, "not a version number"}, // digits only
+		{"-9", false, "not a version number"},
+		{"9.0", false, "not a version number"},
+		{" 9 ", true, ""},                   // a header's spaces are not its value
+		{"100000000000000000000", true, ""}, // past any version: the newest is written
+		{"0000000009", true, ""},
 	} {
 		tk, _ := s.Ticket("ann", "duo", RolePlayer, time.Minute)
 		req, _ := http.NewRequest(http.MethodPost, web.URL+ConnectPath, strings.NewReader("not an offer"))
