@@ -44,3 +44,35 @@ func TestModeJSON(t *testing.T) {
 		t.Errorf("a bad timeout read with error %v", err)
 	}
 }
+
+// FuzzModeJSON: any bytes read as a Config or a Mode give one, or an
+// error, never a panic; what reads writes back to what reads the same.
+func FuzzModeJSON(f *testing.F) {
+	f.Add([]byte(`{"modes":[{"name":"5v5","teams":2,"team_size":5,"rtt_ms":80,"room":{"players":10}}],"timeout":"5m"}`))
+	f.Add([]byte(`{"name":"duel","teams":2,"team_size":1,"max_rtt_ms":-1}`))
+	f.Add([]byte(`{"modes":null,"timeout":"1h","first_come":true}`))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		var c Config
+		if c.UnmarshalJSON(b) == nil {
+			out, err := c.MarshalJSON()
+			if err != nil {
+				t.Fatalf("%q read, but does not write: %v", b, err)
+			}
+			var again Config
+			if err := again.UnmarshalJSON(out); err != nil || len(again.Modes) != len(c.Modes) || again.Timeout != c.Timeout.Truncate(0) {
+				t.Fatalf("%q wrote %s, which reads as %+v (%v)", b, out, again, err)
+			}
+		}
+		var m Mode
+		if m.UnmarshalJSON(b) == nil {
+			out, err := m.MarshalJSON()
+			if err != nil {
+				t.Fatalf("%q read, but does not write: %v", b, err)
+			}
+			var again Mode
+			if err := again.UnmarshalJSON(out); err != nil || again.Name != m.Name || again.RTT != m.RTT {
+				t.Fatalf("%q wrote %s, which reads as %+v (%v)", b, out, again, err)
+			}
+		}
+	})
+}
