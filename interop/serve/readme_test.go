@@ -20,8 +20,8 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 )
 
-// TestReadmeCommands runs the shell commands of README.md as a new user
-// types them, from the checkout's root: the install line, the game
+// TestReadmeCommands runs the shell commands of README.md and the guides
+// (docs/) as a new user types them, from the checkout's root: the install line, the game
 // module's dependency on a checkout beside it, `tongbu serve` and `tongbu
 // ticket` without writing Go, and worlds across two processes on a NATS
 // server started with the README's own command. Each block is found by a
@@ -40,6 +40,10 @@ func TestReadmeCommands(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocks := shellBlocks(t, filepath.Join(root, "README.md"))
+	guides, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	for _, g := range guides {
+		blocks = append(blocks, shellBlocks(t, g)...)
+	}
 	bin := filepath.Dir(tongbuBinary(t)) // tongbu on the PATH, as go install puts it
 
 	t.Run("install", func(t *testing.T) {
@@ -178,7 +182,7 @@ func block(t *testing.T, blocks [][]string, what string) []string {
 		}
 	}
 	if len(found) != 1 {
-		t.Fatalf("README.md has %d shell blocks with %q, want 1", len(found), what)
+		t.Fatalf("README.md and docs/ have %d shell blocks with %q, want 1", len(found), what)
 	}
 	return found[0]
 }
