@@ -11,6 +11,8 @@ import (
 	"context"
 	"time"
 
+	"github.com/tongbu/tongbu/lockstep"
+
 	"github.com/nats-io/nats.go"
 
 	"github.com/tongbu/tongbu/cluster"
@@ -48,8 +50,8 @@ func worldsCells(node *cluster.Node, cfg interest.Config, start time.Time, cellC
 	cellConfig0, _ := cellConfig(0)
 	// GUIDE:worlds-cells
 	m := cluster.CellMap{Map: "wild", Cols: 2, Rows: 1, Interest: cfg, Start: start} // the same on every node
-	err := node.HostCells(m, cellConfig)          // any cell of m may move here (a drain, a crash)
-	w, err := node.ServeCell(m, 0, cellConfig0)   // this node runs cell 0 (cellConfig0, _ := cellConfig(0))
+	err := node.HostCells(m, cellConfig)                                             // any cell of m may move here (a drain, a crash)
+	w, err := node.ServeCell(m, 0, cellConfig0)                                      // this node runs cell 0 (cellConfig0, _ := cellConfig(0))
 	// GUIDE:end
 	return w, err
 }
@@ -59,9 +61,9 @@ func worldsCells(node *cluster.Node, cfg interest.Config, start time.Time, cellC
 func interestLoop(client *engine.Client, renderTicks <-chan time.Time, draw func(interest.ID, float64, float64, float64),
 	clicked, pressed bool, dest interest.Vec, speed int32, fireball uint16, target interest.ID) {
 	// GUIDE:interest-loop
-	c := client.Interest()               // an interest.Client
+	c := client.Interest() // an interest.Client
 	drawn := make([]interest.Drawn, 0, 256)
-	for now := range renderTicks {       // 60 times a second
+	for now := range renderTicks { // 60 times a second
 		client.Update(now)               // receive and send (an engine.Client)
 		c.Advance(now)                   // the world's frame, now
 		drawn = c.Render(now, drawn[:0]) // where to draw everyone, yourself included
@@ -85,11 +87,11 @@ func interestGroups(w *interest.World, c *interest.Client, id interest.ID, buffM
 	cfg := interest.Config{Groups: []interest.Group{
 		{Name: "buffs", Every: time.Second, Fields: []interest.Field{{Name: "mask", Bits: 32}, {Name: "stacks", Bits: 8, Signed: true}}},
 		{Name: "guild", Fields: []interest.Field{{Name: "id", Bits: 24}, {Name: "rank", Bits: 4}}}, // on change
-		{Name: "gear", Request: true, Fields: []interest.Field{{Name: "score", Bits: 16}}},        // an inspect window
+		{Name: "gear", Request: true, Fields: []interest.Field{{Name: "score", Bits: 16}}},         // an inspect window
 	}}
-	w.SetGroup(id, 0, buffMask, stacks)   // on the server (through engine.World.Do)
-	vals, ok := c.Group(id, 0)            // on the client: what it last heard
-	c.RequestGroup(id, 2)                 // the inspect window opens
+	w.SetGroup(id, 0, buffMask, stacks) // on the server (through engine.World.Do)
+	vals, ok := c.Group(id, 0)          // on the client: what it last heard
+	c.RequestGroup(id, 2)               // the inspect window opens
 	// GUIDE:end
 	_ = cfg
 	return vals, ok
@@ -103,7 +105,7 @@ func matchmakingQueue(ctx context.Context, nc *nats.Conn, clusterSecret []byte, 
 		Mode:    "5v5",
 		Build:   "1.4.2",
 		Players: []matchmaker.Player{{ID: "ann", Rating: annRating}, {ID: "bo", Rating: boRating}}, // a party
-		RTT:     rtts,                                                                               // measured by the client, below
+		RTT:     rtts,                                                                              // measured by the client, below
 	})
 	a, err := w.Await(ctx) // a.URL, a.Tickets["ann"], a.Team, a.Region
 	// GUIDE:end
@@ -120,4 +122,59 @@ func matchmakingPing(ctx context.Context) map[string]int {
 	rtts := engine.RegionRTTs(pings) // map[string]int{"eu-west": 24, "us-east": 95}
 	// GUIDE:end
 	return rtts
+}
+
+// lockstepRoom makes a room and a ticket for it (docs/lockstep.md).
+func lockstepRoom(secret []byte) (*engine.Server, *engine.Room, string, error) {
+	// GUIDE:lockstep-room
+	srv, err := engine.NewServer(engine.Config{Secret: secret, UDPAddr: ":3478"})
+	room, err := srv.CreateRoom("duel-1", lockstep.Config{Players: 2, Hz: 60, InputBytes: 2, Fill: lockstep.FillRepeat})
+	ticket, err := srv.Ticket("ann", "duel-1", engine.RolePlayer, time.Minute) // the lobby hands it to ann's client
+	// GUIDE:end
+	return srv, room, ticket, err
+}
+
+// lockstepGame is what lockstepStep runs: a room's simulation that a
+// room can also snapshot.
+type lockstepGame interface {
+	lockstep.Snapshotter
+}
+
+// lockstepStep is one render tick of a buffered lockstep client
+// (docs/lockstep.md).
+func lockstepStep(c *engine.Client, now time.Time, game lockstepGame, draw func(lockstepGame, float64), showWaiting func([]int)) error {
+	// GUIDE:lockstep-step
+	step := c.Lockstep().Advance(now)
+	if step.Snapshot != nil { // a room that runs the game caught this client up from a snapshot
+		if err := game.Restore(step.Snapshot); err != nil {
+			return err
+		}
+	}
+	for _, f := range step.Frames {
+		game.Step(f) // every player's inputs for the frame, in slot order
+	}
+	if !step.CatchingUp { // a late joiner runs the match so far without drawing it
+		draw(game, step.Alpha) // Alpha: how far between the last frame and the next
+	}
+	if len(step.WaitingFor) > 0 { // a strict room waits for these slots
+		showWaiting(step.WaitingFor)
+	}
+	// GUIDE:end
+	return nil
+}
+
+// lockstepRollback is one render tick of a predicting client
+// (docs/lockstep.md).
+func lockstepRollback(c *engine.Client, rb *lockstep.Rollback, game lockstep.RollbackGame, now time.Time, input []byte) error {
+	// GUIDE:lockstep-rollback
+	if err := c.Receive(now); err != nil { // what arrived; an error once the connection is gone
+		return err
+	}
+	tick := rb.Update(now, input)                       // rb, _ := lockstep.NewRollback(c.Lockstep(), lockstep.RollbackConfig{})
+	if err := rb.Run(game, tick.Requests); err != nil { // save, load, step, hash, as the session asks
+		return err
+	}
+	c.Flush(now) // the new frame's input leaves at once
+	// GUIDE:end
+	return nil
 }

@@ -30,7 +30,7 @@ func TestGuideExcerpts(t *testing.T) {
 		t.Fatal("guides.go has no GUIDE regions")
 	}
 	docs := map[string]string{}
-	for _, name := range []string{"worlds", "interest", "matchmaking", "deploying"} {
+	for _, name := range []string{"worlds", "interest", "matchmaking", "deploying", "lockstep"} {
 		b, err := os.ReadFile("../../docs/" + name + ".md")
 		if err != nil {
 			t.Fatal(err)
