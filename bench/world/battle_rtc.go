@@ -181,11 +181,9 @@ func runBattleRTC(o battleOpts) (*battleRTC, error) {
 	marks := 0
 	frames := func() int {
 		if marks++; marks == 1 {
-			child.Say("MEASURE")
+			child.Say("MEASURE") // the window's start, for the bots too
 		}
-		f := make(chan int, 1)
-		w.Do(func(iw *interest.World) { f <- iw.Frame() })
-		return <-f
+		return worldFrame(w)
 	}
 	win, fr, err := bots.Measure(bs.URL, time.Duration(o.seconds*float64(time.Second)), o.profile, frames, worldTickMetric)
 	if err != nil {

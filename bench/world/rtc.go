@@ -199,11 +199,7 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 	}
 	defer unpin()
 	time.Sleep(time.Duration(o.warmup * float64(time.Second))) // every client learns its range
-	frames := func() int {
-		f := make(chan int, 1)
-		w.Do(func(iw *interest.World) { f <- iw.Frame() })
-		return <-f
-	}
+	frames := func() int { return worldFrame(w) }
 	win, marks, err := bots.Measure(bs.URL, time.Duration(o.seconds*float64(time.Second)), o.profile, frames, worldTickMetric)
 	if err != nil {
 		return kill(err)
@@ -221,6 +217,13 @@ func runWorldRTC(o worldOpts) (*worldRTCRun, error) {
 		return nil, err
 	}
 	return r, nil
+}
+
+// worldFrame returns the frame world w is at, asked on its worker.
+func worldFrame(w *engine.World) int {
+	f := make(chan int, 1)
+	w.Do(func(iw *interest.World) { f <- iw.Frame() })
+	return <-f
 }
 
 // rtcPopulation places the joining players and walks the NPCs, on the

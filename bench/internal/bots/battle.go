@@ -238,17 +238,7 @@ func (b *battleBot) close() { b.c.Close() }
 // play polls the bot's client, follows the commands it waits for and, as
 // their time comes, fights or runs.
 func (b *battleBot) play(_ int, now time.Time) {
-	if b.lost.Load() {
-		return
-	}
-	if err := b.c.Update(now); err != nil {
-		b.lost.Store(true)
-		return
-	}
-	is := b.c.Interest()
-	is.Advance(now)
-	evs := is.Events()
-	me, ok := is.Self()
+	is, evs, me, ok := pollWorld(b.c, &b.lost, now)
 	if !ok {
 		return
 	}

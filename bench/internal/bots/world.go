@@ -79,20 +79,29 @@ func runWorldBots(args []string, in io.Reader, out io.Writer) error {
 
 func (b *worldBot) close() { b.c.Close() }
 
+// pollWorld runs a world bot's client for a poll: it takes what arrived
+// and steps to now. It returns the interest client, the events heard and
+// the player's own entity; ok is false while the player is not in the
+// world yet, or once its connection is lost (lost is then set).
+func pollWorld(c *engine.Client, lost *atomic.Bool, now time.Time) (is *interest.Client, evs []interest.Event, me interest.Logic, ok bool) {
+	if lost.Load() {
+		return nil, nil, me, false
+	}
+	if err := c.Update(now); err != nil {
+		lost.Store(true)
+		return nil, nil, me, false
+	}
+	is = c.Interest()
+	is.Advance(now)
+	evs = is.Events()
+	me, ok = is.Self()
+	return is, evs, me, ok
+}
+
 // play runs one bot for a tick: its client takes what arrived, and when
 // it is time the bot sets off somewhere new.
 func (b *worldBot) play(_ int, now time.Time) {
-	if b.lost.Load() {
-		return
-	}
-	if err := b.c.Update(now); err != nil {
-		b.lost.Store(true)
-		return
-	}
-	is := b.c.Interest()
-	is.Advance(now)
-	is.Events() // heard, not acted on
-	me, ok := is.Self()
+	is, _, me, ok := pollWorld(b.c, &b.lost, now) // what it heard is not acted on
 	if !ok || now.Before(b.next) {
 		return
 	}
