@@ -33,9 +33,13 @@ type battleCmd struct {
 	at    time.Time
 	// Guarded by the log's mutex.
 	waiting int           // fighters that have not yet had it or been let off
-	knew    int           // fighters that knew the actor when they first looked
+	knew    int           // fighters that had it (each knew the actor when it first looked)
 	latest  time.Duration // the latest of theirs to have it
 }
+
+// battleFollow is how long a fighter waits for a command before it
+// gives up on it: the command is then undelivered.
+const battleFollow = 5 * time.Second
 
 // battleLog is what the bots share: the commands followed, the fighters'
 // entities and regions (for the runners' episodes), and the figures.
@@ -222,8 +226,8 @@ func runBattleBots(args []string, in io.Reader, out io.Writer) error {
 	defer log.mu.Unlock()
 	undelivered := 0
 	for _, c := range log.cmds {
-		if c.waiting > 0 && c.knew > 0 && c.at.Add(wall).Before(time.Now()) {
-			undelivered++ // given at least the window's length ago and still not had by all
+		if c.waiting > 0 && time.Since(c.at) > battleFollow {
+			undelivered++ // a fighter that knew its actor gave up waiting for it
 		}
 	}
 	fmt.Fprintf(out, "DONE lost=%d cores=%.3f down=%.0f down99=%.0f up=%.0f rdown=%.0f cmd50=%.1f cmd99=%.1f cmds=%d undelivered=%d ep50=%.1f ep99=%.1f eps=%d gone=%d\n",
@@ -295,7 +299,7 @@ func (b *battleBot) hear(now time.Time, is *interest.Client, evs []interest.Even
 		switch {
 		case had:
 			l.resolve(c, true, now.Sub(c.at))
-		case now.Sub(c.at) < 5*time.Second:
+		case now.Sub(c.at) < battleFollow:
 			keep = append(keep, c)
 		}
 		// else: never had; counted undelivered
