@@ -72,7 +72,7 @@ func (a natsAuth) options() ([]nats.Option, error) {
 // natsStartWait is how long a process started beside its NATS server
 // (a compose file, or the README's commands in one go) waits for it to
 // listen before it gives up.
-const natsStartWait = 2 * time.Minute
+const natsStartWait = 5 * time.Minute
 
 // connect connects to the NATS server at url as a says, reconnecting for
 // ever, the connection named name in the server's monitoring. A server

@@ -121,16 +121,17 @@ func main() { fmt.Println(engine.WireVersion) }
 		p := startBlock(t, root, append(script, "wait"), []string{"PATH=" + bin + ":" + os.Getenv("PATH"), "TMPDIR=" + t.TempDir()})
 		url := regexp.MustCompile(`http://\S+`).FindString(curls[0])
 		var body string
-		// go run builds the NATS server first: on a fresh machine, with
-		// its modules to fetch and the suite's other builds beside it, a
-		// few minutes; the nodes wait for it (natsStartWait).
-		for deadline := time.Now().Add(4 * time.Minute); ; time.Sleep(250 * time.Millisecond) {
+		// go run builds the NATS server first: 30 s with an empty build
+		// cache on an idle 2-core machine, more with its modules to fetch
+		// and the suite's other builds beside it; the nodes wait for it
+		// (natsStartWait, 5 minutes).
+		for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(250 * time.Millisecond) {
 			body = get(url)
 			if strings.Contains(body, `"field"`) && strings.Contains(body, `"town~1"`) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s did not list the field and the town's lines in 4 minutes: %q\n%s", url, body, p.String())
+				t.Fatalf("%s did not list the field and the town's lines in 5 minutes: %q\n%s", url, body, p.String())
 			}
 		}
 		// Both nodes hold the worlds between them.
