@@ -5,6 +5,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/tongbu/tongbu/bench/internal/bots"
 	"github.com/tongbu/tongbu/bench/internal/harness"
 	"github.com/tongbu/tongbu/interest"
 )
@@ -58,21 +59,15 @@ func (s *battleSim) fight(p *bplayer) {
 // targetFor picks p's target: one cast in four the nearest NPC in its
 // region, else the nearest of eight enemies drawn at random.
 func (s *battleSim) targetFor(p *bplayer, pos interest.Vec) interest.ID {
-	var best interest.ID
-	var bestD int64
-	consider := func(id interest.ID, at interest.Vec) {
-		if d := pos.DistSq(at); best == 0 || d < bestD {
-			best, bestD = id, d
-		}
-	}
+	n := bots.Nearest{From: pos}
 	if s.rng.IntN(4) == 0 {
 		s.w.Each(s.w.RegionOf(pos), func(id interest.ID, kind interest.Kind, lg *interest.Logic) {
 			if kind == interest.NPC {
-				consider(id, lg.Pos)
+				n.Consider(id, lg.Pos)
 			}
 		})
-		if best != 0 {
-			return best
+		if n.ID != 0 {
+			return n.ID
 		}
 	}
 	for range 8 {
@@ -81,10 +76,10 @@ func (s *battleSim) targetFor(p *bplayer, pos interest.Vec) interest.ID {
 			continue
 		}
 		if lg, ok := s.w.Logic(q.id); ok {
-			consider(q.id, lg.Pos)
+			n.Consider(q.id, lg.Pos)
 		}
 	}
-	return best
+	return n.ID
 }
 
 // hit takes 2-6 life off the target, in the world and the baseline; one

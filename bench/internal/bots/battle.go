@@ -337,21 +337,15 @@ func (b *battleBot) fight(now time.Time, is *interest.Client, me interest.Logic)
 // one cast in four the nearest NPC, else the nearest of eight enemies
 // drawn at random.
 func (b *battleBot) target(is *interest.Client, pos interest.Vec) interest.ID {
-	var best interest.ID
-	var bestD int64
-	consider := func(id interest.ID, at interest.Vec) {
-		if d := pos.DistSq(at); best == 0 || d < bestD {
-			best, bestD = id, d
-		}
-	}
+	n := Nearest{From: pos}
 	if b.rng.IntN(4) == 0 {
 		is.Each(func(id interest.ID, v interest.View) {
 			if v.Kind == interest.NPC {
-				consider(id, v.Logic.Pos)
+				n.Consider(id, v.Logic.Pos)
 			}
 		})
-		if best != 0 {
-			return best
+		if n.ID != 0 {
+			return n.ID
 		}
 	}
 	l := b.log
@@ -360,11 +354,12 @@ func (b *battleBot) target(is *interest.Client, pos interest.Vec) interest.ID {
 		if i >= l.fighters {
 			continue
 		}
-		if v, ok := is.Entity(interest.ID(l.ids[i].Load())); ok {
-			consider(interest.ID(l.ids[i].Load()), v.Logic.Pos)
+		id := interest.ID(l.ids[i].Load())
+		if v, ok := is.Entity(id); ok {
+			n.Consider(id, v.Logic.Pos)
 		}
 	}
-	return best
+	return n.ID
 }
 
 // run plays a runner: out, in at the top speed, stay 3 s, out again, wait

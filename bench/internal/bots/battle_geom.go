@@ -61,3 +61,18 @@ func randIn(rng *rand.Rand, lo, hi interest.Vec) interest.Vec {
 func clampVec(p, lo, hi interest.Vec) interest.Vec {
 	return interest.Vec{X: min(max(p.X, lo.X), hi.X), Y: min(max(p.Y, lo.Y), hi.Y)}
 }
+
+// Nearest keeps the nearest to From of the entities it is shown: how a
+// battle's fighter picks its target.
+type Nearest struct {
+	From interest.Vec
+	ID   interest.ID // 0 until one was shown
+	d    int64
+}
+
+// Consider shows n entity id at position at.
+func (n *Nearest) Consider(id interest.ID, at interest.Vec) {
+	if d := n.From.DistSq(at); n.ID == 0 || d < n.d {
+		n.ID, n.d = id, d
+	}
+}
