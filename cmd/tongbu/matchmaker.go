@@ -135,7 +135,9 @@ func matchmakerCommand(args []string, stdout, stderr io.Writer) int {
 	}
 	opts.Secret = secret
 	opts.Cluster = &cluster.Options{Prefix: *clusterPrefix, Logger: log, Secret: secret}
-	nc, err := auth.connect(*natsURL, "tongbu matchmaker", log)
+	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	nc, err := auth.connect(sig, *natsURL, "tongbu matchmaker", log)
 	if err != nil {
 		fmt.Fprintln(stderr, "tongbu matchmaker:", err)
 		return 1
@@ -147,8 +149,6 @@ func matchmakerCommand(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintf(stdout, "tongbu matchmaker: %s matching %d modes (NATS %s)\n", svc.ID(), len(cfg.Modes), *natsURL)
-	sig, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
 	<-sig.Done()
 	svc.Close()
 	st := svc.Stats()

@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -76,9 +77,10 @@ const natsStartWait = 5 * time.Minute
 
 // connect connects to the NATS server at url as a says, reconnecting for
 // ever, the connection named name in the server's monitoring. A server
-// not listening yet is waited for, up to natsStartWait; one that refuses
-// the credentials is an error at once.
-func (a natsAuth) connect(url, name string, log *slog.Logger) (*nats.Conn, error) {
+// not listening yet is waited for, up to natsStartWait or until ctx is
+// done (the process told to stop); one that refuses the credentials is an
+// error at once.
+func (a natsAuth) connect(ctx context.Context, url, name string, log *slog.Logger) (*nats.Conn, error) {
 	opts, err := a.options()
 	if err != nil {
 		return nil, err
@@ -98,7 +100,11 @@ func (a natsAuth) connect(url, name string, log *slog.Logger) (*nats.Conn, error
 		if !said {
 			log.Info("waiting for NATS to listen", "url", url, "err", err)
 		}
-		time.Sleep(250 * time.Millisecond)
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("NATS %s: stopped while waiting for it: %w", url, err)
+		case <-time.After(250 * time.Millisecond):
+		}
 		nc, err = nats.Connect(url, opts...)
 	}
 	if err != nil {

@@ -162,7 +162,7 @@ func serveCommand(args []string, stdout, stderr io.Writer) int {
 		if cfg.ACME.on() {
 			acmeHost = cfg.ACME.Domains[0]
 		}
-		cl, err := joinCluster(srv, ws, &cfg.Cluster, secret, cfg.Builds, ln.Addr(), tlsCfg != nil, acmeHost, log)
+		cl, err := joinCluster(sig, srv, ws, &cfg.Cluster, secret, cfg.Builds, ln.Addr(), tlsCfg != nil, acmeHost, log)
 		if err != nil {
 			ln.Close()
 			srv.Shutdown(context.Background())

@@ -152,7 +152,7 @@ func (c *clusterNode) serveMatchmaker(mc *matchmakerConfig, log *slog.Logger) er
 // not empty): rooms placed here are created on srv with tickets it signs.
 // The cluster's messages are sealed with the cluster's secret (the
 // ticket secret when none is given).
-func joinCluster(srv *engine.Server, ws *worlds, c *clusterConfig, ticketSecret []byte, builds []string, addr net.Addr, secure bool, acmeHost string, log *slog.Logger) (*clusterNode, error) {
+func joinCluster(ctx context.Context, srv *engine.Server, ws *worlds, c *clusterConfig, ticketSecret []byte, builds []string, addr net.Addr, secure bool, acmeHost string, log *slog.Logger) (*clusterNode, error) {
 	info := cluster.NodeInfo{ID: c.Node, URL: c.PublicURL, Capacity: c.Capacity, Players: c.Players, Region: c.Region, Builds: builds}
 	_, port, err := net.SplitHostPort(addr.String())
 	if err != nil {
@@ -181,7 +181,7 @@ func joinCluster(srv *engine.Server, ws *worlds, c *clusterConfig, ticketSecret 
 		opts.CheckpointEvery = d
 	}
 	opts.CheckpointReplicas = c.CheckpointReplicas
-	nc, err := c.connect(c.NATS, "tongbu serve "+info.ID, log)
+	nc, err := c.connect(ctx, c.NATS, "tongbu serve "+info.ID, log)
 	if err != nil {
 		return nil, fmt.Errorf("cluster: %w", err)
 	}

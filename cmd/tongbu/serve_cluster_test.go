@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -47,7 +48,7 @@ func TestServeClusterConfig(t *testing.T) {
 	}
 	defer srv.Shutdown(t.Context())
 	every := &net.TCPAddr{IP: net.IPv6unspecified, Port: 8080}
-	if _, err := joinCluster(srv, &worlds{srv: srv}, &clusterConfig{NATS: "nats://127.0.0.1:1", Capacity: 1}, []byte("0123456789abcdef"), nil, every, false, "", slog.Default()); err == nil || !strings.Contains(err.Error(), "-public-url") {
+	if _, err := joinCluster(context.Background(), srv, &worlds{srv: srv}, &clusterConfig{NATS: "nats://127.0.0.1:1", Capacity: 1}, []byte("0123456789abcdef"), nil, every, false, "", slog.Default()); err == nil || !strings.Contains(err.Error(), "-public-url") {
 		t.Fatalf("no public URL on every interface: %v", err)
 	}
 	local := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 8443}

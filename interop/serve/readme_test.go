@@ -300,3 +300,39 @@ func TestServeWaitsForNATS(t *testing.T) {
 		t.Errorf("the node did not join: %+v", st)
 	}
 }
+
+// TestServeStopsWhileWaitingForNATS: a node told to stop (SIGINT) while
+// it waits for its NATS server stops at once, saying so.
+func TestServeStopsWhileWaitingForNATS(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := l.Addr().(*net.TCPAddr).Port
+	l.Close() // nothing listens there
+	cmd := exec.Command(tongbuBinary(t), "serve", "-http", "127.0.0.1:0", "-udp", "0", "-loopback",
+		"-nats", fmt.Sprintf("nats://127.0.0.1:%d", port), "-node", "early")
+	cmd.Env = append(os.Environ(), "TONGBU_SECRET=0123456789abcdef0123")
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer cmd.Process.Kill()
+	for deadline := time.Now().Add(20 * time.Second); !strings.Contains(stderr.String(), "waiting for NATS to listen"); time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the node did not say it waits for NATS:\n%s", stderr.String())
+		}
+	}
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-exited:
+		if err == nil || !strings.Contains(stderr.String(), "stopped while waiting") {
+			t.Errorf("exit %v, stderr:\n%s", err, stderr.String())
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatalf("the node went on waiting for NATS 5 s after SIGINT:\n%s", stderr.String())
+	}
+}

@@ -20,7 +20,6 @@ import (
 // CPU, when they are.
 type Impairer struct {
 	child   *Child
-	Addr    string // where it listens
 	stopped bool
 }
 
@@ -34,7 +33,7 @@ func StartImpairer(front, target string, oneWay time.Duration) (*Impairer, error
 	if err := c.WaitReady(30 * time.Second); err != nil {
 		return nil, err
 	}
-	return &Impairer{child: c, Addr: front}, nil
+	return &Impairer{child: c}, nil
 }
 
 // PinWithBots puts the relay on the bots' CPU when the shape pins them
