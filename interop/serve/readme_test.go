@@ -127,17 +127,24 @@ func main() { fmt.Println(engine.WireVersion) }
 		// (natsStartWait, 5 minutes).
 		for deadline := time.Now().Add(5 * time.Minute); ; time.Sleep(250 * time.Millisecond) {
 			body = get(url)
-			if strings.Contains(body, `"field"`) && strings.Contains(body, `"town~1"`) {
+			if strings.Contains(body, `"field"`) && strings.Contains(body, `"town~2"`) && strings.Contains(body, `{"id":"a"`) && strings.Contains(body, `{"id":"b"`) {
 				break
 			}
 			if time.Now().After(deadline) {
-				t.Fatalf("%s did not list the field and the town's lines in 5 minutes: %q\n%s", url, body, p.String())
+				t.Fatalf("%s did not list both nodes, the field and the town's lines in 5 minutes: %q\n%s", url, body, p.String())
 			}
 		}
-		// Both nodes hold the worlds between them.
-		for _, node := range []string{`"node":"a"`, `"node":"b"`} {
+		// Both nodes are in the cluster, and each world is on one of them
+		// (which one is the create queue's pick: all three on one node is
+		// a fair draw).
+		for _, node := range []string{`{"id":"a"`, `{"id":"b"`} {
 			if !strings.Contains(body, node) {
 				t.Errorf("node %s is not in %s:\n%s", node, url, body)
+			}
+		}
+		for _, w := range []string{"field", "town~1", "town~2"} {
+			if n := strings.Count(body, `"world":"`+w+`"`); n != 1 {
+				t.Errorf("world %s is listed %d times in %s:\n%s", w, n, url, body)
 			}
 		}
 	})
