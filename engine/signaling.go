@@ -54,7 +54,8 @@ func (s *Server) authorize(r *http.Request) (any, error) {
 
 // wireFor returns ErrWireVersion when target needs a newer wire than the
 // client reads: a strict room (lockstep.Config.Strict) needs strictWire,
-// a world with field groups (interest.Config.Groups) groupsWire.
+// a world with field groups (interest.Config.Groups) groupsWire, and
+// every world movesWire.
 func (s *Server) wireFor(target string, wire int) error {
 	s.mu.Lock()
 	r, w := s.rooms[target], s.worlds[target]
@@ -62,6 +63,8 @@ func (s *Server) wireFor(target string, wire int) error {
 	switch {
 	case r != nil:
 		return r.wireFor(wire)
+	case w != nil && wire < movesWire:
+		return fmt.Errorf("%w: world %q numbers its entities' moves, which clients read from wire version %d; the client reads %d: update the client", ErrWireVersion, target, movesWire, wire)
 	case w != nil && wire < groupsWire && len(w.world.Config().Groups) > 0:
 		return fmt.Errorf("%w: world %q has field groups, which clients read from wire version %d; the client reads %d: update the client", ErrWireVersion, target, groupsWire, wire)
 	}

@@ -21,12 +21,12 @@ func TestVectors(t *testing.T) {
 	w := &welcome{mode: Lockstep, target: "duel-1", role: RolePlayer, slot: 1,
 		lockstep: lockstep.Config{Players: 2, Hz: 60, Fill: lockstep.FillRepeat, Late: lockstep.LateNextFrame, InputBytes: 1, HashEvery: 30}.WithDefaults()}
 	msg := appendWelcome(nil, w)
-	about := `9.2 welcome (version 9): lockstep, a player, room "duel-1", slot 1, the room configuration of versions 7 to 9 ` +
+	about := `9.2 welcome (version 10): lockstep, a player, room "duel-1", slot 1, the room configuration of versions 7 to 10 ` +
 		"(2 players, 60 Hz, repeat-last, late inputs to the next frame, 1-byte inputs, hash every 30, the rest at their defaults)"
 	if err := vectorfile.Check(filepath.Join("testdata", "vectors"), "welcome", about, msg, *updateVectors); err != nil {
 		t.Fatal(err)
 	}
-	// A world's welcome with field groups (version 9).
+	// A world's welcome with field groups (version 10).
 	world := &welcome{mode: Interest, target: "field", role: RolePlayer, self: 5, interest: interest.Config{Width: 8, Height: 8, MaxEntities: 1024,
 		Groups: []interest.Group{
 			{Name: "guild", Fields: []interest.Field{{Name: "id", Bits: 20}, {Name: "rank", Bits: 3}}},
@@ -34,7 +34,7 @@ func TestVectors(t *testing.T) {
 		}}.WithDefaults()}
 	wmsg := appendWelcome(nil, world)
 	if err := vectorfile.Check(filepath.Join("testdata", "vectors"), "welcome-world",
-		`9.2 welcome (version 9): a world, player entity 5, world "field", an 8 x 8-region map of 1024 entities, the other client settings at their defaults, `+
+		`9.2 welcome (version 10): a world, player entity 5, world "field", an 8 x 8-region map of 1024 entities, the other client settings at their defaults, `+
 			`and two field groups: "guild" on change (id 20 bits, rank 3 bits), "buffs" every 1 s (stacks, 8 bits signed)`, wmsg, *updateVectors); err != nil {
 		t.Fatal(err)
 	}

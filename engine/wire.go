@@ -31,7 +31,7 @@ const (
 	// writes every version from minWireVersion, to a client that
 	// announces it reads no newer (WireHeader); one that announces none
 	// is taken to read unannouncedWire.
-	wireVersion    = 9 // 8 had no field groups; 7 had a cell's client number its commands afresh; 6 no strict lockstep; 5 no bye for a kick; 4 no interest corrections' voided commands nor actions' views; 3 no lockstep MaxDelay
+	wireVersion    = 10 // 9 sent every move's source; 8 had no field groups; 7 had a cell's client number its commands afresh; 6 no strict lockstep; 5 no bye for a kick; 4 no interest corrections' voided commands nor actions' views; 3 no lockstep MaxDelay
 	minWireVersion = 5
 	// minReadWire is the oldest version this client reads: 5 differs
 	// from 6 only in a bye reason a version-5 server never sends, and 6
@@ -53,7 +53,12 @@ const (
 	// groupsWire is the first version whose world welcome carries the
 	// world's field groups (interest.Config.Groups), and whose clients
 	// read group records: a world with groups refuses an older client.
-	groupsWire      = 9
+	groupsWire = 9
+	// movesWire is the first version whose worlds number entities' moves
+	// and send those that go on from the previous path without their
+	// source (SPEC.md §8): every world refuses an older client, and this
+	// client an older world.
+	movesWire       = 10
 	unannouncedWire = 4
 	maxByeText      = 200
 	maxWireUvint    = 1 << 30
@@ -251,6 +256,9 @@ func readWelcome(msg []byte) (*welcome, error) {
 		return nil, fmt.Errorf("%w: the server wrote wire version %d, this client reads versions %d to %d", ErrWireVersion, v, minReadWire, wireVersion)
 	}
 	m := &welcome{version: v, mode: Mode(r.ReadBits(1)), role: Role(r.ReadBits(1))}
+	if r.Err() == nil && m.mode == Interest && v < movesWire {
+		return nil, fmt.Errorf("%w: the server wrote a world's welcome of wire version %d, this client reads worlds from version %d", ErrWireVersion, v, movesWire)
+	}
 	m.target = r.ReadString(MaxNameLen)
 	var err error
 	if m.mode == Lockstep {

@@ -51,14 +51,15 @@ func TestWireVersion(t *testing.T) {
 		served   bool
 		says     string
 	}{
-		{"", false, "announces no wire version (so reads version 4), the server writes versions 5 to 9"}, // before announcing was the rule: version 4
+		{"", false, "announces no wire version (so reads version 4), the server writes versions 5 to 10"}, // before announcing was the rule: version 4
 		{"5", true, ""},
 		{"6", true, ""},
 		{"7", true, ""},
 		{"8", true, ""},
 		{"9", true, ""},
-		{"10", true, ""}, // a newer client reads version 9 too
-		{"4", false, "the client reads wire versions up to 4, the server writes versions 5 to 9"},
+		{"10", true, ""},
+		{"11", true, ""}, // a newer client reads version 10 too
+		{"4", false, "the client reads wire versions up to 4, the server writes versions 5 to 10"},
 		{"0", false, "not a version number"},
 		{"four", false, "not a version number"},
 		{"+5", false, "not a version number"}, // digits only
@@ -96,8 +97,8 @@ func TestWireVersion(t *testing.T) {
 	// Dial of a client that reads version 4: ErrWireVersion, naming both.
 	tk, _ := s.Ticket("bob", "duo", RolePlayer, time.Minute)
 	_, err = Dial(ctx, web.URL, tk, &ClientConfig{HTTPClient: &http.Client{Transport: rewriteWire{"4"}}})
-	if !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "up to 4") || !strings.Contains(err.Error(), "versions 5 to 9") {
-		t.Fatalf("a client of version 4: %v, want ErrWireVersion naming versions 4, 5 and 9", err)
+	if !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "up to 4") || !strings.Contains(err.Error(), "versions 5 to 10") {
+		t.Fatalf("a client of version 4: %v, want ErrWireVersion naming versions 4, 5 and 10", err)
 	}
 	// A client of version 5 is written version 5, which this client
 	// reads too.
@@ -140,7 +141,7 @@ func TestWireVersion(t *testing.T) {
 	}
 	c7.Close()
 	// A world with field groups refuses a client of version 8; one of
-	// version 9 gets the groups in its welcome, and the values.
+	// version 10 gets the groups in its welcome, and the values.
 	groups := interest.Config{Width: 8, Height: 8, Groups: []interest.Group{
 		{Name: "guild", Fields: []interest.Field{{Name: "id", Bits: 20}, {Name: "rank", Bits: 3}}},
 	}}
@@ -160,13 +161,19 @@ func TestWireVersion(t *testing.T) {
 	})
 	npc := <-spawned
 	tk8, _ := s.Ticket("eve", "guilds", RolePlayer, time.Minute)
-	if _, err = Dial(ctx, web.URL, tk8, &ClientConfig{HTTPClient: &http.Client{Transport: rewriteWire{"8"}}}); !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "field groups") {
+	if _, err = Dial(ctx, web.URL, tk8, &ClientConfig{HTTPClient: &http.Client{Transport: rewriteWire{"8"}}}); !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "version 10") {
 		t.Fatalf("a client of version 8 in a world with field groups: %v, want ErrWireVersion", err)
 	}
+	// Every world refuses a client of version 9, whose moves all carry
+	// their source (SPEC.md §8, "Moves that go on").
 	tk9, _ := s.Ticket("eve", "guilds", RolePlayer, time.Minute)
+	if _, err = Dial(ctx, web.URL, tk9, &ClientConfig{HTTPClient: &http.Client{Transport: rewriteWire{"9"}}}); !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "numbers its entities' moves") || !strings.Contains(err.Error(), "version 10") {
+		t.Fatalf("a client of version 9 in a world: %v, want ErrWireVersion", err)
+	}
+	tk9, _ = s.Ticket("eve", "guilds", RolePlayer, time.Minute)
 	c9, err := Dial(ctx, web.URL, tk9, nil)
 	if err != nil {
-		t.Fatalf("a client of version 9 in a world with field groups: %v", err)
+		t.Fatalf("a client of version 10 in a world with field groups: %v", err)
 	}
 	if g := c9.Interest().Config().Groups; len(g) != 1 || g[0].Name != "guild" || g[0].Fields[1].Bits != 3 {
 		t.Fatalf("the client's groups %+v", g)
@@ -192,6 +199,20 @@ func TestWireVersion(t *testing.T) {
 	defer c.Close()
 	if c.welcome.version != wireVersion {
 		t.Errorf("welcome version %d, want %d", c.welcome.version, wireVersion)
+	}
+}
+
+// TestOldWorldWelcomeRefused: a world's welcome of version 9 (a server
+// from before moves were numbered) is refused by name, not misread; a
+// room's of version 9 still reads.
+func TestOldWorldWelcomeRefused(t *testing.T) {
+	world := appendWelcome(nil, &welcome{version: 9, mode: Interest, target: "field", self: 1, interest: interest.Config{Width: 8, Height: 8}.WithDefaults()})
+	if _, err := readWelcome(world); !errors.Is(err, ErrWireVersion) || !strings.Contains(err.Error(), "version 9") || !strings.Contains(err.Error(), "from version 10") {
+		t.Fatalf("a world's welcome of version 9: %v, want ErrWireVersion naming 9 and 10", err)
+	}
+	room := appendWelcome(nil, &welcome{version: 9, mode: Lockstep, target: "duo", slot: 1, lockstep: lockstep.Config{Players: 2}.WithDefaults()})
+	if m, err := readWelcome(room); err != nil || m.version != 9 {
+		t.Fatalf("a room's welcome of version 9: %+v, %v", m, err)
 	}
 }
 

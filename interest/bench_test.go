@@ -25,8 +25,7 @@ func BenchmarkMoveUpdate(b *testing.B) {
 		writeTag(&wr, tagMove)
 		l.writeID(&wr, ID(1+i%60000))
 		l.writeStamp(&wr, 100, 101)
-		l.writePos(&wr, src)
-		l.writePath(&wr, src, src.Add(Vec{700, -300}), 40)
+		l.writeMove(&wr, 3, false, src, src.Add(Vec{700, -300}), 40, 0)
 		bitsPer = wr.Len()
 	}
 	b.ReportMetric(float64(bitsPer), "bits/op")
@@ -47,6 +46,7 @@ func BenchmarkLogicUpdate(b *testing.B) {
 		writeTag(&wr, tagLogic)
 		l.writeID(&wr, 1234)
 		l.writeLogic(&wr, Player, &lg, 1, nil)
+		wr.WriteBits(3, epochBits)
 		bitsPer = wr.Len()
 	}
 	b.ReportMetric(float64(bitsPer), "bits/op")

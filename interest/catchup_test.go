@@ -28,6 +28,7 @@ func logicPacket(t *testing.T, l *layout, seq, frame int, ents ...ent) []byte {
 		writeTag(&w, tagLogic)
 		l.writeID(&w, e.id)
 		l.writeLogic(&w, e.kind, &e.lg, 0, nil)
+		w.WriteBits(0, epochBits) // the move number
 	}
 	if w.Err() != nil {
 		t.Fatalf("encode: %v", w.Err())

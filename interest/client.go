@@ -64,6 +64,10 @@ type ClientStats struct {
 	EventsMissed int64 // events dropped because the game did not drain them
 	Replays      int64 // moves sent again on top of a correction (Client reconciles)
 	GroupRecords int64 // field group values heard (Config.Groups)
+	// MovesUnresolved counts moves that went on from a path this client
+	// did not hold (it missed the move before, under loss): each asks the
+	// world for the entity instead.
+	MovesUnresolved int64
 }
 
 type known struct {
@@ -76,6 +80,12 @@ type known struct {
 	// to change region.
 	active bool
 	tr     *track // its paths, once the game renders (Render)
+	// last is the path of its last move or logic heard, from its frame,
+	// and ep that move's number: what a move that goes on from it needs
+	// (Client.resolve). Not lastOK: none heard from this world.
+	last   pathSeg
+	ep     uint8
+	lastOK bool
 }
 
 type activeEntry struct {

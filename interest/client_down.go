@@ -45,6 +45,12 @@ type downMsg struct {
 	hf    int   // the packet's frame
 	void  uint8 // a correction's first voided command, low bits
 	ev    Event
+	// A move's number (a logic message's too), whether it goes on from
+	// the previous path (its source and, for Speed 0, speed are that
+	// path's: Client.resolve), and its destination's offset.
+	ep   uint8
+	cont bool
+	off  Vec
 }
 
 // decodeDown validates a whole downlink packet, calling f for each message
@@ -81,8 +87,7 @@ func readDown(l *layout, r *codec.Reader, hf int, m *downMsg, apply bool, f func
 		m.ev = Event{ID: m.id, Frame: m.frame}
 		switch m.tag {
 		case tagMove:
-			m.lg.Pos = l.readPos(r)
-			m.lg.Dest, m.lg.Speed = l.readPath(r, m.lg.Pos)
+			l.readMove(r, m)
 		case tagJump:
 			m.ev.Tag = EventJump
 		case tagSkill:
@@ -100,6 +105,7 @@ func readDown(l *layout, r *codec.Reader, hf int, m *downMsg, apply bool, f func
 		m.id = l.readID(r)
 		m.frame = hf
 		m.kind, m.dver = l.readLogic(r, &m.lg, nil)
+		m.ep = uint8(r.ReadBits(epochBits))
 	case tagVitals:
 		m.id = l.readID(r)
 		m.frame = hf
@@ -111,6 +117,7 @@ func readDown(l *layout, r *codec.Reader, hf int, m *downMsg, apply bool, f func
 		for i := 0; i < n && r.Err() == nil; i++ {
 			m.id = l.readID(r)
 			m.kind, m.dver = l.readLogic(r, &m.lg, &rg)
+			m.ep = uint8(r.ReadBits(epochBits))
 			if r.Err() == nil && apply {
 				f(m)
 			}
@@ -144,10 +151,25 @@ func (c *Client) down(now time.Time, r *codec.Reader, msg []byte) error {
 	}
 	var h downHeader
 	c.rdHeard = false
+	// The client's clock goes to the packet's frame before its messages
+	// apply (once the whole packet has decoded): what they say is as of
+	// that frame or before it, and is stepped to the client's frame, never
+	// past it.
+	clock := func() {
+		if !c.synced || h.frame > c.frame {
+			if !c.synced {
+				c.frame = h.frame
+			}
+			c.synced = true
+			c.base, c.baseAt = h.frame, now
+			c.stepTo(h.frame)
+		}
+	}
 	err := decodeDown(&c.lay, msg, c.frame, &h, &c.msg, func(m *downMsg) {
 		if !c.rdHeard {
 			c.rdHeard = true
 			c.rd.heard(now, h.frame)
+			clock()
 		}
 		c.apply(now, m)
 	})
@@ -156,17 +178,10 @@ func (c *Client) down(now time.Time, r *codec.Reader, msg []byte) error {
 	}
 	if !c.rdHeard {
 		c.rd.heard(now, h.frame)
+		clock()
 	}
 	c.rd.commit()
 	c.received(h.seq)
-	if !c.synced || h.frame > c.frame {
-		if !c.synced {
-			c.frame = h.frame
-		}
-		c.synced = true
-		c.base, c.baseAt = h.frame, now
-		c.stepTo(h.frame)
-	}
 	if c.corr.have {
 		c.correct() // before the acknowledgement: it reads the moves it voids
 	}
@@ -244,6 +259,7 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 			c.heardPath(now, m.id, k, seg, false)
 		}
 		k.kind, k.lg, k.dver, k.doom = m.kind, m.lg, m.dver, 0
+		k.last, k.ep, k.lastOK = seg, m.ep, true
 		c.activate(m.id, k)
 		c.wantDisplay(now, m.id, m.dver)
 		return
@@ -253,6 +269,9 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 		return // the client moved itself first; the world corrects if it disagrees
 	}
 	k := c.ents[m.id]
+	if m.tag == tagMove && m.cont && !c.resolve(k, m) {
+		return
+	}
 	if k == nil {
 		if m.tag == tagMove {
 			c.toNow(&m.lg, m.frame)
@@ -266,6 +285,7 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 		}
 	}
 	if m.tag == tagMove {
+		k.last, k.ep, k.lastOK = pathSeg{m.frame, m.lg.Pos, m.lg.Dest, m.lg.Speed, 0}, m.ep, true
 		c.heardPath(now, m.id, k, pathSeg{m.frame, m.lg.Pos, m.lg.Dest, m.lg.Speed, int32(m.hf)}, true)
 		k.lg.Pos, k.lg.Dest, k.lg.Speed = m.lg.Pos, m.lg.Dest, m.lg.Speed
 		k.doom = 0
@@ -278,6 +298,44 @@ func (c *Client) apply(now time.Time, m *downMsg) {
 		c.stats.EventsMissed++
 	}
 	c.events = append(c.events, m.ev)
+}
+
+// resolve finds the source of a move that goes on from the entity's
+// previous path (m.cont) on that path, and its speed when the move keeps
+// it: the client must hold the path of the move numbered just before
+// (SPEC.md §8, moves). It reports false, asking for the entity's logic,
+// when the client does not: it missed that move (a lost packet the world
+// repairs meanwhile, or a path it never heard), or the move is older
+// than what it holds.
+func (c *Client) resolve(k *known, m *downMsg) bool {
+	if k == nil || !k.lastOK || k.ep != (m.ep-1)&epochMask || m.frame < k.last.frame {
+		if k == nil || !k.lastOK || m.ep != k.ep {
+			// Not the move it holds: a newer one after a move it missed,
+			// or one stamped before the logic it holds but news to it.
+			request(c.discover, m.id)
+		}
+		c.stats.MovesUnresolved++
+		return false
+	}
+	src := StepN(k.last.pos, k.last.dest, k.last.speed, m.frame-k.last.frame)
+	speed := m.lg.Speed
+	if speed == 0 && m.off != (Vec{}) {
+		speed = k.last.speed
+		if speed <= 0 { // it stands, as far as it knows: ask
+			request(c.discover, m.id)
+			c.stats.MovesUnresolved++
+			return false
+		}
+	}
+	m.lg.Pos, m.lg.Dest, m.lg.Speed = src, src.Add(m.off), speed
+	if m.off == (Vec{}) {
+		m.lg.Speed = 0
+	}
+	if !c.lay.onMap(m.lg.Dest) {
+		c.stats.MovesUnresolved++
+		return false
+	}
+	return true
 }
 
 func (c *Client) wantDisplay(now time.Time, id ID, ver uint8) {

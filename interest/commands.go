@@ -12,6 +12,11 @@ type pending struct {
 	frame int
 	c     command
 	tag   int
+	// A move's number, and whether it goes on from the entity's previous
+	// broadcast path (at speed prev): it is then sent without its source.
+	ep   uint8
+	cont bool
+	prev int32
 }
 
 func (w *World) checkLogic(lg *Logic) error {
@@ -99,12 +104,15 @@ func (w *World) grow() {
 // announces it; a ghost mirrors another cell's entity.
 func (w *World) spawnAt(id ID, kind Kind, lg Logic, d Display, ghost bool) {
 	e := w.ent(id)
-	*e = entity{id: id, dver: e.dver + 1, abs: e.abs, rel: e.rel}
+	// The move number runs on across a reuse of the ID, so that a client
+	// still holding the old entity never takes the new one's moves as its.
+	*e = entity{id: id, dver: e.dver + 1, abs: e.abs, rel: e.rel, ep: (e.ep + epochMask/2) & epochMask}
 	w.ghost[id] = ghost
 	w.lastCross[id] = noCross
 	e.kind, e.lg, e.alive = kind, lg, true
 	w.past[id] = pathLog{}
 	w.past[id].add(pathSeg{w.frame, lg.Pos, lg.Dest, lg.Speed, 0})
+	e.bc, e.bcOK = pathSeg{w.frame, lg.Pos, lg.Dest, lg.Speed, 0}, true
 	w.setDisplay(e.id, d)
 	e.mover, e.dirtyAt, e.absFrame, e.relFrame, e.crossed = -1, -1, -1, -1, -1
 	w.lastBc[e.id], e.lastSyn = w.frame, w.frame
@@ -203,8 +211,17 @@ func (w *World) moved(e *entity) {
 // frame and queues the broadcast.
 func (w *World) setPath(e *entity, src, dest Vec, speed int32, f int) {
 	e.lg.Pos, e.lg.Dest, e.lg.Speed = src, dest, speed
+	// A client that holds the previous path finds src on it, at f: the
+	// move needs no source (SPEC.md §8, moves).
+	cont := e.bcOK && f >= e.bc.frame && f >= int(e.wholeAt) && StepN(e.bc.pos, e.bc.dest, e.bc.speed, f-e.bc.frame) == src
+	prev := e.bc.speed // the speed a client holds of it: none once arrived (a logic message's path)
+	if src == e.bc.dest {
+		prev = 0
+	}
+	e.ep = (e.ep + 1) & epochMask
+	e.bc, e.bcOK = pathSeg{f, src, dest, speed, 0}, true
 	w.pend = append(w.pend, pending{id: e.id, tag: tagMove, frame: f, reg: e.reg,
-		c: command{src: src, dest: dest, speed: speed}})
+		c: command{src: src, dest: dest, speed: speed}, ep: e.ep, cont: cont, prev: prev})
 	e.lg.Pos = StepN(src, dest, speed, max(w.frame-f, 0))
 	w.recordPath(e.id, src, dest, speed, f)
 	e.start = f // a move stamped ahead of the world waits at its source

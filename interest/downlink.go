@@ -474,6 +474,7 @@ func (o *observer) emit(w *World, me *entity, center Region, it *item, budget *i
 		e := w.ent(id)
 		w.lay.writeID(&w.pw, id)
 		w.pw.WriteBitString(e.rel.b, e.rel.n)
+		e.wholeAt = int32(w.frame)
 		o.pkt.ids = append(o.pkt.ids, id)
 		if w.lastBc[id] > it.enter && it.echo == 0 {
 			// It broadcast lately: the client may be asking for it, and
@@ -523,8 +524,7 @@ func (w *World) turnMsg(e *entity) int {
 	writeTag(&w.mw, tagMove)
 	w.lay.writeID(&w.mw, e.id)
 	w.lay.writeStamp(&w.mw, s.frame, w.frame)
-	w.lay.writePos(&w.mw, s.pos)
-	w.lay.writePath(&w.mw, s.pos, s.dest, s.speed)
+	w.lay.writeMove(&w.mw, e.ep, false, s.pos, s.dest, s.speed, 0)
 	w.mbuf = w.mw.Bytes()[:0]
 	return w.mw.Len()
 }
@@ -535,6 +535,7 @@ func (w *World) writeLogicMsg(wr *codec.Writer, e *entity) {
 	writeTag(wr, tagLogic)
 	w.lay.writeID(wr, e.id)
 	wr.WriteBitString(e.abs.b, e.abs.n)
+	e.wholeAt = int32(w.frame)
 }
 
 // writeVitalsMsg writes e's vitals: a state sync, which corrects what

@@ -40,7 +40,17 @@ type entity struct {
 	absVit   uint8 // the bit where abs's vitals end; they start after its kind (writeLogic)
 
 	obs *observer
-	_   [56]byte // to entitySize, so that entities in a slab keep to cache lines
+	// The path its last broadcast move (or its spawn) gave clients, and
+	// that move's number (epochBits of it): a move that goes on from it
+	// goes without its source (flush).
+	bc pathSeg
+	// wholeAt is the frame of the last logic message of it sent: a move
+	// stamped before it rewrites what those clients hold, which they
+	// cannot step back, so it goes with its source.
+	wholeAt int32
+	ep      uint8
+	bcOK    bool
+	_       [18]byte // to entitySize, so that entities in a slab keep to cache lines
 }
 
 // entitySize is the size of an entity: four cache lines. Entities are
@@ -193,6 +203,7 @@ func (w *World) absolute(e *entity) {
 	e.absFrame = w.frame
 	w.w.Reset(e.abs.b[:0])
 	e.absVit = uint8(w.lay.writeLogic(&w.w, e.kind, &e.lg, e.dver, nil))
+	w.w.WriteBits(uint64(e.ep), epochBits)
 	e.abs.n, e.abs.b = w.w.Len(), w.w.Bytes()
 }
 
@@ -206,6 +217,7 @@ func (w *World) relative(e *entity) {
 	rg := w.regionAt(e.reg)
 	w.w.Reset(e.rel.b[:0])
 	w.lay.writeLogic(&w.w, e.kind, &e.lg, e.dver, &rg)
+	w.w.WriteBits(uint64(e.ep), epochBits)
 	e.rel.n, e.rel.b = w.w.Len(), w.w.Bytes()
 }
 

@@ -54,6 +54,7 @@ func (c *Client) inherit(old *Client, movesOnly bool) {
 		}
 		cp := *k
 		cp.active = true
+		cp.lastOK = false // moves are numbered per world
 		c.ents[id] = &cp
 		c.active = append(c.active, activeEntry{id: id, k: &cp})
 	}

@@ -333,8 +333,7 @@ func (w *World) flush() {
 		}
 		switch p.tag {
 		case tagMove:
-			w.lay.writePos(&m.w, p.c.src)
-			w.lay.writePath(&m.w, p.c.src, p.c.dest, p.c.speed)
+			w.lay.writeMove(&m.w, p.ep, p.cont, p.c.src, p.c.dest, p.c.speed, p.prev)
 		case tagSkill:
 			m.w.WriteBits(uint64(p.c.skill), 16)
 			m.w.WriteBool(p.c.target != 0)

@@ -97,20 +97,23 @@ func interestVectors(t *testing.T) []vector {
 
 	return []vector{
 		{"world-join", "8.1 world packet 0, frame 1 in full, to a player who just joined: the whole logic of entity 1 " +
-			"(itself, a player at 1000,1000 with 100 life) and of entity 2 (an NPC at 1500,900 with 80 life), both stamped frame 1", v.down[0]},
+			"(itself, a player at 1000,1000 with 100 life) and of entity 2 (an NPC at 1500,900 with 80 life), both stamped frame 1, " +
+			"both with move number 3", v.down[0]},
 		{"world-commands", "8.1 world packet 2, frame 4 in full: entity 2 uses skill 7 on entity 1, stamped frame 3; " +
-			"entity 2 moves from 1500,900 to 1800,900 at 40 a frame, stamped frame 3", v.down[2]},
+			"entity 2's move number 4, stamped frame 3, going on from where it stands (1500,900): 300 along x at 40 a frame " +
+			"(short offsets, the speed changed)", v.down[2]},
 		{"uplink-display", "8.2 uplink: acknowledges world packet 2 and the two before (mask 11), no commands, " +
 			"display requests for entities 1 and 2", v.up[0]},
 		{"display", "8.3 display reply: entity 1 named \"you\", entity 2 named \"wolf\" with appearance 3", v.down[3]},
 		{"uplink-move", "8.2 uplink: acknowledges world packet 2 and the two before, command 0: a move stamped frame 5 " +
 			"from 1000,1000 to 1200,1000 at 64 a frame", v.up[1]},
 		{"world-echo", "8.1 world packet 3, frame 6 in its low 8 bits, acknowledging command 0: entity 1's own move " +
-			"from 1000,1000 to 1200,1000 at 64, stamped frame 5", v.down[4]},
+			"number 4, stamped frame 5, going on from where it stands (1000,1000): 200 along x at 64", v.down[4]},
 		{"uplink-skill", "8.2 uplink: acknowledges world packet 3 and the three before, command 1: skill 9 on entity 2 " +
 			"stamped frame 7, the others drawn two frames back (view 8 quarter frames)", v.up[2]},
 		{"world-correction", "8.1 world packet 4, frame 8 in its low 8 bits, acknowledging command 1: entity 1's skill 9 on " +
-			"entity 2 stamped frame 7; entity 1 placed at 1100,1100 standing, stamped frame 7; the correction: entity 1 at " +
+			"entity 2 stamped frame 7; entity 1's move number 5, placed at 1100,1100 standing (with its source), stamped frame 7; " +
+			"the correction: entity 1 at " +
 			"1100,1100 standing, voiding from command 2", v.down[5]},
 	}
 }
@@ -137,6 +140,9 @@ func TestVectors(t *testing.T) {
 		lg             Logic
 		skill          uint16
 		target         ID
+		ep             uint8 // a move's or logic's number
+		cont           bool  // a move that goes on from the previous path
+		off            Vec   // a move's destination from its source
 	}
 	down := func(name string) (downHeader, []msg) {
 		var hdr downHeader
@@ -146,7 +152,14 @@ func TestVectors(t *testing.T) {
 			if m.tag == tagCorrection {
 				id = 0 // a correction is of the receiver's own entity, and names none
 			}
-			got = append(got, msg{m.tag, id, m.frame, m.lg, m.ev.Skill, m.ev.Target})
+			g := msg{m.tag, id, m.frame, m.lg, m.ev.Skill, m.ev.Target, 0, false, Vec{}}
+			if m.tag == tagMove || m.tag == tagLogic {
+				g.ep = m.ep
+			}
+			if m.tag == tagMove {
+				g.cont, g.off = m.cont, m.off
+			}
+			got = append(got, g)
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
@@ -154,19 +167,19 @@ func TestVectors(t *testing.T) {
 		return hdr, got
 	}
 	hdr, got := down("world-join")
-	want := []msg{{tag: tagLogic, id: 1, frame: 1, lg: Logic{Pos: Vec{1000, 1000}, Dest: Vec{1000, 1000}, Life: 100}},
-		{tag: tagLogic, id: 2, frame: 1, lg: Logic{Pos: Vec{1500, 900}, Dest: Vec{1500, 900}, Life: 80}}}
+	want := []msg{{tag: tagLogic, id: 1, frame: 1, lg: Logic{Pos: Vec{1000, 1000}, Dest: Vec{1000, 1000}, Life: 100}, ep: 3},
+		{tag: tagLogic, id: 2, frame: 1, lg: Logic{Pos: Vec{1500, 900}, Dest: Vec{1500, 900}, Life: 80}, ep: 3}}
 	if hdr.seq != 0 || !hdr.full || hdr.frame != 1 || !slices.Equal(got, want) {
 		t.Fatalf("world-join: %+v %+v", hdr, got)
 	}
 	hdr, got = down("world-commands")
 	want = []msg{{tag: tagSkill, id: 2, frame: 3, skill: 7, target: 1},
-		{tag: tagMove, id: 2, frame: 3, lg: Logic{Pos: Vec{1500, 900}, Dest: Vec{1800, 900}, Speed: 40}}}
+		{tag: tagMove, id: 2, frame: 3, lg: Logic{Speed: 40}, ep: 4, cont: true, off: Vec{300, 0}}}
 	if hdr.seq != 2 || !hdr.full || hdr.frame != 4 || !slices.Equal(got, want) {
 		t.Fatalf("world-commands: %+v %+v", hdr, got)
 	}
 	hdr, got = down("world-echo")
-	want = []msg{{tag: tagMove, id: 1, frame: 5, lg: Logic{Pos: Vec{1000, 1000}, Dest: Vec{1200, 1000}, Speed: 64}}}
+	want = []msg{{tag: tagMove, id: 1, frame: 5, lg: Logic{Speed: 64}, ep: 4, cont: true, off: Vec{200, 0}}}
 	if hdr.seq != 3 || hdr.full || hdr.frame != 6 || !hdr.hasAck || hdr.cmdAck != 0 || !slices.Equal(got, want) {
 		t.Fatalf("world-echo: %+v %+v", hdr, got)
 	}
@@ -191,7 +204,7 @@ func TestVectors(t *testing.T) {
 	hdr, got = down("world-correction")
 	_ = decodeDown(&c.lay, vs["world-correction"], 8, &hdr, &corr, func(m *downMsg) {})
 	want = []msg{{tag: tagSkill, id: 1, frame: 7, skill: 9, target: 2},
-		{tag: tagMove, id: 1, frame: 7, lg: Logic{Pos: Vec{1100, 1100}, Dest: Vec{1100, 1100}}},
+		{tag: tagMove, id: 1, frame: 7, lg: Logic{Pos: Vec{1100, 1100}, Dest: Vec{1100, 1100}}, ep: 5},
 		{tag: tagCorrection, frame: 8, lg: Logic{Pos: Vec{1100, 1100}, Dest: Vec{1100, 1100}}}}
 	if hdr.seq != 4 || hdr.frame != 8 || hdr.cmdAck != 1 || !slices.Equal(got, want) || corr.void != 2 {
 		t.Fatalf("world-correction: %+v %+v void %d", hdr, got, corr.void)

@@ -115,6 +115,7 @@ func TestVitalsMessage(t *testing.T) {
 		writeTag(w, tagLogic)
 		l.writeID(w, 7)
 		l.writeLogic(w, NPC, &wolf, 0, nil)
+		w.WriteBits(0, epochBits) // the move number
 	})
 	hurt := wolf
 	hurt.Life, hurt.Combat = 40, true
