@@ -198,8 +198,12 @@ func FuzzDownlink(f *testing.F) {
 	for _, m := range rec.msgs {
 		f.Add(m)
 	}
+	first := rec.msgs[0] // the whole logic of what is in range: moves that go on resolve against it
 	f.Fuzz(func(t *testing.T, b []byte) {
 		c, _ := NewClient(testConfig(), me)
+		_ = c.Deliver(time.Unix(1, 0), b)
+		c, _ = NewClient(testConfig(), me) // and after the world's first packet
+		_ = c.Deliver(time.Unix(1, 0), first)
 		_ = c.Deliver(time.Unix(1, 0), b)
 		c.Advance(time.Unix(2, 0))
 		_ = c.Packet(time.Unix(2, 0))
